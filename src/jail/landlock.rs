@@ -1,0 +1,18 @@
+//! Landlock (HELPER-OWNED: being written).
+use crate::policy::Requirement;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LandlockPlan {
+    pub requirement: Requirement,
+    pub min_abi: u32,
+    /// Paths (inside the jail) that may be read and executed.
+    pub read_exec: Vec<String>,
+    /// Paths (inside the jail) that may be read, written, created in.
+    pub read_write: Vec<String>,
+    /// Device files that may be read and written (/dev/null, ...).
+    pub devices: Vec<String>,
+    pub deny_tcp: bool,
+    pub scope_abstract_unix: bool,
+    pub scope_signals: bool,
+}

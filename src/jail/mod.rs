@@ -1,0 +1,82 @@
+//! The jail: one file per isolation mechanism.
+//!
+//! `spawn` clones the child into new namespaces; `child` is the ordered list of steps the
+//! child takes before exec (the security argument lives in that order); `report` carries a
+//! child's setup failure back to the parent as (stage, errno).
+
+pub mod caps;
+pub mod cgroup;
+pub mod child;
+pub mod landlock;
+pub mod mount;
+pub mod report;
+pub mod rlimit;
+pub mod seccomp;
+pub mod spawn;
+pub mod sys;
+pub mod userns;
+
+use serde::Serialize;
+
+/// How one control was applied to this run; the record's `enforcement` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Control {
+    /// Stable name: "user_namespace", "landlock", "seccomp", "cgroup_memory", "rlimit_as", ...
+    pub control: String,
+    pub state: ControlState,
+    /// Which mechanism enforced it (e.g. "cgroup v1 memory", "RLIMIT_AS", "landlock ABI 7").
+    pub mechanism: String,
+    /// Human detail: the ABI, the syscall count, why it is degraded and how to fix it.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlState {
+    Enforced,
+    Degraded,
+    Unavailable,
+}
+
+impl Control {
+    pub fn new(control: &str, state: ControlState, mechanism: &str, detail: impl Into<String>) -> Self {
+        Control {
+            control: control.to_string(),
+            state,
+            mechanism: mechanism.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// A failure to set the jail up, in the parent or reported by the child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError {
+    /// Which setup stage failed ("clone", "uid_map", "mount /usr", "landlock", ...).
+    pub stage: String,
+    /// The errno, when a syscall failed.
+    pub errno: Option<i32>,
+    /// What to do about it.
+    pub hint: String,
+}
+
+impl SetupError {
+    pub fn new(stage: impl Into<String>, errno: Option<i32>, hint: impl Into<String>) -> Self {
+        SetupError { stage: stage.into(), errno, hint: hint.into() }
+    }
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "jail setup failed at {}", self.stage)?;
+        if let Some(e) = self.errno {
+            write!(f, ": {} (errno {e})", std::io::Error::from_raw_os_error(e))?;
+        }
+        if !self.hint.is_empty() {
+            write!(f, ". Hint: {}", self.hint)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SetupError {}
