@@ -1,1 +1,98 @@
-//! (being written)
+//! Command-line definitions only (clap). The spellings are fixed by DESIGN.md.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentjail",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("AGENTJAIL_GIT_COMMIT"), ")"),
+    about = "Run AI-agent-generated code behind a policy check and a Linux namespace jail, and say exactly what happened",
+    after_help = "Examples:\n  agentjail run examples/incident/action.json\n  agentjail check --policy policies/data.toml action.json\n  echo hi | agentjail exec -- /usr/bin/cat\n  agentjail policy show policies/default.toml\n  agentjail doctor"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The whole pipeline: contract, policy, static check, jail, validation, record.
+    #[command(
+        after_help = "Exit status: 0 ok, 1 stopped (any stop reason), 2 agentjail could not work.\n\nExample:\n  agentjail run examples/incident/action.json | jq .output"
+    )]
+    Run {
+        /// Policy file (default: the embedded default policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Append the record to this file as one JSON line (overrides the policy's audit.log).
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+        /// The action JSON file, or - for stdin.
+        #[arg(value_name = "ACTION.json|-")]
+        action: String,
+    },
+    /// Contract validation and static check only; prints the decision.
+    #[command(
+        after_help = "Exit status: 0 allow, 1 deny, 2 error.\n\nExample:\n  agentjail check action.json"
+    )]
+    Check {
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[arg(value_name = "ACTION.json|-")]
+        action: String,
+    },
+    /// Run a command in the jail alone, stdin passed through, output passed out under the caps.
+    #[command(
+        after_help = "Exit status: the command's own; 128+N when signal N killed it; 124 when agentjail stopped it (reason on stderr); 125 when the jail could not be set up.\n\nExamples:\n  agentjail exec -- /usr/bin/python3 -I -c 'print(1)'\n  agentjail exec --time-limit 5 --memory-limit 512MiB --record rec.json -- /bin/sh -c 'ls /'"
+    )]
+    Exec {
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Write the JSON record here.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+        /// Wall-clock limit in seconds (fractions allowed); replaces the policy's.
+        #[arg(long, value_name = "SECONDS")]
+        time_limit: Option<f64>,
+        /// Memory limit (bytes, or 64KiB / 256MiB / 1GiB); replaces the policy's.
+        #[arg(long, value_name = "SIZE")]
+        memory_limit: Option<String>,
+        /// Cap on stdout and on stderr, each, in bytes; replaces the policy's.
+        #[arg(long, value_name = "BYTES")]
+        output_limit: Option<u64>,
+        /// Print the jail plan as JSON and exit without running anything.
+        #[arg(long)]
+        print_plan: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        cmd: Vec<String>,
+    },
+    /// Show the effective policy or lint it.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyCommand,
+    },
+    /// Which protections this host can enforce, each with the fix when it cannot.
+    #[command(
+        after_help = "Exit status: 0 when every control the default policy requires is available, 1 otherwise.\n\nExample:\n  agentjail doctor --json"
+    )]
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// The effective policy with every default filled in, and its sha256.
+    #[command(after_help = "Example:\n  agentjail policy show policies/default.toml")]
+    Show {
+        /// Policy file; omitted: the embedded default.
+        file: Option<PathBuf>,
+    },
+    /// Warn about weak settings. Exit 1 when there are warnings.
+    #[command(after_help = "Example:\n  agentjail policy lint policies/data.toml")]
+    Lint { file: Option<PathBuf> },
+}

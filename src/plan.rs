@@ -34,7 +34,11 @@ pub enum MountOp {
     /// Create a directory in the root tmpfs.
     Dir { path: String, mode: u32 },
     /// Write a synthesized file (never copied from the host).
-    File { path: String, contents: String, mode: u32 },
+    File {
+        path: String,
+        contents: String,
+        mode: u32,
+    },
     /// A fresh procfs for the jail's pid namespace.
     Proc { target: String },
     /// Hide a path under the new /proc (bind an empty read-only file or dir over it).
@@ -42,7 +46,12 @@ pub enum MountOp {
     /// Make a /proc subtree read-only.
     ReadOnlyPath { path: String },
     /// A size- and inode-capped tmpfs, owned by the jail uid.
-    Tmpfs { target: String, size_bytes: u64, inodes: u64, mode: u32 },
+    Tmpfs {
+        target: String,
+        size_bytes: u64,
+        inodes: u64,
+        mode: u32,
+    },
 }
 
 /// A resource limit set with setrlimit(2) in the child.
@@ -93,4 +102,259 @@ pub struct JailPlan {
     pub seccomp: SeccompPlan,
     pub network: bool,
     pub limits: SuperviseLimits,
+}
+
+/// What a host path is, as far as building the root needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPath {
+    Dir,
+    File,
+    Symlink(String),
+    Missing,
+}
+
+/// Look a path up on the real host (lstat + readlink).
+pub fn probe_host(path: &str) -> HostPath {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
+            Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
+            Err(_) => HostPath::Missing,
+        },
+        Ok(m) if m.is_dir() => HostPath::Dir,
+        Ok(_) => HostPath::File,
+        Err(_) => HostPath::Missing,
+    }
+}
+
+/// A file placed read-only in the jail's root (the checked program, for `run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JailFile {
+    pub path: String,
+    pub contents: String,
+}
+
+pub const JAIL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+const DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+/// procfs files that leak host kernel state or act on the host; hidden.
+const PROC_MASKED: [&str; 9] = [
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/latency_stats",
+    "/proc/sysrq-trigger",
+    "/proc/acpi",
+    "/proc/scsi",
+    "/proc/kallsyms",
+];
+/// procfs trees that stay visible but read-only.
+const PROC_READ_ONLY: [&str; 4] = ["/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"];
+
+impl JailPlan {
+    /// Build the plan for running `argv` under `policy`. `host` answers what a host path is
+    /// (the real filesystem in production, a table in tests).
+    pub fn build(
+        policy: &Policy,
+        argv: Vec<String>,
+        files: &[JailFile],
+        host: &dyn Fn(&str) -> HostPath,
+    ) -> Result<JailPlan, String> {
+        let lim = &policy.limits;
+        let mut mounts = Vec::new();
+        let mut read_exec = Vec::new();
+        for path in &policy.filesystem.read_only {
+            match host(path) {
+                HostPath::Dir | HostPath::File => {
+                    mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });
+                    read_exec.push(path.clone());
+                }
+                HostPath::Symlink(target) => {
+                    mounts.push(MountOp::Symlink { target, link: path.clone() });
+                }
+                HostPath::Missing if policy.filesystem.optional.contains(path) => {}
+                HostPath::Missing => {
+                    return Err(format!(
+                        "filesystem.read_only: {path} does not exist on this host; remove it or list it in filesystem.optional"
+                    ))
+                }
+            }
+        }
+        mounts.push(MountOp::Dir {
+            path: "/etc".into(),
+            mode: 0o755,
+        });
+        mounts.push(MountOp::File {
+            path: "/etc/passwd".into(),
+            contents: format!("agent:x:{JAIL_UID}:{JAIL_GID}:agent:/tmp:/usr/sbin/nologin\n"),
+            mode: 0o444,
+        });
+        mounts.push(MountOp::File {
+            path: "/etc/group".into(),
+            contents: format!("agent:x:{JAIL_GID}:\n"),
+            mode: 0o444,
+        });
+        mounts.push(MountOp::File {
+            path: "/etc/hosts".into(),
+            contents: format!("127.0.0.1 localhost {JAIL_HOSTNAME}\n"),
+            mode: 0o444,
+        });
+        read_exec.push("/etc".into());
+        for f in files {
+            if let Some((dir, _)) = f.path.rsplit_once('/') {
+                if !dir.is_empty() {
+                    mounts.push(MountOp::Dir {
+                        path: dir.to_string(),
+                        mode: 0o755,
+                    });
+                    read_exec.push(dir.to_string());
+                }
+            }
+            mounts.push(MountOp::File {
+                path: f.path.clone(),
+                contents: f.contents.clone(),
+                mode: 0o444,
+            });
+        }
+        mounts.push(MountOp::Dir {
+            path: "/dev".into(),
+            mode: 0o755,
+        });
+        for d in DEVICES {
+            mounts.push(MountOp::BindDevice {
+                source: d.into(),
+                target: d.into(),
+            });
+        }
+        for (link, target) in [
+            ("/dev/fd", "/proc/self/fd"),
+            ("/dev/stdin", "/proc/self/fd/0"),
+            ("/dev/stdout", "/proc/self/fd/1"),
+            ("/dev/stderr", "/proc/self/fd/2"),
+        ] {
+            mounts.push(MountOp::Symlink {
+                target: target.into(),
+                link: link.into(),
+            });
+        }
+        mounts.push(MountOp::Proc {
+            target: "/proc".into(),
+        });
+        for p in PROC_MASKED {
+            mounts.push(MountOp::MaskPath { path: p.into() });
+        }
+        for p in PROC_READ_ONLY {
+            mounts.push(MountOp::ReadOnlyPath { path: p.into() });
+        }
+        mounts.push(MountOp::Tmpfs {
+            target: "/tmp".into(),
+            size_bytes: lim.tmp_size.0,
+            inodes: lim.tmp_inodes,
+            mode: 0o1777,
+        });
+        read_exec.push("/proc".into());
+
+        let mut env = vec![
+            ("PATH".to_string(), JAIL_PATH.to_string()),
+            ("LANG".to_string(), "C.UTF-8".to_string()),
+            ("HOME".to_string(), "/tmp".to_string()),
+        ];
+        for (k, v) in &policy.environment.extra {
+            env.retain(|(ek, _)| ek != k);
+            env.push((k.clone(), v.clone()));
+        }
+
+        let cpu_secs = lim.cpu_time_ms.div_ceil(1000);
+        let rlimits = vec![
+            Rlimit {
+                resource: RlimitKind::Core,
+                soft: 0,
+                hard: 0,
+            },
+            Rlimit {
+                resource: RlimitKind::FileSize,
+                soft: lim.file_size.0,
+                hard: lim.file_size.0,
+            },
+            Rlimit {
+                resource: RlimitKind::OpenFiles,
+                soft: lim.open_files,
+                hard: lim.open_files,
+            },
+            Rlimit {
+                resource: RlimitKind::Nproc,
+                soft: lim.pids,
+                hard: lim.pids,
+            },
+            // A backstop only: the supervisor enforces the CPU limit in milliseconds.
+            Rlimit {
+                resource: RlimitKind::Cpu,
+                soft: cpu_secs + 1,
+                hard: cpu_secs + 2,
+            },
+            Rlimit {
+                resource: RlimitKind::MemLock,
+                soft: 0,
+                hard: 0,
+            },
+            Rlimit {
+                resource: RlimitKind::MsgQueue,
+                soft: 0,
+                hard: 0,
+            },
+            // Removed at spawn time when a memory cgroup bounds the jail instead.
+            Rlimit {
+                resource: RlimitKind::AddressSpace,
+                soft: lim.memory.0,
+                hard: lim.memory.0,
+            },
+        ];
+
+        let landlock = LandlockPlan {
+            requirement: policy.landlock.requirement,
+            min_abi: policy.landlock.min_abi,
+            read_exec,
+            read_write: vec!["/tmp".into()],
+            devices: DEVICES.iter().map(|d| d.to_string()).collect(),
+            deny_tcp: !policy.network.enabled,
+            scope_abstract_unix: true,
+            scope_signals: true,
+        };
+        let seccomp = crate::jail::seccomp::plan(&policy.seccomp)?;
+
+        Ok(JailPlan {
+            argv,
+            env,
+            cwd: "/tmp".into(),
+            hostname: JAIL_HOSTNAME.into(),
+            uid: JAIL_UID,
+            gid: JAIL_GID,
+            root_tmpfs_bytes: 1024 * 1024
+                + files.iter().map(|f| f.contents.len() as u64).sum::<u64>(),
+            mounts,
+            rlimits,
+            cgroup: CgroupLimits {
+                memory_max: Some(lim.memory.0),
+                swap_max: Some(0),
+                pids_max: Some(lim.pids),
+                // One CPU's worth of bandwidth: a job cannot starve the host's other cores.
+                cpu_max: Some((100_000, 100_000)),
+            },
+            cgroup_requirement: policy.cgroup.requirement,
+            landlock,
+            seccomp,
+            network: policy.network.enabled,
+            limits: SuperviseLimits {
+                wall_time_ms: lim.wall_time_ms,
+                cpu_time_ms: lim.cpu_time_ms,
+                stdout_bytes: lim.stdout.0,
+                stderr_bytes: lim.stderr.0,
+            },
+        })
+    }
 }

@@ -200,13 +200,19 @@ impl Default for Policy {
 
 impl Default for Languages {
     fn default() -> Self {
-        Languages { allowed: strings(&["python", "javascript"]) }
+        Languages {
+            allowed: strings(&["python", "javascript"]),
+        }
     }
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { max_seconds: 25, max_code_chars: 2400, max_payload_bytes: Bytes(MIB) }
+        Budget {
+            max_seconds: 25,
+            max_code_chars: 2400,
+            max_payload_bytes: Bytes(MIB),
+        }
     }
 }
 
@@ -214,12 +220,34 @@ impl Default for CheckRules {
     fn default() -> Self {
         CheckRules {
             allowed_imports: strings(&["json", "statistics"]),
-            denied_calls: strings(&["exec", "eval", "compile", "__import__", "open", "breakpoint", "input_raw"]),
-            denied_names: strings(&[
-                "builtins", "getattr", "setattr", "delattr", "globals", "locals", "vars", "dir",
-                "os", "sys", "subprocess", "socket", "pathlib", "importlib",
+            denied_calls: strings(&[
+                "exec",
+                "eval",
+                "compile",
+                "__import__",
+                "open",
+                "breakpoint",
+                "input_raw",
             ]),
-            denied_attributes: strings(&["system", "popen", "fork", "spawn", "connect", "request", "urlopen"]),
+            denied_names: strings(&[
+                "builtins",
+                "getattr",
+                "setattr",
+                "delattr",
+                "globals",
+                "locals",
+                "vars",
+                "dir",
+                "os",
+                "sys",
+                "subprocess",
+                "socket",
+                "pathlib",
+                "importlib",
+            ]),
+            denied_attributes: strings(&[
+                "system", "popen", "fork", "spawn", "connect", "request", "urlopen",
+            ]),
             deny_dunder: true,
             deny_url_literals: true,
             max_input_reads: 1,
@@ -275,8 +303,19 @@ impl Default for SeccompPolicy {
         SeccompPolicy {
             requirement: Requirement::Required,
             allow_groups: strings(&[
-                "basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
-                "signals", "time", "sleep", "poll", "pipes", "exec", "system_info",
+                "basic_io",
+                "files_read",
+                "files_write_tmp",
+                "memory",
+                "process_self",
+                "threads",
+                "signals",
+                "time",
+                "sleep",
+                "poll",
+                "pipes",
+                "exec",
+                "system_info",
             ]),
             errno_syscalls: Vec::new(),
         }
@@ -285,19 +324,26 @@ impl Default for SeccompPolicy {
 
 impl Default for LandlockPolicy {
     fn default() -> Self {
-        LandlockPolicy { requirement: Requirement::BestEffort, min_abi: 1 }
+        LandlockPolicy {
+            requirement: Requirement::BestEffort,
+            min_abi: 1,
+        }
     }
 }
 
 impl Default for CgroupPolicy {
     fn default() -> Self {
-        CgroupPolicy { requirement: Requirement::BestEffort }
+        CgroupPolicy {
+            requirement: Requirement::BestEffort,
+        }
     }
 }
 
 impl Default for Environment {
     fn default() -> Self {
-        Environment { extra: BTreeMap::new() }
+        Environment {
+            extra: BTreeMap::new(),
+        }
     }
 }
 
@@ -322,15 +368,20 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size: use bytes or a suffix like 64KiB, 256MiB, 1GiB"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        format!("{s:?} is not a size: use bytes or a suffix like 64KiB, 256MiB, 1GiB")
+    })?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "K" | "KiB" | "k" => 1024,
         "M" | "MiB" => MIB,
         "G" | "GiB" => 1024 * MIB,
-        other => return Err(format!("unknown size unit {other:?} in {s:?}: use B, KiB, MiB or GiB")),
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?} in {s:?}: use B, KiB, MiB or GiB"
+            ))
+        }
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} overflows"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} overflows"))
 }

@@ -1,1 +1,184 @@
-//! (being written)
+//! The child's steps, in order. The order is the security argument:
+//!
+//! 1. wait until the parent has written our uid/gid maps and put us in the job cgroup —
+//!    nothing runs unlimited or unmapped;
+//! 2. become the jail uid/gid (setgroups is already "deny");
+//! 3. die with the supervisor (PDEATHSIG is reset by credential changes, hence after 2),
+//!    then check the supervisor did not die before we asked;
+//! 4. build the root on a tmpfs, pivot into it, detach the host's root: from here no path
+//!    leads to a host file that was not bound in read-only;
+//! 5. hostname, new session (no controlling terminal);
+//! 6. no_new_privs, then drop every capability (bounding, ambient, effective, permitted,
+//!    inheritable): after this the process can never regain privilege, not even via exec;
+//! 7. landlock (needs no_new_privs; paths are now jail paths);
+//! 8. only fds 0, 1, 2 survive (plus our close-on-exec report pipes);
+//! 9. rlimits (after the fd shuffle: RLIMIT_NOFILE would forbid the high fd numbers);
+//! 10. default signal dispositions and an empty mask (Rust ignores SIGPIPE; an ignored
+//!     disposition would survive execve);
+//! 11. seccomp, last: every syscall above is one the jailed program may not make, so the
+//!     filter cannot be installed earlier. The listener fd is handed to the supervisor and
+//!     closed before exec;
+//! 12. execve with the prepared, clean environment.
+//!
+//! Nothing here allocates; every failure is reported as (stage, errno) and ends in _exit.
+
+use super::report::{self, Stage};
+use super::spawn::{ChildFds, Prepared};
+use super::{caps, landlock, mount, rlimit, seccomp, sys};
+use std::os::fd::RawFd;
+
+const REPORT_FD: RawFd = 3;
+const SYNC_FD: RawFd = 4;
+
+fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
+    let kind = report::KIND_ERROR | (detail << 8);
+    let _ = sys::write_all(report_fd, &report::encode(kind, stage as u32, errno));
+    sys::exit_now(125)
+}
+
+/// Move the fds the child keeps to fixed numbers: 0-2 stdio, 3 report, 4 sync; close the rest.
+fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
+    // First copy everything above any target number so no dup2 overwrites a source.
+    let high = |fd: RawFd| -> Result<RawFd, i32> {
+        // SAFETY: F_DUPFD_CLOEXEC on an fd we own; returns a new fd >= 10.
+        let r = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+        if r < 0 {
+            // SAFETY: reading errno.
+            Err(unsafe { *libc::__errno_location() })
+        } else {
+            Ok(r)
+        }
+    };
+    let (i, o, e, r, s) = (
+        high(fds.stdin_r)?,
+        high(fds.stdout_w)?,
+        high(fds.stderr_w)?,
+        high(fds.report_w)?,
+        high(fds.sync_r)?,
+    );
+    sys::dup2(i, 0)?;
+    sys::dup2(o, 1)?;
+    sys::dup2(e, 2)?;
+    for (src, dst) in [(r, REPORT_FD), (s, SYNC_FD)] {
+        // SAFETY: dup3 with O_CLOEXEC on fds we own: these two close at execve.
+        if unsafe { libc::dup3(src, dst, libc::O_CLOEXEC) } < 0 {
+            // SAFETY: reading errno.
+            return Err(unsafe { *libc::__errno_location() });
+        }
+    }
+    sys::close_range_from(5)
+}
+
+pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
+    let rep = fds.report_w;
+
+    // 1. Wait for the parent: maps written, cgroup joined. EOF means it died.
+    let mut go = [0u8; 1];
+    match sys::read(fds.sync_r, &mut go) {
+        Ok(1) => {}
+        Ok(_) => sys::exit_now(125),
+        Err(e) => fail(rep, Stage::WaitParent, 0, e),
+    }
+
+    // 2. The jail identity.
+    if let Err(e) = sys::setresgid(p.gid) {
+        fail(rep, Stage::SetGid, 0, e);
+    }
+    if let Err(e) = sys::setresuid(p.uid) {
+        fail(rep, Stage::SetUid, 0, e);
+    }
+
+    // 3. Die with the supervisor. The parent holds the sync pipe's write end until exec
+    //    completes, so a hang-up here means it is already gone.
+    if let Err(e) = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
+        fail(rep, Stage::ParentDeathSignal, 0, e);
+    }
+    match sys::poll_one(fds.sync_r, libc::POLLIN, 0) {
+        Ok(ev) if ev & (libc::POLLHUP | libc::POLLERR) != 0 => sys::exit_now(125),
+        Ok(_) => {}
+        Err(e) => fail(rep, Stage::ParentDeathSignal, 0, e),
+    }
+
+    // 4. The root.
+    if let Err((stage, e)) = mount::mount_root(&p.root) {
+        fail(rep, stage, 0, e);
+    }
+    if let Err((i, e)) = mount::apply_steps(&p.root) {
+        fail(rep, Stage::MountOp, i as u32, e);
+    }
+    if let Err((stage, e)) = mount::enter_root(&p.root) {
+        fail(rep, stage, 0, e);
+    }
+    if let Err(e) = sys::chdir(&p.cwd) {
+        fail(rep, Stage::Chdir, 0, e);
+    }
+
+    // 5. Identity of the host and the terminal.
+    if let Err(e) = sys::sethostname(&p.hostname) {
+        fail(rep, Stage::Hostname, 0, e);
+    }
+    if let Err(e) = sys::setsid() {
+        fail(rep, Stage::Setsid, 0, e);
+    }
+
+    // 6. No privilege, ever again.
+    if let Err(e) = sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1) {
+        fail(rep, Stage::NoNewPrivs, 0, e);
+    }
+    if let Err(e) = caps::drop_all(p.last_cap) {
+        fail(rep, Stage::DropCapabilities, 0, e);
+    }
+
+    // 7. Landlock.
+    if let Some(ll) = &p.landlock {
+        if let Err((i, e)) = landlock::apply(ll) {
+            fail(
+                rep,
+                Stage::Landlock,
+                i.min(u32::MAX as usize >> 8) as u32,
+                e,
+            );
+        }
+    }
+
+    // 8. Only stdio survives exec.
+    if let Err(e) = arrange_fds(fds) {
+        fail(rep, Stage::CloseFds, 0, e);
+    }
+    let rep = REPORT_FD;
+
+    // 9. Resource limits.
+    if let Err((i, e)) = rlimit::apply(&p.rlimits) {
+        fail(rep, Stage::Rlimit, i as u32, e);
+    }
+
+    // 10. Signals as a fresh process has them.
+    sys::reset_signal_dispositions();
+    if let Err(e) = sys::sigprocmask_unblock_all() {
+        fail(rep, Stage::SignalMask, 0, e);
+    }
+
+    // 11. Seccomp, last. Hand the listener to the supervisor and wait for its ack, so the
+    //     supervisor holds it before the program can make a forbidden call.
+    match seccomp::install(&p.seccomp) {
+        Ok(listener) if listener >= 0 => {
+            let msg = report::encode(report::KIND_LISTENER, listener as u32, 0);
+            if let Err(e) = sys::write_all(rep, &msg) {
+                fail(rep, Stage::SeccompHandover, 0, e);
+            }
+            let mut ack = [0u8; 1];
+            match sys::read(SYNC_FD, &mut ack) {
+                Ok(1) => {}
+                Ok(_) => sys::exit_now(125),
+                Err(e) => fail(rep, Stage::SeccompHandover, 0, e),
+            }
+            sys::close(listener);
+        }
+        Ok(_) => {}
+        Err(e) => fail(rep, Stage::Seccomp, 0, e),
+    }
+
+    // 12. Exec. On success the report pipe closes (O_CLOEXEC) and the parent sees EOF.
+    let e = sys::execve(&p.exe, &p.argv_ptrs, &p.envp_ptrs);
+    fail(rep, Stage::Exec, 0, e)
+}

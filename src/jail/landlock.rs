@@ -16,3 +16,23 @@ pub struct LandlockPlan {
     pub scope_abstract_unix: bool,
     pub scope_signals: bool,
 }
+
+// ---- temporary stub until the seccomp/landlock branch lands ----
+pub struct Prepared;
+pub fn host_abi() -> i32 {
+    -1
+}
+pub fn prepare(_plan: &LandlockPlan) -> Result<Prepared, crate::jail::SetupError> {
+    Ok(Prepared)
+}
+pub fn apply(_p: &Prepared) -> Result<(), (usize, i32)> {
+    Ok(())
+}
+pub fn enforcement(_plan: &LandlockPlan, _p: Option<&Prepared>) -> crate::jail::Control {
+    crate::jail::Control::new(
+        "landlock",
+        crate::jail::ControlState::Unavailable,
+        "stub",
+        "",
+    )
+}

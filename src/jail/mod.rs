@@ -39,7 +39,12 @@ pub enum ControlState {
 }
 
 impl Control {
-    pub fn new(control: &str, state: ControlState, mechanism: &str, detail: impl Into<String>) -> Self {
+    pub fn new(
+        control: &str,
+        state: ControlState,
+        mechanism: &str,
+        detail: impl Into<String>,
+    ) -> Self {
         Control {
             control: control.to_string(),
             state,
@@ -62,7 +67,11 @@ pub struct SetupError {
 
 impl SetupError {
     pub fn new(stage: impl Into<String>, errno: Option<i32>, hint: impl Into<String>) -> Self {
-        SetupError { stage: stage.into(), errno, hint: hint.into() }
+        SetupError {
+            stage: stage.into(),
+            errno,
+            hint: hint.into(),
+        }
     }
 }
 
@@ -80,3 +89,217 @@ impl std::fmt::Display for SetupError {
 }
 
 impl std::error::Error for SetupError {}
+
+/// Why a jail could not run.
+#[derive(Debug)]
+pub enum JailError {
+    /// A control the policy requires cannot be enforced on this host.
+    Unavailable { control: String, detail: String },
+    /// Setup failed (in the parent or, reported back, in the child).
+    Setup(SetupError),
+}
+
+impl std::fmt::Display for JailError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JailError::Unavailable { control, detail } => {
+                write!(f, "sandbox_unavailable:{control}: {detail}")
+            }
+            JailError::Setup(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<SetupError> for JailError {
+    fn from(e: SetupError) -> Self {
+        JailError::Setup(e)
+    }
+}
+
+/// A finished jail run.
+#[derive(Debug)]
+pub struct JailRun {
+    pub outcome: crate::supervise::Outcome,
+    pub enforcement: Vec<Control>,
+    /// Time from entering `execute` to the program's exec, microseconds.
+    pub setup_us: u64,
+}
+
+fn namespace_controls(network: bool) -> Vec<Control> {
+    let mut v = Vec::new();
+    for ns in ["user", "mount", "pid", "ipc", "uts", "cgroup"] {
+        v.push(Control::new(
+            &format!("{ns}_namespace"),
+            ControlState::Enforced,
+            "clone3",
+            "new namespace",
+        ));
+    }
+    if network {
+        v.push(Control::new(
+            "network_namespace",
+            ControlState::Unavailable,
+            "policy",
+            "network.enabled = true: the host network is shared",
+        ));
+    } else {
+        v.push(Control::new(
+            "network_namespace",
+            ControlState::Enforced,
+            "clone3",
+            "new, empty network namespace (loopback down)",
+        ));
+    }
+    v
+}
+
+/// Create the job cgroup as the policy asks; `None` when the host cannot and the policy
+/// allows degrading.
+fn job_cgroup(
+    plan: &crate::plan::JailPlan,
+) -> Result<(Option<cgroup::JobCgroup>, Vec<Control>), JailError> {
+    let host = cgroup::detect_host();
+    cgroup::sweep_stale(&host);
+    let name = format!(
+        "agentjail-{}-{}",
+        std::process::id(),
+        crate::record::short_random()
+    );
+    let required = plan.cgroup_requirement == crate::policy::Requirement::Required;
+    match cgroup::JobCgroup::create(&host, &name, &plan.cgroup) {
+        Ok(cg) => {
+            let controls = cg.controls();
+            if required {
+                if let Some(c) = controls.iter().find(|c| c.state != ControlState::Enforced) {
+                    return Err(JailError::Unavailable {
+                        control: c.control.clone(),
+                        detail: c.detail.clone(),
+                    });
+                }
+            }
+            Ok((Some(cg), controls))
+        }
+        Err(e) if required => Err(JailError::Unavailable {
+            control: "cgroup".into(),
+            detail: e.to_string(),
+        }),
+        Err(e) => Ok((
+            None,
+            vec![Control::new(
+                "cgroup",
+                ControlState::Unavailable,
+                "none",
+                e.to_string(),
+            )],
+        )),
+    }
+}
+
+/// Run `plan` in a jail and supervise it to the end. Nothing survives this call: the
+/// jail's processes are dead and reaped, its mounts died with its mount namespace, and
+/// its cgroup is removed.
+pub fn execute(
+    plan: &crate::plan::JailPlan,
+    io: crate::supervise::Io<'_>,
+    sigfd: Option<&std::os::fd::OwnedFd>,
+) -> Result<JailRun, JailError> {
+    let t0 = std::time::Instant::now();
+    let landlock_required = plan.landlock.requirement == crate::policy::Requirement::Required;
+    if plan.seccomp.requirement == crate::policy::Requirement::Required
+        && plan.seccomp.allowed.is_empty()
+    {
+        return Err(JailError::Unavailable {
+            control: "seccomp".into(),
+            detail: "empty allowlist".into(),
+        });
+    }
+    let (mut cg, cg_controls) = job_cgroup(plan)?;
+    let memory_cgroup = cg_controls
+        .iter()
+        .any(|c| c.control == "cgroup_memory" && c.state == ControlState::Enforced);
+    let result = (|| -> Result<JailRun, JailError> {
+        let prepared = spawn::prepare(plan, memory_cgroup)?;
+        let ll = landlock::enforcement(&plan.landlock, prepared.landlock.as_ref());
+        if landlock_required && ll.state != ControlState::Enforced {
+            return Err(JailError::Unavailable {
+                control: "landlock".into(),
+                detail: ll.detail,
+            });
+        }
+        let sc = seccomp::enforcement(&plan.seccomp, &prepared.seccomp);
+        let spawned = spawn::spawn(&prepared, cg.as_ref())?;
+        let setup_us = t0.elapsed().as_micros() as u64;
+        let limits = crate::supervise::Limits {
+            wall_time_ms: plan.limits.wall_time_ms,
+            cpu_time_ms: plan.limits.cpu_time_ms,
+            stdout_bytes: plan.limits.stdout_bytes,
+            stderr_bytes: plan.limits.stderr_bytes,
+        };
+        let outcome = crate::supervise::supervise(spawned, &limits, cg.as_ref(), sigfd, io);
+        let mut enforcement = namespace_controls(plan.network);
+        enforcement.push(Control::new(
+            "capabilities",
+            ControlState::Enforced,
+            "capset + PR_CAPBSET_DROP + ambient clear",
+            "no capability in any set",
+        ));
+        enforcement.push(Control::new(
+            "no_new_privs",
+            ControlState::Enforced,
+            "prctl",
+            "set before exec",
+        ));
+        enforcement.push(Control::new(
+            "filesystem",
+            ControlState::Enforced,
+            "pivot_root",
+            "tmpfs root, read-only binds, old root detached",
+        ));
+        enforcement.push(ll);
+        enforcement.push(sc);
+        enforcement.extend(cg_controls.iter().cloned());
+        let rl: Vec<String> = prepared
+            .rlimits
+            .iter()
+            .map(|(r, s, _)| format!("{}={s}", rlimit_name(*r)))
+            .collect();
+        enforcement.push(Control::new(
+            "rlimits",
+            ControlState::Enforced,
+            "setrlimit",
+            rl.join(" "),
+        ));
+        if !memory_cgroup {
+            enforcement.push(Control::new(
+                "memory",
+                ControlState::Degraded,
+                "RLIMIT_AS",
+                "no memory cgroup: address space is capped, but tmpfs pages, memfd and page cache are bounded only by the /tmp size cap",
+            ));
+        }
+        Ok(JailRun {
+            outcome,
+            enforcement,
+            setup_us,
+        })
+    })();
+    if let Some(c) = cg.as_mut() {
+        c.kill_all();
+        let _ = c.remove();
+    }
+    result
+}
+
+fn rlimit_name(r: u32) -> &'static str {
+    match r as libc::__rlimit_resource_t {
+        libc::RLIMIT_CORE => "core",
+        libc::RLIMIT_FSIZE => "fsize",
+        libc::RLIMIT_NOFILE => "nofile",
+        libc::RLIMIT_AS => "as",
+        libc::RLIMIT_CPU => "cpu",
+        libc::RLIMIT_NPROC => "nproc",
+        libc::RLIMIT_MEMLOCK => "memlock",
+        libc::RLIMIT_MSGQUEUE => "msgqueue",
+        _ => "other",
+    }
+}

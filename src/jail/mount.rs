@@ -1,1 +1,357 @@
-//! (being written)
+//! The jail's root: a tmpfs, populated from the plan's mount ops, entered with pivot_root.
+//!
+//! Everything is turned into NUL-terminated strings and flag words in the parent
+//! (`prepare`); the child only walks the prepared list (`apply`). The staging directory is
+//! the host's `/tmp` *inside the child's private mount namespace*: mounting the new root
+//! there changes nothing the host can see (propagation is made private first).
+
+use super::sys;
+use crate::plan::MountOp;
+use std::ffi::{CStr, CString};
+
+/// Where the new root is assembled inside the child's mount namespace.
+pub const STAGING: &str = "/tmp";
+
+#[derive(Debug)]
+pub enum Step {
+    Mkdir {
+        path: CString,
+        mode: u32,
+    },
+    /// Create an empty file to bind a file over.
+    Touch {
+        path: CString,
+    },
+    Symlink {
+        target: CString,
+        link: CString,
+    },
+    WriteFile {
+        path: CString,
+        contents: Vec<u8>,
+        mode: u32,
+    },
+    Mount {
+        source: Option<CString>,
+        target: CString,
+        fstype: Option<CString>,
+        flags: libc::c_ulong,
+        data: Option<CString>,
+    },
+}
+
+#[derive(Debug)]
+pub struct PreparedRoot {
+    pub staging: CString,
+    pub root_tmpfs_data: CString,
+    pub steps: Vec<Step>,
+    /// Which plan op each step came from (for error reports).
+    pub step_op: Vec<usize>,
+}
+
+fn cstr(s: &str) -> Result<CString, String> {
+    CString::new(s).map_err(|_| format!("path {s:?} contains a NUL byte"))
+}
+
+fn staged(path: &str) -> Result<CString, String> {
+    cstr(&format!("{STAGING}{path}"))
+}
+
+/// Mount flags that the kernel locks on a mount seen from a less privileged user namespace;
+/// a bind remount must carry them over or it fails with EPERM (bubblewrap does the same).
+fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
+    let c = cstr(source)?;
+    // SAFETY: zeroed statvfs is valid storage.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid path and st valid storage; this runs in the parent before fork.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(format!(
+            "cannot stat bind source {source}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let f = st.f_flag;
+    let mut out: libc::c_ulong = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st_flag != 0 {
+            out |= ms_flag;
+        }
+    }
+    Ok(out)
+}
+
+/// Turn the plan's mount ops into prepared steps. Host state is read here (is the source a
+/// file or a directory, its mount flags), never in the child.
+pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, String> {
+    let mut steps = Vec::new();
+    let mut step_op = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let before = steps.len();
+        match op {
+            MountOp::Dir { path, mode } => steps.push(Step::Mkdir {
+                path: staged(path)?,
+                mode: *mode,
+            }),
+            MountOp::Symlink { target, link } => steps.push(Step::Symlink {
+                target: cstr(target)?,
+                link: staged(link)?,
+            }),
+            MountOp::File {
+                path,
+                contents,
+                mode,
+            } => steps.push(Step::WriteFile {
+                path: staged(path)?,
+                contents: contents.as_bytes().to_vec(),
+                mode: *mode,
+            }),
+            MountOp::BindReadOnly { source, target } | MountOp::BindDevice { source, target } => {
+                let meta = std::fs::metadata(source)
+                    .map_err(|e| format!("bind source {source} is not usable: {e}"))?;
+                let tgt = staged(target)?;
+                if meta.is_dir() {
+                    steps.push(Step::Mkdir {
+                        path: tgt.clone(),
+                        mode: 0o755,
+                    });
+                } else {
+                    steps.push(Step::Touch { path: tgt.clone() });
+                }
+                steps.push(Step::Mount {
+                    source: Some(cstr(source)?),
+                    target: tgt.clone(),
+                    fstype: None,
+                    flags: libc::MS_BIND,
+                    data: None,
+                });
+                let extra = if matches!(op, MountOp::BindReadOnly { .. }) {
+                    libc::MS_RDONLY | libc::MS_NODEV
+                } else {
+                    libc::MS_NOEXEC
+                };
+                steps.push(Step::Mount {
+                    source: None,
+                    target: tgt,
+                    fstype: None,
+                    flags: libc::MS_BIND
+                        | libc::MS_REMOUNT
+                        | libc::MS_NOSUID
+                        | extra
+                        | locked_flags(source)?,
+                    data: None,
+                });
+            }
+            MountOp::Proc { target } => {
+                let tgt = staged(target)?;
+                steps.push(Step::Mkdir {
+                    path: tgt.clone(),
+                    mode: 0o555,
+                });
+                steps.push(Step::Mount {
+                    source: Some(cstr("proc")?),
+                    target: tgt,
+                    fstype: Some(cstr("proc")?),
+                    flags: libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    data: None,
+                });
+            }
+            MountOp::MaskPath { path } => {
+                // A file is hidden behind the host's /dev/null (reads empty, writes vanish);
+                // a directory behind an empty read-only tmpfs. Decided in the parent from the
+                // host's procfs, which has the same shape as the jail's.
+                let tgt = staged(path)?;
+                let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+                if std::fs::symlink_metadata(path).is_err() {
+                    continue;
+                }
+                if is_dir {
+                    steps.push(Step::Mount {
+                        source: Some(cstr("tmpfs")?),
+                        target: tgt,
+                        fstype: Some(cstr("tmpfs")?),
+                        flags: libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        data: Some(cstr("size=0,nr_inodes=1,mode=0555")?),
+                    });
+                } else {
+                    steps.push(Step::Mount {
+                        source: Some(cstr("/dev/null")?),
+                        target: tgt,
+                        fstype: None,
+                        flags: libc::MS_BIND,
+                        data: None,
+                    });
+                }
+            }
+            MountOp::ReadOnlyPath { path } => {
+                if std::fs::symlink_metadata(path).is_err() {
+                    continue;
+                }
+                let tgt = staged(path)?;
+                steps.push(Step::Mount {
+                    source: Some(tgt.clone()),
+                    target: tgt.clone(),
+                    fstype: None,
+                    flags: libc::MS_BIND | libc::MS_REC,
+                    data: None,
+                });
+                steps.push(Step::Mount {
+                    source: None,
+                    target: tgt,
+                    fstype: None,
+                    flags: libc::MS_BIND
+                        | libc::MS_REMOUNT
+                        | libc::MS_RDONLY
+                        | libc::MS_NOSUID
+                        | libc::MS_NODEV
+                        | libc::MS_NOEXEC,
+                    data: None,
+                });
+            }
+            MountOp::Tmpfs {
+                target,
+                size_bytes,
+                inodes,
+                mode,
+            } => {
+                let tgt = staged(target)?;
+                steps.push(Step::Mkdir {
+                    path: tgt.clone(),
+                    mode: 0o755,
+                });
+                steps.push(Step::Mount {
+                    source: Some(cstr("tmpfs")?),
+                    target: tgt,
+                    fstype: Some(cstr("tmpfs")?),
+                    flags: libc::MS_NOSUID | libc::MS_NODEV,
+                    data: Some(cstr(&format!(
+                        "size={size_bytes},nr_inodes={inodes},mode={mode:o}"
+                    ))?),
+                });
+            }
+        }
+        step_op.extend(std::iter::repeat(i).take(steps.len() - before));
+    }
+    Ok(PreparedRoot {
+        staging: cstr(STAGING)?,
+        root_tmpfs_data: cstr(&format!("size={root_tmpfs_bytes},nr_inodes=1024,mode=0755"))?,
+        steps,
+        step_op,
+    })
+}
+
+/// Child: make every mount private, mount the root tmpfs at the staging dir.
+pub fn mount_root(root: &PreparedRoot) -> Result<(), (super::report::Stage, i32)> {
+    use super::report::Stage;
+    let slash: &CStr = c"/";
+    // Nothing we mount may propagate back to the host, and nothing the host mounts later
+    // may appear in the jail.
+    sys::mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None)
+        .map_err(|e| (Stage::MountPrivate, e))?;
+    sys::mount(
+        Some(c"tmpfs"),
+        &root.staging,
+        Some(c"tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&root.root_tmpfs_data),
+    )
+    .map_err(|e| (Stage::MountRoot, e))
+}
+
+/// Child: walk the prepared steps. Returns the index of the failing step and errno.
+pub fn apply_steps(root: &PreparedRoot) -> Result<(), (usize, i32)> {
+    for (i, step) in root.steps.iter().enumerate() {
+        let r = match step {
+            Step::Mkdir { path, mode } => sys::mkdir(path, *mode),
+            Step::Touch { path } => {
+                sys::open(path, libc::O_CREAT | libc::O_WRONLY, 0o444).map(sys::close)
+            }
+            Step::Symlink { target, link } => sys::symlink(target, link),
+            Step::WriteFile {
+                path,
+                contents,
+                mode,
+            } => sys::open(path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, *mode).and_then(
+                |fd| {
+                    let r = sys::write_all(fd, contents).and_then(|_| sys::fchmod(fd, *mode));
+                    sys::close(fd);
+                    r
+                },
+            ),
+            Step::Mount {
+                source,
+                target,
+                fstype,
+                flags,
+                data,
+            } => sys::mount(
+                source.as_deref(),
+                target,
+                fstype.as_deref(),
+                *flags,
+                data.as_deref(),
+            ),
+        };
+        r.map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+/// Child: the root tmpfs becomes read-only, then it replaces `/` and the old root is
+/// detached so no path leads back to the host's filesystem.
+pub fn enter_root(root: &PreparedRoot) -> Result<(), (super::report::Stage, i32)> {
+    use super::report::Stage;
+    sys::mount(
+        None,
+        &root.staging,
+        None,
+        libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+        None,
+    )
+    .map_err(|e| (Stage::RemountRootReadOnly, e))?;
+    sys::chdir(&root.staging).map_err(|e| (Stage::Chdir, e))?;
+    // pivot_root(".", "."): the old root ends up stacked under the new one at "/", and the
+    // MNT_DETACH unmount below removes it, without needing a directory for put_old.
+    sys::pivot_root(c".", c".").map_err(|e| (Stage::PivotRoot, e))?;
+    sys::umount2(c".", libc::MNT_DETACH).map_err(|e| (Stage::DetachOldRoot, e))?;
+    sys::chdir(c"/").map_err(|e| (Stage::Chdir, e))
+}
+
+impl PreparedRoot {
+    /// A human description of step `i`, for error messages (parent only).
+    pub fn describe(&self, i: usize) -> String {
+        let s = |c: &CString| c.to_string_lossy().trim_start_matches(STAGING).to_string();
+        match self.steps.get(i) {
+            Some(Step::Mkdir { path, .. }) => format!("mkdir {}", s(path)),
+            Some(Step::Touch { path }) => format!("create {}", s(path)),
+            Some(Step::Symlink { target, link }) => {
+                format!("symlink {} -> {}", s(link), target.to_string_lossy())
+            }
+            Some(Step::WriteFile { path, .. }) => format!("write {}", s(path)),
+            Some(Step::Mount {
+                source,
+                target,
+                fstype,
+                ..
+            }) => format!(
+                "mount {} on {} ({})",
+                source
+                    .as_ref()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "(remount)".into()),
+                s(target),
+                fstype
+                    .as_ref()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "bind".into())
+            ),
+            None => format!("step {i}"),
+        }
+    }
+}

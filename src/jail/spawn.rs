@@ -1,1 +1,264 @@
-//! (being written)
+//! Prepare everything, clone the child into its namespaces, and run the parent's half of
+//! the setup handshake.
+//!
+//! All fallible, allocating work happens in `prepare` (and in `spawn` before clone3):
+//! strings, argv/envp arrays, the mount steps, the compiled seccomp program, the landlock
+//! ruleset, the pipes. The child (`child::run`) only makes syscalls on this data.
+
+use super::report::{self, Stage};
+use super::{caps, cgroup, child, landlock, mount, rlimit, seccomp, sys, userns, SetupError};
+use crate::plan::JailPlan;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub struct Prepared {
+    pub root: mount::PreparedRoot,
+    pub exe: CString,
+    pub argv: Vec<CString>,
+    pub argv_ptrs: Vec<*const libc::c_char>,
+    pub envp: Vec<CString>,
+    pub envp_ptrs: Vec<*const libc::c_char>,
+    pub cwd: CString,
+    pub hostname: CString,
+    pub uid: u32,
+    pub gid: u32,
+    pub rlimits: Vec<(u32, u64, u64)>,
+    pub last_cap: u32,
+    pub landlock: Option<landlock::Prepared>,
+    pub seccomp: seccomp::Filter,
+    pub clone_flags: u64,
+    pub maps: userns::IdMaps,
+}
+
+fn cstring(what: &str, s: &str) -> Result<CString, SetupError> {
+    CString::new(s).map_err(|_| {
+        SetupError::new(
+            format!("prepare {what}"),
+            Some(libc::EINVAL),
+            "remove the NUL byte",
+        )
+    })
+}
+
+/// Resolve a bare command name against the jail's PATH. The jail's /usr is the host's
+/// /usr (read-only bind), so the host lookup finds the same file.
+pub fn resolve_command(cmd: &str, path: &str) -> String {
+    if cmd.contains('/') {
+        return cmd.to_string();
+    }
+    for dir in path.split(':') {
+        let candidate = format!("{dir}/{cmd}");
+        if std::fs::metadata(&candidate)
+            .map(|m| m.is_file())
+            .unwrap_or(false)
+        {
+            return candidate;
+        }
+    }
+    cmd.to_string()
+}
+
+pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupError> {
+    let root = mount::prepare(&plan.mounts, plan.root_tmpfs_bytes)
+        .map_err(|e| SetupError::new("prepare root", Some(libc::ENOENT), e))?;
+    let path = plan
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("/usr/bin:/bin");
+    let first = plan.argv.first().ok_or_else(|| {
+        SetupError::new("prepare argv", Some(libc::EINVAL), "give a command to run")
+    })?;
+    let exe = cstring("command", &resolve_command(first, path))?;
+    let argv = plan
+        .argv
+        .iter()
+        .map(|a| cstring("argument", a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let envp = plan
+        .env
+        .iter()
+        .map(|(k, v)| cstring("environment", &format!("{k}={v}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let argv_ptrs = argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp_ptrs = envp
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let mut limits = plan.rlimits.clone();
+    if memory_cgroup {
+        // With a memory cgroup the address-space rlimit only gets in the way (it counts
+        // reservations, not memory); the cgroup bounds what is really used, page cache,
+        // tmpfs and memfd pages included.
+        limits.retain(|l| l.resource != crate::plan::RlimitKind::AddressSpace);
+    }
+    let landlock = landlock::prepare(&plan.landlock)?;
+    let seccomp = seccomp::compile(&plan.seccomp)?;
+    let mut clone_flags = (libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP) as u64;
+    if !plan.network {
+        clone_flags |= libc::CLONE_NEWNET as u64;
+    }
+    Ok(Prepared {
+        root,
+        exe,
+        argv,
+        argv_ptrs,
+        envp,
+        envp_ptrs,
+        cwd: cstring("cwd", &plan.cwd)?,
+        hostname: cstring("hostname", &plan.hostname)?,
+        uid: plan.uid,
+        gid: plan.gid,
+        rlimits: rlimit::prepare(&limits),
+        last_cap: caps::last_cap(),
+        landlock: Some(landlock),
+        seccomp,
+        clone_flags,
+        maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
+    })
+}
+
+/// The running jail as the supervisor sees it.
+pub struct Spawned {
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    pub listener: Option<OwnedFd>,
+}
+
+/// Fds the child uses; raw numbers valid in the child after clone.
+pub struct ChildFds {
+    pub stdin_r: RawFd,
+    pub stdout_w: RawFd,
+    pub stderr_w: RawFd,
+    pub report_w: RawFd,
+    pub sync_r: RawFd,
+}
+
+fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
+    let (r, w) =
+        sys::pipe2().map_err(|e| SetupError::new(stage, Some(e), "raise the open-files limit"))?;
+    // SAFETY: pipe2 just returned these two fds; nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(r), OwnedFd::from_raw_fd(w)) })
+}
+
+fn kill_and_reap(pidfd: &OwnedFd) {
+    let _ = sys::pidfd_send_signal(pidfd.as_raw_fd(), libc::SIGKILL);
+    let _ = sys::waitid_pidfd(pidfd.as_raw_fd(), libc::WEXITED);
+}
+
+pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, SetupError> {
+    let (stdin_r, stdin_w) = pipe("stdin pipe")?;
+    let (stdout_r, stdout_w) = pipe("stdout pipe")?;
+    let (stderr_r, stderr_w) = pipe("stderr pipe")?;
+    let (report_r, report_w) = pipe("report pipe")?;
+    let (sync_r, sync_w) = pipe("sync pipe")?;
+    let fds = ChildFds {
+        stdin_r: stdin_r.as_raw_fd(),
+        stdout_w: stdout_w.as_raw_fd(),
+        stderr_w: stderr_w.as_raw_fd(),
+        report_w: report_w.as_raw_fd(),
+        sync_r: sync_r.as_raw_fd(),
+    };
+    let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
+    let mut pidfd_raw: RawFd = -1;
+    let pid = sys::clone3(p.clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
+        SetupError::new(
+            "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
+            Some(e),
+            "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
+        )
+    })?;
+    if pid == 0 {
+        child::run(p, &fds);
+    }
+    // SAFETY: clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd_raw) };
+    drop((stdin_r, stdout_w, stderr_w, report_w, sync_r));
+
+    let setup = || -> Result<Option<OwnedFd>, SetupError> {
+        userns::write_maps(pid, &p.maps)?;
+        if let Some(c) = cg {
+            if cgroup_fd.is_none() {
+                c.attach(pid)?;
+            }
+        }
+        sys::write_all(sync_w.as_raw_fd(), b"g")
+            .map_err(|e| SetupError::new("release child", Some(e), ""))?;
+        let mut listener = None;
+        loop {
+            let mut msg = [0u8; report::MSG_LEN];
+            let n = sys::read(report_r.as_raw_fd(), &mut msg)
+                .map_err(|e| SetupError::new("read child report", Some(e), ""))?;
+            if n == 0 {
+                return Ok(listener); // EOF: execve happened
+            }
+            if n != report::MSG_LEN {
+                return Err(SetupError::new(
+                    "child report",
+                    None,
+                    "short message from the child",
+                ));
+            }
+            let (kind, a, b) = report::decode(&msg);
+            let detail = kind >> 8;
+            let kind = kind & 0xff;
+            if kind == report::KIND_LISTENER {
+                let fd = sys::pidfd_getfd(pidfd.as_raw_fd(), a as i32).map_err(|e| {
+                    SetupError::new(
+                        "pidfd_getfd (seccomp listener)",
+                        Some(e),
+                        "needs Linux >= 5.6",
+                    )
+                })?;
+                // SAFETY: pidfd_getfd returned a new fd owned by us.
+                listener = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+                sys::write_all(sync_w.as_raw_fd(), b"a")
+                    .map_err(|e| SetupError::new("ack listener", Some(e), ""))?;
+                continue;
+            }
+            let stage = Stage::from_u32(a);
+            let (name, hint) = match stage {
+                Some(Stage::MountOp) => ("mount", Stage::MountOp.hint(b)),
+                Some(s) => (s.name(), s.hint(b)),
+                None => ("unknown", ""),
+            };
+            let mut stage_name = name.to_string();
+            if stage == Some(Stage::MountOp) {
+                stage_name = format!("mount: {}", p.root.describe(detail as usize));
+            }
+            return Err(SetupError::new(
+                format!("child: {stage_name}"),
+                Some(b),
+                hint,
+            ));
+        }
+    };
+    match setup() {
+        Ok(listener) => Ok(Spawned {
+            pid,
+            pidfd,
+            stdin: stdin_w,
+            stdout: stdout_r,
+            stderr: stderr_r,
+            listener,
+        }),
+        Err(e) => {
+            kill_and_reap(&pidfd);
+            Err(e)
+        }
+    }
+}

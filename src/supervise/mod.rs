@@ -1,1 +1,411 @@
-//! (being written)
+//! The supervisor: one poll loop over the jail's pidfd, its pipes, the seccomp listener,
+//! a signalfd for SIGTERM/SIGINT/SIGHUP, and the deadlines.
+//!
+//! Waiting never sleeps on a coarse tick: the loop blocks in ppoll(2) with a nanosecond
+//! timeout computed from the next deadline, and wakes the moment the jail exits (pidfd),
+//! writes (pipes) or makes a forbidden syscall (listener). Caps are enforced while
+//! streaming: each read asks for at most one byte more than still fits.
+
+pub mod capped;
+
+use crate::jail::cgroup::JobCgroup;
+use crate::jail::spawn::Spawned;
+use crate::jail::{seccomp, sys};
+pub use capped::Capped;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    WallTimeout,
+    CpuLimit,
+    StdoutCap,
+    StderrCap,
+    ForbiddenSyscall { nr: i32, name: String },
+    Interrupted { signal: i32 },
+}
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub wall_time_ms: u64,
+    pub cpu_time_ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+}
+
+/// Where stdin comes from and where output goes besides the capped buffers.
+pub struct Io<'a> {
+    /// Bytes to feed on stdin, then EOF.
+    pub stdin_bytes: Option<Vec<u8>>,
+    /// Copy this fd (agentjail's own stdin) to the jail's stdin until EOF.
+    pub stdin_passthrough: Option<RawFd>,
+    /// Stream stdout/stderr here too (exec mode), within the caps.
+    pub stdout_sink: Option<&'a mut dyn Write>,
+    pub stderr_sink: Option<&'a mut dyn Write>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stop: Option<Stop>,
+    pub wall_ms: u64,
+    pub wall_us: u64,
+    pub cpu_ms: Option<u64>,
+    pub peak_memory_bytes: Option<u64>,
+    pub oom_kills: u64,
+    pub pids_limit_hits: u64,
+    pub stdout: Capped,
+    pub stderr: Capped,
+}
+
+/// Signals that end a run cleanly. Blocked in agentjail for the whole process so they
+/// arrive only through the signalfd; the child unblocks them before exec.
+pub fn block_termination_signals() -> Option<OwnedFd> {
+    // SAFETY: zeroed sigset_t is valid storage for sigemptyset.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is valid storage.
+    unsafe { libc::sigemptyset(&mut set) };
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: set is initialised; sig is a valid signal number.
+        unsafe { libc::sigaddset(&mut set, sig) };
+    }
+    // SAFETY: set is a valid initialised set; the old mask is not needed.
+    unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    // SAFETY: set is valid; -1 asks for a new signalfd.
+    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: signalfd returned a new fd that we own.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn read_signal(fd: RawFd) -> Option<i32> {
+    // SAFETY: zeroed signalfd_siginfo is valid storage.
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: info is valid storage of `size` bytes.
+    let n = unsafe { libc::read(fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+    (n == size as isize).then_some(info.ssi_signo as i32)
+}
+
+/// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail),
+/// otherwise utime+stime of the jail's init and its reaped children from procfs (10 ms
+/// ticks; the RLIMIT_CPU backstop catches the rest).
+fn cpu_usage_us(pid: i32, cg: Option<&JobCgroup>) -> Option<u64> {
+    if let Some(us) = cg.and_then(|c| c.cpu_usage_us()) {
+        return Some(us);
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // fields after ')' start at field 3 (state); utime is field 14 → index 11.
+    let ticks: u64 = [11, 12, 13, 14]
+        .iter()
+        .filter_map(|&i| f.get(i)?.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some(ticks * 1_000_000 / hz)
+}
+
+fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: fds is a valid slice of pollfd; tsp is NULL or points to a live timespec.
+    unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        )
+    };
+}
+
+const CHUNK: usize = 64 * 1024;
+
+fn drain(
+    fd: RawFd,
+    buf: &mut Capped,
+    sink: &mut Option<&mut dyn Write>,
+    scratch: &mut [u8],
+) -> (bool, bool) {
+    // Returns (eof, cap_exceeded)
+    let want = buf.next_read_len(scratch.len());
+    match sys::read(fd, &mut scratch[..want]) {
+        Ok(0) => (true, false),
+        Ok(n) => {
+            let before = buf.data.len();
+            let over = buf.push(&scratch[..n]);
+            if let Some(s) = sink.as_mut() {
+                let _ = s.write_all(&buf.data[before..]);
+                let _ = s.flush();
+            }
+            (false, over)
+        }
+        Err(libc::EAGAIN) => (false, false),
+        Err(_) => (true, false),
+    }
+}
+
+/// Run the loop until the jail's init exits, a limit is crossed, or agentjail is asked to
+/// stop. The jail is always dead and reaped when this returns.
+pub fn supervise(
+    sp: Spawned,
+    limits: &Limits,
+    cg: Option<&JobCgroup>,
+    sigfd: Option<&OwnedFd>,
+    mut io: Io<'_>,
+) -> Outcome {
+    let start = Instant::now();
+    let wall = Duration::from_millis(limits.wall_time_ms);
+    let mut stdout = Capped::new(limits.stdout_bytes);
+    let mut stderr = Capped::new(limits.stderr_bytes);
+    let mut stop: Option<Stop> = None;
+    let mut scratch = vec![0u8; CHUNK];
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1);
+
+    let _ = sys::set_nonblocking(sp.stdout.as_raw_fd());
+    let _ = sys::set_nonblocking(sp.stderr.as_raw_fd());
+    let _ = sys::set_nonblocking(sp.stdin.as_raw_fd());
+    let mut stdin: Option<OwnedFd> = Some(sp.stdin);
+    let stdin_data = io.stdin_bytes.take().unwrap_or_default();
+    let mut stdin_off = 0usize;
+    let mut passthrough = io.stdin_passthrough;
+    let mut pass_buf: Vec<u8> = Vec::new();
+    if passthrough.is_none() && stdin_data.is_empty() {
+        stdin = None; // EOF right away
+    }
+    let (mut out_open, mut err_open) = (true, true);
+    let mut exited = false;
+    let mut next_cpu_check = start;
+
+    while !exited && stop.is_none() {
+        let now = Instant::now();
+        let elapsed = now - start;
+        if elapsed >= wall {
+            stop = Some(Stop::WallTimeout);
+            break;
+        }
+        // CPU: usage grows at most `ncpu` times faster than wall time, so the earliest the
+        // limit can be crossed is remaining/ncpu from now; check exactly then.
+        if now >= next_cpu_check {
+            if let Some(us) = cpu_usage_us(sp.pid, cg) {
+                let limit_us = limits.cpu_time_ms * 1000;
+                if us > limit_us {
+                    stop = Some(Stop::CpuLimit);
+                    break;
+                }
+                let remaining = Duration::from_micros((limit_us - us) / ncpu);
+                next_cpu_check = now + remaining.max(Duration::from_millis(1));
+            } else {
+                next_cpu_check = now + Duration::from_millis(10);
+            }
+        }
+        let timeout = (wall - elapsed).min(next_cpu_check.saturating_duration_since(now));
+
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(7);
+        let pf = |fd: RawFd, events: libc::c_short| libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        fds.push(pf(sp.pidfd.as_raw_fd(), libc::POLLIN));
+        fds.push(pf(
+            if out_open { sp.stdout.as_raw_fd() } else { -1 },
+            libc::POLLIN,
+        ));
+        fds.push(pf(
+            if err_open { sp.stderr.as_raw_fd() } else { -1 },
+            libc::POLLIN,
+        ));
+        let want_write = stdin.is_some() && (stdin_off < stdin_data.len() || !pass_buf.is_empty());
+        fds.push(pf(
+            if want_write {
+                stdin.as_ref().map_or(-1, |f| f.as_raw_fd())
+            } else {
+                -1
+            },
+            libc::POLLOUT,
+        ));
+        fds.push(pf(
+            sp.listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            libc::POLLIN,
+        ));
+        fds.push(pf(sigfd.map_or(-1, |f| f.as_raw_fd()), libc::POLLIN));
+        let pass_fd = if stdin.is_some() && pass_buf.is_empty() {
+            passthrough.unwrap_or(-1)
+        } else {
+            -1
+        };
+        fds.push(pf(pass_fd, libc::POLLIN));
+        ppoll(&mut fds, Some(timeout));
+
+        if fds[4].revents & libc::POLLIN != 0 {
+            if let Some(l) = sp.listener.as_ref() {
+                if let Ok((_pid, nr)) = seccomp::receive_notification(l.as_fd()) {
+                    let name = seccomp::syscall_name(nr as i64)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("syscall_{nr}"));
+                    stop = Some(Stop::ForbiddenSyscall { nr, name });
+                    break;
+                }
+            }
+        }
+        if fds[5].revents & libc::POLLIN != 0 {
+            if let Some(sig) = sigfd.and_then(|f| read_signal(f.as_raw_fd())) {
+                stop = Some(Stop::Interrupted { signal: sig });
+                break;
+            }
+        }
+        if fds[1].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            let (eof, over) = drain(
+                sp.stdout.as_raw_fd(),
+                &mut stdout,
+                &mut io.stdout_sink,
+                &mut scratch,
+            );
+            out_open &= !eof;
+            if over {
+                stop = Some(Stop::StdoutCap);
+                break;
+            }
+        }
+        if fds[2].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            let (eof, over) = drain(
+                sp.stderr.as_raw_fd(),
+                &mut stderr,
+                &mut io.stderr_sink,
+                &mut scratch,
+            );
+            err_open &= !eof;
+            if over {
+                stop = Some(Stop::StderrCap);
+                break;
+            }
+        }
+        if fds[6].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            let mut b = vec![0u8; CHUNK];
+            match sys::read(pass_fd, &mut b) {
+                Ok(0) | Err(_) => {
+                    passthrough = None;
+                }
+                Ok(n) => pass_buf.extend_from_slice(&b[..n]),
+            }
+        }
+        if fds[3].revents != 0 {
+            if let Some(fd) = stdin.as_ref() {
+                let pending: &[u8] = if !pass_buf.is_empty() {
+                    &pass_buf
+                } else {
+                    &stdin_data[stdin_off..]
+                };
+                match sys::write(fd.as_raw_fd(), pending) {
+                    Ok(n) => {
+                        if !pass_buf.is_empty() {
+                            pass_buf.drain(..n);
+                        } else {
+                            stdin_off += n;
+                        }
+                    }
+                    Err(libc::EAGAIN) => {}
+                    Err(_) => {
+                        stdin = None; // the program closed its stdin
+                    }
+                }
+            }
+        }
+        if stdin.is_some()
+            && pass_buf.is_empty()
+            && passthrough.is_none()
+            && stdin_off >= stdin_data.len()
+        {
+            stdin = None; // all fed: EOF
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            exited = true;
+        }
+    }
+
+    if stop.is_some() || !exited {
+        // Killing init kills the whole pid namespace: stopped, signal-ignoring and
+        // double-forked processes included. The cgroup kill is a second, independent net.
+        let _ = sys::pidfd_send_signal(sp.pidfd.as_raw_fd(), libc::SIGKILL);
+        if let Some(c) = cg {
+            c.kill_all();
+        }
+    }
+    drop(stdin);
+    let status = sys::waitid_pidfd(sp.pidfd.as_raw_fd(), libc::WEXITED)
+        .ok()
+        .flatten();
+    let wall_elapsed = start.elapsed();
+    // Every writer is gone now: what is left in the pipes is finite. Drain it (still capped).
+    if stop.is_none() {
+        for (fd, buf, sink, which) in [
+            (
+                sp.stdout.as_raw_fd(),
+                &mut stdout,
+                &mut io.stdout_sink,
+                Stop::StdoutCap,
+            ),
+            (
+                sp.stderr.as_raw_fd(),
+                &mut stderr,
+                &mut io.stderr_sink,
+                Stop::StderrCap,
+            ),
+        ] {
+            loop {
+                let (eof, over) = drain(fd, buf, sink, &mut scratch);
+                if over {
+                    stop.get_or_insert(which);
+                    break;
+                }
+                if eof
+                    || sys::poll_one(fd, libc::POLLIN, 0)
+                        .map(|r| r == 0)
+                        .unwrap_or(true)
+                {
+                    break;
+                }
+            }
+        }
+    }
+    let (exit_code, signal) = match status {
+        Some((code, st)) if code == libc::CLD_EXITED => (Some(st), None),
+        Some((_, sig)) => (None, Some(sig)),
+        None => (None, None),
+    };
+    let stats = cg.map(|c| c.stats()).unwrap_or_default();
+    let ru = sys::rusage_children();
+    let rusage_cpu_us = (ru.ru_utime.tv_sec as u64 * 1_000_000 + ru.ru_utime.tv_usec as u64)
+        + (ru.ru_stime.tv_sec as u64 * 1_000_000 + ru.ru_stime.tv_usec as u64);
+    let cpu_us = stats.cpu_usage_us.unwrap_or(rusage_cpu_us);
+    if stop.is_none() && cpu_us > limits.cpu_time_ms * 1000 && signal == Some(libc::SIGXCPU) {
+        stop = Some(Stop::CpuLimit);
+    }
+    Outcome {
+        exit_code,
+        signal,
+        stop,
+        wall_ms: wall_elapsed.as_millis() as u64,
+        wall_us: wall_elapsed.as_micros() as u64,
+        cpu_ms: Some(cpu_us / 1000),
+        peak_memory_bytes: stats.memory_peak_bytes.or(Some(ru.ru_maxrss as u64 * 1024)),
+        oom_kills: stats.oom_kills,
+        pids_limit_hits: stats.pids_limit_hits,
+        stdout,
+        stderr,
+    }
+}
