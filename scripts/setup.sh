@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what agentjail's build, main job and tests need on a fresh Debian machine.
+# Idempotent: installs only what is missing.
+set -euo pipefail
+need=()
+[ -x /usr/bin/python3 ] || need+=(python3)
+command -v gcc >/dev/null || need+=(gcc)
+command -v setpriv >/dev/null || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: missing ${need[*]}; run as root or install them" >&2
+        exit 1
+    fi
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || [ -x "$HOME/.cargo/bin/cargo" ] || {
+    echo "setup: no Rust toolchain (cargo) found; install rustup first" >&2
+    exit 1
+}
