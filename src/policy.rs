@@ -1505,6 +1505,273 @@ fn validate(p: &Policy) -> Result<(), Invalid> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------
+// show and lint.
+
+/// The effective policy as TOML with every default filled in, preceded by comment lines
+/// naming its source and sha256. The output loads back to the same `Policy`.
+pub fn show(loaded: &LoadedPolicy) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# agentjail effective policy\n# source: {}\n",
+        loaded.path
+    ));
+    out.push_str(&format!("# sha256: {}\n", loaded.sha256));
+    out.push_str(
+        "# Every key is shown with its effective value, defaults included.\n\
+         # The static check ([check]) is defence in depth; the jail (everything else) is the\n\
+         # boundary and contains code that slips past the check.\n\n",
+    );
+    match toml::to_string_pretty(&loaded.policy) {
+        Ok(body) => out.push_str(&body),
+        // Unreachable for a validated policy (every value fits TOML); say so rather than
+        // print half a policy.
+        Err(e) => out.push_str(&format!("# cannot serialize this policy: {e}\n")),
+    }
+    out
+}
+
+/// A weak choice in a policy: the key and what it allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LintWarning {
+    pub key: String,
+    pub message: String,
+}
+
+/// Facts `policy lint` states with every report (not warnings: no policy can change them).
+pub const LINT_NOTES: &[&str] = &[
+    "no writable host path is possible: the policy format has no key for one; the program \
+     can write only to its own size-capped /tmp tmpfs",
+    "the static check is defence in depth; the jail is the boundary",
+];
+
+fn warn(out: &mut Vec<LintWarning>, key: &str, message: impl Into<String>) {
+    out.push(LintWarning {
+        key: key.into(),
+        message: message.into(),
+    });
+}
+
+/// Dangerous modules `module` reaches through plain attribute chains, with the chain, when
+/// no attribute on the way is denied. `None` when the module is not in the table.
+pub fn reachable_dangerous_modules(
+    module: &str,
+    denied_attributes: &[String],
+    deny_dunder: bool,
+) -> Option<Vec<(String, String)>> {
+    let edges_of = |m: &str| {
+        MODULE_ATTRIBUTE_GRAPH
+            .iter()
+            .find(|(name, _)| *name == m)
+            .map(|(_, e)| *e)
+    };
+    edges_of(module)?;
+    let blocked = |attr: &str| {
+        denied_attributes.iter().any(|d| d == attr) || (deny_dunder && attr.starts_with("__"))
+    };
+    let mut found: Vec<(String, String)> = Vec::new();
+    let mut seen: Vec<String> = vec![module.to_string()];
+    let mut queue: std::collections::VecDeque<(String, String)> =
+        std::collections::VecDeque::from([(module.to_string(), module.to_string())]);
+    while let Some((m, path)) = queue.pop_front() {
+        for (attr, target) in edges_of(&m).unwrap_or(&[]) {
+            if blocked(attr) || seen.iter().any(|s| s == target) {
+                continue;
+            }
+            seen.push((*target).to_string());
+            let chain = format!("{path}.{attr}");
+            if DANGEROUS_MODULES.contains(target) {
+                found.push(((*target).to_string(), chain));
+            } else {
+                queue.push_back(((*target).to_string(), chain));
+            }
+        }
+    }
+    Some(found)
+}
+
+/// Weak choices in a policy, each with the key to change. Silent on `policies/default.toml`.
+pub fn lint(policy: &Policy) -> Vec<LintWarning> {
+    let mut w = Vec::new();
+    let p = policy;
+    if p.network.enabled {
+        warn(
+            &mut w,
+            "network.enabled",
+            "network is on: the program can reach whatever the host can; exfiltration of the \
+             payload and downloads of code become possible",
+        );
+    }
+    for g in &p.seccomp.allow_groups {
+        if let Some((_, why)) = DANGEROUS_SECCOMP_GROUPS.iter().find(|(n, _)| n == g) {
+            warn(&mut w, "seccomp.allow_groups", format!("{g}: {why}"));
+        }
+    }
+    if p.seccomp.requirement == Requirement::BestEffort {
+        warn(
+            &mut w,
+            "seccomp.requirement",
+            "best_effort: on a host without seccomp the program runs with every syscall allowed",
+        );
+    }
+    if p.limits.memory.0 > 4 * 1024 * MIB {
+        warn(
+            &mut w,
+            "limits.memory",
+            format!(
+                "{} is a very large memory limit for one job; the host can be starved",
+                p.limits.memory
+            ),
+        );
+    }
+    if p.cgroup.requirement == Requirement::BestEffort {
+        let spawn = if p.seccomp.allow_groups.iter().any(|g| g == "process_spawn") {
+            "; process_spawn is allowed, so only RLIMIT_NPROC (counted per host uid) stops a fork bomb"
+        } else {
+            ""
+        };
+        warn(
+            &mut w,
+            "cgroup.requirement",
+            format!(
+                "best_effort: on a host without a delegated cgroup, memory is bounded only per \
+                 process by RLIMIT_AS (memfd pages written without mapping escape it), pids \
+                 only by RLIMIT_NPROC and CPU by RLIMIT_CPU per process{spawn}; use \"required\" \
+                 where systemd Delegate=yes is available"
+            ),
+        );
+    }
+    if p.landlock.requirement == Requirement::BestEffort {
+        warn(
+            &mut w,
+            "landlock.requirement",
+            "best_effort: hosts without landlock (or below min_abi) run with the read-only \
+             mount layout as the only filesystem control (recorded as degraded)",
+        );
+    }
+    if p.limits.wall_time_ms > 300_000 {
+        warn(
+            &mut w,
+            "limits.wall_time_ms",
+            "more than 5 minutes of wall time",
+        );
+    }
+    if p.limits.cpu_time_ms > 300_000 {
+        warn(
+            &mut w,
+            "limits.cpu_time_ms",
+            "more than 5 minutes of CPU time",
+        );
+    }
+    for (key, cap) in [
+        ("limits.stdout", p.limits.stdout),
+        ("limits.stderr", p.limits.stderr),
+    ] {
+        if cap.0 > MIB {
+            warn(
+                &mut w,
+                key,
+                format!("{cap} of output is held in memory and copied into every record"),
+            );
+        }
+    }
+    if !p.interpreter.python_args.iter().any(|a| a == "-I") {
+        warn(
+            &mut w,
+            "interpreter.python_args",
+            "-I is missing: without isolated mode the interpreter honours PYTHON* variables \
+             and adds the script directory and user site-packages to sys.path",
+        );
+    }
+    for path in p.filesystem.read_only.iter().chain(&p.filesystem.optional) {
+        if is_under(path, "/opt") {
+            warn(
+                &mut w,
+                "filesystem.read_only",
+                format!(
+                    "{path} is bound: third-party software under /opt sometimes keeps \
+                     configuration and keys beside it; bind only the interpreter's directory"
+                ),
+            );
+        }
+    }
+
+    // Static check.
+    let c = &p.check;
+    for m in &c.allowed_imports {
+        let top = m.split('.').next().unwrap_or(m);
+        if DANGEROUS_MODULES.contains(&top) {
+            warn(
+                &mut w,
+                "check.allowed_imports",
+                format!("{m} is allowed: it gives the program the host directly"),
+            );
+            continue;
+        }
+        match reachable_dangerous_modules(top, &c.denied_attributes, c.deny_dunder) {
+            Some(reached) => {
+                for (danger, chain) in reached {
+                    warn(
+                        &mut w,
+                        "check.allowed_imports",
+                        format!(
+                            "{m} reaches {danger} as {chain}; add the attribute to \
+                             check.denied_attributes"
+                        ),
+                    );
+                }
+            }
+            None => warn(
+                &mut w,
+                "check.allowed_imports",
+                format!(
+                    "{m} is not in agentjail's table of stdlib module attributes: audit by \
+                     hand which modules it exposes (e.g. python3 -c 'import {top}; print([a for a in dir({top}) if type(getattr({top}, a)).__name__ == \"module\"])')"
+                ),
+            ),
+        }
+    }
+    if !c.deny_dunder {
+        warn(
+            &mut w,
+            "check.deny_dunder",
+            "off: __class__, __subclasses__, __globals__ and __builtins__ reach every object \
+             and module in the interpreter",
+        );
+    }
+    let missing: Vec<&str> = ["eval", "exec", "compile", "open", "__import__"]
+        .into_iter()
+        .filter(|n| !c.denied_calls.iter().any(|d| d == n))
+        .collect();
+    if !missing.is_empty() {
+        warn(
+            &mut w,
+            "check.denied_calls",
+            format!(
+                "{} not denied: they run arbitrary code or open files",
+                missing.join(", ")
+            ),
+        );
+    }
+    let frames: Vec<&str> = FRAME_ATTRIBUTES
+        .iter()
+        .copied()
+        .filter(|a| !c.denied_attributes.iter().any(|d| d == a))
+        .collect();
+    if !frames.is_empty() {
+        warn(
+            &mut w,
+            "check.denied_attributes",
+            format!(
+                "frame-walking attributes not denied ({}): a generator or traceback reaches \
+                 f_globals/f_builtins and through them __import__",
+                frames.join(", ")
+            ),
+        );
+    }
+    w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1515,5 +1782,103 @@ mod tests {
         assert_eq!(loaded.policy, Policy::default());
         assert_eq!(load_default(), loaded);
         assert_eq!(loaded.path, "<embedded default>");
+        let p = &loaded.policy;
+        assert_eq!(p.languages.allowed, ["python", "javascript"]);
+        assert_eq!(p.check.allowed_imports, ["json", "statistics"]);
+        assert_eq!(p.limits.wall_time_ms, 2000);
+        assert_eq!(p.limits.cpu_time_ms, 2000);
+        assert_eq!(p.limits.memory, Bytes(256 * MIB));
+        assert_eq!(p.limits.pids, 64);
+        assert_eq!(p.limits.tmp_size, Bytes(64 * MIB));
+        assert_eq!(p.limits.stdout, Bytes(4096));
+        assert_eq!(p.limits.stderr, Bytes(4096));
+        assert_eq!(p.budget.max_code_chars, 2400);
+        assert_eq!(p.budget.max_seconds, 25);
+        assert!(!p.network.enabled);
+        assert!(!p.seccomp.allow_groups.iter().any(|g| g == "process_spawn"));
+    }
+
+    #[test]
+    fn bytes_display_round_trips() {
+        for n in [
+            0,
+            1,
+            4095,
+            4096,
+            4097,
+            MIB,
+            256 * MIB,
+            1024 * MIB,
+            3 * 1024 * MIB + 1,
+        ] {
+            let text = Bytes(n).to_string();
+            assert_eq!(parse_bytes(&text), Ok(n), "{text}");
+        }
+        assert_eq!(Bytes(256 * MIB).to_string(), "256MiB");
+        assert_eq!(Bytes(4096).to_string(), "4KiB");
+        assert!(parse_bytes("12XB").is_err());
+        assert!(parse_bytes("MiB").is_err());
+        assert!(parse_bytes("99999999999999999999").is_err());
+        assert!(parse_bytes("17179869184GiB").is_err());
+    }
+
+    #[test]
+    fn key_location() {
+        let text = "version = 1\n\n[limits]\n# c\nmemory = \"1MiB\"\n[filesystem]\nread_only = [\n  \"/usr\",\n  \"/etc\",\n]\n";
+        assert_eq!(find_key(text, "limits.memory"), Some((5, 1)));
+        assert_eq!(
+            find_item(text, "filesystem.read_only", "/etc"),
+            Some((9, 3))
+        );
+        assert_eq!(
+            key_at_line(text, 8).as_deref(),
+            Some("filesystem.read_only")
+        );
+    }
+
+    #[test]
+    fn reachability_table_finds_and_closes_paths() {
+        let none: Vec<String> = Vec::new();
+        let r = reachable_dangerous_modules("statistics", &none, true).expect("known");
+        assert!(r.iter().any(|(m, c)| m == "sys" && c == "statistics.sys"));
+        assert!(r
+            .iter()
+            .any(|(m, c)| m == "os" && c == "statistics.random._os"));
+        let r = reachable_dangerous_modules("json", &none, true).expect("known");
+        assert!(r.iter().any(|(m, c)| m == "sys" && c == "json.codecs.sys"));
+        assert_eq!(
+            reachable_dangerous_modules("math", &none, true),
+            Some(vec![])
+        );
+        assert_eq!(reachable_dangerous_modules("numpy", &none, true), None);
+        let d = Policy::default();
+        for m in &d.check.allowed_imports {
+            let r = reachable_dangerous_modules(m, &d.check.denied_attributes, true);
+            assert_eq!(r, Some(vec![]), "{m}");
+        }
+    }
+
+    #[test]
+    fn every_graph_target_is_known_or_dangerous() {
+        for (_, edges) in MODULE_ATTRIBUTE_GRAPH {
+            for (_, target) in *edges {
+                assert!(
+                    DANGEROUS_MODULES.contains(target)
+                        || MODULE_ATTRIBUTE_GRAPH.iter().any(|(n, _)| n == target),
+                    "{target}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(path_problem("/usr"), None);
+        assert!(path_problem("usr").is_some());
+        assert!(path_problem("/usr/../etc").is_some());
+        assert!(path_problem("/usr//lib").is_some());
+        assert!(path_problem("/usr/").is_some());
+        assert!(is_under("/etc/ssl", "/etc"));
+        assert!(!is_under("/etcetera", "/etc"));
     }
 }
