@@ -1,0 +1,432 @@
+//! Policy files: every shipped policy loads, the embedded default is the shipped file, bad
+//! input fails with file/line/key and never panics, show round-trips, lint is specific.
+
+use agentjail::policy::{
+    lint, load_default, load_file, load_str, show, Policy, PolicyError, DEFAULT_POLICY_TOML,
+};
+use proptest::prelude::*;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+const BASE: &str = "version = 1\n";
+
+fn policies_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
+}
+
+fn err(text: &str) -> PolicyError {
+    match load_str(text, "test.toml") {
+        Ok(p) => panic!("accepted:\n{text}\n{:?}", p.policy),
+        Err(e) => e,
+    }
+}
+
+/// The error names the key and the line, and its Display carries both and a hint.
+fn assert_err(text: &str, key: &str, line: usize) -> PolicyError {
+    let e = err(text);
+    assert_eq!(e.key.as_deref(), Some(key), "{e}");
+    assert_eq!(e.position.map(|p| p.0), Some(line), "{e}");
+    let shown = e.to_string();
+    assert!(shown.contains(&format!("test.toml:{line}:")), "{shown}");
+    assert!(shown.contains(key), "{shown}");
+    assert!(shown.contains("hint:"), "{shown}");
+    e
+}
+
+#[test]
+fn every_shipped_policy_loads_and_round_trips() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(policies_dir()).expect("policies/") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let loaded = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(loaded.sha256, format!("{:x}", Sha256::digest(&bytes)));
+        let again = load_str(&show(&loaded), "show").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again.policy, loaded.policy, "{}", path.display());
+        n += 1;
+    }
+    assert!(n >= 2, "default.toml and data.toml at least");
+}
+
+#[test]
+fn embedded_default_is_the_shipped_file() {
+    let file = std::fs::read(policies_dir().join("default.toml")).expect("read");
+    assert_eq!(DEFAULT_POLICY_TOML.as_bytes(), &file[..]);
+    let d = load_default();
+    assert_eq!(d.sha256, format!("{:x}", Sha256::digest(&file)));
+    assert_eq!(d.sha256, load_default().sha256, "stable");
+    assert_eq!(d.path, "<embedded default>");
+    let shown = show(&d);
+    assert!(shown.contains(&d.sha256));
+    assert!(shown.contains("defence in depth"));
+    assert!(shown.contains("memory = \"256MiB\""));
+}
+
+#[test]
+fn minimal_file_gets_every_default() {
+    let p = load_str(BASE, "min").expect("loads").policy;
+    assert_eq!(p, Policy::default());
+}
+
+#[test]
+fn unknown_keys() {
+    assert_err("version = 1\nbogus = 2\n", "bogus", 2);
+    assert_err(
+        "version = 1\n[limits]\nmemroy = \"1GiB\"\n",
+        "limits.memroy",
+        3,
+    );
+    assert_err("version = 1\n[nope]\nx = 1\n", "nope", 2);
+    let e = assert_err(
+        "version = 1\n\n[check]\ndeny_dunder = true\nallowed_import = []\n",
+        "check.allowed_import",
+        5,
+    );
+    assert!(e.message.contains("unknown field"), "{e}");
+}
+
+#[test]
+fn wrong_types_and_bad_sizes() {
+    assert_err("version = 1\n[limits]\npids = \"many\"\n", "limits.pids", 3);
+    assert_err(
+        "version = 1\n[network]\nenabled = \"no\"\n",
+        "network.enabled",
+        3,
+    );
+    assert_err(
+        "version = 1\n[limits]\nwall_time_ms = -5\n",
+        "limits.wall_time_ms",
+        3,
+    );
+    assert_err("version = 1\n[limits]\nmemory = -1\n", "limits.memory", 3);
+    assert_err(
+        "version = 1\n[limits]\nmemory = \"12XB\"\n",
+        "limits.memory",
+        3,
+    );
+    assert_err(
+        "version = 1\n[limits]\nmemory = \"99999999999999999999GiB\"\n",
+        "limits.memory",
+        3,
+    );
+    assert_err(
+        "version = 1\n[limits]\npids = 99999999999999999999999\n",
+        "limits.pids",
+        3,
+    );
+    assert_err(
+        "version = 1\n[seccomp]\nrequirement = \"maybe\"\n",
+        "seccomp.requirement",
+        3,
+    );
+}
+
+#[test]
+fn impossible_values() {
+    assert_err("version = 2\n", "version", 1);
+    assert_err(
+        "version = 1\n[limits]\nwall_time_ms = 0\n",
+        "limits.wall_time_ms",
+        3,
+    );
+    assert_err(
+        "version = 1\n[limits]\ncpu_time_ms = 3600001\n",
+        "limits.cpu_time_ms",
+        3,
+    );
+    let e = assert_err(
+        "version = 1\n[limits]\nmemory = \"16MiB\"\n",
+        "limits.memory",
+        3,
+    );
+    assert!(e.message.contains("cannot start"), "{e}");
+    assert_err(
+        "version = 1\n[limits]\nmemory = \"64MiB\"\ntmp_size = \"128MiB\"\n",
+        "limits.tmp_size",
+        4,
+    );
+    assert_err(
+        "version = 1\n[limits]\nstdout = \"65MiB\"\n",
+        "limits.stdout",
+        3,
+    );
+    assert_err("version = 1\n[limits]\npids = 0\n", "limits.pids", 3);
+    assert_err(
+        "version = 1\n[budget]\nmax_seconds = 1\n",
+        "budget.max_seconds",
+        3,
+    );
+    assert_err(
+        "version = 1\n[seccomp]\nallow_groups = [\"basic_io\", \"exec\", \"raw_io\"]\n",
+        "seccomp.allow_groups",
+        3,
+    );
+    assert_err(
+        "version = 1\n[seccomp]\nallow_groups = [\"basic_io\"]\n",
+        "seccomp.allow_groups",
+        3,
+    );
+    assert_err(
+        "version = 1\n[interpreter]\npython = \"python3\"\n",
+        "interpreter.python",
+        3,
+    );
+    assert_err(
+        "version = 1\n[interpreter]\npython = \"/opt/py/bin/python3\"\n",
+        "interpreter.python",
+        3,
+    );
+    assert_err(
+        "version = 1\n[landlock]\nmin_abi = 0\n",
+        "landlock.min_abi",
+        3,
+    );
+}
+
+#[test]
+fn secret_and_malformed_binds() {
+    for (bind, line) in [
+        ("/etc", 4),
+        ("/home", 4),
+        ("/", 4),
+        ("/etc/ssl", 4),
+        ("/var/lib", 4),
+        ("/proc", 4),
+        ("/tmp", 4),
+    ] {
+        let text =
+            format!("version = 1\n[filesystem]\nread_only = [\n  \"{bind}\",\n  \"/usr\",\n]\n");
+        let e = assert_err(&text, "filesystem.read_only", line);
+        assert_eq!(e.position.map(|p| p.1), Some(3), "{e}");
+    }
+    assert_err(
+        "version = 1\n[filesystem]\nread_only = [\"/usr\", \"lib\"]\n",
+        "filesystem.read_only",
+        3,
+    );
+    assert_err(
+        "version = 1\n[filesystem]\nread_only = [\"/usr\", \"/usr/../etc\"]\n",
+        "filesystem.read_only",
+        3,
+    );
+    assert_err(
+        "version = 1\n[filesystem]\noptional = [\"/root\"]\n",
+        "filesystem.optional",
+        3,
+    );
+}
+
+#[test]
+fn forbidden_environment() {
+    for name in [
+        "LD_PRELOAD",
+        "PYTHONPATH",
+        "PATH",
+        "HOME",
+        "GLIBC_TUNABLES",
+        "pythonstartup",
+    ] {
+        let text = format!("version = 1\n[environment.extra]\nOK = \"1\"\n{name} = \"x\"\n");
+        assert_err(&text, "environment.extra", 4);
+    }
+    load_str(
+        "version = 1\n[environment.extra]\nOMP_NUM_THREADS = \"1\"\n",
+        "t",
+    )
+    .expect("allowed");
+}
+
+#[test]
+fn empty_garbage_and_non_utf8() {
+    assert_err("", "version", 1);
+    assert_err("# only a comment\n", "version", 1);
+    let e = err("\0\u{1}\u{2}garbage\u{7f}");
+    assert!(e.position.is_some(), "{e}");
+    let e = err("version = 1\n[limits\n");
+    assert_eq!(e.position.map(|p| p.0), Some(2), "{e}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, b"version = 1\nname = \"\xff\xfe\"\n").expect("write");
+    let e = load_file(&path).expect_err("invalid utf-8");
+    assert_eq!(e.position, Some((2, 9)), "{e}");
+    assert!(e.to_string().contains("bad.toml:2:9"), "{e}");
+    let e = load_file(&dir.path().join("missing.toml")).expect_err("missing");
+    assert!(e.to_string().contains("missing.toml"), "{e}");
+}
+
+fn lint_keys(text: &str) -> Vec<(String, String)> {
+    let p = load_str(text, "lint")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .policy;
+    lint(&p).into_iter().map(|w| (w.key, w.message)).collect()
+}
+
+/// The warnings default.toml keeps on purpose (explained in its comments).
+const DEFAULT_WARNINGS: [&str; 2] = ["cgroup.requirement", "landlock.requirement"];
+
+#[test]
+fn lint_default_only_explained_warnings() {
+    let w = lint(&load_default().policy);
+    let keys: Vec<&str> = w.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(keys, DEFAULT_WARNINGS, "{w:?}");
+}
+
+#[test]
+fn lint_data_policy() {
+    let loaded = load_file(&policies_dir().join("data.toml")).expect("data");
+    let w = lint(&loaded.policy);
+    // Only the deliberate process_spawn opt-in and best-effort landlock; no import path.
+    let keys: Vec<&str> = w.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["seccomp.allow_groups", "landlock.requirement"],
+        "{w:?}"
+    );
+    assert!(w[0].message.starts_with("process_spawn"));
+}
+
+#[test]
+fn lint_flags_each_weak_choice() {
+    let strict = "version = 1\n[cgroup]\nrequirement = \"required\"\n[landlock]\nrequirement = \"required\"\n";
+    assert!(lint_keys(strict).is_empty(), "{:?}", lint_keys(strict));
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[network]\nenabled = true\n",
+            "network.enabled",
+            "network is on",
+        ),
+        (
+            "[seccomp]\nallow_groups = [\"exec\", \"network\"]\n",
+            "seccomp.allow_groups",
+            "network",
+        ),
+        (
+            "[seccomp]\nallow_groups = [\"exec\", \"sockets_local\"]\n",
+            "seccomp.allow_groups",
+            "sockets_local",
+        ),
+        (
+            "[seccomp]\nallow_groups = [\"exec\", \"process_spawn\"]\n",
+            "seccomp.allow_groups",
+            "process_spawn",
+        ),
+        (
+            "[seccomp]\nrequirement = \"best_effort\"\n",
+            "seccomp.requirement",
+            "best_effort",
+        ),
+        (
+            "[limits]\nmemory = \"8GiB\"\ntmp_size = \"64MiB\"\n",
+            "limits.memory",
+            "very large",
+        ),
+        (
+            "[limits]\nwall_time_ms = 600000\n[budget]\nmax_seconds = 700\n",
+            "limits.wall_time_ms",
+            "5 minutes",
+        ),
+        (
+            "[limits]\ncpu_time_ms = 600000\n",
+            "limits.cpu_time_ms",
+            "5 minutes",
+        ),
+        ("[limits]\nstdout = \"8MiB\"\n", "limits.stdout", "8MiB"),
+        ("[limits]\nstderr = \"8MiB\"\n", "limits.stderr", "8MiB"),
+        (
+            "[check]\ndeny_dunder = false\n",
+            "check.deny_dunder",
+            "__subclasses__",
+        ),
+        (
+            "[check]\ndenied_calls = [\"open\"]\n",
+            "check.denied_calls",
+            "eval, exec, compile, __import__",
+        ),
+        (
+            "[check]\nallowed_imports = [\"os\"]\n",
+            "check.allowed_imports",
+            "directly",
+        ),
+        (
+            "[check]\nallowed_imports = [\"statistics\"]\ndenied_attributes = []\n",
+            "check.allowed_imports",
+            "statistics.random._os",
+        ),
+        (
+            "[check]\nallowed_imports = [\"json\"]\ndenied_attributes = [\"sys\"]\n",
+            "check.allowed_imports",
+            "json.codecs.builtins",
+        ),
+        (
+            "[check]\nallowed_imports = [\"uuid\"]\ndenied_attributes = [\"os\", \"sys\"]\n",
+            "check.allowed_imports",
+            "uuid.platform",
+        ),
+        (
+            "[check]\nallowed_imports = [\"numpy\"]\n",
+            "check.allowed_imports",
+            "audit by hand",
+        ),
+        (
+            "[check]\ndenied_attributes = [\"sys\"]\n",
+            "check.denied_attributes",
+            "gi_frame",
+        ),
+        (
+            "[interpreter]\npython_args = [\"-S\"]\n",
+            "interpreter.python_args",
+            "-I",
+        ),
+        (
+            "[filesystem]\nread_only = [\"/usr\", \"/opt/tool\"]\n",
+            "filesystem.read_only",
+            "/opt/tool",
+        ),
+    ];
+    for (extra, key, needle) in cases {
+        let text = format!("{strict}{extra}");
+        let w = lint_keys(&text);
+        assert!(
+            w.iter().any(|(k, m)| k == key && m.contains(needle)),
+            "{extra}: expected {key} containing {needle:?}, got {w:?}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn load_str_never_panics(text in ".{0,400}") {
+        let _ = load_str(&text, "fuzz");
+    }
+
+    #[test]
+    fn load_str_never_panics_on_policy_like_text(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                Just("version = 1".to_string()),
+                Just("[limits]".to_string()),
+                Just("[filesystem]".to_string()),
+                Just("[environment.extra]".to_string()),
+                "[a-z_.]{1,12} = [-0-9\"a-zA-Z/\\[\\], ]{0,20}",
+                "\\[[a-z_.]{0,12}\\]?",
+            ],
+            0..12,
+        )
+    ) {
+        let text = lines.join("\n");
+        if let Err(e) = load_str(&text, "fuzz") {
+            let _ = e.to_string();
+        }
+    }
+
+    #[test]
+    fn byte_sizes_round_trip(n in any::<u64>()) {
+        let b = agentjail::policy::Bytes(n);
+        prop_assert_eq!(agentjail::policy::parse_bytes(&b.to_string()), Ok(n));
+    }
+}
