@@ -397,12 +397,12 @@ pub const ARGUMENT_FILTERS: &[(&str, &str)] = &[
 
 /// ioctl requests the jailed program may make. Never TIOCSTI, TIOCLINUX, TCSETS*...
 const IOCTL_ALLOWED: &[u64] = &[
-    libc::TCGETS as u64,
-    libc::TIOCGWINSZ as u64,
-    libc::FIONREAD as u64,
-    libc::FIONBIO as u64,
-    libc::FIOCLEX as u64,
-    libc::FIONCLEX as u64,
+    libc::TCGETS,
+    libc::TIOCGWINSZ,
+    libc::FIONREAD,
+    libc::FIONBIO,
+    libc::FIOCLEX,
+    libc::FIONCLEX,
 ];
 
 const CLONE_NEW_FLAGS: u64 = (libc::CLONE_NEWNS
