@@ -9,6 +9,7 @@ use crate::jail::cgroup::CgroupLimits;
 use crate::jail::landlock::LandlockPlan;
 use crate::jail::seccomp::SeccompPlan;
 use crate::policy::{Policy, Requirement};
+
 use serde::Serialize;
 
 /// The uid and gid the jailed program has inside its user namespace.
@@ -168,7 +169,12 @@ impl JailPlan {
         let lim = &policy.limits;
         let mut mounts = Vec::new();
         let mut read_exec = Vec::new();
-        for path in &policy.filesystem.read_only {
+        let fs = &policy.filesystem;
+        let mut seen = std::collections::BTreeSet::new();
+        for path in fs.read_only.iter().chain(fs.optional.iter()) {
+            if !seen.insert(path.as_str()) {
+                continue;
+            }
             match host(path) {
                 HostPath::Dir | HostPath::File => {
                     mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });

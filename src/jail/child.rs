@@ -161,7 +161,7 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     // 11. Seccomp, last. Hand the listener to the supervisor and wait for its ack, so the
     //     supervisor holds it before the program can make a forbidden call.
     match seccomp::install(&p.seccomp) {
-        Ok(listener) if listener >= 0 => {
+        Ok(listener) => {
             let msg = report::encode(report::KIND_LISTENER, listener as u32, 0);
             if let Err(e) = sys::write_all(rep, &msg) {
                 fail(rep, Stage::SeccompHandover, 0, e);
@@ -174,7 +174,6 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
             }
             sys::close(listener);
         }
-        Ok(_) => {}
         Err(e) => fail(rep, Stage::Seccomp, 0, e),
     }
 

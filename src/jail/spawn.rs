@@ -98,7 +98,13 @@ pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupEr
         // tmpfs and memfd pages included.
         limits.retain(|l| l.resource != crate::plan::RlimitKind::AddressSpace);
     }
-    let landlock = landlock::prepare(&plan.landlock)?;
+    // Landlock is best-effort by ABI: when the host has none and the policy allows it, the
+    // run goes on without it and the record says so (jail::execute checks `required`).
+    let landlock = match landlock::prepare(&plan.landlock) {
+        Ok(p) => Some(p),
+        Err(e) if plan.landlock.requirement == crate::policy::Requirement::Required => return Err(e),
+        Err(_) => None,
+    };
     let seccomp = seccomp::compile(&plan.seccomp)?;
     let mut clone_flags = (libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
@@ -122,7 +128,7 @@ pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupEr
         gid: plan.gid,
         rlimits: rlimit::prepare(&limits),
         last_cap: caps::last_cap(),
-        landlock: Some(landlock),
+        landlock,
         seccomp,
         clone_flags,
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
