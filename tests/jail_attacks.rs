@@ -60,7 +60,7 @@ print("BLOCKED proc1" if b"START" in c else "BREACH proc1 %r" % c[:100])
 hits = []
 for root, dirs, files in os.walk("/"):
     if root == "/":
-        dirs[:] = [d for d in dirs if d not in ("usr", "proc", "sys")]
+        dirs[:] = [d for d in dirs if d not in ("usr", "proc", "sys", "dev")]
     for f in files:
         try:
             if b"{m}" in open(os.path.join(root, f), "rb").read(1 << 20):
@@ -73,10 +73,6 @@ print("BREACH secret %r" % hits if hits else "BLOCKED secret-walk")
     for who in variants() {
         let r = py(who, &[], &body);
         r.assert_blocked("START");
-        assert!(
-            !r.stdout.contains(&m[..]) || !r.stdout.contains("BREACH"),
-            "{r:#?}"
-        );
         assert!(r.stdout.contains("BLOCKED secret-walk"), "{r:#?}");
         assert!(r.stdout.contains("BLOCKED etc-listing"), "{r:#?}");
         assert!(r.stdout.contains("BLOCKED proc1"), "{r:#?}");
