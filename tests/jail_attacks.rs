@@ -1094,3 +1094,110 @@ fn record_is_valid_and_describes_enforcement() {
         }
     }
 }
+
+// ---------------------------------------------------------------- signals to the host
+
+#[test]
+fn host_processes_cannot_be_signalled() {
+    let m = marker("victim");
+    use std::os::unix::process::CommandExt;
+    let mut victim = std::process::Command::new("/usr/bin/sleep")
+        .arg0(&m)
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let vpid = victim.id();
+    let body = format!(
+        r#"
+import signal
+attempt("kill host pid", lambda: os.kill({vpid}, signal.SIGKILL))
+if os.fork() == 0:
+    # kill(-1) from a non-init process: every process it may signal.
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    os._exit(0)
+os.wait()
+print("SURVIVED", flush=True)
+"#
+    );
+    for who in variants() {
+        let r = py(who, &[], &body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{r:#?}");
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "the jail killed a host process: {r:#?}"
+        );
+        assert_eq!(host_pids_with(&m), vec![vpid as i32]);
+    }
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+// ---------------------------------------------------------------- kernel attack surface
+
+#[test]
+fn dangerous_syscalls_are_refused() {
+    if !require_feature("x86_64 host", cfg!(target_arch = "x86_64")) {
+        return;
+    }
+    // (name, x86_64 number, args): calls that need no capability yet widen the kernel attack
+    // surface; the seccomp allowlist must refuse them. One jail run per call, because a
+    // forbidden call may end the run.
+    let calls: &[(&str, i64, &str)] = &[
+        (
+            "io_uring_setup",
+            425,
+            "8, ctypes.byref(ctypes.create_string_buffer(120))",
+        ),
+        ("userfaultfd", 323, "1"), // UFFD_USER_MODE_ONLY
+        ("bpf", 321, "0, None, 0"),
+        (
+            "perf_event_open",
+            298,
+            "ctypes.byref(ctypes.create_string_buffer(128)), 0, -1, -1, 0",
+        ),
+        ("keyctl", 250, "0, -3, 0"), // KEYCTL_GET_KEYRING_ID of the session keyring
+        ("add_key", 248, "b\"user\", b\"agentjail\", b\"x\", 1, -3"),
+        ("unshare", 272, "0x10000000"),
+        ("setns", 308, "0, 0"),
+        ("open_by_handle_at", 304, "0, None, 0"),
+    ];
+    let mut breaches: Vec<String> = Vec::new();
+    for who in variants() {
+        for (name, nr, args) in calls {
+            let body = format!(
+                r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call():
+    r = libc.syscall(ctypes.c_long({nr}), {args})
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "{name}")
+    return r
+print("ATTEMPT", flush=True)
+attempt("{name}", call)
+"#
+            );
+            let r = py(who, &[], &body);
+            r.assert_ran("ATTEMPT");
+            let ok = std::panic::catch_unwind(|| r.assert_blocked("ATTEMPT")).is_ok();
+            if !ok {
+                breaches.push(format!(
+                    "{name} ({who:?}): code {} reason {:?} out {:?}",
+                    r.code,
+                    r.stop_reason(),
+                    r.stdout
+                ));
+            }
+        }
+    }
+    assert!(
+        breaches.is_empty(),
+        "syscalls not refused:\n{}",
+        breaches.join("\n")
+    );
+}
