@@ -2,6 +2,11 @@
 //! nobody. Every payload first prints a START marker (so a jail that fails to start cannot
 //! pass vacuously), then attempts the attack and prints `BREACH ...` when it succeeds or
 //! `BLOCKED ...` when it fails. A BREACH line fails the test.
+//!
+//! The runs use the embedded default policy. `AGENTJAIL_TEST_POLICY=FILE` runs them under
+//! another policy instead (development only, e.g. seccomp `best_effort` while a mechanism is
+//! not merged yet). As root, every attack runs launched as root and as nobody; as non-root,
+//! only the unprivileged variant runs (a loud note says so).
 
 mod common;
 
