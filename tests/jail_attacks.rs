@@ -1,0 +1,1208 @@
+//! Attacks on the jail through the real `agentjail exec` binary, launched as root and as
+//! nobody. Every payload first prints a START marker (so a jail that fails to start cannot
+//! pass vacuously), then attempts the attack and prints `BREACH ...` when it succeeds or
+//! `BLOCKED ...` when it fails. A BREACH line fails the test.
+//!
+//! The runs use the embedded default policy. `AGENTJAIL_TEST_POLICY=FILE` runs them under
+//! another policy instead (development only, e.g. seccomp `best_effort` while a mechanism is
+//! not merged yet). As root, every attack runs launched as root and as nobody; as non-root,
+//! only the unprivileged variant runs (a loud note says so).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+/// Payload prelude: a helper `attempt(name, fn)` that runs `fn` and prints BREACH when it
+/// returns, BLOCKED with the errno when it raises.
+const PRELUDE: &str = r#"
+import os, sys
+print("START", flush=True)
+def attempt(name, fn):
+    try:
+        r = fn()
+    except Exception as e:
+        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
+        return False
+    print("BREACH", name, repr(r)[:200], flush=True)
+    return True
+"#;
+
+fn py(who: Who, flags: &[&str], body: &str) -> Run {
+    python(who, flags, &format!("{PRELUDE}\n{body}"))
+}
+
+// ---------------------------------------------------------------- host files
+
+#[test]
+fn host_files_are_not_reachable() {
+    // A secret planted in places a jail must never see.
+    let m = marker("hostfile");
+    let tmp_secret = format!("/tmp/{m}.secret");
+    let vartmp_secret = format!("/var/tmp/{m}.secret");
+    std::fs::write(&tmp_secret, &m).unwrap();
+    std::fs::write(&vartmp_secret, &m).unwrap();
+    let body = format!(
+        r#"
+def read(p):
+    with open(p, "rb") as f:
+        data = f.read(64)
+    if not data:
+        raise OSError(0, "empty (masked)")
+    return data
+for p in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_ed25519_key",
+          "/root/.bashrc", "/root", "/home", "/work", "/var/log", "/run", "/sys/kernel",
+          "/var", "/srv", "/opt", "/mnt", "/boot", "{tmp_secret}", "{vartmp_secret}",
+          "/proc/kcore", "/proc/kallsyms", "/proc/keys", "/proc/sysrq-trigger"]:
+    attempt("read " + p, (lambda p=p: os.listdir(p) if os.path.isdir(p) and os.listdir(p) else read(p)))
+# /etc is synthesized: exactly three files.
+e = sorted(os.listdir("/etc"))
+print("BLOCKED etc-listing" if e == ["group", "hosts", "passwd"] else "BREACH etc-listing %r" % e)
+# pid 1 is the payload itself (pid namespace): the host init is not visible.
+c = open("/proc/1/cmdline", "rb").read()
+print("BLOCKED proc1" if b"START" in c else "BREACH proc1 %r" % c[:100])
+# Nothing outside /usr and /proc carries the secret.
+hits = []
+for root, dirs, files in os.walk("/"):
+    if root == "/":
+        dirs[:] = [d for d in dirs if d not in ("usr", "proc", "sys", "dev")]
+    for f in files:
+        try:
+            if b"{m}" in open(os.path.join(root, f), "rb").read(1 << 20):
+                hits.append(os.path.join(root, f))
+        except OSError:
+            pass
+print("BREACH secret %r" % hits if hits else "BLOCKED secret-walk")
+"#
+    );
+    for who in variants() {
+        let r = py(who, &[], &body);
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("BLOCKED secret-walk"), "{r:#?}");
+        assert!(r.stdout.contains("BLOCKED etc-listing"), "{r:#?}");
+        assert!(r.stdout.contains("BLOCKED proc1"), "{r:#?}");
+    }
+    let _ = std::fs::remove_file(&tmp_secret);
+    let _ = std::fs::remove_file(&vartmp_secret);
+}
+
+#[test]
+fn other_processes_environment_is_not_visible() {
+    let secret = marker("envsecret");
+    let mut host = std::process::Command::new("/bin/sleep")
+        .arg("30")
+        .env("AGENTJAIL_HOST_SECRET", &secret)
+        .spawn()
+        .unwrap();
+    let body = format!(
+        r#"
+needle = "{rsecret}"[::-1].encode()
+pids = [p for p in os.listdir("/proc") if p.isdigit()]
+print("PIDS", pids, flush=True)
+found = []
+for p in pids:
+    for f in ("environ", "cmdline"):
+        try:
+            if needle in open("/proc/%s/%s" % (p, f), "rb").read():
+                found.append((p, f))
+        except OSError:
+            pass
+print("BREACH found %r" % found if found else "BLOCKED not-found")
+print("BREACH host pid visible" if "{hostpid}" in pids and "{hostpid}" != "1" else "BLOCKED pid-ns")
+"#,
+        hostpid = host.id(),
+        rsecret = secret.chars().rev().collect::<String>()
+    );
+    for who in variants() {
+        let r = py(who, &[], &body);
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("BLOCKED not-found"), "{r:#?}");
+    }
+    let _ = host.kill();
+    let _ = host.wait();
+}
+
+// ---------------------------------------------------------------- network
+
+#[test]
+fn host_loopback_tcp_listener_is_unreachable() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let body = format!(
+        r#"
+import socket
+def conn(host):
+    s = socket.create_connection((host, {port}), timeout=1)
+    s.sendall(b"hello")
+    return s.getpeername()
+attempt("tcp 127.0.0.1", lambda: conn("127.0.0.1"))
+attempt("tcp localhost", lambda: conn("localhost"))
+attempt("tcp ::1", lambda: conn("::1"))
+"#
+    );
+    for who in variants() {
+        let r = py(who, &["--time-limit", "5"], &body);
+        r.assert_blocked("START");
+        match l.accept() {
+            Ok((_, peer)) => panic!("the jail connected to the host listener from {peer}: {r:#?}"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock),
+        }
+    }
+}
+
+#[test]
+fn host_abstract_unix_socket_is_unreachable() {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("agentjail-test-{}", marker("abs"));
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    l.set_nonblocking(true).unwrap();
+    let body = format!(
+        r#"
+import socket
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(1)
+    s.connect("\0{name}")
+    s.sendall(b"hello")
+    return "connected"
+attempt("abstract unix", conn)
+"#
+    );
+    for who in variants() {
+        let r = py(who, &["--time-limit", "5"], &body);
+        r.assert_blocked("START");
+        match l.accept() {
+            Ok(_) => panic!("the jail reached the host abstract socket: {r:#?}"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- filesystem writes
+
+#[test]
+fn writes_outside_tmp_fail() {
+    let m = marker("write");
+    let targets = [
+        format!("/{m}"),
+        format!("/usr/{m}"),
+        format!("/usr/bin/{m}"),
+        format!("/etc/{m}"),
+        format!("/dev/{m}"),
+        format!("/proc/{m}"),
+    ];
+    let body = format!(
+        r#"
+def create(p):
+    with open(p, "wb") as f:
+        f.write(b"x")
+    return p
+for p in {targets:?}:
+    attempt("create " + p, lambda p=p: create(p))
+def overwrite(p, data=b"x"):
+    fd = os.open(p, os.O_WRONLY)
+    try:
+        return os.write(fd, data)
+    finally:
+        os.close(fd)
+for p in ["/etc/passwd", "/etc/hosts", "/usr/bin/python3", "/proc/sys/kernel/hostname",
+          "/proc/sys/vm/drop_caches", "/proc/sys/kernel/core_pattern",
+          "/proc/sysrq-trigger", "/proc/self/attr/current"]:
+    attempt("write " + p, lambda p=p: overwrite(p))
+attempt("mkdir /x", lambda: os.mkdir("/{m}-d"))
+attempt("chmod /usr/bin/python3", lambda: os.chmod("/usr/bin/python3", 0o777))
+attempt("symlink in /", lambda: os.symlink("/tmp", "/{m}-l"))
+attempt("rename /etc/hosts", lambda: os.rename("/etc/hosts", "/etc/hosts2"))
+attempt("mknod /tmp/null", lambda: os.mknod("/tmp/{m}-n", 0o666 | 0o020000, os.makedev(1, 3)))
+create("/tmp/{m}-ok")
+print("TMP-OK", open("/tmp/{m}-ok").read(), flush=True)
+"#
+    );
+    for who in variants() {
+        let r = py(who, &[], &body);
+        r.assert_blocked("START");
+        r.assert_ran("TMP-OK x");
+        for t in &targets[..3] {
+            assert!(!std::path::Path::new(t).exists(), "{t} created on the host");
+        }
+    }
+}
+
+#[test]
+fn filling_tmp_stops_at_the_cap_with_enospc() {
+    // Default tmp_size is 64MiB; files of 8MiB so RLIMIT_FSIZE (64MiB) is never the limit.
+    let body = r#"
+import errno
+total = 0
+err = None
+i = 0
+chunk = b"\0" * (1 << 20)
+try:
+    while total < (1 << 30):
+        with open("/tmp/fill%d" % i, "wb") as f:
+            for _ in range(8):
+                f.write(chunk)
+                f.flush()
+                total += len(chunk)
+        i += 1
+except OSError as e:
+    err = e.errno
+print("FILLED", total, err, flush=True)
+st = os.statvfs("/tmp")
+print("TMPSIZE", st.f_blocks * st.f_frsize, flush=True)
+n = 0
+for f in os.listdir("/tmp"):
+    os.unlink("/tmp/" + f)
+ierr = None
+try:
+    while n < 100000:
+        open("/tmp/i%d" % n, "wb").close()
+        n += 1
+except OSError as e:
+    ierr = e.errno
+print("INODES", n, ierr, flush=True)
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "20"], body);
+        r.assert_ran("START");
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("FILLED"))
+            .unwrap_or_else(|| panic!("{r:#?}"));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let total: u64 = f[1].parse().unwrap();
+        assert_eq!(f[2], "28", "expected ENOSPC filling /tmp: {r:#?}");
+        assert!(
+            total <= 64 << 20,
+            "wrote {total} bytes to a 64MiB /tmp: {r:#?}"
+        );
+        assert!(
+            total >= 56 << 20,
+            "/tmp full far below its cap ({total}): {r:#?}"
+        );
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("INODES"))
+            .unwrap_or_else(|| panic!("{r:#?}"));
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let n: u64 = f[1].parse().unwrap();
+        assert_eq!(f[2], "28", "expected ENOSPC creating inodes: {r:#?}");
+        assert!(n <= 4096, "created {n} files, inode cap is 4096: {r:#?}");
+    }
+}
+
+// ---------------------------------------------------------------- bombs
+
+#[test]
+fn fork_bomb_ends_and_leaves_nothing() {
+    for who in variants() {
+        let m = marker("forkbomb");
+        let code = format!(
+            r#"
+import os
+print("START", flush=True)
+tag = "{m}"
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"#
+        );
+        let probe = std::thread::spawn(|| {
+            // The host can still start processes while the bomb runs.
+            std::thread::sleep(Duration::from_millis(600));
+            std::process::Command::new("/bin/true")
+                .status()
+                .map(|s| s.success())
+        });
+        let r = python(who, &["--time-limit", "2"], &code);
+        assert!(
+            matches!(probe.join().unwrap(), Ok(true)),
+            "host could not fork during the bomb"
+        );
+        r.assert_ran("START");
+        assert_eq!(r.code, 124, "{r:#?}");
+        let reason = r.stop_reason().unwrap_or_default();
+        assert!(
+            reason == "code_timeout" || reason == "code_pids_limit" || reason == "code_cpu_limit",
+            "{r:#?}"
+        );
+        assert!(r.wall < Duration::from_secs(6), "{r:#?}");
+        let left = survivors(&m, Duration::from_secs(2));
+        assert!(
+            left.is_empty(),
+            "fork bomb processes survive on the host: {left:?}"
+        );
+    }
+}
+
+#[test]
+fn memory_bomb_is_stopped() {
+    let body = r#"
+print("START", flush=True)
+hold = []
+for i in range(1024):
+    b = bytearray(8 << 20)
+    for j in range(0, len(b), 4096):
+        b[j] = 1
+    hold.append(b)
+    print("HELD", (i + 1) * 8, flush=True)
+print("BREACH held 8GiB", flush=True)
+"#;
+    for who in variants() {
+        let r = python(
+            who,
+            &["--memory-limit", "64MiB", "--time-limit", "10"],
+            body,
+        );
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{r:#?}");
+        let held: u64 = r
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("HELD ")?.parse().ok())
+            .max()
+            .unwrap_or(0);
+        assert!(held <= 64, "held {held}MiB under a 64MiB limit: {r:#?}");
+        let stopped = r.code == 124 && r.stop_reason() == Some("code_memory_limit");
+        let memerr = r.code == 1 && r.stderr.contains("MemoryError");
+        assert!(stopped || memerr, "{r:#?}");
+    }
+}
+
+#[test]
+fn memfd_memory_bomb_is_bounded() {
+    // Pages outside the address space (memfd) must be charged too: only a memory cgroup
+    // bounds them. Tries to hold 1GiB in memfds under a 64MiB limit.
+    let body = r#"
+print("START", flush=True)
+fds = []
+chunk = b"\1" * (1 << 20)
+held = 0
+try:
+    for i in range(32):
+        fd = os.memfd_create("m%d" % i)
+        for _ in range(32):
+            os.write(fd, chunk)
+            held += 1
+        fds.append(fd)
+        print("HELD", held, flush=True)
+except OSError as e:
+    print("BLOCKED", e.errno, flush=True)
+    sys.exit(1)
+print("BREACH held", held, flush=True)
+"#;
+    for who in variants() {
+        let r = python(
+            who,
+            &["--memory-limit", "64MiB", "--time-limit", "10"],
+            &format!("import os, sys\n{body}"),
+        );
+        r.assert_ran("START");
+        let held: u64 = r
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("HELD ")?.parse().ok())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            held <= 96,
+            "held {held}MiB of memfd pages under a 64MiB limit: {r:#?}"
+        );
+        assert!(!r.stdout.contains("BREACH"), "{r:#?}");
+    }
+}
+
+// ---------------------------------------------------------------- output floods
+
+fn flood(who: Who, stream: &str, cap: Option<u64>) -> Run {
+    let mut flags = vec!["--time-limit".to_string(), "10".to_string()];
+    if let Some(c) = cap {
+        flags.push("--output-limit".into());
+        flags.push(c.to_string());
+    }
+    let f: Vec<&str> = flags.iter().map(String::as_str).collect();
+    python(
+        who,
+        &f,
+        &format!(
+            "import sys\nb = b'A' * 65536\nw = sys.{stream}.buffer\nwhile True:\n    w.write(b)\n    w.flush()\n"
+        ),
+    )
+}
+
+#[test]
+fn stdout_flood_is_cut_at_the_cap() {
+    for who in variants() {
+        for cap in [Some(10_000u64), None] {
+            let limit = cap.unwrap_or(4096) as usize;
+            let r = flood(who, "stdout", cap);
+            assert_eq!(r.code, 124, "{r:#?}");
+            assert_eq!(r.stop_reason(), Some("code_output_too_large"), "{r:#?}");
+            assert!(
+                r.stderr
+                    .contains("agentjail: stopped: code_output_too_large"),
+                "{r:#?}"
+            );
+            assert!(r.stdout_len >= limit / 2, "payload did not run: {r:#?}");
+            assert!(
+                r.stdout_len <= limit,
+                "passed out {} > cap {limit}",
+                r.stdout_len
+            );
+            assert!(r.wall < Duration::from_secs(5), "{r:#?}");
+        }
+    }
+}
+
+#[test]
+fn stderr_flood_is_cut_at_the_cap() {
+    for who in variants() {
+        for cap in [Some(10_000u64), None] {
+            let limit = cap.unwrap_or(4096) as usize;
+            let r = flood(who, "stderr", cap);
+            assert_eq!(r.code, 124, "{r:#?}");
+            assert_eq!(r.stop_reason(), Some("code_stderr_too_large"), "{r:#?}");
+            let tail = b"agentjail: stopped: code_stderr_too_large\n";
+            assert!(r.stderr_raw.ends_with(tail), "{r:#?}");
+            let passed = r.stderr_raw.len() - tail.len();
+            assert!(passed >= limit / 2, "payload did not run: {r:#?}");
+            assert!(
+                passed <= limit,
+                "passed out {passed} stderr bytes > cap {limit}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------- signals, orphans, timeouts
+
+#[test]
+fn sigterm_ignorer_stopped_child_and_orphan_grandchild_are_all_killed() {
+    for who in variants() {
+        let m = marker("orphan");
+        let body = format!(
+            r#"
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+if os.fork() == 0:
+    # A child that stops itself.
+    os.execv("/usr/bin/python3", ["{m}-stopped", "-I", "-S", "-c",
+             "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
+if os.fork() == 0:
+    # Double fork: the grandchild is orphaned in a new session.
+    if os.fork() == 0:
+        os.setsid()
+        os.execv("/usr/bin/sleep", ["{m}-orphan", "1000"])
+    os._exit(0)
+time.sleep(0.2)
+print("READY", flush=True)
+while True:
+    time.sleep(1)
+"#
+        );
+        let r = py(who, &["--time-limit", "1"], &body);
+        r.assert_ran("READY");
+        assert_eq!(r.code, 124, "{r:#?}");
+        assert_eq!(r.stop_reason(), Some("code_timeout"), "{r:#?}");
+        assert!(
+            r.stderr.contains("agentjail: stopped: code_timeout"),
+            "{r:#?}"
+        );
+        let left = survivors(&m, Duration::from_millis(500));
+        assert!(
+            left.is_empty(),
+            "processes survive the jail on the host: {left:?}"
+        );
+    }
+}
+
+#[test]
+fn timeout_is_precise() {
+    for who in variants() {
+        let r = sh(
+            who,
+            &["--time-limit", "1"],
+            "echo START; exec /usr/bin/sleep 30",
+        );
+        r.assert_ran("START");
+        assert_eq!(r.code, 124, "{r:#?}");
+        assert_eq!(r.stop_reason(), Some("code_timeout"), "{r:#?}");
+        assert!(r.wall >= Duration::from_millis(1000), "{r:#?}");
+        assert!(
+            r.wall < Duration::from_millis(1750),
+            "timeout took {:?}",
+            r.wall
+        );
+        let wall_ms = r.record.as_ref().unwrap()["execution"]["wall_ms"]
+            .as_u64()
+            .unwrap();
+        assert!((1000..1300).contains(&wall_ms), "record wall_ms {wall_ms}");
+    }
+}
+
+// ---------------------------------------------------------------- namespaces, mount, ptrace
+
+#[test]
+fn nested_user_namespace_is_refused() {
+    let body = r#"
+import ctypes, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def unshare(flags):
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+    return "unshared"
+if os.fork() == 0:
+    ok = attempt("unshare(CLONE_NEWUSER)", lambda: unshare(0x10000000))
+    os._exit(0)
+os.wait()
+if os.fork() == 0:
+    attempt("unshare(CLONE_NEWUSER|CLONE_NEWNS)", lambda: unshare(0x10000000 | 0x00020000))
+    os._exit(0)
+os.wait()
+def run(argv):
+    p = subprocess.run(argv, capture_output=True, timeout=5)
+    if p.returncode != 0:
+        raise OSError(p.returncode, p.stderr.decode()[:200])
+    return p.stdout
+if os.path.exists("/usr/bin/unshare"):
+    attempt("unshare -Ur", lambda: run(["/usr/bin/unshare", "-Ur", "/usr/bin/true"]))
+    attempt("unshare -Urm mount", lambda: run(["/usr/bin/unshare", "-Urm", "/usr/bin/mount",
+                                               "-t", "tmpfs", "x", "/tmp"]))
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "10"], body);
+        r.assert_blocked("START");
+    }
+}
+
+#[test]
+fn mount_is_refused() {
+    let body = r#"
+import ctypes, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def mount(src, tgt, fs, flags):
+    if libc.mount(src, tgt, fs, ctypes.c_ulong(flags), None) != 0:
+        raise OSError(ctypes.get_errno(), "mount")
+    return "mounted"
+attempt("mount tmpfs /tmp", lambda: mount(b"x", b"/tmp", b"tmpfs", 0))
+attempt("remount / rw", lambda: mount(None, b"/usr", None, 0x20 | 0x1000))  # MS_REMOUNT|MS_BIND
+attempt("mount proc", lambda: mount(b"proc", b"/tmp", b"proc", 0))
+def umount(p):
+    if libc.umount2(p, 2) != 0:
+        raise OSError(ctypes.get_errno(), "umount")
+    return "unmounted"
+attempt("umount /proc", lambda: umount(b"/proc"))
+attempt("umount /usr", lambda: umount(b"/usr"))
+def run(argv):
+    p = subprocess.run(argv, capture_output=True, timeout=5)
+    if p.returncode != 0:
+        raise OSError(p.returncode, p.stderr.decode()[:200])
+    return p.stdout
+attempt("mount(8)", lambda: run(["/usr/bin/mount", "-t", "tmpfs", "x", "/tmp"]))
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_blocked("START");
+    }
+}
+
+#[test]
+fn ptrace_is_refused() {
+    let body = r#"
+import ctypes, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+def ptrace(req, pid):
+    ctypes.set_errno(0)
+    r = libc.ptrace(req, pid, None, None)
+    if r == -1 and ctypes.get_errno() != 0:
+        raise OSError(ctypes.get_errno(), "ptrace")
+    return r
+# PTRACE_TRACEME in a child.
+pid = os.fork()
+if pid == 0:
+    attempt("PTRACE_TRACEME", lambda: ptrace(0, 0))
+    sys.stdout.flush()
+    os._exit(0)
+os.waitpid(pid, 0)
+# PTRACE_ATTACH / PTRACE_SEIZE to a sibling with the same uid.
+pid = os.fork()
+if pid == 0:
+    time.sleep(5)
+    os._exit(0)
+attempt("PTRACE_ATTACH child", lambda: ptrace(16, pid))
+attempt("PTRACE_SEIZE child", lambda: ptrace(0x4206, pid))
+os.kill(pid, signal.SIGKILL)
+# process_vm_readv on the child is ptrace access too.
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "10"], body);
+        r.assert_blocked("START");
+    }
+}
+
+// ---------------------------------------------------------------- terminal
+
+#[test]
+fn terminal_injection_is_impossible() {
+    use nix::pty::openpty;
+    let body = r#"
+import fcntl, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_char_p]
+def sti(fd, req):
+    if libc.ioctl(fd, req, b"x") != 0:
+        raise OSError(ctypes.get_errno(), "ioctl")
+    return "injected"
+for fd in (0, 1, 2):
+    attempt("TIOCSTI fd%d" % fd, lambda fd=fd: sti(fd, 0x5412))
+    attempt("TIOCSTI|1<<32 fd%d" % fd, lambda fd=fd: sti(fd, 0x5412 | (1 << 32)))
+attempt("open /dev/tty", lambda: os.open("/dev/tty", os.O_RDWR))
+attempt("isatty", lambda: [fd for fd in (0, 1, 2) if os.isatty(fd)] or 1 / 0)
+print("BLOCKED sid" if os.getsid(0) == os.getpid() else "BREACH sid %d" % os.getsid(0))
+"#;
+    for who in variants() {
+        // agentjail itself runs on a real terminal: the jail must still not get one.
+        let pty = openpty(None, None).unwrap();
+        let r = launch(
+            who,
+            Launch {
+                stdio_fd: Some(&pty.slave),
+                record: true,
+                ..Default::default()
+            },
+            &[PY, "-I", "-S", "-c", &format!("{PRELUDE}\n{body}")],
+        );
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("BLOCKED sid"), "{r:#?}");
+    }
+}
+
+// ---------------------------------------------------------------- fds, exe
+
+#[test]
+fn only_stdio_fds_are_open() {
+    let leak = tempfile::tempfile().unwrap();
+    let body = r#"
+fds = []
+for fd in range(0, 4096):
+    try:
+        os.fstat(fd)
+        fds.append(fd)
+    except OSError:
+        pass
+print("FDS", fds, flush=True)
+print("BLOCKED fds" if fds == [0, 1, 2] else "BREACH fds %r" % fds)
+attempt("open /proc/self/fd/7", lambda: open("/proc/self/fd/7", "rb"))
+"#;
+    for who in variants() {
+        let r = launch(
+            who,
+            Launch {
+                leak_fd: Some((7, &leak)),
+                record: true,
+                ..Default::default()
+            },
+            &[PY, "-I", "-S", "-c", &format!("{PRELUDE}\n{body}")],
+        );
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("BLOCKED fds"), "{r:#?}");
+    }
+}
+
+#[test]
+fn proc_self_exe_does_not_lead_to_agentjail() {
+    let aj = agentjail_path().display().to_string();
+    let body = format!(
+        r#"
+exe = os.readlink("/proc/self/exe")
+print("EXE", exe, flush=True)
+print("BLOCKED exe" if exe.startswith("/usr/bin/python3") else "BREACH exe %s" % exe)
+attempt("open exe for write", lambda: os.open("/proc/self/exe", os.O_WRONLY))
+attempt("open /proc/1/exe for write", lambda: os.open("/proc/1/exe", os.O_WRONLY))
+attempt("reach agentjail", lambda: open("{aj}", "rb").read(4))
+attempt("reach agentjail dir", lambda: os.listdir(os.path.dirname("{aj}")))
+exes = []
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            exes.append(os.readlink("/proc/%s/exe" % p))
+        except OSError:
+            pass
+bad = [e for e in exes if "agentjail" in e]
+print("BREACH agentjail in jail %r" % bad if bad else "BLOCKED no-agentjail")
+"#
+    );
+    for who in variants() {
+        let r = py(who, &[], &body);
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("BLOCKED exe"), "{r:#?}");
+    }
+}
+
+// ---------------------------------------------------------------- 32-bit syscalls
+
+#[test]
+fn legacy_32bit_and_x32_syscalls_are_refused() {
+    if !require_feature("x86_64 host", cfg!(target_arch = "x86_64")) {
+        return;
+    }
+    // getpid through int 0x80 (i386 nr 20) and through x32 (0x40000000 | 39).
+    let body = r#"
+import ctypes, mmap
+def run_code(code):
+    m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    m.write(code)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    f = ctypes.CFUNCTYPE(ctypes.c_long)(addr)
+    r = f()
+    if r < 0:
+        raise OSError(-r, "syscall")
+    return r
+print("ATTEMPT int80", flush=True)
+attempt("int 0x80 getpid", lambda: run_code(b"\xb8\x14\x00\x00\x00\xcd\x80\x48\x63\xc0\xc3"))
+print("ATTEMPT x32", flush=True)
+attempt("x32 getpid", lambda: run_code(b"\xb8\x27\x00\x00\x40\x0f\x05\xc3"))
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "5"], body);
+        eprintln!(
+            "32-bit syscall attempt ({who:?}): code {} reason {:?} stdout {:?}",
+            r.code,
+            r.stop_reason(),
+            r.stdout
+        );
+        r.assert_blocked("ATTEMPT int80");
+    }
+}
+
+// ---------------------------------------------------------------- identity and privilege
+
+#[test]
+fn no_capabilities_and_no_new_privs() {
+    let body = r#"
+st = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+    v = int(st[k].strip(), 16)
+    print(("BLOCKED %s" if v == 0 else "BREACH %s=%x") % ((k,) if v == 0 else (k, v)))
+print("BLOCKED nnp" if st["NoNewPrivs"].strip() == "1" else "BREACH nnp")
+print("BLOCKED seccomp-field", st.get("Seccomp", "").strip())
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_blocked("START");
+        for k in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "nnp"] {
+            assert!(r.stdout.contains(&format!("BLOCKED {k}")), "{k}: {r:#?}");
+        }
+    }
+}
+
+#[test]
+fn seccomp_filter_is_active() {
+    // /proc/self/status "Seccomp: 2" means a filter is installed.
+    for who in variants() {
+        let r = py(
+            who,
+            &[],
+            r#"print("SECCOMP", [l for l in open("/proc/self/status") if l.startswith("Seccomp:")][0].split()[1])"#,
+        );
+        r.assert_ran("START");
+        assert!(
+            r.stdout.contains("SECCOMP 2"),
+            "no seccomp filter in the jail: {r:#?}"
+        );
+    }
+}
+
+#[test]
+fn environment_is_clean() {
+    let secret = marker("envleak");
+    for who in variants() {
+        let r = launch(
+            who,
+            Launch {
+                env: vec![("AGENTJAIL_SECRET".into(), secret.clone())],
+                record: true,
+                ..Default::default()
+            },
+            &[
+                PY,
+                "-I",
+                "-S",
+                "-c",
+                "import os; print('START'); print('ENV', sorted(os.environ.items()))",
+            ],
+        );
+        r.assert_ran("START");
+        assert!(!r.stdout.contains(&secret[..]), "{r:#?}");
+        assert!(
+            r.stdout.contains("ENV [('HOME', '/tmp'), ('LANG', 'C.UTF-8'), ('PATH', '/usr/local/bin:/usr/bin:/bin')]"),
+            "{r:#?}"
+        );
+    }
+}
+
+#[test]
+fn uid_is_unprivileged_inside_and_outside() {
+    let body = r#"
+print("IDS", os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups(), flush=True)
+for f in ("uid_map", "gid_map"):
+    lines = open("/proc/self/" + f).read().split("\n")
+    lines = [l.split() for l in lines if l.strip()]
+    print("MAP", f, lines, flush=True)
+    ok = len(lines) == 1 and lines[0][2] == "1" and lines[0][1] != "0" and lines[0][0] == "1000"
+    print(("BLOCKED %s" if ok else "BREACH %s") % f)
+print("SETGROUPS", open("/proc/self/setgroups").read().strip())
+attempt("setuid(0)", lambda: os.setuid(0) or os.getuid())
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("IDS 1000 1000 1000 1000 []"), "{r:#?}");
+        assert!(
+            r.stdout.contains("BLOCKED uid_map") && r.stdout.contains("BLOCKED gid_map"),
+            "{r:#?}"
+        );
+        assert!(r.stdout.contains("SETGROUPS deny"), "{r:#?}");
+        if who != Who::Current {
+            assert!(r.stdout.contains("['1000', '65534', '1']"), "{r:#?}");
+        }
+    }
+}
+
+#[test]
+fn hostname_is_not_the_hosts() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    for who in variants() {
+        let r = py(who, &[], "import socket\nprint('HOST', socket.gethostname())\nattempt('sethostname', lambda: socket.sethostname('x'))");
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("HOST agentjail\n"), "{r:#?}");
+        assert!(!r.stdout.contains(&format!("HOST {host}\n")) || host == "agentjail");
+    }
+}
+
+#[test]
+fn dev_is_minimal() {
+    let body = r#"
+d = sorted(os.listdir("/dev"))
+print("DEV", d)
+exp = ["fd", "full", "null", "random", "stderr", "stdin", "stdout", "urandom", "zero"]
+print("BLOCKED dev" if d == exp else "BREACH dev %r" % d)
+for p in ("/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/tty", "/dev/console", "/dev/ptmx", "/dev/mem", "/dev/kmsg"):
+    print(("BREACH exists %s" if os.path.lexists(p) else "BLOCKED absent %s") % p)
+print("NULL", open("/dev/null", "wb").write(b"x"), len(open("/dev/zero", "rb").read(8)), len(open("/dev/urandom", "rb").read(8)))
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_blocked("START");
+        assert!(
+            r.stdout.contains("BLOCKED dev") && r.stdout.contains("NULL 1 8 8"),
+            "{r:#?}"
+        );
+    }
+}
+
+#[test]
+fn setuid_binaries_do_not_elevate() {
+    let body = r#"
+import subprocess, stat, time
+print("NOSUID /usr", bool(os.statvfs("/usr").f_flag & os.ST_NOSUID))
+found = 0
+for b in ("/usr/bin/su", "/usr/bin/passwd", "/usr/bin/sudo", "/usr/bin/newgrp", "/usr/bin/chsh", "/usr/bin/mount", "/usr/bin/gpasswd"):
+    try:
+        st = os.stat(b)
+    except OSError:
+        continue
+    if not st.st_mode & stat.S_ISUID:
+        continue
+    found += 1
+    p = subprocess.Popen([b] + (["root", "-c", "id -u"] if b.endswith("/su") else []),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.05)
+    try:
+        uids = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0].split()[1:]
+    except (OSError, IndexError):
+        uids = None
+    try:
+        out, err = p.communicate(b"\n", timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill(); out, err = p.communicate()
+    if uids is not None and "0" in uids:
+        print("BREACH", b, "uids", uids)
+    elif b.endswith("/su") and p.returncode == 0 and out.strip() == b"0":
+        print("BREACH", b, "ran as root")
+    else:
+        print("BLOCKED", b, uids, p.returncode)
+print("FOUND", found)
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "15"], body);
+        r.assert_blocked("START");
+        assert!(r.stdout.contains("NOSUID /usr True"), "{r:#?}");
+    }
+}
+
+// ---------------------------------------------------------------- exit-code contract, record
+
+#[test]
+fn exit_code_contract() {
+    for who in variants() {
+        let r = sh(who, &[], "echo START; exit 3");
+        r.assert_ran("START");
+        assert_eq!(r.code, 3, "{r:#?}");
+        assert_eq!(r.stop_reason(), Some("code_runtime_error:3"), "{r:#?}");
+
+        let r = sh(who, &[], "echo START; exit 0");
+        assert_eq!(r.code, 0, "{r:#?}");
+        assert_eq!(r.record.as_ref().unwrap()["status"], "ok", "{r:#?}");
+        assert_eq!(r.stop_reason(), Some("success"), "{r:#?}");
+
+        let r = launch(
+            who,
+            Launch {
+                record: true,
+                allow_setup_failure: true,
+                ..Default::default()
+            },
+            &["/nonexistent/agentjail-missing-command"],
+        );
+        assert_eq!(r.code, 125, "{r:#?}");
+        assert!(
+            r.stderr.contains("execve"),
+            "the message must name the execve stage: {r:#?}"
+        );
+        let rec = r.record.as_ref().expect("record written on setup failure");
+        assert_eq!(rec["status"], "stopped");
+        assert!(
+            rec["stop_reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("sandbox_unavailable"),
+            "{r:#?}"
+        );
+    }
+}
+
+#[test]
+fn killed_by_signal_gives_128_plus_n() {
+    for who in variants() {
+        let r = sh(who, &[], "echo START; kill -9 $$; echo ALIVE");
+        r.assert_ran("START");
+        assert_eq!(r.code, 137, "kill -9 self must exit 137: {r:#?}");
+        assert_eq!(r.stop_reason(), Some("code_killed:SIGKILL"), "{r:#?}");
+
+        let r = python(who, &[], "import os, signal\nprint('START', flush=True)\nos.kill(os.getpid(), signal.SIGTERM)\nprint('ALIVE')");
+        r.assert_ran("START");
+        assert_eq!(r.code, 128 + 15, "SIGTERM self must exit 143: {r:#?}");
+    }
+}
+
+#[test]
+fn forbidden_syscall_is_a_stop_with_reason() {
+    // With seccomp enforced, a forbidden call (here: unshare) ends the run with exit 124
+    // and code_forbidden_syscall:<name>, or the process dies of SIGSYS.
+    let body = r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("START", flush=True)
+r = libc.unshare(0x10000000)
+print("BREACH unshare returned", r, flush=True)
+"#;
+    for who in variants() {
+        let r = python(who, &[], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH unshare returned 0"), "{r:#?}");
+        let reason = r.stop_reason().unwrap_or_default().to_string();
+        assert!(
+            (r.code == 124 && reason.starts_with("code_forbidden_syscall:"))
+                || r.code == 128 + libc::SIGSYS
+                || r.stdout.contains("BREACH unshare returned -1"),
+            "{r:#?}"
+        );
+        if r.code == 124 {
+            assert!(
+                r.stderr.contains(&format!("agentjail: stopped: {reason}")),
+                "{r:#?}"
+            );
+            let enf = r.record.as_ref().unwrap()["enforcement"]
+                .as_array()
+                .unwrap()
+                .clone();
+            let sc = enf
+                .iter()
+                .find(|e| e["control"] == "seccomp")
+                .expect("seccomp entry");
+            assert_eq!(sc["state"], "enforced", "{r:#?}");
+        }
+    }
+}
+
+#[test]
+fn record_is_valid_and_describes_enforcement() {
+    for who in variants() {
+        let r = sh(
+            who,
+            &["--time-limit", "1"],
+            "echo START; exec /usr/bin/sleep 10",
+        );
+        r.assert_ran("START");
+        let rec = r.record.as_ref().expect("record");
+        assert_eq!(rec["status"], "stopped");
+        assert_eq!(rec["stop_reason"], "code_timeout");
+        let ex = &rec["execution"];
+        for k in [
+            "exit_code",
+            "signal",
+            "wall_ms",
+            "cpu_ms",
+            "peak_memory_bytes",
+            "stdout_bytes",
+        ] {
+            assert!(ex.get(k).is_some(), "execution.{k} missing: {rec:#}");
+        }
+        assert_eq!(ex["stdout_bytes"], 6);
+        let enf = rec["enforcement"].as_array().expect("enforcement list");
+        for e in enf {
+            for k in ["control", "state", "mechanism", "detail"] {
+                assert!(e.get(k).is_some(), "enforcement entry without {k}: {e}");
+            }
+        }
+        for c in [
+            "user_namespace",
+            "pid_namespace",
+            "network_namespace",
+            "filesystem",
+            "capabilities",
+            "no_new_privs",
+            "seccomp",
+            "landlock",
+        ] {
+            let e = enf
+                .iter()
+                .find(|e| e["control"] == c)
+                .unwrap_or_else(|| panic!("no {c} entry: {rec:#}"));
+            assert_eq!(
+                e["state"], "enforced",
+                "{c} not enforced under the default policy: {e}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------- signals to the host
+
+#[test]
+fn host_processes_cannot_be_signalled() {
+    let m = marker("victim");
+    use std::os::unix::process::CommandExt;
+    let mut victim = std::process::Command::new("/usr/bin/sleep")
+        .arg0(&m)
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let vpid = victim.id();
+    let body = format!(
+        r#"
+import signal
+attempt("kill host pid", lambda: os.kill({vpid}, signal.SIGKILL))
+if os.fork() == 0:
+    # kill(-1) from a non-init process: every process it may signal.
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    os._exit(0)
+os.wait()
+print("SURVIVED", flush=True)
+"#
+    );
+    for who in variants() {
+        let r = py(who, &[], &body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{r:#?}");
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "the jail killed a host process: {r:#?}"
+        );
+        assert_eq!(host_pids_with(&m), vec![vpid as i32]);
+    }
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+// ---------------------------------------------------------------- kernel attack surface
+
+#[test]
+fn dangerous_syscalls_are_refused() {
+    if !require_feature("x86_64 host", cfg!(target_arch = "x86_64")) {
+        return;
+    }
+    // (name, x86_64 number, args): calls that need no capability yet widen the kernel attack
+    // surface; the seccomp allowlist must refuse them. One jail run per call, because a
+    // forbidden call may end the run.
+    let calls: &[(&str, i64, &str)] = &[
+        (
+            "io_uring_setup",
+            425,
+            "8, ctypes.byref(ctypes.create_string_buffer(120))",
+        ),
+        ("userfaultfd", 323, "1"), // UFFD_USER_MODE_ONLY
+        ("bpf", 321, "0, None, 0"),
+        (
+            "perf_event_open",
+            298,
+            "ctypes.byref(ctypes.create_string_buffer(128)), 0, -1, -1, 0",
+        ),
+        ("keyctl", 250, "0, -3, 0"), // KEYCTL_GET_KEYRING_ID of the session keyring
+        ("add_key", 248, "b\"user\", b\"agentjail\", b\"x\", 1, -3"),
+        ("unshare", 272, "0x10000000"),
+        ("setns", 308, "0, 0"),
+        ("open_by_handle_at", 304, "0, None, 0"),
+    ];
+    let mut breaches: Vec<String> = Vec::new();
+    for who in variants() {
+        for (name, nr, args) in calls {
+            let body = format!(
+                r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call():
+    r = libc.syscall(ctypes.c_long({nr}), {args})
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "{name}")
+    return r
+print("ATTEMPT", flush=True)
+attempt("{name}", call)
+"#
+            );
+            let r = py(who, &[], &body);
+            r.assert_ran("ATTEMPT");
+            let ok = std::panic::catch_unwind(|| r.assert_blocked("ATTEMPT")).is_ok();
+            if !ok {
+                breaches.push(format!(
+                    "{name} ({who:?}): code {} reason {:?} out {:?}",
+                    r.code,
+                    r.stop_reason(),
+                    r.stdout
+                ));
+            }
+        }
+    }
+    assert!(
+        breaches.is_empty(),
+        "syscalls not refused:\n{}",
+        breaches.join("\n")
+    );
+}
