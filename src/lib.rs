@@ -16,7 +16,9 @@ pub mod run;
 pub mod supervise;
 
 /// The policy to use: a file, or the embedded default. (policy, path, sha256 of the bytes).
-pub fn load_policy(path: Option<&std::path::Path>) -> Result<(policy::Policy, String, String), String> {
+pub fn load_policy(
+    path: Option<&std::path::Path>,
+) -> Result<(policy::Policy, String, String), String> {
     let loaded = match path {
         None => policy::load_default(),
         Some(p) => policy::load_file(p).map_err(|e| e.to_string())?,

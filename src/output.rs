@@ -7,24 +7,41 @@ use serde_json::Value;
 /// Validate stdout. Err is the suffix of `invalid_code_output:<what>`: `empty_stdout`,
 /// `non_json`, `not_object`, or the failing field's path without the leading slash.
 pub fn validate(stdout: &[u8], schema: Option<&Value>) -> Result<Value, (String, String)> {
-    let text = std::str::from_utf8(stdout).map_err(|_| ("non_json".to_string(), "stdout is not UTF-8".to_string()))?;
+    let text = std::str::from_utf8(stdout)
+        .map_err(|_| ("non_json".to_string(), "stdout is not UTF-8".to_string()))?;
     let text = text.trim();
     if text.is_empty() {
         return Err(("empty_stdout".into(), "the program printed nothing".into()));
     }
-    let value: Value = serde_json::from_str(text).map_err(|e| ("non_json".to_string(), format!("stdout is not one JSON value: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        (
+            "non_json".to_string(),
+            format!("stdout is not one JSON value: {e}"),
+        )
+    })?;
     if !value.is_object() {
         return Err(("not_object".into(), "stdout must be one JSON object".into()));
     }
     if let Some(schema) = schema {
-        let validator = jsonschema::draft202012::new(schema)
-            .map_err(|e| ("schema".to_string(), format!("the output_schema does not compile: {e}")))?;
+        let validator = jsonschema::draft202012::new(schema).map_err(|e| {
+            (
+                "schema".to_string(),
+                format!("the output_schema does not compile: {e}"),
+            )
+        })?;
         let first = validator.iter_errors(&value).next().map(|err| {
             let path = err.instance_path.to_string();
             let mut field = path.trim_start_matches('/').to_string();
             if let jsonschema::error::ValidationErrorKind::Required { property } = &err.kind {
-                let prop = property.as_str().map(str::to_string).unwrap_or_else(|| property.to_string());
-                field = if field.is_empty() { prop } else { format!("{field}/{prop}") };
+                let prop = property
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| property.to_string());
+                field = if field.is_empty() {
+                    prop
+                } else {
+                    format!("{field}/{prop}")
+                };
             }
             if field.is_empty() {
                 field = "root".into();
@@ -63,12 +80,18 @@ pub fn parse_traceback(stderr: &str, script: &str) -> Option<PyError> {
         }
     }
     // The exception line is the last non-indented line with a type name.
-    let last = lines.iter().rev().find(|l| !l.starts_with(' ') && !l.trim().is_empty())?;
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| !l.starts_with(' ') && !l.trim().is_empty())?;
     let (kind, message) = match last.split_once(": ") {
         Some((k, m)) => (k.trim(), m.trim()),
         None => (last.trim(), ""),
     };
-    let is_type = !kind.is_empty() && kind.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    let is_type = !kind.is_empty()
+        && kind
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
     if !is_type {
         return None;
     }
@@ -86,7 +109,12 @@ pub fn parse_traceback(stderr: &str, script: &str) -> Option<PyError> {
             }
         }
     }
-    Some(PyError { kind: kind.to_string(), message: message.to_string(), line: line_no, column })
+    Some(PyError {
+        kind: kind.to_string(),
+        message: message.to_string(),
+        line: line_no,
+        column,
+    })
 }
 
 #[cfg(test)]
@@ -116,11 +144,22 @@ mod tests {
         let bad = br#"{"sample_size": 0, "incident_severity": "P1"}"#;
         assert_eq!(validate(bad, Some(&schema)).unwrap_err().0, "sample_size");
         let bad = br#"{"sample_size": 3, "incident_severity": "P0"}"#;
-        assert_eq!(validate(bad, Some(&schema)).unwrap_err().0, "incident_severity");
+        assert_eq!(
+            validate(bad, Some(&schema)).unwrap_err().0,
+            "incident_severity"
+        );
         let missing = br#"{"sample_size": 3}"#;
-        assert_eq!(validate(missing, Some(&schema)).unwrap_err().0, "incident_severity");
+        assert_eq!(
+            validate(missing, Some(&schema)).unwrap_err().0,
+            "incident_severity"
+        );
         let nested = json!({"properties": {"a": {"properties": {"b": {"type": "string"}}}}});
-        assert_eq!(validate(br#"{"a": {"b": 1}}"#, Some(&nested)).unwrap_err().0, "a/b");
+        assert_eq!(
+            validate(br#"{"a": {"b": 1}}"#, Some(&nested))
+                .unwrap_err()
+                .0,
+            "a/b"
+        );
     }
 
     #[test]
@@ -144,6 +183,9 @@ mod tests {
     #[test]
     fn garbage_is_not_a_traceback() {
         assert_eq!(parse_traceback("", "/app/main.py"), None);
-        assert_eq!(parse_traceback("hello world: it broke\n", "/app/main.py"), None);
+        assert_eq!(
+            parse_traceback("hello world: it broke\n", "/app/main.py"),
+            None
+        );
     }
 }

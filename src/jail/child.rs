@@ -15,10 +15,12 @@
 //! 9. rlimits (after the fd shuffle: RLIMIT_NOFILE would forbid the high fd numbers);
 //! 10. default signal dispositions and an empty mask (Rust ignores SIGPIPE; an ignored
 //!     disposition would survive execve);
-//! 11. seccomp, last: every syscall above is one the jailed program may not make, so the
-//!     filter cannot be installed earlier. The listener fd is handed to the supervisor and
-//!     closed before exec;
-//! 12. execve with the prepared, clean environment.
+//! 11. fork: this process stays as the jail's init (pid 1, its own strict seccomp filter,
+//!     reaps orphans, reports the program's wait status); the program becomes pid 2;
+//! 12. in pid 2, seccomp, last: every syscall above is one the jailed program may not make,
+//!     so the filter cannot be installed earlier. The listener fd is handed to the
+//!     supervisor and closed before exec;
+//! 13. execve with the prepared, clean environment.
 //!
 //! Nothing here allocates; every failure is reported as (stage, errno) and ends in _exit.
 
@@ -29,6 +31,7 @@ use std::os::fd::RawFd;
 
 const REPORT_FD: RawFd = 3;
 const SYNC_FD: RawFd = 4;
+const STATUS_FD: RawFd = 5;
 
 fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
     let kind = report::KIND_ERROR | (detail << 8);
@@ -36,7 +39,8 @@ fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
     sys::exit_now(125)
 }
 
-/// Move the fds the child keeps to fixed numbers: 0-2 stdio, 3 report, 4 sync; close the rest.
+/// Move the fds the child keeps to fixed numbers: 0-2 stdio, 3 report, 4 sync, 5 status
+/// (all but stdio close-on-exec); close the rest.
 fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
     // First copy everything above any target number so no dup2 overwrites a source.
     let high = |fd: RawFd| -> Result<RawFd, i32> {
@@ -49,24 +53,25 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
             Ok(r)
         }
     };
-    let (i, o, e, r, s) = (
+    let (i, o, e, r, s, st) = (
         high(fds.stdin_r)?,
         high(fds.stdout_w)?,
         high(fds.stderr_w)?,
         high(fds.report_w)?,
         high(fds.sync_r)?,
+        high(fds.status_w)?,
     );
     sys::dup2(i, 0)?;
     sys::dup2(o, 1)?;
     sys::dup2(e, 2)?;
-    for (src, dst) in [(r, REPORT_FD), (s, SYNC_FD)] {
+    for (src, dst) in [(r, REPORT_FD), (s, SYNC_FD), (st, STATUS_FD)] {
         // SAFETY: dup3 with O_CLOEXEC on fds we own: these two close at execve.
         if unsafe { libc::dup3(src, dst, libc::O_CLOEXEC) } < 0 {
             // SAFETY: reading errno.
             return Err(unsafe { *libc::__errno_location() });
         }
     }
-    sys::close_range_from(5)
+    sys::close_range_from(6)
 }
 
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
@@ -158,7 +163,42 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         fail(rep, Stage::SignalMask, 0, e);
     }
 
-    // 11. Seccomp, last. Hand the listener to the supervisor and wait for its ack, so the
+    // 11. Split in two. This process stays as the jail's init (pid 1): the kernel drops
+    //     signals a pid namespace's init sends itself without a handler, so a program run
+    //     as pid 1 could not `kill -9 $$` or abort() itself, and would never reap orphans.
+    //     The program runs as pid 2 with normal signal semantics; init reaps every orphan
+    //     and, when the program ends, reports its wait status and exits, which makes the
+    //     kernel kill whatever else is left in the namespace.
+    //     Init holds agentjail's memory and the host environment agentjail was started
+    //     with: it must not be readable through /proc/1/{environ,mem,maps} by the program,
+    //     which has the same uid. Non-dumpable makes those need CAP_SYS_PTRACE, which
+    //     nothing in the jail has. (When launched by root the uid change already cleared
+    //     the flag; launched unprivileged, the uid does not change and it stays set.)
+    if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 0) {
+        fail(rep, Stage::Fork, 0, e);
+    }
+    // SAFETY: fork in a single-threaded process; the child only makes raw syscalls on
+    // prepared data before execve.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        // SAFETY: reading errno.
+        fail(rep, Stage::Fork, 0, unsafe { *libc::__errno_location() });
+    }
+    if pid == 0 {
+        payload(p, rep);
+    }
+    init(p, rep, pid)
+}
+
+/// pid 2: seccomp, last, then exec.
+fn payload(p: &Prepared, rep: RawFd) -> ! {
+    // The supervisor takes the seccomp listener out of this process with pidfd_getfd, which
+    // an unprivileged supervisor may do only to a dumpable process. Nothing but init (which
+    // cannot ptrace) shares the jail with us before exec, and exec replaces this memory.
+    if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 1) {
+        fail(rep, Stage::SeccompHandover, 0, e);
+    }
+    // 12. Seccomp, last. Hand the listener to the supervisor and wait for its ack, so the
     //     supervisor holds it before the program can make a forbidden call.
     match seccomp::install(&p.seccomp) {
         Ok(listener) => {
@@ -176,8 +216,39 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         }
         Err(e) => fail(rep, Stage::Seccomp, 0, e),
     }
-
-    // 12. Exec. On success the report pipe closes (O_CLOEXEC) and the parent sees EOF.
+    // 13. Exec. On success the report pipe closes (O_CLOEXEC) and the parent sees EOF.
     let e = sys::execve(&p.exe, &p.argv_ptrs, &p.envp_ptrs);
     fail(rep, Stage::Exec, 0, e)
+}
+
+/// pid 1: a strict filter of its own, then reap until the program is gone.
+fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
+    if let Some((start, end)) = p.argv_area {
+        // SAFETY: [start, end) is this process's argv string area (read from procfs in the
+        // parent; fork keeps the same addresses). It is writable stack memory that nothing
+        // reads after this point; zeroing it only changes what /proc/1/cmdline shows.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+    }
+    if let Err(e) = seccomp::install_plain(&p.init_seccomp) {
+        fail(rep, Stage::InitFilter, 0, e);
+    }
+    // Init holds nothing the program or the supervisor waits on: its copy of the report
+    // pipe must close so the parent sees EOF at the program's exec, and stdio must close so
+    // EOF on the program's pipes means the program's side closed.
+    for fd in [REPORT_FD, SYNC_FD, 0, 1, 2] {
+        sys::close(fd);
+    }
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: wait4 with valid storage for the status and no rusage.
+        let r = unsafe { libc::wait4(-1, &mut status, libc::__WALL, std::ptr::null_mut()) };
+        if r == program {
+            let _ = sys::write_all(STATUS_FD, &status.to_ne_bytes());
+            sys::exit_now(0);
+        }
+        // SAFETY: reading errno.
+        if r < 0 && unsafe { *libc::__errno_location() } == libc::ECHILD {
+            sys::exit_now(0);
+        }
+    }
 }

@@ -32,12 +32,14 @@ pub enum Stage {
     SeccompHandover,
     SignalMask,
     Exec,
+    Fork,
+    InitFilter,
 }
 
 impl Stage {
     pub fn from_u32(v: u32) -> Option<Stage> {
         use Stage::*;
-        const ALL: [Stage; 22] = [
+        const ALL: [Stage; 24] = [
             WaitParent,
             ParentDeathSignal,
             SetGid,
@@ -60,6 +62,8 @@ impl Stage {
             SeccompHandover,
             SignalMask,
             Exec,
+            Fork,
+            InitFilter,
         ];
         ALL.iter().copied().find(|s| *s as u32 == v)
     }
@@ -89,6 +93,8 @@ impl Stage {
             SeccompHandover => "seccomp_listener_handover",
             SignalMask => "signal_mask",
             Exec => "execve",
+            Fork => "fork_init",
+            InitFilter => "init_seccomp",
         }
     }
 
@@ -149,12 +155,12 @@ mod tests {
 
     #[test]
     fn every_stage_decodes() {
-        for v in 1..=22 {
+        for v in 1..=24 {
             let s = Stage::from_u32(v).expect("stage");
             assert_eq!(s as u32, v);
             assert!(!s.name().is_empty());
         }
         assert_eq!(Stage::from_u32(0), None);
-        assert_eq!(Stage::from_u32(23), None);
+        assert_eq!(Stage::from_u32(25), None);
     }
 }

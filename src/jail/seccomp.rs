@@ -93,6 +93,12 @@ static GROUPS: &[(&str, &[&str])] = &[
             "faccessat",
             "faccessat2",
             "getdents64",
+            "getxattr",
+            "lgetxattr",
+            "fgetxattr",
+            "listxattr",
+            "llistxattr",
+            "flistxattr",
             "readlink",
             "readlinkat",
             "getcwd",
@@ -564,6 +570,8 @@ const BPF_JSET_K: u16 = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
 /// offsetof(struct seccomp_data, nr) and (.., arch).
 const DATA_NR: u32 = 0;
 const DATA_ARCH: u32 = 4;
+/// offsetof(struct seccomp_data, args[0]), low 32 bits (little endian).
+const DATA_ARG0_LO: u32 = 16;
 const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
 
 fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
@@ -639,6 +647,21 @@ pub fn compile(plan: &SeccompPlan) -> Result<Filter, SetupError> {
         let data = u32::try_from(*e).unwrap_or(libc::EPERM as u32) & libc::SECCOMP_RET_DATA;
         program.push(insn(BPF_JEQ_K, 0, 1, nr as u32));
         program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | data));
+    }
+    // socket(AF_UNIX) without the socket groups: glibc probes nscd with it on every user or
+    // group lookup (ls -l, id); EACCES is what it gets on a host without nscd and carries on.
+    // No socket is created. Every other family still stops the run and is named.
+    if !plan.allowed.iter().any(|n| n == "socket") {
+        program.push(insn(BPF_JEQ_K, 0, 4, libc::SYS_socket as u32));
+        program.push(insn(BPF_LD_W_ABS, 0, 0, DATA_ARG0_LO));
+        program.push(insn(BPF_JEQ_K, 0, 1, libc::AF_UNIX as u32));
+        program.push(insn(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::EACCES as u32,
+        ));
+        program.push(insn(BPF_LD_W_ABS, 0, 0, DATA_NR));
     }
     // The allowlist; "not allowed" (Trap, the marker) becomes a notification.
     for i in &body[arch_check.len()..] {
@@ -1241,4 +1264,53 @@ mod tests {
         let e = enforcement(&p, &f);
         assert_eq!(e.state, ControlState::Enforced);
     }
+}
+
+/// The jail's init (pid 1, agentjail's own code after setup) needs only to reap children,
+/// report one wait status and exit. Its filter allows exactly that and kills on anything
+/// else, so even a compromised init could not make a syscall the payload may not.
+pub fn compile_init_filter() -> Filter {
+    let allowed = [
+        libc::SYS_wait4,
+        libc::SYS_write,
+        libc::SYS_close,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_rt_sigreturn,
+        libc::SYS_restart_syscall,
+    ];
+    let mut program = vec![
+        insn(BPF_LD_W_ABS, 0, 0, DATA_ARCH),
+        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+        insn(BPF_LD_W_ABS, 0, 0, DATA_NR),
+    ];
+    for nr in allowed {
+        program.push(insn(BPF_JEQ_K, 0, 1, nr as u32));
+        program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
+    }
+    program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS));
+    Filter { program }
+}
+
+/// Install a filter without a listener (the init's). Same rules as `install`.
+pub fn install_plain(filter: &Filter) -> Result<(), i32> {
+    let len = u16::try_from(filter.program.len()).map_err(|_| libc::E2BIG)?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: filter.program.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` points at `filter.program`, which outlives the call; the kernel copies it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if r < 0 {
+        return Err(last_errno());
+    }
+    Ok(())
 }

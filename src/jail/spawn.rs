@@ -26,6 +26,10 @@ pub struct Prepared {
     pub last_cap: u32,
     pub landlock: Option<landlock::Prepared>,
     pub seccomp: seccomp::Filter,
+    pub init_seccomp: seccomp::Filter,
+    /// agentjail's argv area [start, end), blanked in the jail's init so /proc/1/cmdline
+    /// does not show the host command line.
+    pub argv_area: Option<(usize, usize)>,
     pub clone_flags: u64,
     pub maps: userns::IdMaps,
 }
@@ -102,7 +106,9 @@ pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupEr
     // run goes on without it and the record says so (jail::execute checks `required`).
     let landlock = match landlock::prepare(&plan.landlock) {
         Ok(p) => Some(p),
-        Err(e) if plan.landlock.requirement == crate::policy::Requirement::Required => return Err(e),
+        Err(e) if plan.landlock.requirement == crate::policy::Requirement::Required => {
+            return Err(e)
+        }
         Err(_) => None,
     };
     let seccomp = seccomp::compile(&plan.seccomp)?;
@@ -130,6 +136,8 @@ pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupEr
         last_cap: caps::last_cap(),
         landlock,
         seccomp,
+        init_seccomp: seccomp::compile_init_filter(),
+        argv_area: argv_area(),
         clone_flags,
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
     })
@@ -143,6 +151,10 @@ pub struct Spawned {
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
     pub listener: Option<OwnedFd>,
+    /// The program's pid (pid 2 in the jail) in our pid namespace.
+    pub program_pid: Option<i32>,
+    /// Init writes the program's raw wait status here before it exits.
+    pub status: OwnedFd,
 }
 
 /// Fds the child uses; raw numbers valid in the child after clone.
@@ -152,6 +164,7 @@ pub struct ChildFds {
     pub stderr_w: RawFd,
     pub report_w: RawFd,
     pub sync_r: RawFd,
+    pub status_w: RawFd,
 }
 
 fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
@@ -172,12 +185,14 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     let (stderr_r, stderr_w) = pipe("stderr pipe")?;
     let (report_r, report_w) = pipe("report pipe")?;
     let (sync_r, sync_w) = pipe("sync pipe")?;
+    let (status_r, status_w) = pipe("status pipe")?;
     let fds = ChildFds {
         stdin_r: stdin_r.as_raw_fd(),
         stdout_w: stdout_w.as_raw_fd(),
         stderr_w: stderr_w.as_raw_fd(),
         report_w: report_w.as_raw_fd(),
         sync_r: sync_r.as_raw_fd(),
+        status_w: status_w.as_raw_fd(),
     };
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
     let mut pidfd_raw: RawFd = -1;
@@ -193,9 +208,10 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     }
     // SAFETY: clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd_raw) };
-    drop((stdin_r, stdout_w, stderr_w, report_w, sync_r));
+    drop((stdin_r, stdout_w, stderr_w, report_w, sync_r, status_w));
 
-    let setup = || -> Result<Option<OwnedFd>, SetupError> {
+    let mut program_pid = None;
+    let mut setup = || -> Result<Option<OwnedFd>, SetupError> {
         userns::write_maps(pid, &p.maps)?;
         if let Some(c) = cg {
             if cgroup_fd.is_none() {
@@ -223,7 +239,15 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             let detail = kind >> 8;
             let kind = kind & 0xff;
             if kind == report::KIND_LISTENER {
-                let fd = sys::pidfd_getfd(pidfd.as_raw_fd(), a as i32).map_err(|e| {
+                // The listener lives in the program (pid 2 in the jail, init's only child).
+                let gpid = program_child(pid)?;
+                program_pid = Some(gpid);
+                let gfd = sys::pidfd_open(gpid).map_err(|e| {
+                    SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3")
+                })?;
+                // SAFETY: pidfd_open returned a new fd owned by us.
+                let gfd = unsafe { OwnedFd::from_raw_fd(gfd) };
+                let fd = sys::pidfd_getfd(gfd.as_raw_fd(), a as i32).map_err(|e| {
                     SetupError::new(
                         "pidfd_getfd (seccomp listener)",
                         Some(e),
@@ -253,7 +277,8 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             ));
         }
     };
-    match setup() {
+    let res = setup();
+    match res {
         Ok(listener) => Ok(Spawned {
             pid,
             pidfd,
@@ -261,10 +286,45 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             stdout: stdout_r,
             stderr: stderr_r,
             listener,
+            program_pid,
+            status: status_r,
         }),
         Err(e) => {
             kill_and_reap(&pidfd);
             Err(e)
         }
     }
+}
+
+/// The host pid of the jail init's only child (the program), from procfs.
+fn program_child(init: i32) -> Result<i32, SetupError> {
+    let path = format!("/proc/{init}/task/{init}/children");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        SetupError::new(
+            format!("read {path}"),
+            e.raw_os_error(),
+            "needs CONFIG_PROC_CHILDREN",
+        )
+    })?;
+    text.split_whitespace()
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| {
+            SetupError::new(
+                format!("read {path}"),
+                None,
+                "the program process is missing",
+            )
+        })
+}
+
+/// [arg_start, arg_end) of this process, from /proc/self/stat fields 48 and 49.
+fn argv_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // Field 3 (state) is f[0], so field N is f[N - 3].
+    let start: usize = f.get(45)?.parse().ok()?;
+    let end: usize = f.get(46)?.parse().ok()?;
+    (start > 0 && end > start && end - start < (1 << 20)).then_some((start, end))
 }

@@ -94,10 +94,15 @@ fn read_signal(fd: RawFd) -> Option<i32> {
 /// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail),
 /// otherwise utime+stime of the jail's init and its reaped children from procfs (10 ms
 /// ticks; the RLIMIT_CPU backstop catches the rest).
-fn cpu_usage_us(pid: i32, cg: Option<&JobCgroup>) -> Option<u64> {
+fn cpu_usage_us(pids: &[i32], cg: Option<&JobCgroup>) -> Option<u64> {
     if let Some(us) = cg.and_then(|c| c.cpu_usage_us()) {
         return Some(us);
     }
+    let total: u64 = pids.iter().filter_map(|p| proc_cpu_us(*p)).sum();
+    Some(total)
+}
+
+fn proc_cpu_us(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split(' ').collect();
@@ -189,6 +194,7 @@ pub fn supervise(
     let (mut out_open, mut err_open) = (true, true);
     let mut exited = false;
     let mut next_cpu_check = start;
+    let cpu_pids: Vec<i32> = std::iter::once(sp.pid).chain(sp.program_pid).collect();
 
     while !exited && stop.is_none() {
         let now = Instant::now();
@@ -200,7 +206,7 @@ pub fn supervise(
         // CPU: usage grows at most `ncpu` times faster than wall time, so the earliest the
         // limit can be crossed is remaining/ncpu from now; check exactly then.
         if now >= next_cpu_check {
-            if let Some(us) = cpu_usage_us(sp.pid, cg) {
+            if let Some(us) = cpu_usage_us(&cpu_pids, cg) {
                 let limit_us = limits.cpu_time_ms * 1000;
                 if us > limit_us {
                     stop = Some(Stop::CpuLimit);
@@ -382,10 +388,19 @@ pub fn supervise(
             }
         }
     }
-    let (exit_code, signal) = match status {
-        Some((code, st)) if code == libc::CLD_EXITED => (Some(st), None),
-        Some((_, sig)) => (None, Some(sig)),
-        None => (None, None),
+    // The program's own wait status, from init; without it (init was killed, which kills
+    // the program too), init's.
+    let mut raw = [0u8; 4];
+    let program_status = match sys::read(sp.status.as_raw_fd(), &mut raw) {
+        Ok(4) => Some(i32::from_ne_bytes(raw)),
+        _ => None,
+    };
+    let (exit_code, signal) = match (program_status, status) {
+        (Some(s), _) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
+        (Some(s), _) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
+        (_, Some((code, st))) if code == libc::CLD_EXITED => (Some(st), None),
+        (_, Some((_, sig))) => (None, Some(sig)),
+        _ => (None, None),
     };
     let stats = cg.map(|c| c.stats()).unwrap_or_default();
     let ru = sys::rusage_children();
