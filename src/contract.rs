@@ -1,1 +1,494 @@
-//! (being written)
+//! The action contract: what an agent may hand to agentjail, and how it is validated.
+//!
+//! An action is one JSON object with exactly these keys (unknown keys are rejected, so a
+//! typo such as `policy_hint` cannot silently drop a restriction):
+//!
+//! | key             | required | meaning                                                    |
+//! |-----------------|----------|------------------------------------------------------------|
+//! | `id`            | yes      | non-blank string, trimmed                                  |
+//! | `language`      | yes      | non-blank string, trimmed and lowercased                   |
+//! | `entrypoint`    | yes      | must be `main.py` (no path separators)                     |
+//! | `code`          | yes      | non-blank string, at most `max_code_chars` characters      |
+//! | `input_payload` | yes      | object, at most `max_payload_bytes` serialized             |
+//! | `output_schema` | no       | JSON Schema (draft 2020-12) for what the program prints    |
+//! | `policy_hints`  | no       | requests that may only tighten the policy (see [`apply_hints`]) |
+//!
+//! # Order of validation
+//!
+//! The order is part of the contract because the first failure is the reason reported:
+//!
+//! 1. raw size cap ([`MAX_ACTION_BYTES`]) before anything is parsed, so a huge document
+//!    costs no parsing;
+//! 2. UTF-8 and JSON syntax (`non_json`), then `not_object`, then `unknown_field:<name>`;
+//! 3. the seed's field checks in the seed's order: `id`, `language`, `entrypoint`, `code`;
+//! 4. `policy_hints` (shape, then `network_access`), **before** the code-size check, so a
+//!    tighter `max_code_chars` hint applies to this very action;
+//! 5. `code_too_long` against the tighter of the policy and the hint;
+//! 6. `input_payload` (object), then `payload_too_large`;
+//! 7. `entrypoint_path`, `entrypoint_denied` (the seed checks these after the payload);
+//! 8. `output_schema` last, because compiling a schema is the most expensive step.
+
+use crate::policy::Policy;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Largest action document accepted, in bytes, checked before parsing.
+pub const MAX_ACTION_BYTES: usize = 16 * 1024 * 1024;
+
+/// The only entrypoint agentjail runs.
+pub const ENTRYPOINT: &str = "main.py";
+
+/// Values of `policy_hints.network_access` that mean "no network".
+pub const NETWORK_DENIED_VALUES: [&str; 3] = ["denied", "none", "off"];
+
+const KNOWN_FIELDS: [&str; 7] = [
+    "id",
+    "language",
+    "entrypoint",
+    "code",
+    "input_payload",
+    "output_schema",
+    "policy_hints",
+];
+
+const KNOWN_HINTS: [&str; 4] = [
+    "allowed_languages",
+    "max_code_chars",
+    "exec_timeout_seconds",
+    "network_access",
+];
+
+/// A validated action.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Action {
+    /// Trimmed, non-empty.
+    pub id: String,
+    /// Trimmed and lowercased.
+    pub language: String,
+    /// Always [`ENTRYPOINT`] once validated.
+    pub entrypoint: String,
+    /// The source exactly as sent (not trimmed: the hash covers these bytes).
+    pub code: String,
+    /// A JSON object, fed to the program on stdin.
+    pub input_payload: Value,
+    /// A JSON Schema that compiled under draft 2020-12, or a boolean schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_hints: Option<PolicyHints>,
+}
+
+/// Requests an action makes about its own policy. They can only tighten it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct PolicyHints {
+    /// Lowercased, trimmed language names.
+    pub allowed_languages: Option<Vec<String>>,
+    pub max_code_chars: Option<usize>,
+    /// Finite and positive.
+    pub exec_timeout_seconds: Option<f64>,
+    /// One of [`NETWORK_DENIED_VALUES`] (anything else is refused by [`parse_action`]).
+    pub network_access: Option<String>,
+}
+
+/// A hint that was not applied, and why. Goes into the record so the agent can see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HintNote {
+    pub hint: String,
+    pub requested: Value,
+    pub effective: Value,
+    pub note: String,
+}
+
+/// Why an action was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContractError {
+    /// The action itself is malformed: stop reason `invalid_action:<what>`.
+    InvalidAction { what: String, message: String },
+    /// The action is well formed but asks for something agentjail never grants: stop
+    /// reason `invalid_request:<what>` (e.g. `network_access_must_be_denied`).
+    InvalidRequest { what: String, message: String },
+}
+
+impl ContractError {
+    fn action(what: impl Into<String>, message: impl Into<String>) -> Self {
+        ContractError::InvalidAction {
+            what: what.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The stop reason, spelled as in the seed: `invalid_action:code_too_long`.
+    pub fn reason(&self) -> String {
+        match self {
+            ContractError::InvalidAction { what, .. } => format!("invalid_action:{what}"),
+            ContractError::InvalidRequest { what, .. } => format!("invalid_request:{what}"),
+        }
+    }
+
+    /// A sentence for a human: what was wrong and what to send instead.
+    pub fn message(&self) -> &str {
+        match self {
+            ContractError::InvalidAction { message, .. }
+            | ContractError::InvalidRequest { message, .. } => message,
+        }
+    }
+
+    /// True for `invalid_request:*` (a refused request rather than a malformed action).
+    pub fn is_invalid_request(&self) -> bool {
+        matches!(self, ContractError::InvalidRequest { .. })
+    }
+}
+
+impl fmt::Display for ContractError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.reason(), self.message())
+    }
+}
+
+impl std::error::Error for ContractError {}
+
+/// Validate raw action bytes against the contract and the policy's budget.
+///
+/// See the module documentation for the order of the checks. Never panics.
+pub fn parse_action(bytes: &[u8], policy: &Policy) -> Result<Action, ContractError> {
+    if bytes.len() > MAX_ACTION_BYTES {
+        return Err(ContractError::action(
+            "too_large",
+            format!(
+                "the action is {} bytes; the limit is {MAX_ACTION_BYTES} bytes before parsing",
+                bytes.len()
+            ),
+        ));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        ContractError::action(
+            "non_json",
+            format!("the action is not UTF-8 ({e}); send a JSON object"),
+        )
+    })?;
+    let raw: Value = serde_json::from_str(text).map_err(|e| {
+        ContractError::action(
+            "non_json",
+            format!("the action is not valid JSON ({e}); send a JSON object"),
+        )
+    })?;
+    let Value::Object(obj) = raw else {
+        return Err(ContractError::action(
+            "not_object",
+            "the action must be a JSON object with id, language, entrypoint, code and input_payload",
+        ));
+    };
+    validate_object(obj, policy)
+}
+
+fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Action, ContractError> {
+    let mut unknown: Vec<&String> = obj
+        .keys()
+        .filter(|k| !KNOWN_FIELDS.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    if let Some(name) = unknown.first() {
+        return Err(ContractError::action(
+            format!("unknown_field:{}", sanitize_name(name)),
+            format!(
+                "unknown field {name:?}; allowed fields are {}",
+                KNOWN_FIELDS.join(", ")
+            ),
+        ));
+    }
+
+    let id = non_blank(&obj, "id")?.trim().to_string();
+    let language = non_blank(&obj, "language")?.trim().to_lowercase();
+    let entrypoint = non_blank(&obj, "entrypoint")?.trim().to_string();
+    let code = non_blank(&obj, "code")?.to_string();
+
+    let policy_hints = match obj.get("policy_hints") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(parse_hints(v)?),
+    };
+
+    let mut max_chars = policy.budget.max_code_chars;
+    if let Some(hint) = policy_hints.as_ref().and_then(|h| h.max_code_chars) {
+        max_chars = max_chars.min(hint);
+    }
+    let chars = code.chars().count();
+    if chars > max_chars {
+        return Err(ContractError::action(
+            "code_too_long",
+            format!("code is {chars} characters; the limit is {max_chars}"),
+        ));
+    }
+
+    let input_payload = obj.remove("input_payload").unwrap_or(Value::Null);
+    if !input_payload.is_object() {
+        return Err(ContractError::action(
+            "input_payload",
+            "input_payload must be a JSON object (it is sent to the program on stdin)",
+        ));
+    }
+    let payload_bytes = serde_json::to_vec(&input_payload)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    let max_payload = policy.budget.max_payload_bytes.0;
+    if payload_bytes as u64 > max_payload {
+        return Err(ContractError::action(
+            "payload_too_large",
+            format!(
+                "input_payload is {payload_bytes} bytes serialized; the limit is {max_payload}"
+            ),
+        ));
+    }
+
+    if entrypoint.contains('/') || entrypoint.contains('\\') {
+        return Err(ContractError::action(
+            "entrypoint_path",
+            format!("entrypoint {entrypoint:?} contains a path separator; use {ENTRYPOINT:?}"),
+        ));
+    }
+    if entrypoint != ENTRYPOINT {
+        return Err(ContractError::action(
+            "entrypoint_denied",
+            format!("entrypoint {entrypoint:?} is not allowed; use {ENTRYPOINT:?}"),
+        ));
+    }
+
+    let output_schema = match obj.remove("output_schema") {
+        None => None,
+        Some(schema) => Some(validate_schema(schema)?),
+    };
+
+    Ok(Action {
+        id,
+        language,
+        entrypoint,
+        code,
+        input_payload,
+        output_schema,
+        policy_hints,
+    })
+}
+
+/// Field names in a reason are echoed back; keep them short and printable.
+fn sanitize_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        "?".to_string()
+    } else {
+        cleaned
+    }
+}
+
+fn non_blank<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, ContractError> {
+    match obj.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s),
+        Some(Value::String(_)) => Err(ContractError::action(
+            key,
+            format!("{key} is blank; send a non-empty string"),
+        )),
+        Some(_) => Err(ContractError::action(
+            key,
+            format!("{key} must be a string"),
+        )),
+        None => Err(ContractError::action(
+            key,
+            format!("{key} is missing; it is required"),
+        )),
+    }
+}
+
+fn hint_error(message: impl Into<String>) -> ContractError {
+    ContractError::action("policy_hints", message)
+}
+
+fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
+    let Value::Object(map) = v else {
+        return Err(hint_error("policy_hints must be an object"));
+    };
+    let mut unknown: Vec<&String> = map
+        .keys()
+        .filter(|k| !KNOWN_HINTS.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    if let Some(name) = unknown.first() {
+        return Err(hint_error(format!(
+            "unknown policy hint {name:?}; allowed hints are {}",
+            KNOWN_HINTS.join(", ")
+        )));
+    }
+    let mut hints = PolicyHints::default();
+    match map.get("allowed_languages") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            let mut langs = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Value::String(s) if !s.trim().is_empty() => langs.push(s.trim().to_lowercase()),
+                    _ => {
+                        return Err(hint_error(
+                            "policy_hints.allowed_languages must be non-empty strings",
+                        ))
+                    }
+                }
+            }
+            hints.allowed_languages = Some(langs);
+        }
+        Some(_) => {
+            return Err(hint_error(
+                "policy_hints.allowed_languages must be an array of strings",
+            ))
+        }
+    }
+    match map.get("max_code_chars") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => hints.max_code_chars = Some(n),
+            None => {
+                return Err(hint_error(
+                    "policy_hints.max_code_chars must be a non-negative integer",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(hint_error(
+                "policy_hints.max_code_chars must be a non-negative integer",
+            ))
+        }
+    }
+    match map.get("exec_timeout_seconds") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if s.is_finite() && s > 0.0 => hints.exec_timeout_seconds = Some(s),
+            _ => {
+                return Err(hint_error(
+                    "policy_hints.exec_timeout_seconds must be a positive number",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(hint_error(
+                "policy_hints.exec_timeout_seconds must be a positive number",
+            ))
+        }
+    }
+    match map.get("network_access") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            let norm = s.trim().to_lowercase();
+            if !NETWORK_DENIED_VALUES.contains(&norm.as_str()) {
+                return Err(ContractError::InvalidRequest {
+                    what: "network_access_must_be_denied".into(),
+                    message: format!(
+                        "policy_hints.network_access is {s:?}; agentjail never grants network access \
+                         (send \"denied\" or leave it out)"
+                    ),
+                });
+            }
+            hints.network_access = Some(norm);
+        }
+        Some(_) => {
+            return Err(hint_error(
+                "policy_hints.network_access must be a string such as \"denied\"",
+            ))
+        }
+    }
+    Ok(hints)
+}
+
+fn validate_schema(schema: Value) -> Result<Value, ContractError> {
+    match &schema {
+        Value::Bool(_) => Ok(schema),
+        Value::Object(_) => match jsonschema::draft202012::new(&schema) {
+            Ok(_) => Ok(schema),
+            Err(e) => Err(ContractError::action(
+                "output_schema",
+                format!("output_schema is not a valid JSON Schema (draft 2020-12): {e}"),
+            )),
+        },
+        _ => Err(ContractError::action(
+            "output_schema",
+            "output_schema must be a JSON Schema object or a boolean",
+        )),
+    }
+}
+
+/// Apply an action's hints to a policy. Hints may only tighten:
+///
+/// * `allowed_languages`: the intersection with the policy's languages;
+/// * `max_code_chars`: the smaller of the two;
+/// * `exec_timeout_seconds`: the smaller of it and `limits.wall_time_ms`;
+/// * `network_access`: already forced to a "denied" value by [`parse_action`].
+///
+/// A hint that would loosen the policy is ignored and reported in the returned notes.
+pub fn apply_hints(policy: &Policy, hints: &PolicyHints) -> (Policy, Vec<HintNote>) {
+    let mut out = policy.clone();
+    let mut notes = Vec::new();
+    let ignored = "ignored: would loosen".to_string();
+
+    if let Some(requested) = &hints.allowed_languages {
+        let policy_langs: Vec<String> = policy
+            .languages
+            .allowed
+            .iter()
+            .map(|l| l.trim().to_lowercase())
+            .collect();
+        let mut kept: Vec<String> = Vec::new();
+        for lang in requested {
+            if policy_langs.contains(lang) {
+                if !kept.contains(lang) {
+                    kept.push(lang.clone());
+                }
+            } else {
+                notes.push(HintNote {
+                    hint: "allowed_languages".into(),
+                    requested: Value::String(lang.clone()),
+                    effective: Value::Null,
+                    note: ignored.clone(),
+                });
+            }
+        }
+        out.languages.allowed = kept;
+    }
+
+    if let Some(requested) = hints.max_code_chars {
+        if requested <= policy.budget.max_code_chars {
+            out.budget.max_code_chars = requested;
+        } else {
+            notes.push(HintNote {
+                hint: "max_code_chars".into(),
+                requested: Value::from(requested),
+                effective: Value::from(policy.budget.max_code_chars),
+                note: ignored.clone(),
+            });
+        }
+    }
+
+    if let Some(secs) = hints.exec_timeout_seconds {
+        // Round down so the hint never grants a millisecond more than asked; keep >= 1 ms.
+        let ms = if secs.is_finite() && secs > 0.0 {
+            ((secs * 1000.0).floor() as u64).max(1)
+        } else {
+            u64::MAX
+        };
+        if ms <= policy.limits.wall_time_ms {
+            out.limits.wall_time_ms = ms;
+        } else {
+            notes.push(HintNote {
+                hint: "exec_timeout_seconds".into(),
+                requested: serde_json::Number::from_f64(secs)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null),
+                effective: serde_json::Number::from_f64(policy.limits.wall_time_ms as f64 / 1000.0)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null),
+                note: ignored,
+            });
+        }
+    }
+
+    (out, notes)
+}
