@@ -8,7 +8,9 @@
 #   scripts/vm.sh run BINARY [ARGS...]   run BINARY in a fresh VM; exit with its status
 #
 # Environment: AGENTJAIL_VM_ASSETS (default <repo>/target/vm-assets), AGENTJAIL_VM_TIMEOUT
-# (seconds, default 600), AGENTJAIL_VM_MEM (MiB, default 768), AGENTJAIL_VM_CPUS (default 2).
+# (seconds, default 600), AGENTJAIL_VM_MEM (MiB, default 768), AGENTJAIL_VM_CPUS (default 2),
+# AGENTJAIL_VM_FILES (extra host files/dirs copied to the same paths in the guest, e.g. the
+# agentjail binary a test finds through CARGO_BIN_EXE_agentjail).
 # The guest runs under TCG (software emulation; KVM is used when /dev/kvm is usable). Exit status:
 # the binary's; 124 when the VM timed out; 125 when the VM gave no result.
 set -euo pipefail
@@ -67,11 +69,28 @@ EOF
     chmod 755 "$1"
 }
 
+# bzImage -> uncompressed ELF vmlinux. QEMU boots an ELF kernel through its PVH entry point,
+# which skips the real-mode setup and the in-guest decompression (both slow under TCG).
+unpack_kernel() {
+    local img=$1 out=$2 pair tool magic off
+    for pair in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd' 'gzip:\x1f\x8b\x08'; do
+        tool=${pair%%:*}; magic=${pair#*:}
+        command -v "$tool" >/dev/null || continue
+        off=$(LC_ALL=C grep -obUaP "$magic" "$img" | head -n1 | cut -d: -f1 || true)
+        [ -n "$off" ] || continue
+        tail -c +$((off + 1)) "$img" | "$tool" -dc > "$out" 2>/dev/null || true
+        [ "$(head -c 4 "$out" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] && return 0
+    done
+    rm -f "$out"
+    return 1
+}
+
 setup() {
     local pkgs=()
     command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
     [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || pkgs+=(busybox-static)
     command -v cpio >/dev/null || pkgs+=(cpio)
+    command -v xz >/dev/null || pkgs+=(xz-utils)
     if [ ${#pkgs[@]} -gt 0 ]; then
         echo "vm.sh: apt-get install ${pkgs[*]}"
         apt-get update -qq
@@ -90,6 +109,9 @@ setup() {
         echo "$pkg" > "$assets/kernel-package"
         rm -rf "$work"
     fi
+    if [ ! -s "$assets/vmlinux" ]; then
+        unpack_kernel "$assets/vmlinuz" "$assets/vmlinux" || echo "vm.sh: could not unpack vmlinux; booting the bzImage" >&2
+    fi
     local root; root=$(mktemp -d)
     mkdir -p "$root/bin" "$root/dev" "$root/etc" "$root/root"
     cp /bin/busybox "$root/bin/busybox"
@@ -106,11 +128,13 @@ boot() {
     local initrd=$1 work=$2
     local accel=tcg
     [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
+    local kernel=$assets/vmlinux
+    [ -s "$kernel" ] || kernel=$assets/vmlinuz
     : > "$work/console"; : > "$work/out"
     local rc=0
     timeout -k 5 "$timeout_s" qemu-system-x86_64 -accel "$accel" -m "$mem" -smp "$cpus" \
         -nodefaults -no-user-config -display none -no-reboot \
-        -kernel "$assets/vmlinuz" -initrd "$initrd" \
+        -kernel "$kernel" -initrd "$initrd" \
         -append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off" \
         -serial "file:$work/console" -serial "file:$work/out" < /dev/null > "$work/qemu.log" 2>&1 || rc=$?
     tr -d '\r' < "$work/out"
@@ -141,9 +165,20 @@ run() {
     for v in RUST_BACKTRACE RUST_TEST_THREADS CI; do
         [ -n "${!v:-}" ] && printf '%s=%s\n' "$v" "${!v}" >> "$root/job/env"
     done
-    # the binary's shared libraries and loader, at their host paths
-    ldd "$bin" 2>/dev/null | grep -oE '/[^ ]+' | while read -r lib; do
-        [ -e "$lib" ] && cp -L --parents "$lib" "$root/"
+    # the binary's shared libraries and loader, at their host paths; AGENTJAIL_VM_FILES (host
+    # files or directories, space-separated) go to the same absolute paths, with their libraries
+    add_libs() {
+        ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' | while read -r lib; do
+            [ -e "$lib" ] && cp -L --parents "$lib" "$root/"
+        done
+        return 0
+    }
+    add_libs "$bin"
+    local f
+    for f in ${AGENTJAIL_VM_FILES:-}; do
+        f=$(readlink -f "$f") || fail "no such file: $f"
+        cp -a --parents "$f" "$root/"
+        [ -f "$f" ] && [ -x "$f" ] && add_libs "$f"
     done
     cp "$assets/base.cpio" "$work/initrd"
     (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >> "$work/initrd"

@@ -27,11 +27,16 @@ fn hog_helper() {
     std::io::stdin().lock().read_line(&mut line).expect("gate");
     match what.as_str() {
         "memory" => {
-            let mut v: Vec<u8> = Vec::new();
+            // 512 MiB in 1 MiB chunks, one write per page (cheap even unoptimised under TCG).
+            let mut chunks: Vec<Vec<u8>> = Vec::new();
             for _ in 0..512 {
-                v.extend(std::iter::repeat_n(1u8, 1 << 20)); // touch every page
+                let mut c = vec![0u8; 1 << 20];
+                for i in (0..c.len()).step_by(4096) {
+                    c[i] = 1;
+                }
+                chunks.push(c);
             }
-            println!("{}", v.len());
+            println!("{}", chunks.len());
         }
         "fork" => {
             let mut kids = Vec::new();
