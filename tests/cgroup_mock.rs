@@ -317,3 +317,60 @@ fn sweep_removes_only_dead_launchers_empty_dirs() {
     assert_eq!(agentjail::jail::cgroup::sweep_stale(&host), 1);
     assert!(!dead.exists() && alive.exists() && busy.exists() && other.exists());
 }
+
+#[test]
+fn v2_supervisor_leaf_means_own_is_its_parent() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("cg");
+    let svc = root.join("system.slice/agentjail.service");
+    put(&svc.join("cgroup.controllers"), "cpu memory pids\n");
+    put(&svc.join("cgroup.subtree_control"), "cpu memory pids\n");
+    fs::create_dir_all(svc.join("agentjail-supervisor")).unwrap();
+    let mounts = format!("cgroup2 {} cgroup2 rw 0 0\n", root.display());
+    let host = detect(
+        &root,
+        "0::/system.slice/agentjail.service/agentjail-supervisor\n",
+        &mounts,
+    );
+    let v2 = host.v2.unwrap();
+    assert_eq!(v2.base, svc);
+    assert!(!v2.base_is_own);
+    assert_eq!(v2.subtree_control, ["cpu", "memory", "pids"]);
+}
+
+#[test]
+fn cpu_accounting_without_a_cpu_limit() {
+    let t = tempfile::tempdir().unwrap();
+    let host = v1_host(t.path());
+    let mut job = JobCgroup::create(
+        &host,
+        "acct",
+        &CgroupLimits {
+            pids_max: Some(4),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let paths = job.paths();
+    assert_eq!(paths.len(), 2, "pids + cpuacct: {paths:?}");
+    assert!(paths[1].starts_with(host.root.join("cpuacct")));
+    fs::write(paths[1].join("cpuacct.usage"), "123456789\n").unwrap();
+    assert_eq!(job.cpu_usage_us(), Some(123_456));
+    assert_eq!(job.controls().len(), 1);
+    job.remove().unwrap();
+    assert!(paths.iter().all(|p| !p.exists()));
+}
+
+#[test]
+fn nothing_enforceable_is_not_active() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("none");
+    fs::create_dir_all(&root).unwrap();
+    let host = detect(&root, "0::/\n", "");
+    let job = JobCgroup::create(&host, "n", &limits()).unwrap();
+    assert!(!job.is_active() && job.paths().is_empty());
+    assert!(job
+        .controls()
+        .iter()
+        .all(|c| c.state == ControlState::Unavailable && c.detail.contains("no cgroup")));
+}

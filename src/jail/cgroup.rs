@@ -532,6 +532,28 @@ impl JobCgroup {
             }
         }
 
+        // CPU accounting (not a limit: the supervisor's CPU-time limit reads it through
+        // `cpu_usage_us`). A v2 job dir always has cpu.stat; else v1 cpuacct; else an
+        // accounting-only v2 dir when we may create one. Denied: no accounting, no error.
+        if !b
+            .dirs
+            .iter()
+            .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
+        {
+            if let Some(h) = host.v1_for("cpuacct").filter(|h| h.writable) {
+                Self::make_dir(&mut b, Kind::V1, &h.base, h.controllers.clone())?;
+            }
+        }
+        if !b
+            .dirs
+            .iter()
+            .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
+        {
+            if let Some(v2) = host.v2.as_ref().filter(|v| v.writable) {
+                Self::make_dir(&mut b, Kind::V2, &v2.base, Vec::new())?;
+            }
+        }
+
         // Write the limits.
         let v2dir = b.dirs.iter().position(|d| d.kind == Kind::V2);
         let find = |b: &Builder, c: &str| -> Option<(usize, Kind)> {
@@ -568,14 +590,20 @@ impl JobCgroup {
                 ("memory", Kind::V2) => {
                     let m = limits.memory_max.unwrap_or(u64::MAX);
                     writes.push(("memory.max", m.to_string()));
+                    // One OOM kill takes the whole job, not just its biggest process.
+                    let group = dir.join("memory.oom.group").exists() || !is_real_cgroupfs(&dir);
+                    if group {
+                        writes.push(("memory.oom.group", "1".to_string()));
+                    }
+                    let og = if group { " memory.oom.group=1" } else { "" };
                     mechanism = "cgroup v2 memory.max".to_string();
                     let swap = limits.swap_max.unwrap_or(0);
                     if dir.join("memory.swap.max").exists() || !is_real_cgroupfs(&dir) {
                         writes.push(("memory.swap.max", swap.to_string()));
-                        detail = format!("memory.max={m} memory.swap.max={swap}");
+                        detail = format!("memory.max={m} memory.swap.max={swap}{og}");
                     } else {
                         detail = format!(
-                            "memory.max={m}; memory.swap.max absent (no swap accounting): memory+swap not bounded if the host has swap"
+                            "memory.max={m}{og}; memory.swap.max absent (no swap accounting): memory+swap not bounded if the host has swap"
                         );
                     }
                 }
@@ -752,7 +780,9 @@ impl JobCgroup {
 
     /// True when at least one limit is enforced by a cgroup.
     pub fn is_active(&self) -> bool {
-        !self.dirs.is_empty()
+        self.outcomes
+            .iter()
+            .any(|o| o.state == ControlState::Enforced)
     }
 
     /// The job directories created (for logs and tests).
