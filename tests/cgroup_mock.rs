@@ -374,3 +374,36 @@ fn nothing_enforceable_is_not_active() {
         .iter()
         .all(|c| c.state == ControlState::Unavailable && c.detail.contains("no cgroup")));
 }
+
+#[test]
+fn v1_comounted_cpu_cpuacct_is_one_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("cg");
+    fs::create_dir_all(root.join("cpu,cpuacct")).unwrap();
+    let mounts = format!(
+        "cgroup {}/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0\n",
+        root.display()
+    );
+    let host = detect(&root, "4:cpu,cpuacct:/\n", &mounts);
+    assert_eq!(host.v1[0].controllers, ["cpu", "cpuacct"]);
+    assert_eq!(host.layout(), Layout::Legacy);
+    let mut job = JobCgroup::create(
+        &host,
+        "c",
+        &CgroupLimits {
+            cpu_max: Some((1000, 10000)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let paths = job.paths();
+    assert_eq!(paths.len(), 1);
+    assert_eq!(
+        fs::read_to_string(paths[0].join("cpu.cfs_quota_us")).unwrap(),
+        "1000"
+    );
+    fs::write(paths[0].join("cpuacct.usage"), "5000\n").unwrap();
+    assert_eq!(job.cpu_usage_us(), Some(5));
+    job.remove().unwrap();
+    assert!(!paths[0].exists());
+}
