@@ -312,17 +312,6 @@ pub fn run() -> DoctorReport {
         Some(FIX_USERNS_SYSCTL),
     ));
     let aa_restricts = apparmor.as_deref() == Some("1");
-    checks.push(check(
-        "apparmor_userns",
-        !aa_restricts || root,
-        false,
-        match apparmor.as_deref() {
-            None => "kernel.apparmor_restrict_unprivileged_userns absent: no AppArmor userns restriction".to_string(),
-            Some(v) => format!("kernel.apparmor_restrict_unprivileged_userns={v}"),
-        },
-        Some(FIX_APPARMOR),
-    ));
-
     let userns = in_child(Probe::Unshare {
         flags: libc::CLONE_NEWUSER,
         remount_private: false,
@@ -375,6 +364,27 @@ pub fn run() -> DoctorReport {
             Some(userns_fix),
         ));
     }
+
+    // AppArmor (Ubuntu >= 23.10): with the restriction on, an unconfined process gets a user
+    // namespace without capabilities. An installed agentjail profile lifts it for this binary,
+    // which the mount probe above (needs CAP_SYS_ADMIN in the new namespace) shows.
+    let mount_ok = checks
+        .iter()
+        .any(|c| c.control == "mount_namespace" && c.available);
+    checks.push(check(
+        "apparmor_userns",
+        !aa_restricts || root || mount_ok,
+        false,
+        match apparmor.as_deref() {
+            None => "kernel.apparmor_restrict_unprivileged_userns absent: no AppArmor userns restriction"
+                .to_string(),
+            Some("1") if mount_ok => {
+                "kernel.apparmor_restrict_unprivileged_userns=1, but this binary's user namespaces keep their capabilities (profile installed)".to_string()
+            }
+            Some(v) => format!("kernel.apparmor_restrict_unprivileged_userns={v}"),
+        },
+        Some(FIX_APPARMOR),
+    ));
 
     // no_new_privs: current state, and that it can be set.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
