@@ -29,6 +29,26 @@
 //! kill; the jail runs in its own pid namespace whose init the supervisor kills first, so the
 //! window is the time between reading a pid and signalling it while the process is dying.
 
+//! How the launcher uses it (one run):
+//! ```text
+//! let host = cgroup::detect_host();
+//! cgroup::sweep_stale(&host);                       // leftovers of SIGKILLed launchers
+//! let mut job = JobCgroup::create(&host, run_id, &limits)?;   // before fork; Err -> exit 125
+//! // clone: on v2 pass job.v2_dir_fd() to clone3(CLONE_INTO_CGROUP) when it is Some
+//! job.attach(child_pid)?;                           // before releasing the child; the child
+//!                                                   // unshares CLONE_NEWCGROUP after that, so
+//!                                                   // its cgroup namespace root is the job
+//! loop { job.cpu_usage_us() ... }                   // CPU-time limit with ms resolution
+//! job.kill_all();                                   // the jail is over, whatever happened
+//! let stats = job.stats();                          // BEFORE remove: oom_kills > 0 ->
+//!                                                   // code_memory_limit, pids_limit_hits > 0 ->
+//!                                                   // code_pids_limit, memory_peak_bytes
+//! job.remove()?;                                    // waits until empty, rmdir (EBUSY retried)
+//! enforcement.extend(job.controls());               // Unavailable + policy Required -> stop
+//!                                                   // with sandbox_unavailable:cgroup_memory
+//! ```
+//! Dropping a `JobCgroup` that was not removed kills what is inside and removes it.
+
 use crate::jail::{Control, ControlState, SetupError};
 use nix::errno::Errno;
 use serde::Serialize;
@@ -649,7 +669,7 @@ impl JobCgroup {
                     mechanism = "cgroup v1 cpu.cfs_quota_us".to_string();
                     detail = format!("cpu.cfs_quota_us={q} cpu.cfs_period_us={per}");
                 }
-                _ => unreachable!("wanted only holds memory, pids, cpu"),
+                _ => continue, // `wanted` only holds memory, pids and cpu
             }
             for (file, value) in writes {
                 if let Err(e) = write_file(&dir.join(file), &value) {
