@@ -1,1 +1,613 @@
-//! (being written)
+//! `agentjail doctor`: which protections this host can enforce for this user, each with the fix
+//! when it cannot.
+//!
+//! Every probe that changes process state (unshare, prctl) runs in a forked child that makes
+//! only raw syscalls and `_exit`s with 0 or the errno: no allocation, no locks after fork, so it
+//! is safe even when the caller has other threads. Probes that change nothing (landlock's
+//! version query, seccomp's action query, pidfd_open on ourselves) run in-process.
+//! Each `unsafe` block is one syscall with its `SAFETY:` argument.
+
+use crate::jail::cgroup::{self, HostCgroups, Layout};
+use serde::Serialize;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Stable name, matching the record's enforcement controls where one exists.
+    pub control: String,
+    pub available: bool,
+    /// The embedded default policy cannot run without it (fail closed); otherwise best-effort.
+    pub required: bool,
+    pub detail: String,
+    /// What to do when it is not available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DoctorReport {
+    pub kernel: String,
+    pub euid: u32,
+    pub checks: Vec<Check>,
+}
+
+impl DoctorReport {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "agentjail_version": env!("CARGO_PKG_VERSION"),
+            "kernel": self.kernel,
+            "euid": self.euid,
+            "all_required_ok": self.all_required_ok(),
+            "checks": self.checks,
+        })
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "agentjail {} doctor: kernel {}, euid {}\n",
+            env!("CARGO_PKG_VERSION"),
+            self.kernel,
+            self.euid
+        );
+        for c in &self.checks {
+            let mark = match (c.available, c.required) {
+                (true, _) => "ok     ",
+                (false, true) => "MISSING",
+                (false, false) => "absent ",
+            };
+            s.push_str(&format!("{mark} {:<26} {}\n", c.control, c.detail));
+            if let (false, Some(fix)) = (c.available, &c.fix) {
+                s.push_str(&format!("        {:<26} fix: {fix}\n", ""));
+            }
+        }
+        s.push_str(if self.all_required_ok() {
+            "all required protections are available\n"
+        } else {
+            "some required protections are MISSING: agentjail run/exec will stop with sandbox_unavailable\n"
+        });
+        s
+    }
+
+    pub fn all_required_ok(&self) -> bool {
+        self.checks.iter().all(|c| c.available || !c.required)
+    }
+}
+
+fn check(
+    control: &str,
+    available: bool,
+    required: bool,
+    detail: impl Into<String>,
+    fix: Option<&str>,
+) -> Check {
+    Check {
+        control: control.to_string(),
+        available,
+        required,
+        detail: detail.into(),
+        fix: if available {
+            None
+        } else {
+            fix.map(str::to_string)
+        },
+    }
+}
+
+fn errno_text(e: i32) -> String {
+    format!("{} (errno {e})", std::io::Error::from_raw_os_error(e))
+}
+
+fn read_trim(p: &str) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// What a probe child does: one or two syscalls on prepared values.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// unshare(flags), then optionally make `/` private (needs CAP_SYS_ADMIN in the new userns:
+    /// this is what AppArmor's userns restriction takes away).
+    Unshare {
+        flags: libc::c_int,
+        remount_private: bool,
+    },
+    /// prctl(PR_SET_NO_NEW_PRIVS, 1).
+    NoNewPrivs,
+}
+
+/// Fork, run `probe` in the child, return Ok(()) or the child's errno.
+fn in_child(probe: Probe) -> Result<(), i32> {
+    // SAFETY: fork has no memory-safety preconditions. The child below only makes raw syscalls
+    // on values computed before the fork and leaves with _exit: nothing that could take a lock
+    // or allocate, so it is sound even if the parent has other threads.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    if pid == 0 {
+        let code = child_probe(probe);
+        // SAFETY: _exit ends the child without running the parent's atexit handlers or
+        // destructors; it takes a plain integer.
+        unsafe { libc::_exit(code) };
+    }
+    match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
+        Ok(nix::sys::wait::WaitStatus::Exited(_, e)) => Err(e),
+        Ok(_) => Err(libc::ECHILD),
+        Err(e) => Err(e as i32),
+    }
+}
+
+/// Runs in the forked child: returns 0 or an errno (all errnos fit in an exit status).
+fn child_probe(probe: Probe) -> i32 {
+    let last = || {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    match probe {
+        Probe::Unshare {
+            flags,
+            remount_private,
+        } => {
+            // SAFETY: unshare takes only flags and changes only this (child) process.
+            if unsafe { libc::unshare(flags) } != 0 {
+                return last();
+            }
+            if remount_private {
+                let root = c"/";
+                // SAFETY: a propagation-only mount call with a valid NUL-terminated target and
+                // null source/fstype/data, in the child's own new mount namespace.
+                let r = unsafe {
+                    libc::mount(
+                        std::ptr::null(),
+                        root.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_REC | libc::MS_PRIVATE,
+                        std::ptr::null(),
+                    )
+                };
+                if r != 0 {
+                    return last();
+                }
+            }
+            0
+        }
+        Probe::NoNewPrivs => {
+            // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) takes integers only and affects only
+            // this child.
+            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                return last();
+            }
+            0
+        }
+    }
+}
+
+/// The landlock ABI version, or the errno (ENOSYS: not built; EOPNOTSUPP: disabled at boot).
+pub fn landlock_abi() -> Result<u32, i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attr, size 0 and the VERSION flag the kernel only returns the ABI
+    // version; no memory is read or written and no fd is created.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(u32::try_from(r).unwrap_or(0))
+    }
+}
+
+/// Whether the kernel knows a seccomp return action (SECCOMP_GET_ACTION_AVAIL).
+fn seccomp_action_avail(action: u32) -> Result<(), i32> {
+    let act: u32 = action;
+    // SAFETY: the kernel reads one u32 from a valid pointer to a live local; nothing is written.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &act as *const u32,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    }
+}
+
+fn pidfd_open_self() -> Result<OwnedFd, i32> {
+    let pid = std::process::id() as libc::pid_t;
+    // SAFETY: pidfd_open takes a pid and flags; it returns a new fd or -1.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    // SAFETY: r is a fresh fd the kernel just gave us and nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+}
+
+fn pidfd_getfd(pidfd: &OwnedFd, target_fd: i32) -> Result<OwnedFd, i32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_getfd takes a valid pidfd (borrowed for the call), an fd number and flags;
+    // it returns a new fd or -1.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target_fd, 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    // SAFETY: r is a fresh fd the kernel just gave us and nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+}
+
+fn status_field(status: &str, key: &str) -> Option<String> {
+    status.lines().find_map(|l| {
+        l.strip_prefix(key)
+            .map(|v| v.trim_start_matches(':').trim().to_string())
+    })
+}
+
+const FIX_USERNS_SYSCTL: &str =
+    "enable unprivileged user namespaces: sysctl -w kernel.unprivileged_userns_clone=1 (Debian) and/or user.max_user_namespaces=15000, or run agentjail as root";
+const FIX_APPARMOR: &str =
+    "AppArmor restricts unprivileged user namespaces (Ubuntu >= 23.10): install contrib/apparmor/agentjail into /etc/apparmor.d and run apparmor_parser -r /etc/apparmor.d/agentjail, or run as root";
+const FIX_CGROUP_V2: &str =
+    "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2), and run agentjail under a systemd unit with Delegate=yes (or systemd-run -p Delegate=yes)";
+
+/// Probe this host for this user.
+pub fn run() -> DoctorReport {
+    let euid = nix::unistd::geteuid().as_raw();
+    let root = euid == 0;
+    let kernel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
+    let mut checks = Vec::new();
+
+    checks.push(check(
+        "running_as_root",
+        true,
+        false,
+        if root {
+            "euid 0: the jail maps its uid to an unprivileged host uid, never host root".to_string()
+        } else {
+            format!("euid {euid}: unprivileged, the jail relies on user namespaces")
+        },
+        None,
+    ));
+
+    // user namespaces: sysctls first (they explain a failure), then the real thing.
+    let clone_sysctl = read_trim("/proc/sys/kernel/unprivileged_userns_clone");
+    let max_userns = read_trim("/proc/sys/user/max_user_namespaces");
+    let apparmor = read_trim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    let mut sysctl_detail = format!(
+        "kernel.unprivileged_userns_clone={}, user.max_user_namespaces={}",
+        clone_sysctl.as_deref().unwrap_or("(absent)"),
+        max_userns.as_deref().unwrap_or("(absent)")
+    );
+    let sysctl_ok = clone_sysctl.as_deref() != Some("0") && max_userns.as_deref() != Some("0");
+    if !sysctl_ok && !root {
+        sysctl_detail.push_str(": unprivileged user namespaces are disabled");
+    }
+    checks.push(check(
+        "userns_sysctl",
+        sysctl_ok || root,
+        false,
+        sysctl_detail,
+        Some(FIX_USERNS_SYSCTL),
+    ));
+    let aa_restricts = apparmor.as_deref() == Some("1");
+    let userns = in_child(Probe::Unshare {
+        flags: libc::CLONE_NEWUSER,
+        remount_private: false,
+    });
+    let userns_fix = if aa_restricts {
+        FIX_APPARMOR
+    } else {
+        FIX_USERNS_SYSCTL
+    };
+    checks.push(check(
+        "user_namespace",
+        userns.is_ok(),
+        true,
+        match userns {
+            Ok(()) => "unshare(CLONE_NEWUSER) works".to_string(),
+            Err(e) => format!("unshare(CLONE_NEWUSER): {}", errno_text(e)),
+        },
+        Some(userns_fix),
+    ));
+    let kinds: [(&str, libc::c_int, &str); 6] = [
+        ("mount_namespace", libc::CLONE_NEWNS, "CLONE_NEWNS"),
+        ("pid_namespace", libc::CLONE_NEWPID, "CLONE_NEWPID"),
+        ("net_namespace", libc::CLONE_NEWNET, "CLONE_NEWNET"),
+        ("ipc_namespace", libc::CLONE_NEWIPC, "CLONE_NEWIPC"),
+        ("uts_namespace", libc::CLONE_NEWUTS, "CLONE_NEWUTS"),
+        ("cgroup_namespace", libc::CLONE_NEWCGROUP, "CLONE_NEWCGROUP"),
+    ];
+    for (name, flag, flag_name) in kinds {
+        // Always inside a new user namespace, as the jail does; the mount probe also checks that
+        // the namespace grants CAP_SYS_ADMIN (AppArmor's restriction lets unshare succeed but
+        // strips capabilities, which shows here as EPERM).
+        let remount = flag == libc::CLONE_NEWNS;
+        let r = in_child(Probe::Unshare {
+            flags: libc::CLONE_NEWUSER | flag,
+            remount_private: remount,
+        });
+        let what = if remount {
+            format!("unshare(CLONE_NEWUSER|{flag_name}) + mount --make-rprivate /")
+        } else {
+            format!("unshare(CLONE_NEWUSER|{flag_name})")
+        };
+        checks.push(check(
+            name,
+            r.is_ok(),
+            true,
+            match r {
+                Ok(()) => format!("{what} works"),
+                Err(e) => format!("{what}: {}", errno_text(e)),
+            },
+            Some(userns_fix),
+        ));
+    }
+
+    // AppArmor (Ubuntu >= 23.10): with the restriction on, an unconfined process gets a user
+    // namespace without capabilities. An installed agentjail profile lifts it for this binary,
+    // which the mount probe above (needs CAP_SYS_ADMIN in the new namespace) shows.
+    let mount_ok = checks
+        .iter()
+        .any(|c| c.control == "mount_namespace" && c.available);
+    checks.push(check(
+        "apparmor_userns",
+        !aa_restricts || root || mount_ok,
+        false,
+        match apparmor.as_deref() {
+            None => "kernel.apparmor_restrict_unprivileged_userns absent: no AppArmor userns restriction"
+                .to_string(),
+            Some("1") if mount_ok => {
+                "kernel.apparmor_restrict_unprivileged_userns=1, but this binary's user namespaces keep their capabilities (profile installed)".to_string()
+            }
+            Some(v) => format!("kernel.apparmor_restrict_unprivileged_userns={v}"),
+        },
+        Some(FIX_APPARMOR),
+    ));
+
+    // no_new_privs: current state, and that it can be set.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let nnp_now = status_field(&status, "NoNewPrivs").unwrap_or_else(|| "?".into());
+    let nnp = in_child(Probe::NoNewPrivs);
+    checks.push(check(
+        "no_new_privs",
+        nnp.is_ok(),
+        true,
+        match nnp {
+            Ok(()) => format!("PR_SET_NO_NEW_PRIVS works (agentjail's own NoNewPrivs: {nnp_now})"),
+            Err(e) => format!("PR_SET_NO_NEW_PRIVS: {}", errno_text(e)),
+        },
+        Some("a kernel >= 3.5 is required"),
+    ));
+
+    // seccomp
+    let mode = status_field(&status, "Seccomp").unwrap_or_else(|| "?".into());
+    let filters = status_field(&status, "Seccomp_filters").unwrap_or_else(|| "?".into());
+    let kill = seccomp_action_avail(0x8000_0000); // SECCOMP_RET_KILL_PROCESS
+    let errno = seccomp_action_avail(0x0005_0000); // SECCOMP_RET_ERRNO
+    checks.push(check(
+        "seccomp",
+        kill.is_ok() && errno.is_ok(),
+        true,
+        match (kill, errno) {
+            (Ok(()), Ok(())) => format!(
+                "seccomp filters with KILL_PROCESS and ERRNO available (agentjail's own mode {mode}, {filters} filters stacked)"
+            ),
+            (Err(e), _) | (_, Err(e)) => format!("SECCOMP_GET_ACTION_AVAIL: {}", errno_text(e)),
+        },
+        Some("a kernel built with CONFIG_SECCOMP_FILTER (>= 4.14 for KILL_PROCESS) is required"),
+    ));
+    let notif = seccomp_action_avail(libc::SECCOMP_RET_USER_NOTIF);
+    checks.push(check(
+        "seccomp_user_notif",
+        notif.is_ok(),
+        false,
+        match notif {
+            Ok(()) => "SECCOMP_RET_USER_NOTIF available".to_string(),
+            Err(e) => format!("SECCOMP_RET_USER_NOTIF: {}", errno_text(e)),
+        },
+        Some("kernel >= 5.0; not needed by the default policy"),
+    ));
+
+    // landlock
+    let ll = landlock_abi();
+    checks.push(check(
+        "landlock",
+        ll.is_ok(),
+        false,
+        match ll {
+            Ok(v) => format!("landlock ABI {v}"),
+            Err(libc::EOPNOTSUPP) => "landlock is built in but disabled at boot".to_string(),
+            Err(libc::ENOSYS) => "landlock is not supported by this kernel".to_string(),
+            Err(e) => format!("landlock_create_ruleset: {}", errno_text(e)),
+        },
+        Some(match ll {
+            Err(libc::EOPNOTSUPP) => "add landlock to the lsm= kernel command line (e.g. lsm=landlock,lockdown,yama,apparmor)",
+            _ => "use a kernel >= 5.13 with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm=",
+        }),
+    ));
+
+    // pidfds
+    let pidfd = pidfd_open_self();
+    let getfd = match &pidfd {
+        Ok(p) => pidfd_getfd(p, 0).map(drop),
+        Err(e) => Err(*e),
+    };
+    checks.push(check(
+        "pidfd_open",
+        pidfd.is_ok(),
+        false,
+        match &pidfd {
+            Ok(_) => "pidfd_open works: the supervisor waits on the jail race-free".to_string(),
+            Err(e) => format!("pidfd_open: {}", errno_text(*e)),
+        },
+        Some("kernel >= 5.3; without it the supervisor falls back to waitpid polling"),
+    ));
+    checks.push(check(
+        "pidfd_getfd",
+        getfd.is_ok(),
+        false,
+        match getfd {
+            Ok(()) => "pidfd_getfd works".to_string(),
+            Err(e) => format!("pidfd_getfd: {}", errno_text(e)),
+        },
+        Some("kernel >= 5.6"),
+    ));
+    drop(pidfd);
+
+    checks.extend(cgroup_checks(&cgroup::detect_host()));
+    DoctorReport {
+        kernel,
+        euid,
+        checks,
+    }
+}
+
+/// The cgroup lines: the layout, then one per limit with the mechanism that would enforce it.
+pub fn cgroup_checks(host: &HostCgroups) -> Vec<Check> {
+    let mut out = Vec::new();
+    let v1_list = || {
+        host.v1
+            .iter()
+            .map(|h| h.controllers.join(","))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let v2_desc = |v: &cgroup::V2Host| {
+        format!(
+            "cgroup2 at {} (our cgroup {}: controllers [{}], subtree_control [{}], {})",
+            v.mount.display(),
+            v.base.display(),
+            v.controllers.join(" "),
+            v.subtree_control.join(" "),
+            if v.writable {
+                "writable"
+            } else {
+                "not writable"
+            }
+        )
+    };
+    let delegated = host
+        .v2
+        .as_ref()
+        .is_some_and(|v| ["memory", "pids", "cpu"].iter().all(|c| v.offers(c)));
+    let (detail, ok) = match (host.layout(), &host.v2) {
+        (Layout::Unified, Some(v)) if delegated => (format!("cgroup v2 only, delegated: {}", v2_desc(v)), true),
+        (Layout::Unified, Some(v)) => (format!("cgroup v2 only, but memory/pids/cpu not delegated to us: {}", v2_desc(v)), false),
+        (Layout::Hybrid, Some(v)) => (
+            format!(
+                "hybrid: v1 controllers ({}) plus {}; job limits use the v1 controllers where v2 has none",
+                v1_list(),
+                v2_desc(v)
+            ),
+            delegated,
+        ),
+        (Layout::Legacy, _) => (format!("cgroup v1 only: {}", v1_list()), false),
+        _ => ("no cgroup filesystem mounted under /sys/fs/cgroup".to_string(), false),
+    };
+    out.push(check("cgroup_v2", ok, false, detail, Some(FIX_CGROUP_V2)));
+    for (control, ctrl) in [
+        ("cgroup_memory", "memory"),
+        ("cgroup_pids", "pids"),
+        ("cgroup_cpu", "cpu"),
+    ] {
+        let p = host.provider(ctrl);
+        let available = p.is_ok();
+        // provider() says "<why>; <fix>": split it into the two fields.
+        let (detail, fix) = match p {
+            Ok(m) => (format!("{ctrl} limits via {m}"), None),
+            Err(why) => match why.split_once("; ") {
+                Some((d, f)) => (d.to_string(), Some(f.to_string())),
+                None => (why.clone(), Some(why)),
+            },
+        };
+        let mut c = check(control, available, false, detail, None);
+        c.fix = fix;
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doctor_runs_and_prints() {
+        let r = run();
+        eprintln!("{}", r.to_text());
+        let j = r.to_json();
+        assert_eq!(
+            j["all_required_ok"],
+            serde_json::Value::Bool(r.all_required_ok())
+        );
+        for name in [
+            "user_namespace",
+            "mount_namespace",
+            "seccomp",
+            "landlock",
+            "cgroup_v2",
+            "cgroup_memory",
+        ] {
+            assert!(r.checks.iter().any(|c| c.control == name), "{name} missing");
+        }
+        for c in &r.checks {
+            assert!(c.available || c.fix.is_some(), "{c:?} has no fix");
+        }
+        // scripts/vm-test.sh runs this as root in a VM with a delegated cgroup v2 root.
+        if std::env::var("AGENTJAIL_IN_VM").is_ok_and(|v| v == "1") {
+            assert!(r.all_required_ok(), "{}", r.to_text());
+            for name in ["cgroup_v2", "cgroup_memory", "cgroup_pids", "cgroup_cpu"] {
+                let c = r.checks.iter().find(|c| c.control == name).expect("listed");
+                assert!(c.available, "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn hybrid_layout_is_named() {
+        let t = tempfile::tempdir().expect("tmp");
+        let root = t.path();
+        for d in ["memory", "pids", "cpu", "unified"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        std::fs::write(root.join("unified/cgroup.controllers"), "hugetlb\n").expect("w");
+        let r = root.display();
+        let mounts = format!(
+            "cgroup {r}/memory cgroup rw,memory 0 0\ncgroup {r}/pids cgroup rw,pids 0 0\ncgroup {r}/cpu cgroup rw,cpu 0 0\ncgroup2 {r}/unified cgroup2 rw 0 0\n"
+        );
+        let host = cgroup::detect(root, "3:memory:/\n2:pids:/\n1:cpu:/\n0::/\n", &mounts);
+        let c = cgroup_checks(&host);
+        assert!(
+            c[0].detail.starts_with("hybrid: v1 controllers"),
+            "{}",
+            c[0].detail
+        );
+        assert!(!c[0].available);
+        assert!(c[0]
+            .fix
+            .as_deref()
+            .is_some_and(|f| f.contains("systemd.unified_cgroup_hierarchy=1")));
+    }
+}

@@ -1,5 +1,63 @@
-//! cgroup limits (HELPER-OWNED: being written).
+//! cgroup limits for one job: memory, pids and CPU, v2 first, v1 where the host only has v1.
+//!
+//! Rules this module keeps (DESIGN.md "Principles"):
+//! - The job cgroup is only ever created as a child of the cgroup this process is in, per
+//!   hierarchy, as `/proc/self/cgroup` names it. Nothing outside that subtree is written.
+//! - Host paths are parameters: [`detect`] takes the cgroup root, `/proc/self/cgroup` and
+//!   `/proc/mounts` as values, so everything but the kernel's own behaviour is unit-tested on
+//!   a temp dir.
+//! - A limit the host cannot enforce is not created; [`JobCgroup::controls`] reports it as
+//!   unavailable with the fix. Permission problems (EACCES/EPERM/EROFS when creating the job
+//!   directory: e.g. an unprivileged user on root-owned v1 hierarchies) degrade: `create`
+//!   returns a `JobCgroup` with those limits unenforced. Any other failure (a limit file that
+//!   rejects its value, ENOSPC, ...) removes everything created so far and returns
+//!   `Err(SetupError)`: the caller maps that to exit 125 / `sandbox_unavailable`.
+//!
+//! v2 delegation and the "no internal processes" rule: a child cgroup only gets a controller
+//! when our own cgroup lists it in `cgroup.subtree_control`, and a non-root cgroup that holds
+//! processes cannot enable controllers for its children (EBUSY). When our own v2 cgroup *has*
+//! the controllers (they are delegated to us: `cgroup.controllers` lists them and we can write
+//! there) but enabling them fails with EBUSY, agentjail moves its own process into a leaf
+//! `<own>/agentjail-supervisor` — inside its own subtree, as systemd's `Delegate=yes` services
+//! and runc do — and enables them in `<own>`. Job cgroups are then created as siblings of that
+//! leaf, and [`detect`] treats a cgroup named `agentjail-supervisor` as "own = its parent".
+//! This move is never attempted on v1 hierarchies, and never when the controllers are not
+//! delegated to our cgroup (e.g. this project's hybrid CI host, whose v2 tree has none).
+//!
+//! `kill_all` on v1 (no `cgroup.kill`) reads `cgroup.procs` and SIGKILLs each member until
+//! the cgroup is empty. A pid read there could in principle exit and be reused before the
+//! kill; the jail runs in its own pid namespace whose init the supervisor kills first, so the
+//! window is the time between reading a pid and signalling it while the process is dying.
+
+//! How the launcher uses it (one run):
+//! ```text
+//! let host = cgroup::detect_host();
+//! cgroup::sweep_stale(&host);                       // leftovers of SIGKILLed launchers
+//! let mut job = JobCgroup::create(&host, run_id, &limits)?;   // before fork; Err -> exit 125
+//! // clone: on v2 pass job.v2_dir_fd() to clone3(CLONE_INTO_CGROUP) when it is Some
+//! job.attach(child_pid)?;                           // before releasing the child; the child
+//!                                                   // unshares CLONE_NEWCGROUP after that, so
+//!                                                   // its cgroup namespace root is the job
+//! loop { job.cpu_usage_us() ... }                   // CPU-time limit with ms resolution
+//! job.kill_all();                                   // the jail is over, whatever happened
+//! let stats = job.stats();                          // BEFORE remove: oom_kills > 0 ->
+//!                                                   // code_memory_limit, pids_limit_hits > 0 ->
+//!                                                   // code_pids_limit, memory_peak_bytes
+//! job.remove()?;                                    // waits until empty, rmdir (EBUSY retried)
+//! enforcement.extend(job.controls());               // Unavailable + policy Required -> stop
+//!                                                   // with sandbox_unavailable:cgroup_memory
+//! ```
+//! Dropping a `JobCgroup` that was not removed kills what is inside and removes it.
+
+use crate::jail::{Control, ControlState, SetupError};
+use nix::errno::Errno;
 use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CgroupLimits {
@@ -11,47 +69,1074 @@ pub struct CgroupLimits {
     pub cpu_max: Option<(u64, u64)>,
 }
 
-// ---- temporary stub until the cgroup branch lands ----
-pub struct HostCgroups;
+/// The leaf agentjail moves itself into when it must enable v2 controllers in its own cgroup.
+pub const SUPERVISOR_LEAF: &str = "agentjail-supervisor";
+/// Prefix of every job cgroup: `agentjail-<launcher pid>-<run id>`.
+pub const JOB_PREFIX: &str = "agentjail-";
+
+const FIX_DELEGATE: &str = "no cgroup delegation: run under a systemd unit with Delegate=yes \
+     (or systemd-run --user --scope -p Delegate=yes), or as root";
+const FIX_UNIFIED: &str = "boot with systemd.unified_cgroup_hierarchy=1 for cgroup v2, or \
+     mount the v1 controller";
+
+/// The v2 (unified) hierarchy as seen from our own cgroup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct V2Host {
+    /// Where cgroup2 is mounted ("/sys/fs/cgroup" or "/sys/fs/cgroup/unified").
+    pub mount: PathBuf,
+    /// The directory job cgroups are created in: our own cgroup (or the parent of
+    /// `agentjail-supervisor` when we already moved ourselves there).
+    pub base: PathBuf,
+    /// True when `base` is the directory of the cgroup we are in (no supervisor leaf yet).
+    pub base_is_own: bool,
+    /// `cgroup.controllers` of `base`: what our cgroup may hand down.
+    pub controllers: Vec<String>,
+    /// `cgroup.subtree_control` of `base`: what children get today.
+    pub subtree_control: Vec<String>,
+    /// We may create a child of `base` (write access to the directory).
+    pub writable: bool,
+}
+
+impl V2Host {
+    /// Whether a child of `base` can get `ctrl`: already enabled, or delegated and writable.
+    pub fn offers(&self, ctrl: &str) -> bool {
+        let has = |v: &[String]| v.iter().any(|c| c == ctrl);
+        self.writable && (has(&self.subtree_control) || has(&self.controllers))
+    }
+}
+
+/// One mounted v1 hierarchy (possibly several controllers, e.g. "cpu,cpuacct").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct V1Host {
+    pub controllers: Vec<String>,
+    pub mount: PathBuf,
+    /// Our cgroup in this hierarchy, as `/proc/self/cgroup` names it.
+    pub own_path: String,
+    /// mount + own_path: where job cgroups go.
+    pub base: PathBuf,
+    pub writable: bool,
+}
+
+/// What this host's cgroups offer to this process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HostCgroups {
+    pub root: PathBuf,
+    pub v2: Option<V2Host>,
+    pub v1: Vec<V1Host>,
+}
+
+/// The host's cgroup layout in one word, for the doctor and the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// Only cgroup2 is mounted.
+    Unified,
+    /// v1 controllers plus a cgroup2 mount (systemd "hybrid").
+    Hybrid,
+    /// v1 controllers only.
+    Legacy,
+    /// No cgroup filesystem at all.
+    None,
+}
+
+impl HostCgroups {
+    pub fn layout(&self) -> Layout {
+        let v1 = self.v1.iter().any(|h| !h.controllers.is_empty());
+        match (self.v2.is_some(), v1) {
+            (true, false) => Layout::Unified,
+            (true, true) => Layout::Hybrid,
+            (false, true) => Layout::Legacy,
+            (false, false) => Layout::None,
+        }
+    }
+
+    /// The v1 hierarchy that carries `ctrl`, if mounted.
+    pub fn v1_for(&self, ctrl: &str) -> Option<&V1Host> {
+        self.v1
+            .iter()
+            .find(|h| h.controllers.iter().any(|c| c == ctrl))
+    }
+
+    /// Which mechanism would enforce `ctrl` ("memory", "pids", "cpu") for a job, or why none.
+    pub fn provider(&self, ctrl: &str) -> Result<String, String> {
+        if let Some(v2) = &self.v2 {
+            if v2.offers(ctrl) {
+                return Ok(format!("cgroup v2 at {}", v2.base.display()));
+            }
+        }
+        if let Some(h) = self.v1_for(ctrl) {
+            if h.writable {
+                return Ok(format!("cgroup v1 at {}", h.base.display()));
+            }
+            return Err(format!(
+                "cgroup v1 {ctrl} at {} is not writable by this user; {FIX_DELEGATE}",
+                h.base.display()
+            ));
+        }
+        match &self.v2 {
+            Some(v2) if !v2.controllers.iter().any(|c| c == ctrl) => Err(format!(
+                "cgroup v2 controller {ctrl} is not delegated to {} (cgroup.controllers: [{}]); {FIX_DELEGATE}",
+                v2.base.display(),
+                v2.controllers.join(" ")
+            )),
+            Some(v2) => Err(format!("cgroup v2 {} is not writable by this user; {FIX_DELEGATE}", v2.base.display())),
+            None => Err(format!("no cgroup {ctrl} controller mounted; {FIX_UNIFIED}")),
+        }
+    }
+}
+
+/// Undo /proc/mounts octal escapes (`\040` for a space, ...).
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+const V1_CONTROLLERS: &[&str] = &[
+    "cpu",
+    "cpuacct",
+    "cpuset",
+    "memory",
+    "devices",
+    "freezer",
+    "net_cls",
+    "blkio",
+    "perf_event",
+    "net_prio",
+    "hugetlb",
+    "pids",
+    "rdma",
+    "misc",
+];
+
+fn read_words(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn can_write_dir(p: &Path) -> bool {
+    nix::unistd::access(
+        p,
+        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+    )
+    .is_ok()
+}
+
+/// Join a cgroup path from /proc/self/cgroup ("/a/b") onto a mount point.
+fn join_cg(mount: &Path, cg_path: &str) -> PathBuf {
+    let rel = cg_path.trim_start_matches('/');
+    if rel.is_empty() {
+        mount.to_path_buf()
+    } else {
+        mount.join(rel)
+    }
+}
+
+/// Work out what the cgroup filesystem under `root` offers to the process whose
+/// `/proc/self/cgroup` and `/proc/mounts` are given. Mounts outside `root` are ignored.
+pub fn detect(root: &Path, proc_self_cgroup: &str, proc_mounts: &str) -> HostCgroups {
+    // /proc/self/cgroup: "id:controllers:path"; v2 is "0::path".
+    let mut v2_path: Option<String> = None;
+    let mut v1_paths: Vec<(Vec<String>, String)> = Vec::new();
+    for line in proc_self_cgroup.lines() {
+        let mut it = line.splitn(3, ':');
+        let (Some(_id), Some(ctrls), Some(path)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if ctrls.is_empty() {
+            v2_path = Some(path.to_string());
+        } else {
+            let mut c: Vec<String> = ctrls.split(',').map(str::to_string).collect();
+            c.sort();
+            v1_paths.push((c, path.to_string()));
+        }
+    }
+    let mut host = HostCgroups {
+        root: root.to_path_buf(),
+        ..Default::default()
+    };
+    for line in proc_mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let mount = PathBuf::from(unescape_mount(f[1]));
+        if !mount.starts_with(root) {
+            continue;
+        }
+        match f[2] {
+            "cgroup2" if host.v2.is_none() => {
+                let Some(own) = v2_path.as_deref() else {
+                    continue;
+                };
+                let own_dir = join_cg(&mount, own);
+                let at_leaf = own_dir.file_name().is_some_and(|n| n == SUPERVISOR_LEAF);
+                let base = match (at_leaf, own_dir.parent()) {
+                    (true, Some(p)) => p.to_path_buf(),
+                    _ => own_dir.clone(),
+                };
+                host.v2 = Some(V2Host {
+                    controllers: read_words(&base.join("cgroup.controllers")),
+                    subtree_control: read_words(&base.join("cgroup.subtree_control")),
+                    writable: base.is_dir() && can_write_dir(&base),
+                    base_is_own: !at_leaf,
+                    mount,
+                    base,
+                });
+            }
+            "cgroup" => {
+                let mut ctrls: Vec<String> = f[3]
+                    .split(',')
+                    .filter(|o| V1_CONTROLLERS.contains(o))
+                    .map(str::to_string)
+                    .collect();
+                if ctrls.is_empty() {
+                    continue; // name=systemd and friends: no resource controller
+                }
+                ctrls.sort();
+                let Some((_, own)) = v1_paths.iter().find(|(c, _)| *c == ctrls) else {
+                    continue;
+                };
+                let base = join_cg(&mount, own);
+                host.v1.push(V1Host {
+                    writable: base.is_dir() && can_write_dir(&base),
+                    controllers: ctrls,
+                    own_path: own.clone(),
+                    mount,
+                    base,
+                });
+            }
+            _ => {}
+        }
+    }
+    host
+}
+
+/// [`detect`] on this host's real `/sys/fs/cgroup`, `/proc/self/cgroup`, `/proc/mounts`.
 pub fn detect_host() -> HostCgroups {
-    HostCgroups
+    let cg = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    detect(Path::new("/sys/fs/cgroup"), &cg, &mounts)
 }
-pub fn sweep_stale(_h: &HostCgroups) -> usize {
-    0
+
+/// Which hierarchy a job directory belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    V2,
+    V1,
 }
-#[derive(Debug, Default, Clone)]
+
+#[derive(Debug)]
+struct JobDir {
+    kind: Kind,
+    /// The v1 controllers of this hierarchy, or the v2 controllers enabled for it.
+    controllers: Vec<String>,
+    path: PathBuf,
+    procs: Option<File>,
+    /// v2: the directory itself, for clone3(CLONE_INTO_CGROUP).
+    dir: Option<File>,
+}
+
+impl JobDir {
+    fn has(&self, c: &str) -> bool {
+        self.controllers.iter().any(|x| x == c)
+    }
+}
+
+/// How one requested limit ended up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LimitOutcome {
+    control: &'static str,
+    state: ControlState,
+    mechanism: String,
+    detail: String,
+}
+
+/// Counters read from the job's cgroups after (or during) the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CgroupStats {
     pub memory_peak_bytes: Option<u64>,
     pub oom_kills: u64,
     pub pids_limit_hits: u64,
     pub cpu_usage_us: Option<u64>,
 }
-pub struct JobCgroup;
+
+/// The job's cgroups (one per hierarchy that enforces something). Dropping it kills what is
+/// left inside and removes the directories.
+#[derive(Debug)]
+pub struct JobCgroup {
+    dirs: Vec<JobDir>,
+    outcomes: Vec<LimitOutcome>,
+    /// Open `cpu.stat` (v2) or `cpuacct.usage` (v1), read with pread by `cpu_usage_us`.
+    cpu_usage: Option<(Kind, File)>,
+    removed: bool,
+}
+
+fn errno_of(e: &std::io::Error) -> Errno {
+    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
+    // create(true): a no-op on cgroupfs (the kernel made the file with the directory) and what
+    // lets the same code run against a temp-dir mock.
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)?;
+    f.write_all(value.as_bytes())
+}
+
+fn open_procs(dir: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(dir.join("cgroup.procs"))
+}
+
+fn open_dir(dir: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+}
+
+fn is_permission(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::EACCES | Errno::EPERM | Errno::EROFS | Errno::ENOENT
+    )
+}
+
+/// Read one "key value" line from a flat-keyed cgroup file (memory.events, cpu.stat, ...).
+pub fn parse_keyed(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        (it.next() == Some(key))
+            .then(|| it.next().and_then(|v| v.parse().ok()))
+            .flatten()
+    })
+}
+
+fn read_u64(p: &Path) -> Option<u64> {
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+fn read_keyed(p: &Path, key: &str) -> Option<u64> {
+    parse_keyed(&std::fs::read_to_string(p).ok()?, key)
+}
+
+/// The job directory name for a run: `agentjail-<our pid>-<run_id>`.
+pub fn job_dir_name(run_id: &str) -> String {
+    format!("{JOB_PREFIX}{}-{run_id}", std::process::id())
+}
+
+struct Builder {
+    dir_name: String,
+    dirs: Vec<JobDir>,
+}
+
+impl Builder {
+    /// Remove everything created so far (nothing is attached yet: plain rmdir).
+    fn undo(&mut self) {
+        for d in self.dirs.drain(..).rev() {
+            let _ = rmdir_job(&d.path);
+        }
+    }
+
+    fn fail(&mut self, stage: String, e: &std::io::Error, hint: &str) -> SetupError {
+        self.undo();
+        SetupError::new(stage, Some(errno_of(e) as i32), hint)
+    }
+}
+
 impl JobCgroup {
+    /// Before fork. See the module documentation for what degrades and what fails.
+    /// `run_id` names the job: the directory is `agentjail-<our pid>-<run_id>` under our own
+    /// cgroup in every hierarchy used. `run_id` must be `[A-Za-z0-9_.-]{1,64}`.
     pub fn create(
-        _h: &HostCgroups,
-        _n: &str,
-        _l: &CgroupLimits,
-    ) -> Result<JobCgroup, crate::jail::SetupError> {
-        Ok(JobCgroup)
+        host: &HostCgroups,
+        run_id: &str,
+        limits: &CgroupLimits,
+    ) -> Result<JobCgroup, SetupError> {
+        let valid = !run_id.is_empty()
+            && run_id.len() <= 64
+            && run_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+            && run_id != "."
+            && run_id != "..";
+        if !valid {
+            return Err(SetupError::new(
+                "cgroup name",
+                Some(libc::EINVAL),
+                format!("run id {run_id:?} is not [A-Za-z0-9_.-]{{1,64}}"),
+            ));
+        }
+        let mut b = Builder {
+            dir_name: job_dir_name(run_id),
+            dirs: Vec::new(),
+        };
+        let mut outcomes = Vec::new();
+        let wanted: Vec<(&'static str, &'static str)> = [
+            (limits.memory_max.is_some(), "cgroup_memory", "memory"),
+            (limits.pids_max.is_some(), "cgroup_pids", "pids"),
+            (limits.cpu_max.is_some(), "cgroup_cpu", "cpu"),
+        ]
+        .into_iter()
+        .filter(|w| w.0)
+        .map(|w| (w.1, w.2))
+        .collect();
+
+        // v2: every wanted controller it can give us.
+        let mut v2_ctrls: Vec<String> = Vec::new();
+        if let Some(v2) = &host.v2 {
+            for (_, c) in &wanted {
+                if v2.offers(c) {
+                    v2_ctrls.push((*c).to_string());
+                }
+            }
+        }
+        let mut v2_error: Option<String> = None;
+        if let (Some(v2), false) = (&host.v2, v2_ctrls.is_empty()) {
+            match Self::enable_v2(v2, &v2_ctrls) {
+                Ok(()) => match Self::make_dir(&mut b, Kind::V2, &v2.base, v2_ctrls.clone()) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        v2_error = Some(format!("cannot create a child of {}", v2.base.display()))
+                    }
+                    Err(e) => return Err(e),
+                },
+                Err(msg) => v2_error = Some(msg),
+            }
+            if v2_error.is_some() {
+                v2_ctrls.clear();
+            }
+        }
+        // v1: the hierarchies for what v2 did not take; cpuacct goes with cpu for usage.
+        let mut v1_denied: Vec<(String, String)> = Vec::new();
+        let mut v1_wanted: Vec<&str> = wanted
+            .iter()
+            .map(|w| w.1)
+            .filter(|c| !v2_ctrls.iter().any(|x| x == c))
+            .collect();
+        if v1_wanted.contains(&"cpu") {
+            v1_wanted.push("cpuacct");
+        }
+        for c in v1_wanted {
+            let Some(h) = host.v1_for(c) else { continue };
+            if b.dirs.iter().any(|d| d.kind == Kind::V1 && d.has(c)) {
+                continue;
+            }
+            match Self::make_dir(&mut b, Kind::V1, &h.base, h.controllers.clone()) {
+                Ok(true) => {}
+                Ok(false) => v1_denied.push((c.to_string(), h.base.display().to_string())),
+                Err(e) => return Err(e),
+            }
+        }
+
+        // CPU accounting (not a limit: the supervisor's CPU-time limit reads it through
+        // `cpu_usage_us`). A v2 job dir always has cpu.stat; else v1 cpuacct; else an
+        // accounting-only v2 dir when we may create one. Denied: no accounting, no error.
+        if !b
+            .dirs
+            .iter()
+            .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
+        {
+            if let Some(h) = host.v1_for("cpuacct").filter(|h| h.writable) {
+                Self::make_dir(&mut b, Kind::V1, &h.base, h.controllers.clone())?;
+            }
+        }
+        if !b
+            .dirs
+            .iter()
+            .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
+        {
+            if let Some(v2) = host.v2.as_ref().filter(|v| v.writable) {
+                Self::make_dir(&mut b, Kind::V2, &v2.base, Vec::new())?;
+            }
+        }
+
+        // Write the limits.
+        let v2dir = b.dirs.iter().position(|d| d.kind == Kind::V2);
+        let find = |b: &Builder, c: &str| -> Option<(usize, Kind)> {
+            b.dirs
+                .iter()
+                .position(|d| d.has(c))
+                .map(|i| (i, b.dirs[i].kind))
+        };
+        for (control, c) in &wanted {
+            let Some((i, kind)) = find(&b, c) else {
+                let why = match v1_denied.iter().find(|(x, _)| x == c) {
+                    Some((_, base)) => format!(
+                        "cannot create a cgroup under {base} (permission denied); {FIX_DELEGATE}"
+                    ),
+                    None => match (&v2_error, host.provider(c)) {
+                        (Some(e), _) => format!("{e}; {FIX_DELEGATE}"),
+                        (None, Err(e)) => e,
+                        (None, Ok(m)) => format!("{m} could not be used"),
+                    },
+                };
+                outcomes.push(LimitOutcome {
+                    control,
+                    state: ControlState::Unavailable,
+                    mechanism: "none".into(),
+                    detail: why,
+                });
+                continue;
+            };
+            let dir = b.dirs[i].path.clone();
+            let mut writes: Vec<(&str, String)> = Vec::new();
+            let detail;
+            let mechanism;
+            match (*c, kind) {
+                ("memory", Kind::V2) => {
+                    let m = limits.memory_max.unwrap_or(u64::MAX);
+                    writes.push(("memory.max", m.to_string()));
+                    // One OOM kill takes the whole job, not just its biggest process.
+                    let group = dir.join("memory.oom.group").exists() || !is_real_cgroupfs(&dir);
+                    if group {
+                        writes.push(("memory.oom.group", "1".to_string()));
+                    }
+                    let og = if group { " memory.oom.group=1" } else { "" };
+                    mechanism = "cgroup v2 memory.max".to_string();
+                    let swap = limits.swap_max.unwrap_or(0);
+                    if dir.join("memory.swap.max").exists() || !is_real_cgroupfs(&dir) {
+                        writes.push(("memory.swap.max", swap.to_string()));
+                        detail = format!("memory.max={m} memory.swap.max={swap}{og}");
+                    } else {
+                        detail = format!(
+                            "memory.max={m}{og}; memory.swap.max absent (no swap accounting): memory+swap not bounded if the host has swap"
+                        );
+                    }
+                }
+                ("memory", Kind::V1) => {
+                    let m = limits.memory_max.unwrap_or(u64::MAX);
+                    writes.push(("memory.limit_in_bytes", m.to_string()));
+                    mechanism = "cgroup v1 memory.limit_in_bytes".to_string();
+                    let sw = m.saturating_add(limits.swap_max.unwrap_or(0));
+                    // v1 children have the same files as their parent; the mock only has the parent's.
+                    let memsw = "memory.memsw.limit_in_bytes";
+                    if dir.join(memsw).exists()
+                        || dir.parent().is_some_and(|p| p.join(memsw).exists())
+                    {
+                        writes.push(("memory.memsw.limit_in_bytes", sw.to_string()));
+                        detail =
+                            format!("memory.limit_in_bytes={m} memory.memsw.limit_in_bytes={sw}");
+                    } else {
+                        detail = format!(
+                            "memory.limit_in_bytes={m}; no memory.memsw (swap accounting off): memory+swap not bounded if the host has swap"
+                        );
+                    }
+                }
+                ("pids", k) => {
+                    let p = limits.pids_max.unwrap_or(0);
+                    writes.push(("pids.max", p.to_string()));
+                    mechanism = format!(
+                        "cgroup {} pids.max",
+                        if k == Kind::V2 { "v2" } else { "v1" }
+                    );
+                    detail = format!("pids.max={p}");
+                }
+                ("cpu", Kind::V2) => {
+                    let (q, per) = limits.cpu_max.unwrap_or((0, 100_000));
+                    writes.push(("cpu.max", format!("{q} {per}")));
+                    mechanism = "cgroup v2 cpu.max".to_string();
+                    detail = format!("cpu.max={q} {per}");
+                }
+                ("cpu", _) => {
+                    let (q, per) = limits.cpu_max.unwrap_or((0, 100_000));
+                    // period first: the kernel checks the quota against the current period.
+                    writes.push(("cpu.cfs_period_us", per.to_string()));
+                    writes.push(("cpu.cfs_quota_us", q.to_string()));
+                    mechanism = "cgroup v1 cpu.cfs_quota_us".to_string();
+                    detail = format!("cpu.cfs_quota_us={q} cpu.cfs_period_us={per}");
+                }
+                _ => continue, // `wanted` only holds memory, pids and cpu
+            }
+            for (file, value) in writes {
+                if let Err(e) = write_file(&dir.join(file), &value) {
+                    let stage = format!("cgroup write {}", dir.join(file).display());
+                    return Err(b.fail(stage, &e, "the cgroup rejected the limit; check the value and the kernel's cgroup support"));
+                }
+            }
+            outcomes.push(LimitOutcome {
+                control,
+                state: ControlState::Enforced,
+                mechanism,
+                detail,
+            });
+        }
+
+        // CPU usage: v2 cpu.stat (always present), else v1 cpuacct.usage.
+        let usage_src = match v2dir {
+            Some(i) => Some((Kind::V2, b.dirs[i].path.join("cpu.stat"))),
+            None => b
+                .dirs
+                .iter()
+                .find(|d| d.has("cpuacct"))
+                .map(|d| (Kind::V1, d.path.join("cpuacct.usage"))),
+        };
+        // O_CREAT: a no-op on cgroupfs (the kernel made the file); lets a temp-dir mock work.
+        let cpu_usage = usage_src.and_then(|(k, p)| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_CLOEXEC | libc::O_CREAT)
+                .open(p)
+                .ok()
+                .map(|f| (k, f))
+        });
+
+        let dirs = std::mem::take(&mut b.dirs);
+        Ok(JobCgroup {
+            dirs,
+            outcomes,
+            cpu_usage,
+            removed: false,
+        })
     }
-    pub fn v2_dir_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        None
+
+    /// Make sure `ctrls` are enabled in `v2.base`'s `cgroup.subtree_control`, moving ourselves
+    /// into the supervisor leaf if the "no internal processes" rule requires it (see module doc).
+    fn enable_v2(v2: &V2Host, ctrls: &[String]) -> Result<(), String> {
+        let missing: Vec<&String> = ctrls
+            .iter()
+            .filter(|c| !v2.subtree_control.contains(c))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let line = missing
+            .iter()
+            .map(|c| format!("+{c}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let sc = v2.base.join("cgroup.subtree_control");
+        match write_file(&sc, &line) {
+            Ok(()) => Ok(()),
+            Err(e) if errno_of(&e) == Errno::EBUSY && v2.base_is_own && v2.base != v2.mount => {
+                // We are a process in a non-root cgroup: move into our own leaf, then retry.
+                let leaf = v2.base.join(SUPERVISOR_LEAF);
+                match std::fs::create_dir(&leaf) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(format!("mkdir {}: {e}", leaf.display())),
+                }
+                write_file(&leaf.join("cgroup.procs"), &std::process::id().to_string())
+                    .map_err(|e| format!("moving agentjail into {}: {e}", leaf.display()))?;
+                write_file(&sc, &line)
+                    .map_err(|e| format!("enabling {line} in {}: {e}", sc.display()))
+            }
+            Err(e) => Err(format!("enabling {line} in {}: {e}", sc.display())),
+        }
     }
-    pub fn attach(&self, _pid: i32) -> Result<(), crate::jail::SetupError> {
+
+    /// mkdir the job directory in one hierarchy. Ok(false): permission problem (degrade).
+    fn make_dir(
+        b: &mut Builder,
+        kind: Kind,
+        base: &Path,
+        controllers: Vec<String>,
+    ) -> Result<bool, SetupError> {
+        let path = base.join(&b.dir_name);
+        if let Err(e) = std::fs::create_dir(&path) {
+            if is_permission(errno_of(&e)) {
+                return Ok(false);
+            }
+            let stage = format!("cgroup mkdir {}", path.display());
+            return Err(b.fail(stage, &e, "could not create the job cgroup; a stale one may exist (agentjail sweeps them at start)"));
+        }
+        // Record it first so any later failure removes it.
+        b.dirs.push(JobDir {
+            kind,
+            controllers,
+            path: path.clone(),
+            procs: None,
+            dir: None,
+        });
+        let procs = match open_procs(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                return Err(b.fail(
+                    format!("cgroup open {}/cgroup.procs", path.display()),
+                    &e,
+                    FIX_DELEGATE,
+                ))
+            }
+        };
+        let dir = if kind == Kind::V2 {
+            match open_dir(&path) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    return Err(b.fail(format!("cgroup open {}", path.display()), &e, FIX_DELEGATE))
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(d) = b.dirs.last_mut() {
+            d.procs = Some(procs);
+            d.dir = dir;
+        }
+        Ok(true)
+    }
+
+    /// True when at least one limit is enforced by a cgroup.
+    pub fn is_active(&self) -> bool {
+        self.outcomes
+            .iter()
+            .any(|o| o.state == ControlState::Enforced)
+    }
+
+    /// The job directories created (for logs and tests).
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.path.clone()).collect()
+    }
+
+    /// The v2 job directory, for clone3(CLONE_INTO_CGROUP): the child starts inside it.
+    pub fn v2_dir_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.dirs
+            .iter()
+            .find(|d| d.kind == Kind::V2)
+            .and_then(|d| d.dir.as_ref())
+            .map(|f| f.as_fd())
+    }
+
+    /// Parent, after clone, before releasing the child: put `pid` into every job cgroup.
+    /// No allocation: the pid is formatted on the stack and written to fds opened by `create`.
+    pub fn attach(&self, pid: i32) -> Result<(), SetupError> {
+        let mut buf = [0u8; 16];
+        let digits = fmt_pid(pid, &mut buf);
+        for d in &self.dirs {
+            let Some(f) = &d.procs else { continue };
+            match nix::unistd::write(f, digits) {
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(SetupError::new(
+                        "cgroup attach",
+                        Some(e as i32),
+                        "could not move the jail into its cgroup (cgroup.procs write failed)",
+                    ))
+                }
+            }
+        }
         Ok(())
     }
+
+    /// Counters for the record. Missing files read as None / 0.
     pub fn stats(&self) -> CgroupStats {
-        CgroupStats::default()
+        let mut s = CgroupStats {
+            cpu_usage_us: self.cpu_usage_us(),
+            ..Default::default()
+        };
+        for d in &self.dirs {
+            let p = &d.path;
+            match d.kind {
+                Kind::V2 => {
+                    if d.has("memory") {
+                        s.memory_peak_bytes = read_u64(&p.join("memory.peak"));
+                        s.oom_kills +=
+                            read_keyed(&p.join("memory.events"), "oom_kill").unwrap_or(0);
+                    }
+                    if d.has("pids") {
+                        s.pids_limit_hits += read_keyed(&p.join("pids.events"), "max").unwrap_or(0);
+                    }
+                }
+                Kind::V1 => {
+                    if d.has("memory") {
+                        s.memory_peak_bytes = read_u64(&p.join("memory.max_usage_in_bytes"));
+                        s.oom_kills +=
+                            read_keyed(&p.join("memory.oom_control"), "oom_kill").unwrap_or(0);
+                    }
+                    if d.has("pids") {
+                        s.pids_limit_hits += read_keyed(&p.join("pids.events"), "max").unwrap_or(0);
+                    }
+                }
+            }
+        }
+        s
     }
+
+    /// CPU time used by the job so far, in µs: pread on an fd opened by `create`.
     pub fn cpu_usage_us(&self) -> Option<u64> {
-        None
+        let (kind, f) = self.cpu_usage.as_ref()?;
+        let mut buf = [0u8; 512];
+        let n = nix::sys::uio::pread(f, &mut buf, 0).ok()?;
+        let text = std::str::from_utf8(buf.get(..n)?).ok()?;
+        match kind {
+            Kind::V2 => parse_keyed(text, "usage_usec"),
+            Kind::V1 => text.trim().parse::<u64>().ok().map(|ns| ns / 1000),
+        }
     }
-    pub fn kill_all(&self) {}
-    pub fn remove(&mut self) -> Result<(), crate::jail::SetupError> {
-        Ok(())
+
+    /// SIGKILL everything in the job's cgroups: v2 `cgroup.kill`, else (v1, or a kernel
+    /// before 5.14) read `cgroup.procs` and kill each member until empty (bounded retries).
+    pub fn kill_all(&self) {
+        for d in &self.dirs {
+            if d.kind == Kind::V2 && write_file_existing(&d.path.join("cgroup.kill"), "1").is_ok() {
+                continue;
+            }
+            for _ in 0..100 {
+                let pids = read_pids(&d.path);
+                if pids.is_empty() {
+                    break;
+                }
+                for p in pids {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(p),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
     }
-    pub fn controls(&self) -> Vec<crate::jail::Control> {
-        vec![]
+
+    /// Wait (up to 2 s per directory) until the job's cgroups hold no process, then rmdir them,
+    /// retrying EBUSY. Idempotent; `Drop` calls it after `kill_all`.
+    pub fn remove(&mut self) -> Result<(), SetupError> {
+        let mut first_err = None;
+        self.cpu_usage = None;
+        let mut kept = Vec::new();
+        for mut d in std::mem::take(&mut self.dirs).into_iter().rev() {
+            d.procs = None;
+            d.dir = None;
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while populated(&d) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut res = rmdir_job(&d.path);
+            for _ in 0..40 {
+                match &res {
+                    Err(e) if errno_of(e) == Errno::EBUSY => {
+                        std::thread::sleep(Duration::from_millis(25));
+                        res = rmdir_job(&d.path);
+                    }
+                    _ => break,
+                }
+            }
+            match res {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    if first_err.is_none() {
+                        first_err = Some(SetupError::new(
+                            format!("cgroup rmdir {}", d.path.display()),
+                            Some(errno_of(&e) as i32),
+                            "the job cgroup still holds processes; the next run's sweep removes it once empty",
+                        ));
+                    }
+                    kept.push(d);
+                }
+            }
+        }
+        self.dirs = kept;
+        self.removed = self.dirs.is_empty();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One Control per requested limit, for the record's `enforcement` section.
+    pub fn controls(&self) -> Vec<Control> {
+        self.outcomes
+            .iter()
+            .map(|o| Control::new(o.control, o.state, &o.mechanism, o.detail.clone()))
+            .collect()
+    }
+}
+
+impl Drop for JobCgroup {
+    fn drop(&mut self) {
+        if !self.removed && !self.dirs.is_empty() {
+            self.kill_all();
+            let _ = self.remove();
+        }
+    }
+}
+
+/// rmdir a job directory. On cgroupfs the interface files go with the directory. A plain
+/// directory (the temp-dir mock) answers ENOTEMPTY: then unlink its regular files and retry;
+/// on cgroupfs such an unlink is refused (EPERM), so this never touches a real cgroup's files,
+/// and child cgroups (directories) are never removed here.
+fn rmdir_job(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir(path) {
+        Err(e) if errno_of(&e) == Errno::ENOTEMPTY => {
+            if let Ok(rd) = std::fs::read_dir(path) {
+                for ent in rd.flatten() {
+                    if ent.file_type().is_ok_and(|t| t.is_file()) {
+                        let _ = std::fs::remove_file(ent.path());
+                    }
+                }
+            }
+            std::fs::remove_dir(path)
+        }
+        r => r,
+    }
+}
+
+/// On the real cgroupfs the kernel creates the interface files with the directory; on a
+/// temp-dir mock it does not. Used to decide whether an absent optional file means "the
+/// kernel lacks it".
+fn is_real_cgroupfs(dir: &Path) -> bool {
+    dir.join("cgroup.procs").exists() && dir.join("cgroup.controllers").exists()
+}
+
+fn write_file_existing(path: &Path, value: &str) -> std::io::Result<()> {
+    let mut f = OpenOptions::new().write(true).open(path)?;
+    f.write_all(value.as_bytes())
+}
+
+fn read_pids(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn populated(d: &JobDir) -> bool {
+    if d.kind == Kind::V2 {
+        if let Some(v) = read_keyed(&d.path.join("cgroup.events"), "populated") {
+            return v != 0;
+        }
+    }
+    !read_pids(&d.path).is_empty()
+}
+
+/// Format a pid in decimal into `buf` without allocating; returns the digits.
+fn fmt_pid(pid: i32, buf: &mut [u8; 16]) -> &[u8] {
+    let mut v = pid.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if pid < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
+/// Remove stale `agentjail-<pid>-*` job cgroups under our own cgroups whose launcher pid is
+/// dead and which hold no process (a SIGKILLed agentjail cannot clean up; the next run does).
+/// Returns how many directories were removed.
+pub fn sweep_stale(host: &HostCgroups) -> usize {
+    let mut bases: Vec<&Path> = host
+        .v1
+        .iter()
+        .filter(|h| h.writable)
+        .map(|h| h.base.as_path())
+        .collect();
+    if let Some(v2) = &host.v2 {
+        if v2.writable {
+            bases.push(&v2.base);
+        }
+    }
+    let me = std::process::id();
+    let mut removed = 0;
+    for base in bases {
+        let Ok(rd) = std::fs::read_dir(base) else {
+            continue;
+        };
+        for ent in rd.flatten() {
+            let name = ent.file_name();
+            let Some(pid) = stale_launcher_pid(&name.to_string_lossy()) else {
+                continue;
+            };
+            if pid == me || launcher_alive(pid) {
+                continue;
+            }
+            let path = ent.path();
+            if !read_pids(&path).is_empty() {
+                continue;
+            }
+            if let Some(v) = read_keyed(&path.join("cgroup.events"), "populated") {
+                if v != 0 {
+                    continue;
+                }
+            }
+            if rmdir_job(&path).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// `agentjail-<pid>-<run>` → pid. The supervisor leaf and anything else → None.
+fn stale_launcher_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(JOB_PREFIX)?;
+    let (pid, run) = rest.split_once('-')?;
+    if run.is_empty() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+fn launcher_alive(pid: u32) -> bool {
+    let Ok(p) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
+        Err(Errno::ESRCH)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescape() {
+        assert_eq!(unescape_mount(r"/a\040b"), "/a b");
+        assert_eq!(unescape_mount(r"/plain"), "/plain");
+        assert_eq!(unescape_mount(r"/x\\"), r"/x\\");
+    }
+
+    #[test]
+    fn keyed() {
+        let t = "low 0\nhigh 0\nmax 3\noom 2\noom_kill 1\n";
+        assert_eq!(parse_keyed(t, "oom_kill"), Some(1));
+        assert_eq!(parse_keyed(t, "oom"), Some(2));
+        assert_eq!(parse_keyed(t, "nope"), None);
+    }
+
+    #[test]
+    fn pid_format() {
+        let mut b = [0u8; 16];
+        assert_eq!(fmt_pid(0, &mut b), b"0");
+        assert_eq!(fmt_pid(1234567, &mut b), b"1234567");
+        assert_eq!(fmt_pid(i32::MAX, &mut b), b"2147483647");
+    }
+
+    #[test]
+    fn stale_names() {
+        assert_eq!(stale_launcher_pid("agentjail-123-abc"), Some(123));
+        assert_eq!(stale_launcher_pid("agentjail-supervisor"), None);
+        assert_eq!(stale_launcher_pid("agentjail-123-"), None);
+        assert_eq!(stale_launcher_pid("other-1-2"), None);
     }
 }
