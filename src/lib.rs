@@ -25,3 +25,17 @@ pub fn load_policy(
     };
     Ok((loaded.policy, loaded.path, loaded.sha256))
 }
+
+/// `agentjail doctor`: exit 0 when every control the default policy requires is available.
+pub fn doctor_command(json: bool) -> i32 {
+    let report = doctor::run();
+    if json {
+        match serde_json::to_string_pretty(&report.to_json()) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("agentjail: {e}"),
+        }
+    } else {
+        print!("{}", report.to_text());
+    }
+    i32::from(!report.all_required_ok())
+}
