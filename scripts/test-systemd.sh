@@ -9,9 +9,10 @@
 #      passwd entry from systemd's dynamic range (like DynamicUser), no supplementary groups,
 #      no_new_privs, an empty capability bounding set, in a private mount namespace with
 #      the OS read-only (ProtectSystem=strict) — the action must come back status "ok".
-#   3. Why ProtectKernelTunables must stay off: the same run with /proc/sys over-mounted
-#      read-only (what that directive does) must NOT come back ok (the jail's fresh /proc
-#      mount is refused by the kernel). If this ever passes, the unit comment is wrong.
+#   3. The /proc claims in the unit's comments: with /proc/sys over-mounted read-only
+#      (ProtectKernelTunables) or /proc/kmsg masked (ProtectKernelLogs) the run must NOT come
+#      back ok (the kernel refuses the jail's fresh /proc mount); with /proc remounted
+#      hidepid=invisible (ProtectProc=invisible) it must. If either flips, the unit is wrong.
 #
 # Not done here: the delegated cgroup v2 subtree. This host is hybrid v1/v2 with no
 # controllers on the v2 hierarchy, so there is nothing to delegate; the cgroup v2 tests run
@@ -52,7 +53,7 @@ else
 fi
 # The directives that must stay off are present only as comments.
 for key in RestrictNamespaces ProtectControlGroups ProtectKernelTunables ProtectKernelLogs \
-    ProtectProc ProcSubset PrivateUsers; do
+    ProcSubset PrivateUsers; do
     if grep -Eq "^[[:space:]]*$key=" "$unit"; then bad "$key is set; it breaks the jail"; else pass "$key stays off"; fi
 done
 for key in DynamicUser=yes Delegate=yes NoNewPrivileges=yes 'CapabilityBoundingSet=$' \
@@ -75,58 +76,83 @@ install -m 0644 examples/incident/action.json "$tmp/spool/job.json"
 install -d -m 0700 -o "$uid" -g "$uid" "$tmp/state"
 chmod 0755 "$tmp"
 
-as_dynamic_user() { # like the unit: no passwd entry, no groups, no caps, no_new_privs
-    setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs \
-        --inh-caps=-all --bounding-set=-all --reset-env "$@"
-}
 # ProtectSystem=strict + ProtectHome + PrivateTmp, approximately: a private mount namespace,
-# / read-only, a fresh /tmp, the state dir the only writable place.
+# / read-only, a fresh /tmp, the state dir the only writable place. $EXTRA adds mounts (part 3).
+# MODE=run: the unit's own command (prints the record). MODE=exec: `agentjail exec --record`
+# on a python3 one-liner, then prints the record file.
 shape='
     set -e
     mount --make-rprivate /
-    mount -t tmpfs -o mode=1777 tmpfs /tmp 2>/dev/null || true
+    mount -t tmpfs -o mode=1777 tmpfs /tmp
     mount --bind "$STATE" "$STATE"
-    mount --bind -o remount,ro / / 2>/dev/null || mount -o remount,bind,ro / /
-    [ -n "$EXTRA" ] && eval "$EXTRA"
-    exec setpriv --reuid="$AJ_UID" --regid="$AJ_UID" --clear-groups --no-new-privs \
-        --inh-caps=-all --bounding-set=-all \
-        "$BIN" run --audit-log "$STATE/audit.jsonl" "$SPOOL/job.json"
+    mount -o remount,bind,ro / /
+    if [ -n "$EXTRA" ]; then eval "$EXTRA"; fi
+    as() { setpriv --reuid="$AJ_UID" --regid="$AJ_UID" --clear-groups --no-new-privs \
+        --inh-caps=-all --bounding-set=-all "$@"; }
+    if [ "$MODE" = run ]; then
+        as "$BIN" run --audit-log "$STATE/audit.jsonl" "$SPOOL/job.json"
+    else
+        rc=0
+        as "$BIN" exec --record "$STATE/rec.json" -- /usr/bin/python3 -I -c "print(6*7)" >/dev/null || rc=$?
+        cat "$STATE/rec.json"
+        exit $rc
+    fi
 '
-run_shape() { # $1: extra mount commands; prints the record
+# run_shape MODE EXTRA: prints the record; returns agentjail's exit status.
+run_shape() {
     # /tmp is replaced inside the namespace, so keep what the job needs outside it.
-    local base=/run/agentjail-test-systemd.$$
-    install -d -m 0755 "$base"
+    local base rc
+    base=$(mktemp -d /run/agentjail-test-systemd.XXXXXX)
+    chmod 0755 "$base"
     cp -a "$tmp/bin" "$tmp/spool" "$tmp/state" "$base/"
     env STATE="$base/state" SPOOL="$base/spool" BIN="$base/bin/agentjail" AJ_UID="$uid" \
-        EXTRA="$1" unshare -m sh -c "$shape" && rc=0 || rc=$?
+        MODE="$1" EXTRA="$2" unshare -m sh -c "$shape" && rc=0 || rc=$?
     rm -rf "$base"
     return $rc
 }
+status_of() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], r.get("stop_reason"))' 2>/dev/null || echo "none (no record)"; }
 
-rec=$(as_dynamic_user "$tmp/bin/agentjail" run "$tmp/spool/job.json") && rc=0 || rc=$?
-status=$(printf '%s' "$rec" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null || echo none)
-if [ "$rc" = 0 ] && [ "$status" = ok ]; then
-    pass "run as passwd-less uid $uid, no caps, no_new_privs: status ok"
+# `run` is the unit's command; until it is wired on this branch, say so instead of failing.
+modes="exec"
+probe=$("$tmp/bin/agentjail" run "$tmp/spool/job.json" 2>&1 >/dev/null || true)
+if grep -q 'not wired yet' <<<"$probe"; then
+    echo "# SKIP run: 'agentjail run' is not wired on this branch yet; the shape is tested with exec"
 else
-    bad "run as passwd-less uid $uid: exit $rc, status $status: $(printf '%s' "$rec" | head -c 400)"
+    modes="exec run"
 fi
 
-rec=$(run_shape "") && rc=0 || rc=$?
-status=$(printf '%s' "$rec" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null || echo none)
-if [ "$rc" = 0 ] && [ "$status" = ok ]; then
-    pass "same, in a private mount ns with / read-only and a private /tmp: status ok"
-else
-    bad "read-only-root shape: exit $rc, status $status: $(printf '%s' "$rec" | head -c 400)"
-fi
+for mode in $modes; do
+    rec=$(run_shape "$mode" "") && rc=0 || rc=$?
+    st=$(status_of <<<"$rec")
+    if [ "$rc" = 0 ] && [ "${st%% *}" = ok ]; then
+        pass "$mode as passwd-less uid $uid, no caps, no_new_privs, / read-only, private /tmp: $st"
+    else
+        bad "$mode in the unit's shape: exit $rc, $st: $(head -c 600 <<<"$rec")"
+    fi
 
-# ---- 3. ProtectKernelTunables breaks the jail's /proc ------------------------------------
-rec=$(run_shape 'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys /proc/sys') && rc=0 || rc=$?
-status=$(printf '%s' "$rec" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], r["stop_reason"])' 2>/dev/null || echo none)
-if [ "$rc" != 0 ] && [ "${status%% *}" != ok ]; then
-    pass "with /proc/sys over-mounted (ProtectKernelTunables): refused as expected ($status)"
-else
-    bad "with /proc/sys over-mounted the run succeeded; the unit's ProtectKernelTunables comment is wrong"
-fi
+    # ---- 3. which /proc directives the jail survives --------------------------------------
+    # ProtectKernelTunables: a read-only bind over /proc/sys. ProtectKernelLogs: a bind of an
+    # inaccessible file over /proc/kmsg. Both must make the run fail.
+    for extra in 'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys /proc/sys' \
+        'touch /run/aj-inacc; chmod 0 /run/aj-inacc; mount --bind /run/aj-inacc /proc/kmsg'; do
+        rec=$(run_shape "$mode" "$extra") && rc=0 || rc=$?
+        st=$(status_of <<<"$rec")
+        if [ "$rc" != 0 ] && [ "${st%% *}" != ok ]; then
+            pass "$mode with [$extra]: refused as the unit comment says ($st)"
+        else
+            bad "$mode with [$extra] succeeded; the unit's comment on it is wrong"
+        fi
+    done
+    rm -f /run/aj-inacc
+    # ProtectProc=invisible: a new procfs with hidepid over /proc. Must still work.
+    rec=$(run_shape "$mode" 'mount -t proc -o hidepid=invisible proc /proc') && rc=0 || rc=$?
+    st=$(status_of <<<"$rec")
+    if [ "$rc" = 0 ] && [ "${st%% *}" = ok ]; then
+        pass "$mode with /proc remounted hidepid=invisible (ProtectProc=invisible): $st"
+    else
+        bad "$mode with ProtectProc=invisible shape: exit $rc, $st: $(head -c 600 <<<"$rec")"
+    fi
+done
 
 echo "# cgroup: $(stat -fc %T /sys/fs/cgroup) at /sys/fs/cgroup; v2 controllers: '$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null || cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null || true)'"
 echo "# delegated cgroup v2 subtree: not testable on this host (no v2 controllers); see scripts/vm-test.sh"
