@@ -90,10 +90,10 @@ shape='
     as() { setpriv --reuid="$AJ_UID" --regid="$AJ_UID" --clear-groups --no-new-privs \
         --inh-caps=-all --bounding-set=-all "$@"; }
     if [ "$MODE" = run ]; then
-        as "$BIN" run --audit-log "$STATE/audit.jsonl" "$SPOOL/job.json"
+        as "$BIN" run ${POLICY:+--policy "$SPOOL/$POLICY"} --audit-log "$STATE/audit.jsonl" "$SPOOL/job.json"
     else
         rc=0
-        as "$BIN" exec --record "$STATE/rec.json" -- /usr/bin/python3 -I -c "print(6*7)" >/dev/null || rc=$?
+        as "$BIN" exec ${POLICY:+--policy "$SPOOL/$POLICY"} --record "$STATE/rec.json" -- /usr/bin/python3 -I -c "print(6*7)" >/dev/null || rc=$?
         cat "$STATE/rec.json"
         exit $rc
     fi
@@ -106,11 +106,25 @@ run_shape() {
     chmod 0755 "$base"
     cp -a "$tmp/bin" "$tmp/spool" "$tmp/state" "$base/"
     env STATE="$base/state" SPOOL="$base/spool" BIN="$base/bin/agentjail" AJ_UID="$uid" \
-        MODE="$1" EXTRA="$2" unshare -m sh -c "$shape" && rc=0 || rc=$?
+        MODE="$1" EXTRA="$2" POLICY="$policy_arg" unshare -m sh -c "$shape" && rc=0 || rc=$?
     rm -rf "$base"
     return $rc
 }
 status_of() { python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], r.get("stop_reason"))' 2>/dev/null || echo "none (no record)"; }
+
+# The default policy requires seccomp. While the branch's seccomp allow list is still empty
+# (the policy work has not landed), exec stops with sandbox_unavailable:seccomp before the
+# jail is even built; then use a stand-in policy with seccomp best_effort, and say so, so the
+# rest of the shape is still tested. Once the allow list exists this falls away by itself.
+policy_arg=""
+probe=$("$tmp/bin/agentjail" exec -- /bin/true 2>&1 >/dev/null || true)
+if grep -q 'sandbox_unavailable:seccomp: empty allowlist' <<<"$probe"; then
+    printf '[seccomp]\nrequirement = "best_effort"\n' >"$tmp/spool/stand-in.toml"
+    policy_arg=stand-in.toml
+    echo "# NOTE: default seccomp allow list is empty on this branch; using seccomp best_effort"
+fi
+# Part 3 must fail for the /proc reason, not for another one.
+proc_refused() { grep -q 'proc' <<<"$1"; }
 
 # `run` is the unit's command; until it is wired on this branch, say so instead of failing.
 modes="exec"
@@ -134,16 +148,15 @@ for mode in $modes; do
     # ProtectKernelTunables: a read-only bind over /proc/sys. ProtectKernelLogs: a bind of an
     # inaccessible file over /proc/kmsg. Both must make the run fail.
     for extra in 'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys /proc/sys' \
-        'touch /run/aj-inacc; chmod 0 /run/aj-inacc; mount --bind /run/aj-inacc /proc/kmsg'; do
+        'touch /tmp/aj-inacc; chmod 0 /tmp/aj-inacc; mount --bind /tmp/aj-inacc /proc/kmsg'; do
         rec=$(run_shape "$mode" "$extra") && rc=0 || rc=$?
         st=$(status_of <<<"$rec")
-        if [ "$rc" != 0 ] && [ "${st%% *}" != ok ]; then
-            pass "$mode with [$extra]: refused as the unit comment says ($st)"
+        if [ "$rc" != 0 ] && [ "${st%% *}" != ok ] && proc_refused "$rec"; then
+            pass "$mode with [$extra]: /proc mount refused as the unit comment says ($st)"
         else
-            bad "$mode with [$extra] succeeded; the unit's comment on it is wrong"
+            bad "$mode with [$extra]: expected a /proc mount refusal, got exit $rc, $st: $(head -c 600 <<<"$rec")"
         fi
     done
-    rm -f /run/aj-inacc
     # ProtectProc=invisible: a new procfs with hidepid over /proc. Must still work.
     rec=$(run_shape "$mode" 'mount -t proc -o hidepid=invisible proc /proc') && rc=0 || rc=$?
     st=$(status_of <<<"$rec")
