@@ -58,7 +58,7 @@ aj_true=("$aj" exec "${pol[@]}" -- /bin/true)
 
 {
     echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-    echo "kernel: $(uname -r); $(. /etc/os-release && echo "$PRETTY_NAME"); $(bwrap --version)"
+    echo "kernel: $(uname -r); $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release); $(bwrap --version)"
     echo "agentjail: $(git rev-parse --short HEAD) policy: ${BENCH_POLICY:-embedded default}"
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/machine.txt" >&2

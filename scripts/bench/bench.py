@@ -70,11 +70,22 @@ def cmd_run(argv):
 
 def cmd_timeout(argv):
     n, out, aj = int(argv[0]), argv[1], argv[2]
-    cmd = [aj, "exec", *policy_args(argv), "--time-limit", "1", "--", "/bin/sleep", "10"]
+    rec = out + ".record.json"
+    cmd = [aj, "exec", *policy_args(argv), "--record", rec, "--time-limit", "1", "--",
+           "/bin/sleep", "10"]
     with open(out, "w") as f:
         for _ in range(n):
             ns, p = timed(cmd)
-            f.write("timeout %d %d\n" % (ns, p.returncode))
+            # Inside agentjail: the execute phase minus its setup is the time from the
+            # program's exec to the jail being dead and reaped; minus 1 s, the overshoot.
+            inner = -1
+            try:
+                with open(rec) as r:
+                    t = json.load(r)["trace"][0]
+                inner = t["duration_us"] - t["detail"]["setup_us"] - 1_000_000
+            except (OSError, ValueError, KeyError, IndexError):
+                pass
+            f.write("timeout %d %d %d\n" % (ns, p.returncode, inner))
     return 0
 
 
@@ -218,12 +229,15 @@ def cmd_report(argv):
     tos = load(os.path.join(d, "timeout.txt"))
     if tos:
         v = [int(r[1]) - 1_000_000_000 for r in tos]
-        adj = [x - launch for x in v]
+        inner = [int(r[3]) * 1000 for r in tos if len(r) > 3 and int(r[3]) >= 0]
+        adj = inner or [x - launch for x in v]
         m = statistics.median(adj)
-        rep.row("timeout 1 s: overshoot minus launch (ms)", "%.2f" % ms(m), "%.2f" % ms(min(adj)),
+        rep.row("timeout 1 s: overshoot, exec to reaped (ms)", "%.2f" % ms(m), "%.2f" % ms(min(adj)),
                 "%.2f" % ms(max(adj)), "", "<= 10 ms", m <= 10e6 and all(r[2] == "124" for r in tos))
-        rep.note("raw wall - 1 s: median %.2f ms; launch (exec /bin/true median) subtracted: %.2f ms; exit codes %s"
-                 % (ms(statistics.median(v)), ms(launch), sorted({r[2] for r in tos})))
+        rep.note("%s; seen from outside, wall - 1 s: median %.2f ms (includes launch, median %.2f ms); exit codes %s"
+                 % ("from the exec record: execute duration_us - setup_us - 1 s (an upper bound: includes plan build and kill, reap, teardown)" if inner else
+                    "no record: outside wall - 1 s - launch median", ms(statistics.median(v)), ms(launch),
+                    sorted({r[2] for r in tos})))
     caps = load(os.path.join(d, "outcap.txt"))
     if caps:
         b = [int(r[1]) for r in caps]
