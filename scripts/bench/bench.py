@@ -194,6 +194,9 @@ def cmd_report(argv):
                 "", "<= 4096 KiB", m <= 4096)
         rep.note("ru_maxrss from wait4 = max(launcher, children it reaped); the child is /bin/true")
         for row in load(os.path.join(d, "hwm.txt")):
+            if int(row[1]) < 0:
+                rep.note("VmHWM: agentjail exited before the first sample")
+                continue
             rep.row("agentjail VmHWM sampled while running (KiB)", row[1], "", "", "", "(launcher alone)")
         if "bwrap_true" in rss:
             rep.note("for scale: bwrap ru_maxrss median %d KiB" % statistics.median(rss["bwrap_true"]))
