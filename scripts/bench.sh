@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Launch-cost benchmark (issue 6): agentjail against bare fork+exec and bubblewrap,
+# interleaved and pinned, with the targets checked.
+#
+#   scripts/bench.sh                  full run (a few minutes)
+#   BENCH_SHORT=1 scripts/bench.sh    short run for CI (< 60 s after the build)
+#   BENCH_NO_FAIL=1                   print the table but exit 0 even when a target is missed
+#   BENCH_POLICY=FILE                 pass --policy FILE to agentjail (unset: embedded default,
+#                                     which is what the published figures measure)
+#   BENCH_OUT=DIR                     where raw samples go (default target/bench/<timestamp>)
+#
+# Every launch is made by one C harness (scripts/bench/launch.c: fork, execve, wait4), so the
+# harness overhead is identical for every candidate; "bare" is that harness spawning
+# /bin/true directly. Latency runs are round-robin (every round launches each candidate
+# once, order rotated) and pinned to CPU 1 with taskset, so drift and the other core's noise
+# hit all candidates equally. Throughput with 1 worker is pinned to CPU 1, with 2 workers to
+# CPUs 0-1. As root, everything measured runs at nice -10 (BENCH_NICE to change), the same
+# for every candidate, so other work on the host disturbs the comparison less.
+#   BENCH_PROFILE=1                   also break one launch down by segment (perf trace)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+PY=/usr/bin/python3
+
+short=${BENCH_SHORT:-0}
+if [ "$short" = 1 ]; then
+    rounds=20 thr_secs=1 thr_reps=1 run_rounds=5 repeats=2
+else
+    rounds=200 thr_secs=3 thr_reps=3 run_rounds=30 repeats=5
+fi
+
+step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)" >&2; }
+
+step "setup"
+if ! command -v bwrap >/dev/null; then
+    apt-get install -y bubblewrap >/dev/null 2>&1 ||
+        { apt-get update >/dev/null && apt-get install -y bubblewrap >/dev/null; }
+fi
+cargo build --release --quiet
+out=${BENCH_OUT:-target/bench/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+gcc -O2 -Wall -o target/bench/launch scripts/bench/launch.c
+launch=target/bench/launch
+aj=$PWD/target/release/agentjail
+pol=()
+if [ -n "${BENCH_POLICY:-}" ]; then
+    pol=(--policy "$BENCH_POLICY")
+fi
+
+prio=()
+if [ "$(id -u)" = 0 ]; then
+    prio=(nice -n "${BENCH_NICE:--10}")
+fi
+cpu=1
+all_cpus=0-1
+if [ "$(nproc)" -lt 2 ]; then
+    cpu=0 all_cpus=0
+fi
+
+bwrap_cmd=(/usr/bin/bwrap --unshare-all --ro-bind /usr /usr --symlink usr/bin /bin
+    --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp
+    --die-with-parent -- /bin/true)
+aj_true=("$aj" exec "${pol[@]}" -- /bin/true)
+
+{
+    echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+    echo "kernel: $(uname -r); $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release); $(bwrap --version)"
+    echo "agentjail: $(git rev-parse --short HEAD) policy: ${BENCH_POLICY:-embedded default}"
+    echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); priority: ${prio[*]:-default}"
+} | tee "$out/machine.txt" >&2
+
+step "sanity: one launch of each"
+if ! "${aj_true[@]}" </dev/null; then
+    echo "agentjail exec -- /bin/true failed (exit $?); its launches will be reported as failures" >&2
+fi
+
+step "latency: $rounds interleaved rounds on CPU $cpu"
+"${prio[@]}" taskset -c "$cpu" "$launch" rounds "$rounds" \
+    bare_true /bin/true ";" \
+    bwrap_true "${bwrap_cmd[@]}" ";" \
+    agentjail_true "${aj_true[@]}" ";" \
+    bare_python /usr/bin/python3 -I -c pass ";" \
+    agentjail_python "$aj" exec "${pol[@]}" -- /usr/bin/python3 -I -c pass \
+    >"$out/rounds.txt"
+
+step "throughput: ${thr_secs}s per measurement, $thr_reps interleaved repetitions"
+: >"$out/throughput.txt"
+for _ in $(seq "$thr_reps"); do
+    for workers in 1 2; do
+        cpus=$cpu
+        [ "$workers" = 2 ] && cpus=$all_cpus
+        "${prio[@]}" taskset -c "$cpus" "$launch" throughput "$thr_secs" "$workers" bwrap "${bwrap_cmd[@]}" \
+            >>"$out/throughput.txt"
+        "${prio[@]}" taskset -c "$cpus" "$launch" throughput "$thr_secs" "$workers" agentjail "${aj_true[@]}" \
+            >>"$out/throughput.txt"
+    done
+done
+
+step "launcher peak RSS (VmHWM of the agentjail process, sampled)"
+"${prio[@]}" taskset -c "$cpu" "$launch" hwm agentjail "$aj" exec "${pol[@]}" -- /bin/sleep 0.3 \
+    >"$out/hwm.txt"
+
+step "agentjail run on the incident example vs bare python3 -I -S ($run_rounds interleaved rounds)"
+"${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py run "$run_rounds" "$out/run.txt" "$aj" \
+    examples/incident/action.json "${pol[@]}"
+if grep -q '^run_unavailable' "$out/run.txt"; then
+    echo "run: not available" >&2
+fi
+
+step "timeout precision and output cap"
+"${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py timeout "$repeats" "$out/timeout.txt" "$aj" "${pol[@]}"
+"${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py outcap "$repeats" "$out/outcap.txt" "$aj" "${pol[@]}"
+
+if [ "${BENCH_PROFILE:-0}" = 1 ] && perf trace -o /dev/null -- /bin/true 2>/dev/null; then
+    step "profile: one launch by segment (perf trace)"
+    "${prio[@]}" "$PY" scripts/bench/profile.py 20 "$aj" "${pol[@]}" | tee "$out/profile.txt"
+fi
+
+step "report (raw samples in $out)"
+cat "$out/machine.txt"
+status=0
+"$PY" scripts/bench/bench.py report "$out" | tee "$out/report.txt" || status=$?
+if [ "$status" != 0 ] && [ "${BENCH_NO_FAIL:-0}" = 1 ]; then
+    echo "(BENCH_NO_FAIL=1: not failing on missed targets)"
+    status=0
+fi
+exit "$status"
