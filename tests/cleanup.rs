@@ -9,6 +9,18 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentjail");
 
+/// The tests compare host-wide state, so they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The shell payloads here fork; the embedded default policy forbids that.
+fn spawn_policy() -> String {
+    format!("{}/policies/data.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
 fn marker() -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -65,6 +77,17 @@ fn cgroups() -> BTreeSet<String> {
     out
 }
 
+/// Job cgroups left by the agentjail processes with these pids.
+fn cgroups_of(pids: &[u32]) -> BTreeSet<String> {
+    cgroups()
+        .into_iter()
+        .filter(|p| {
+            pids.iter()
+                .any(|pid| p.contains(&format!("agentjail-{pid}-")))
+        })
+        .collect()
+}
+
 fn host_state() -> HostState {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
@@ -99,11 +122,13 @@ fn wait_gone(m: &str) {
 /// A payload that leaves every kind of hard-to-kill process behind: a double-forked
 /// setsid grandchild, a process ignoring SIGTERM/SIGINT/SIGHUP, a stopped process.
 fn nasty_shell(m: &str) -> String {
+    // Each process carries the marker in its command line (`: marker` is a no-op that keeps
+    // sh from exec'ing sleep away).
     format!(
-        "(setsid sh -c 'exec sleep 1000 {m}' &) ; \
-         (trap '' TERM INT HUP; exec sleep 1001 {m}) & \
-         sh -c 'kill -STOP $$; exec sleep 1002 {m}' & \
-         echo started; exec sleep 1003 {m}"
+        "(setsid sh -c 'sleep 1000; : {m}' &) ; \
+         sh -c 'trap \"\" TERM INT HUP; sleep 1001; : {m}' & \
+         sh -c 'kill -STOP $$; sleep 1002; : {m}' & \
+         echo started; sh -c 'sleep 1003; : {m}'"
     )
 }
 
@@ -111,6 +136,8 @@ fn exec_nasty(m: &str, time_limit: &str) -> std::process::Child {
     Command::new(BIN)
         .args([
             "exec",
+            "--policy",
+            &spawn_policy(),
             "--time-limit",
             time_limit,
             "--",
@@ -127,24 +154,37 @@ fn exec_nasty(m: &str, time_limit: &str) -> std::process::Child {
 fn wait_started(child: &mut std::process::Child, m: &str) {
     use std::io::Read;
     let mut buf = [0u8; 8];
-    let _ = child.stdout.as_mut().unwrap().read(&mut buf);
+    let n = child.stdout.as_mut().unwrap().read(&mut buf).unwrap_or(0);
+    if n == 0 {
+        let mut err = String::new();
+        let _ = child.stderr.as_mut().unwrap().read_to_string(&mut err);
+        panic!(
+            "agentjail ended before the payload started: {:?} {err}",
+            child.wait()
+        );
+    }
     let t = Instant::now();
     while pids_with(m).len() < 4 && t.elapsed() < Duration::from_secs(3) {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(
         pids_with(m).len() >= 3,
-        "the payload did not start its processes"
+        "the payload did not start its processes: {:?} read {:?}",
+        pids_with(m),
+        String::from_utf8_lossy(&buf)
     );
 }
 
 #[test]
 fn timeout_kills_every_process_of_the_jail() {
+    let _g = serial();
     let before = host_state();
     let m = marker();
     let mut child = exec_nasty(&m, "1");
+    let launcher = child.id();
     wait_started(&mut child, &m);
     let out = child.wait_with_output().unwrap();
+    assert!(cgroups_of(&[launcher]).is_empty());
     assert_eq!(out.status.code(), Some(124));
     assert!(String::from_utf8_lossy(&out.stderr).contains("code_timeout"));
     wait_gone(&m);
@@ -152,9 +192,11 @@ fn timeout_kills_every_process_of_the_jail() {
 }
 
 fn signal_agentjail(sig: i32) {
+    let _g = serial();
     let before = host_state();
     let m = marker();
     let mut child = exec_nasty(&m, "30");
+    let launcher = child.id();
     wait_started(&mut child, &m);
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, sig) };
@@ -165,6 +207,7 @@ fn signal_agentjail(sig: i32) {
     if sig == libc::SIGKILL {
         // agentjail could not clean its cgroup; the next run sweeps it.
         let _ = Command::new(BIN).args(["exec", "--", "/bin/true"]).output();
+        // (with no cgroup available, e.g. launched unprivileged here, there is none to sweep)
     } else {
         assert_eq!(
             out.status.code(),
@@ -174,6 +217,11 @@ fn signal_agentjail(sig: i32) {
         );
         assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     }
+    assert!(
+        cgroups_of(&[launcher]).is_empty(),
+        "job cgroup left: {:?}",
+        cgroups_of(&[launcher])
+    );
     assert_eq!(host_state(), before);
 }
 
@@ -194,6 +242,7 @@ fn sigkill_to_agentjail_takes_the_jail_down() {
 
 #[test]
 fn setup_failure_leaves_nothing() {
+    let _g = serial();
     let before = host_state();
     let out = Command::new(BIN)
         .args(["exec", "--", "/nonexistent/command"])
@@ -210,6 +259,7 @@ fn setup_failure_leaves_nothing() {
 
 #[test]
 fn fifty_concurrent_jails_are_separate() {
+    let _g = serial();
     let before = host_state();
     let n = 50;
     let dir = tempfile::tempdir().unwrap();
@@ -218,22 +268,27 @@ fn fifty_concurrent_jails_are_separate() {
             let rec = dir.path().join(format!("r{i}.json"));
             std::thread::spawn(move || {
                 // Each job writes its own token into /tmp, then looks for others' tokens,
-                // other processes, and signals pid 2..50 (which would be other jobs if
+                // other processes, and signals pids 3..60 (which would be other jobs if
                 // pid namespaces were shared).
                 let script = format!(
                     "echo job{i} > /tmp/token; sleep 0.3; ls /tmp; ls /proc | grep -c '^[0-9]' ; \
-                     for p in 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null && echo sees$p; done; cat /tmp/token"
+                     for p in $(seq 3 60); do kill -0 $p 2>/dev/null && echo sees$p; done; cat /tmp/token"
                 );
-                let out = Command::new(BIN)
-                    .args(["exec", "--record", rec.to_str().unwrap(), "--time-limit", "20", "--", "/bin/sh", "-c", &script])
-                    .output()
+                let child = Command::new(BIN)
+                    .args(["exec", "--policy", &spawn_policy(), "--record", rec.to_str().unwrap(), "--time-limit", "20", "--", "/bin/sh", "-c", &script])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
                     .unwrap();
-                (i, out, rec)
+                let pid = child.id();
+                (i, child.wait_with_output().unwrap(), rec, pid)
             })
         })
         .collect();
+    let mut launchers = Vec::new();
     for h in handles {
-        let (i, out, rec) = h.join().unwrap();
+        let (i, out, rec, pid) = h.join().unwrap();
+        launchers.push(pid);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.status.code(),
@@ -254,5 +309,6 @@ fn fifty_concurrent_jails_are_separate() {
         let r: Value = serde_json::from_str(&std::fs::read_to_string(rec).unwrap()).unwrap();
         assert_eq!(r["status"], "ok");
     }
+    assert!(cgroups_of(&launchers).is_empty());
     assert_eq!(host_state(), before);
 }
