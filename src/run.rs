@@ -193,15 +193,18 @@ pub fn run(args: RunArgs) -> RunResult {
 
     // execute: the jail, within what is left of the run's budget.
     let t = Instant::now();
-    let budget_ms = policy.budget.max_seconds.saturating_mul(1000);
-    let spent_ms = r.started.elapsed().as_millis() as u64;
-    if spent_ms >= budget_ms {
+    let budget_us = policy.budget.max_seconds.saturating_mul(1_000_000);
+    let spent_us = r.started.elapsed().as_micros() as u64;
+    if spent_us >= budget_us {
         return r.stop("max_seconds", "execute");
     }
     let mut jail_policy = policy.clone();
-    let budget_bound = budget_ms - spent_ms < jail_policy.limits.wall_time_ms;
+    // The program gets the smaller of its wall limit and what is left of the run's budget;
+    // when the budget is the smaller, running out of it is `max_seconds`, not a timeout.
+    let left_ms = (budget_us - spent_us) / 1000;
+    let budget_bound = left_ms < jail_policy.limits.wall_time_ms;
     if budget_bound {
-        jail_policy.limits.wall_time_ms = budget_ms - spent_ms;
+        jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
     let files = [JailFile {
         path: SCRIPT_PATH.into(),
@@ -278,7 +281,7 @@ pub fn run(args: RunArgs) -> RunResult {
             return r.stop(&format!("invalid_code_output:{what}"), "validate");
         }
     }
-    if r.started.elapsed().as_millis() as u64 > budget_ms {
+    if r.started.elapsed().as_micros() as u64 > budget_us {
         return r.stop("max_seconds", "validate");
     }
     r.finish("ok", "success", "finalize")
