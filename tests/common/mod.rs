@@ -175,7 +175,12 @@ impl Run {
     /// How a single-syscall attack was blocked, or why it was not: the payload printed
     /// `start`, no BREACH, and either BLOCKED (an errno), a stop naming one of `names`
     /// (any name when `names` is empty), or, when `sigsys_ok`, death by SIGSYS.
-    pub fn blocked_how(&self, start: &str, names: &[&str], sigsys_ok: bool) -> Result<String, String> {
+    pub fn blocked_how(
+        &self,
+        start: &str,
+        names: &[&str],
+        sigsys_ok: bool,
+    ) -> Result<String, String> {
         if !self.stdout.contains(start) {
             return Err(format!("payload did not run (marker {start:?} missing)"));
         }
