@@ -945,7 +945,11 @@ def sti(fd, req):
     return "injected"
 attempt("open /dev/tty", lambda: os.open("/dev/tty", os.O_RDWR))
 attempt("isatty", lambda: [fd for fd in (0, 1, 2) if os.isatty(fd)] or 1 / 0)
-print("BLOCKED sid" if os.getsid(0) == os.getpid() else "BREACH sid %d" % os.getsid(0))
+# No controlling terminal: tty_nr (field 7 of /proc/self/stat) is 0; the session is the one
+# the jail's init (pid 1) made with setsid, not the host's.
+tty_nr = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[4])
+print("BLOCKED ctty" if tty_nr == 0 else "BREACH ctty tty_nr=%d" % tty_nr)
+print("BLOCKED sid" if os.getsid(0) == 1 else "BREACH sid %d" % os.getsid(0))
 "#;
     for who in variants() {
         // agentjail itself runs on a real terminal: the jail must still not get one.
@@ -961,6 +965,7 @@ print("BLOCKED sid" if os.getsid(0) == os.getpid() else "BREACH sid %d" % os.get
         );
         r.assert_blocked("START");
         assert!(r.stdout.contains("BLOCKED sid"), "{r:#?}");
+        assert!(r.stdout.contains("BLOCKED ctty"), "{r:#?}");
     }
 }
 
@@ -1283,55 +1288,68 @@ print("NULL", open("/dev/null", "wb").write(b"x"), len(open("/dev/zero", "rb").r
 
 #[test]
 fn setuid_binaries_do_not_elevate() {
-    let body = r#"
-import subprocess, stat, time
-print("NOSUID /usr", bool(os.statvfs("/usr").f_flag & os.ST_NOSUID))
-found = 0
-for b in ("/usr/bin/su", "/usr/bin/passwd", "/usr/bin/sudo", "/usr/bin/newgrp", "/usr/bin/chsh", "/usr/bin/mount", "/usr/bin/gpasswd"):
-    try:
-        st = os.stat(b)
-    except OSError:
-        continue
-    if not st.st_mode & stat.S_ISUID:
-        continue
-    found += 1
-    p = subprocess.Popen([b] + (["root", "-c", "id -u"] if b.endswith("/su") else []),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.05)
-    try:
-        uids = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0].split()[1:]
-    except (OSError, IndexError):
-        uids = None
-    try:
-        out, err = p.communicate(b"\n", timeout=5)
-    except subprocess.TimeoutExpired:
-        p.kill(); out, err = p.communicate()
-    if uids is not None and "0" in uids:
-        print("BREACH", b, "uids", uids)
-    elif b.endswith("/su") and p.returncode == 0 and out.strip() == b"0":
-        print("BREACH", b, "ran as root")
-    else:
-        print("BLOCKED", b, uids, p.returncode)
-print("FOUND", found)
-"#;
-    for who in variants() {
-        let r = py_data(who, &["--time-limit", "15"], body);
-        r.assert_blocked("START");
-        assert!(r.stdout.contains("NOSUID /usr True"), "{r:#?}");
-        assert!(r.stdout.contains("FOUND "), "{r:#?}");
-        // Through sh too: su must not yield uid 0.
-        let r = sh_data(
-            who,
-            &["--time-limit", "10"],
-            "echo START; [ -u /usr/bin/su ] && echo | /usr/bin/su root -c 'id -u' </dev/null; echo UID $(id -u)",
-        );
-        r.assert_ran("START");
-        assert!(r.stdout.contains("UID 1000"), "{r:#?}");
-        assert!(
-            !r.stdout.lines().any(|l| l.trim() == "0"),
-            "su ran a command as root: {r:#?}"
-        );
+    // Needs processes: data policy. One run per binary, because a setuid binary making a
+    // forbidden syscall (e.g. prctl) stops the whole run, which is a block too.
+    use std::os::unix::fs::PermissionsExt;
+    let bins: Vec<&str> = [
+        "/usr/bin/su",
+        "/usr/bin/passwd",
+        "/usr/bin/sudo",
+        "/usr/bin/newgrp",
+        "/usr/bin/chsh",
+        "/usr/bin/mount",
+        "/usr/bin/gpasswd",
+    ]
+    .into_iter()
+    .filter(|b| std::fs::metadata(b).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0))
+    .collect();
+    if !require_feature("a setuid binary under /usr/bin", !bins.is_empty()) {
+        return;
     }
+    let mut failures = Vec::new();
+    for who in variants() {
+        for b in &bins {
+            let body = format!(
+                r#"
+import subprocess, time
+print("NOSUID /usr", bool(os.statvfs("/usr").f_flag & os.ST_NOSUID), flush=True)
+b = "{b}"
+print("ATTEMPT", flush=True)
+p = subprocess.Popen([b] + (["root", "-c", "id -u"] if b.endswith("/su") else []),
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+time.sleep(0.05)
+try:
+    uids = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0].split()[1:]
+except (OSError, IndexError):
+    uids = None
+try:
+    out, err = p.communicate(b"\n", timeout=5)
+except subprocess.TimeoutExpired:
+    p.kill(); out, err = p.communicate()
+if uids is not None and "0" in uids:
+    print("BREACH", b, "uids", uids, flush=True)
+elif b.endswith("/su") and p.returncode == 0 and out.strip() == b"0":
+    print("BREACH", b, "ran as root", flush=True)
+else:
+    print("BLOCKED", b, uids, p.returncode, flush=True)
+"#
+            );
+            let r = py_data(who, &["--time-limit", "10"], &body);
+            if !r.stdout.contains("NOSUID /usr True") && r.stdout.contains("NOSUID") {
+                failures.push(format!("{b} ({who:?}): /usr is not nosuid: {r:?}"));
+            }
+            match r.blocked_how("ATTEMPT", &[], false) {
+                Ok(how) => eprintln!("{b} ({who:?}): blocked: {how}"),
+                Err(why) => failures.push(format!(
+                    "{b} ({who:?}): {why}: code {} reason {:?} stdout {:?}",
+                    r.code,
+                    r.stop_reason(),
+                    r.stdout
+                )),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 // ---------------------------------------------------------------- exit-code contract, record

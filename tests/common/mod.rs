@@ -182,6 +182,15 @@ impl Run {
         sigsys_ok: bool,
     ) -> Result<String, String> {
         if !self.stdout.contains(start) {
+            if let Some(n) = self.forbidden() {
+                // The stop proves something ran, not that the payload reached the attack:
+                // the marker is printed and flushed before it, so losing it is a jail bug
+                // (output written before a stop is dropped), not a pass.
+                return Err(format!(
+                    "marker {start:?} missing although flushed before the attack; the run \
+                     stopped on {n}: output written before a stop was lost"
+                ));
+            }
             return Err(format!("payload did not run (marker {start:?} missing)"));
         }
         if self.stdout.contains("BREACH") {
