@@ -155,6 +155,12 @@ impl Run {
     /// The payload printed `start`, then the jail stopped it on one of `names` (exit 124,
     /// the reason in the record and on stderr), and nothing was breached.
     pub fn assert_stopped_on(&self, start: &str, names: &[&str]) {
+        if let (false, Some(n)) = (self.stdout.contains(start), self.forbidden()) {
+            panic!(
+                "marker {start:?} missing although printed before the attack; the run stopped \
+                 on {n}: output written before a stop was lost — {self:#?}"
+            );
+        }
         self.assert_ran(start);
         assert!(
             !self.stdout.contains("BREACH"),
