@@ -62,6 +62,7 @@ struct Shared {
     dir: PathBuf,
     bin: PathBuf,
     policy: Option<PathBuf>,
+    data_policy: PathBuf,
 }
 
 /// A copy of the binary (and of the test policy) that nobody can reach and execute: one per
@@ -84,6 +85,14 @@ fn shared() -> &'static Shared {
             std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644)).unwrap();
             dst
         });
+        // policies/data.toml (process_spawn): copied so nobody can read it too.
+        let data_policy = dir.join("data.toml");
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/policies/data.toml"),
+            &data_policy,
+        )
+        .expect("copy policies/data.toml");
+        std::fs::set_permissions(&data_policy, std::fs::Permissions::from_mode(0o644)).unwrap();
         if policy.is_none() {
             eprintln!("note: tests use the embedded default policy (AGENTJAIL_TEST_POLICY unset)");
         }
@@ -92,6 +101,7 @@ fn shared() -> &'static Shared {
             dir,
             bin,
             policy,
+            data_policy,
         }
     })
 }
@@ -135,6 +145,84 @@ impl Run {
             "payload did not run (marker {m:?} missing) — {self:#?}"
         );
     }
+    /// The syscall name when the run was stopped as `code_forbidden_syscall:<name>`.
+    pub fn forbidden(&self) -> Option<&str> {
+        if self.code != 124 {
+            return None;
+        }
+        self.stop_reason()?.strip_prefix("code_forbidden_syscall:")
+    }
+    /// The payload printed `start`, then the jail stopped it on one of `names` (exit 124,
+    /// the reason in the record and on stderr), and nothing was breached.
+    pub fn assert_stopped_on(&self, start: &str, names: &[&str]) {
+        if let (false, Some(n)) = (self.stdout.contains(start), self.forbidden()) {
+            panic!(
+                "marker {start:?} missing although printed before the attack; the run stopped \
+                 on {n}: output written before a stop was lost — {self:#?}"
+            );
+        }
+        self.assert_ran(start);
+        assert!(
+            !self.stdout.contains("BREACH"),
+            "attack succeeded — {self:#?}"
+        );
+        let got = self.forbidden();
+        assert!(
+            got.is_some_and(|n| names.contains(&n)),
+            "expected a stop with code_forbidden_syscall:{names:?} — {self:#?}"
+        );
+        let reason = self.stop_reason().unwrap_or_default();
+        assert!(
+            self.stderr
+                .contains(&format!("agentjail: stopped: {reason}")),
+            "stderr does not name the stop — {self:#?}"
+        );
+    }
+    /// How a single-syscall attack was blocked, or why it was not: the payload printed
+    /// `start`, no BREACH, and either BLOCKED (an errno), a stop naming one of `names`
+    /// (any name when `names` is empty), or, when `sigsys_ok`, death by SIGSYS.
+    pub fn blocked_how(
+        &self,
+        start: &str,
+        names: &[&str],
+        sigsys_ok: bool,
+    ) -> Result<String, String> {
+        if !self.stdout.contains(start) {
+            if let Some(n) = self.forbidden() {
+                // The stop proves something ran, not that the payload reached the attack:
+                // the marker is printed and flushed before it, so losing it is a jail bug
+                // (output written before a stop is dropped), not a pass.
+                return Err(format!(
+                    "marker {start:?} missing although flushed before the attack; the run \
+                     stopped on {n}: output written before a stop was lost"
+                ));
+            }
+            return Err(format!("payload did not run (marker {start:?} missing)"));
+        }
+        if self.stdout.contains("BREACH") {
+            return Err("BREACH".into());
+        }
+        if let Some(n) = self.forbidden() {
+            if !names.is_empty() && !names.contains(&n) {
+                return Err(format!("stopped on {n}, expected one of {names:?}"));
+            }
+            let reason = self.stop_reason().unwrap_or_default();
+            if !self
+                .stderr
+                .contains(&format!("agentjail: stopped: {reason}"))
+            {
+                return Err("stop not named on stderr".into());
+            }
+            return Ok(format!("stopped:{n}"));
+        }
+        if sigsys_ok && self.code == 128 + libc::SIGSYS {
+            return Ok("SIGSYS".into());
+        }
+        if let Some(l) = self.stdout.lines().find(|l| l.starts_with("BLOCKED")) {
+            return Ok(l.to_string());
+        }
+        Err("neither BLOCKED nor stopped".into())
+    }
     /// The payload reached the attack and the attack failed: no BREACH line, and either the
     /// payload said BLOCKED or the jail stopped it (forbidden syscall, SIGSYS).
     pub fn assert_blocked(&self, start: &str) {
@@ -168,6 +256,8 @@ pub struct Launch<'a> {
     pub record: bool,
     /// Do not fail on exit 125 (the test is about setup failures).
     pub allow_setup_failure: bool,
+    /// Run under policies/data.toml (process_spawn allowed) instead of the default.
+    pub data: bool,
 }
 
 fn rec_file() -> PathBuf {
@@ -191,11 +281,26 @@ pub fn sh(who: Who, flags: &[&str], script: &str) -> Run {
 }
 
 pub fn jail(who: Who, flags: &[&str], cmd: &[&str]) -> Run {
+    jail_with(who, false, flags, cmd)
+}
+
+/// Python under policies/data.toml (fork allowed, pids limit 128).
+pub fn python_data(who: Who, flags: &[&str], code: &str) -> Run {
+    jail_with(who, true, flags, &[PY, "-I", "-S", "-c", code])
+}
+
+/// sh under policies/data.toml (fork allowed, pids limit 128).
+pub fn sh_data(who: Who, flags: &[&str], script: &str) -> Run {
+    jail_with(who, true, flags, &["/bin/sh", "-c", script])
+}
+
+pub fn jail_with(who: Who, data: bool, flags: &[&str], cmd: &[&str]) -> Run {
     launch(
         who,
         Launch {
             flags: flags.iter().map(|s| s.to_string()).collect(),
             record: true,
+            data,
             ..Default::default()
         },
         cmd,
@@ -214,7 +319,9 @@ pub fn launch(who: Who, l: Launch<'_>, cmd: &[&str]) -> Run {
         _ => Command::new(&s.bin),
     };
     c.arg("exec");
-    if let Some(p) = &s.policy {
+    if l.data {
+        c.arg("--policy").arg(&s.data_policy);
+    } else if let Some(p) = &s.policy {
         c.arg("--policy").arg(p);
     }
     let rec = l.record.then(rec_file);
