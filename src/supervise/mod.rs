@@ -356,8 +356,10 @@ pub fn supervise(
         .ok()
         .flatten();
     let wall_elapsed = start.elapsed();
-    // Every writer is gone now: what is left in the pipes is finite. Drain it (still capped).
-    if stop.is_none() {
+    // Every writer is gone now: what is left in the pipes is finite. Drain it (still capped),
+    // whatever ended the run: what a program printed right before a forbidden syscall or a
+    // timeout is evidence. Only a cap stop has nothing more worth reading.
+    if !matches!(stop, Some(Stop::StdoutCap | Stop::StderrCap)) {
         for (fd, buf, sink, which) in [
             (
                 sp.stdout.as_raw_fd(),
