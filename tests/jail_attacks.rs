@@ -1611,3 +1611,69 @@ fn dangerous_syscalls_are_refused() {
         CaseOpts::default(),
     );
 }
+
+/// Fail closed: a policy that requires cgroups (policies/data.toml: fork and 1GiB) must not
+/// run without them. Launched as nobody on a host without cgroup delegation, the run stops
+/// with sandbox_unavailable and exit 125; as root, the same policy runs with every cgroup
+/// limit enforced.
+#[test]
+fn required_cgroups_fail_closed_without_delegation() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("ajpol")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pol = dir.path().join("data.toml");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/policies/data.toml"),
+        &pol,
+    )
+    .unwrap();
+    std::fs::set_permissions(&pol, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let pol = pol.to_str().unwrap().to_string();
+    let delegated_to_nobody = false; // this machine kind: root-owned v1 hierarchies only
+    for who in variants() {
+        let r = launch(
+            who,
+            Launch {
+                flags: vec!["--policy".into(), pol.clone()],
+                record: true,
+                allow_setup_failure: true,
+                ..Default::default()
+            },
+            &["/bin/echo", "START"],
+        );
+        let unprivileged = !matches!(who, Who::Root);
+        if unprivileged && !delegated_to_nobody {
+            assert_eq!(
+                r.code, 125,
+                "must not run without its required cgroups: {r:#?}"
+            );
+            let reason = r.stop_reason().unwrap_or_default().to_string();
+            assert!(reason.starts_with("sandbox_unavailable:cgroup"), "{r:#?}");
+            assert!(
+                r.stderr.contains("Delegate=yes"),
+                "the error names the fix: {r:#?}"
+            );
+            assert!(
+                !r.stdout.contains("START"),
+                "the program ran anyway: {r:#?}"
+            );
+        } else {
+            r.assert_ran("START");
+            let rec = r.record.as_ref().expect("record");
+            let enforced = |c: &str| {
+                rec["enforcement"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["control"] == c && e["state"] == "enforced")
+            };
+            assert!(
+                enforced("cgroup_memory") && enforced("cgroup_pids"),
+                "{rec:#}"
+            );
+        }
+    }
+}

@@ -85,10 +85,10 @@ fn shared() -> &'static Shared {
             std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644)).unwrap();
             dst
         });
-        // policies/data.toml (process_spawn): copied so nobody can read it too.
+        // tests/policies/spawn.toml (data.toml with cgroups best-effort): copied so nobody can read it too.
         let data_policy = dir.join("data.toml");
         std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/policies/data.toml"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/policies/spawn.toml"),
             &data_policy,
         )
         .expect("copy policies/data.toml");
