@@ -236,7 +236,7 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
                 });
             }
         }
-        step_op.extend(std::iter::repeat(i).take(steps.len() - before));
+        step_op.extend(std::iter::repeat_n(i, steps.len() - before));
     }
     Ok(PreparedRoot {
         staging: cstr(STAGING)?,

@@ -4,7 +4,7 @@
 use crate::plan::{Rlimit, RlimitKind};
 
 pub fn resource(kind: RlimitKind) -> u32 {
-    (match kind {
+    match kind {
         RlimitKind::Core => libc::RLIMIT_CORE,
         RlimitKind::FileSize => libc::RLIMIT_FSIZE,
         RlimitKind::OpenFiles => libc::RLIMIT_NOFILE,
@@ -13,7 +13,7 @@ pub fn resource(kind: RlimitKind) -> u32 {
         RlimitKind::Nproc => libc::RLIMIT_NPROC,
         RlimitKind::MemLock => libc::RLIMIT_MEMLOCK,
         RlimitKind::MsgQueue => libc::RLIMIT_MSGQUEUE,
-    }) as u32
+    }
 }
 
 /// Prepared (resource, soft, hard) triples.

@@ -1191,6 +1191,55 @@ static SYSCALLS: &[(&str, i64)] = &[
     ("file_setattr", 469),
 ];
 
+/// The jail's init (pid 1, agentjail's own code after setup) needs only to reap children,
+/// report one wait status and exit. Its filter allows exactly that and kills on anything
+/// else, so even a compromised init could not make a syscall the payload may not.
+pub fn compile_init_filter() -> Filter {
+    let allowed = [
+        libc::SYS_wait4,
+        libc::SYS_write,
+        libc::SYS_close,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_rt_sigreturn,
+        libc::SYS_restart_syscall,
+    ];
+    let mut program = vec![
+        insn(BPF_LD_W_ABS, 0, 0, DATA_ARCH),
+        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+        insn(BPF_LD_W_ABS, 0, 0, DATA_NR),
+    ];
+    for nr in allowed {
+        program.push(insn(BPF_JEQ_K, 0, 1, nr as u32));
+        program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
+    }
+    program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS));
+    Filter { program }
+}
+
+/// Install a filter without a listener (the init's). Same rules as `install`.
+pub fn install_plain(filter: &Filter) -> Result<(), i32> {
+    let len = u16::try_from(filter.program.len()).map_err(|_| libc::E2BIG)?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: filter.program.as_ptr().cast_mut(),
+    };
+    // SAFETY: `prog` points at `filter.program`, which outlives the call; the kernel copies it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if r < 0 {
+        return Err(last_errno());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1266,51 +1315,3 @@ mod tests {
     }
 }
 
-/// The jail's init (pid 1, agentjail's own code after setup) needs only to reap children,
-/// report one wait status and exit. Its filter allows exactly that and kills on anything
-/// else, so even a compromised init could not make a syscall the payload may not.
-pub fn compile_init_filter() -> Filter {
-    let allowed = [
-        libc::SYS_wait4,
-        libc::SYS_write,
-        libc::SYS_close,
-        libc::SYS_exit,
-        libc::SYS_exit_group,
-        libc::SYS_rt_sigreturn,
-        libc::SYS_restart_syscall,
-    ];
-    let mut program = vec![
-        insn(BPF_LD_W_ABS, 0, 0, DATA_ARCH),
-        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
-        insn(BPF_LD_W_ABS, 0, 0, DATA_NR),
-    ];
-    for nr in allowed {
-        program.push(insn(BPF_JEQ_K, 0, 1, nr as u32));
-        program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
-    }
-    program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS));
-    Filter { program }
-}
-
-/// Install a filter without a listener (the init's). Same rules as `install`.
-pub fn install_plain(filter: &Filter) -> Result<(), i32> {
-    let len = u16::try_from(filter.program.len()).map_err(|_| libc::E2BIG)?;
-    let prog = libc::sock_fprog {
-        len,
-        filter: filter.program.as_ptr().cast_mut(),
-    };
-    // SAFETY: `prog` points at `filter.program`, which outlives the call; the kernel copies it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if r < 0 {
-        return Err(last_errno());
-    }
-    Ok(())
-}
