@@ -119,9 +119,9 @@ enum Probe {
 
 /// Fork, run `probe` in the child, return Ok(()) or the child's errno.
 fn in_child(probe: Probe) -> Result<(), i32> {
-    // SAFETY: fork has no memory-safety preconditions. The child below only makes raw syscalls
-    // on values computed before the fork and leaves with _exit: nothing that could take a lock
-    // or allocate, so it is sound even if the parent has other threads.
+    // The child below only makes raw syscalls on values computed before the fork and leaves
+    // with _exit: nothing that could take a lock or allocate, even if we had other threads.
+    // SAFETY: fork has no memory-safety preconditions; see above for the child's conduct.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error()

@@ -224,9 +224,9 @@ fn payload(p: &Prepared, rep: RawFd) -> ! {
 /// pid 1: a strict filter of its own, then reap until the program is gone.
 fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
     if let Some((start, end)) = p.argv_area {
-        // SAFETY: [start, end) is this process's argv string area (read from procfs in the
-        // parent; fork keeps the same addresses). It is writable stack memory that nothing
-        // reads after this point; zeroing it only changes what /proc/1/cmdline shows.
+        // [start, end) is our argv string area, read from procfs in the parent (fork keeps
+        // the addresses); nothing reads it after this point.
+        // SAFETY: writable stack memory of this process; zeroing only changes /proc/1/cmdline.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
     }
     if let Err(e) = seccomp::install_plain(&p.init_seccomp) {

@@ -1314,4 +1314,3 @@ mod tests {
         assert_eq!(e.state, ControlState::Enforced);
     }
 }
-
