@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Install what agentjail's build, main job and tests need on a fresh Debian machine.
-# Idempotent: installs only what is missing.
+# Install what agentjail's build, main job and tests need on a fresh Debian machine of this
+# kind (Rust toolchain already present). Idempotent: installs only what is missing. The VM
+# test (scripts/vm.sh setup) and the benchmark (bubblewrap) install their own extras.
 set -euo pipefail
 need=()
 [ -x /usr/bin/python3 ] || need+=(python3)
-command -v gcc >/dev/null || need+=(gcc)
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
 command -v setpriv >/dev/null || need+=(util-linux)
+command -v bc >/dev/null || need+=(bc)
+command -v ps >/dev/null || need+=(procps)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "setup: missing ${need[*]}; run as root or install them" >&2
@@ -14,7 +17,8 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 fi
-command -v cargo >/dev/null || [ -x "$HOME/.cargo/bin/cargo" ] || {
+if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
     echo "setup: no Rust toolchain (cargo) found; install rustup first" >&2
     exit 1
-}
+fi
+echo "setup: ok"
