@@ -200,6 +200,12 @@ const MODULE_SIDE_DOORS: [&str; 26] = [
     "Formatter",
 ];
 
+/// Dunder method names a class may define: CPython calls them only with ordinary
+/// arguments, so defining one reaches nothing (reading dunder attributes stays denied).
+const DEFINABLE_DUNDERS: [&str; 8] = [
+    "__init__", "__repr__", "__str__", "__len__", "__eq__", "__lt__", "__iter__", "__next__",
+];
+
 const SEED_URL_MARKERS: [&str; 2] = ["http://", "https://"];
 
 /// Stack reserved for everything but node-depth recursion.
@@ -794,7 +800,9 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
         let mut looping = false;
         match stmt {
             Stmt::FunctionDef(f) => {
-                self.check_binding(f.name.id.as_str(), f.name.range);
+                if !DEFINABLE_DUNDERS.contains(&f.name.id.as_str()) {
+                    self.check_binding(f.name.id.as_str(), f.name.range);
+                }
                 looping = true;
             }
             Stmt::ClassDef(c) => self.check_binding(c.name.id.as_str(), c.name.range),
