@@ -349,9 +349,8 @@ fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mu
         offset += line.len();
     }
     if rules.deny_url_literals {
-        let lower = code.to_ascii_lowercase();
         for marker in SEED_URL_MARKERS {
-            if let Some(pos) = lower.find(marker) {
+            if let Some(pos) = find_ignore_ascii_case(code.as_bytes(), marker.as_bytes()) {
                 push(
                     out,
                     lines,
@@ -383,6 +382,12 @@ fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mu
             _ => {}
         }
     }
+}
+
+/// Byte offset of the first ASCII-case-insensitive occurrence of `needle`.
+fn find_ignore_ascii_case(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// The encoding named by a PEP 263 comment line (`^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)`).
