@@ -11,7 +11,7 @@
 //! * bracket depth above `max_nesting_depth`, counted on the raw text before parsing
 //!   (strings and comments included, which only errs towards denying): `nesting_too_deep`.
 //!
-//! The parser is ruff's, targeting Python 3.11 (the interpreter the default policy runs);
+//! The parser is ruff's, targeting the policy's `interpreter.python_version` (3.11 by default);
 //! syntax newer than that is a `syntax_error`, because ruff's 3.12 reading of e.g. nested
 //! f-string quotes differs from 3.11's. ruff normalises identifiers with NFKC exactly as
 //! CPython does, so `ｅｖａｌ` reaches the rules as `eval`.
@@ -216,6 +216,24 @@ const STACK_PER_BYTE: usize = 256;
 /// Check Python source against the policy's rules. Returns every violation, sorted;
 /// empty means the check passes. Never panics and never overflows the stack.
 pub fn check_source(code: &str, rules: &CheckRules) -> Vec<Violation> {
+    check_source_for(code, rules, DEFAULT_PYTHON)
+}
+
+/// The version parsed for when the policy names none we understand.
+pub const DEFAULT_PYTHON: PythonVersion = PythonVersion::PY311;
+
+/// As [`check_source`], parsing for the interpreter's version (`policy.interpreter
+/// .python_version`, e.g. "3.11"): syntax newer than the interpreter is a `syntax_error`.
+pub fn check_source_for_version(
+    code: &str,
+    rules: &CheckRules,
+    python_version: &str,
+) -> Vec<Violation> {
+    let version = python_version.trim().parse().unwrap_or(DEFAULT_PYTHON);
+    check_source_for(code, rules, version)
+}
+
+fn check_source_for(code: &str, rules: &CheckRules, version: PythonVersion) -> Vec<Violation> {
     if code.len() > MAX_SOURCE_BYTES {
         return vec![Violation {
             rule: "source_too_large".into(),
@@ -239,7 +257,7 @@ pub fn check_source(code: &str, rules: &CheckRules) -> Vec<Violation> {
     }
     let needed = BASE_STACK.saturating_add(code.len().saturating_mul(STACK_PER_BYTE));
     stacker::maybe_grow(needed, needed, || {
-        check_parsed(code, rules, &lines, &mut out)
+        check_parsed(code, rules, version, &lines, &mut out)
     });
     finish(&mut out);
     out
@@ -411,8 +429,14 @@ fn coding_declaration(line: &str) -> Option<&str> {
     None
 }
 
-fn check_parsed(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mut Vec<Violation>) {
-    let options = ParseOptions::from(Mode::Module).with_target_version(PythonVersion::PY311);
+fn check_parsed(
+    code: &str,
+    rules: &CheckRules,
+    version: PythonVersion,
+    lines: &LineIndex<'_>,
+    out: &mut Vec<Violation>,
+) {
+    let options = ParseOptions::from(Mode::Module).with_target_version(version);
     let parsed = match ruff_python_parser::parse(code, options) {
         Ok(parsed) => parsed,
         Err(err) => {
