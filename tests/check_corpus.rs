@@ -79,6 +79,7 @@ fn ordinary_programs_are_allowed() {
         "# -*- coding: utf-8 -*-\nprint(1)",
         "try:\n    x = 1 / 0\nexcept ZeroDivisionError as err:\n    print(str(err))",
         "x = 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8\nprint(x)",
+        "class P:\n    def __init__(self, v):\n        self.v = v\n    def __repr__(self):\n        return str(self.v)\nprint(P(1))",
     ] {
         let d = check(code);
         assert_eq!(d.decision, "allow", "expected allow for {code:?}: {d:?}");

@@ -73,7 +73,11 @@ pub fn check_action(action: &Action, policy: &Policy) -> Decision {
     if !EXECUTION_LANGUAGES.contains(&language.as_str()) {
         return Decision::deny("language_denied_execution".into(), Vec::new());
     }
-    let violations = python::check_source(&action.code, &policy.check);
+    let violations = python::check_source_for_version(
+        &action.code,
+        &policy.check,
+        &policy.interpreter.python_version,
+    );
     if violations.is_empty() {
         return Decision {
             decision: "allow".into(),

@@ -11,7 +11,7 @@
 //! * bracket depth above `max_nesting_depth`, counted on the raw text before parsing
 //!   (strings and comments included, which only errs towards denying): `nesting_too_deep`.
 //!
-//! The parser is ruff's, targeting Python 3.11 (the interpreter the default policy runs);
+//! The parser is ruff's, targeting the policy's `interpreter.python_version` (3.11 by default);
 //! syntax newer than that is a `syntax_error`, because ruff's 3.12 reading of e.g. nested
 //! f-string quotes differs from 3.11's. ruff normalises identifiers with NFKC exactly as
 //! CPython does, so `ｅｖａｌ` reaches the rules as `eval`.
@@ -200,6 +200,12 @@ const MODULE_SIDE_DOORS: [&str; 26] = [
     "Formatter",
 ];
 
+/// Dunder method names a class may define: CPython calls them only with ordinary
+/// arguments, so defining one reaches nothing (reading dunder attributes stays denied).
+const DEFINABLE_DUNDERS: [&str; 8] = [
+    "__init__", "__repr__", "__str__", "__len__", "__eq__", "__lt__", "__iter__", "__next__",
+];
+
 const SEED_URL_MARKERS: [&str; 2] = ["http://", "https://"];
 
 /// Stack reserved for everything but node-depth recursion.
@@ -210,6 +216,24 @@ const STACK_PER_BYTE: usize = 256;
 /// Check Python source against the policy's rules. Returns every violation, sorted;
 /// empty means the check passes. Never panics and never overflows the stack.
 pub fn check_source(code: &str, rules: &CheckRules) -> Vec<Violation> {
+    check_source_for(code, rules, DEFAULT_PYTHON)
+}
+
+/// The version parsed for when the policy names none we understand.
+pub const DEFAULT_PYTHON: PythonVersion = PythonVersion::PY311;
+
+/// As [`check_source`], parsing for the interpreter's version (`policy.interpreter
+/// .python_version`, e.g. "3.11"): syntax newer than the interpreter is a `syntax_error`.
+pub fn check_source_for_version(
+    code: &str,
+    rules: &CheckRules,
+    python_version: &str,
+) -> Vec<Violation> {
+    let version = python_version.trim().parse().unwrap_or(DEFAULT_PYTHON);
+    check_source_for(code, rules, version)
+}
+
+fn check_source_for(code: &str, rules: &CheckRules, version: PythonVersion) -> Vec<Violation> {
     if code.len() > MAX_SOURCE_BYTES {
         return vec![Violation {
             rule: "source_too_large".into(),
@@ -233,7 +257,7 @@ pub fn check_source(code: &str, rules: &CheckRules) -> Vec<Violation> {
     }
     let needed = BASE_STACK.saturating_add(code.len().saturating_mul(STACK_PER_BYTE));
     stacker::maybe_grow(needed, needed, || {
-        check_parsed(code, rules, &lines, &mut out)
+        check_parsed(code, rules, version, &lines, &mut out)
     });
     finish(&mut out);
     out
@@ -343,9 +367,8 @@ fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mu
         offset += line.len();
     }
     if rules.deny_url_literals {
-        let lower = code.to_ascii_lowercase();
         for marker in SEED_URL_MARKERS {
-            if let Some(pos) = lower.find(marker) {
+            if let Some(pos) = find_ignore_ascii_case(code.as_bytes(), marker.as_bytes()) {
                 push(
                     out,
                     lines,
@@ -379,6 +402,12 @@ fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mu
     }
 }
 
+/// Byte offset of the first ASCII-case-insensitive occurrence of `needle`.
+fn find_ignore_ascii_case(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+}
+
 /// The encoding named by a PEP 263 comment line (`^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)`).
 fn coding_declaration(line: &str) -> Option<&str> {
     let rest = line.trim_start_matches([' ', '\t', '\x0c']);
@@ -400,8 +429,14 @@ fn coding_declaration(line: &str) -> Option<&str> {
     None
 }
 
-fn check_parsed(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mut Vec<Violation>) {
-    let options = ParseOptions::from(Mode::Module).with_target_version(PythonVersion::PY311);
+fn check_parsed(
+    code: &str,
+    rules: &CheckRules,
+    version: PythonVersion,
+    lines: &LineIndex<'_>,
+    out: &mut Vec<Violation>,
+) {
+    let options = ParseOptions::from(Mode::Module).with_target_version(version);
     let parsed = match ruff_python_parser::parse(code, options) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -794,7 +829,9 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
         let mut looping = false;
         match stmt {
             Stmt::FunctionDef(f) => {
-                self.check_binding(f.name.id.as_str(), f.name.range);
+                if !DEFINABLE_DUNDERS.contains(&f.name.id.as_str()) {
+                    self.check_binding(f.name.id.as_str(), f.name.range);
+                }
                 looping = true;
             }
             Stmt::ClassDef(c) => self.check_binding(c.name.id.as_str(), c.name.range),

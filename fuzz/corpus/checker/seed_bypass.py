@@ -1,0 +1,2 @@
+# -*- coding: utf-7 -*-
+x = ().__class__.__bases__

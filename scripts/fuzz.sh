@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Run each cargo-fuzz target for a bounded time and print how many inputs it executed.
+#
+# usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30)
+#
+# Needs cargo-fuzz (`cargo install cargo-fuzz`). libFuzzer builds use -Zsanitizer flags,
+# so a nightly toolchain is used when installed; without one the script falls back to
+# stable with RUSTC_BOOTSTRAP=1 and `--sanitizer none` (coverage-guided, no ASan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-30}"
+targets=(contract checker policy)
+
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    run=(cargo +nightly fuzz run)
+    how="nightly, address sanitizer"
+else
+    export RUSTC_BOOTSTRAP=1
+    run=(cargo fuzz run --sanitizer none)
+    how="stable + RUSTC_BOOTSTRAP=1, no sanitizer"
+fi
+echo "fuzzing with ${how}; ${secs}s per target"
+
+status=0
+for t in "${targets[@]}"; do
+    log="$(mktemp)"
+    # -rss_limit_mb guards the host; -max_len keeps single inputs near the contract's scale.
+    if "${run[@]}" "$t" --fuzz-dir fuzz -- -max_total_time="$secs" -max_len=65536 \
+        -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
+        verdict=ok
+    else
+        verdict="FAILED (see artifacts in fuzz/artifacts/$t)"
+        status=1
+    fi
+    execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
+    speed=$(grep -Eo 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
+    printf '%-9s %-6s execs=%s exec/s=%s\n' "$t" "$verdict" "$execs" "$speed"
+    if [ "$verdict" != ok ]; then tail -30 "$log"; fi
+    rm -f "$log"
+done
+exit "$status"

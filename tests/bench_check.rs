@@ -1,0 +1,43 @@
+//! A tiny timing harness for the static check (no criterion): run with
+//! `scripts/bench-check.sh`, which also times CPython's `ast.parse` on the same source.
+//! Ignored by default so `cargo test` stays fast.
+
+use agentjail::check::check_action;
+use agentjail::contract::parse_action;
+use agentjail::policy::Policy;
+use std::time::Instant;
+
+#[test]
+#[ignore = "timing harness; run scripts/bench-check.sh"]
+fn bench_check() {
+    let path = std::env::var("BENCH_SOURCE").unwrap_or_else(|_| "tests/data/bench_main.py".into());
+    let code = std::fs::read_to_string(&path).expect("bench source");
+    let iters: usize = std::env::var("BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let raw = serde_json::json!({"id": "b", "language": "python", "entrypoint": "main.py",
+                                 "code": code, "input_payload": {}});
+    let policy = Policy::default();
+    let action = parse_action(raw.to_string().as_bytes(), &policy).expect("valid action");
+    assert!(
+        check_action(&action, &policy).is_allow(),
+        "bench source must pass the check"
+    );
+    for _ in 0..iters / 10 {
+        std::hint::black_box(check_action(std::hint::black_box(&action), &policy));
+    }
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t = Instant::now();
+        std::hint::black_box(check_action(std::hint::black_box(&action), &policy));
+        samples.push(t.elapsed().as_nanos());
+    }
+    samples.sort_unstable();
+    let median = samples[samples.len() / 2];
+    println!(
+        "BENCH source_bytes={} iters={iters} median_ns={median} p90_ns={}",
+        code.len(),
+        samples[samples.len() * 9 / 10]
+    );
+}
