@@ -23,6 +23,23 @@ if [ ! -x "$aj" ]; then
     echo "0 passed, 1 failed"
     exit 1
 fi
+# The guest's / is the initramfs (rootfs), where pivot_root(2) fails with EINVAL, as on no
+# real host. Stage 0 copies it into a tmpfs mounted below it and re-runs this script chrooted
+# there, moved over / (switch_root's way): the root is then a mount with a parent, which
+# pivot_root accepts, and not a chroot, so user namespaces are allowed.
+if [ "${VMJAIL_STAGE:-}" != chroot ]; then
+    r=/vmjail-root
+    mkdir -p $r && mount -t tmpfs -o mode=755 tmpfs $r || { echo "FAIL tmpfs root"; echo "0 passed, 1 failed"; exit 1; }
+    for d in /*; do
+        case $d in /proc | /sys | /dev | /tmp | /run | $r) mkdir -p $r$d ;; *) cp -a $d $r/ ;; esac
+    done
+    mount -t proc proc $r/proc && mount -o rbind /sys $r/sys && mount -o rbind /dev $r/dev \
+        && mount -t tmpfs -o mode=1777 tmpfs $r/tmp || { echo "FAIL chroot mounts"; echo "0 passed, 1 failed"; exit 1; }
+    # switch_root's way: move the tmpfs over / and chroot into it. The process's root is then
+    # the namespace's (topmost) root, so it is not "chrooted" and may create user namespaces.
+    cd $r && mount -o move . / || { echo "FAIL mount --move"; echo "0 passed, 1 failed"; exit 1; }
+    VMJAIL_STAGE=chroot exec chroot . /job/run "$@"
+fi
 cg=/sys/fs/cgroup
 work=/tmp/vmjail
 mkdir -p $work /usr/bin
