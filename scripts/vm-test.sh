@@ -43,7 +43,13 @@ if [ "$what" != cgroup ]; then
     t6=$(date +%s)
     out=$(mktemp)
     jrc=0
-    AGENTJAIL_VM_FILES="$aj" "$here/vm.sh" run "$PWD/tests/vm_jail.sh" "$aj" | tee "$out" || jrc=$?
+    # payloads: the host's dash, tail, sleep and cat (busybox applets die in the jail: see vm_jail.sh)
+    tools=()
+    for t in dash tail sleep cat; do
+        tools+=("$(readlink -f "$(command -v $t)")") || { echo "vm-test.sh: no $t on this host" >&2; exit 2; }
+    done
+    AGENTJAIL_VM_FILES="$aj ${tools[*]}" "$here/vm.sh" run "$PWD/tests/vm_jail.sh" "$aj" "${tools[@]}" \
+        | tee "$out" || jrc=$?
     t7=$(date +%s)
     # the guest script ends with "N passed, M failed"; no such line is a failure too
     summary=$(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n1 || true)

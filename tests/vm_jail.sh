@@ -16,7 +16,12 @@
 # and after every run: no agentjail-<pid>-<run> cgroup anywhere.
 # Prints PASS/FAIL lines and ends with "N passed, M failed"; exits 1 on any failure.
 # Not run on the host: it moves processes between cgroups of the root hierarchy.
-aj=${1:?usage: vm_jail.sh AGENTJAIL}
+# The payloads are the host's dash, tail, sleep and cat (copied in with their libraries), not
+# busybox: every busybox applet drops privileges with setgid/setuid first (xsetgid dies on
+# EPERM), and those are in no seccomp group, so a busybox payload only ever shows
+# code_forbidden_syscall:setgid.
+aj=${1:?usage: vm_jail.sh AGENTJAIL SH TAIL SLEEP CAT}
+sh_=${2:?}; tail_=${3:?}; sleep_=${4:?}; cat_=${5:?}
 [ "${AGENTJAIL_IN_VM:-}" = 1 ] || { echo "vm_jail.sh: runs inside scripts/vm.sh only" >&2; exit 2; }
 if [ ! -x "$aj" ]; then
     echo "FAIL no agentjail binary at $aj (the guest's /tmp is a fresh tmpfs: pass a path outside it)"
@@ -50,8 +55,8 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 now() { cut -d' ' -f1 /proc/uptime; }
 t_all=$(now)
 
-# policy FILE PIDS CPU_MS: a policy for this guest: binds what exists here (/bin holds busybox
-# and its applets, /lib the agentjail binary's libraries); interpreter.python only has to lie
+# policy FILE PIDS CPU_MS: a policy for this guest: binds what exists here (/usr the payloads,
+# /lib and /lib64 their libraries); interpreter.python only has to lie
 # under a bind (exec never runs it); cgroups required so a missing v2 control fails the case.
 policy() {
     cat > "$1" <<EOF
@@ -61,7 +66,7 @@ description = "vm_jail.sh: busybox guest, fork allowed, cgroups required"
 [budget]
 max_seconds = 90
 [interpreter]
-python = "/bin/python3"
+python = "/usr/bin/python3"
 [limits]
 wall_time_ms = 60000
 cpu_time_ms = $3
@@ -71,8 +76,8 @@ tmp_size = "16MiB"
 stdout = "64KiB"
 stderr = "64KiB"
 [filesystem]
-read_only = ["/bin"]
-optional = ["/usr", "/lib", "/lib64"]
+read_only = ["/usr", "/lib"]
+optional = ["/bin", "/lib64"]
 [seccomp]
 allow_groups = ["basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
                 "signals", "time", "sleep", "poll", "pipes", "exec", "system_info", "process_spawn"]
@@ -146,7 +151,7 @@ echo "vm_jail.sh: kernel $(uname -r), agentjail $aj"
 
 # 1. memory: tail buffers /dev/zero (no newline) until the OOM killer stops it at memory.max
 launched mem "$aj" exec --policy $work/vm.toml --record $work/mem.json --memory-limit 64MiB \
-    -- /bin/tail /dev/zero
+    -- "$tail_" /dev/zero
 expect_stop mem code_memory_limit
 expect_v2 mem $work/mem.json cgroup_memory "cgroup v2 memory.max"
 oom=$(field $work/mem.json oom_kills)
@@ -159,9 +164,9 @@ else
 fi
 after mem mem
 
-# 2. pids: background sleepers until fork fails at pids.max; ash then exits non-zero
+# 2. pids: background sleepers until fork fails at pids.max; dash then exits non-zero
 launched pids "$aj" exec --policy $work/pids.toml --record $work/pids.json \
-    -- /bin/sh -c 'while :; do sleep 30 & done'
+    -- "$sh_" -c "while :; do $sleep_ 30 & done"
 expect_stop pids code_pids_limit
 expect_v2 pids $work/pids.json cgroup_pids "cgroup v2 pids.max"
 hits=$(field $work/pids.json pids_limit_hits)
@@ -170,7 +175,7 @@ after pids pids
 
 # 3. CPU: a busy loop, 60 s of wall time but 1.5 s of CPU (counted from the job's cpu.stat)
 launched cpu "$aj" exec --policy $work/cpu.toml --record $work/cpu.json \
-    -- /bin/sh -c 'while :; do :; done'
+    -- "$sh_" -c 'while :; do :; done'
 expect_stop cpu code_cpu_limit
 expect_v2 cpu $work/cpu.json cgroup_cpu "cgroup v2 cpu.max"
 cpu_ms=$(field $work/cpu.json cpu_ms)
@@ -184,7 +189,7 @@ after cpu cpu
 
 # 4. a plain run: exit 0, stdout through, every cgroup control enforced by v2
 launched plain "$aj" exec --policy $work/vm.toml --record $work/plain.json \
-    -- /bin/sh -c 'echo hello from v2; cat /proc/self/cgroup'
+    -- "$sh_" -c "echo hello from v2; $cat_ /proc/self/cgroup"
 rc=$(cat $work/plain.rc)
 reason=$(field $work/plain.json stop_reason)
 if [ "$rc" = 0 ] && [ "$reason" = success ] && grep -q '^hello from v2$' $work/plain.out; then
