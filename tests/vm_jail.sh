@@ -165,6 +165,8 @@ fi
 after mem mem
 
 # 2. pids: background sleepers until fork fails at pids.max; dash then exits non-zero
+# (the jail also sets RLIMIT_NPROC = limits.pids, counted per uid over the whole host: when it
+# trips first, fork fails with pids.events max = 0 and the run ends as code_runtime_error)
 launched pids "$aj" exec --policy $work/pids.toml --record $work/pids.json \
     -- "$sh_" -c "while :; do $sleep_ 30 & done"
 expect_stop pids code_pids_limit
