@@ -168,7 +168,8 @@ run() {
     # the binary's shared libraries and loader, at their host paths; AGENTJAIL_VM_FILES (host
     # files or directories, space-separated) go to the same absolute paths, with their libraries
     add_libs() {
-        ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' | while read -r lib; do
+        # a script or a static binary has none: ldd and grep fail, which is fine here
+        { ldd "$1" 2>/dev/null || true; } | { grep -oE '/[^ ]+' || true; } | while read -r lib; do
             [ -e "$lib" ] && cp -L --parents "$lib" "$root/"
         done
         return 0
@@ -177,7 +178,9 @@ run() {
     local f
     for f in ${AGENTJAIL_VM_FILES:-}; do
         f=$(readlink -f "$f") || fail "no such file: $f"
-        cp -a --parents "$f" "$root/"
+        # from / : coreutils 9.1's cp -a --parents fails ("No such file") on the parents'
+        # attributes when the working directory is elsewhere
+        (cd / && cp -a --parents "$f" "$root/")
         [ -f "$f" ] && [ -x "$f" ] && add_libs "$f"
     done
     cp "$assets/base.cpio" "$work/initrd"
