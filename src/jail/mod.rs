@@ -218,7 +218,13 @@ pub fn execute(
         .iter()
         .any(|c| c.control == "cgroup_memory" && c.state == ControlState::Enforced);
     let result = (|| -> Result<JailRun, JailError> {
-        let prepared = spawn::prepare(plan, memory_cgroup)?;
+        let cover = spawn::CgroupCover {
+            memory: memory_cgroup,
+            pids: cg_controls
+                .iter()
+                .any(|c| c.control == "cgroup_pids" && c.state == ControlState::Enforced),
+        };
+        let prepared = spawn::prepare(plan, cover)?;
         let ll = landlock::enforcement(&plan.landlock, prepared.landlock.as_ref());
         if landlock_required && ll.state != ControlState::Enforced {
             return Err(JailError::Unavailable {

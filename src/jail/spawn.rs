@@ -62,7 +62,14 @@ pub fn resolve_command(cmd: &str, path: &str) -> String {
     cmd.to_string()
 }
 
-pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupError> {
+/// Which limits a cgroup enforces for this run (decides which rlimits are only backstops).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CgroupCover {
+    pub memory: bool,
+    pub pids: bool,
+}
+
+pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
     let root = mount::prepare(&plan.mounts, plan.root_tmpfs_bytes)
         .map_err(|e| SetupError::new("prepare root", Some(libc::ENOENT), e))?;
     let path = plan
@@ -96,7 +103,21 @@ pub fn prepare(plan: &JailPlan, memory_cgroup: bool) -> Result<Prepared, SetupEr
         .chain(std::iter::once(std::ptr::null()))
         .collect();
     let mut limits = plan.rlimits.clone();
-    if memory_cgroup {
+    if cover.pids {
+        // The kernel checks RLIMIT_NPROC before the pids cgroup when forking; with both at
+        // the same value the rlimit always trips first, pids.events never counts and a fork
+        // bomb looks like an ordinary error. With a pids cgroup the rlimit is a backstop
+        // only, so it sits above pids.max (it counts the jail uid's tasks in the jail's own
+        // user namespace, so other jobs do not share it).
+        for l in limits
+            .iter_mut()
+            .filter(|l| l.resource == crate::plan::RlimitKind::Nproc)
+        {
+            l.soft = l.soft.saturating_mul(2);
+            l.hard = l.hard.saturating_mul(2);
+        }
+    }
+    if cover.memory {
         // With a memory cgroup the address-space rlimit only gets in the way (it counts
         // reservations, not memory); the cgroup bounds what is really used, page cache,
         // tmpfs and memfd pages included.
