@@ -11,6 +11,12 @@ cd "$(dirname "$0")/.."
 secs="${1:-30}"
 targets=(contract checker policy)
 
+# A fresh machine has no cargo-fuzz: install it from crates.io (once, ~1-2 min).
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz"
+    cargo install --quiet --locked cargo-fuzz
+fi
+
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     run=(cargo +nightly fuzz run)
     how="nightly, address sanitizer"
