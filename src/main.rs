@@ -28,7 +28,16 @@ fn dispatch(command: Command) -> Result<i32, i32> {
             audit_log,
             action,
         } => {
-            let (policy, policy_path, policy_sha256) = load(policy.as_deref())?;
+            let (policy, policy_path, policy_sha256) =
+                match agentjail::load_policy(policy.as_deref()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // Even when agentjail cannot work, stdout carries a valid record.
+                        eprintln!("agentjail: {e}");
+                        print_json(&agentjail::run::error_record("agentjail_error:policy", &e));
+                        return Err(EXIT_ERROR);
+                    }
+                };
             let audit = audit_log.or_else(|| {
                 (!policy.audit.log.is_empty()).then(|| policy.audit.log.clone().into())
             });

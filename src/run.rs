@@ -339,3 +339,17 @@ pub fn check_only(policy: &Policy, action_spec: &str) -> (Value, i32) {
     v["code_hash"] = json!(sha256_hex(action.code.as_bytes()));
     (v, code)
 }
+
+/// The record printed when agentjail itself cannot work (exit 2): still valid JSON with the
+/// record's keys, so a caller parsing stdout never has to special-case it.
+pub fn error_record(stop_reason: &str, message: &str) -> Value {
+    json!({
+        "run_id": record::run_id(),
+        "status": "stopped",
+        "stop_reason": stop_reason,
+        "phase": "plan",
+        "error": {"message": message},
+        "trace": [],
+        "agentjail_version": env!("CARGO_PKG_VERSION"),
+    })
+}

@@ -308,6 +308,10 @@ fn unreadable_policy_is_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/policy.toml"));
+    let rec: Value =
+        serde_json::from_slice(&out.stdout).expect("a record even when agentjail cannot work");
+    assert_eq!(rec["status"], "stopped");
+    assert_eq!(rec["stop_reason"], "agentjail_error:policy");
 }
 
 #[test]
