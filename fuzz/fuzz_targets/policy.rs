@@ -1,14 +1,14 @@
-//! Arbitrary text as a policy file: loading must succeed or fail with an error, never panic.
-//! (Uses serde via toml::from_str until policy.rs grows a loader with its own checks.)
+//! Arbitrary text as a policy file: the strict loader (parse, validate, locate the key) must
+//! accept or refuse it with an error, never panic; an accepted policy must show and lint.
 #![no_main]
 
-use agentjail::policy::Policy;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(policy) = toml::from_str::<Policy>(text) {
-            let _ = toml::to_string(&policy);
+        if let Ok(loaded) = agentjail::policy::load_str(text, "fuzz.toml") {
+            let _ = agentjail::policy::show(&loaded);
+            let _ = agentjail::policy::lint(&loaded.policy);
         }
     }
 });
