@@ -49,6 +49,9 @@ stage "cargo clippy -D warnings" cargo clippy --all-targets --quiet -- -D warnin
 stage "build (release)" cargo build --release --quiet
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 
+# Debug profile on purpose: the fault-injection build must never overwrite target/release.
+stage "fault injection at every setup stage (tests/faults.rs)" cargo test --features fault-injection --test faults
+
 if [ "${QUICK:-0}" != 1 ]; then
     stage "cgroup v2 and jail tests in a VM (scripts/vm-test.sh)" scripts/vm-test.sh
     stage "systemd unit (scripts/test-systemd.sh)" scripts/test-systemd.sh

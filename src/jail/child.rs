@@ -33,6 +33,15 @@ const REPORT_FD: RawFd = 3;
 const SYNC_FD: RawFd = 4;
 const STATUS_FD: RawFd = 5;
 
+/// Test-only fault injection (`--features fault-injection`): fail `stage` on purpose with
+/// EIO, so the tests can show every stage's failure is reported and leaves nothing behind.
+/// Without the feature `p.fault` is always None.
+fn inject(p: &Prepared, rep: RawFd, stage: Stage) {
+    if p.fault == Some(stage as u32) {
+        fail(rep, stage, 0, libc::EIO);
+    }
+}
+
 fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
     let kind = report::KIND_ERROR | (detail << 8);
     let _ = sys::write_all(report_fd, &report::encode(kind, stage as u32, errno));
@@ -84,17 +93,21 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         Ok(_) => sys::exit_now(125),
         Err(e) => fail(rep, Stage::WaitParent, 0, e),
     }
+    inject(p, rep, Stage::WaitParent);
 
     // 2. The jail identity.
+    inject(p, rep, Stage::SetGid);
     if let Err(e) = sys::setresgid(p.gid) {
         fail(rep, Stage::SetGid, 0, e);
     }
+    inject(p, rep, Stage::SetUid);
     if let Err(e) = sys::setresuid(p.uid) {
         fail(rep, Stage::SetUid, 0, e);
     }
 
     // 3. Die with the supervisor. The parent holds the sync pipe's write end until exec
     //    completes, so a hang-up here means it is already gone.
+    inject(p, rep, Stage::ParentDeathSignal);
     if let Err(e) = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
         fail(rep, Stage::ParentDeathSignal, 0, e);
     }
@@ -105,36 +118,45 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     }
 
     // 4. The root.
+    inject(p, rep, Stage::MountRoot);
     if let Err((stage, e)) = mount::mount_root(&p.root) {
         fail(rep, stage, 0, e);
     }
+    inject(p, rep, Stage::MountOp);
     if let Err((i, e)) = mount::apply_steps(&p.root) {
         fail(rep, Stage::MountOp, i as u32, e);
     }
+    inject(p, rep, Stage::PivotRoot);
     if let Err((stage, e)) = mount::enter_root(&p.root) {
         fail(rep, stage, 0, e);
     }
+    inject(p, rep, Stage::Chdir);
     if let Err(e) = sys::chdir(&p.cwd) {
         fail(rep, Stage::Chdir, 0, e);
     }
 
     // 5. Identity of the host and the terminal.
+    inject(p, rep, Stage::Hostname);
     if let Err(e) = sys::sethostname(&p.hostname) {
         fail(rep, Stage::Hostname, 0, e);
     }
+    inject(p, rep, Stage::Setsid);
     if let Err(e) = sys::setsid() {
         fail(rep, Stage::Setsid, 0, e);
     }
 
     // 6. No privilege, ever again.
+    inject(p, rep, Stage::NoNewPrivs);
     if let Err(e) = sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1) {
         fail(rep, Stage::NoNewPrivs, 0, e);
     }
+    inject(p, rep, Stage::DropCapabilities);
     if let Err(e) = caps::drop_all(p.last_cap) {
         fail(rep, Stage::DropCapabilities, 0, e);
     }
 
     // 7. Landlock.
+    inject(p, rep, Stage::Landlock);
     if let Some(ll) = &p.landlock {
         if let Err((i, e)) = landlock::apply(ll) {
             fail(
@@ -147,17 +169,20 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     }
 
     // 8. Only stdio survives exec.
+    inject(p, rep, Stage::CloseFds);
     if let Err(e) = arrange_fds(fds) {
         fail(rep, Stage::CloseFds, 0, e);
     }
     let rep = REPORT_FD;
 
     // 9. Resource limits.
+    inject(p, rep, Stage::Rlimit);
     if let Err((i, e)) = rlimit::apply(&p.rlimits) {
         fail(rep, Stage::Rlimit, i as u32, e);
     }
 
     // 10. Signals as a fresh process has them.
+    inject(p, rep, Stage::SignalMask);
     sys::reset_signal_dispositions();
     if let Err(e) = sys::sigprocmask_unblock_all() {
         fail(rep, Stage::SignalMask, 0, e);
@@ -174,6 +199,7 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     //     which has the same uid. Non-dumpable makes those need CAP_SYS_PTRACE, which
     //     nothing in the jail has. (When launched by root the uid change already cleared
     //     the flag; launched unprivileged, the uid does not change and it stays set.)
+    inject(p, rep, Stage::Fork);
     if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 0) {
         fail(rep, Stage::Fork, 0, e);
     }
@@ -200,6 +226,7 @@ fn payload(p: &Prepared, rep: RawFd) -> ! {
     }
     // 12. Seccomp, last. Hand the listener to the supervisor and wait for its ack, so the
     //     supervisor holds it before the program can make a forbidden call.
+    inject(p, rep, Stage::Seccomp);
     match seccomp::install(&p.seccomp) {
         Ok(listener) => {
             let msg = report::encode(report::KIND_LISTENER, listener as u32, 0);
@@ -217,6 +244,7 @@ fn payload(p: &Prepared, rep: RawFd) -> ! {
         Err(e) => fail(rep, Stage::Seccomp, 0, e),
     }
     // 13. Exec. On success the report pipe closes (O_CLOEXEC) and the parent sees EOF.
+    inject(p, rep, Stage::Exec);
     let e = sys::execve(&p.exe, &p.argv_ptrs, &p.envp_ptrs);
     fail(rep, Stage::Exec, 0, e)
 }
@@ -229,6 +257,7 @@ fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
         // SAFETY: writable stack memory of this process; zeroing only changes /proc/1/cmdline.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
     }
+    inject(p, rep, Stage::InitFilter);
     if let Err(e) = seccomp::install_plain(&p.init_seccomp) {
         fail(rep, Stage::InitFilter, 0, e);
     }

@@ -30,6 +30,8 @@ pub struct Prepared {
     /// agentjail's argv area [start, end), blanked in the jail's init so /proc/1/cmdline
     /// does not show the host command line.
     pub argv_area: Option<(usize, usize)>,
+    /// A child stage to fail on purpose (tests only; see `fault_stage`).
+    pub fault: Option<u32>,
     pub clone_flags: u64,
     pub maps: userns::IdMaps,
 }
@@ -159,6 +161,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         seccomp,
         init_seccomp: seccomp::compile_init_filter(),
         argv_area: argv_area(),
+        fault: fault_stage(),
         clone_flags,
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
     })
@@ -216,6 +219,13 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         status_w: status_w.as_raw_fd(),
     };
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
+    if fault_name().as_deref() == Some("clone3") {
+        return Err(SetupError::new(
+            "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
+            Some(libc::EIO),
+            "fault injected",
+        ));
+    }
     let mut pidfd_raw: RawFd = -1;
     let pid = sys::clone3(p.clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
         SetupError::new(
@@ -233,6 +243,13 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
 
     let mut program_pid = None;
     let mut setup = || -> Result<Option<OwnedFd>, SetupError> {
+        if fault_name().as_deref() == Some("uid_map") {
+            return Err(SetupError::new(
+                format!("write /proc/{pid}/uid_map"),
+                Some(libc::EIO),
+                "fault injected",
+            ));
+        }
         userns::write_maps(pid, &p.maps)?;
         if let Some(c) = cg {
             if cgroup_fd.is_none() {
@@ -348,4 +365,25 @@ fn argv_area() -> Option<(usize, usize)> {
     let start: usize = f.get(45)?.parse().ok()?;
     let end: usize = f.get(46)?.parse().ok()?;
     (start > 0 && end > start && end - start < (1 << 20)).then_some((start, end))
+}
+
+/// `AGENTJAIL_FAULT=<stage name>` in builds with the `fault-injection` feature: the named
+/// child stage (report::Stage::name) fails with EIO, or a parent stage (`clone3`,
+/// `uid_map`, `cgroup_attach`) fails before/after clone. Release builds never read it.
+#[cfg(feature = "fault-injection")]
+pub fn fault_name() -> Option<String> {
+    std::env::var("AGENTJAIL_FAULT").ok()
+}
+
+#[cfg(not(feature = "fault-injection"))]
+pub fn fault_name() -> Option<String> {
+    None
+}
+
+fn fault_stage() -> Option<u32> {
+    let name = fault_name()?;
+    (1..=64)
+        .filter_map(Stage::from_u32)
+        .find(|s| s.name() == name)
+        .map(|s| s as u32)
 }
