@@ -62,6 +62,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     fi
     stage "soak (scripts/soak.sh ${SOAK_RUNS:-1000})" scripts/soak.sh "${SOAK_RUNS:-1000}"
     stage "benchmark, short (printed; never fails)" env BENCH_SHORT=1 BENCH_NO_FAIL=1 scripts/bench.sh
+    stage "check benchmark vs CPython ast.parse (printed; never fails)" bash -c 'scripts/bench-check.sh tests/data/bench_main.py 2000 || true'
 fi
 
 printf '\nscripts/test.sh: %d s in all\n' $(($(date +%s) - t_all))
