@@ -10,7 +10,7 @@
 //!
 //! Rights per path:
 //! - `read_exec`: EXECUTE, READ_FILE, READ_DIR.
-//! - `read_write`: every handled right except MAKE_CHAR, MAKE_BLOCK (no device nodes) and
+//! - `read_write`: every handled right except EXECUTE, MAKE_CHAR, MAKE_BLOCK (no device nodes) and
 //!   IOCTL_DEV (no devices live there).
 //! - `devices`: READ_FILE, WRITE_FILE (no IOCTL_DEV: the jail needs no device ioctls).
 //!
@@ -71,7 +71,10 @@ pub const SCOPE_SIGNAL: u64 = 1 << 1;
 const FS_FILE_RIGHTS: u64 = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV;
 const READ_EXEC: u64 = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR;
 const DEVICE: u64 = FS_READ_FILE | FS_WRITE_FILE;
-const RW_EXCLUDED: u64 = FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV;
+/// Writable paths (/tmp) get everything but device nodes, device ioctls and EXECUTE: the
+/// program may write files there, never run them as new binaries (the tmpfs is also
+/// mounted noexec; two independent layers).
+const RW_EXCLUDED: u64 = FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_IOCTL_DEV | FS_EXECUTE;
 
 /// Filesystem rights each ABI handles.
 fn fs_rights(abi: i32) -> u64 {

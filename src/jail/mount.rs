@@ -229,7 +229,8 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
                     source: Some(cstr("tmpfs")?),
                     target: tgt,
                     fstype: Some(cstr("tmpfs")?),
-                    flags: libc::MS_NOSUID | libc::MS_NODEV,
+                    // noexec: what the program writes is data, never a new binary to run.
+                    flags: libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                     data: Some(cstr(&format!(
                         "size={size_bytes},nr_inodes={inodes},mode={mode:o}"
                     ))?),

@@ -572,6 +572,8 @@ const DATA_NR: u32 = 0;
 const DATA_ARCH: u32 = 4;
 /// offsetof(struct seccomp_data, args[0]), low 32 bits (little endian).
 const DATA_ARG0_LO: u32 = 16;
+/// offsetof(struct seccomp_data, args[1]), low 32 bits.
+const DATA_ARG1_LO: u32 = 24;
 const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
 
 fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
@@ -660,6 +662,26 @@ pub fn compile(plan: &SeccompPlan) -> Result<Filter, SetupError> {
             0,
             0,
             libc::SECCOMP_RET_ERRNO | libc::EACCES as u32,
+        ));
+        program.push(insn(BPF_LD_W_ABS, 0, 0, DATA_NR));
+    }
+    // ioctl with a request outside IOCTL_ALLOWED: ENOTTY, what any non-terminal fd answers.
+    // Programs probe ioctls routinely (coreutils' cp tries FICLONE, isatty variants); ending
+    // the run on a probe would make ordinary tools unusable, and the request never runs
+    // either way, so TIOCSTI stays impossible. Compared on the low 32 bits, as the kernel
+    // truncates the request to an unsigned int.
+    if plan.allowed.iter().any(|n| n == "ioctl") {
+        let n = IOCTL_ALLOWED.len();
+        program.push(insn(BPF_JEQ_K, 0, (3 + n) as u8, libc::SYS_ioctl as u32));
+        program.push(insn(BPF_LD_W_ABS, 0, 0, DATA_ARG1_LO));
+        for (i, req) in IOCTL_ALLOWED.iter().enumerate() {
+            program.push(insn(BPF_JEQ_K, (n - i) as u8, 0, *req as u32));
+        }
+        program.push(insn(
+            BPF_RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | libc::ENOTTY as u32,
         ));
         program.push(insn(BPF_LD_W_ABS, 0, 0, DATA_NR));
     }
