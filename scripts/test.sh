@@ -40,7 +40,8 @@ cargo_tests() {
     if [ "${CI:-}" = true ] && [ "${QUICK:-0}" != 1 ]; then
         [ -s "${AGENTJAIL_VM_ASSETS:-target/vm-assets}/base.cpio" ] || scripts/vm.sh setup || return 1
     fi
-    cargo test --release -- --test-threads=2
+    # Dev profile: the same code paths, and the ~20 test binaries link without LTO.
+    cargo test -- --test-threads=2
 }
 
 stage "setup (packages)" scripts/setup.sh
