@@ -19,7 +19,7 @@ t0=$(date +%s)
 t1=$(date +%s)
 # test executables from cargo's JSON messages: "executable":"/abs/path" for the named targets
 exe() {
-    cargo test --release --no-run "$@" --message-format=json 2>/dev/null \
+    cargo test --no-run "$@" --message-format=json 2>/dev/null \
         | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -n1
 }
 rc=0
