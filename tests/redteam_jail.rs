@@ -702,3 +702,68 @@ attempt("exec /tmp/t", lambda: os.execv("/tmp/t", ["/tmp/t"]))
         assert!(r.stdout.contains("BLOCKED"), "{who:?}: {r:#?}");
     }
 }
+
+/// WEAK, not a breach: host-wide kernel information stays readable through the jail's /proc
+/// (README: "/proc/sys read-only", not hidden): the host's boot id (a stable identifier), the
+/// kernel command line and build config, disk and memory statistics, and the block device
+/// and mount options of the /usr bind in mountinfo.
+#[test]
+#[ignore = "WEAK: host kernel info readable: /proc/sys/kernel/random/boot_id, /proc/cmdline, /proc/config.gz, /proc/diskstats, /proc/self/mountinfo device"]
+fn host_kernel_information_is_hidden() {
+    let body = r#"
+for p in ["/proc/sys/kernel/random/boot_id", "/proc/cmdline", "/proc/config.gz",
+          "/proc/diskstats", "/proc/zoneinfo", "/proc/pressure/cpu"]:
+    attempt("read " + p, lambda: open(p, "rb").read(32))
+"#;
+    for who in variants() {
+        let r = py(who, &["--output-limit", "65536"], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
+    }
+}
+
+/// Run one action through `agentjail run -` (as the test process) and return the record.
+fn run_action(code: &str) -> serde_json::Value {
+    use std::io::Write;
+    let action = serde_json::json!({
+        "id": "redteam", "language": "python", "entrypoint": "main.py",
+        "code": code, "input_payload": {},
+    });
+    let mut child = std::process::Command::new(agentjail_path())
+        .args(["run", "-"])
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentjail run");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(action.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).expect("run prints a record")
+}
+
+/// WEAK, not a breach: the record's resource stop reasons are derived from the program's own
+/// stderr (src/run.rs runtime_failure: a traceback ending in MemoryError is
+/// `code_memory_limit`, BlockingIOError "[Errno 11]" is `code_pids_limit`), so a program can
+/// claim a resource stop it never hit (oom_kills 0, pids_limit_hits 0, and the default policy
+/// cannot even fork).
+#[test]
+#[ignore = "WEAK: `raise MemoryError` / `raise BlockingIOError(11, ..)` forge code_memory_limit / code_pids_limit in the record"]
+fn program_cannot_forge_a_resource_stop() {
+    for code in [
+        "raise MemoryError('forged')",
+        "raise BlockingIOError(11, 'forged')",
+    ] {
+        let r = run_action(code);
+        let reason = r["stop_reason"].as_str().unwrap_or_default().to_string();
+        assert!(
+            reason.starts_with("code_runtime_error"),
+            "{code}: forged stop reason {reason}: {r}"
+        );
+    }
+}
