@@ -1,0 +1,769 @@
+//! Red-team attacks on the jail through the real `agentjail exec` binary on the EMBEDDED
+//! default policy, launched as root and as nobody (tests/common). Everything here is BLOCKED
+//! today; each test asserts it stays so. Every payload prints a START marker first, so a jail
+//! that fails to start cannot pass vacuously, and prints `BREACH ...` when an attack works.
+//!
+//! These complement tests/jail_attacks.rs (no case is repeated): more socket families, the
+//! new mount API, namespace calls with flags in the high register half, pidfd and
+//! process_vm calls, prctl tricks, personality(READ_IMPLIES_EXEC), SysV/POSIX IPC, splice
+//! family, NUMA and scheduler calls, landlock self-nesting, /proc of the jail's init, symlink
+//! and /proc/*/root escapes, signals to init, a forged stop line, and hang attempts.
+//!
+//! One weaker-than-claimed behaviour is kept visible as an ignored test (`WEAK:`): files
+//! written to /tmp can be executed.
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+const PRELUDE: &str = r#"
+import os, sys
+print("START", flush=True)
+def attempt(name, fn):
+    try:
+        r = fn()
+    except Exception as e:
+        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
+        return False
+    print("BREACH", name, repr(r)[:200], flush=True)
+    return True
+"#;
+
+const SYSC: &str = r#"
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def sysc(nr, *args):
+    a = [ctypes.c_long(x) if isinstance(x, int) else x for x in args]
+    r = libc.syscall(ctypes.c_long(nr), *a)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "syscall %d" % nr)
+    return r
+libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_char_p]
+def ioc(fd, req):
+    if libc.ioctl(fd, req, b"\0" * 64) != 0:
+        raise OSError(ctypes.get_errno(), "ioctl")
+    return "ioctl ok"
+"#;
+
+fn py(who: Who, flags: &[&str], body: &str) -> Run {
+    python(who, flags, &format!("{PRELUDE}\n{body}"))
+}
+
+/// One single-syscall attack per jail run (a forbidden call ends the run): `call` returns on
+/// success and raises OSError when refused with an errno; a stop must name one of `stops`.
+struct Case {
+    label: &'static str,
+    call: &'static str,
+    stops: &'static [&'static str],
+}
+
+const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
+    Case { label, call, stops }
+}
+
+fn each_blocked(cases: &[Case]) {
+    let mut failures = Vec::new();
+    for who in variants() {
+        for c in cases {
+            let code = format!(
+                "{PRELUDE}\n{SYSC}\nprint(\"ATTEMPT\", flush=True)\nattempt({:?}, lambda: {})\n",
+                c.label, c.call
+            );
+            let r = jail(who, &["--time-limit", "5"], &[PY, "-I", "-S", "-c", &code]);
+            match r.blocked_how("ATTEMPT", c.stops, true) {
+                Ok(how) => eprintln!("{} ({who:?}): blocked: {how}", c.label),
+                Err(why) => failures.push(format!(
+                    "{} ({who:?}): {why}: code {} reason {:?} stdout {:?} stderr {:?}",
+                    c.label,
+                    r.code,
+                    r.stop_reason(),
+                    r.stdout,
+                    r.stderr
+                )),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "attacks not blocked:\n{}",
+        failures.join("\n")
+    );
+}
+
+fn x86_64() -> bool {
+    require_feature("x86_64 host", cfg!(target_arch = "x86_64"))
+}
+
+#[test]
+fn every_socket_family_is_refused() {
+    if !x86_64() {
+        return;
+    }
+    // socket(domain, SOCK_STREAM or SOCK_DGRAM or SOCK_RAW, 0): none may succeed.
+    each_blocked(&[
+        case("AF_NETLINK", "sysc(41, 16, 3, 0)", &["socket"]),
+        case("AF_PACKET", "sysc(41, 17, 3, 0)", &["socket"]),
+        case("AF_VSOCK", "sysc(41, 40, 1, 0)", &["socket"]),
+        case("AF_INET", "sysc(41, 2, 1, 0)", &["socket"]),
+        case("AF_INET6 raw", "sysc(41, 10, 3, 58)", &["socket"]),
+        case("AF_UNIX", "sysc(41, 1, 1, 0)", &["socket"]),
+        case("AF_ALG", "sysc(41, 38, 5, 0)", &["socket"]),
+        case("AF_KEY", "sysc(41, 15, 3, 2)", &["socket"]),
+        case("AF_XDP", "sysc(41, 44, 3, 0)", &["socket"]),
+        case(
+            "AF_UNIX in the high half",
+            "sysc(41, (1 << 32) | 16, 3, 0)",
+            &["socket"],
+        ),
+        case(
+            "socketpair(AF_UNIX)",
+            "sysc(53, 1, 1, 0, ctypes.create_string_buffer(8))",
+            &["socketpair"],
+        ),
+    ]);
+}
+
+#[test]
+fn new_mount_api_and_namespace_calls_are_refused() {
+    if !x86_64() {
+        return;
+    }
+    each_blocked(&[
+        case(
+            "open_tree(/usr, OPEN_TREE_CLONE)",
+            r#"sysc(428, -100, b"/usr", 1)"#,
+            &["open_tree"],
+        ),
+        case(
+            "move_mount",
+            r#"sysc(429, -100, b"/usr", -100, b"/tmp", 0)"#,
+            &["move_mount"],
+        ),
+        case("fsopen(tmpfs)", r#"sysc(430, b"tmpfs", 0)"#, &["fsopen"]),
+        case("fsmount", "sysc(432, 0, 0, 0)", &["fsmount"]),
+        case("fspick", r#"sysc(433, -100, b"/", 0)"#, &["fspick"]),
+        case(
+            "mount_setattr",
+            r#"sysc(442, -100, b"/tmp", 0, None, 0)"#,
+            &["mount_setattr"],
+        ),
+        case(
+            "umount2(/usr, MNT_DETACH)",
+            r#"sysc(166, b"/usr", 2)"#,
+            &["umount2"],
+        ),
+        case("chroot(/tmp)", r#"sysc(161, b"/tmp")"#, &["chroot"]),
+        case(
+            "pivot_root",
+            r#"sysc(155, b"/tmp", b"/tmp")"#,
+            &["pivot_root"],
+        ),
+        case(
+            "unshare(CLONE_NEWUSER)",
+            "sysc(272, 0x10000000)",
+            &["unshare"],
+        ),
+        case(
+            "unshare(CLONE_NEWNS)",
+            "sysc(272, 0x00020000)",
+            &["unshare"],
+        ),
+        case("setns(0, 0)", "sysc(308, 0, 0)", &["setns"]),
+        // clone's flags are compared on the low 32 bits (what the kernel uses): CLONE_THREAD
+        // in the high half does not make a fork look like a thread.
+        case(
+            "clone(SIGCHLD | CLONE_THREAD<<32)",
+            "sysc(56, (0x10000 << 32) | 17, 0, 0, 0, 0)",
+            &["clone"],
+        ),
+        case(
+            "clone(thread flags | CLONE_NEWUSER)",
+            "sysc(56, 0x10000 | 0x800 | 0x100 | 0x10000000, 0, 0, 0, 0)",
+            &["clone"],
+        ),
+        case(
+            "clone(thread flags | CLONE_NEWNET)",
+            "sysc(56, 0x10000 | 0x800 | 0x100 | 0x40000000, 0, 0, 0, 0)",
+            &["clone"],
+        ),
+        case(
+            "clone(SIGCHLD) = fork",
+            "sysc(56, 17, 0, 0, 0, 0)",
+            &["clone"],
+        ),
+        case(
+            "clone(CLONE_VM|CLONE_VFORK) = vfork",
+            "sysc(56, 0x100 | 0x4000 | 17, 0, 0, 0, 0)",
+            &["clone"],
+        ),
+        case("fork", "sysc(57)", &["fork"]),
+        case("vfork", "sysc(58)", &["vfork"]),
+    ]);
+}
+
+#[test]
+fn cross_process_calls_are_refused() {
+    if !x86_64() {
+        return;
+    }
+    each_blocked(&[
+        case("pidfd_open(1)", "sysc(434, 1, 0)", &["pidfd_open"]),
+        case(
+            "pidfd_send_signal",
+            "sysc(424, 0, 9, None, 0)",
+            &["pidfd_send_signal"],
+        ),
+        case("pidfd_getfd", "sysc(438, 0, 0, 0)", &["pidfd_getfd"]),
+        case(
+            "process_vm_readv(1)",
+            "sysc(310, 1, None, 0, None, 0, 0)",
+            &["process_vm_readv"],
+        ),
+        case(
+            "process_vm_writev(1)",
+            "sysc(311, 1, None, 0, None, 0, 0)",
+            &["process_vm_writev"],
+        ),
+        case("kcmp(1, 2)", "sysc(312, 1, 2, 0, 0, 0)", &["kcmp"]),
+        case(
+            "ptrace(PTRACE_TRACEME)",
+            "sysc(101, 0, 0, 0, 0)",
+            &["ptrace"],
+        ),
+        case(
+            "rt_sigqueueinfo(1, SIGKILL)",
+            "sysc(129, 1, 9, ctypes.create_string_buffer(128))",
+            &["rt_sigqueueinfo"],
+        ),
+        case(
+            "process_madvise",
+            "sysc(440, 0, None, 0, 0, 0)",
+            &["process_madvise"],
+        ),
+        case(
+            "prlimit64(pid 1)",
+            "sysc(302, 1, 7, None, None)",
+            &["prlimit64"],
+        ),
+        case(
+            "setpriority(PRIO_PROCESS, 1)",
+            "sysc(141, 0, 1, 19)",
+            &["setpriority"],
+        ),
+        case(
+            "sched_setaffinity(1)",
+            "sysc(203, 1, 8, ctypes.create_string_buffer(8))",
+            &["sched_setaffinity"],
+        ),
+        case(
+            "sched_setscheduler(0, SCHED_FIFO)",
+            "sysc(144, 0, 1, ctypes.byref(ctypes.c_int(1)))",
+            &["sched_setscheduler"],
+        ),
+    ]);
+}
+
+#[test]
+fn prctl_personality_and_privilege_tricks_are_refused() {
+    if !x86_64() {
+        return;
+    }
+    each_blocked(&[
+        case("prctl(PR_SET_MM)", "sysc(157, 35, 8, 0, 0, 0)", &["prctl"]),
+        case("prctl(PR_SET_SECCOMP)", "sysc(157, 22, 2, 0, 0, 0)", &["prctl"]),
+        case(
+            "prctl(PR_CAP_AMBIENT_RAISE)",
+            "sysc(157, 47, 2, 21, 0, 0)",
+            &["prctl"],
+        ),
+        case(
+            "prctl(PR_SET_PTRACER_ANY)",
+            "sysc(157, 0x59616d61, -1, 0, 0, 0)",
+            &["prctl"],
+        ),
+        case(
+            "prctl(PR_SET_CHILD_SUBREAPER)",
+            "sysc(157, 36, 1, 0, 0, 0)",
+            &["prctl"],
+        ),
+        case(
+            "personality(READ_IMPLIES_EXEC)",
+            "sysc(135, 0x0400000)",
+            &["personality"],
+        ),
+        case("personality(PER_LINUX32)", "sysc(135, 0x0008)", &["personality"]),
+        case(
+            "capset",
+            "sysc(126, ctypes.create_string_buffer(b'\\x26\\x05\\x08\\x20' + bytes(4)), ctypes.create_string_buffer(24))",
+            &["capset"],
+        ),
+        case("setresuid(0)", "sysc(117, 0, 0, 0)", &["setresuid"]),
+        case("setgroups(0)", "sysc(116, 0, None)", &["setgroups"]),
+        case(
+            "landlock_create_ruleset",
+            "sysc(444, None, 0, 1)",
+            &["landlock_create_ruleset"],
+        ),
+        case(
+            "execveat(AT_EMPTY_PATH)",
+            r#"sysc(322, 0, b"", None, None, 0x1000)"#,
+            &["execveat"],
+        ),
+        case("memfd_secret", "sysc(447, 0)", &["memfd_secret"]),
+        case("mlockall", "sysc(151, 3)", &["mlockall"]),
+        case("io_uring_enter", "sysc(426, 0, 1, 0, 0, None, 0)", &["io_uring_enter"]),
+        case(
+            "io_uring_register",
+            "sysc(427, 0, 0, None, 0)",
+            &["io_uring_register"],
+        ),
+    ]);
+}
+
+#[test]
+fn ipc_splice_and_kernel_object_calls_are_refused() {
+    if !x86_64() {
+        return;
+    }
+    each_blocked(&[
+        case("shmget", "sysc(29, 0, 1 << 20, 0o1600)", &["shmget"]),
+        case("msgget", "sysc(68, 0, 0o1600)", &["msgget"]),
+        case("semget", "sysc(64, 0, 1, 0o1600)", &["semget"]),
+        case(
+            "mq_open",
+            r#"sysc(240, b"x", 0o100 | 2, 0o600, None)"#,
+            &["mq_open"],
+        ),
+        case("sendfile", "sysc(40, 1, 0, None, 1)", &["sendfile"]),
+        case("splice", "sysc(275, 0, None, 1, None, 1, 0)", &["splice"]),
+        case("tee", "sysc(276, 0, 1, 1, 0)", &["tee"]),
+        case("vmsplice", "sysc(278, 1, None, 0, 0)", &["vmsplice"]),
+        case("mbind", "sysc(237, 0, 0, 0, None, 0, 0)", &["mbind"]),
+        case("set_mempolicy", "sysc(238, 0, None, 0)", &["set_mempolicy"]),
+        case(
+            "migrate_pages(1)",
+            "sysc(256, 1, 0, None, None)",
+            &["migrate_pages"],
+        ),
+        case(
+            "move_pages(1)",
+            "sysc(279, 1, 0, None, None, None, 0)",
+            &["move_pages"],
+        ),
+        case("inotify_init1", "sysc(294, 0)", &["inotify_init1"]),
+        case("fanotify_init", "sysc(300, 0, 0)", &["fanotify_init"]),
+        case(
+            "mknodat(fifo in /tmp)",
+            r#"sysc(259, -100, b"/tmp/f", 0o10600, 0)"#,
+            &["mknodat"],
+        ),
+        case(
+            "setxattr(/tmp)",
+            r#"sysc(188, b"/tmp", b"user.x", b"1", 1, 0)"#,
+            &["setxattr"],
+        ),
+        case(
+            "chown(/tmp, 0, 0)",
+            r#"sysc(92, b"/tmp", 0, 0)"#,
+            &["chown"],
+        ),
+        case(
+            "fchownat(/tmp)",
+            r#"sysc(260, -100, b"/tmp", 0, 0, 0)"#,
+            &["fchownat"],
+        ),
+        case("swapon", r#"sysc(167, b"/tmp/x", 0)"#, &["swapon"]),
+        case("vhangup", "sysc(153)", &["vhangup"]),
+        case("sethostname", r#"sysc(170, b"host", 4)"#, &["sethostname"]),
+        case(
+            "clock_settime",
+            "sysc(227, 0, ctypes.create_string_buffer(16))",
+            &["clock_settime"],
+        ),
+        case(
+            "adjtimex",
+            "sysc(159, ctypes.create_string_buffer(256))",
+            &["adjtimex"],
+        ),
+        case("quotactl", "sysc(179, 0, None, 0, None)", &["quotactl"]),
+    ]);
+}
+
+#[test]
+fn ioctls_on_stdio_pipes_are_refused() {
+    if !x86_64() {
+        return;
+    }
+    // fds 0-2 are pipes; only the harmless requests are allowed (FIONREAD is tested working
+    // elsewhere). A request with a harmless low half and junk in the high half is a different
+    // request to the filter only if it compares 64 bits; it compares the low 32 like the kernel.
+    each_blocked(&[
+        case("TIOCCONS", "ioc(1, 0x541D)", &["ioctl"]),
+        case("TIOCLINUX", "ioc(0, 0x541C)", &["ioctl"]),
+        case("TCSETS", "ioc(0, 0x5402)", &["ioctl"]),
+        case("TIOCSCTTY", "ioc(0, 0x540E)", &["ioctl"]),
+        case("TIOCSETD", "ioc(0, 0x5423)", &["ioctl"]),
+        case("FIOASYNC", "ioc(1, 0x5452)", &["ioctl"]),
+        case("F_SETPIPE_SZ-like FIOSETOWN", "ioc(1, 0x8901)", &["ioctl"]),
+        case(
+            "TIOCSTI with FIONREAD in the high half",
+            "ioc(0, (0x541B << 32) | 0x5412)",
+            &["ioctl"],
+        ),
+    ]);
+}
+
+#[test]
+fn init_process_is_opaque() {
+    // pid 1 is agentjail's own init: same uid as the program, but non-dumpable, argv blanked.
+    let body = r#"
+import os
+for p in ["/proc/1/environ", "/proc/1/mem", "/proc/1/maps", "/proc/1/smaps", "/proc/1/auxv",
+          "/proc/1/syscall", "/proc/1/stack", "/proc/1/io", "/proc/1/pagemap",
+          "/proc/1/personality", "/proc/1/ns/mnt", "/proc/1/ns/user", "/proc/1/map_files"]:
+    attempt("read " + p, lambda: open(p, "rb").read(64))
+for p in ["/proc/1/root", "/proc/1/cwd", "/proc/1/exe", "/proc/1/fd/0", "/proc/1/fd/5",
+          "/proc/1/ns/pid"]:
+    attempt("readlink " + p, lambda: os.readlink(p))
+attempt("list /proc/1/fd", lambda: os.listdir("/proc/1/fd"))
+attempt("list /proc/1/root", lambda: os.listdir("/proc/1/root/"))
+attempt("list /proc/1/cwd", lambda: os.listdir("/proc/1/cwd/"))
+attempt("write /proc/1/comm", lambda: open("/proc/1/comm", "w").write("x"))
+attempt("write /proc/1/oom_score_adj", lambda: open("/proc/1/oom_score_adj", "w").write("-1000"))
+def cmdline():
+    c = open("/proc/1/cmdline", "rb").read()
+    if c.strip(b"\0"):
+        return c
+    raise OSError(0, "blank")
+attempt("init argv", cmdline)
+"#;
+    for who in variants() {
+        let r = py(who, &["--output-limit", "65536"], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
+        assert_eq!(r.stdout.matches("BLOCKED").count(), 25, "{who:?}: {r:#?}");
+    }
+}
+
+#[test]
+fn symlink_hardlink_and_proc_root_escapes_fail() {
+    let body = r#"
+import os
+os.symlink("/proc/1/root", "/tmp/r1")
+attempt("symlink to init root", lambda: os.listdir("/tmp/r1/"))
+os.symlink("/proc/1/cwd/../../..", "/tmp/r2")
+attempt("symlink to init cwd", lambda: os.listdir("/tmp/r2/"))
+def proc_self_root():
+    s = open("/proc/self/root/../../../../etc/passwd").read()
+    if s.startswith("agent:"):
+        raise OSError(0, "jail passwd")
+    return s
+attempt("/proc/self/root/..", proc_self_root)
+attempt("hard link /usr/bin/python3", lambda: os.link("/usr/bin/python3", "/tmp/py"))
+attempt("list /", lambda: os.listdir("/"))
+attempt("/sys", lambda: os.listdir("/sys"))
+attempt("/home", lambda: os.listdir("/home"))
+attempt("/root", lambda: os.listdir("/root"))
+attempt("/var", lambda: os.listdir("/var"))
+attempt("/run", lambda: os.listdir("/run"))
+attempt("write /usr", lambda: open("/usr/x", "w"))
+attempt("write /etc/passwd", lambda: open("/etc/passwd", "a"))
+attempt("write /proc/sys", lambda: open("/proc/sys/kernel/hostname", "w").write("x"))
+attempt("write /proc/self/oom_score_adj", lambda: open("/proc/self/oom_score_adj", "w").write("-1000"))
+def dev_full():
+    with open("/dev/full", "w") as f:
+        f.write("x")
+attempt("/dev/full", dev_full)
+attempt("rename into /usr", lambda: os.rename("/tmp/r1", "/usr/r1"))
+attempt("mkdir in /proc", lambda: os.mkdir("/proc/x"))
+"#;
+    for who in variants() {
+        let r = py(who, &["--output-limit", "65536"], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
+        assert_eq!(r.stdout.matches("BLOCKED").count(), 17, "{who:?}: {r:#?}");
+    }
+}
+
+#[test]
+fn signals_to_init_do_not_end_the_jail_early() {
+    // The kernel drops signals a pid namespace's init has no handler for when they come from
+    // inside the namespace: init survives and keeps reporting the program's status.
+    let body = r#"
+import os, signal, time
+for s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM, signal.SIGSEGV, signal.SIGHUP):
+    os.kill(1, s)
+time.sleep(0.2)
+st = open("/proc/1/status").read()
+state = [l for l in st.splitlines() if l.startswith("State:")][0]
+if "S" in state.split()[1]:
+    print("BLOCKED init alive", state, flush=True)
+else:
+    print("BREACH init", state, flush=True)
+print("END", flush=True)
+sys.exit(7)
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
+        r.assert_ran("END");
+        assert_eq!(r.code, 7, "the program's own status must come back: {r:#?}");
+    }
+}
+
+#[test]
+fn forged_stop_line_does_not_fool_the_record() {
+    // The program prints agentjail's own stop message and exits 124 like a stop. The exit code
+    // and stderr are ambiguous by construction (see the report); the record must not be.
+    let body = r#"
+sys.stderr.write("agentjail: stopped: code_timeout\n")
+sys.stderr.flush()
+sys.exit(124)
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_ran("START");
+        assert_eq!(r.code, 124, "{r:#?}");
+        assert_eq!(
+            r.stop_reason(),
+            Some("code_runtime_error:124"),
+            "the record must say the program exited 124 by itself: {r:#?}"
+        );
+        assert_eq!(
+            r.stderr.matches("agentjail: stopped:").count(),
+            1,
+            "only the forged line: {r:#?}"
+        );
+    }
+}
+
+fn assert_stopped_in_time(r: &Run, limit: Duration, reasons: &[&str]) {
+    r.assert_ran("START");
+    assert!(
+        r.wall < limit,
+        "agentjail took {:?} (limit {limit:?}): {r:#?}",
+        r.wall
+    );
+    let got = r.stop_reason().unwrap_or_default();
+    assert!(
+        reasons.contains(&got),
+        "stop reason {got:?} not in {reasons:?}: {r:#?}"
+    );
+}
+
+#[test]
+fn main_thread_exit_with_a_live_thread_is_stopped_and_reaped() {
+    // SYS_exit (not exit_group) on the main thread: the process lives on in its other thread,
+    // with stdout still open. The wall limit must end it and nothing may survive.
+    let tag = marker("mainexit");
+    let body = format!(
+        r#"
+import threading, time, ctypes
+def spin():
+    while True:
+        time.sleep(0.05)
+threading.Thread(target=spin, daemon=False).start()
+print("{tag}", flush=True)
+ctypes.CDLL(None).syscall(60, 0)
+"#
+    );
+    for who in variants() {
+        let t0 = Instant::now();
+        let r = py(who, &["--time-limit", "2"], &body);
+        assert_stopped_in_time(&r, Duration::from_secs(8), &["code_timeout"]);
+        assert!(t0.elapsed() < Duration::from_secs(8));
+        let left = survivors(&tag, Duration::from_secs(2));
+        assert!(left.is_empty(), "survivors {left:?}: {r:#?}");
+    }
+}
+
+#[test]
+fn closed_stdio_and_sigstop_do_not_hang_agentjail() {
+    for who in variants() {
+        let r = py(
+            who,
+            &["--time-limit", "2"],
+            "import time\nos.close(1)\nos.close(2)\ntime.sleep(60)",
+        );
+        assert_stopped_in_time(&r, Duration::from_secs(8), &["code_timeout"]);
+        let r = py(
+            who,
+            &["--time-limit", "2"],
+            "import signal\nos.kill(os.getpid(), signal.SIGSTOP)\nprint('BREACH resumed')",
+        );
+        assert_stopped_in_time(&r, Duration::from_secs(8), &["code_timeout"]);
+        assert!(!r.stdout.contains("BREACH"));
+    }
+}
+
+#[test]
+fn huge_unread_stdin_does_not_block_agentjail() {
+    for who in variants() {
+        let code = format!("{PRELUDE}\nprint('END', flush=True)");
+        let r = launch(
+            who,
+            Launch {
+                flags: vec!["--time-limit".into(), "5".into()],
+                stdin: Some(vec![b'x'; 64 * 1024 * 1024]),
+                record: true,
+                ..Default::default()
+            },
+            &[PY, "-I", "-S", "-c", &code],
+        );
+        r.assert_ran("END");
+        assert_eq!(r.code, 0, "{r:#?}");
+        assert!(r.wall < Duration::from_secs(5), "{r:#?}");
+    }
+}
+
+#[test]
+fn spinning_threads_are_bounded() {
+    // Threads are allowed; 32 spinning threads must still be ended by the CPU or wall limit,
+    // with agentjail returning promptly.
+    let body = r#"
+import threading
+def spin():
+    while True:
+        pass
+n = 0
+for _ in range(32):
+    try:
+        threading.Thread(target=spin, daemon=True).start()
+    except RuntimeError:
+        break
+    n += 1
+print("SPINNING", n, flush=True)
+spin()
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "6"], body);
+        r.assert_ran("SPINNING");
+        assert_stopped_in_time(
+            &r,
+            Duration::from_secs(12),
+            &[
+                "code_cpu_limit",
+                "code_timeout",
+                "code_killed:SIGXCPU",
+                "code_killed:SIGKILL",
+            ],
+        );
+    }
+}
+
+#[test]
+fn noreserve_mapping_cannot_exceed_memory() {
+    // A huge MAP_NORESERVE mapping, then touching 1 GiB of it: the memory cgroup (root) or
+    // RLIMIT_AS (nobody, no delegation) must stop it.
+    let body = r#"
+import mmap
+try:
+    m = mmap.mmap(-1, 16 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
+except OSError as e:
+    print("BLOCKED mmap", e.errno, flush=True)
+    raise SystemExit(0)
+for i in range(0, 1 << 30, 4096):
+    m[i] = 1
+print("BREACH touched 1 GiB", flush=True)
+"#;
+    for who in variants() {
+        let r = py(who, &["--time-limit", "20"], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
+        let ok = r.stdout.contains("BLOCKED")
+            || matches!(
+                r.stop_reason(),
+                Some("code_memory_limit")
+                    | Some("code_killed:SIGKILL")
+                    | Some("code_killed:SIGSEGV")
+            );
+        assert!(ok, "{who:?}: {r:#?}");
+    }
+}
+
+/// WEAK, not a breach: /tmp is mounted without noexec and landlock's read_write rule grants
+/// EXECUTE there, so a file the program writes to /tmp can be execve'd (README: "read/execute
+/// only under the binds, /etc, /app, /proc"). Arbitrary code already runs through ctypes, so
+/// this adds no syscall, but it contradicts the claim and lets a static binary run.
+#[test]
+#[ignore = "WEAK: files written to /tmp are executable (no noexec; landlock grants EXECUTE on /tmp)"]
+fn files_written_to_tmp_are_not_executable() {
+    let body = r#"
+open("/tmp/t", "wb").write(open("/usr/bin/true", "rb").read())
+os.chmod("/tmp/t", 0o755)
+attempt("exec /tmp/t", lambda: os.execv("/tmp/t", ["/tmp/t"]))
+"#;
+    for who in variants() {
+        let r = py(who, &[], body);
+        r.assert_ran("START");
+        assert!(r.stdout.contains("BLOCKED"), "{who:?}: {r:#?}");
+    }
+}
+
+/// WEAK, not a breach: host-wide kernel information stays readable through the jail's /proc
+/// (README: "/proc/sys read-only", not hidden): the host's boot id (a stable identifier), the
+/// kernel command line and build config, disk and memory statistics, and the block device
+/// and mount options of the /usr bind in mountinfo.
+#[test]
+#[ignore = "WEAK: host kernel info readable: /proc/sys/kernel/random/boot_id, /proc/cmdline, /proc/config.gz, /proc/diskstats, /proc/self/mountinfo device"]
+fn host_kernel_information_is_hidden() {
+    let body = r#"
+for p in ["/proc/sys/kernel/random/boot_id", "/proc/cmdline", "/proc/config.gz",
+          "/proc/diskstats", "/proc/zoneinfo", "/proc/pressure/cpu"]:
+    attempt("read " + p, lambda: open(p, "rb").read(32))
+"#;
+    for who in variants() {
+        let r = py(who, &["--output-limit", "65536"], body);
+        r.assert_ran("START");
+        assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
+    }
+}
+
+/// Run one action through `agentjail run -` (as the test process) and return the record.
+fn run_action(code: &str) -> serde_json::Value {
+    use std::io::Write;
+    let action = serde_json::json!({
+        "id": "redteam", "language": "python", "entrypoint": "main.py",
+        "code": code, "input_payload": {},
+    });
+    let mut child = std::process::Command::new(agentjail_path())
+        .args(["run", "-"])
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn agentjail run");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(action.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).expect("run prints a record")
+}
+
+/// WEAK, not a breach: the record's resource stop reasons are derived from the program's own
+/// stderr (src/run.rs runtime_failure: a traceback ending in MemoryError is
+/// `code_memory_limit`, BlockingIOError "[Errno 11]" is `code_pids_limit`), so a program can
+/// claim a resource stop it never hit (oom_kills 0, pids_limit_hits 0, and the default policy
+/// cannot even fork).
+#[test]
+#[ignore = "WEAK: `raise MemoryError` / `raise BlockingIOError(11, ..)` forge code_memory_limit / code_pids_limit in the record"]
+fn program_cannot_forge_a_resource_stop() {
+    for code in [
+        "raise MemoryError('forged')",
+        "raise BlockingIOError(11, 'forged')",
+    ] {
+        let r = run_action(code);
+        let reason = r["stop_reason"].as_str().unwrap_or_default().to_string();
+        assert!(
+            reason.starts_with("code_runtime_error"),
+            "{code}: forged stop reason {reason}: {r}"
+        );
+    }
+}
