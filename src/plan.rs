@@ -142,8 +142,10 @@ const DEVICES: [&str; 5] = [
     "/dev/random",
     "/dev/urandom",
 ];
-/// procfs files that leak host kernel state or act on the host; hidden.
-const PROC_MASKED: [&str; 9] = [
+/// procfs files that leak host kernel state or identity, or act on the host; hidden (a
+/// file reads empty, a directory is an empty read-only tmpfs). /proc/cpuinfo, meminfo and
+/// stat stay: runtimes size themselves from them.
+const PROC_MASKED: [&str; 17] = [
     "/proc/kcore",
     "/proc/keys",
     "/proc/timer_list",
@@ -153,7 +155,18 @@ const PROC_MASKED: [&str; 9] = [
     "/proc/acpi",
     "/proc/scsi",
     "/proc/kallsyms",
+    "/proc/cmdline",
+    "/proc/config.gz",
+    "/proc/modules",
+    "/proc/diskstats",
+    "/proc/partitions",
+    "/proc/swaps",
+    "/proc/zoneinfo",
+    "/proc/pressure",
 ];
+/// Under /proc/sys, masked before /proc/sys is made read-only: the host's boot id is a
+/// stable host identifier.
+const PROC_SYS_MASKED: [&str; 1] = ["/proc/sys/kernel/random/boot_id"];
 /// procfs trees that stay visible but read-only.
 const PROC_READ_ONLY: [&str; 4] = ["/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"];
 
@@ -251,8 +264,10 @@ impl JailPlan {
         mounts.push(MountOp::Proc {
             target: "/proc".into(),
         });
-        for p in PROC_MASKED {
-            mounts.push(MountOp::MaskPath { path: p.into() });
+        for p in PROC_MASKED.iter().chain(PROC_SYS_MASKED.iter()) {
+            mounts.push(MountOp::MaskPath {
+                path: p.to_string(),
+            });
         }
         for p in PROC_READ_ONLY {
             mounts.push(MountOp::ReadOnlyPath { path: p.into() });

@@ -3,7 +3,7 @@
 use crate::check::{self, Decision};
 use crate::contract::{self, Action};
 use crate::exec::{execution_json, signal_name, stop_reason};
-use crate::jail::{self, JailError};
+use crate::jail::{self, Control, ControlState, JailError};
 use crate::output;
 use crate::plan::{self, JailFile, JailPlan};
 use crate::policy::Policy;
@@ -108,21 +108,47 @@ fn python_argv(policy: &Policy) -> Vec<String> {
 }
 
 /// Classify a finished program that agentjail did not stop itself.
-fn runtime_failure(o: &crate::supervise::Outcome) -> (String, Value) {
+///
+/// A resource stop reason rests on evidence the program cannot forge. With a memory or
+/// pids cgroup that is the kernel's counter (oom kills, pids.events), already turned into a
+/// stop reason by `exec::stop_reason`; a traceback alone (`raise MemoryError`) is just a
+/// runtime error. Under rlimits only, a MemoryError counts when peak memory really neared
+/// the limit, and a fork EAGAIN only when the policy lets the program fork at all.
+fn runtime_failure(
+    o: &crate::supervise::Outcome,
+    enforcement: &[Control],
+    policy: &Policy,
+) -> (String, Value) {
     let stderr = String::from_utf8_lossy(&o.stderr.data);
     let err = output::parse_traceback(&stderr, SCRIPT_PATH);
     let detail = json!(err);
+    let cgroup = |name: &str| {
+        enforcement
+            .iter()
+            .any(|c| c.control == name && c.state == ControlState::Enforced)
+    };
     if let Some(e) = &err {
-        if e.kind == "MemoryError" {
+        let limit = policy.limits.memory.0;
+        let near_limit = o.peak_memory_bytes.is_some_and(|p| p >= limit / 2);
+        if e.kind == "MemoryError" && !cgroup("cgroup_memory") && near_limit {
             return ("code_memory_limit".into(), detail);
         }
-        if e.kind == "BlockingIOError" && e.message.contains("Errno 11") {
+        let can_fork = policy
+            .seccomp
+            .allow_groups
+            .iter()
+            .any(|g| g == "process_spawn");
+        if e.kind == "BlockingIOError"
+            && e.message.contains("Errno 11")
+            && !cgroup("cgroup_pids")
+            && can_fork
+        {
             return ("code_pids_limit".into(), detail);
         }
     }
     match (o.exit_code, o.signal) {
         (Some(c), _) => (format!("code_runtime_error:{c}"), detail),
-        (None, Some(libc::SIGSYS)) => ("code_forbidden_syscall:unknown".into(), detail),
+        (None, Some(libc::SIGSYS)) => ("code_forbidden_syscall:foreign_abi".into(), detail),
         (None, Some(s)) => (format!("code_killed:{}", signal_name(s)), detail),
         _ => ("code_killed:unknown".into(), detail),
     }
@@ -261,7 +287,7 @@ pub fn run(args: RunArgs) -> RunResult {
         return r.stop(&reason, "execute");
     }
     if o.exit_code != Some(0) {
-        let (reason, err) = runtime_failure(o);
+        let (reason, err) = runtime_failure(o, &run.enforcement, &jail_policy);
         r.record.insert("error".into(), err);
         r.phase("execute", false, t, exec_detail);
         return r.stop(&reason, "execute");

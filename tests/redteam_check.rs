@@ -1,8 +1,8 @@
 //! Red-team corpus for `agentjail check` on the embedded default policy: known Python
 //! sandbox-bypass techniques, each run through the real binary (`agentjail check -` with the
-//! action JSON on stdin). Every program here must be denied. Programs the checker ALLOWS
-//! today are kept as `#[ignore = "BREACH: ..."]` tests so they stay visible; run them with
-//! `cargo test --test redteam_check -- --ignored`.
+//! action JSON on stdin). Every program here must be denied. The red team found 17 that
+//! were allowed (CRLF hiding a coding declaration, format fields with non-identifier names,
+//! imports in class bodies); the checker was fixed and they run as ordinary tests.
 //!
 //! None of these duplicates tests/check_corpus.rs. The deep/huge inputs are built at run time
 //! and stay under the default policy's 2400-character limit, so they reach the parser.
@@ -240,19 +240,16 @@ fn redteam_corpus_is_denied() {
 // ------------------------------------------------------------------ allowed today: BREACH
 
 #[test]
-#[ignore = "BREACH: with CRLF line endings screen_source never looks at line 2 (split_inclusive on '\\r' and '\\n' makes line 1 two pieces), so a non-UTF-8 coding declaration there passes; CPython then decodes the file with it and runs code the checker parsed as a comment"]
 fn breach_crlf_utf7_open() {
     assert_denied("crlf_utf7_open", "#!/usr/bin/python3\r\n# coding: utf-7\r\nprint(1) # +AAo-print(open(+ACI-/etc/passwd+ACI-).read())\r\n");
 }
 
 #[test]
-#[ignore = "BREACH: with CRLF line endings screen_source never looks at line 2 (split_inclusive on '\\r' and '\\n' makes line 1 two pieces), so a non-UTF-8 coding declaration there passes; CPython then decodes the file with it and runs code the checker parsed as a comment"]
 fn breach_crlf_utf7_import_os() {
     assert_denied("crlf_utf7_import_os", "# hello\r\n# -*- coding: utf-7 -*-\r\nx = 1 # +AAo-import os+ADs- print(os.listdir(+ACI-/+ACI-))\r\n");
 }
 
 #[test]
-#[ignore = "BREACH: with CRLF line endings screen_source never looks at line 2 (split_inclusive on '\\r' and '\\n' makes line 1 two pieces), so a non-UTF-8 coding declaration there passes; CPython then decodes the file with it and runs code the checker parsed as a comment"]
 fn breach_crlf_blank_first_line_utf7() {
     assert_denied(
         "crlf_blank_first_line_utf7",
@@ -261,19 +258,16 @@ fn breach_crlf_blank_first_line_utf7() {
 }
 
 #[test]
-#[ignore = "BREACH: with CRLF line endings screen_source never looks at line 2 (split_inclusive on '\\r' and '\\n' makes line 1 two pieces), so a non-UTF-8 coding declaration there passes; CPython then decodes the file with it and runs code the checker parsed as a comment"]
 fn breach_crlf_raw_unicode_escape() {
     assert_denied("crlf_raw_unicode_escape", "#!x\r\n# coding: raw_unicode_escape\r\nx = 1 # \\u000aprint(open('/etc/passwd').read())\r\n");
 }
 
 #[test]
-#[ignore = "BREACH: with CRLF line endings screen_source never looks at line 2 (split_inclusive on '\\r' and '\\n' makes line 1 two pieces), so a non-UTF-8 coding declaration there passes; CPython then decodes the file with it and runs code the checker parsed as a comment"]
 fn breach_crlf_latin1() {
     assert_denied("crlf_latin1", "#!x\r\n# coding: latin-1\r\nx = 1\r\n");
 }
 
 #[test]
-#[ignore = "BREACH: has_format_field_access only sees fields whose name starts with [A-Za-z0-9_]; a keyword field such as '{ a.__class__}' fed by **{' a': obj} walks attributes and items unchecked"]
 fn breach_format_space_field() {
     assert_denied(
         "format_space_field",
@@ -282,7 +276,6 @@ fn breach_format_space_field() {
 }
 
 #[test]
-#[ignore = "BREACH: has_format_field_access only sees fields whose name starts with [A-Za-z0-9_]; a keyword field such as '{ a.__class__}' fed by **{' a': obj} walks attributes and items unchecked"]
 fn breach_format_dash_field() {
     assert_denied(
         "format_dash_field",
@@ -291,13 +284,11 @@ fn breach_format_dash_field() {
 }
 
 #[test]
-#[ignore = "BREACH: has_format_field_access only sees fields whose name starts with [A-Za-z0-9_]; a keyword field such as '{ a.__class__}' fed by **{' a': obj} walks attributes and items unchecked"]
 fn breach_format_space_index() {
     assert_denied("format_space_index", "x = '{ a[0]}'.format(**{' a': [1]})");
 }
 
 #[test]
-#[ignore = "BREACH: has_format_field_access only sees fields whose name starts with [A-Za-z0-9_]; a keyword field such as '{ a.__class__}' fed by **{' a': obj} walks attributes and items unchecked"]
 fn breach_format_concat_space() {
     assert_denied(
         "format_concat_space",
@@ -306,7 +297,6 @@ fn breach_format_concat_space() {
 }
 
 #[test]
-#[ignore = "BREACH: has_format_field_access only sees fields whose name starts with [A-Za-z0-9_]; a keyword field such as '{ a.__class__}' fed by **{' a': obj} walks attributes and items unchecked"]
 fn breach_format_nested_spec_space() {
     assert_denied(
         "format_nested_spec_space",
@@ -315,7 +305,6 @@ fn breach_format_nested_spec_space() {
 }
 
 #[test]
-#[ignore = "BREACH: module safe lists apply only to `name.attr` with `name` bound to a module; a module imported in a class body is reached as `C.json.decoder`, `C.statistics.random` past module_attr_not_allowed"]
 fn breach_class_attr_module_random() {
     assert_denied(
         "class_attr_module_random",
@@ -324,7 +313,6 @@ fn breach_class_attr_module_random() {
 }
 
 #[test]
-#[ignore = "BREACH: module safe lists apply only to `name.attr` with `name` bound to a module; a module imported in a class body is reached as `C.json.decoder`, `C.statistics.random` past module_attr_not_allowed"]
 fn breach_class_attr_module_decoder() {
     assert_denied(
         "class_attr_module_decoder",
@@ -333,7 +321,6 @@ fn breach_class_attr_module_decoder() {
 }
 
 #[test]
-#[ignore = "BREACH: module safe lists apply only to `name.attr` with `name` bound to a module; a module imported in a class body is reached as `C.json.decoder`, `C.statistics.random` past module_attr_not_allowed"]
 fn breach_class_attr_module_as() {
     assert_denied(
         "class_attr_module_as",
@@ -342,7 +329,6 @@ fn breach_class_attr_module_as() {
 }
 
 #[test]
-#[ignore = "BREACH: module safe lists apply only to `name.attr` with `name` bound to a module; a module imported in a class body is reached as `C.json.decoder`, `C.statistics.random` past module_attr_not_allowed"]
 fn breach_class_attr_json_scanner() {
     assert_denied(
         "class_attr_json_scanner",
@@ -351,7 +337,6 @@ fn breach_class_attr_json_scanner() {
 }
 
 #[test]
-#[ignore = "BREACH: module safe lists apply only to `name.attr` with `name` bound to a module; a module imported in a class body is reached as `C.json.decoder`, `C.statistics.random` past module_attr_not_allowed"]
 fn breach_instance_module_attr() {
     assert_denied(
         "instance_module_attr",
@@ -360,7 +345,6 @@ fn breach_instance_module_attr() {
 }
 
 #[test]
-#[ignore = "BREACH: with CRLF line endings screen_source never looks at line 2 (split_inclusive on '\\r' and '\\n' makes line 1 two pieces), so a non-UTF-8 coding declaration there passes; CPython then decodes the file with it and runs code the checker parsed as a comment"]
 fn breach_crlf_only_on_line_one() {
     // Only line 1 needs the CRLF; the coding line itself may end in LF.
     assert_denied(
@@ -370,7 +354,6 @@ fn breach_crlf_only_on_line_one() {
 }
 
 #[test]
-#[ignore = "BREACH: has_format_field_access only sees fields whose name starts with [A-Za-z0-9_]; a keyword field such as '{ a.__class__}' fed by **{' a': obj} walks attributes and items unchecked"]
 fn breach_format_digit_then_space() {
     // `{0 .x}` is the keyword field "0 ", not positional 0: still an attribute walk.
     assert_denied(

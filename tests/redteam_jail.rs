@@ -640,7 +640,9 @@ spin()
 "#;
     for who in variants() {
         let r = py(who, &["--time-limit", "6"], body);
-        r.assert_ran("SPINNING");
+        // START, not SPINNING: on a loaded host the limit may end the run before 32
+        // threads are up; what matters is that it ran and was ended in time.
+        r.assert_ran("START");
         assert_stopped_in_time(
             &r,
             Duration::from_secs(12),
@@ -689,7 +691,6 @@ print("BREACH touched 1 GiB", flush=True)
 /// only under the binds, /etc, /app, /proc"). Arbitrary code already runs through ctypes, so
 /// this adds no syscall, but it contradicts the claim and lets a static binary run.
 #[test]
-#[ignore = "WEAK: files written to /tmp are executable (no noexec; landlock grants EXECUTE on /tmp)"]
 fn files_written_to_tmp_are_not_executable() {
     let body = r#"
 open("/tmp/t", "wb").write(open("/usr/bin/true", "rb").read())
@@ -707,13 +708,21 @@ attempt("exec /tmp/t", lambda: os.execv("/tmp/t", ["/tmp/t"]))
 /// (README: "/proc/sys read-only", not hidden): the host's boot id (a stable identifier), the
 /// kernel command line and build config, disk and memory statistics, and the block device
 /// and mount options of the /usr bind in mountinfo.
+/// (A masked file reads empty, as Docker's masked paths do; empty counts as hidden. The
+/// /usr bind's device in /proc/self/mountinfo stays visible: per-process files cannot be
+/// masked.)
 #[test]
-#[ignore = "WEAK: host kernel info readable: /proc/sys/kernel/random/boot_id, /proc/cmdline, /proc/config.gz, /proc/diskstats, /proc/self/mountinfo device"]
 fn host_kernel_information_is_hidden() {
     let body = r#"
+def read_nonempty(p):
+    data = open(p, "rb").read(32)
+    if not data:
+        raise OSError(0, "masked (empty)")
+    return data
 for p in ["/proc/sys/kernel/random/boot_id", "/proc/cmdline", "/proc/config.gz",
-          "/proc/diskstats", "/proc/zoneinfo", "/proc/pressure/cpu"]:
-    attempt("read " + p, lambda: open(p, "rb").read(32))
+          "/proc/diskstats", "/proc/zoneinfo", "/proc/pressure/cpu", "/proc/modules",
+          "/proc/partitions"]:
+    attempt("read " + p, lambda p=p: read_nonempty(p))
 "#;
     for who in variants() {
         let r = py(who, &["--output-limit", "65536"], body);
@@ -753,7 +762,6 @@ fn run_action(code: &str) -> serde_json::Value {
 /// claim a resource stop it never hit (oom_kills 0, pids_limit_hits 0, and the default policy
 /// cannot even fork).
 #[test]
-#[ignore = "WEAK: `raise MemoryError` / `raise BlockingIOError(11, ..)` forge code_memory_limit / code_pids_limit in the record"]
 fn program_cannot_forge_a_resource_stop() {
     for code in [
         "raise MemoryError('forged')",

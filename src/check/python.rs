@@ -321,6 +321,40 @@ fn push(
     });
 }
 
+/// The first two lines of `code` (with their offsets) under three line splittings: `\n`
+/// only, a lone `\r` only, and CPython's universal newlines (`\r\n`, `\r`, `\n`).
+fn first_two_lines_every_way(code: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for sep in [&['\n'][..], &['\r'][..]] {
+        let mut offset = 0;
+        for line in code.split_inclusive(sep).take(2) {
+            out.push((offset, line));
+            offset += line.len();
+        }
+    }
+    let bytes = code.as_bytes();
+    let (mut start, mut i, mut taken) = (0, 0, 0);
+    while i < bytes.len() && taken < 2 {
+        let end = match bytes[i] {
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => Some(i + 2),
+            b'\r' | b'\n' => Some(i + 1),
+            _ => None,
+        };
+        if let Some(e) = end {
+            out.push((start, &code[start..e]));
+            taken += 1;
+            start = e;
+            i = e;
+        } else {
+            i += 1;
+        }
+    }
+    if taken < 2 && start < code.len() {
+        out.push((start, &code[start..]));
+    }
+    out
+}
+
 /// Checks on the raw text, before and independent of parsing.
 fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mut Vec<Violation>) {
     if let Some(pos) = code.find('\0') {
@@ -332,12 +366,14 @@ fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mu
             pos,
         );
     }
-    // PEP 263: CPython looks at the first two lines.
-    let mut offset = 0;
-    for line in code.split_inclusive(['\n', '\r']).take(2) {
+    // PEP 263: CPython looks for a coding declaration in the first two lines. Which bytes
+    // end a line differs between its decoder and tokenizer (\n only, \r\n, a lone \r), so
+    // every splitting is tried: a declaration any of them sees is one CPython might honour.
+    let mut seen = std::collections::BTreeSet::new();
+    for (offset, line) in first_two_lines_every_way(code) {
         if let Some(enc) = coding_declaration(line) {
             let norm = enc.to_ascii_lowercase().replace('_', "-");
-            if norm != "utf-8" && norm != "utf8" {
+            if norm != "utf-8" && norm != "utf8" && seen.insert(offset) {
                 push(
                     out,
                     lines,
@@ -349,7 +385,6 @@ fn screen_source(code: &str, rules: &CheckRules, lines: &LineIndex<'_>, out: &mu
                 );
             }
         }
-        offset += line.len();
     }
     // Indentation CPython could read differently from our parser.
     let mut offset = 0;
@@ -475,6 +510,7 @@ fn check_parsed(
         input_calls: 0,
         input_in_loop: false,
         loop_depth: 0,
+        in_class_body: false,
     };
     collect_module_aliases(body, rules, &mut checker.modules, 0);
     checker.visit_body(body);
@@ -589,10 +625,10 @@ fn has_format_field_access(s: &str) -> bool {
                 i += 2;
                 continue;
             }
+            // CPython's field name is every character up to the first of . [ ! : }
+            // (`{ a.x}` and `{a-b.x}` are fields named " a" and "a-b"), so scan to that.
             let mut j = i + 1;
-            while j < bytes.len()
-                && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_' || bytes[j] >= 0x80)
-            {
+            while j < bytes.len() && !matches!(bytes[j], b'.' | b'[' | b'!' | b':' | b'}') {
                 j += 1;
             }
             if matches!(bytes.get(j), Some(b'.') | Some(b'[')) {
@@ -619,6 +655,9 @@ struct Checker<'a, 'o> {
     input_calls: u32,
     input_in_loop: bool,
     loop_depth: u32,
+    /// Directly in a class body (not inside a function defined there): an import here binds
+    /// a class attribute (`C.json`), which the module-attribute rules would not see.
+    in_class_body: bool,
 }
 
 impl Checker<'_, '_> {
@@ -827,15 +866,29 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
             return;
         }
         let mut looping = false;
+        let outer_in_class = self.in_class_body;
         match stmt {
             Stmt::FunctionDef(f) => {
                 if !DEFINABLE_DUNDERS.contains(&f.name.id.as_str()) {
                     self.check_binding(f.name.id.as_str(), f.name.range);
                 }
                 looping = true;
+                self.in_class_body = false;
             }
-            Stmt::ClassDef(c) => self.check_binding(c.name.id.as_str(), c.name.range),
-            Stmt::Import(_) | Stmt::ImportFrom(_) => self.check_import(stmt),
+            Stmt::ClassDef(c) => {
+                self.check_binding(c.name.id.as_str(), c.name.range);
+                self.in_class_body = true;
+            }
+            Stmt::Import(_) | Stmt::ImportFrom(_) => {
+                if self.in_class_body {
+                    self.report(
+                        "import_in_class_body".into(),
+                        "an import in a class body makes the module a class attribute (C.json.decoder ...), out of reach of the module rules; import at module level",
+                        stmt.range(),
+                    );
+                }
+                self.check_import(stmt)
+            }
             Stmt::Global(g) => {
                 for name in &g.names {
                     self.check_binding(name.id.as_str(), name.range);
@@ -853,6 +906,7 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
             self.loop_depth += 1;
         }
         visitor::walk_stmt(self, stmt);
+        self.in_class_body = outer_in_class;
         if looping {
             self.loop_depth -= 1;
         }
