@@ -15,6 +15,7 @@ const STAGES: &[&str] = &[
     "clone3",
     "uid_map",
     "wait_for_parent",
+    "cgroup_namespace",
     "setresgid",
     "setresuid",
     "parent_death_signal",

@@ -95,6 +95,19 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     }
     inject(p, rep, Stage::WaitParent);
 
+    // 1b. The cgroup namespace, once the parent has put us in the job cgroup (when it could
+    //     not be done atomically by clone3's CLONE_INTO_CGROUP).
+    if fds.late_cgroup_ns {
+        inject(p, rep, Stage::CgroupNamespace);
+        // SAFETY: unshare with an integer flag; we hold CAP_SYS_ADMIN in our new user ns.
+        if unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } != 0 {
+            // SAFETY: reading errno.
+            fail(rep, Stage::CgroupNamespace, 0, unsafe {
+                *libc::__errno_location()
+            });
+        }
+    }
+
     // 2. The jail identity.
     inject(p, rep, Stage::SetGid);
     if let Err(e) = sys::setresgid(p.gid) {

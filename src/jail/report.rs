@@ -34,12 +34,13 @@ pub enum Stage {
     Exec,
     Fork,
     InitFilter,
+    CgroupNamespace,
 }
 
 impl Stage {
     pub fn from_u32(v: u32) -> Option<Stage> {
         use Stage::*;
-        const ALL: [Stage; 24] = [
+        const ALL: [Stage; 25] = [
             WaitParent,
             ParentDeathSignal,
             SetGid,
@@ -64,6 +65,7 @@ impl Stage {
             Exec,
             Fork,
             InitFilter,
+            CgroupNamespace,
         ];
         ALL.iter().copied().find(|s| *s as u32 == v)
     }
@@ -95,6 +97,7 @@ impl Stage {
             Exec => "execve",
             Fork => "fork_init",
             InitFilter => "init_seccomp",
+            CgroupNamespace => "cgroup_namespace",
         }
     }
 
@@ -155,12 +158,12 @@ mod tests {
 
     #[test]
     fn every_stage_decodes() {
-        for v in 1..=24 {
+        for v in 1..=25 {
             let s = Stage::from_u32(v).expect("stage");
             assert_eq!(s as u32, v);
             assert!(!s.name().is_empty());
         }
         assert_eq!(Stage::from_u32(0), None);
-        assert_eq!(Stage::from_u32(25), None);
+        assert_eq!(Stage::from_u32(26), None);
     }
 }

@@ -189,6 +189,9 @@ pub struct ChildFds {
     pub report_w: RawFd,
     pub sync_r: RawFd,
     pub status_w: RawFd,
+    /// Unshare the cgroup namespace in the child after the parent attached it (v1 or no
+    /// CLONE_INTO_CGROUP), so the namespace's root is the job cgroup, not the launcher's.
+    pub late_cgroup_ns: bool,
 }
 
 fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
@@ -217,8 +220,22 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         report_w: report_w.as_raw_fd(),
         sync_r: sync_r.as_raw_fd(),
         status_w: status_w.as_raw_fd(),
+        late_cgroup_ns: false,
     };
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
+    // With CLONE_INTO_CGROUP the child is born in the job cgroup, so its new cgroup
+    // namespace is rooted there. Otherwise the parent attaches it after clone, and a
+    // namespace made at clone time would be rooted at the launcher's cgroup (showing the
+    // host's cgroup path in /proc/self/cgroup): the child unshares it after the attach.
+    let fds = ChildFds {
+        late_cgroup_ns: cgroup_fd.is_none(),
+        ..fds
+    };
+    let clone_flags = if fds.late_cgroup_ns {
+        p.clone_flags & !(libc::CLONE_NEWCGROUP as u64)
+    } else {
+        p.clone_flags
+    };
     if fault_name().as_deref() == Some("clone3") {
         return Err(SetupError::new(
             "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
@@ -227,7 +244,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         ));
     }
     let mut pidfd_raw: RawFd = -1;
-    let pid = sys::clone3(p.clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
+    let pid = sys::clone3(clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
         SetupError::new(
             "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
             Some(e),
