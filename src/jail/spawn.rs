@@ -179,6 +179,8 @@ pub struct Spawned {
     pub program_pid: Option<i32>,
     /// Init writes the program's raw wait status here before it exits.
     pub status: OwnedFd,
+    /// Taken just before clone3: nothing in the jail can have run on a CPU before this.
+    pub cloned_at: std::time::Instant,
 }
 
 /// Fds the child uses; raw numbers valid in the child after clone.
@@ -244,6 +246,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         ));
     }
     let mut pidfd_raw: RawFd = -1;
+    let cloned_at = std::time::Instant::now();
     let pid = sys::clone3(clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
         SetupError::new(
             "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
@@ -343,6 +346,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             listener,
             program_pid,
             status: status_r,
+            cloned_at,
         }),
         Err(e) => {
             kill_and_reap(&pidfd);

@@ -221,6 +221,19 @@ pub fn sigprocmask_unblock_all() -> SysResult<()> {
     check(unsafe { libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) }).map(drop)
 }
 
+/// Number of CPUs in this thread's affinity mask (0 if the call fails).
+pub fn affinity_cpus() -> u64 {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is valid storage of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return 0;
+    }
+    // SAFETY: CPU_COUNT reads the set we own.
+    (unsafe { libc::CPU_COUNT(&set) }) as u64
+}
+
 /// Reset every catchable signal's disposition to default (the parent may have handlers).
 pub fn reset_signal_dispositions() {
     for sig in 1..65 {

@@ -176,9 +176,11 @@ pub fn supervise(
     let mut stderr = Capped::new(limits.stderr_bytes);
     let mut stop: Option<Stop> = None;
     let mut scratch = vec![0u8; CHUNK];
-    let ncpu = std::thread::available_parallelism()
-        .map(|n| n.get() as u64)
-        .unwrap_or(1);
+    // The CPUs the jail may run on: our affinity mask, inherited by the jail (one
+    // sched_getaffinity call). `available_parallelism` also read /proc/self/cgroup and the
+    // cgroup CPU quota files on every launch, and could only return this number or a
+    // smaller one, so the checks below come at the same time or earlier: never later.
+    let ncpu = sys::affinity_cpus().max(1);
 
     let _ = sys::set_nonblocking(sp.stdout.as_raw_fd());
     let _ = sys::set_nonblocking(sp.stderr.as_raw_fd());
@@ -193,7 +195,17 @@ pub fn supervise(
     }
     let (mut out_open, mut err_open) = (true, true);
     let mut exited = false;
-    let mut next_cpu_check = start;
+    // First check: the jail's CPU usage (cgroup counter of a fresh job cgroup, or procfs
+    // times of processes created by our clone3) started at 0 no earlier than `cloned_at`
+    // and grows at most `ncpu` times faster than wall time, so the limit cannot be crossed
+    // before cloned_at + limit/ncpu. A check at t = 0 (one more procfs/cgroup read on the
+    // launch's critical path) could only ever find usage below the limit.
+    let mut next_cpu_check = sp
+        .cloned_at
+        .checked_add(Duration::from_micros(
+            limits.cpu_time_ms.saturating_mul(1000) / ncpu,
+        ))
+        .unwrap_or(start);
     let cpu_pids: Vec<i32> = std::iter::once(sp.pid).chain(sp.program_pid).collect();
 
     while !exited && stop.is_none() {
