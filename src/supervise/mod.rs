@@ -206,6 +206,7 @@ pub fn supervise(
             limits.cpu_time_ms.saturating_mul(1000) / ncpu,
         ))
         .unwrap_or(start);
+    let mut listener_live = true;
     let cpu_pids: Vec<i32> = std::iter::once(sp.pid).chain(sp.program_pid).collect();
 
     while !exited && stop.is_none() {
@@ -257,7 +258,10 @@ pub fn supervise(
             libc::POLLOUT,
         ));
         fds.push(pf(
-            sp.listener.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            match sp.listener.as_ref() {
+                Some(l) if listener_live => l.as_raw_fd(),
+                _ => -1,
+            },
             libc::POLLIN,
         ));
         fds.push(pf(sigfd.map_or(-1, |f| f.as_raw_fd()), libc::POLLIN));
@@ -269,6 +273,15 @@ pub fn supervise(
         fds.push(pf(pass_fd, libc::POLLIN));
         ppoll(&mut fds, Some(timeout));
 
+        // POLLHUP without POLLIN on the listener: every task the filter was attached to has
+        // exited (the kernel's seccomp_notify_poll reports HUP when the filter has no users),
+        // and a filter only reaches new tasks by fork of a filtered one, so no notification
+        // can ever arrive again. Stop polling it: the HUP is level-triggered, and polling it
+        // made this loop spin (thousands of ppoll calls on the jail's own CPU) from the
+        // program's exit until init's exit, slowing the very teardown it waits for.
+        if fds[4].revents & (libc::POLLHUP | libc::POLLIN) == libc::POLLHUP {
+            listener_live = false;
+        }
         if fds[4].revents & libc::POLLIN != 0 {
             if let Some(l) = sp.listener.as_ref() {
                 if let Ok((_pid, nr)) = seccomp::receive_notification(l.as_fd()) {
