@@ -234,14 +234,41 @@ pub fn affinity_cpus() -> u64 {
     (unsafe { libc::CPU_COUNT(&set) }) as u64
 }
 
-/// Reset every catchable signal's disposition to default (the parent may have handlers).
+/// Reset every catchable signal's disposition to default (the parent may have handlers, and
+/// ignored dispositions survive execve). The raw syscall, not glibc's `signal`: glibc
+/// refuses signals 32 and 33 (its internal ones) with EINVAL, so an ignore on those
+/// inherited by agentjail would have reached the program.
 pub fn reset_signal_dispositions() {
+    // The kernel's struct sigaction (x86_64: handler, flags, restorer, mask; the generic
+    // one has no restorer). Every field is zero, so it reads the same on either layout.
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: usize,
+        flags: u64,
+        restorer: usize,
+        mask: u64,
+    }
+    let dfl = KernelSigaction {
+        handler: libc::SIG_DFL,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
     for sig in 1..65 {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
-        // SAFETY: setting SIG_DFL for a valid signal number has no memory effects.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        // SAFETY: rt_sigaction with a valid kernel sigaction (SIG_DFL, no restorer needed)
+        // and no old-action storage; sigsetsize 8 is the kernel's.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig as libc::c_long,
+                &dfl as *const KernelSigaction,
+                std::ptr::null_mut::<KernelSigaction>(),
+                8 as libc::size_t,
+            )
+        };
     }
 }
 
