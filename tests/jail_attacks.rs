@@ -16,25 +16,6 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// Payload prelude: a helper `attempt(name, fn)` that runs `fn` and prints BREACH when it
-/// returns, BLOCKED with the errno when it raises.
-const PRELUDE: &str = r#"
-import os, sys
-print("START", flush=True)
-def attempt(name, fn):
-    try:
-        r = fn()
-    except Exception as e:
-        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
-        return False
-    print("BREACH", name, repr(r)[:200], flush=True)
-    return True
-"#;
-
-fn py(who: Who, flags: &[&str], body: &str) -> Run {
-    python(who, flags, &format!("{PRELUDE}\n{body}"))
-}
-
 fn py_data(who: Who, flags: &[&str], body: &str) -> Run {
     python_data(who, flags, &format!("{PRELUDE}\n{body}"))
 }
@@ -66,18 +47,6 @@ def sti(fd, req):
         raise OSError(ctypes.get_errno(), "ioctl")
     return "injected"
 "#;
-
-/// One single-syscall attack: `call` is a Python expression that returns on success and
-/// raises OSError on failure; `stops` are the syscall names a stop may carry.
-struct Case {
-    label: &'static str,
-    call: &'static str,
-    stops: &'static [&'static str],
-}
-
-const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
-    Case { label, call, stops }
-}
 
 #[derive(Clone, Copy, Default)]
 struct CaseOpts {
@@ -126,24 +95,10 @@ fn each_blocked(cases: &[Case], o: CaseOpts) {
                     &cmd,
                 )
             };
-            match r.blocked_how("ATTEMPT", c.stops, o.sigsys_ok) {
-                Ok(how) => eprintln!("{} ({who:?}): blocked: {how}", c.label),
-                Err(why) => failures.push(format!(
-                    "{} ({who:?}): {why}: code {} reason {:?} stdout {:?} stderr {:?}",
-                    c.label,
-                    r.code,
-                    r.stop_reason(),
-                    r.stdout,
-                    r.stderr
-                )),
-            }
+            note_blocked(&mut failures, c.label, who, &r, c.stops, o.sigsys_ok);
         }
     }
-    assert!(
-        failures.is_empty(),
-        "attacks not blocked:\n{}",
-        failures.join("\n")
-    );
+    assert_all_blocked(&failures);
 }
 
 // ---------------------------------------------------------------- host files

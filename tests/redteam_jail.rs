@@ -17,19 +17,6 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 
-const PRELUDE: &str = r#"
-import os, sys
-print("START", flush=True)
-def attempt(name, fn):
-    try:
-        r = fn()
-    except Exception as e:
-        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
-        return False
-    print("BREACH", name, repr(r)[:200], flush=True)
-    return True
-"#;
-
 const SYSC: &str = r#"
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -47,22 +34,6 @@ def ioc(fd, req):
     return "ioctl ok"
 "#;
 
-fn py(who: Who, flags: &[&str], body: &str) -> Run {
-    python(who, flags, &format!("{PRELUDE}\n{body}"))
-}
-
-/// One single-syscall attack per jail run (a forbidden call ends the run): `call` returns on
-/// success and raises OSError when refused with an errno; a stop must name one of `stops`.
-struct Case {
-    label: &'static str,
-    call: &'static str,
-    stops: &'static [&'static str],
-}
-
-const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
-    Case { label, call, stops }
-}
-
 fn each_blocked(cases: &[Case]) {
     let mut failures = Vec::new();
     for who in variants() {
@@ -72,24 +43,10 @@ fn each_blocked(cases: &[Case]) {
                 c.label, c.call
             );
             let r = jail(who, &["--time-limit", "5"], &[PY, "-I", "-S", "-c", &code]);
-            match r.blocked_how("ATTEMPT", c.stops, true) {
-                Ok(how) => eprintln!("{} ({who:?}): blocked: {how}", c.label),
-                Err(why) => failures.push(format!(
-                    "{} ({who:?}): {why}: code {} reason {:?} stdout {:?} stderr {:?}",
-                    c.label,
-                    r.code,
-                    r.stop_reason(),
-                    r.stdout,
-                    r.stderr
-                )),
-            }
+            note_blocked(&mut failures, c.label, who, &r, c.stops, true);
         }
     }
-    assert!(
-        failures.is_empty(),
-        "attacks not blocked:\n{}",
-        failures.join("\n")
-    );
+    assert_all_blocked(&failures);
 }
 
 fn x86_64() -> bool {

@@ -440,3 +440,66 @@ pub fn survivors(needle: &str, within: Duration) -> Vec<i32> {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Note whether run `r` of the attack `label` was blocked (see `Run::blocked_how`); on
+/// failure add a line with everything needed to reproduce it.
+pub fn note_blocked(
+    failures: &mut Vec<String>,
+    label: &str,
+    who: Who,
+    r: &Run,
+    stops: &[&str],
+    sigsys_ok: bool,
+) {
+    match r.blocked_how("ATTEMPT", stops, sigsys_ok) {
+        Ok(how) => eprintln!("{label} ({who:?}): blocked: {how}"),
+        Err(why) => failures.push(format!(
+            "{label} ({who:?}): {why}: code {} reason {:?} stdout {:?} stderr {:?}",
+            r.code,
+            r.stop_reason(),
+            r.stdout,
+            r.stderr
+        )),
+    }
+}
+
+pub fn assert_all_blocked(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "attacks not blocked:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Payload prelude: a helper `attempt(name, fn)` that runs `fn` and prints BREACH when it
+/// returns, BLOCKED with the errno when it raises.
+pub const PRELUDE: &str = r#"
+import os, sys
+print("START", flush=True)
+def attempt(name, fn):
+    try:
+        r = fn()
+    except Exception as e:
+        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
+        return False
+    print("BREACH", name, repr(r)[:200], flush=True)
+    return True
+"#;
+
+/// Python with the PRELUDE (marker + `attempt`) in front of `body`.
+pub fn py(who: Who, flags: &[&str], body: &str) -> Run {
+    python(who, flags, &format!("{PRELUDE}\n{body}"))
+}
+
+/// One single-syscall attack per jail run (a forbidden call ends the run): `call` is a
+/// Python expression that returns on success and raises OSError when refused with an errno;
+/// a stop must name one of `stops`.
+pub struct Case {
+    pub label: &'static str,
+    pub call: &'static str,
+    pub stops: &'static [&'static str],
+}
+
+pub const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
+    Case { label, call, stops }
+}
