@@ -379,3 +379,180 @@ impl JailPlan {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A merged-/usr host as a table: no filesystem access in these tests.
+    fn host(path: &str) -> HostPath {
+        match path {
+            "/usr" => HostPath::Dir,
+            "/bin" => HostPath::Symlink("usr/bin".into()),
+            "/lib" => HostPath::Symlink("usr/lib".into()),
+            "/lib64" => HostPath::Symlink("usr/lib64".into()),
+            _ => HostPath::Missing,
+        }
+    }
+
+    fn plan() -> JailPlan {
+        let files = [JailFile {
+            path: "/app/main.py".into(),
+            contents: "print(1)\n".into(),
+        }];
+        JailPlan::build(
+            &Policy::default(),
+            vec!["/usr/bin/python3".into()],
+            &files,
+            &host,
+        )
+        .expect("plan")
+    }
+
+    #[test]
+    fn root_binds_only_what_the_policy_lists_read_only() {
+        let p = plan();
+        let binds: Vec<&str> = p
+            .mounts
+            .iter()
+            .filter_map(|m| match m {
+                MountOp::BindReadOnly { source, .. } => Some(source.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(binds, ["/usr"]);
+        assert!(p.mounts.contains(&MountOp::Symlink {
+            target: "usr/bin".into(),
+            link: "/bin".into()
+        }));
+        // Nothing writable from the host: the only writable mount is the capped /tmp tmpfs.
+        let tmp = p.mounts.iter().find_map(|m| match m {
+            MountOp::Tmpfs {
+                target,
+                size_bytes,
+                inodes,
+                ..
+            } if target == "/tmp" => Some((*size_bytes, *inodes)),
+            _ => None,
+        });
+        assert_eq!(tmp, Some((64 * 1024 * 1024, 4096)));
+        for forbidden in ["/etc", "/home", "/root", "/var", "/run", "/sys"] {
+            assert!(
+                !p.mounts.iter().any(|m| matches!(m, MountOp::BindReadOnly { source, .. } | MountOp::BindDevice { source, .. } if source == forbidden)),
+                "{forbidden} must never be bound"
+            );
+        }
+    }
+
+    #[test]
+    fn etc_is_synthesized_and_the_program_is_a_read_only_file() {
+        let p = plan();
+        let files: Vec<&str> = p
+            .mounts
+            .iter()
+            .filter_map(|m| match m {
+                MountOp::File { path, mode, .. } => {
+                    assert_eq!(*mode, 0o444);
+                    Some(path.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            files,
+            ["/etc/passwd", "/etc/group", "/etc/hosts", "/app/main.py"]
+        );
+    }
+
+    #[test]
+    fn proc_is_fresh_and_masked_and_dev_is_minimal() {
+        let p = plan();
+        assert!(p.mounts.contains(&MountOp::Proc {
+            target: "/proc".into()
+        }));
+        for masked in [
+            "/proc/kcore",
+            "/proc/keys",
+            "/proc/sysrq-trigger",
+            "/proc/sys/kernel/random/boot_id",
+        ] {
+            assert!(
+                p.mounts.contains(&MountOp::MaskPath {
+                    path: masked.into()
+                }),
+                "{masked}"
+            );
+        }
+        let devices: Vec<&str> = p
+            .mounts
+            .iter()
+            .filter_map(|m| match m {
+                MountOp::BindDevice { target, .. } => Some(target.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            devices,
+            [
+                "/dev/null",
+                "/dev/zero",
+                "/dev/full",
+                "/dev/random",
+                "/dev/urandom"
+            ]
+        );
+        // Masks come before /proc/sys turns read-only, so the read-only bind covers them.
+        let pos = |m: &MountOp| p.mounts.iter().position(|x| x == m).unwrap();
+        assert!(
+            pos(&MountOp::MaskPath {
+                path: "/proc/sys/kernel/random/boot_id".into()
+            }) < pos(&MountOp::ReadOnlyPath {
+                path: "/proc/sys".into()
+            })
+        );
+    }
+
+    #[test]
+    fn environment_identity_and_limits() {
+        let p = plan();
+        let keys: Vec<&str> = p.env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["PATH", "LANG", "HOME"]);
+        assert_eq!(
+            (p.uid, p.gid, p.cwd.as_str(), p.network),
+            (JAIL_UID, JAIL_GID, "/tmp", false)
+        );
+        assert_eq!(p.cgroup.memory_max, Some(256 * 1024 * 1024));
+        assert_eq!(p.cgroup.swap_max, Some(0));
+        assert_eq!(p.cgroup.pids_max, Some(64));
+        let rl = |k: RlimitKind| {
+            p.rlimits
+                .iter()
+                .find(|r| r.resource == k)
+                .map(|r| (r.soft, r.hard))
+        };
+        assert_eq!(rl(RlimitKind::Core), Some((0, 0)));
+        assert_eq!(rl(RlimitKind::OpenFiles), Some((64, 64)));
+        assert!(p.landlock.read_write == ["/tmp"] && p.landlock.deny_tcp);
+        assert!(!p
+            .seccomp
+            .allowed
+            .iter()
+            .any(|s| s == "unshare" || s == "mount" || s == "ptrace"));
+    }
+
+    #[test]
+    fn a_missing_required_bind_is_an_error_and_a_missing_optional_one_is_skipped() {
+        let mut policy = Policy::default();
+        policy.filesystem.read_only.push("/opt/tool".into());
+        let err = JailPlan::build(&policy, vec!["x".into()], &[], &host).unwrap_err();
+        assert!(err.contains("/opt/tool"), "{err}");
+        policy.filesystem.optional.push("/opt/tool".into());
+        assert!(JailPlan::build(&policy, vec!["x".into()], &[], &host).is_ok());
+    }
+
+    #[test]
+    fn the_plan_prints_as_json() {
+        let text = serde_json::to_string(&plan()).expect("serializable");
+        assert!(text.contains("\"op\":\"bind_read_only\"") && text.contains("\"seccomp\""));
+    }
+}
