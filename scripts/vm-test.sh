@@ -39,7 +39,12 @@ if [ "$what" != cgroup ]; then
     # the real binary, at its host path in the guest (outside /tmp: the guest mounts a tmpfs there)
     t5=$(date +%s)
     cargo build --release --quiet || { echo "vm-test.sh: cargo build --release failed" >&2; exit 2; }
-    aj=$PWD/target/release/agentjail
+    # The guest mounts a fresh tmpfs on /tmp, and a CI clone may live under /tmp: stage the
+    # binary under /var/tmp (same absolute path in the guest), removed afterwards.
+    stage=$(mktemp -d /var/tmp/agentjail-vm.XXXXXX)
+    trap 'rm -rf "$stage"' EXIT
+    cp target/release/agentjail "$stage/agentjail"
+    aj=$stage/agentjail
     t6=$(date +%s)
     out=$(mktemp)
     jrc=0

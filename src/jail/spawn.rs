@@ -362,7 +362,7 @@ fn program_child(init: i32) -> Result<i32, SetupError> {
         SetupError::new(
             format!("read {path}"),
             e.raw_os_error(),
-            "needs CONFIG_PROC_CHILDREN",
+            "agentjail must see its jail's processes in /proc: no hidepid=invisible (systemd ProtectProc=invisible) over it, and a kernel with CONFIG_PROC_CHILDREN",
         )
     })?;
     text.split_whitespace()
