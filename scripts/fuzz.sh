@@ -17,7 +17,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install --quiet --locked cargo-fuzz
 fi
 
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+if [ "${FUZZ_TOOLCHAIN:-auto}" != stable ] && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     run=(cargo +nightly fuzz run)
     how="nightly, address sanitizer"
 else
