@@ -315,11 +315,11 @@ fn unreadable_policy_is_exit_2() {
 }
 
 #[test]
-fn audit_log_holds_whole_lines_under_concurrency() {
+fn audit_log_holds_whole_lines_under_fifty_concurrent_runs() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
     let action = serde_json::to_vec(&incident()).unwrap();
-    let n = 20;
+    let n = 50; // issue 5: 50 concurrent runs, exactly 50 whole lines
     let handles: Vec<_> = (0..n)
         .map(|_| {
             let log = log.clone();
