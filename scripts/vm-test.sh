@@ -18,9 +18,11 @@ t0=$(date +%s)
 [ -s "$assets/base.cpio" ] || "$here/vm.sh" setup
 t1=$(date +%s)
 # test executables from cargo's JSON messages: "executable":"/abs/path" for the named targets
+# Only test artifacts ("test":true in their profile): the agentjail binary the integration
+# tests need is in the same stream and must not be picked.
 exe() {
     cargo test --no-run "$@" --message-format=json 2>/dev/null \
-        | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -n1
+        | grep -E '"profile":\{[^}]*"test":true' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -n1
 }
 rc=0
 times="setup $((t1 - t0)) s"
