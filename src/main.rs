@@ -14,6 +14,17 @@ fn load(policy: Option<&Path>) -> Result<(agentjail::policy::Policy, String, Str
     })
 }
 
+/// The policy `policy show|lint` reviews: a file, or the embedded default.
+fn load_for_review(file: Option<&Path>) -> Result<agentjail::policy::LoadedPolicy, i32> {
+    match file {
+        None => Ok(agentjail::policy::load_default()),
+        Some(f) => agentjail::policy::load_file(f).map_err(|e| {
+            eprintln!("agentjail: {e}");
+            EXIT_ERROR
+        }),
+    }
+}
+
 fn print_json(v: &serde_json::Value) {
     match serde_json::to_string_pretty(v) {
         Ok(s) => println!("{s}"),
@@ -91,26 +102,14 @@ fn dispatch(command: Command) -> Result<i32, i32> {
         Command::Policy {
             action: PolicyCommand::Show { file },
         } => {
-            let loaded = match file {
-                None => agentjail::policy::load_default(),
-                Some(f) => agentjail::policy::load_file(&f).map_err(|e| {
-                    eprintln!("agentjail: {e}");
-                    EXIT_ERROR
-                })?,
-            };
+            let loaded = load_for_review(file.as_deref())?;
             print!("{}", agentjail::policy::show(&loaded));
             0
         }
         Command::Policy {
             action: PolicyCommand::Lint { file },
         } => {
-            let loaded = match file {
-                None => agentjail::policy::load_default(),
-                Some(f) => agentjail::policy::load_file(&f).map_err(|e| {
-                    eprintln!("agentjail: {e}");
-                    EXIT_ERROR
-                })?,
-            };
+            let loaded = load_for_review(file.as_deref())?;
             let warnings = agentjail::policy::lint(&loaded.policy);
             for w in &warnings {
                 println!("warning: {}: {}", w.key, w.message);
