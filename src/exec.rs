@@ -169,18 +169,17 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         "phase": "execute",
     });
     let code = match result {
-        Err(JailError::Unavailable { control, detail }) => {
-            eprintln!("agentjail: sandbox_unavailable:{control}: {detail}");
+        Err(e) => {
+            // Display says the stage/control, errno and fix in one line.
+            match &e {
+                JailError::Unavailable { control, detail } => {
+                    eprintln!("agentjail: sandbox_unavailable:{control}: {detail}")
+                }
+                JailError::Setup(setup) => eprintln!("agentjail: {setup}"),
+            }
             record["status"] = json!("stopped");
-            record["stop_reason"] = json!(format!("sandbox_unavailable:{control}"));
-            record["error"] = json!({"control": control, "detail": detail});
-            EXIT_SETUP
-        }
-        Err(JailError::Setup(e)) => {
-            eprintln!("agentjail: {e}");
-            record["status"] = json!("stopped");
-            record["stop_reason"] = json!("sandbox_unavailable:setup");
-            record["error"] = json!({"stage": e.stage, "errno": e.errno, "message": e.to_string(), "hint": e.hint});
+            record["stop_reason"] = json!(e.stop_reason());
+            record["error"] = e.to_json();
             EXIT_SETUP
         }
         Ok(run) => {

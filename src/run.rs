@@ -3,7 +3,7 @@
 use crate::check::{self, Decision};
 use crate::contract::{self, Action};
 use crate::exec::{execution_json, signal_name, stop_reason};
-use crate::jail::{self, Control, ControlState, JailError};
+use crate::jail::{self, Control, ControlState};
 use crate::output;
 use crate::plan::{self, JailFile, JailPlan};
 use crate::policy::Policy;
@@ -260,18 +260,10 @@ pub fn run(args: RunArgs) -> RunResult {
     };
     let run = match jail::execute(&plan, io, sigfd.as_ref()) {
         Ok(run) => run,
-        Err(JailError::Unavailable { control, detail }) => {
-            r.record.insert(
-                "error".into(),
-                json!({"control": control, "detail": detail}),
-            );
+        Err(e) => {
+            r.record.insert("error".into(), e.to_json());
             r.phase("execute", false, t, Value::Null);
-            return r.stop(&format!("sandbox_unavailable:{control}"), "execute");
-        }
-        Err(JailError::Setup(e)) => {
-            r.record.insert("error".into(), json!({"stage": e.stage, "errno": e.errno, "message": e.to_string(), "hint": e.hint}));
-            r.phase("execute", false, t, Value::Null);
-            return r.stop("sandbox_unavailable:setup", "execute");
+            return r.stop(&e.stop_reason(), "execute");
         }
     };
     let o = &run.outcome;

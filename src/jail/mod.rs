@@ -110,6 +110,28 @@ impl std::fmt::Display for JailError {
     }
 }
 
+impl JailError {
+    /// The record's stop reason: `sandbox_unavailable:<control>`, or `:setup` when setup failed.
+    pub fn stop_reason(&self) -> String {
+        match self {
+            JailError::Unavailable { control, .. } => format!("sandbox_unavailable:{control}"),
+            JailError::Setup(_) => "sandbox_unavailable:setup".into(),
+        }
+    }
+
+    /// The record's `error` object: the control and why, or the stage, errno and hint.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            JailError::Unavailable { control, detail } => {
+                serde_json::json!({"control": control, "detail": detail})
+            }
+            JailError::Setup(e) => serde_json::json!({
+                "stage": e.stage, "errno": e.errno, "message": e.to_string(), "hint": e.hint
+            }),
+        }
+    }
+}
+
 impl From<SetupError> for JailError {
     fn from(e: SetupError) -> Self {
         JailError::Setup(e)
