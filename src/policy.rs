@@ -792,17 +792,20 @@ fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-/// The embedded default policy. Never fails: a unit test proves the embedded text loads.
+/// The embedded default policy, without parsing it.
+///
+/// `Policy::default()` holds exactly the values of `policies/default.toml`: the unit test
+/// `embedded_default_loads_and_equals_compiled_defaults` loads the embedded text through the
+/// strict loader (parse + validate) and asserts equality with `Policy::default()`, so a change
+/// to either side that is not made to the other fails the build's tests. Skipping the TOML
+/// parse at run time saves ~1.7 M instructions per launch (a third of the launcher's user
+/// time, measured with callgrind). The record's `policy_sha256` is still the hash of the
+/// embedded bytes, so a reviewer can match it against the file.
 pub fn load_default() -> LoadedPolicy {
-    match load_str(DEFAULT_POLICY_TOML, DEFAULT_POLICY_ORIGIN) {
-        Ok(loaded) => loaded,
-        // Unreachable by test (`embedded_default_loads`); fall back to the same values
-        // compiled as `Policy::default()`, still hashed from the embedded bytes.
-        Err(_) => LoadedPolicy {
-            policy: Policy::default(),
-            path: DEFAULT_POLICY_ORIGIN.to_string(),
-            sha256: sha256_hex(DEFAULT_POLICY_TOML.as_bytes()),
-        },
+    LoadedPolicy {
+        policy: Policy::default(),
+        path: DEFAULT_POLICY_ORIGIN.to_string(),
+        sha256: sha256_hex(DEFAULT_POLICY_TOML.as_bytes()),
     }
 }
 
