@@ -9,6 +9,9 @@
 #                                     which is what the published figures measure)
 #   BENCH_OUT=DIR                     where raw samples go (default target/bench/<timestamp>)
 #
+# "floor" (scripts/bench/floor.c) is the kernel's price for agentjail's building blocks
+# done by a minimal C program: the lower bound any launcher of the same isolation pays.
+#
 # Every launch is made by one C harness (scripts/bench/launch.c: fork, execve, wait4), so the
 # harness overhead is identical for every candidate; "bare" is that harness spawning
 # /bin/true directly. Latency runs are round-robin (every round launches each candidate
@@ -40,8 +43,10 @@ cargo build --release --quiet
 out=${BENCH_OUT:-target/bench/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 gcc -O2 -Wall -o target/bench/launch scripts/bench/launch.c
+gcc -O2 -Wall -o target/bench/floor scripts/bench/floor.c
 launch=target/bench/launch
-aj=$PWD/target/release/agentjail
+floor=$PWD/target/bench/floor
+aj=$PWD/target/x86_64-unknown-linux-gnu/release/agentjail
 pol=()
 if [ -n "${BENCH_POLICY:-}" ]; then
     pol=(--policy "$BENCH_POLICY")
@@ -78,6 +83,7 @@ step "latency: $rounds interleaved rounds on CPU $cpu"
 "${prio[@]}" taskset -c "$cpu" "$launch" rounds "$rounds" \
     bare_true /bin/true ";" \
     bwrap_true "${bwrap_cmd[@]}" ";" \
+    floor_true "$floor" /bin/true ";" \
     agentjail_true "${aj_true[@]}" ";" \
     bare_python /usr/bin/python3 -I -c pass ";" \
     agentjail_python "$aj" exec "${pol[@]}" -- /usr/bin/python3 -I -c pass \

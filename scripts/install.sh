@@ -8,7 +8,7 @@
 #                    the AppArmor attachment path are rewritten to DIR/bin/agentjail.
 #   --destdir DIR    stage everything under DIR (packaging; also read from $DESTDIR).
 #   --with-systemd   install the unit even when DESTDIR/etc/systemd/system does not exist.
-#   --no-build       use target/release/agentjail as it is.
+#   --no-build       use target/x86_64-unknown-linux-gnu/release/agentjail as it is.
 #
 # Every path written (files, and the directories install created) is listed in
 # PREFIX/share/agentjail/install-manifest.txt; scripts/uninstall.sh removes exactly those.
@@ -42,7 +42,7 @@ destdir=${destdir%/}
 if [ "$build" = 1 ]; then
     cargo build --release --quiet
 fi
-bin=target/release/agentjail
+bin=target/x86_64-unknown-linux-gnu/release/agentjail
 [ -x "$bin" ] || { echo "install.sh: $bin missing; run cargo build --release" >&2; exit 2; }
 
 docs=$(mktemp -d)

@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/setup.sh >&2
 cargo build --release --quiet
-exec target/release/agentjail run examples/incident/action.json
+exec target/x86_64-unknown-linux-gnu/release/agentjail run examples/incident/action.json

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000}
-bin=${AGENTJAIL_BIN:-target/release/agentjail}
+bin=${AGENTJAIL_BIN:-target/x86_64-unknown-linux-gnu/release/agentjail}
 [ -x "$bin" ] || cargo build --release --quiet
 data=policies/data.toml
 work=$(mktemp -d /tmp/soak.XXXXXX)

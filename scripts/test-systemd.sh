@@ -64,7 +64,7 @@ done
 systemd-analyze security --offline=yes "$tmp/agentjail-job@test-1.service" 2>&1 | tail -1 | sed 's/^/# /'
 
 # ---- 2. the privilege shape ----------------------------------------------------------------
-[ -x target/release/agentjail ] || cargo build --release --quiet
+[ -x target/x86_64-unknown-linux-gnu/release/agentjail ] || cargo build --release --quiet
 if getent passwd "$uid" >/dev/null; then
     echo "test-systemd: uid $uid has a passwd entry; set AGENTJAIL_TEST_UID to a free one" >&2
     exit 2
@@ -72,7 +72,7 @@ fi
 # The binary and action where the dynamic uid can read them (the work tree may be 0700),
 # and a state dir it owns, as StateDirectory= would give it.
 install -d -m 0755 "$tmp/bin" "$tmp/spool"
-install -m 0755 target/release/agentjail "$tmp/bin/agentjail"
+install -m 0755 target/x86_64-unknown-linux-gnu/release/agentjail "$tmp/bin/agentjail"
 install -m 0644 examples/incident/action.json "$tmp/spool/job.json"
 install -d -m 0700 -o "$uid" -g "$uid" "$tmp/state"
 chmod 0755 "$tmp"

@@ -50,7 +50,7 @@ stage "cargo clippy -D warnings" cargo clippy --all-targets --quiet -- -D warnin
 stage "build (release)" cargo build --release --quiet
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 
-# Debug profile on purpose: the fault-injection build must never overwrite target/release.
+# Debug profile on purpose: the fault-injection build must never overwrite the release binary.
 stage "fault injection at every setup stage (tests/faults.rs)" cargo test --features fault-injection --test faults
 
 if [ "${QUICK:-0}" != 1 ]; then

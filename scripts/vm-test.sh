@@ -45,7 +45,7 @@ if [ "$what" != cgroup ]; then
     # binary under /var/tmp (same absolute path in the guest), removed afterwards.
     stage=$(mktemp -d /var/tmp/agentjail-vm.XXXXXX)
     trap 'rm -rf "$stage"' EXIT
-    cp target/release/agentjail "$stage/agentjail"
+    cp target/x86_64-unknown-linux-gnu/release/agentjail "$stage/agentjail"
     aj=$stage/agentjail
     t6=$(date +%s)
     out=$(mktemp)

@@ -91,7 +91,8 @@ def cmd_timeout(argv):
 
 def cmd_outcap(argv):
     n, out, aj = int(argv[0]), argv[1], argv[2]
-    cmd = [aj, "exec", *policy_args(argv), "--output-limit", "4096", "--", "/bin/sh", "-c", "yes"]
+    # `yes` itself, not through a shell: the default policy allows no process creation.
+    cmd = [aj, "exec", *policy_args(argv), "--output-limit", "4096", "--", "/usr/bin/yes"]
     with open(out, "w") as f:
         for _ in range(n):
             ns, p = timed(cmd)
@@ -144,13 +145,15 @@ def cmd_report(argv):
         if st != "0":
             fails[name] = fails.get(name, 0) + 1
     med = {k: statistics.median(v) for k, v in samples.items()}
-    for name in ["bare_true", "bwrap_true", "agentjail_true", "bare_python", "agentjail_python"]:
+    for name in ["bare_true", "bwrap_true", "floor_true", "agentjail_true", "bare_python", "agentjail_python"]:
         if name not in samples:
             continue
         v = samples[name]
         ratio, target, ok = "", "", None
         if name == "bwrap_true" and "bare_true" in med:
             ratio = "%.2fx bare" % (med[name] / med["bare_true"])
+        if name == "floor_true" and "bwrap_true" in med:
+            ratio = "%.2fx bwrap" % (med[name] / med["bwrap_true"])
         if name == "agentjail_true" and "bwrap_true" in med:
             ratio = "%.2fx bwrap" % (med[name] / med["bwrap_true"])
             target, ok = "<= 0.50x bwrap", med[name] <= 0.5 * med["bwrap_true"]
@@ -163,6 +166,14 @@ def cmd_report(argv):
                 "%.3f" % ms(min(v)), "%.3f" % ms(max(v)), ratio, target, ok)
         if fails.get(name):
             rep.note("%s: %d of %d launches exited non-zero" % (name, fails[name], len(v)))
+        if name == "floor_true":
+            rep.note("floor = scripts/bench/floor.c: the same namespaces, root, landlock and a seccomp filter "
+                     "of the same size, nothing else (no cgroup, /proc masks, devices, init, record)")
+        if name == "agentjail_true" and "floor_true" in med and "bwrap_true" in med:
+            f, b = med["floor_true"], med["bwrap_true"]
+            rep.note("agentjail = %.2fx the floor (+%.2f ms); 0.5x bwrap = %.3f ms is %s the floor (%.3f ms)"
+                     % (med[name] / f, ms(med[name] - f), ms(0.5 * b),
+                        "BELOW" if 0.5 * b < f else "above", ms(f)))
 
     # 5: throughput.
     thr = {}
@@ -247,7 +258,7 @@ def cmd_report(argv):
     if caps:
         b = [int(r[1]) for r in caps]
         rep.row("output cap 4096: bytes passed out", "%d" % statistics.median(b), "%d" % min(b), "%d" % max(b),
-                "", "<= 4096", max(b) <= 4096 and all(r[2] == "124" for r in caps))
+                "", "<= 4096", 0 < min(b) and max(b) <= 4096 and all(r[2] == "124" for r in caps))
         rep.note("exit codes %s" % sorted({r[2] for r in caps}))
 
     print("\n".join(rep.lines))

@@ -1,14 +1,14 @@
 /*
  * floor: the kernel's own price for agentjail's building blocks, with nothing else.
  *
- *   floor [--seccomp-insns N] PROGRAM [ARGS...]
+ *   floor [--seccomp-allow N] PROGRAM [ARGS...]
  *
  * One clone3 with the seven namespaces agentjail creates (user, mount, pid, net, ipc, uts,
  * cgroup), the parent writes setgroups/uid_map/gid_map, the child builds the same minimal
  * root agentjail's default plan does (tmpfs root, read-only /usr bind, lib symlinks, fresh
  * /proc, tmpfs /tmp), pivot_root, detaches the old root, drops to the mapped uid, applies a
- * landlock ruleset (read+exec on /usr, write on /tmp) and a seccomp filter of N
- * instructions (default: the size of agentjail's default filter), and execs PROGRAM.
+ * landlock ruleset (read+exec on /usr, write on /tmp) and a seccomp allowlist of N syscalls
+ * (default 139, as many as agentjail's default policy), and execs PROGRAM.
  *
  * What it leaves out on purpose (agentjail does these, bubblewrap does not): the cgroup,
  * the /proc masks, device nodes, the capability and rlimit work, the supervising init, the
@@ -88,20 +88,79 @@ static void landlock(void) {
     close(rs);
 }
 
-/* A filter of n instructions that allows everything: a chain of never-taken comparisons
- * (syscall numbers above any real one) ending in ALLOW. The kernel's install cost (copy,
- * check, convert, JIT) depends on the length, not on what the comparisons test. */
+/* An allowlist of n syscall numbers as a binary search tree (what agentjail generates; a
+ * row of compares costs far more at install, when the kernel emulates the filter for every
+ * number to fill its allow cache). Every other number returns ERRNO(ENOSYS). The allowed
+ * set: every number below 2n not divisible by 3, and the ones /bin/true, ld.so and execve
+ * need. */
+static struct sock_filter prog_buf[4096];
+static unsigned prog_len;
+
+static void emit(struct sock_filter f) {
+    if (prog_len >= sizeof prog_buf / sizeof prog_buf[0]) {
+        errno = E2BIG;
+        DIE("seccomp filter too long");
+    }
+    prog_buf[prog_len++] = f;
+}
+
+static void tree(const unsigned *nr, unsigned n) {
+    if (n <= 4) {
+        for (unsigned i = 0; i < n; i++) {
+            emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr[i], 0, 1));
+            emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+        }
+        emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
+        return;
+    }
+    unsigned mid = n / 2;
+    emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, nr[mid], 0, 1));
+    unsigned ja = prog_len;
+    emit((struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, 0));
+    tree(nr, mid);
+    prog_buf[ja].k = prog_len - ja - 1;
+    tree(nr + mid, n - mid);
+}
+
+static int cmp_u(const void *a, const void *b) {
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return (x > y) - (x < y);
+}
+
 static void seccomp(unsigned n) {
-    if (n < 3)
-        n = 3;
-    struct sock_filter *f = calloc(n, sizeof *f);
-    if (!f)
-        DIE("calloc");
-    f[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0);
-    for (unsigned i = 1; i + 1 < n; i++)
-        f[i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 100000 + i, 0, 0);
-    f[n - 1] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
+    static const unsigned needed[] = {
+        SYS_read, SYS_write, SYS_close, SYS_fstat, SYS_mmap, SYS_mprotect, SYS_munmap, SYS_brk,
+        SYS_access, SYS_execve, SYS_arch_prctl, SYS_exit_group, SYS_openat, SYS_newfstatat,
+        SYS_set_tid_address, SYS_set_robust_list, SYS_prlimit64, SYS_getrandom, SYS_rseq,
+        SYS_pread64, SYS_futex, SYS_getdents64, SYS_lseek, SYS_ioctl, SYS_rt_sigaction,
+        SYS_rt_sigprocmask, SYS_getcwd, SYS_readlink, SYS_fcntl, SYS_dup, SYS_getpid,
+        SYS_getuid, SYS_geteuid, SYS_getgid, SYS_getegid, SYS_sysinfo, SYS_clock_gettime,
+        SYS_gettid, SYS_sched_getaffinity, SYS_madvise, SYS_mremap, SYS_statx, SYS_exit,
+    };
+    unsigned nr[1024], count = 0;
+    for (unsigned i = 0; i < sizeof needed / sizeof needed[0]; i++)
+        nr[count++] = needed[i];
+    /* add spread numbers until the set (needed ones included) holds n distinct numbers */
+    unsigned uniq = 0;
+    for (unsigned x = 0; x < 1000 && count < 1024; x++) {
+        qsort(nr, count, sizeof nr[0], cmp_u);
+        uniq = 0;
+        for (unsigned i = 0; i < count; i++)
+            if (uniq == 0 || nr[uniq - 1] != nr[i])
+                nr[uniq++] = nr[i];
+        count = uniq;
+        if (uniq >= n)
+            break;
+        if (x % 3 != 0)
+            nr[count++] = x;
+    }
+    prog_len = 0;
+    emit((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4)); /* arch */
+    emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xc000003e, 1, 0));
+    emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+    emit((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0)); /* nr */
+    tree(nr, uniq);
+    struct sock_fprog prog = {.len = (unsigned short)prog_len, .filter = prog_buf};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
         DIE("no_new_privs");
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
@@ -109,14 +168,14 @@ static void seccomp(unsigned n) {
 }
 
 int main(int argc, char **argv) {
-    unsigned insns = 742;
+    unsigned allowed = 139; /* agentjail's default policy allows 139 syscalls */
     int a = 1;
-    if (a + 1 < argc && strcmp(argv[a], "--seccomp-insns") == 0) {
-        insns = (unsigned)atoi(argv[a + 1]);
+    if (a + 1 < argc && strcmp(argv[a], "--seccomp-allow") == 0) {
+        allowed = (unsigned)atoi(argv[a + 1]);
         a += 2;
     }
     if (a >= argc) {
-        fprintf(stderr, "usage: floor [--seccomp-insns N] PROGRAM [ARGS...]\n");
+        fprintf(stderr, "usage: floor [--seccomp-allow N] PROGRAM [ARGS...]\n");
         return 2;
     }
     uid_t uid = getuid();
@@ -167,7 +226,7 @@ int main(int argc, char **argv) {
         if (setresgid(1000, 1000, 1000) || setresuid(1000, 1000, 1000))
             DIE("setresuid");
         landlock();
-        seccomp(insns);
+        seccomp(allowed);
         char *envp[] = {"PATH=/usr/bin", NULL};
         execve(argv[a], &argv[a], envp);
         DIE("execve");
