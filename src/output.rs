@@ -30,9 +30,9 @@ pub fn validate(stdout: &[u8], schema: Option<&Value>) -> Result<Value, (String,
             )
         })?;
         let first = validator.iter_errors(&value).next().map(|err| {
-            let path = err.instance_path.to_string();
+            let path = err.instance_path().to_string();
             let mut field = path.trim_start_matches('/').to_string();
-            if let jsonschema::error::ValidationErrorKind::Required { property } = &err.kind {
+            if let jsonschema::error::ValidationErrorKind::Required { property } = err.kind() {
                 let prop = property
                     .as_str()
                     .map(str::to_string)

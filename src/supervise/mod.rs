@@ -175,7 +175,15 @@ pub fn supervise(
     let mut stdout = Capped::new(limits.stdout_bytes);
     let mut stderr = Capped::new(limits.stderr_bytes);
     let mut stop: Option<Stop> = None;
-    let mut scratch = vec![0u8; CHUNK];
+    // One read never needs more than the larger cap allows plus one byte (see
+    // `Capped::next_read_len`): with the default 4 KiB caps that is two pages, not the 16 a
+    // full chunk would fault in on every launch.
+    let need = limits
+        .stdout_bytes
+        .max(limits.stderr_bytes)
+        .saturating_add(1);
+    let scratch_len = usize::try_from(need).map_or(CHUNK, |n| n.clamp(4096, CHUNK));
+    let mut scratch = vec![0u8; scratch_len];
     // The CPUs the jail may run on: our affinity mask, inherited by the jail (one
     // sched_getaffinity call). `available_parallelism` also read /proc/self/cgroup and the
     // cgroup CPU quota files on every launch, and could only return this number or a
