@@ -1043,10 +1043,18 @@ fn fmt_pid(pid: i32, buf: &mut [u8; 16]) -> &[u8] {
 /// dead and which hold no process (a SIGKILLed agentjail cannot clean up; the next run does).
 /// Returns how many directories were removed.
 pub fn sweep_stale(host: &HostCgroups) -> usize {
+    // Only hierarchies `create` can make a job directory in (memory, pids, cpu, cpuacct):
+    // listing the other v1 hierarchies (devices, freezer, blkio, ...) on every launch found
+    // nothing and cost a directory read each.
     let mut bases: Vec<&Path> = host
         .v1
         .iter()
         .filter(|h| h.writable)
+        .filter(|h| {
+            h.controllers
+                .iter()
+                .any(|c| JOB_CONTROLLERS.contains(&c.as_str()))
+        })
         .map(|h| h.base.as_path())
         .collect();
     if let Some(v2) = &host.v2 {
@@ -1084,6 +1092,9 @@ pub fn sweep_stale(host: &HostCgroups) -> usize {
     }
     removed
 }
+
+/// The v1 controllers whose hierarchies `JobCgroup::create` makes job directories in.
+const JOB_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct"];
 
 /// `agentjail-<pid>-<run>` → pid. The supervisor leaf and anything else → None.
 fn stale_launcher_pid(name: &str) -> Option<u32> {
