@@ -14,6 +14,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_agentjail");
 const STAGES: &[&str] = &[
     "clone3",
     "uid_map",
+    // After the child was released to build its root (the attach overlaps it): the child
+    // must still never run anything.
+    "cgroup_attach",
     "wait_for_parent",
     "cgroup_namespace",
     "setresgid",
@@ -91,7 +94,9 @@ fn every_stage_fails_cleanly() {
                 out.status.code()
             ));
         }
-        let named = stderr.contains(stage) || (*stage == "mount" && stderr.contains("mount"));
+        let named = stderr.contains(stage)
+            || (*stage == "mount" && stderr.contains("mount"))
+            || (*stage == "cgroup_attach" && stderr.contains("cgroup attach"));
         if !named || !stderr.contains("errno 5") {
             problems.push(format!(
                 "{stage}: message does not name the stage and errno: {stderr}"

@@ -1,13 +1,18 @@
 //! The child's steps, in order. The order is the security argument:
 //!
-//! 1. wait until the parent has written our uid/gid maps and put us in the job cgroup —
-//!    nothing runs unlimited or unmapped;
+//! 1. wait until the parent has written our uid/gid maps — nothing runs unmapped (the parent
+//!    puts us in the job cgroup meanwhile: see 5b);
 //! 2. become the jail uid/gid (setgroups is already "deny");
 //! 3. die with the supervisor (PDEATHSIG is reset by credential changes, hence after 2),
 //!    then check the supervisor did not die before we asked;
 //! 4. build the root on a tmpfs, pivot into it, detach the host's root: from here no path
 //!    leads to a host file that was not bound in read-only;
 //! 5. hostname, new session (no controlling terminal);
+//!
+//!    5b. wait until the parent has put us in the job cgroup, then (cgroup v1) unshare the
+//!    cgroup namespace so its root is the job cgroup. A v1 attach waits for an RCU grace
+//!    period in the kernel (1-15 ms here); steps 2-5 run meanwhile. They are agentjail's
+//!    own work on prepared data: nothing of the program exists before the fork in 11;
 //! 6. no_new_privs, then drop every capability (bounding, ambient, effective, permitted,
 //!    inheritable): after this the process can never regain privilege, not even via exec;
 //! 7. landlock (needs no_new_privs; paths are now jail paths);
@@ -86,7 +91,7 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     let rep = fds.report_w;
 
-    // 1. Wait for the parent: maps written, cgroup joined. EOF means it died.
+    // 1. Wait for the parent: maps written. EOF means it died.
     let mut go = [0u8; 1];
     match sys::read(fds.sync_r, &mut go) {
         Ok(1) => {}
@@ -94,19 +99,6 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         Err(e) => fail(rep, Stage::WaitParent, 0, e),
     }
     inject(p, rep, Stage::WaitParent);
-
-    // 1b. The cgroup namespace, once the parent has put us in the job cgroup (when it could
-    //     not be done atomically by clone3's CLONE_INTO_CGROUP).
-    if fds.late_cgroup_ns {
-        inject(p, rep, Stage::CgroupNamespace);
-        // SAFETY: unshare with an integer flag; we hold CAP_SYS_ADMIN in our new user ns.
-        if unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } != 0 {
-            // SAFETY: reading errno.
-            fail(rep, Stage::CgroupNamespace, 0, unsafe {
-                *libc::__errno_location()
-            });
-        }
-    }
 
     // 2. The jail identity.
     inject(p, rep, Stage::SetGid);
@@ -156,6 +148,27 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     inject(p, rep, Stage::Setsid);
     if let Err(e) = sys::setsid() {
         fail(rep, Stage::Setsid, 0, e);
+    }
+
+    // 5b. The job cgroup. The parent sends "c" once we are attached (at once with cgroup v2's
+    //     CLONE_INTO_CGROUP). EOF or any other byte means the attach failed or the parent
+    //     died: nothing may run outside the cgroup, so exit. Then the cgroup namespace, while
+    //     we still hold CAP_SYS_ADMIN in our user namespace.
+    let mut joined = [0u8; 1];
+    match sys::read(fds.sync_r, &mut joined) {
+        Ok(1) if joined[0] == b'c' => {}
+        Ok(_) => sys::exit_now(125),
+        Err(e) => fail(rep, Stage::WaitParent, 0, e),
+    }
+    if fds.late_cgroup_ns {
+        inject(p, rep, Stage::CgroupNamespace);
+        // SAFETY: unshare with an integer flag; we hold CAP_SYS_ADMIN in our new user ns.
+        if unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } != 0 {
+            // SAFETY: reading errno.
+            fail(rep, Stage::CgroupNamespace, 0, unsafe {
+                *libc::__errno_location()
+            });
+        }
     }
 
     // 6. No privilege, ever again.

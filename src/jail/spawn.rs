@@ -271,12 +271,24 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             ));
         }
         userns::write_maps(pid, &p.maps)?;
+        // "g": the maps are written, the child may build its root. The cgroup v1 attach
+        // below waits for an RCU grace period; the child's setup overlaps it and waits for
+        // "c" before the cgroup namespace and long before the program exists (child.rs 5b).
+        sys::write_all(sync_w.as_raw_fd(), b"g")
+            .map_err(|e| SetupError::new("release child", Some(e), ""))?;
         if let Some(c) = cg {
             if cgroup_fd.is_none() {
+                if fault_name().as_deref() == Some("cgroup_attach") {
+                    return Err(SetupError::new(
+                        "cgroup attach",
+                        Some(libc::EIO),
+                        "fault injected",
+                    ));
+                }
                 c.attach(pid)?;
             }
         }
-        sys::write_all(sync_w.as_raw_fd(), b"g")
+        sys::write_all(sync_w.as_raw_fd(), b"c")
             .map_err(|e| SetupError::new("release child", Some(e), ""))?;
         let mut listener = None;
         loop {
