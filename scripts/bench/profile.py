@@ -14,8 +14,10 @@ Runs N launches pinned to CPU 1 and prints the median and min of each segment:
     mounts            first to last mount of the root (tmpfs root, binds, proc, masks)
     pivot_root        pivot_root(".", ".")
     umount old root   umount2(".", MNT_DETACH): detaching every host mount copied in
-    pre-exec rest     hostname, setsid, no_new_privs, caps, landlock, fds, rlimits,
-                      signals, seccomp
+    cgroup wait ...   hostname, setsid, the wait for the cgroup attach, no_new_privs,
+                      caps, landlock, fds, rlimits, signals (in the jail's init)
+    fork program      init forks the program (pid 2)
+    program seccomp   the program's filter install (with the listener)
     execve            the program's execve
     program           execve return to the program's exit_group (ld.so + /bin/true)
     exit → wake       the program's exit_group to the supervisor's ppoll waking
@@ -43,24 +45,32 @@ def parse(path):
 
 
 def segments(ev):
-    pids = sorted({e[3] for e in ev})
-    if len(pids) < 2:
+    # pids in order of appearance: the launcher, the jail's init (it builds the root), the
+    # program (pid 2 in the jail: seccomp, execve, the program itself).
+    order = []
+    for e in ev:
+        if e[3] not in order:
+            order.append(e[3])
+    if len(order) < 3:
         return None
-    parent, child = pids[0], pids[1]
+    parent, init, prog = order[0], order[1], order[2]
     P = [e for e in ev if e[3] == parent]
-    C = [e for e in ev if e[3] == child]
+    I = [e for e in ev if e[3] == init]
+    G = [e for e in ev if e[3] == prog]
     # A call interrupted by another task's line shows up twice: "name(...) ..." without a
     # duration, then "... [continued]: name()" with it; keep the one with the duration.
     done = lambda evs, name: [e for e in evs if e[5] == name and e[1] is not None]
-    clone = done(P, "clone3")[0]
-    mounts = done(C, "mount")
-    pivot = done(C, "pivot_root")[0]
-    umnt = done(C, "umount2")[0]
-    execve = done(C, "execve")[0]
-    cexit = next(e for e in C if e[5] == "exit_group")
-    wake = next(e for e in P if e[5] == "ppoll" and e[1] is not None and e[0] + e[1] >= cexit[0])
-    pexit = [e for e in P if e[5] == "exit_group"][-1]
     end = lambda e: e[0] + (e[1] or 0.0)
+    clone = done(P, "clone3")[0]
+    mounts = done(I, "mount")
+    pivot = done(I, "pivot_root")[0]
+    umnt = done(I, "umount2")[0]
+    fork = [e for e in I if e[5] in ("clone", "fork", "clone3") and e[1] is not None][0]
+    seccomp = [e for e in G if e[5] == "seccomp" and e[1] is not None][0]
+    execve = done(G, "execve")[0]
+    gexit = next(e for e in G if e[5] == "exit_group")
+    wake = next(e for e in P if e[5] == "ppoll" and e[1] is not None and end(e) >= gexit[0])
+    pexit = [e for e in P if e[5] == "exit_group"][-1]
     return {
         "startup+prepare": clone[0],
         "clone3": clone[1],
@@ -68,10 +78,12 @@ def segments(ev):
         "mounts (%d)" % len(mounts): end(mounts[-1]) - mounts[0][0],
         "pivot_root": pivot[1],
         "umount old root": umnt[1],
-        "pre-exec rest": execve[0] - end(umnt),
+        "cgroup wait, caps, landlock, fds, rlimits": fork[0] - end(umnt),
+        "fork program": fork[1],
+        "program seccomp": seccomp[1],
         "execve": execve[1],
-        "program": cexit[0] - end(execve),
-        "exit -> wake": end(wake) - cexit[0],
+        "program": gexit[0] - end(execve),
+        "exit -> wake": end(wake) - gexit[0],
         "wake -> exit": pexit[0] - end(wake),
         "total": pexit[0],
     }
@@ -86,7 +98,7 @@ def main():
                         "--", "/bin/true"], check=False, stdin=subprocess.DEVNULL)
         try:
             s = segments(parse(out))
-        except StopIteration:
+        except (StopIteration, IndexError):
             s = None
         if s:
             rows.append(s)
