@@ -59,7 +59,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     stage "install/uninstall (scripts/test-install.sh)" scripts/test-install.sh
     stage "AppArmor profile (scripts/test-apparmor.sh)" scripts/test-apparmor.sh
     if [ -x scripts/fuzz.sh ]; then
-        stage "fuzz (scripts/fuzz.sh, bounded)" scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+        stage "fuzz (scripts/fuzz.sh, bounded)" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
     fi
     stage "soak (scripts/soak.sh ${SOAK_RUNS:-1000})" scripts/soak.sh "${SOAK_RUNS:-1000}"
     stage "benchmark, short (printed; never fails)" env BENCH_SHORT=1 BENCH_NO_FAIL=1 scripts/bench.sh
