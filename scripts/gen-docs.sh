@@ -16,4 +16,10 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-cargo run --quiet --release --example gen_docs -- "$out"
+# Release by default: it shares the release build's dependencies. GEN_DOCS_PROFILE=dev
+# reuses a `cargo test` build instead (what CI has at hand); the pages are the same.
+profile=(--release)
+if [ "${GEN_DOCS_PROFILE:-release}" = dev ]; then
+    profile=()
+fi
+cargo run --quiet "${profile[@]}" --example gen_docs -- "$out"
