@@ -81,7 +81,7 @@ fn memory_limit_oom_kills_and_is_counted() {
 
     // 512 MiB touched page by page: must be OOM-killed at 64 MiB.
     let mut child = gated("exec /usr/bin/python3 -c 'b=bytearray(512<<20); print(len(b))'");
-    job.attach(child.id() as i32).expect("attach");
+    job.attach(child.id() as i32, false).expect("attach");
     release(&mut child);
     let st = wait_timeout(&mut child, Duration::from_secs(30)).expect("hog did not end");
     use std::os::unix::process::ExitStatusExt;
@@ -126,7 +126,7 @@ fn pids_limit_stops_fork_bomb_and_cpu_is_measured() {
         "/usr/bin/python3 -c 'while 1: pass' & for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; \
          do sleep 30 & done 2>/dev/null; wait",
     );
-    job.attach(child.id() as i32).expect("attach");
+    job.attach(child.id() as i32, false).expect("attach");
     release(&mut child);
     // Let it run a while (throttled to 20% of one CPU), then read usage and kill everything.
     std::thread::sleep(Duration::from_millis(1500));
@@ -172,7 +172,7 @@ fn drop_kills_and_removes_and_sweep_finds_nothing_of_ours() {
     .expect("create");
     let paths = job.paths();
     let mut child = gated("exec sleep 60");
-    job.attach(child.id() as i32).expect("attach");
+    job.attach(child.id() as i32, false).expect("attach");
     release(&mut child);
     drop(job);
     let st = wait_timeout(&mut child, Duration::from_secs(5)).expect("drop did not kill");

@@ -78,7 +78,7 @@ fn v2_detect_and_create_writes_limits() {
     assert_eq!(c[0].mechanism, "cgroup v2 memory.max");
 
     // attach writes the pid; stats read the kernel's counters.
-    job.attach(4242).unwrap();
+    job.attach(4242, false).unwrap();
     assert_eq!(
         fs::read_to_string(dir.join("cgroup.procs")).unwrap(),
         "4242"
@@ -214,7 +214,7 @@ fn v1_hybrid_detect_and_create() {
     assert_eq!(c[0].mechanism, "cgroup v1 memory.limit_in_bytes");
     assert!(c.iter().all(|c| c.state == ControlState::Enforced));
 
-    job.attach(77).unwrap();
+    job.attach(77, false).unwrap();
     for p in &paths {
         assert_eq!(fs::read_to_string(p.join("cgroup.procs")).unwrap(), "77");
         fs::write(p.join("cgroup.procs"), "").unwrap();
@@ -406,4 +406,53 @@ fn v1_comounted_cpu_cpuacct_is_one_dir() {
     assert_eq!(job.cpu_usage_us(), Some(5));
     job.remove().unwrap();
     assert!(!paths[0].exists());
+}
+
+/// A host that splits controllers: pids on cgroup v2 (delegated to us), memory and cpu on v1.
+/// clone3 puts the jail in the v2 directory; the v1 directories must still be joined, or
+/// their limits would be reported enforced while nothing is in them.
+#[test]
+fn split_host_joins_v1_even_when_cloned_into_v2() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("sys/fs/cgroup");
+    for c in ["cpu", "cpuacct", "memory"] {
+        fs::create_dir_all(root.join(c)).unwrap();
+    }
+    let own_v2 = root.join("unified/svc");
+    put(&own_v2.join("cgroup.controllers"), "pids\n");
+    put(&own_v2.join("cgroup.subtree_control"), "pids\n");
+    put(&own_v2.join("cgroup.procs"), "");
+    let r = root.display();
+    let mounts = format!(
+        "cgroup {r}/cpu cgroup rw,cpu 0 0\ncgroup {r}/cpuacct cgroup rw,cpuacct 0 0\n\
+         cgroup {r}/memory cgroup rw,memory 0 0\ncgroup2 {r}/unified cgroup2 rw 0 0\n"
+    );
+    let host = detect(
+        &root,
+        "4:memory:/\n2:cpuacct:/\n1:cpu:/\n0::/svc\n",
+        &mounts,
+    );
+    let mut job = JobCgroup::create(&host, "split", &limits()).unwrap();
+    let name = format!("agentjail-{}-split", std::process::id());
+    let v2_dir = own_v2.join(&name);
+    assert!(
+        job.v2_dir_fd().is_some(),
+        "pids goes to v2: {:?}",
+        job.paths()
+    );
+    assert!(job.has_v1(), "memory and cpu go to v1: {:?}", job.paths());
+    assert_eq!(fs::read_to_string(v2_dir.join("pids.max")).unwrap(), "16");
+
+    // What spawn does after clone3(CLONE_INTO_CGROUP): join the v1 directories only.
+    job.attach(55, true).unwrap();
+    assert_eq!(fs::read_to_string(v2_dir.join("cgroup.procs")).unwrap(), "");
+    for c in ["memory", "cpu", "cpuacct"] {
+        let p = root.join(c).join(&name).join("cgroup.procs");
+        assert_eq!(fs::read_to_string(&p).unwrap(), "55", "{}", p.display());
+        fs::write(&p, "").unwrap();
+    }
+    for p in job.paths() {
+        kernel_rmdir_files(&p);
+    }
+    job.remove().unwrap();
 }

@@ -198,7 +198,7 @@ fn v2_limits_delegation_and_kill() {
     assert_eq!(read(&paths[0].join("memory.max")).trim(), "67108864");
     assert_eq!(read(&paths[0].join("memory.swap.max")).trim(), "0");
     let mut h = hog("memory");
-    job.attach(h.id() as i32).expect("attach");
+    job.attach(h.id() as i32, false).expect("attach");
     release(&mut h);
     let st = wait_for(&mut h, Duration::from_secs(120)).expect("memory hog did not end");
     assert_eq!(
@@ -234,7 +234,7 @@ fn v2_limits_delegation_and_kill() {
     assert_eq!(read(&paths[0].join("cpu.max")).trim(), "20000 100000");
     // The job shares one cpu.max quota: let the fork hog hit pids.max before the CPU hog runs.
     let mut f = hog("fork");
-    job.attach(f.id() as i32).expect("attach fork");
+    job.attach(f.id() as i32, false).expect("attach fork");
     release(&mut f);
     let t = Instant::now();
     while job.stats().pids_limit_hits == 0 && t.elapsed() < Duration::from_secs(90) {
@@ -244,7 +244,7 @@ fn v2_limits_delegation_and_kill() {
     eprintln!("after the fork hog ({:?}): {s:?}", t.elapsed());
     assert!(s.pids_limit_hits >= 1, "{s:?}");
     let mut cpu = hog("cpu");
-    job.attach(cpu.id() as i32).expect("attach cpu");
+    job.attach(cpu.id() as i32, false).expect("attach cpu");
     release(&mut cpu);
     std::thread::sleep(Duration::from_millis(1000)); // let it start
     let u0 = job.cpu_usage_us().expect("cpu.stat usage_usec");

@@ -35,7 +35,7 @@
 //! cgroup::sweep_stale(&host);                       // leftovers of SIGKILLed launchers
 //! let mut job = JobCgroup::create(&host, run_id, &limits)?;   // before fork; Err -> exit 125
 //! // clone: on v2 pass job.v2_dir_fd() to clone3(CLONE_INTO_CGROUP) when it is Some
-//! job.attach(child_pid)?;                           // before releasing the child; the child
+//! job.attach(child_pid, cloned_into_v2)?;          // v1 dirs (and v2 if not cloned in); the child
 //!                                                   // unshares CLONE_NEWCGROUP after that, so
 //!                                                   // its cgroup namespace root is the job
 //! loop { job.cpu_usage_us() ... }                   // CPU-time limit with ms resolution
@@ -819,12 +819,23 @@ impl JobCgroup {
             .map(|f| f.as_fd())
     }
 
-    /// Parent, after clone, before releasing the child: put `pid` into every job cgroup.
+    /// Whether any job directory is on a v1 hierarchy: those can only be joined by a write
+    /// to `cgroup.procs` after clone, even when a v2 directory was joined by
+    /// CLONE_INTO_CGROUP (a host that splits controllers between v1 and v2).
+    pub fn has_v1(&self) -> bool {
+        self.dirs.iter().any(|d| d.kind == Kind::V1)
+    }
+
+    /// Parent, after clone: put `pid` into the job cgroups. `skip_v2` when clone3 already
+    /// placed it in the v2 directory (CLONE_INTO_CGROUP).
     /// No allocation: the pid is formatted on the stack and written to fds opened by `create`.
-    pub fn attach(&self, pid: i32) -> Result<(), SetupError> {
+    pub fn attach(&self, pid: i32, skip_v2: bool) -> Result<(), SetupError> {
         let mut buf = [0u8; 16];
         let digits = fmt_pid(pid, &mut buf);
         for d in &self.dirs {
+            if skip_v2 && d.kind == Kind::V2 {
+                continue;
+            }
             let Some(f) = &d.procs else { continue };
             match nix::unistd::write(f, digits) {
                 Ok(_) => {}

@@ -1523,6 +1523,47 @@ mod tests {
     }
 
     #[test]
+    fn default_filter_fixed_answers() {
+        // Written out by hand, independent of `plan` and `reference`: what the default
+        // policy's filter must answer for a few calls that matter.
+        let f = compile(&plan(&SeccompPolicy::default()).unwrap()).unwrap();
+        let ask = |nr: i64, a0: u64, a1: u64| {
+            run_bpf(
+                &f.program,
+                AUDIT_ARCH_X86_64,
+                nr as u32,
+                [a0, a1, 0, 0, 0, 0],
+            )
+        };
+        let notify = libc::SECCOMP_RET_USER_NOTIF;
+        assert_eq!(ask(libc::SYS_read, 0, 0), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(ask(libc::SYS_execve, 0, 0), libc::SECCOMP_RET_ALLOW);
+        assert_eq!(
+            ask(libc::SYS_ioctl, 0, libc::TCGETS),
+            libc::SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            ask(libc::SYS_ioctl, 0, libc::TIOCSTI),
+            libc::SECCOMP_RET_ERRNO | libc::ENOTTY as u32
+        );
+        assert_eq!(ask(libc::SYS_clone, libc::SIGCHLD as u64, 0), notify);
+        assert_eq!(ask(libc::SYS_clone3, 0, 0), libc::SECCOMP_RET_ERRNO | 38);
+        assert_eq!(ask(libc::SYS_socket, libc::AF_INET as u64, 0), notify);
+        assert_eq!(
+            ask(libc::SYS_socket, libc::AF_UNIX as u64, 0),
+            libc::SECCOMP_RET_ERRNO | libc::EACCES as u32
+        );
+        for nr in [
+            libc::SYS_unshare,
+            libc::SYS_ptrace,
+            libc::SYS_mount,
+            libc::SYS_fork,
+        ] {
+            assert_eq!(ask(nr, 0, 0), notify, "{nr}");
+        }
+    }
+
+    #[test]
     fn tree_is_shallow_for_every_number() {
         // The point of the tree: no number walks a long chain (the kernel emulates the filter
         // for each number at install time). Count the instructions executed per number.

@@ -229,8 +229,11 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     // namespace is rooted there. Otherwise the parent attaches it after clone, and a
     // namespace made at clone time would be rooted at the launcher's cgroup (showing the
     // host's cgroup path in /proc/self/cgroup): the child unshares it after the attach.
+    // v1 directories are joined after clone even when clone3 put the child in a v2 one (a
+    // host that splits controllers between the two): then the namespace must also wait.
+    let v1_attach = cg.is_some_and(|c| c.has_v1());
     let fds = ChildFds {
-        late_cgroup_ns: cgroup_fd.is_none(),
+        late_cgroup_ns: cgroup_fd.is_none() || v1_attach,
         ..fds
     };
     let clone_flags = if fds.late_cgroup_ns {
@@ -277,7 +280,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         sys::write_all(sync_w.as_raw_fd(), b"g")
             .map_err(|e| SetupError::new("release child", Some(e), ""))?;
         if let Some(c) = cg {
-            if cgroup_fd.is_none() {
+            if cgroup_fd.is_none() || v1_attach {
                 if fault_name().as_deref() == Some("cgroup_attach") {
                     return Err(SetupError::new(
                         "cgroup attach",
@@ -285,17 +288,23 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
                         "fault injected",
                     ));
                 }
-                c.attach(pid)?;
+                c.attach(pid, cgroup_fd.is_some())?;
             }
         }
-        sys::write_all(sync_w.as_raw_fd(), b"c")
-            .map_err(|e| SetupError::new("release child", Some(e), ""))?;
+        // The child may already have failed while we attached (a mount, pivot_root, ...):
+        // it wrote its report and exited, and this write then fails with EPIPE. Its report
+        // is the error to give, so read it below; the write error only counts when the
+        // child left no report.
+        let released = sys::write_all(sync_w.as_raw_fd(), b"c");
         let mut listener = None;
         loop {
             let mut msg = [0u8; report::MSG_LEN];
             let n = sys::read(report_r.as_raw_fd(), &mut msg)
                 .map_err(|e| SetupError::new("read child report", Some(e), ""))?;
             if n == 0 {
+                if let Err(e) = released {
+                    return Err(SetupError::new("release child", Some(e), ""));
+                }
                 return Ok(listener); // EOF: execve happened
             }
             if n != report::MSG_LEN {
