@@ -690,7 +690,11 @@ fn verdict_block(v: &Verdict) -> Vec<libc::sock_filter> {
 /// ~470 numbers (the whole chain for every number the list does not hold); a tree is ~10
 /// steps each. The same holds at run time for every syscall that is not cached. The
 /// decisions are identical; `tests::tree_matches_reference` checks every number.
-fn search(entries: &[(u32, Verdict)], out: &mut Vec<libc::sock_filter>) -> Result<(), SetupError> {
+fn search(
+    entries: &[(u32, Verdict)],
+    default: u32,
+    out: &mut Vec<libc::sock_filter>,
+) -> Result<(), SetupError> {
     let too_far = || {
         SetupError::new(
             "seccomp compile",
@@ -705,22 +709,28 @@ fn search(entries: &[(u32, Verdict)], out: &mut Vec<libc::sock_filter>) -> Resul
             out.push(insn(BPF_JEQ_K, 0, skip, *nr));
             out.extend(block);
         }
-        out.push(insn(BPF_RET_K, 0, 0, RET_NOTIFY));
+        out.push(insn(BPF_RET_K, 0, 0, default));
         return Ok(());
     }
     let mid = entries.len() / 2;
     let mut left = Vec::new();
-    search(&entries[..mid], &mut left)?;
+    search(&entries[..mid], default, &mut left)?;
     // A >= entries[mid]: fall into the JA that jumps over the left half; else skip it.
     out.push(insn(BPF_JGE_K, 0, 1, entries[mid].0));
     out.push(insn(BPF_JA, 0, 0, left.len() as u32));
     out.extend(left);
-    search(&entries[mid..], out)
+    search(&entries[mid..], default, out)
 }
 
 /// Build the BPF program for a plan. Runs in the parent; all allocation happens here.
 pub fn compile(plan: &SeccompPlan) -> Result<Filter, SetupError> {
     let entries: Vec<(u32, Verdict)> = verdicts(plan)?.into_iter().collect();
+    program(&entries, RET_NOTIFY)
+}
+
+/// The two ABI checks, then the search over `entries`; numbers it does not hold get
+/// `default`. Both the program's filter and the init's are built here.
+fn program(entries: &[(u32, Verdict)], default: u32) -> Result<Filter, SetupError> {
     let mut program = vec![
         // Another architecture (i386 via int 0x80, ...): its numbers mean other syscalls.
         insn(BPF_LD_W_ABS, 0, 0, DATA_ARCH),
@@ -731,7 +741,7 @@ pub fn compile(plan: &SeccompPlan) -> Result<Filter, SetupError> {
         insn(BPF_JSET_K, 0, 1, X32_SYSCALL_BIT),
         insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
     ];
-    search(&entries, &mut program)?;
+    search(entries, default, &mut program)?;
     if program.len() > libc::BPF_MAXINSNS as usize {
         return Err(SetupError::new(
             "seccomp compile",
@@ -751,33 +761,35 @@ pub fn compile(plan: &SeccompPlan) -> Result<Filter, SetupError> {
 /// fd, which the kernel creates close-on-exec. Makes only raw syscalls on prepared data: no
 /// allocation, no locks, no panics. On failure returns the errno.
 pub fn install(filter: &Filter) -> Result<RawFd, i32> {
-    let len = match u16::try_from(filter.program.len()) {
-        Ok(n) => n,
-        Err(_) => return Err(libc::E2BIG),
-    };
-    let prog = libc::sock_fprog {
-        len,
-        filter: filter.program.as_ptr().cast_mut(),
-    };
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integer arguments only and touches no memory.
     let r = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
     if r != 0 {
         return Err(last_errno());
     }
+    load(filter, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER).map(|fd| fd as RawFd)
+}
+
+/// seccomp(SECCOMP_SET_MODE_FILTER, flags, program): the syscall's return value or errno.
+fn load(filter: &Filter, flags: libc::c_ulong) -> Result<libc::c_long, i32> {
+    let len = u16::try_from(filter.program.len()).map_err(|_| libc::E2BIG)?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: filter.program.as_ptr().cast_mut(),
+    };
     // SAFETY: `prog` points at `filter.program`, which outlives the call; the kernel copies
     // the program and only reads it.
-    let fd = unsafe {
+    let r = unsafe {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            flags,
             &prog as *const libc::sock_fprog,
         )
     };
-    if fd < 0 {
+    if r < 0 {
         return Err(last_errno());
     }
-    Ok(fd as RawFd)
+    Ok(r)
 }
 
 fn last_errno() -> i32 {
@@ -1267,50 +1279,27 @@ static SYSCALLS: &[(&str, i64)] = &[
 /// The jail's init (pid 1, agentjail's own code after setup) needs only to reap children,
 /// report one wait status and exit. Its filter allows exactly that and kills on anything
 /// else, so even a compromised init could not make a syscall the payload may not.
-pub fn compile_init_filter() -> Filter {
+pub fn compile_init_filter() -> Result<Filter, SetupError> {
     let allowed = [
-        libc::SYS_wait4,
         libc::SYS_write,
         libc::SYS_close,
+        libc::SYS_wait4,
         libc::SYS_exit,
         libc::SYS_exit_group,
         libc::SYS_rt_sigreturn,
         libc::SYS_restart_syscall,
     ];
-    let mut program = vec![
-        insn(BPF_LD_W_ABS, 0, 0, DATA_ARCH),
-        insn(BPF_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
-        insn(BPF_LD_W_ABS, 0, 0, DATA_NR),
-    ];
-    for nr in allowed {
-        program.push(insn(BPF_JEQ_K, 0, 1, nr as u32));
-        program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
-    }
-    program.push(insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS));
-    Filter { program }
+    let mut entries: Vec<(u32, Verdict)> = allowed
+        .iter()
+        .map(|nr| (*nr as u32, Verdict::Always(RET_ALLOW)))
+        .collect();
+    entries.sort_by_key(|e| e.0);
+    program(&entries, libc::SECCOMP_RET_KILL_PROCESS)
 }
 
-/// Install a filter without a listener (the init's). Same rules as `install`.
+/// Install a filter without a listener (the init's, which already has no_new_privs).
 pub fn install_plain(filter: &Filter) -> Result<(), i32> {
-    let len = u16::try_from(filter.program.len()).map_err(|_| libc::E2BIG)?;
-    let prog = libc::sock_fprog {
-        len,
-        filter: filter.program.as_ptr().cast_mut(),
-    };
-    // SAFETY: `prog` points at `filter.program`, which outlives the call; the kernel copies it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if r < 0 {
-        return Err(last_errno());
-    }
-    Ok(())
+    load(filter, 0).map(|_| ())
 }
 
 #[cfg(test)]
@@ -1560,6 +1549,41 @@ mod tests {
             libc::SYS_fork,
         ] {
             assert_eq!(ask(nr, 0, 0), notify, "{nr}");
+        }
+    }
+
+    #[test]
+    fn init_filter_allows_only_its_seven_calls() {
+        let f = compile_init_filter().unwrap();
+        let allowed = [
+            libc::SYS_wait4,
+            libc::SYS_write,
+            libc::SYS_close,
+            libc::SYS_exit,
+            libc::SYS_exit_group,
+            libc::SYS_rt_sigreturn,
+            libc::SYS_restart_syscall,
+        ];
+        for nr in 0..=520u32 {
+            let want = if allowed.contains(&i64::from(nr)) {
+                libc::SECCOMP_RET_ALLOW
+            } else {
+                libc::SECCOMP_RET_KILL_PROCESS
+            };
+            assert_eq!(
+                run_bpf(&f.program, AUDIT_ARCH_X86_64, nr, [0; 6]),
+                want,
+                "{nr}"
+            );
+        }
+        for (arch, nr) in [
+            (0x4000_0003, libc::SYS_write as u32),
+            (AUDIT_ARCH_X86_64, X32_SYSCALL_BIT | 1),
+        ] {
+            assert_eq!(
+                run_bpf(&f.program, arch, nr, [0; 6]),
+                libc::SECCOMP_RET_KILL_PROCESS
+            );
         }
     }
 

@@ -159,7 +159,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         last_cap: caps::last_cap(),
         landlock,
         seccomp,
-        init_seccomp: seccomp::compile_init_filter(),
+        init_seccomp: seccomp::compile_init_filter()?,
         argv_area: argv_area(),
         fault: fault_stage(),
         clone_flags,
