@@ -5,11 +5,12 @@
 //! only raw syscalls and `_exit`s with 0 or the errno: no allocation, no locks after fork, so it
 //! is safe even when the caller has other threads. Probes that change nothing (landlock's
 //! version query, seccomp's action query, pidfd_open on ourselves) run in-process.
-//! Each `unsafe` block is one syscall with its `SAFETY:` argument.
+//! The syscalls themselves are the shared wrappers of `jail::sys`, the same ones the jail uses.
 
 use crate::jail::cgroup::{self, HostCgroups, Layout};
+use crate::jail::sys;
 use serde::Serialize;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -119,143 +120,45 @@ enum Probe {
 
 /// Fork, run `probe` in the child, return Ok(()) or the child's errno.
 fn in_child(probe: Probe) -> Result<(), i32> {
-    // The child below only makes raw syscalls on values computed before the fork and leaves
-    // with _exit: nothing that could take a lock or allocate, even if we had other threads.
-    // SAFETY: fork has no memory-safety preconditions; see above for the child's conduct.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO));
-    }
-    if pid == 0 {
-        let code = child_probe(probe);
-        // SAFETY: _exit ends the child without running the parent's atexit handlers or
-        // destructors; it takes a plain integer.
-        unsafe { libc::_exit(code) };
-    }
-    match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),
-        Ok(nix::sys::wait::WaitStatus::Exited(_, e)) => Err(e),
-        Ok(_) => Err(libc::ECHILD),
-        Err(e) => Err(e as i32),
-    }
+    sys::probe_in_child(&move || child_probe(probe))
 }
 
-/// Runs in the forked child: returns 0 or an errno (all errnos fit in an exit status).
+/// Runs in the forked child: returns 0 or an errno (all errnos fit in an exit status). Only
+/// raw syscalls on values computed before the fork.
 fn child_probe(probe: Probe) -> i32 {
-    let last = || {
-        std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO)
-    };
-    match probe {
+    let result = match probe {
         Probe::Unshare {
             flags,
             remount_private,
-        } => {
-            // SAFETY: unshare takes only flags and changes only this (child) process.
-            if unsafe { libc::unshare(flags) } != 0 {
-                return last();
-            }
+        } => sys::unshare(flags).and_then(|()| {
             if remount_private {
-                let root = c"/";
-                // SAFETY: a propagation-only mount call with a valid NUL-terminated target and
-                // null source/fstype/data, in the child's own new mount namespace.
-                let r = unsafe {
-                    libc::mount(
-                        std::ptr::null(),
-                        root.as_ptr(),
-                        std::ptr::null(),
-                        libc::MS_REC | libc::MS_PRIVATE,
-                        std::ptr::null(),
-                    )
-                };
-                if r != 0 {
-                    return last();
-                }
+                sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
+            } else {
+                Ok(())
             }
-            0
-        }
-        Probe::NoNewPrivs => {
-            // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) takes integers only and affects only
-            // this child.
-            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-                return last();
-            }
-            0
-        }
-    }
+        }),
+        Probe::NoNewPrivs => sys::no_new_privs(),
+    };
+    result.err().unwrap_or(0)
 }
 
 /// The landlock ABI version, or the errno (ENOSYS: not built; EOPNOTSUPP: disabled at boot).
 pub fn landlock_abi() -> Result<u32, i32> {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: with a null attr, size 0 and the VERSION flag the kernel only returns the ABI
-    // version; no memory is read or written and no fd is created.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    if r < 0 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(u32::try_from(r).unwrap_or(0))
-    }
+    sys::landlock_abi()
 }
 
 /// Whether the kernel knows a seccomp return action (SECCOMP_GET_ACTION_AVAIL).
 fn seccomp_action_avail(action: u32) -> Result<(), i32> {
-    let act: u32 = action;
-    // SAFETY: the kernel reads one u32 from a valid pointer to a live local; nothing is written.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_GET_ACTION_AVAIL,
-            0,
-            &act as *const u32,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    }
+    sys::seccomp_action_available(action)
 }
 
 fn pidfd_open_self() -> Result<OwnedFd, i32> {
-    let pid = std::process::id() as libc::pid_t;
-    // SAFETY: pidfd_open takes a pid and flags; it returns a new fd or -1.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO));
-    }
-    // SAFETY: r is a fresh fd the kernel just gave us and nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+    sys::pidfd_open(std::process::id() as libc::pid_t).map(sys::owned)
 }
 
 fn pidfd_getfd(pidfd: &OwnedFd, target_fd: i32) -> Result<OwnedFd, i32> {
     use std::os::fd::AsRawFd;
-    // SAFETY: pidfd_getfd takes a valid pidfd (borrowed for the call), an fd number and flags;
-    // it returns a new fd or -1.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target_fd, 0) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO));
-    }
-    // SAFETY: r is a fresh fd the kernel just gave us and nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+    sys::pidfd_getfd(pidfd.as_raw_fd(), target_fd).map(sys::owned)
 }
 
 fn status_field(status: &str, key: &str) -> Option<String> {
@@ -274,7 +177,7 @@ const FIX_CGROUP_V2: &str =
 
 /// Probe this host for this user.
 pub fn run() -> DoctorReport {
-    let euid = nix::unistd::geteuid().as_raw();
+    let euid = sys::geteuid();
     let root = euid == 0;
     let kernel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
     let mut checks = Vec::new();

@@ -319,10 +319,8 @@ pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<(
         .mode(0o600)
         .custom_flags(libc::O_CLOEXEC)
         .open(path)?;
-    // SAFETY: flock on an fd we own; released when the file closes.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // Released when the file closes.
+    crate::jail::sys::flock_exclusive(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
     f.write_all(&line)?;
     f.sync_data()
 }

@@ -49,12 +49,11 @@
 //! ```
 //! Dropping a `JobCgroup` that was not removed kills what is inside and removes it.
 
-use crate::jail::{Control, ControlState, SetupError};
-use nix::errno::Errno;
+use crate::jail::{sys, Control, ControlState, SetupError};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -231,11 +230,7 @@ fn read_words(p: &Path) -> Vec<String> {
 }
 
 fn can_write_dir(p: &Path) -> bool {
-    nix::unistd::access(
-        p,
-        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
-    )
-    .is_ok()
+    sys::access(p, libc::W_OK | libc::X_OK).is_ok()
 }
 
 /// Join a cgroup path from /proc/self/cgroup ("/a/b") onto a mount point.
@@ -388,8 +383,8 @@ pub struct JobCgroup {
     removed: bool,
 }
 
-fn errno_of(e: &std::io::Error) -> Errno {
-    Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))
+fn errno_of(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
@@ -418,11 +413,8 @@ fn open_dir(dir: &Path) -> std::io::Result<File> {
         .open(dir)
 }
 
-fn is_permission(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::EACCES | Errno::EPERM | Errno::EROFS | Errno::ENOENT
-    )
+fn is_permission(e: i32) -> bool {
+    matches!(e, libc::EACCES | libc::EPERM | libc::EROFS | libc::ENOENT)
 }
 
 /// Read one "key value" line from a flat-keyed cgroup file (memory.events, cpu.stat, ...).
@@ -463,7 +455,7 @@ impl Builder {
 
     fn fail(&mut self, stage: String, e: &std::io::Error, hint: &str) -> SetupError {
         self.undo();
-        SetupError::new(stage, Some(errno_of(e) as i32), hint)
+        SetupError::new(stage, Some(errno_of(e)), hint)
     }
 }
 
@@ -731,7 +723,7 @@ impl JobCgroup {
         let sc = v2.base.join("cgroup.subtree_control");
         match write_file(&sc, &line) {
             Ok(()) => Ok(()),
-            Err(e) if errno_of(&e) == Errno::EBUSY && v2.base_is_own && v2.base != v2.mount => {
+            Err(e) if errno_of(&e) == libc::EBUSY && v2.base_is_own && v2.base != v2.mount => {
                 // We are a process in a non-root cgroup: move into our own leaf, then retry.
                 let leaf = v2.base.join(SUPERVISOR_LEAF);
                 match std::fs::create_dir(&leaf) {
@@ -837,12 +829,12 @@ impl JobCgroup {
                 continue;
             }
             let Some(f) = &d.procs else { continue };
-            match nix::unistd::write(f, digits) {
+            match sys::write(f.as_raw_fd(), digits) {
                 Ok(_) => {}
                 Err(e) => {
                     return Err(SetupError::new(
                         "cgroup attach",
-                        Some(e as i32),
+                        Some(e),
                         "could not move the jail into its cgroup (cgroup.procs write failed)",
                     ))
                 }
@@ -889,7 +881,7 @@ impl JobCgroup {
     pub fn cpu_usage_us(&self) -> Option<u64> {
         let (kind, f) = self.cpu_usage.as_ref()?;
         let mut buf = [0u8; 512];
-        let n = nix::sys::uio::pread(f, &mut buf, 0).ok()?;
+        let n = sys::pread(f.as_raw_fd(), &mut buf, 0).ok()?;
         let text = std::str::from_utf8(buf.get(..n)?).ok()?;
         match kind {
             Kind::V2 => parse_keyed(text, "usage_usec"),
@@ -910,10 +902,7 @@ impl JobCgroup {
                     break;
                 }
                 for p in pids {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(p),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
+                    let _ = sys::kill(p, libc::SIGKILL);
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -936,7 +925,7 @@ impl JobCgroup {
             let mut res = rmdir_job(&d.path);
             for _ in 0..40 {
                 match &res {
-                    Err(e) if errno_of(e) == Errno::EBUSY => {
+                    Err(e) if errno_of(e) == libc::EBUSY => {
                         std::thread::sleep(Duration::from_millis(25));
                         res = rmdir_job(&d.path);
                     }
@@ -950,7 +939,7 @@ impl JobCgroup {
                     if first_err.is_none() {
                         first_err = Some(SetupError::new(
                             format!("cgroup rmdir {}", d.path.display()),
-                            Some(errno_of(&e) as i32),
+                            Some(errno_of(&e)),
                             "the job cgroup still holds processes; the next run's sweep removes it once empty",
                         ));
                     }
@@ -990,7 +979,7 @@ impl Drop for JobCgroup {
 /// and child cgroups (directories) are never removed here.
 fn rmdir_job(path: &Path) -> std::io::Result<()> {
     match std::fs::remove_dir(path) {
-        Err(e) if errno_of(&e) == Errno::ENOTEMPTY => {
+        Err(e) if errno_of(&e) == libc::ENOTEMPTY => {
             if let Ok(rd) = std::fs::read_dir(path) {
                 for ent in rd.flatten() {
                     if ent.file_type().is_ok_and(|t| t.is_file()) {
@@ -1121,10 +1110,8 @@ fn launcher_alive(pid: u32) -> bool {
     let Ok(p) = i32::try_from(pid) else {
         return false;
     };
-    !matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
-        Err(Errno::ESRCH)
-    )
+    // Signal 0: permission and existence check only.
+    !matches!(sys::kill(p, 0), Err(libc::ESRCH))
 }
 
 #[cfg(test)]

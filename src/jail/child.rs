@@ -57,16 +57,7 @@ fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
 /// (all but stdio close-on-exec); close the rest.
 fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
     // First copy everything above any target number so no dup2 overwrites a source.
-    let high = |fd: RawFd| -> Result<RawFd, i32> {
-        // SAFETY: F_DUPFD_CLOEXEC on an fd we own; returns a new fd >= 10.
-        let r = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
-        if r < 0 {
-            // SAFETY: reading errno.
-            Err(unsafe { *libc::__errno_location() })
-        } else {
-            Ok(r)
-        }
-    };
+    let high = |fd: RawFd| sys::dup_cloexec_above(fd, 10);
     let (i, o, e, r, s, st) = (
         high(fds.stdin_r)?,
         high(fds.stdout_w)?,
@@ -78,13 +69,10 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
     sys::dup2(i, 0)?;
     sys::dup2(o, 1)?;
     sys::dup2(e, 2)?;
-    for (src, dst) in [(r, REPORT_FD), (s, SYNC_FD), (st, STATUS_FD)] {
-        // SAFETY: dup3 with O_CLOEXEC on fds we own: these two close at execve.
-        if unsafe { libc::dup3(src, dst, libc::O_CLOEXEC) } < 0 {
-            // SAFETY: reading errno.
-            return Err(unsafe { *libc::__errno_location() });
-        }
-    }
+    // These three close at execve.
+    sys::dup3_cloexec(r, REPORT_FD)?;
+    sys::dup3_cloexec(s, SYNC_FD)?;
+    sys::dup3_cloexec(st, STATUS_FD)?;
     sys::close_range_from(6)
 }
 
@@ -162,12 +150,9 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     }
     if fds.late_cgroup_ns {
         inject(p, rep, Stage::CgroupNamespace);
-        // SAFETY: unshare with an integer flag; we hold CAP_SYS_ADMIN in our new user ns.
-        if unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } != 0 {
-            // SAFETY: reading errno.
-            fail(rep, Stage::CgroupNamespace, 0, unsafe {
-                *libc::__errno_location()
-            });
+        // We still hold CAP_SYS_ADMIN in our new user namespace.
+        if let Err(e) = sys::unshare(libc::CLONE_NEWCGROUP) {
+            fail(rep, Stage::CgroupNamespace, 0, e);
         }
     }
 
@@ -229,13 +214,11 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 0) {
         fail(rep, Stage::Fork, 0, e);
     }
-    // SAFETY: fork in a single-threaded process; the child only makes raw syscalls on
-    // prepared data before execve.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        // SAFETY: reading errno.
-        fail(rep, Stage::Fork, 0, unsafe { *libc::__errno_location() });
-    }
+    // The child only makes raw syscalls on prepared data before execve.
+    let pid = match sys::fork() {
+        Ok(pid) => pid,
+        Err(e) => fail(rep, Stage::Fork, 0, e),
+    };
     if pid == 0 {
         payload(p, rep);
     }
@@ -280,8 +263,7 @@ fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
     if let Some((start, end)) = p.argv_area {
         // [start, end) is our argv string area, read from procfs in the parent (fork keeps
         // the addresses); nothing reads it after this point.
-        // SAFETY: writable stack memory of this process; zeroing only changes /proc/1/cmdline.
-        unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+        sys::blank_own_memory(start, end);
     }
     inject(p, rep, Stage::InitFilter);
     if let Err(e) = seccomp::install_plain(&p.init_seccomp) {
@@ -294,16 +276,13 @@ fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
         sys::close(fd);
     }
     loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: wait4 with valid storage for the status and no rusage.
-        let r = unsafe { libc::wait4(-1, &mut status, libc::__WALL, std::ptr::null_mut()) };
-        if r == program {
-            let _ = sys::write_all(STATUS_FD, &status.to_ne_bytes());
-            sys::exit_now(0);
-        }
-        // SAFETY: reading errno.
-        if r < 0 && unsafe { *libc::__errno_location() } == libc::ECHILD {
-            sys::exit_now(0);
+        match sys::wait_any() {
+            Ok((pid, status)) if pid == program => {
+                let _ = sys::write_all(STATUS_FD, &status.to_ne_bytes());
+                sys::exit_now(0);
+            }
+            Err(libc::ECHILD) => sys::exit_now(0),
+            _ => {}
         }
     }
 }

@@ -22,11 +22,11 @@
 //! a `Required` plan fails in `prepare`; features newer than the host (TCP rules, scopes,
 //! TRUNCATE, REFER) are applied where the ABI has them and listed as missing otherwise.
 
-use super::{Control, ControlState, SetupError};
+use super::{sys, Control, ControlState, SetupError};
 use crate::policy::Requirement;
 use serde::Serialize;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LandlockPlan {
@@ -42,9 +42,6 @@ pub struct LandlockPlan {
     pub scope_abstract_unix: bool,
     pub scope_signals: bool,
 }
-
-const CREATE_RULESET_VERSION: u32 = 1;
-const RULE_PATH_BENEATH: libc::c_int = 1;
 
 pub const FS_EXECUTE: u64 = 1 << 0;
 pub const FS_WRITE_FILE: u64 = 1 << 1;
@@ -87,19 +84,6 @@ fn fs_rights(abi: i32) -> u64 {
     }
 }
 
-#[repr(C)]
-struct RulesetAttr {
-    handled_access_fs: u64,
-    handled_access_net: u64,
-    scoped: u64,
-}
-
-#[repr(C, packed)]
-struct PathBeneathAttr {
-    allowed_access: u64,
-    parent_fd: i32,
-}
-
 /// The ruleset, created in the parent, and the rules the child adds.
 #[derive(Debug)]
 pub struct Prepared {
@@ -120,26 +104,10 @@ impl Prepared {
 
 /// The host's landlock ABI version; negative (minus errno) when landlock is unavailable.
 pub fn host_abi() -> i32 {
-    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) reads no memory and returns a number.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<RulesetAttr>(),
-            0usize,
-            CREATE_RULESET_VERSION,
-        )
-    };
-    if r < 0 {
-        -last_errno()
-    } else {
-        r as i32
+    match sys::landlock_abi() {
+        Ok(v) => i32::try_from(v).unwrap_or(i32::MAX),
+        Err(e) => -e,
     }
-}
-
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EINVAL)
 }
 
 const FIX: &str = "use a kernel ≥ 5.13 with CONFIG_SECURITY_LANDLOCK=y and `landlock` in the lsm= boot \
@@ -179,11 +147,6 @@ pub fn prepare(plan: &LandlockPlan) -> Result<Prepared, SetupError> {
             scoped |= SCOPE_SIGNAL;
         }
     }
-    let attr = RulesetAttr {
-        handled_access_fs: handled_fs,
-        handled_access_net: handled_net,
-        scoped,
-    };
     let size = if abi >= 6 {
         24usize
     } else if abi >= 4 {
@@ -191,25 +154,14 @@ pub fn prepare(plan: &LandlockPlan) -> Result<Prepared, SetupError> {
     } else {
         8
     };
-    // SAFETY: `attr` is a valid landlock_ruleset_attr of at least `size` bytes, read only.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            &attr as *const RulesetAttr,
-            size,
-            0u32,
-        )
-    };
-    if fd < 0 {
-        let e = last_errno();
-        return Err(SetupError::new(
-            "landlock create_ruleset",
-            Some(e),
-            format!("the kernel refused the ruleset for ABI {abi}; {FIX}"),
-        ));
-    }
-    // SAFETY: the kernel just returned this fd (close-on-exec); nothing else owns it.
-    let ruleset = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let ruleset =
+        sys::landlock_create_ruleset(&[handled_fs, handled_net, scoped], size).map_err(|e| {
+            SetupError::new(
+                "landlock create_ruleset",
+                Some(e),
+                format!("the kernel refused the ruleset for ABI {abi}; {FIX}"),
+            )
+        })?;
     let mut rules = Vec::new();
     let sets: [(&Vec<String>, u64); 3] = [
         (&plan.read_exec, READ_EXEC),
@@ -244,71 +196,24 @@ pub fn prepare(plan: &LandlockPlan) -> Result<Prepared, SetupError> {
 /// the final restrict) and the errno.
 pub fn apply(p: &Prepared) -> Result<(), (usize, i32)> {
     for (i, (path, access)) in p.rules.iter().enumerate() {
-        // SAFETY: `path` is a NUL-terminated string that outlives the call.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-        if fd < 0 {
-            let e = last_errno();
-            if e == libc::ENOENT {
-                continue; // Not in the jail root: granting nothing is the safe reading.
+        let fd = match sys::open(path, libc::O_PATH, 0) {
+            Ok(fd) => fd,
+            // Not in the jail root: granting nothing is the safe reading.
+            Err(libc::ENOENT) => continue,
+            Err(e) => return Err((i, e)),
+        };
+        let rule = sys::fstat_mode(fd).and_then(|mode| {
+            let mut allowed = *access;
+            if mode & libc::S_IFMT != libc::S_IFDIR {
+                allowed &= FS_FILE_RIGHTS;
             }
-            return Err((i, e));
-        }
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: fstat writes one `struct stat` into `st`.
-        let r = unsafe { libc::fstat(fd, st.as_mut_ptr()) };
-        if r != 0 {
-            let e = last_errno();
-            close(fd);
-            return Err((i, e));
-        }
-        // SAFETY: fstat succeeded, so it initialised `st`.
-        let mode = unsafe { st.assume_init() }.st_mode;
-        let mut allowed = *access;
-        if mode & libc::S_IFMT != libc::S_IFDIR {
-            allowed &= FS_FILE_RIGHTS;
-        }
-        let attr = PathBeneathAttr {
-            allowed_access: allowed,
-            parent_fd: fd,
-        };
-        // SAFETY: `attr` is a valid packed landlock_path_beneath_attr, read only.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                p.ruleset.as_raw_fd(),
-                RULE_PATH_BENEATH,
-                &attr as *const PathBeneathAttr,
-                0u32,
-            )
-        };
-        let e = last_errno();
-        close(fd);
-        if r != 0 {
-            return Err((i, e));
-        }
+            sys::landlock_add_path_rule(p.ruleset.as_raw_fd(), fd, allowed)
+        });
+        sys::close(fd);
+        rule.map_err(|e| (i, e))?;
     }
-    // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integers only.
-    let r = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
-    if r != 0 {
-        return Err((usize::MAX, last_errno()));
-    }
-    // SAFETY: landlock_restrict_self takes an fd and flags only.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            p.ruleset.as_raw_fd(),
-            0u32,
-        )
-    };
-    if r != 0 {
-        return Err((usize::MAX, last_errno()));
-    }
-    Ok(())
-}
-
-fn close(fd: i32) {
-    // SAFETY: closing an fd this function opened and still owns.
-    unsafe { libc::close(fd) };
+    sys::no_new_privs().map_err(|e| (usize::MAX, e))?;
+    sys::landlock_restrict_self(p.ruleset.as_raw_fd()).map_err(|e| (usize::MAX, e))
 }
 
 fn fs_names(bits: u64) -> Vec<&'static str> {

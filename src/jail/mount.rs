@@ -61,16 +61,12 @@ fn staged(path: &str) -> Result<CString, String> {
 /// a bind remount must carry them over or it fails with EPERM (bubblewrap does the same).
 fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
     let c = cstr(source)?;
-    // SAFETY: zeroed statvfs is valid storage.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c is a valid path and st valid storage; this runs in the parent before fork.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(format!(
+    let f = sys::statvfs_flags(&c).map_err(|e| {
+        format!(
             "cannot stat bind source {source}: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let f = st.f_flag;
+            std::io::Error::from_raw_os_error(e)
+        )
+    })?;
     let mut out: libc::c_ulong = 0;
     for (st_flag, ms_flag) in [
         (libc::ST_NOSUID, libc::MS_NOSUID),

@@ -37,7 +37,7 @@
 //! every syscall number and the arguments that matter, against the plan. All allocation
 //! happens in [`compile`], in the parent; [`install`] makes two syscalls on prepared data.
 
-use super::{Control, ControlState, SetupError};
+use super::{sys, Control, ControlState, SetupError};
 use crate::policy::{Requirement, SeccompPolicy};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -761,76 +761,20 @@ fn program(entries: &[(u32, Verdict)], default: u32) -> Result<Filter, SetupErro
 /// fd, which the kernel creates close-on-exec. Makes only raw syscalls on prepared data: no
 /// allocation, no locks, no panics. On failure returns the errno.
 pub fn install(filter: &Filter) -> Result<RawFd, i32> {
-    // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integer arguments only and touches no memory.
-    let r = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
-    if r != 0 {
-        return Err(last_errno());
-    }
-    load(filter, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER).map(|fd| fd as RawFd)
+    sys::no_new_privs()?;
+    load(filter, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER)
 }
 
 /// seccomp(SECCOMP_SET_MODE_FILTER, flags, program): the syscall's return value or errno.
-fn load(filter: &Filter, flags: libc::c_ulong) -> Result<libc::c_long, i32> {
-    let len = u16::try_from(filter.program.len()).map_err(|_| libc::E2BIG)?;
-    let prog = libc::sock_fprog {
-        len,
-        filter: filter.program.as_ptr().cast_mut(),
-    };
-    // SAFETY: `prog` points at `filter.program`, which outlives the call; the kernel copies
-    // the program and only reads it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            flags,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if r < 0 {
-        return Err(last_errno());
-    }
-    Ok(r)
-}
-
-fn last_errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EINVAL)
+fn load(filter: &Filter, flags: libc::c_ulong) -> Result<RawFd, i32> {
+    sys::seccomp_set_filter(&filter.program, flags)
 }
 
 /// Supervisor side: read one pending notification from the listener. Returns the pid (in the
 /// supervisor's pid namespace) and the syscall number. The caller then kills the jail and
 /// never answers, so the syscall does not run.
 pub fn receive_notification(listener: BorrowedFd<'_>) -> std::io::Result<(u32, i32)> {
-    let mut req = libc::seccomp_notif {
-        id: 0,
-        pid: 0,
-        flags: 0,
-        data: libc::seccomp_data {
-            nr: 0,
-            arch: 0,
-            instruction_pointer: 0,
-            args: [0; 6],
-        },
-    };
-    loop {
-        // SAFETY: SECCOMP_IOCTL_NOTIF_RECV writes one `struct seccomp_notif` into `req`, which
-        // is a valid, zeroed, exclusively borrowed struct of that type.
-        let r = unsafe {
-            libc::ioctl(
-                listener.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_RECV,
-                &mut req as *mut libc::seccomp_notif,
-            )
-        };
-        if r == 0 {
-            return Ok((req.pid, req.data.nr));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
-    }
+    sys::seccomp_notif_recv(listener.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)
 }
 
 /// The record's `seccomp` control.

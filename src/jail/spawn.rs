@@ -9,7 +9,7 @@ use super::report::{self, Stage};
 use super::{caps, cgroup, child, landlock, mount, rlimit, seccomp, sys, userns, SetupError};
 use crate::plan::JailPlan;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 pub struct Prepared {
     pub root: mount::PreparedRoot,
@@ -197,10 +197,7 @@ pub struct ChildFds {
 }
 
 fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
-    let (r, w) =
-        sys::pipe2().map_err(|e| SetupError::new(stage, Some(e), "raise the open-files limit"))?;
-    // SAFETY: pipe2 just returned these two fds; nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(r), OwnedFd::from_raw_fd(w)) })
+    sys::pipe2().map_err(|e| SetupError::new(stage, Some(e), "raise the open-files limit"))
 }
 
 fn kill_and_reap(pidfd: &OwnedFd) {
@@ -260,8 +257,8 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     if pid == 0 {
         child::run(p, &fds);
     }
-    // SAFETY: clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd_raw) };
+    // clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
+    let pidfd = sys::owned(pidfd_raw);
     drop((stdin_r, stdout_w, stderr_w, report_w, sync_r, status_w));
 
     let mut program_pid = None;
@@ -324,8 +321,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
                 let gfd = sys::pidfd_open(gpid).map_err(|e| {
                     SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3")
                 })?;
-                // SAFETY: pidfd_open returned a new fd owned by us.
-                let gfd = unsafe { OwnedFd::from_raw_fd(gfd) };
+                let gfd = sys::owned(gfd);
                 let fd = sys::pidfd_getfd(gfd.as_raw_fd(), a as i32).map_err(|e| {
                     SetupError::new(
                         "pidfd_getfd (seccomp listener)",
@@ -333,8 +329,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
                         "needs Linux >= 5.6",
                     )
                 })?;
-                // SAFETY: pidfd_getfd returned a new fd owned by us.
-                listener = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+                listener = Some(sys::owned(fd));
                 sys::write_all(sync_w.as_raw_fd(), b"a")
                     .map_err(|e| SetupError::new("ack listener", Some(e), ""))?;
                 continue;

@@ -13,7 +13,7 @@ use crate::jail::spawn::Spawned;
 use crate::jail::{seccomp, sys};
 pub use capped::Capped;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,32 +63,11 @@ pub struct Outcome {
 /// Signals that end a run cleanly. Blocked in agentjail for the whole process so they
 /// arrive only through the signalfd; the child unblocks them before exec.
 pub fn block_termination_signals() -> Option<OwnedFd> {
-    // SAFETY: zeroed sigset_t is valid storage for sigemptyset.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is valid storage.
-    unsafe { libc::sigemptyset(&mut set) };
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        // SAFETY: set is initialised; sig is a valid signal number.
-        unsafe { libc::sigaddset(&mut set, sig) };
-    }
-    // SAFETY: set is a valid initialised set; the old mask is not needed.
-    unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    // SAFETY: set is valid; -1 asks for a new signalfd.
-    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: signalfd returned a new fd that we own.
-    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+    sys::block_into_signalfd(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]).ok()
 }
 
 fn read_signal(fd: RawFd) -> Option<i32> {
-    // SAFETY: zeroed signalfd_siginfo is valid storage.
-    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::signalfd_siginfo>();
-    // SAFETY: info is valid storage of `size` bytes.
-    let n = unsafe { libc::read(fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
-    (n == size as isize).then_some(info.ssi_signo as i32)
+    sys::read_signalfd(fd).map(|(sig, _)| sig)
 }
 
 /// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail),
@@ -111,28 +90,7 @@ fn proc_cpu_us(pid: i32) -> Option<u64> {
         .iter()
         .filter_map(|&i| f.get(i)?.parse::<u64>().ok())
         .sum();
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some(ticks * 1_000_000 / hz)
-}
-
-fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) {
-    let ts = timeout.map(|d| libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    });
-    let tsp = ts
-        .as_ref()
-        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: fds is a valid slice of pollfd; tsp is NULL or points to a live timespec.
-    unsafe {
-        libc::ppoll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            tsp,
-            std::ptr::null(),
-        )
-    };
+    Some(ticks * 1_000_000 / sys::clock_ticks())
 }
 
 const CHUNK: usize = 64 * 1024;
@@ -279,7 +237,7 @@ pub fn supervise(
             -1
         };
         fds.push(pf(pass_fd, libc::POLLIN));
-        ppoll(&mut fds, Some(timeout));
+        sys::ppoll(&mut fds, Some(timeout));
 
         // POLLHUP without POLLIN on the listener: every task the filter was attached to has
         // exited (the kernel's seccomp_notify_poll reports HUP when the filter has no users),
@@ -433,14 +391,13 @@ pub fn supervise(
     let (exit_code, signal) = match (program_status, status) {
         (Some(s), _) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
         (Some(s), _) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
-        (_, Some((code, st))) if code == libc::CLD_EXITED => (Some(st), None),
-        (_, Some((_, sig))) => (None, Some(sig)),
+        (_, Some(w)) if w.code == libc::CLD_EXITED => (Some(w.status), None),
+        (_, Some(w)) => (None, Some(w.status)),
         _ => (None, None),
     };
     let stats = cg.map(|c| c.stats()).unwrap_or_default();
-    let ru = sys::rusage_children();
-    let rusage_cpu_us = (ru.ru_utime.tv_sec as u64 * 1_000_000 + ru.ru_utime.tv_usec as u64)
-        + (ru.ru_stime.tv_sec as u64 * 1_000_000 + ru.ru_stime.tv_usec as u64);
+    // The kernel's account of init, which has reaped everything else in the jail.
+    let (rusage_cpu_us, rusage_rss) = status.map_or((0, 0), |w| (w.cpu_us, w.max_rss_bytes));
     let cpu_us = stats.cpu_usage_us.unwrap_or(rusage_cpu_us);
     if stop.is_none() && cpu_us > limits.cpu_time_ms * 1000 && signal == Some(libc::SIGXCPU) {
         stop = Some(Stop::CpuLimit);
@@ -452,7 +409,7 @@ pub fn supervise(
         wall_ms: wall_elapsed.as_millis() as u64,
         wall_us: wall_elapsed.as_micros() as u64,
         cpu_ms: Some(cpu_us / 1000),
-        peak_memory_bytes: stats.memory_peak_bytes.or(Some(ru.ru_maxrss as u64 * 1024)),
+        peak_memory_bytes: stats.memory_peak_bytes.or(Some(rusage_rss)),
         oom_kills: stats.oom_kills,
         pids_limit_hits: stats.pids_limit_hits,
         stdout,

@@ -1,0 +1,149 @@
+//! File descriptors: reads, writes, pipes, polling and locks.
+
+use super::{check, check_long, errno, SysResult};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+pub fn close(fd: RawFd) {
+    // SAFETY: closing an fd this process owns; errors are irrelevant here.
+    unsafe { libc::close(fd) };
+}
+
+pub fn write(fd: RawFd, buf: &[u8]) -> SysResult<usize> {
+    // SAFETY: buf is a valid slice for its length.
+    let rc = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if rc < 0 {
+        Err(errno())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// Write all of `buf`, retrying on EINTR and short writes.
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> SysResult<()> {
+    while !buf.is_empty() {
+        match write(fd, buf) {
+            Ok(n) => buf = &buf[n..],
+            Err(libc::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// read(2), retried on EINTR.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> SysResult<usize> {
+    loop {
+        // SAFETY: buf is a valid mutable slice for its length.
+        let rc = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if rc >= 0 {
+            return Ok(rc as usize);
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// pread(2): read at `offset` without moving the file position.
+pub fn pread(fd: RawFd, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+    // SAFETY: buf is a valid mutable slice for its length.
+    let rc = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset) };
+    if rc < 0 {
+        Err(errno())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// Take ownership of a raw fd the kernel just returned to us.
+///
+/// Callers pass only fds returned by a syscall a moment earlier and never shared.
+pub fn owned(fd: RawFd) -> OwnedFd {
+    // SAFETY: by this function's contract the fd is open, ours, and owned by nothing else.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe2() -> SysResult<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: fds is a valid two-element array.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    Ok((owned(fds[0]), owned(fds[1])))
+}
+
+pub fn dup2(old: RawFd, new: RawFd) -> SysResult<()> {
+    // SAFETY: plain syscall on fds; dup2 clears CLOEXEC on the new fd, which is intended.
+    check(unsafe { libc::dup2(old, new) }).map(drop)
+}
+
+/// dup3(old, new, O_CLOEXEC): `new` closes at execve.
+pub fn dup3_cloexec(old: RawFd, new: RawFd) -> SysResult<()> {
+    // SAFETY: plain syscall on fds this process owns.
+    check(unsafe { libc::dup3(old, new, libc::O_CLOEXEC) }).map(drop)
+}
+
+/// A close-on-exec copy of `fd` at the lowest free number >= `min`.
+pub fn dup_cloexec_above(fd: RawFd, min: RawFd) -> SysResult<RawFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on an fd we own; returns a new fd >= min.
+    check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) })
+}
+
+/// Close every fd from `first` upward.
+pub fn close_range_from(first: u32) -> SysResult<()> {
+    // SAFETY: close_range with integer arguments; closes only fds of this process.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0u32) };
+    check_long(rc).map(drop)
+}
+
+/// poll a single fd with a timeout in ms; returns revents.
+pub fn poll_one(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> SysResult<libc::c_short> {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: p is a valid pollfd for the call.
+    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    check(rc).map(|_| p.revents)
+}
+
+/// ppoll(2) with a nanosecond timeout (None: wait forever). Errors (EINTR) count as "nothing
+/// ready": the caller's loop looks again.
+pub fn ppoll(fds: &mut [libc::pollfd], timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: fds is a valid slice of pollfd; tsp is NULL or points to a live timespec.
+    unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        )
+    };
+}
+
+pub fn set_nonblocking(fd: RawFd) -> SysResult<()> {
+    // SAFETY: F_GETFL on an owned fd.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: F_SETFL on an owned fd with integer flags.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
+}
+
+/// An exclusive flock on `fd`, waiting for it; released when the file closes.
+pub fn flock_exclusive(fd: RawFd) -> SysResult<()> {
+    loop {
+        // SAFETY: flock on an fd the caller owns.
+        match check(unsafe { libc::flock(fd, libc::LOCK_EX) }) {
+            Err(libc::EINTR) => continue,
+            r => return r.map(drop),
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! Processes and identity: clone3, fork, exec, wait, pidfds, credentials, prctl, rlimits.
+
+use super::{check, check_long, errno, SysResult};
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+
+/// clone3 with the given flags, like fork(2) otherwise. Returns 0 in the child.
+pub fn clone3(flags: u64, pidfd_out: &mut RawFd, cgroup_fd: Option<RawFd>) -> SysResult<i32> {
+    #[repr(C)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    let mut flags = flags | libc::CLONE_PIDFD as u64;
+    let mut cgroup = 0;
+    if let Some(fd) = cgroup_fd {
+        flags |= CLONE_INTO_CGROUP;
+        cgroup = fd as u64;
+    }
+    let args = CloneArgs {
+        flags,
+        pidfd: pidfd_out as *mut RawFd as u64,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: 0,
+        stack_size: 0,
+        tls: 0,
+        set_tid: 0,
+        set_tid_size: 0,
+        cgroup,
+    };
+    // SAFETY: args is a valid clone_args struct; without CLONE_VM the child gets a copy of
+    // this address space, so continuing on the same stack is sound (fork semantics).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
+    check_long(rc).map(|v| v as i32)
+}
+
+/// fork(2). Returns 0 in the child. Callers make only raw syscalls on prepared data in the
+/// child (no allocation, no locks), so this is sound even with other threads running.
+pub fn fork() -> SysResult<libc::pid_t> {
+    // SAFETY: fork has no memory-safety preconditions; the callers' children follow the rule
+    // above.
+    check(unsafe { libc::fork() })
+}
+
+pub fn execve(path: &CStr, argv: &[*const libc::c_char], envp: &[*const libc::c_char]) -> i32 {
+    // SAFETY: argv and envp are NULL-terminated arrays of pointers to NUL-terminated strings
+    // that live in the (copied) parent memory for the whole call.
+    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    errno()
+}
+
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and runs no destructors or atexit handlers, which is what
+    // a forked child that failed setup needs.
+    unsafe { libc::_exit(code) }
+}
+
+/// A child's end as waitid reports it, with the resource usage the kernel kept for it (its
+/// own and every descendant it reaped).
+#[derive(Debug, Clone, Copy)]
+pub struct Waited {
+    /// CLD_EXITED, CLD_KILLED, CLD_DUMPED.
+    pub code: i32,
+    /// The exit status or the signal number.
+    pub status: i32,
+    /// ru_utime + ru_stime in microseconds.
+    pub cpu_us: u64,
+    /// ru_maxrss in bytes.
+    pub max_rss_bytes: u64,
+}
+
+/// waitid(P_PIDFD) through the raw syscall, whose fifth argument returns the child's rusage
+/// (glibc's wrapper drops it). `None` when WNOHANG found the child still running.
+pub fn waitid_pidfd(pidfd: RawFd, options: i32) -> SysResult<Option<Waited>> {
+    // SAFETY: zeroed siginfo_t and rusage are valid storage for the kernel to fill.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: info and ru are valid storage; P_PIDFD with an fd the caller owns.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_waitid,
+                libc::P_PIDFD,
+                pidfd as libc::c_long,
+                &mut info as *mut libc::siginfo_t,
+                options as libc::c_long,
+                &mut ru as *mut libc::rusage,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+    // SAFETY: waitid filled info; si_pid is 0 when WNOHANG found no state change.
+    if unsafe { info.si_pid() } == 0 {
+        return Ok(None);
+    }
+    let tv_us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Ok(Some(Waited {
+        code: info.si_code,
+        // SAFETY: info holds a SIGCHLD-style record, for which si_status is valid.
+        status: unsafe { info.si_status() },
+        cpu_us: tv_us(ru.ru_utime) + tv_us(ru.ru_stime),
+        max_rss_bytes: (ru.ru_maxrss.max(0) as u64).saturating_mul(1024),
+    }))
+}
+
+/// wait4(-1, __WALL) for any child: (pid, raw status). The jail's init reaps with it.
+pub fn wait_any() -> SysResult<(libc::pid_t, libc::c_int)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: wait4 with valid storage for the status and no rusage.
+    let r = unsafe { libc::wait4(-1, &mut status, libc::__WALL, std::ptr::null_mut()) };
+    check(r).map(|pid| (pid, status))
+}
+
+/// Fork, run `probe` in the child (it must make only raw syscalls and return 0 or an errno),
+/// and return Ok(()) or the child's errno. Used by `agentjail doctor` to try what would change
+/// process state without changing ours.
+pub fn probe_in_child(probe: &dyn Fn() -> i32) -> Result<(), i32> {
+    let pid = fork()?;
+    if pid == 0 {
+        exit_now(probe());
+    }
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid on our own child with valid storage for the status.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && errno() != libc::EINTR {
+            return Err(errno());
+        }
+    }
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, e) => Err(e),
+        _ => Err(libc::ECHILD),
+    }
+}
+
+pub fn pidfd_open(pid: i32) -> SysResult<RawFd> {
+    // SAFETY: pidfd_open takes integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    check_long(rc).map(|fd| fd as RawFd)
+}
+
+pub fn pidfd_getfd(pidfd: RawFd, target_fd: i32) -> SysResult<RawFd> {
+    // SAFETY: pidfd_getfd takes integer arguments; the new fd is close-on-exec.
+    let rc = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, target_fd, 0) };
+    check_long(rc).map(|fd| fd as RawFd)
+}
+
+pub fn pidfd_send_signal(pidfd: RawFd, sig: i32) -> SysResult<()> {
+    // SAFETY: integer arguments; a NULL siginfo means "as kill(2)".
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd,
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    check_long(rc).map(drop)
+}
+
+/// kill(2): the jail's init uses it with pid -1 to end everything else in its namespace.
+pub fn kill(pid: libc::pid_t, sig: i32) -> SysResult<()> {
+    // SAFETY: integer arguments only.
+    check(unsafe { libc::kill(pid, sig) }).map(drop)
+}
+
+pub fn unshare(flags: libc::c_int) -> SysResult<()> {
+    // SAFETY: unshare takes only flags and changes only this process.
+    check(unsafe { libc::unshare(flags) }).map(drop)
+}
+
+pub fn sethostname(name: &CStr) -> SysResult<()> {
+    let bytes = name.to_bytes();
+    // SAFETY: bytes is valid for its length.
+    check(unsafe { libc::sethostname(bytes.as_ptr().cast(), bytes.len()) }).map(drop)
+}
+
+pub fn setresgid(gid: u32) -> SysResult<()> {
+    // SAFETY: plain syscall with integer arguments.
+    check(unsafe { libc::setresgid(gid, gid, gid) }).map(drop)
+}
+
+pub fn setresuid(uid: u32) -> SysResult<()> {
+    // SAFETY: plain syscall with integer arguments.
+    check(unsafe { libc::setresuid(uid, uid, uid) }).map(drop)
+}
+
+pub fn prctl(option: libc::c_int, arg2: libc::c_ulong) -> SysResult<libc::c_int> {
+    // SAFETY: the prctl options used here take integer arguments only.
+    check(unsafe {
+        libc::prctl(
+            option,
+            arg2,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    })
+}
+
+pub fn setsid() -> SysResult<()> {
+    // SAFETY: plain syscall.
+    check(unsafe { libc::setsid() }).map(drop)
+}
+
+pub fn setrlimit(resource: u32, soft: u64, hard: u64) -> SysResult<()> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: lim is a valid rlimit struct for the duration of the call.
+    check(unsafe { libc::setrlimit(resource, &lim) }).map(drop)
+}
+
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+pub fn getegid() -> u32 {
+    // SAFETY: getegid cannot fail.
+    unsafe { libc::getegid() }
+}
+
+/// Number of CPUs in this thread's affinity mask (0 if the call fails).
+pub fn affinity_cpus() -> u64 {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is valid storage of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return 0;
+    }
+    // SAFETY: CPU_COUNT reads the set we own.
+    (unsafe { libc::CPU_COUNT(&set) }) as u64
+}
+
+/// Clock ticks per second (procfs times are in these units).
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as u64
+}
+
+/// Fill `buf` from the kernel's random pool (getrandom, blocking until it is initialised).
+pub fn getrandom(buf: &mut [u8]) -> SysResult<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled tail of `buf`.
+        let rc = unsafe { libc::getrandom(buf[done..].as_mut_ptr().cast(), buf.len() - done, 0) };
+        if rc < 0 {
+            let e = errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        done += rc as usize;
+    }
+    Ok(())
+}
+
+/// Zero `[start, end)` of this process's own memory: the jail's init blanks its inherited
+/// argv area so /proc/1/cmdline does not show agentjail's host command line.
+///
+/// Callers pass the argv string area read from /proc/self/stat before fork (fork keeps the
+/// addresses), which is writable stack memory nothing reads afterwards.
+pub fn blank_own_memory(start: usize, end: usize) {
+    if end <= start {
+        return;
+    }
+    // SAFETY: by this function's contract [start, end) is writable memory of this process
+    // that nothing reads again; zeroing it only changes what /proc/<pid>/cmdline shows.
+    unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+}
