@@ -1,7 +1,7 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
 use crate::jail::{self, JailError};
-use crate::plan::{self, JailPlan};
+use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
 use crate::record::TraceEntry;
 use crate::supervise::{Io, Outcome, Stop};
@@ -136,7 +136,12 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         return 2;
     }
     let t0 = std::time::Instant::now();
-    let plan = match JailPlan::build(&policy, std::mem::take(&mut a.cmd), &[], &plan::probe_host) {
+    let plan = match JailPlan::build(
+        &policy,
+        std::mem::take(&mut a.cmd),
+        &[],
+        &crate::jail::mount::probe_host,
+    ) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("agentjail: cannot plan the jail: {e}");

@@ -14,6 +14,7 @@ pub mod policy;
 pub mod record;
 pub mod run;
 pub mod supervise;
+pub mod syscalls;
 
 /// The policy to use: a file, or the embedded default. (policy, path, sha256 of the bytes).
 pub fn load_policy(

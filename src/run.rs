@@ -5,7 +5,7 @@ use crate::contract::{self, Action};
 use crate::exec::{execution_json, signal_name, stop_reason};
 use crate::jail::{self, Control, ControlState};
 use crate::output;
-use crate::plan::{self, JailFile, JailPlan};
+use crate::plan::{JailFile, JailPlan};
 use crate::policy::Policy;
 use crate::record::{self, TraceEntry};
 use crate::supervise::Io;
@@ -240,7 +240,7 @@ pub fn run(args: RunArgs) -> RunResult {
         &jail_policy,
         python_argv(&jail_policy),
         &files,
-        &plan::probe_host,
+        &crate::jail::mount::probe_host,
     ) {
         Ok(p) => p,
         Err(e) => {

@@ -14,6 +14,7 @@
 //! 4. otherwise `policy_pass`.
 
 pub mod python;
+pub mod stdlib;
 
 use crate::contract::Action;
 use crate::policy::Policy;

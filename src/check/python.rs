@@ -43,7 +43,7 @@
 //! * `syntax_error`, `nesting_too_deep`, `source_too_large`.
 //!
 //! A few names are denied whatever the policy says ([`ALWAYS_DENIED_CALLS`],
-//! [`ALWAYS_DENIED_NAMES`], [`ALWAYS_DENIED_ATTRIBUTES`]): each one is a direct way around
+//! [`ALWAYS_DENIED_NAMES`], [`stdlib::always_denied_attribute`]): each one is a direct way around
 //! this checker, so a policy cannot re-enable it by omission.
 //!
 //! Stack safety: ruff's parser grows its own stack; our visitor stops descending at
@@ -51,6 +51,7 @@
 //! room proportional to the source length, because dropping a long left-deep chain such as
 //! `1+1+1+...` recurses once per operator.
 
+use crate::check::stdlib::{self, module_attr_allowed};
 use crate::check::Violation;
 use crate::policy::CheckRules;
 use ruff_python_ast::visitor::{self, Visitor};
@@ -90,114 +91,6 @@ pub const ALWAYS_DENIED_NAMES: [&str; 10] = [
     "builtins",
     "type",
     "memoryview",
-];
-
-/// Attributes that reach frames, code objects, globals or the class graph.
-pub const ALWAYS_DENIED_ATTRIBUTES: [&str; 30] = [
-    "gi_frame",
-    "gi_code",
-    "gi_yieldfrom",
-    "cr_frame",
-    "cr_code",
-    "cr_await",
-    "cr_origin",
-    "ag_frame",
-    "ag_code",
-    "ag_await",
-    "f_globals",
-    "f_locals",
-    "f_builtins",
-    "f_back",
-    "f_code",
-    "f_trace",
-    "tb_frame",
-    "tb_next",
-    "co_code",
-    "co_consts",
-    "co_names",
-    "func_globals",
-    "func_code",
-    "mro",
-    "format_map",
-    "vformat",
-    "get_field",
-    "modules",
-    "load_module",
-    "exec_module",
-];
-
-/// Safe lists for modules whose namespace re-exports dangerous things (Python 3.11).
-/// `json` re-exports `codecs`, `decoder`, `encoder`, `scanner`; `statistics` re-exports
-/// `sys`, `random`, `math`, `numbers`, `Fraction`, `Decimal`, `namedtuple`, ... Only the
-/// documented API (the modules' `__all__`) is allowed.
-const MODULE_SAFE_ATTRS: [(&str, &[&str]); 2] = [
-    (
-        "json",
-        &[
-            "dump",
-            "dumps",
-            "load",
-            "loads",
-            "JSONDecoder",
-            "JSONDecodeError",
-            "JSONEncoder",
-        ],
-    ),
-    (
-        "statistics",
-        &[
-            "NormalDist",
-            "StatisticsError",
-            "correlation",
-            "covariance",
-            "fmean",
-            "geometric_mean",
-            "harmonic_mean",
-            "linear_regression",
-            "mean",
-            "median",
-            "median_grouped",
-            "median_high",
-            "median_low",
-            "mode",
-            "multimode",
-            "pstdev",
-            "pvariance",
-            "quantiles",
-            "stdev",
-            "variance",
-        ],
-    ),
-];
-
-/// For allowed modules without a safe list: attributes that are known side doors.
-const MODULE_SIDE_DOORS: [&str; 26] = [
-    "sys",
-    "os",
-    "builtins",
-    "codecs",
-    "io",
-    "importlib",
-    "subprocess",
-    "socket",
-    "shutil",
-    "pathlib",
-    "ctypes",
-    "posix",
-    "signal",
-    "types",
-    "inspect",
-    "gc",
-    "marshal",
-    "pickle",
-    "runpy",
-    "pty",
-    "tempfile",
-    "mmap",
-    "decoder",
-    "encoder",
-    "scanner",
-    "Formatter",
 ];
 
 /// Dunder method names a class may define: CPython calls them only with ordinary
@@ -597,20 +490,6 @@ fn collect_module_aliases(
     }
 }
 
-fn safe_attrs(module: &str) -> Option<&'static [&'static str]> {
-    MODULE_SAFE_ATTRS
-        .iter()
-        .find(|(m, _)| *m == module)
-        .map(|(_, attrs)| *attrs)
-}
-
-fn module_attr_allowed(module: &str, attr: &str) -> bool {
-    match safe_attrs(module) {
-        Some(list) => list.contains(&attr),
-        None => !attr.starts_with('_') && !MODULE_SIDE_DOORS.contains(&attr),
-    }
-}
-
 fn listed(list: &[String], name: &str) -> bool {
     list.iter().any(|n| n == name)
 }
@@ -752,7 +631,7 @@ impl Checker<'_, '_> {
 
     fn check_attr(&mut self, attr: &str, range: TextRange) {
         if (self.rules.deny_dunder && attr.starts_with("__"))
-            || ALWAYS_DENIED_ATTRIBUTES.contains(&attr)
+            || stdlib::always_denied_attribute(attr)
             || listed(&self.rules.denied_attributes, attr)
         {
             self.report(

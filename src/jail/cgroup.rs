@@ -58,15 +58,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct CgroupLimits {
-    pub memory_max: Option<u64>,
-    /// 0: no swap, so the memory limit is a real limit.
-    pub swap_max: Option<u64>,
-    pub pids_max: Option<u64>,
-    /// (quota_us, period_us): cpu.max.
-    pub cpu_max: Option<(u64, u64)>,
-}
+pub use crate::plan::CgroupLimits;
 
 /// The leaf agentjail moves itself into when it must enable v2 controllers in its own cgroup.
 pub const SUPERVISOR_LEAF: &str = "agentjail-supervisor";

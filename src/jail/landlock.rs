@@ -24,24 +24,10 @@
 
 use super::{sys, Control, ControlState, SetupError};
 use crate::policy::Requirement;
-use serde::Serialize;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LandlockPlan {
-    pub requirement: Requirement,
-    pub min_abi: u32,
-    /// Paths (inside the jail) that may be read and executed.
-    pub read_exec: Vec<String>,
-    /// Paths (inside the jail) that may be read, written, created in.
-    pub read_write: Vec<String>,
-    /// Device files that may be read and written (/dev/null, ...).
-    pub devices: Vec<String>,
-    pub deny_tcp: bool,
-    pub scope_abstract_unix: bool,
-    pub scope_signals: bool,
-}
+pub use crate::plan::LandlockPlan;
 
 pub const FS_EXECUTE: u64 = 1 << 0;
 pub const FS_WRITE_FILE: u64 = 1 << 1;

@@ -6,8 +6,21 @@
 //! there changes nothing the host can see (propagation is made private first).
 
 use super::sys;
-use crate::plan::MountOp;
+use crate::plan::{HostPath, MountOp};
 use std::ffi::{CStr, CString};
+
+/// Look a path up on the real host (lstat + readlink).
+pub fn probe_host(path: &str) -> HostPath {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
+            Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
+            Err(_) => HostPath::Missing,
+        },
+        Ok(m) if m.is_dir() => HostPath::Dir,
+        Ok(_) => HostPath::File,
+        Err(_) => HostPath::Missing,
+    }
+}
 
 /// Where the new root is assembled inside the child's mount namespace.
 pub const STAGING: &str = "/tmp";

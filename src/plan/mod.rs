@@ -5,12 +5,39 @@
 //! (`agentjail exec --print-plan`), a test can compare it by equality, and the jail code
 //! only walks it. Mirrors bubblewrap's "command line → list of setup ops → apply".
 
-use crate::jail::cgroup::CgroupLimits;
-use crate::jail::landlock::LandlockPlan;
-use crate::jail::seccomp::SeccompPlan;
+pub mod seccomp;
+
 use crate::policy::{Policy, Requirement};
+pub use seccomp::SeccompPlan;
 
 use serde::Serialize;
+
+/// The job cgroup's limits (cgroup v2 names; v1 equivalents are chosen by the jail).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CgroupLimits {
+    pub memory_max: Option<u64>,
+    /// 0: no swap, so the memory limit is a real limit.
+    pub swap_max: Option<u64>,
+    pub pids_max: Option<u64>,
+    /// (quota_us, period_us): cpu.max.
+    pub cpu_max: Option<(u64, u64)>,
+}
+
+/// What landlock grants, as jail paths; the jail turns it into a ruleset for the host's ABI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LandlockPlan {
+    pub requirement: Requirement,
+    pub min_abi: u32,
+    /// Paths (inside the jail) that may be read and executed.
+    pub read_exec: Vec<String>,
+    /// Paths (inside the jail) that may be read, written, created in.
+    pub read_write: Vec<String>,
+    /// Device files that may be read and written (/dev/null, ...).
+    pub devices: Vec<String>,
+    pub deny_tcp: bool,
+    pub scope_abstract_unix: bool,
+    pub scope_signals: bool,
+}
 
 /// The uid and gid the jailed program has inside its user namespace.
 pub const JAIL_UID: u32 = 1000;
@@ -112,19 +139,6 @@ pub enum HostPath {
     File,
     Symlink(String),
     Missing,
-}
-
-/// Look a path up on the real host (lstat + readlink).
-pub fn probe_host(path: &str) -> HostPath {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
-            Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
-            Err(_) => HostPath::Missing,
-        },
-        Ok(m) if m.is_dir() => HostPath::Dir,
-        Ok(_) => HostPath::File,
-        Err(_) => HostPath::Missing,
-    }
 }
 
 /// A file placed read-only in the jail's root (the checked program, for `run`).
@@ -346,7 +360,7 @@ impl JailPlan {
             scope_abstract_unix: true,
             scope_signals: true,
         };
-        let seccomp = crate::jail::seccomp::plan(&policy.seccomp)?;
+        let seccomp = seccomp::plan(&policy.seccomp)?;
 
         Ok(JailPlan {
             argv,

@@ -1,0 +1,208 @@
+//! `agentjail policy lint`: weak choices in a policy, each with the key to change.
+
+use super::validate::is_under;
+use super::*;
+use crate::check::stdlib::{reachable_dangerous_modules, DANGEROUS_MODULES, FRAME_ATTRIBUTES};
+
+/// A weak choice in a policy: the key and what it allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LintWarning {
+    pub key: String,
+    pub message: String,
+}
+
+/// Facts `policy lint` states with every report (not warnings: no policy can change them).
+pub const LINT_NOTES: &[&str] = &[
+    "no writable host path is possible: the policy format has no key for one; the program \
+     can write only to its own size-capped /tmp tmpfs",
+    "the static check is defence in depth; the jail is the boundary",
+];
+
+fn warn(out: &mut Vec<LintWarning>, key: &str, message: impl Into<String>) {
+    out.push(LintWarning {
+        key: key.into(),
+        message: message.into(),
+    });
+}
+
+/// Weak choices in a policy, each with the key to change. Silent on `policies/default.toml`.
+pub fn lint(policy: &Policy) -> Vec<LintWarning> {
+    let mut w = Vec::new();
+    let p = policy;
+    if p.network.enabled {
+        warn(
+            &mut w,
+            "network.enabled",
+            "network is on: the program can reach whatever the host can; exfiltration of the \
+             payload and downloads of code become possible",
+        );
+    }
+    for g in &p.seccomp.allow_groups {
+        if let Some((_, why)) = DANGEROUS_SECCOMP_GROUPS.iter().find(|(n, _)| n == g) {
+            warn(&mut w, "seccomp.allow_groups", format!("{g}: {why}"));
+        }
+    }
+    if p.seccomp.requirement == Requirement::BestEffort {
+        warn(
+            &mut w,
+            "seccomp.requirement",
+            "best_effort: on a host without seccomp the program runs with every syscall allowed",
+        );
+    }
+    if p.limits.memory.0 > 4 * 1024 * MIB {
+        warn(
+            &mut w,
+            "limits.memory",
+            format!(
+                "{} is a very large memory limit for one job; the host can be starved",
+                p.limits.memory
+            ),
+        );
+    }
+    if p.cgroup.requirement == Requirement::BestEffort {
+        let spawn = if p.seccomp.allow_groups.iter().any(|g| g == "process_spawn") {
+            "; process_spawn is allowed, so only RLIMIT_NPROC (counted per host uid) stops a fork bomb"
+        } else {
+            ""
+        };
+        warn(
+            &mut w,
+            "cgroup.requirement",
+            format!(
+                "best_effort: on a host without a delegated cgroup, memory is bounded only per \
+                 process by RLIMIT_AS (memfd pages written without mapping escape it), pids \
+                 only by RLIMIT_NPROC and CPU by RLIMIT_CPU per process{spawn}; use \"required\" \
+                 where systemd Delegate=yes is available"
+            ),
+        );
+    }
+    if p.landlock.requirement == Requirement::BestEffort {
+        warn(
+            &mut w,
+            "landlock.requirement",
+            "best_effort: hosts without landlock (or below min_abi) run with the read-only \
+             mount layout as the only filesystem control (recorded as degraded)",
+        );
+    }
+    if p.limits.wall_time_ms > 300_000 {
+        warn(
+            &mut w,
+            "limits.wall_time_ms",
+            "more than 5 minutes of wall time",
+        );
+    }
+    if p.limits.cpu_time_ms > 300_000 {
+        warn(
+            &mut w,
+            "limits.cpu_time_ms",
+            "more than 5 minutes of CPU time",
+        );
+    }
+    for (key, cap) in [
+        ("limits.stdout", p.limits.stdout),
+        ("limits.stderr", p.limits.stderr),
+    ] {
+        if cap.0 > MIB {
+            warn(
+                &mut w,
+                key,
+                format!("{cap} of output is held in memory and copied into every record"),
+            );
+        }
+    }
+    if !p.interpreter.python_args.iter().any(|a| a == "-I") {
+        warn(
+            &mut w,
+            "interpreter.python_args",
+            "-I is missing: without isolated mode the interpreter honours PYTHON* variables \
+             and adds the script directory and user site-packages to sys.path",
+        );
+    }
+    for path in p.filesystem.read_only.iter().chain(&p.filesystem.optional) {
+        if is_under(path, "/opt") {
+            warn(
+                &mut w,
+                "filesystem.read_only",
+                format!(
+                    "{path} is bound: third-party software under /opt sometimes keeps \
+                     configuration and keys beside it; bind only the interpreter's directory"
+                ),
+            );
+        }
+    }
+
+    // Static check.
+    let c = &p.check;
+    for m in &c.allowed_imports {
+        let top = m.split('.').next().unwrap_or(m);
+        if DANGEROUS_MODULES.contains(&top) {
+            warn(
+                &mut w,
+                "check.allowed_imports",
+                format!("{m} is allowed: it gives the program the host directly"),
+            );
+            continue;
+        }
+        match reachable_dangerous_modules(top, &c.denied_attributes, c.deny_dunder) {
+            Some(reached) => {
+                for (danger, chain) in reached {
+                    warn(
+                        &mut w,
+                        "check.allowed_imports",
+                        format!(
+                            "{m} reaches {danger} as {chain}; add the attribute to \
+                             check.denied_attributes"
+                        ),
+                    );
+                }
+            }
+            None => warn(
+                &mut w,
+                "check.allowed_imports",
+                format!(
+                    "{m} is not in agentjail's table of stdlib module attributes: audit by \
+                     hand which modules it exposes (e.g. python3 -c 'import {top}; print([a for a in dir({top}) if type(getattr({top}, a)).__name__ == \"module\"])')"
+                ),
+            ),
+        }
+    }
+    if !c.deny_dunder {
+        warn(
+            &mut w,
+            "check.deny_dunder",
+            "off: __class__, __subclasses__, __globals__ and __builtins__ reach every object \
+             and module in the interpreter",
+        );
+    }
+    let missing: Vec<&str> = ["eval", "exec", "compile", "open", "__import__"]
+        .into_iter()
+        .filter(|n| !c.denied_calls.iter().any(|d| d == n))
+        .collect();
+    if !missing.is_empty() {
+        warn(
+            &mut w,
+            "check.denied_calls",
+            format!(
+                "{} not denied: they run arbitrary code or open files",
+                missing.join(", ")
+            ),
+        );
+    }
+    let frames: Vec<&str> = FRAME_ATTRIBUTES
+        .iter()
+        .copied()
+        .filter(|a| !c.denied_attributes.iter().any(|d| d == a))
+        .collect();
+    if !frames.is_empty() {
+        warn(
+            &mut w,
+            "check.denied_attributes",
+            format!(
+                "frame-walking attributes not denied ({}): a generator or traceback reaches \
+                 f_globals/f_builtins and through them __import__",
+                frames.join(", ")
+            ),
+        );
+    }
+    w
+}

@@ -1,0 +1,466 @@
+//! Validation: values the types allow but a jail cannot honour.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------
+// Validation: values the types allow but a jail cannot honour.
+
+pub(super) struct Invalid {
+    pub(super) key: String,
+    /// An array element or table key under `key` to point at.
+    pub(super) item: Option<String>,
+    pub(super) message: String,
+    pub(super) hint: String,
+}
+
+fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> Invalid {
+    Invalid {
+        key: key.into(),
+        item: None,
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+fn invalid_item(key: &str, item: &str, message: impl Into<String>, hint: &str) -> Invalid {
+    Invalid {
+        key: key.into(),
+        item: Some(item.into()),
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+fn in_range(key: &str, value: u64, min: u64, max: u64, why: &str) -> Result<(), Invalid> {
+    if value < min || value > max {
+        return Err(invalid(
+            key,
+            format!("{value} is outside {min}..={max}"),
+            why.to_string(),
+        ));
+    }
+    Ok(())
+}
+
+fn bytes_in_range(key: &str, value: Bytes, min: u64, max: u64, why: &str) -> Result<(), Invalid> {
+    if value.0 < min || value.0 > max {
+        return Err(invalid(
+            key,
+            format!("{value} is outside {}..={}", Bytes(min), Bytes(max)),
+            why.to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Why an absolute path is not acceptable as written, if it is not.
+fn path_problem(p: &str) -> Option<&'static str> {
+    if !p.starts_with('/') {
+        return Some("is not absolute");
+    }
+    if p.len() > 1 && p.ends_with('/') {
+        return Some("ends with `/`");
+    }
+    if p.contains('\0') {
+        return Some("contains a NUL byte");
+    }
+    if p[1..]
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Some("is not normalised (empty, `.` or `..` component)");
+    }
+    None
+}
+
+/// Whether `path` is `root` or beneath it (component-wise).
+pub(super) fn is_under(path: &str, root: &str) -> bool {
+    root == "/"
+        || path == root
+        || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn check_bind(key: &str, p: &str) -> Result<(), Invalid> {
+    const HINT: &str = "bind only what the interpreter needs (/usr, /bin, /lib, /lib64), as \
+                        normalised absolute paths; the jail synthesizes /etc, /dev, /proc, /tmp";
+    if let Some(problem) = path_problem(p) {
+        return Err(invalid_item(key, p, format!("path {p:?} {problem}"), HINT));
+    }
+    if p == "/" {
+        return Err(invalid_item(
+            key,
+            p,
+            "binding `/` would expose every host file, secrets included",
+            HINT,
+        ));
+    }
+    if let Some(root) = FORBIDDEN_BIND_ROOTS.iter().find(|r| is_under(p, r)) {
+        return Err(invalid_item(
+            key,
+            p,
+            format!("{p:?} is under {root}, which holds host secrets or state or is built fresh by the jail"),
+            HINT,
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
+    if p.version != POLICY_VERSION {
+        return Err(invalid(
+            "version",
+            format!("unsupported policy format version {}", p.version),
+            "this agentjail reads `version = 1`",
+        ));
+    }
+    if p.name.trim().is_empty() {
+        return Err(invalid(
+            "name",
+            "empty",
+            "name the policy; records and `policy show` print it",
+        ));
+    }
+
+    // Languages (policy level).
+    for lang in &p.languages.allowed {
+        if lang.is_empty()
+            || !lang
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        {
+            return Err(invalid_item(
+                "languages.allowed",
+                lang,
+                format!("{lang:?} is not a language name"),
+                "use lowercase names such as \"python\"",
+            ));
+        }
+    }
+
+    // Budget.
+    let b = &p.budget;
+    in_range(
+        "budget.max_seconds",
+        b.max_seconds,
+        1,
+        MAX_TIME_MS / 1000,
+        "the whole run (contract to record) must get at least 1 s and at most 1 hour",
+    )?;
+    if b.max_seconds.saturating_mul(1000) < p.limits.wall_time_ms {
+        return Err(invalid(
+            "budget.max_seconds",
+            format!(
+                "{} s is shorter than limits.wall_time_ms = {} ms",
+                b.max_seconds, p.limits.wall_time_ms
+            ),
+            "the run budget covers the program's wall time; raise max_seconds or lower wall_time_ms",
+        ));
+    }
+    in_range(
+        "budget.max_code_chars",
+        b.max_code_chars as u64,
+        1,
+        MAX_CODE_CHARS as u64,
+        "the checker parses every character; 1 to 1,000,000",
+    )?;
+    bytes_in_range(
+        "budget.max_payload_bytes",
+        b.max_payload_bytes,
+        1,
+        MAX_PAYLOAD_BYTES,
+        "the payload is held in memory and fed on stdin; at most 64MiB",
+    )?;
+
+    // Static check rules.
+    let c = &p.check;
+    for m in &c.allowed_imports {
+        if !m.split('.').all(is_identifier) {
+            return Err(invalid_item(
+                "check.allowed_imports",
+                m,
+                format!("{m:?} is not a module name"),
+                "list top-level module names such as \"json\"",
+            ));
+        }
+    }
+    for (key, list) in [
+        ("check.denied_calls", &c.denied_calls),
+        ("check.denied_names", &c.denied_names),
+        ("check.denied_attributes", &c.denied_attributes),
+    ] {
+        if let Some(bad) = list.iter().find(|n| !is_identifier(n)) {
+            return Err(invalid_item(
+                key,
+                bad,
+                format!("{bad:?} is not a Python identifier"),
+                "list plain ASCII identifiers; the checker compares them after NFKC normalisation",
+            ));
+        }
+    }
+    in_range(
+        "check.max_nesting_depth",
+        u64::from(c.max_nesting_depth),
+        1,
+        256,
+        "the checker recurses once per level; CPython's own parser stops near 200",
+    )?;
+
+    // Interpreter.
+    let i = &p.interpreter;
+    if let Some(problem) = path_problem(&i.python) {
+        return Err(invalid(
+            "interpreter.python",
+            format!("{:?} {problem}", i.python),
+            "give the absolute, normalised path of the interpreter, e.g. /usr/bin/python3",
+        ));
+    }
+    let all_binds = || p.filesystem.read_only.iter().chain(&p.filesystem.optional);
+    if !all_binds().any(|b| is_under(&i.python, b)) {
+        return Err(invalid(
+            "interpreter.python",
+            format!("{:?} is not under any filesystem.read_only path", i.python),
+            "the jail only contains the read-only binds; add the interpreter's directory to filesystem.read_only",
+        ));
+    }
+    if let Some(arg) = i.python_args.iter().find(|a| a.contains('\0')) {
+        return Err(invalid_item(
+            "interpreter.python_args",
+            arg,
+            "argument contains a NUL byte",
+            "remove it",
+        ));
+    }
+    let version_ok = i
+        .python_version
+        .strip_prefix("3.")
+        .and_then(|m| m.parse::<u32>().ok())
+        .is_some_and(|m| (7..=13).contains(&m));
+    if !version_ok {
+        return Err(invalid(
+            "interpreter.python_version",
+            format!(
+                "{:?} is not a Python version the checker can parse for",
+                i.python_version
+            ),
+            "use \"3.7\" to \"3.13\", matching the interpreter the jail runs",
+        ));
+    }
+
+    // Limits.
+    let l = &p.limits;
+    in_range(
+        "limits.wall_time_ms",
+        l.wall_time_ms,
+        1,
+        MAX_TIME_MS,
+        "a wall-clock limit between 1 ms and 1 hour",
+    )?;
+    in_range(
+        "limits.cpu_time_ms",
+        l.cpu_time_ms,
+        1,
+        MAX_TIME_MS,
+        "a CPU limit between 1 ms and 1 hour",
+    )?;
+    if l.memory.0 < MIN_MEMORY_BYTES {
+        return Err(invalid(
+            "limits.memory",
+            format!("{} is below {}: the interpreter cannot start", l.memory, Bytes(MIN_MEMORY_BYTES)),
+            "CPython 3.11 peaks at ~16MiB of address space for `import json, statistics`; use at least \"32MiB\"",
+        ));
+    }
+    in_range(
+        "limits.pids",
+        l.pids,
+        1,
+        32_768,
+        "processes and threads in the jail; 1 to 32768",
+    )?;
+    if l.tmp_size.0 == 0 {
+        return Err(invalid(
+            "limits.tmp_size",
+            "must be > 0",
+            "Python needs a writable /tmp; \"64MiB\" is the default",
+        ));
+    }
+    if l.tmp_size > l.memory {
+        return Err(invalid(
+            "limits.tmp_size",
+            format!("{} is larger than limits.memory = {}", l.tmp_size, l.memory),
+            "tmpfs pages are charged to the jail's memory cgroup, so /tmp can never hold more than the memory limit; lower tmp_size",
+        ));
+    }
+    in_range(
+        "limits.tmp_inodes",
+        l.tmp_inodes,
+        16,
+        1 << 20,
+        "files and directories /tmp may hold; 16 to 1048576",
+    )?;
+    bytes_in_range(
+        "limits.stdout",
+        l.stdout,
+        1,
+        MAX_OUTPUT_BYTES,
+        "stdout is held in memory and copied into the record; 1 byte to 64MiB",
+    )?;
+    bytes_in_range(
+        "limits.stderr",
+        l.stderr,
+        1,
+        MAX_OUTPUT_BYTES,
+        "stderr is held in memory and copied into the record; 1 byte to 64MiB",
+    )?;
+    in_range(
+        "limits.open_files",
+        l.open_files,
+        MIN_OPEN_FILES,
+        65_536,
+        "CPython cannot start with fewer than 5 open files; 16 to 65536",
+    )?;
+    bytes_in_range(
+        "limits.file_size",
+        l.file_size,
+        1,
+        1024 * 1024 * MIB,
+        "largest file the program may write (RLIMIT_FSIZE); 1 byte to 1TiB",
+    )?;
+
+    // Filesystem.
+    for (key, list) in [
+        ("filesystem.read_only", &p.filesystem.read_only),
+        ("filesystem.optional", &p.filesystem.optional),
+    ] {
+        for (n, path) in list.iter().enumerate() {
+            check_bind(key, path)?;
+            if list[..n].contains(path) {
+                return Err(invalid_item(
+                    key,
+                    path,
+                    format!("{path:?} is listed twice"),
+                    "remove the duplicate",
+                ));
+            }
+        }
+    }
+
+    // Seccomp.
+    let s = &p.seccomp;
+    for (n, g) in s.allow_groups.iter().enumerate() {
+        if !seccomp_group_names().any(|known| known == g) {
+            return Err(invalid_item(
+                "seccomp.allow_groups",
+                g,
+                format!("unknown syscall group {g:?}"),
+                &format!(
+                    "known groups: {}",
+                    seccomp_group_names().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        if s.allow_groups[..n].contains(g) {
+            return Err(invalid_item(
+                "seccomp.allow_groups",
+                g,
+                format!("{g:?} is listed twice"),
+                "remove the duplicate",
+            ));
+        }
+    }
+    if !s.allow_groups.iter().any(|g| g == "exec") {
+        return Err(invalid(
+            "seccomp.allow_groups",
+            "`exec` is missing: the filter is installed right before execve, so the interpreter could never start",
+            "add \"exec\"",
+        ));
+    }
+    if let Some(bad) = s.errno_syscalls.iter().find(|n| {
+        n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    }) {
+        return Err(invalid_item(
+            "seccomp.errno_syscalls",
+            bad,
+            format!("{bad:?} is not a syscall name"),
+            "use the kernel's names, e.g. \"statx\"",
+        ));
+    }
+
+    // Landlock.
+    in_range(
+        "landlock.min_abi",
+        u64::from(p.landlock.min_abi),
+        1,
+        6,
+        "landlock ABI versions 1 to 6 exist (Linux 5.13 to 6.12)",
+    )?;
+
+    // Environment.
+    for (name, value) in &p.environment.extra {
+        if !is_identifier(name) {
+            return Err(invalid_item(
+                "environment.extra",
+                name,
+                format!("{name:?} is not a valid variable name"),
+                "use letters, digits and `_`, not starting with a digit",
+            ));
+        }
+        let upper = name.to_ascii_uppercase();
+        if FORBIDDEN_ENV_NAMES.contains(&upper.as_str())
+            || FORBIDDEN_ENV_PREFIXES
+                .iter()
+                .any(|pre| upper.starts_with(pre))
+        {
+            return Err(invalid_item(
+                "environment.extra",
+                name,
+                format!("{name} may not be set by a policy"),
+                "PATH, HOME and LANG are set by the jail; LD_*, PYTHON*, GLIBC_TUNABLES and similar change what runs before the checked program",
+            ));
+        }
+        if value.contains('\0') {
+            return Err(invalid_item(
+                "environment.extra",
+                name,
+                "value contains a NUL byte",
+                "remove it",
+            ));
+        }
+    }
+
+    // Audit.
+    if !p.audit.log.is_empty() {
+        if let Some(problem) = path_problem(&p.audit.log) {
+            return Err(invalid(
+                "audit.log",
+                format!("{:?} {problem}", p.audit.log),
+                "give an absolute, normalised path, or \"\" for no audit log",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(path_problem("/usr"), None);
+        assert!(path_problem("usr").is_some());
+        assert!(path_problem("/usr/../etc").is_some());
+        assert!(path_problem("/usr//lib").is_some());
+        assert!(path_problem("/usr/").is_some());
+        assert!(is_under("/etc/ssl", "/etc"));
+        assert!(!is_under("/etcetera", "/etc"));
+    }
+}
