@@ -257,13 +257,7 @@ pub fn execute(
         let sc = seccomp::enforcement(&plan.seccomp, &prepared.seccomp);
         let spawned = spawn::spawn(&prepared, cg.as_ref())?;
         let setup_us = t0.elapsed().as_micros() as u64;
-        let limits = crate::supervise::Limits {
-            wall_time_ms: plan.limits.wall_time_ms,
-            cpu_time_ms: plan.limits.cpu_time_ms,
-            stdout_bytes: plan.limits.stdout_bytes,
-            stderr_bytes: plan.limits.stderr_bytes,
-        };
-        let outcome = crate::supervise::supervise(spawned, &limits, cg.as_ref(), sigfd, io);
+        let outcome = crate::supervise::supervise(spawned, &plan.limits, cg.as_ref(), sigfd, io);
         let mut enforcement = namespace_controls(plan.network);
         enforcement.push(Control::new(
             "capabilities",

@@ -171,7 +171,8 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
 pub struct Spawned {
     pub pid: i32,
     pub pidfd: OwnedFd,
-    pub stdin: OwnedFd,
+    /// The write end of the program's stdin (taken by the supervisor's feed).
+    pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
     pub listener: Option<OwnedFd>,
@@ -356,7 +357,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         Ok(listener) => Ok(Spawned {
             pid,
             pidfd,
-            stdin: stdin_w,
+            stdin: Some(stdin_w),
             stdout: stdout_r,
             stderr: stderr_r,
             listener,

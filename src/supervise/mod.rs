@@ -5,12 +5,17 @@
 //! timeout computed from the next deadline, and wakes the moment the jail exits (pidfd),
 //! writes (pipes) or makes a forbidden syscall (listener). Caps are enforced while
 //! streaming: each read asks for at most one byte more than still fits.
+//!
+//! [`supervise`] is the loop as a list of steps: check the deadlines, poll, handle what is
+//! ready; then [`Loop::finish`] ends the jail (if it is still running), reaps it, drains
+//! what is left in the pipes and reads the kernel's account of the run.
 
 pub mod capped;
 
 use crate::jail::cgroup::JobCgroup;
 use crate::jail::spawn::Spawned;
 use crate::jail::{seccomp, sys};
+use crate::plan::SuperviseLimits;
 pub use capped::Capped;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -24,14 +29,6 @@ pub enum Stop {
     StderrCap,
     ForbiddenSyscall { nr: i32, name: String },
     Interrupted { signal: i32 },
-}
-
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub wall_time_ms: u64,
-    pub cpu_time_ms: u64,
-    pub stdout_bytes: u64,
-    pub stderr_bytes: u64,
 }
 
 /// Where stdin comes from and where output goes besides the capped buffers.
@@ -66,10 +63,6 @@ pub fn block_termination_signals() -> Option<OwnedFd> {
     sys::block_into_signalfd(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]).ok()
 }
 
-fn read_signal(fd: RawFd) -> Option<i32> {
-    sys::read_signalfd(fd).map(|(sig, _)| sig)
-}
-
 /// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail),
 /// otherwise utime+stime of the jail's init and its reaped children from procfs (10 ms
 /// ticks; the RLIMIT_CPU backstop catches the rest).
@@ -95,13 +88,14 @@ fn proc_cpu_us(pid: i32) -> Option<u64> {
 
 const CHUNK: usize = 64 * 1024;
 
+/// One read from an output pipe into its capped buffer (and the sink). Returns (eof,
+/// cap_exceeded).
 fn drain(
     fd: RawFd,
     buf: &mut Capped,
     sink: &mut Option<&mut dyn Write>,
     scratch: &mut [u8],
 ) -> (bool, bool) {
-    // Returns (eof, cap_exceeded)
     let want = buf.next_read_len(scratch.len());
     match sys::read(fd, &mut scratch[..want]) {
         Ok(0) => (true, false),
@@ -119,300 +113,419 @@ fn drain(
     }
 }
 
+/// What the jail's stdin is fed from: fixed bytes, or agentjail's own stdin copied through.
+struct StdinFeed {
+    fd: Option<OwnedFd>,
+    data: Vec<u8>,
+    offset: usize,
+    passthrough: Option<RawFd>,
+    pending: Vec<u8>,
+}
+
+impl StdinFeed {
+    fn wants_write(&self) -> bool {
+        self.fd.is_some() && (self.offset < self.data.len() || !self.pending.is_empty())
+    }
+
+    /// The fd to read agentjail's stdin from, when there is room to forward it.
+    fn passthrough_fd(&self) -> RawFd {
+        if self.fd.is_some() && self.pending.is_empty() {
+            self.passthrough.unwrap_or(-1)
+        } else {
+            -1
+        }
+    }
+
+    fn read_passthrough(&mut self, fd: RawFd) {
+        let mut b = vec![0u8; CHUNK];
+        match sys::read(fd, &mut b) {
+            Ok(0) | Err(_) => self.passthrough = None,
+            Ok(n) => self.pending.extend_from_slice(&b[..n]),
+        }
+    }
+
+    fn write_some(&mut self) {
+        let Some(fd) = self.fd.as_ref() else { return };
+        let from_pending = !self.pending.is_empty();
+        let chunk: &[u8] = if from_pending {
+            &self.pending
+        } else {
+            &self.data[self.offset..]
+        };
+        match sys::write(fd.as_raw_fd(), chunk) {
+            Ok(n) if from_pending => drop(self.pending.drain(..n)),
+            Ok(n) => self.offset += n,
+            Err(libc::EAGAIN) => {}
+            Err(_) => self.fd = None, // the program closed its stdin
+        }
+    }
+
+    /// Close the pipe (EOF for the program) once everything is fed.
+    fn close_when_done(&mut self) {
+        if self.fd.is_some()
+            && self.pending.is_empty()
+            && self.passthrough.is_none()
+            && self.offset >= self.data.len()
+        {
+            self.fd = None;
+        }
+    }
+}
+
+/// Indices into the poll set, in the order `Loop::poll_set` builds it.
+const P_PIDFD: usize = 0;
+const P_STDOUT: usize = 1;
+const P_STDERR: usize = 2;
+const P_STDIN: usize = 3;
+const P_LISTENER: usize = 4;
+const P_SIGNAL: usize = 5;
+const P_PASSTHROUGH: usize = 6;
+
+/// The loop's state between polls.
+struct Loop<'a, 'io> {
+    sp: &'a Spawned,
+    limits: &'a SuperviseLimits,
+    cg: Option<&'a JobCgroup>,
+    sigfd: Option<&'a OwnedFd>,
+    io: Io<'io>,
+    start: Instant,
+    wall: Duration,
+    stdout: Capped,
+    stderr: Capped,
+    scratch: Vec<u8>,
+    stdin: StdinFeed,
+    out_open: bool,
+    err_open: bool,
+    exited: bool,
+    listener_live: bool,
+    ncpu: u64,
+    next_cpu_check: Instant,
+    cpu_pids: Vec<i32>,
+    stop: Option<Stop>,
+}
+
 /// Run the loop until the jail's init exits, a limit is crossed, or agentjail is asked to
 /// stop. The jail is always dead and reaped when this returns.
 pub fn supervise(
     sp: Spawned,
-    limits: &Limits,
+    limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
     sigfd: Option<&OwnedFd>,
-    mut io: Io<'_>,
+    io: Io<'_>,
 ) -> Outcome {
-    let start = Instant::now();
-    let wall = Duration::from_millis(limits.wall_time_ms);
-    let mut stdout = Capped::new(limits.stdout_bytes);
-    let mut stderr = Capped::new(limits.stderr_bytes);
-    let mut stop: Option<Stop> = None;
-    // One read never needs more than the larger cap allows plus one byte (see
-    // `Capped::next_read_len`): with the default 4 KiB caps that is two pages, not the 16 a
-    // full chunk would fault in on every launch.
-    let need = limits
-        .stdout_bytes
-        .max(limits.stderr_bytes)
-        .saturating_add(1);
-    let scratch_len = usize::try_from(need).map_or(CHUNK, |n| n.clamp(4096, CHUNK));
-    let mut scratch = vec![0u8; scratch_len];
-    // The CPUs the jail may run on: our affinity mask, inherited by the jail (one
-    // sched_getaffinity call). `available_parallelism` also read /proc/self/cgroup and the
-    // cgroup CPU quota files on every launch, and could only return this number or a
-    // smaller one, so the checks below come at the same time or earlier: never later.
-    let ncpu = sys::affinity_cpus().max(1);
-
-    let _ = sys::set_nonblocking(sp.stdout.as_raw_fd());
-    let _ = sys::set_nonblocking(sp.stderr.as_raw_fd());
-    let _ = sys::set_nonblocking(sp.stdin.as_raw_fd());
-    let mut stdin: Option<OwnedFd> = Some(sp.stdin);
-    let stdin_data = io.stdin_bytes.take().unwrap_or_default();
-    let mut stdin_off = 0usize;
-    let mut passthrough = io.stdin_passthrough;
-    let mut pass_buf: Vec<u8> = Vec::new();
-    if passthrough.is_none() && stdin_data.is_empty() {
-        stdin = None; // EOF right away
-    }
-    let (mut out_open, mut err_open) = (true, true);
-    let mut exited = false;
-    // First check: the jail's CPU usage (cgroup counter of a fresh job cgroup, or procfs
-    // times of processes created by our clone3) started at 0 no earlier than `cloned_at`
-    // and grows at most `ncpu` times faster than wall time, so the limit cannot be crossed
-    // before cloned_at + limit/ncpu. A check at t = 0 (one more procfs/cgroup read on the
-    // launch's critical path) could only ever find usage below the limit.
-    let mut next_cpu_check = sp
-        .cloned_at
-        .checked_add(Duration::from_micros(
-            limits.cpu_time_ms.saturating_mul(1000) / ncpu,
-        ))
-        .unwrap_or(start);
-    let mut listener_live = true;
-    let cpu_pids: Vec<i32> = std::iter::once(sp.pid).chain(sp.program_pid).collect();
-
-    while !exited && stop.is_none() {
-        let now = Instant::now();
-        let elapsed = now - start;
-        if elapsed >= wall {
-            stop = Some(Stop::WallTimeout);
+    let mut sp = sp;
+    // The feed owns the write end: dropping it is the program's EOF.
+    let stdin = sp.stdin.take();
+    let mut l = Loop::new(&sp, stdin, limits, cg, sigfd, io);
+    while !l.exited && l.stop.is_none() {
+        let Some(timeout) = l.check_deadlines() else {
             break;
+        };
+        let mut fds = l.poll_set();
+        sys::ppoll(&mut fds, Some(timeout));
+        l.handle(&fds);
+    }
+    l.finish()
+}
+
+impl<'a, 'io> Loop<'a, 'io> {
+    fn new(
+        sp: &'a Spawned,
+        stdin: Option<OwnedFd>,
+        limits: &'a SuperviseLimits,
+        cg: Option<&'a JobCgroup>,
+        sigfd: Option<&'a OwnedFd>,
+        mut io: Io<'io>,
+    ) -> Self {
+        let start = Instant::now();
+        // One read never needs more than the larger cap allows plus one byte (see
+        // `Capped::next_read_len`): with the default 4 KiB caps that is two pages, not the 16 a
+        // full chunk would fault in on every launch.
+        let need = limits
+            .stdout_bytes
+            .max(limits.stderr_bytes)
+            .saturating_add(1);
+        let scratch_len = usize::try_from(need).map_or(CHUNK, |n| n.clamp(4096, CHUNK));
+        // The CPUs the jail may run on: our affinity mask, inherited by the jail (one
+        // sched_getaffinity call). `available_parallelism` also read /proc/self/cgroup and the
+        // cgroup CPU quota files on every launch, and could only return this number or a
+        // smaller one, so the checks below come at the same time or earlier: never later.
+        let ncpu = sys::affinity_cpus().max(1);
+        for fd in [&sp.stdout, &sp.stderr].into_iter().chain(stdin.as_ref()) {
+            let _ = sys::set_nonblocking(fd.as_raw_fd());
+        }
+        let data = io.stdin_bytes.take().unwrap_or_default();
+        let passthrough = io.stdin_passthrough;
+        // Nothing to feed: EOF right away.
+        let stdin_fd = stdin.filter(|_| passthrough.is_some() || !data.is_empty());
+        // First check: the jail's CPU usage (cgroup counter of a fresh job cgroup, or procfs
+        // times of processes created by our clone3) started at 0 no earlier than `cloned_at`
+        // and grows at most `ncpu` times faster than wall time, so the limit cannot be crossed
+        // before cloned_at + limit/ncpu. A check at t = 0 (one more procfs/cgroup read on the
+        // launch's critical path) could only ever find usage below the limit.
+        let next_cpu_check = sp
+            .cloned_at
+            .checked_add(Duration::from_micros(
+                limits.cpu_time_ms.saturating_mul(1000) / ncpu,
+            ))
+            .unwrap_or(start);
+        Loop {
+            sp,
+            limits,
+            cg,
+            sigfd,
+            io,
+            start,
+            wall: Duration::from_millis(limits.wall_time_ms),
+            stdout: Capped::new(limits.stdout_bytes),
+            stderr: Capped::new(limits.stderr_bytes),
+            scratch: vec![0u8; scratch_len],
+            stdin: StdinFeed {
+                fd: stdin_fd,
+                data,
+                offset: 0,
+                passthrough,
+                pending: Vec::new(),
+            },
+            out_open: true,
+            err_open: true,
+            exited: false,
+            listener_live: true,
+            ncpu,
+            next_cpu_check,
+            cpu_pids: std::iter::once(sp.pid).chain(sp.program_pid).collect(),
+            stop: None,
+        }
+    }
+
+    /// Enforce the wall and CPU limits; the time until the next deadline, or None when a
+    /// limit was crossed (then `stop` says which).
+    fn check_deadlines(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        let elapsed = now - self.start;
+        if elapsed >= self.wall {
+            self.stop = Some(Stop::WallTimeout);
+            return None;
         }
         // CPU: usage grows at most `ncpu` times faster than wall time, so the earliest the
         // limit can be crossed is remaining/ncpu from now; check exactly then.
-        if now >= next_cpu_check {
-            if let Some(us) = cpu_usage_us(&cpu_pids, cg) {
-                let limit_us = limits.cpu_time_ms * 1000;
-                if us > limit_us {
-                    stop = Some(Stop::CpuLimit);
-                    break;
+        if now >= self.next_cpu_check {
+            match cpu_usage_us(&self.cpu_pids, self.cg) {
+                Some(us) => {
+                    let limit_us = self.limits.cpu_time_ms * 1000;
+                    if us > limit_us {
+                        self.stop = Some(Stop::CpuLimit);
+                        return None;
+                    }
+                    let remaining = Duration::from_micros((limit_us - us) / self.ncpu);
+                    self.next_cpu_check = now + remaining.max(Duration::from_millis(1));
                 }
-                let remaining = Duration::from_micros((limit_us - us) / ncpu);
-                next_cpu_check = now + remaining.max(Duration::from_millis(1));
-            } else {
-                next_cpu_check = now + Duration::from_millis(10);
+                None => self.next_cpu_check = now + Duration::from_millis(10),
             }
         }
-        let timeout = (wall - elapsed).min(next_cpu_check.saturating_duration_since(now));
+        Some((self.wall - elapsed).min(self.next_cpu_check.saturating_duration_since(now)))
+    }
 
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(7);
+    /// The fds to wait on, at the `P_*` indices; -1 for those not wanted now.
+    fn poll_set(&self) -> [libc::pollfd; 7] {
         let pf = |fd: RawFd, events: libc::c_short| libc::pollfd {
             fd,
             events,
             revents: 0,
         };
-        fds.push(pf(sp.pidfd.as_raw_fd(), libc::POLLIN));
-        fds.push(pf(
-            if out_open { sp.stdout.as_raw_fd() } else { -1 },
-            libc::POLLIN,
-        ));
-        fds.push(pf(
-            if err_open { sp.stderr.as_raw_fd() } else { -1 },
-            libc::POLLIN,
-        ));
-        let want_write = stdin.is_some() && (stdin_off < stdin_data.len() || !pass_buf.is_empty());
-        fds.push(pf(
-            if want_write {
-                stdin.as_ref().map_or(-1, |f| f.as_raw_fd())
-            } else {
-                -1
-            },
-            libc::POLLOUT,
-        ));
-        fds.push(pf(
-            match sp.listener.as_ref() {
-                Some(l) if listener_live => l.as_raw_fd(),
-                _ => -1,
-            },
-            libc::POLLIN,
-        ));
-        fds.push(pf(sigfd.map_or(-1, |f| f.as_raw_fd()), libc::POLLIN));
-        let pass_fd = if stdin.is_some() && pass_buf.is_empty() {
-            passthrough.unwrap_or(-1)
-        } else {
-            -1
+        let sp = self.sp;
+        let open = |yes: bool, fd: &OwnedFd| if yes { fd.as_raw_fd() } else { -1 };
+        let stdin = match (&self.stdin.fd, self.stdin.wants_write()) {
+            (Some(fd), true) => fd.as_raw_fd(),
+            _ => -1,
         };
-        fds.push(pf(pass_fd, libc::POLLIN));
-        sys::ppoll(&mut fds, Some(timeout));
+        let listener = match sp.listener.as_ref() {
+            Some(l) if self.listener_live => l.as_raw_fd(),
+            _ => -1,
+        };
+        [
+            pf(sp.pidfd.as_raw_fd(), libc::POLLIN),
+            pf(open(self.out_open, &sp.stdout), libc::POLLIN),
+            pf(open(self.err_open, &sp.stderr), libc::POLLIN),
+            pf(stdin, libc::POLLOUT),
+            pf(listener, libc::POLLIN),
+            pf(self.sigfd.map_or(-1, |f| f.as_raw_fd()), libc::POLLIN),
+            pf(self.stdin.passthrough_fd(), libc::POLLIN),
+        ]
+    }
 
+    /// React to what ppoll reported, in order of precedence: a forbidden syscall and an
+    /// interrupt end the run at once; output is read under the caps; stdin is fed; the
+    /// pidfd says the jail exited.
+    fn handle(&mut self, fds: &[libc::pollfd; 7]) {
+        let readable =
+            |i: usize| fds[i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
         // POLLHUP without POLLIN on the listener: every task the filter was attached to has
         // exited (the kernel's seccomp_notify_poll reports HUP when the filter has no users),
         // and a filter only reaches new tasks by fork of a filtered one, so no notification
         // can ever arrive again. Stop polling it: the HUP is level-triggered, and polling it
         // made this loop spin (thousands of ppoll calls on the jail's own CPU) from the
         // program's exit until init's exit, slowing the very teardown it waits for.
-        if fds[4].revents & (libc::POLLHUP | libc::POLLIN) == libc::POLLHUP {
-            listener_live = false;
+        if fds[P_LISTENER].revents & (libc::POLLHUP | libc::POLLIN) == libc::POLLHUP {
+            self.listener_live = false;
         }
-        if fds[4].revents & libc::POLLIN != 0 {
-            if let Some(l) = sp.listener.as_ref() {
-                if let Ok((_pid, nr)) = seccomp::receive_notification(l.as_fd()) {
-                    let name = seccomp::syscall_name(nr as i64)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| format!("syscall_{nr}"));
-                    stop = Some(Stop::ForbiddenSyscall { nr, name });
-                    break;
-                }
+        if fds[P_LISTENER].revents & libc::POLLIN != 0 && self.forbidden_syscall() {
+            return;
+        }
+        if fds[P_SIGNAL].revents & libc::POLLIN != 0 {
+            if let Some((sig, _)) = self.sigfd.and_then(|f| sys::read_signalfd(f.as_raw_fd())) {
+                self.stop = Some(Stop::Interrupted { signal: sig });
+                return;
             }
         }
-        if fds[5].revents & libc::POLLIN != 0 {
-            if let Some(sig) = sigfd.and_then(|f| read_signal(f.as_raw_fd())) {
-                stop = Some(Stop::Interrupted { signal: sig });
-                break;
-            }
+        if readable(P_STDOUT) && self.read_output(true) {
+            return;
         }
-        if fds[1].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-            let (eof, over) = drain(
-                sp.stdout.as_raw_fd(),
-                &mut stdout,
-                &mut io.stdout_sink,
-                &mut scratch,
-            );
-            out_open &= !eof;
-            if over {
-                stop = Some(Stop::StdoutCap);
-                break;
-            }
+        if readable(P_STDERR) && self.read_output(false) {
+            return;
         }
-        if fds[2].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-            let (eof, over) = drain(
-                sp.stderr.as_raw_fd(),
-                &mut stderr,
-                &mut io.stderr_sink,
-                &mut scratch,
-            );
-            err_open &= !eof;
-            if over {
-                stop = Some(Stop::StderrCap);
-                break;
-            }
+        if readable(P_PASSTHROUGH) {
+            self.stdin.read_passthrough(fds[P_PASSTHROUGH].fd);
         }
-        if fds[6].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-            let mut b = vec![0u8; CHUNK];
-            match sys::read(pass_fd, &mut b) {
-                Ok(0) | Err(_) => {
-                    passthrough = None;
-                }
-                Ok(n) => pass_buf.extend_from_slice(&b[..n]),
-            }
+        if fds[P_STDIN].revents != 0 {
+            self.stdin.write_some();
         }
-        if fds[3].revents != 0 {
-            if let Some(fd) = stdin.as_ref() {
-                let pending: &[u8] = if !pass_buf.is_empty() {
-                    &pass_buf
-                } else {
-                    &stdin_data[stdin_off..]
-                };
-                match sys::write(fd.as_raw_fd(), pending) {
-                    Ok(n) => {
-                        if !pass_buf.is_empty() {
-                            pass_buf.drain(..n);
-                        } else {
-                            stdin_off += n;
-                        }
-                    }
-                    Err(libc::EAGAIN) => {}
-                    Err(_) => {
-                        stdin = None; // the program closed its stdin
-                    }
-                }
-            }
-        }
-        if stdin.is_some()
-            && pass_buf.is_empty()
-            && passthrough.is_none()
-            && stdin_off >= stdin_data.len()
-        {
-            stdin = None; // all fed: EOF
-        }
-        if fds[0].revents & libc::POLLIN != 0 {
-            exited = true;
+        self.stdin.close_when_done();
+        if fds[P_PIDFD].revents & libc::POLLIN != 0 {
+            self.exited = true;
         }
     }
 
-    if stop.is_some() || !exited {
-        // Killing init kills the whole pid namespace: stopped, signal-ignoring and
-        // double-forked processes included. The cgroup kill is a second, independent net.
-        let _ = sys::pidfd_send_signal(sp.pidfd.as_raw_fd(), libc::SIGKILL);
-        if let Some(c) = cg {
-            c.kill_all();
+    /// A pending seccomp notification: the program made a syscall outside the allowlist.
+    /// It is never answered, so the call never runs; the run stops here.
+    fn forbidden_syscall(&mut self) -> bool {
+        let Some(l) = self.sp.listener.as_ref() else {
+            return false;
+        };
+        let Ok((_pid, nr)) = seccomp::receive_notification(l.as_fd()) else {
+            return false;
+        };
+        let name = seccomp::syscall_name(nr as i64)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("syscall_{nr}"));
+        self.stop = Some(Stop::ForbiddenSyscall { nr, name });
+        true
+    }
+
+    /// One read of stdout (or stderr); true when it crossed the cap (the run stops).
+    fn read_output(&mut self, stdout: bool) -> bool {
+        let (fd, buf, sink, open, cap_stop) = if stdout {
+            let fd = self.sp.stdout.as_raw_fd();
+            (
+                fd,
+                &mut self.stdout,
+                &mut self.io.stdout_sink,
+                &mut self.out_open,
+                Stop::StdoutCap,
+            )
+        } else {
+            let fd = self.sp.stderr.as_raw_fd();
+            (
+                fd,
+                &mut self.stderr,
+                &mut self.io.stderr_sink,
+                &mut self.err_open,
+                Stop::StderrCap,
+            )
+        };
+        let (eof, over) = drain(fd, buf, sink, &mut self.scratch);
+        *open &= !eof;
+        if over {
+            // While draining after another stop, that stop stays the reason.
+            self.stop.get_or_insert(cap_stop);
+        }
+        over
+    }
+
+    /// End the jail if it still runs, reap it, drain the pipes and read the kernel's account.
+    fn finish(mut self) -> Outcome {
+        if self.stop.is_some() || !self.exited {
+            // Killing init kills the whole pid namespace: stopped, signal-ignoring and
+            // double-forked processes included. The cgroup kill is a second, independent net.
+            let _ = sys::pidfd_send_signal(self.sp.pidfd.as_raw_fd(), libc::SIGKILL);
+            if let Some(c) = self.cg {
+                c.kill_all();
+            }
+        }
+        self.stdin.fd = None;
+        let waited = sys::waitid_pidfd(self.sp.pidfd.as_raw_fd(), libc::WEXITED)
+            .ok()
+            .flatten();
+        let wall_elapsed = self.start.elapsed();
+        self.drain_rest();
+        let (exit_code, signal) = self.exit_status(waited);
+        let stats = self.cg.map(|c| c.stats()).unwrap_or_default();
+        // The kernel's account of init, which has reaped everything else in the jail.
+        let (rusage_cpu_us, rusage_rss) = waited.map_or((0, 0), |w| (w.cpu_us, w.max_rss_bytes));
+        let cpu_us = stats.cpu_usage_us.unwrap_or(rusage_cpu_us);
+        if self.stop.is_none()
+            && cpu_us > self.limits.cpu_time_ms * 1000
+            && signal == Some(libc::SIGXCPU)
+        {
+            self.stop = Some(Stop::CpuLimit);
+        }
+        Outcome {
+            exit_code,
+            signal,
+            stop: self.stop,
+            wall_ms: wall_elapsed.as_millis() as u64,
+            wall_us: wall_elapsed.as_micros() as u64,
+            cpu_ms: Some(cpu_us / 1000),
+            peak_memory_bytes: stats.memory_peak_bytes.or(Some(rusage_rss)),
+            oom_kills: stats.oom_kills,
+            pids_limit_hits: stats.pids_limit_hits,
+            stdout: self.stdout,
+            stderr: self.stderr,
         }
     }
-    drop(stdin);
-    let status = sys::waitid_pidfd(sp.pidfd.as_raw_fd(), libc::WEXITED)
-        .ok()
-        .flatten();
-    let wall_elapsed = start.elapsed();
-    // Every writer is gone now: what is left in the pipes is finite. Drain it (still capped),
-    // whatever ended the run: what a program printed right before a forbidden syscall or a
-    // timeout is evidence. Only a cap stop has nothing more worth reading.
-    if !matches!(stop, Some(Stop::StdoutCap | Stop::StderrCap)) {
-        for (fd, buf, sink, which) in [
-            (
-                sp.stdout.as_raw_fd(),
-                &mut stdout,
-                &mut io.stdout_sink,
-                Stop::StdoutCap,
-            ),
-            (
-                sp.stderr.as_raw_fd(),
-                &mut stderr,
-                &mut io.stderr_sink,
-                Stop::StderrCap,
-            ),
-        ] {
+
+    /// Every writer is gone now: what is left in the pipes is finite. Drain it (still capped),
+    /// whatever ended the run: what a program printed right before a forbidden syscall or a
+    /// timeout is evidence. Only a cap stop has nothing more worth reading.
+    fn drain_rest(&mut self) {
+        if matches!(self.stop, Some(Stop::StdoutCap | Stop::StderrCap)) {
+            return;
+        }
+        for stdout in [true, false] {
+            let fd = if stdout {
+                self.sp.stdout.as_raw_fd()
+            } else {
+                self.sp.stderr.as_raw_fd()
+            };
             loop {
-                let (eof, over) = drain(fd, buf, sink, &mut scratch);
-                if over {
-                    stop.get_or_insert(which);
+                if self.read_output(stdout) {
                     break;
                 }
-                if eof
-                    || sys::poll_one(fd, libc::POLLIN, 0)
-                        .map(|r| r == 0)
-                        .unwrap_or(true)
-                {
+                let open = if stdout { self.out_open } else { self.err_open };
+                let more = sys::poll_one(fd, libc::POLLIN, 0)
+                    .map(|r| r != 0)
+                    .unwrap_or(false);
+                if !open || !more {
                     break;
                 }
             }
         }
     }
-    // The program's own wait status, from init; without it (init was killed, which kills
-    // the program too), init's.
-    let mut raw = [0u8; 4];
-    let program_status = match sys::read(sp.status.as_raw_fd(), &mut raw) {
-        Ok(4) => Some(i32::from_ne_bytes(raw)),
-        _ => None,
-    };
-    let (exit_code, signal) = match (program_status, status) {
-        (Some(s), _) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
-        (Some(s), _) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
-        (_, Some(w)) if w.code == libc::CLD_EXITED => (Some(w.status), None),
-        (_, Some(w)) => (None, Some(w.status)),
-        _ => (None, None),
-    };
-    let stats = cg.map(|c| c.stats()).unwrap_or_default();
-    // The kernel's account of init, which has reaped everything else in the jail.
-    let (rusage_cpu_us, rusage_rss) = status.map_or((0, 0), |w| (w.cpu_us, w.max_rss_bytes));
-    let cpu_us = stats.cpu_usage_us.unwrap_or(rusage_cpu_us);
-    if stop.is_none() && cpu_us > limits.cpu_time_ms * 1000 && signal == Some(libc::SIGXCPU) {
-        stop = Some(Stop::CpuLimit);
-    }
-    Outcome {
-        exit_code,
-        signal,
-        stop,
-        wall_ms: wall_elapsed.as_millis() as u64,
-        wall_us: wall_elapsed.as_micros() as u64,
-        cpu_ms: Some(cpu_us / 1000),
-        peak_memory_bytes: stats.memory_peak_bytes.or(Some(rusage_rss)),
-        oom_kills: stats.oom_kills,
-        pids_limit_hits: stats.pids_limit_hits,
-        stdout,
-        stderr,
+
+    /// The program's own wait status, from init; without it (init was killed, which kills
+    /// the program too), init's.
+    fn exit_status(&self, waited: Option<sys::Waited>) -> (Option<i32>, Option<i32>) {
+        let mut raw = [0u8; 4];
+        let program = match sys::read(self.sp.status.as_raw_fd(), &mut raw) {
+            Ok(4) => Some(i32::from_ne_bytes(raw)),
+            _ => None,
+        };
+        match (program, waited) {
+            (Some(s), _) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
+            (Some(s), _) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
+            (_, Some(w)) if w.code == libc::CLD_EXITED => (Some(w.status), None),
+            (_, Some(w)) => (None, Some(w.status)),
+            _ => (None, None),
+        }
     }
 }
