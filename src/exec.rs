@@ -1,6 +1,6 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
-use crate::jail::{self, JailError};
+use crate::jail::JailError;
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
 use crate::record::TraceEntry;
@@ -164,7 +164,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    let result = jail::execute(&plan, io, sigfd.as_ref());
+    let result = crate::launch::execute(&plan, io, sigfd.as_ref());
     let run_id = crate::record::run_id();
     let mut record = json!({
         "run_id": run_id,

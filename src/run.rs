@@ -3,7 +3,7 @@
 use crate::check::{self, Decision};
 use crate::contract::{self, Action};
 use crate::exec::{execution_json, signal_name, stop_reason};
-use crate::jail::{self, Control, ControlState};
+use crate::jail::{Control, ControlState};
 use crate::output;
 use crate::plan::{JailFile, JailPlan};
 use crate::policy::Policy;
@@ -258,7 +258,7 @@ pub fn run(args: RunArgs) -> RunResult {
         stdout_sink: None,
         stderr_sink: None,
     };
-    let run = match jail::execute(&plan, io, sigfd.as_ref()) {
+    let run = match crate::launch::execute(&plan, io, sigfd.as_ref()) {
         Ok(run) => run,
         Err(e) => {
             r.record.insert("error".into(), e.to_json());

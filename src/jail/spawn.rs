@@ -1,171 +1,10 @@
-//! Prepare everything, clone the child into its namespaces, and run the parent's half of
-//! the setup handshake.
-//!
-//! All fallible, allocating work happens in `prepare` (and in `spawn` before clone3):
-//! strings, argv/envp arrays, the mount steps, the compiled seccomp program, the landlock
-//! ruleset, the pipes. The child (`child::run`) only makes syscalls on this data.
+//! Clone the child into its namespaces and run the parent's half of the setup handshake, on
+//! data built beforehand (`prepared::prepare`): the pipes are the only thing made here.
 
+use super::prepared::{fault_name, Prepared};
 use super::report::{self, Stage};
-use super::{caps, cgroup, child, landlock, mount, rlimit, seccomp, sys, userns, SetupError};
-use crate::plan::JailPlan;
-use std::ffi::CString;
+use super::{cgroup, child, sys, userns, SetupError};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-
-pub struct Prepared {
-    pub root: mount::PreparedRoot,
-    pub exe: CString,
-    pub argv: Vec<CString>,
-    pub argv_ptrs: Vec<*const libc::c_char>,
-    pub envp: Vec<CString>,
-    pub envp_ptrs: Vec<*const libc::c_char>,
-    pub cwd: CString,
-    pub hostname: CString,
-    pub uid: u32,
-    pub gid: u32,
-    pub rlimits: Vec<(u32, u64, u64)>,
-    pub last_cap: u32,
-    pub landlock: Option<landlock::Prepared>,
-    pub seccomp: seccomp::Filter,
-    pub init_seccomp: seccomp::Filter,
-    /// agentjail's argv area [start, end), blanked in the jail's init so /proc/1/cmdline
-    /// does not show the host command line.
-    pub argv_area: Option<(usize, usize)>,
-    /// A child stage to fail on purpose (tests only; see `fault_stage`).
-    pub fault: Option<u32>,
-    pub clone_flags: u64,
-    pub maps: userns::IdMaps,
-}
-
-fn cstring(what: &str, s: &str) -> Result<CString, SetupError> {
-    CString::new(s).map_err(|_| {
-        SetupError::new(
-            format!("prepare {what}"),
-            Some(libc::EINVAL),
-            "remove the NUL byte",
-        )
-    })
-}
-
-/// Resolve a bare command name against the jail's PATH. The jail's /usr is the host's
-/// /usr (read-only bind), so the host lookup finds the same file.
-pub fn resolve_command(cmd: &str, path: &str) -> String {
-    if cmd.contains('/') {
-        return cmd.to_string();
-    }
-    for dir in path.split(':') {
-        let candidate = format!("{dir}/{cmd}");
-        if std::fs::metadata(&candidate)
-            .map(|m| m.is_file())
-            .unwrap_or(false)
-        {
-            return candidate;
-        }
-    }
-    cmd.to_string()
-}
-
-/// Which limits a cgroup enforces for this run (decides which rlimits are only backstops).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CgroupCover {
-    pub memory: bool,
-    pub pids: bool,
-}
-
-pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
-    let root = mount::prepare(&plan.mounts, plan.root_tmpfs_bytes)
-        .map_err(|e| SetupError::new("prepare root", Some(libc::ENOENT), e))?;
-    let path = plan
-        .env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("/usr/bin:/bin");
-    let first = plan.argv.first().ok_or_else(|| {
-        SetupError::new("prepare argv", Some(libc::EINVAL), "give a command to run")
-    })?;
-    let exe = cstring("command", &resolve_command(first, path))?;
-    let argv = plan
-        .argv
-        .iter()
-        .map(|a| cstring("argument", a))
-        .collect::<Result<Vec<_>, _>>()?;
-    let envp = plan
-        .env
-        .iter()
-        .map(|(k, v)| cstring("environment", &format!("{k}={v}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let argv_ptrs = argv
-        .iter()
-        .map(|a| a.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let envp_ptrs = envp
-        .iter()
-        .map(|a| a.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let mut limits = plan.rlimits.clone();
-    if cover.pids {
-        // The kernel checks RLIMIT_NPROC before the pids cgroup when forking; with both at
-        // the same value the rlimit always trips first, pids.events never counts and a fork
-        // bomb looks like an ordinary error. With a pids cgroup the rlimit is a backstop
-        // only, so it sits above pids.max (it counts the jail uid's tasks in the jail's own
-        // user namespace, so other jobs do not share it).
-        for l in limits
-            .iter_mut()
-            .filter(|l| l.resource == crate::plan::RlimitKind::Nproc)
-        {
-            l.soft = l.soft.saturating_mul(2);
-            l.hard = l.hard.saturating_mul(2);
-        }
-    }
-    if cover.memory {
-        // With a memory cgroup the address-space rlimit only gets in the way (it counts
-        // reservations, not memory); the cgroup bounds what is really used, page cache,
-        // tmpfs and memfd pages included.
-        limits.retain(|l| l.resource != crate::plan::RlimitKind::AddressSpace);
-    }
-    // Landlock is best-effort by ABI: when the host has none and the policy allows it, the
-    // run goes on without it and the record says so (jail::execute checks `required`).
-    let landlock = match landlock::prepare(&plan.landlock) {
-        Ok(p) => Some(p),
-        Err(e) if plan.landlock.requirement == crate::policy::Requirement::Required => {
-            return Err(e)
-        }
-        Err(_) => None,
-    };
-    let seccomp = seccomp::compile(&plan.seccomp)?;
-    let mut clone_flags = (libc::CLONE_NEWUSER
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWUTS
-        | libc::CLONE_NEWCGROUP) as u64;
-    if !plan.network {
-        clone_flags |= libc::CLONE_NEWNET as u64;
-    }
-    Ok(Prepared {
-        root,
-        exe,
-        argv,
-        argv_ptrs,
-        envp,
-        envp_ptrs,
-        cwd: cstring("cwd", &plan.cwd)?,
-        hostname: cstring("hostname", &plan.hostname)?,
-        uid: plan.uid,
-        gid: plan.gid,
-        rlimits: rlimit::prepare(&limits),
-        last_cap: caps::last_cap(),
-        landlock,
-        seccomp,
-        init_seccomp: seccomp::compile_init_filter()?,
-        argv_area: argv_area(),
-        fault: fault_stage(),
-        clone_flags,
-        maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
-    })
-}
 
 /// The running jail as the supervisor sees it.
 pub struct Spawned {
@@ -206,22 +45,54 @@ fn kill_and_reap(pidfd: &OwnedFd) {
     let _ = sys::waitid_pidfd(pidfd.as_raw_fd(), libc::WEXITED);
 }
 
+/// The pipes between agentjail and a new jail: (our end, the child's end) each.
+struct Pipes {
+    stdin: (OwnedFd, OwnedFd),
+    stdout: (OwnedFd, OwnedFd),
+    stderr: (OwnedFd, OwnedFd),
+    report: (OwnedFd, OwnedFd),
+    sync: (OwnedFd, OwnedFd),
+    status: (OwnedFd, OwnedFd),
+}
+
+impl Pipes {
+    fn new() -> Result<Pipes, SetupError> {
+        let (stdin_r, stdin_w) = pipe("stdin pipe")?;
+        let (stdout_r, stdout_w) = pipe("stdout pipe")?;
+        let (stderr_r, stderr_w) = pipe("stderr pipe")?;
+        let (report_r, report_w) = pipe("report pipe")?;
+        let (sync_r, sync_w) = pipe("sync pipe")?;
+        let (status_r, status_w) = pipe("status pipe")?;
+        Ok(Pipes {
+            stdin: (stdin_w, stdin_r),
+            stdout: (stdout_r, stdout_w),
+            stderr: (stderr_r, stderr_w),
+            report: (report_r, report_w),
+            sync: (sync_w, sync_r),
+            status: (status_r, status_w),
+        })
+    }
+
+    /// The child's ends, as raw numbers valid in the child after clone.
+    fn child_fds(&self, late_cgroup_ns: bool) -> ChildFds {
+        ChildFds {
+            stdin_r: self.stdin.1.as_raw_fd(),
+            stdout_w: self.stdout.1.as_raw_fd(),
+            stderr_w: self.stderr.1.as_raw_fd(),
+            report_w: self.report.1.as_raw_fd(),
+            sync_r: self.sync.1.as_raw_fd(),
+            status_w: self.status.1.as_raw_fd(),
+            late_cgroup_ns,
+        }
+    }
+}
+
+const CLONE_STAGE: &str = "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)";
+
+/// Start a jail: clone3 into new namespaces (the child runs `child::run` on `p`), then the
+/// parent's half of the handshake. On any failure the child is killed and reaped.
 pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, SetupError> {
-    let (stdin_r, stdin_w) = pipe("stdin pipe")?;
-    let (stdout_r, stdout_w) = pipe("stdout pipe")?;
-    let (stderr_r, stderr_w) = pipe("stderr pipe")?;
-    let (report_r, report_w) = pipe("report pipe")?;
-    let (sync_r, sync_w) = pipe("sync pipe")?;
-    let (status_r, status_w) = pipe("status pipe")?;
-    let fds = ChildFds {
-        stdin_r: stdin_r.as_raw_fd(),
-        stdout_w: stdout_w.as_raw_fd(),
-        stderr_w: stderr_w.as_raw_fd(),
-        report_w: report_w.as_raw_fd(),
-        sync_r: sync_r.as_raw_fd(),
-        status_w: status_w.as_raw_fd(),
-        late_cgroup_ns: false,
-    };
+    let pipes = Pipes::new()?;
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
     // With CLONE_INTO_CGROUP the child is born in the job cgroup, so its new cgroup
     // namespace is rooted there. Otherwise the parent attaches it after clone, and a
@@ -230,10 +101,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     // v1 directories are joined after clone even when clone3 put the child in a v2 one (a
     // host that splits controllers between the two): then the namespace must also wait.
     let v1_attach = cg.is_some_and(|c| c.has_v1());
-    let fds = ChildFds {
-        late_cgroup_ns: cgroup_fd.is_none() || v1_attach,
-        ..fds
-    };
+    let fds = pipes.child_fds(cgroup_fd.is_none() || v1_attach);
     let clone_flags = if fds.late_cgroup_ns {
         p.clone_flags & !(libc::CLONE_NEWCGROUP as u64)
     } else {
@@ -241,7 +109,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     };
     if fault_name().as_deref() == Some("clone3") {
         return Err(SetupError::new(
-            "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
+            CLONE_STAGE,
             Some(libc::EIO),
             "fault injected",
         ));
@@ -250,7 +118,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     let cloned_at = std::time::Instant::now();
     let pid = sys::clone3(clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
         SetupError::new(
-            "clone3 (new user, mount, pid, net, ipc, uts, cgroup namespaces)",
+            CLONE_STAGE,
             Some(e),
             "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
         )
@@ -260,10 +128,59 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     }
     // clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
     let pidfd = sys::owned(pidfd_raw);
-    drop((stdin_r, stdout_w, stderr_w, report_w, sync_r, status_w));
+    let Pipes {
+        stdin,
+        stdout,
+        stderr,
+        report,
+        sync,
+        status,
+    } = pipes;
+    drop((stdin.1, stdout.1, stderr.1, report.1, sync.1, status.1));
+    let attach = cg.filter(|_| cgroup_fd.is_none() || v1_attach);
+    let handshake = Handshake {
+        p,
+        pid,
+        report: &report.0,
+        sync: &sync.0,
+    };
+    match handshake.run(attach, cgroup_fd.is_some()) {
+        Ok((listener, program_pid)) => Ok(Spawned {
+            pid,
+            pidfd,
+            stdin: Some(stdin.0),
+            stdout: stdout.0,
+            stderr: stderr.0,
+            listener,
+            program_pid,
+            status: status.0,
+            cloned_at,
+        }),
+        Err(e) => {
+            kill_and_reap(&pidfd);
+            Err(e)
+        }
+    }
+}
 
-    let mut program_pid = None;
-    let mut setup = || -> Result<Option<OwnedFd>, SetupError> {
+/// The parent's half of the setup, talking to the child over the sync and report pipes.
+struct Handshake<'a> {
+    p: &'a Prepared,
+    pid: i32,
+    report: &'a OwnedFd,
+    sync: &'a OwnedFd,
+}
+
+impl Handshake<'_> {
+    /// Write the id maps, release the child, put it in its cgroup (v1, or no
+    /// CLONE_INTO_CGROUP), then read its reports until exec. Returns the seccomp listener and
+    /// the program's pid.
+    fn run(
+        &self,
+        attach: Option<&cgroup::JobCgroup>,
+        skip_v2: bool,
+    ) -> Result<(Option<OwnedFd>, Option<i32>), SetupError> {
+        let pid = self.pid;
         if fault_name().as_deref() == Some("uid_map") {
             return Err(SetupError::new(
                 format!("write /proc/{pid}/uid_map"),
@@ -271,39 +188,49 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
                 "fault injected",
             ));
         }
-        userns::write_maps(pid, &p.maps)?;
+        userns::write_maps(pid, &self.p.maps)?;
         // "g": the maps are written, the child may build its root. The cgroup v1 attach
         // below waits for an RCU grace period; the child's setup overlaps it and waits for
         // "c" before the cgroup namespace and long before the program exists (child.rs 5b).
-        sys::write_all(sync_w.as_raw_fd(), b"g")
-            .map_err(|e| SetupError::new("release child", Some(e), ""))?;
-        if let Some(c) = cg {
-            if cgroup_fd.is_none() || v1_attach {
-                if fault_name().as_deref() == Some("cgroup_attach") {
-                    return Err(SetupError::new(
-                        "cgroup attach",
-                        Some(libc::EIO),
-                        "fault injected",
-                    ));
-                }
-                c.attach(pid, cgroup_fd.is_some())?;
+        self.send(b"g", "release child")?;
+        if let Some(c) = attach {
+            if fault_name().as_deref() == Some("cgroup_attach") {
+                return Err(SetupError::new(
+                    "cgroup attach",
+                    Some(libc::EIO),
+                    "fault injected",
+                ));
             }
+            c.attach(pid, skip_v2)?;
         }
         // The child may already have failed while we attached (a mount, pivot_root, ...):
         // it wrote its report and exited, and this write then fails with EPIPE. Its report
         // is the error to give, so read it below; the write error only counts when the
         // child left no report.
-        let released = sys::write_all(sync_w.as_raw_fd(), b"c");
+        let released = sys::write_all(self.sync.as_raw_fd(), b"c");
+        self.read_reports(released)
+    }
+
+    fn send(&self, byte: &[u8], stage: &str) -> Result<(), SetupError> {
+        sys::write_all(self.sync.as_raw_fd(), byte).map_err(|e| SetupError::new(stage, Some(e), ""))
+    }
+
+    /// Reports until EOF (the exec happened): the listener handover, or a setup failure.
+    fn read_reports(
+        &self,
+        released: sys::SysResult<()>,
+    ) -> Result<(Option<OwnedFd>, Option<i32>), SetupError> {
         let mut listener = None;
+        let mut program_pid = None;
         loop {
             let mut msg = [0u8; report::MSG_LEN];
-            let n = sys::read(report_r.as_raw_fd(), &mut msg)
+            let n = sys::read(self.report.as_raw_fd(), &mut msg)
                 .map_err(|e| SetupError::new("read child report", Some(e), ""))?;
             if n == 0 {
                 if let Err(e) = released {
                     return Err(SetupError::new("release child", Some(e), ""));
                 }
-                return Ok(listener); // EOF: execve happened
+                return Ok((listener, program_pid)); // EOF: execve happened
             }
             if n != report::MSG_LEN {
                 return Err(SetupError::new(
@@ -313,62 +240,46 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
                 ));
             }
             let (kind, a, b) = report::decode(&msg);
-            let detail = kind >> 8;
-            let kind = kind & 0xff;
-            if kind == report::KIND_LISTENER {
-                // The listener lives in the program (pid 2 in the jail, init's only child).
-                let gpid = program_child(pid)?;
-                program_pid = Some(gpid);
-                let gfd = sys::pidfd_open(gpid).map_err(|e| {
-                    SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3")
-                })?;
-                let gfd = sys::owned(gfd);
-                let fd = sys::pidfd_getfd(gfd.as_raw_fd(), a as i32).map_err(|e| {
-                    SetupError::new(
-                        "pidfd_getfd (seccomp listener)",
-                        Some(e),
-                        "needs Linux >= 5.6",
-                    )
-                })?;
-                listener = Some(sys::owned(fd));
-                sys::write_all(sync_w.as_raw_fd(), b"a")
-                    .map_err(|e| SetupError::new("ack listener", Some(e), ""))?;
-                continue;
+            if kind & 0xff != report::KIND_LISTENER {
+                return Err(self.child_error(kind >> 8, a, b));
             }
-            let stage = Stage::from_u32(a);
-            let (name, hint) = match stage {
-                Some(Stage::MountOp) => ("mount", Stage::MountOp.hint(b)),
-                Some(s) => (s.name(), s.hint(b)),
-                None => ("unknown", ""),
-            };
-            let mut stage_name = name.to_string();
-            if stage == Some(Stage::MountOp) {
-                stage_name = format!("mount: {}", p.root.describe(detail as usize));
-            }
-            return Err(SetupError::new(
-                format!("child: {stage_name}"),
-                Some(b),
-                hint,
-            ));
+            let (gpid, fd) = self.take_listener(a as i32)?;
+            program_pid = Some(gpid);
+            listener = Some(fd);
+            self.send(b"a", "ack listener")?;
         }
-    };
-    let res = setup();
-    match res {
-        Ok(listener) => Ok(Spawned {
-            pid,
-            pidfd,
-            stdin: Some(stdin_w),
-            stdout: stdout_r,
-            stderr: stderr_r,
-            listener,
-            program_pid,
-            status: status_r,
-            cloned_at,
-        }),
-        Err(e) => {
-            kill_and_reap(&pidfd);
-            Err(e)
-        }
+    }
+
+    /// The listener lives in the program (pid 2 in the jail, init's only child): take a copy
+    /// of its fd with pidfd_getfd.
+    fn take_listener(&self, fd_in_child: i32) -> Result<(i32, OwnedFd), SetupError> {
+        let gpid = program_child(self.pid)?;
+        let gfd = sys::pidfd_open(gpid)
+            .map_err(|e| SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3"))?;
+        let gfd = sys::owned(gfd);
+        let fd = sys::pidfd_getfd(gfd.as_raw_fd(), fd_in_child).map_err(|e| {
+            SetupError::new(
+                "pidfd_getfd (seccomp listener)",
+                Some(e),
+                "needs Linux >= 5.6",
+            )
+        })?;
+        Ok((gpid, sys::owned(fd)))
+    }
+
+    /// A child's (stage, errno) report as an error naming the stage and the fix.
+    fn child_error(&self, detail: u32, stage: u32, errno: i32) -> SetupError {
+        let stage = Stage::from_u32(stage);
+        let (name, hint) = match stage {
+            Some(s) => (s.name().to_string(), s.hint(errno)),
+            None => ("unknown".to_string(), ""),
+        };
+        let name = if stage == Some(Stage::MountOp) {
+            format!("mount: {}", self.p.root.describe(detail as usize))
+        } else {
+            name
+        };
+        SetupError::new(format!("child: {name}"), Some(errno), hint)
     }
 }
 
@@ -392,36 +303,4 @@ fn program_child(init: i32) -> Result<i32, SetupError> {
                 "the program process is missing",
             )
         })
-}
-
-/// [arg_start, arg_end) of this process, from /proc/self/stat fields 48 and 49.
-fn argv_area() -> Option<(usize, usize)> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    // Field 3 (state) is f[0], so field N is f[N - 3].
-    let start: usize = f.get(45)?.parse().ok()?;
-    let end: usize = f.get(46)?.parse().ok()?;
-    (start > 0 && end > start && end - start < (1 << 20)).then_some((start, end))
-}
-
-/// `AGENTJAIL_FAULT=<stage name>` in builds with the `fault-injection` feature: the named
-/// child stage (report::Stage::name) fails with EIO, or a parent stage (`clone3`,
-/// `uid_map`, `cgroup_attach`) fails before/after clone. Release builds never read it.
-#[cfg(feature = "fault-injection")]
-pub fn fault_name() -> Option<String> {
-    std::env::var("AGENTJAIL_FAULT").ok()
-}
-
-#[cfg(not(feature = "fault-injection"))]
-pub fn fault_name() -> Option<String> {
-    None
-}
-
-fn fault_stage() -> Option<u32> {
-    let name = fault_name()?;
-    (1..=64)
-        .filter_map(Stage::from_u32)
-        .find(|s| s.name() == name)
-        .map(|s| s as u32)
 }

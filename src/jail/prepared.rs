@@ -1,0 +1,203 @@
+//! Everything a jail needs, built before any process exists: the root's mount steps as
+//! NUL-terminated strings, argv/envp arrays, the compiled seccomp programs, the landlock
+//! ruleset, the rlimits and the uid/gid maps. All fallible, allocating work of a launch
+//! happens here; the child (`child::run`) only makes syscalls on this data.
+
+use super::report::Stage;
+use super::{caps, landlock, mount, rlimit, seccomp, sys, userns, SetupError};
+use crate::plan::{JailPlan, Rlimit, RlimitKind};
+use std::ffi::CString;
+
+pub struct Prepared {
+    pub root: mount::PreparedRoot,
+    pub exe: CString,
+    pub argv: Vec<CString>,
+    pub argv_ptrs: Vec<*const libc::c_char>,
+    pub envp: Vec<CString>,
+    pub envp_ptrs: Vec<*const libc::c_char>,
+    pub cwd: CString,
+    pub hostname: CString,
+    pub uid: u32,
+    pub gid: u32,
+    pub rlimits: Vec<(u32, u64, u64)>,
+    pub last_cap: u32,
+    pub landlock: Option<landlock::Prepared>,
+    pub seccomp: seccomp::Filter,
+    pub init_seccomp: seccomp::Filter,
+    /// agentjail's argv area [start, end), blanked in the jail's init so /proc/1/cmdline
+    /// does not show the host command line.
+    pub argv_area: Option<(usize, usize)>,
+    /// A child stage to fail on purpose (tests only; see `fault_stage`).
+    pub fault: Option<u32>,
+    pub clone_flags: u64,
+    pub maps: userns::IdMaps,
+}
+
+fn cstring(what: &str, s: &str) -> Result<CString, SetupError> {
+    CString::new(s).map_err(|_| {
+        SetupError::new(
+            format!("prepare {what}"),
+            Some(libc::EINVAL),
+            "remove the NUL byte",
+        )
+    })
+}
+
+/// Resolve a bare command name against the jail's PATH. The jail's /usr is the host's
+/// /usr (read-only bind), so the host lookup finds the same file.
+pub fn resolve_command(cmd: &str, path: &str) -> String {
+    if cmd.contains('/') {
+        return cmd.to_string();
+    }
+    for dir in path.split(':') {
+        let candidate = format!("{dir}/{cmd}");
+        if std::fs::metadata(&candidate)
+            .map(|m| m.is_file())
+            .unwrap_or(false)
+        {
+            return candidate;
+        }
+    }
+    cmd.to_string()
+}
+
+/// Which limits a cgroup enforces for this run (decides which rlimits are only backstops).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CgroupCover {
+    pub memory: bool,
+    pub pids: bool,
+}
+
+/// The rlimits the child sets: the plan's, adjusted for what a cgroup already bounds.
+pub fn effective_rlimits(rlimits: &[Rlimit], cover: CgroupCover) -> Vec<Rlimit> {
+    let mut limits = rlimits.to_vec();
+    if cover.pids {
+        // The kernel checks RLIMIT_NPROC before the pids cgroup when forking; with both at
+        // the same value the rlimit always trips first, pids.events never counts and a fork
+        // bomb looks like an ordinary error. With a pids cgroup the rlimit is a backstop
+        // only, so it sits above pids.max (it counts the jail uid's tasks in the jail's own
+        // user namespace, so other jobs do not share it).
+        for l in limits
+            .iter_mut()
+            .filter(|l| l.resource == RlimitKind::Nproc)
+        {
+            l.soft = l.soft.saturating_mul(2);
+            l.hard = l.hard.saturating_mul(2);
+        }
+    }
+    if cover.memory {
+        // With a memory cgroup the address-space rlimit only gets in the way (it counts
+        // reservations, not memory); the cgroup bounds what is really used, page cache,
+        // tmpfs and memfd pages included.
+        limits.retain(|l| l.resource != RlimitKind::AddressSpace);
+    }
+    limits
+}
+
+pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
+    let root = mount::prepare(&plan.mounts, plan.root_tmpfs_bytes)
+        .map_err(|e| SetupError::new("prepare root", Some(libc::ENOENT), e))?;
+    let path = plan
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("/usr/bin:/bin");
+    let first = plan.argv.first().ok_or_else(|| {
+        SetupError::new("prepare argv", Some(libc::EINVAL), "give a command to run")
+    })?;
+    let exe = cstring("command", &resolve_command(first, path))?;
+    let argv = plan
+        .argv
+        .iter()
+        .map(|a| cstring("argument", a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let envp = plan
+        .env
+        .iter()
+        .map(|(k, v)| cstring("environment", &format!("{k}={v}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let argv_ptrs = argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp_ptrs = envp
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let limits = effective_rlimits(&plan.rlimits, cover);
+    // Landlock is best-effort by ABI: when the host has none and the policy allows it, the
+    // run goes on without it and the record says so (jail::execute checks `required`).
+    let landlock = match landlock::prepare(&plan.landlock) {
+        Ok(p) => Some(p),
+        Err(e) if plan.landlock.requirement == crate::policy::Requirement::Required => {
+            return Err(e)
+        }
+        Err(_) => None,
+    };
+    let seccomp = seccomp::compile(&plan.seccomp)?;
+    let mut clone_flags = (libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP) as u64;
+    if !plan.network {
+        clone_flags |= libc::CLONE_NEWNET as u64;
+    }
+    Ok(Prepared {
+        root,
+        exe,
+        argv,
+        argv_ptrs,
+        envp,
+        envp_ptrs,
+        cwd: cstring("cwd", &plan.cwd)?,
+        hostname: cstring("hostname", &plan.hostname)?,
+        uid: plan.uid,
+        gid: plan.gid,
+        rlimits: rlimit::prepare(&limits),
+        last_cap: caps::last_cap(),
+        landlock,
+        seccomp,
+        init_seccomp: seccomp::compile_init_filter()?,
+        argv_area: argv_area(),
+        fault: fault_stage(),
+        clone_flags,
+        maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
+    })
+}
+
+/// [arg_start, arg_end) of this process, from /proc/self/stat fields 48 and 49.
+fn argv_area() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // Field 3 (state) is f[0], so field N is f[N - 3].
+    let start: usize = f.get(45)?.parse().ok()?;
+    let end: usize = f.get(46)?.parse().ok()?;
+    (start > 0 && end > start && end - start < (1 << 20)).then_some((start, end))
+}
+
+/// `AGENTJAIL_FAULT=<stage name>` in builds with the `fault-injection` feature: the named
+/// child stage (report::Stage::name) fails with EIO, or a parent stage (`clone3`,
+/// `uid_map`, `cgroup_attach`) fails before/after clone. Release builds never read it.
+#[cfg(feature = "fault-injection")]
+pub fn fault_name() -> Option<String> {
+    std::env::var("AGENTJAIL_FAULT").ok()
+}
+
+#[cfg(not(feature = "fault-injection"))]
+pub fn fault_name() -> Option<String> {
+    None
+}
+
+fn fault_stage() -> Option<u32> {
+    let name = fault_name()?;
+    (1..=64)
+        .filter_map(Stage::from_u32)
+        .find(|s| s.name() == name)
+        .map(|s| s as u32)
+}

@@ -1,0 +1,260 @@
+//! The launch sequence, on top of the jail's mechanisms and the supervisor:
+//!
+//! ```text
+//! prepare ──► start ──► run (deliver the work, supervise to the end) ──► tear down
+//! (cgroup, fds,        (clone3, maps,   (stdin, caps, deadlines,          (kill, reap,
+//!  argv, BPF, no        child's steps,   seccomp listener; kernel          rmdir the cgroup:
+//!  process yet)         exec)            counters)                         JailRun's drop)
+//! ```
+//!
+//! Each arrow is a value: a [`PreparedJail`] exists before any process, a [`StartedJail`] is
+//! a jail whose program is running (or waiting for its work), and [`StartedJail::run`]
+//! supervises it to the end. This is the seam the warm engine uses: it can start jails
+//! before any job exists and hand each one job later. Dropping either value kills and
+//! removes whatever exists of the jail.
+
+use crate::jail::cgroup::{self, JobCgroup};
+use crate::jail::prepared::{self, CgroupCover, Prepared};
+use crate::jail::spawn::{self, Spawned};
+use crate::jail::{landlock, seccomp, Control, ControlState, JailError};
+use crate::plan::{JailPlan, RlimitKind, SuperviseLimits};
+use crate::policy::Requirement;
+use crate::supervise::{self, Io, Outcome};
+use std::os::fd::OwnedFd;
+use std::time::Instant;
+
+/// A finished jail run.
+#[derive(Debug)]
+pub struct JailRun {
+    pub outcome: Outcome,
+    pub enforcement: Vec<Control>,
+    /// Time from entering `prepare` to the program's exec, microseconds.
+    pub setup_us: u64,
+}
+
+/// Everything built, nothing running: the job cgroup exists (or the policy allows going
+/// without), the argv, root steps, landlock ruleset and seccomp program are ready.
+pub struct PreparedJail {
+    prepared: Prepared,
+    cgroup: Option<JobCgroup>,
+    enforcement: Vec<Control>,
+    limits: SuperviseLimits,
+    t0: Instant,
+}
+
+/// A jail whose program has been exec'd: its pidfd, pipes and listener are held here.
+pub struct StartedJail {
+    spawned: Spawned,
+    cgroup: Option<JobCgroup>,
+    enforcement: Vec<Control>,
+    limits: SuperviseLimits,
+    setup_us: u64,
+}
+
+/// Run `plan` in a jail and supervise it to the end. Nothing survives this call: the jail's
+/// processes are dead and reaped, its mounts died with its mount namespace, and its cgroup
+/// is removed.
+pub fn execute(plan: &JailPlan, io: Io<'_>, sigfd: Option<&OwnedFd>) -> Result<JailRun, JailError> {
+    Ok(prepare(plan)?.start()?.run(io, sigfd))
+}
+
+/// Decide what this host can enforce for `plan` (failing closed on what the policy
+/// requires) and build everything the child will need.
+pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
+    let t0 = Instant::now();
+    if plan.seccomp.requirement == Requirement::Required && plan.seccomp.allowed.is_empty() {
+        return Err(unavailable("seccomp", "empty allowlist"));
+    }
+    let (cgroup, cg_controls) = job_cgroup(plan)?;
+    let enforced = |name: &str| {
+        cg_controls
+            .iter()
+            .any(|c| c.control == name && c.state == ControlState::Enforced)
+    };
+    let cover = CgroupCover {
+        memory: enforced("cgroup_memory"),
+        pids: enforced("cgroup_pids"),
+    };
+    let prepared = prepared::prepare(plan, cover)?;
+    let ll = landlock::enforcement(&plan.landlock, prepared.landlock.as_ref());
+    if plan.landlock.requirement == Requirement::Required && ll.state != ControlState::Enforced {
+        return Err(unavailable("landlock", &ll.detail));
+    }
+    let sc = seccomp::enforcement(&plan.seccomp, &prepared.seccomp);
+    let mut enforcement = fixed_controls(plan.network);
+    enforcement.push(ll);
+    enforcement.push(sc);
+    enforcement.extend(cg_controls);
+    enforcement.push(rlimit_control(plan, cover));
+    if !cover.memory {
+        enforcement.push(Control::new(
+            "memory",
+            ControlState::Degraded,
+            "RLIMIT_AS",
+            "no memory cgroup: address space is capped, but tmpfs pages, memfd and page cache are bounded only by the /tmp size cap",
+        ));
+    }
+    Ok(PreparedJail {
+        prepared,
+        cgroup,
+        enforcement,
+        limits: plan.limits.clone(),
+        t0,
+    })
+}
+
+impl PreparedJail {
+    /// clone3 into the namespaces; the child takes its ordered steps and execs the program.
+    pub fn start(self) -> Result<StartedJail, JailError> {
+        let spawned = spawn::spawn(&self.prepared, self.cgroup.as_ref())?;
+        Ok(StartedJail {
+            spawned,
+            cgroup: self.cgroup,
+            enforcement: self.enforcement,
+            limits: self.limits,
+            setup_us: self.t0.elapsed().as_micros() as u64,
+        })
+    }
+}
+
+impl StartedJail {
+    /// Feed the program its input and supervise it to the end (exit, a limit, a forbidden
+    /// syscall or an interrupt). The jail is dead and reaped when this returns; its cgroup is
+    /// removed.
+    pub fn run(self, io: Io<'_>, sigfd: Option<&OwnedFd>) -> JailRun {
+        let StartedJail {
+            spawned,
+            mut cgroup,
+            enforcement,
+            limits,
+            setup_us,
+        } = self;
+        let outcome = supervise::supervise(spawned, &limits, cgroup.as_ref(), sigfd, io);
+        if let Some(c) = cgroup.as_mut() {
+            c.kill_all();
+            let _ = c.remove();
+        }
+        JailRun {
+            outcome,
+            enforcement,
+            setup_us,
+        }
+    }
+}
+
+fn unavailable(control: &str, detail: &str) -> JailError {
+    JailError::Unavailable {
+        control: control.into(),
+        detail: detail.into(),
+    }
+}
+
+/// The controls every jail has, whatever the host: the namespaces (the network one only
+/// when the policy keeps the network off), capabilities, no_new_privs and the root.
+fn fixed_controls(network: bool) -> Vec<Control> {
+    let mut v: Vec<Control> = ["user", "mount", "pid", "ipc", "uts", "cgroup"]
+        .iter()
+        .map(|ns| {
+            Control::new(
+                &format!("{ns}_namespace"),
+                ControlState::Enforced,
+                "clone3",
+                "new namespace",
+            )
+        })
+        .collect();
+    v.push(if network {
+        Control::new(
+            "network_namespace",
+            ControlState::Unavailable,
+            "policy",
+            "network.enabled = true: the host network is shared",
+        )
+    } else {
+        Control::new(
+            "network_namespace",
+            ControlState::Enforced,
+            "clone3",
+            "new, empty network namespace (loopback down)",
+        )
+    });
+    v.push(Control::new(
+        "capabilities",
+        ControlState::Enforced,
+        "capset + PR_CAPBSET_DROP + ambient clear",
+        "no capability in any set",
+    ));
+    v.push(Control::new(
+        "no_new_privs",
+        ControlState::Enforced,
+        "prctl",
+        "set before exec",
+    ));
+    v.push(Control::new(
+        "filesystem",
+        ControlState::Enforced,
+        "pivot_root",
+        "tmpfs root, read-only binds, old root detached",
+    ));
+    v
+}
+
+/// The rlimits as the child will set them (the cgroup-covered ones adjusted, see
+/// `prepared::prepare`).
+fn rlimit_control(plan: &JailPlan, cover: CgroupCover) -> Control {
+    let name = |k: RlimitKind| match k {
+        RlimitKind::Core => "core",
+        RlimitKind::FileSize => "fsize",
+        RlimitKind::OpenFiles => "nofile",
+        RlimitKind::AddressSpace => "as",
+        RlimitKind::Cpu => "cpu",
+        RlimitKind::Nproc => "nproc",
+        RlimitKind::MemLock => "memlock",
+        RlimitKind::MsgQueue => "msgqueue",
+    };
+    let detail: Vec<String> = prepared::effective_rlimits(&plan.rlimits, cover)
+        .iter()
+        .map(|l| format!("{}={}", name(l.resource), l.soft))
+        .collect();
+    Control::new(
+        "rlimits",
+        ControlState::Enforced,
+        "setrlimit",
+        detail.join(" "),
+    )
+}
+
+/// Create the job cgroup as the policy asks; `None` when the host cannot and the policy
+/// allows degrading.
+fn job_cgroup(plan: &JailPlan) -> Result<(Option<JobCgroup>, Vec<Control>), JailError> {
+    let host = cgroup::detect_host();
+    cgroup::sweep_stale(&host);
+    let name = format!(
+        "{}{}-{}",
+        cgroup::JOB_PREFIX,
+        std::process::id(),
+        crate::ids::random_hex(4)
+    );
+    let required = plan.cgroup_requirement == Requirement::Required;
+    match JobCgroup::create(&host, &name, &plan.cgroup) {
+        Ok(cg) => {
+            let controls = cg.controls();
+            if required {
+                if let Some(c) = controls.iter().find(|c| c.state != ControlState::Enforced) {
+                    return Err(unavailable(&c.control, &c.detail));
+                }
+            }
+            Ok((Some(cg), controls))
+        }
+        Err(e) if required => Err(unavailable("cgroup", &e.to_string())),
+        Err(e) => Ok((
+            None,
+            vec![Control::new(
+                "cgroup",
+                ControlState::Unavailable,
+                "none",
+                e.to_string(),
+            )],
+        )),
+    }
+}
