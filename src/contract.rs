@@ -126,6 +126,15 @@ impl ContractError {
         }
     }
 
+    /// The record's stop reason.
+    pub fn stop_reason(&self) -> crate::record::StopReason {
+        use crate::record::StopReason;
+        match self {
+            ContractError::InvalidAction { what, .. } => StopReason::InvalidAction(what.clone()),
+            ContractError::InvalidRequest { what, .. } => StopReason::InvalidRequest(what.clone()),
+        }
+    }
+
     /// A sentence for a human: what was wrong and what to send instead.
     pub fn message(&self) -> &str {
         match self {

@@ -3,8 +3,8 @@
 use crate::jail::JailError;
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
-use crate::record::TraceEntry;
-use crate::supervise::{Io, Outcome, Stop};
+use crate::record::{self, Phase, Recorder, StopReason};
+use crate::supervise::{Io, Outcome};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -52,80 +52,19 @@ pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The stop reason for a finished jail run, in DESIGN.md's spelling; None when the program
-/// simply exited or was killed by a signal nobody asked for.
-pub fn stop_reason(o: &Outcome, memory_limit: u64) -> Option<String> {
-    if let Some(stop) = &o.stop {
-        return Some(match stop {
-            Stop::WallTimeout => "code_timeout".into(),
-            Stop::CpuLimit => "code_cpu_limit".into(),
-            Stop::StdoutCap => "code_output_too_large".into(),
-            Stop::StderrCap => "code_stderr_too_large".into(),
-            Stop::ForbiddenSyscall { name, .. } => format!("code_forbidden_syscall:{name}"),
-            Stop::Interrupted { signal } => {
-                format!("interrupted:{}", signal_name(*signal).to_lowercase())
-            }
-        });
+/// The exit code and the record's verdict for a jail that ran: the supervisor's or the
+/// kernel's verdict (124), else the command's own status (128+N for a signal).
+fn verdict(o: &Outcome, memory_limit: u64) -> (i32, StopReason) {
+    if let Some(reason) = record::jail_verdict(o, memory_limit) {
+        eprintln!("agentjail: stopped: {reason}");
+        return (EXIT_STOPPED, reason);
     }
-    if o.oom_kills > 0 {
-        return Some("code_memory_limit".into());
-    }
-    if o.signal == Some(libc::SIGXCPU) {
-        return Some("code_cpu_limit".into());
-    }
-    if o.signal == Some(libc::SIGKILL)
-        && o.peak_memory_bytes
-            .is_some_and(|p| p >= memory_limit.saturating_sub(memory_limit / 16))
-    {
-        return Some("code_memory_limit".into());
-    }
-    if o.pids_limit_hits > 0 && o.exit_code != Some(0) {
-        return Some("code_pids_limit".into());
-    }
-    None
-}
-
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("SIG{sig}"),
+    let code = match (o.exit_code, o.signal) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => EXIT_SETUP,
     };
-    name.to_string()
-}
-
-pub fn execution_json(o: &Outcome) -> serde_json::Value {
-    json!({
-        "exit_code": o.exit_code,
-        "signal": o.signal.map(signal_name),
-        "wall_ms": o.wall_ms,
-        "cpu_ms": o.cpu_ms,
-        "peak_memory_bytes": o.peak_memory_bytes,
-        "stdout_bytes": o.stdout.total,
-        "stderr_bytes": o.stderr.total,
-        "stdout": String::from_utf8_lossy(&o.stdout.data),
-        "stderr": String::from_utf8_lossy(&o.stderr.data),
-        "stdout_truncated": o.stdout.truncated,
-        "stderr_truncated": o.stderr.truncated,
-        "oom_kills": o.oom_kills,
-        "pids_limit_hits": o.pids_limit_hits,
-    })
+    (code, StopReason::from_exit(o.exit_code, o.signal))
 }
 
 /// Run `exec`; returns the process exit code.
@@ -135,7 +74,6 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         eprintln!("agentjail: {e}");
         return 2;
     }
-    let t0 = std::time::Instant::now();
     let plan = match JailPlan::build(
         &policy,
         std::mem::take(&mut a.cmd),
@@ -155,6 +93,29 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         }
         return 0;
     }
+    let mut r = Recorder::new();
+    r.set(
+        "policy",
+        json!({"path": a.policy_path, "sha256": a.policy_sha256}),
+    );
+    r.set("command", json!(plan.argv));
+    let (code, reason) = launch(&mut r, &plan, policy.limits.memory.0);
+    let record = r.finish(reason, Phase::Execute);
+    if let Some(path) = &a.record {
+        let text = serde_json::to_string_pretty(&record.value).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!(
+                "agentjail: cannot write the record to {}: {e}",
+                path.display()
+            );
+        }
+    }
+    code
+}
+
+/// The jail with agentjail's stdin passed through and its output passed out under the caps.
+fn launch(r: &mut Recorder, plan: &JailPlan, memory_limit: u64) -> (i32, StopReason) {
+    let t0 = std::time::Instant::now();
     let sigfd = crate::supervise::block_termination_signals();
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();
@@ -164,16 +125,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    let result = crate::launch::execute(&plan, io, sigfd.as_ref());
-    let run_id = crate::record::run_id();
-    let mut record = json!({
-        "run_id": run_id,
-        "agentjail_version": env!("CARGO_PKG_VERSION"),
-        "policy": {"path": a.policy_path, "sha256": a.policy_sha256},
-        "command": plan.argv,
-        "phase": "execute",
-    });
-    let code = match result {
+    match crate::launch::execute(plan, io, sigfd.as_ref()) {
         Err(e) => {
             // Display says the stage/control, errno and fix in one line.
             match &e {
@@ -182,56 +134,18 @@ pub fn exec(mut a: ExecArgs) -> i32 {
                 }
                 JailError::Setup(setup) => eprintln!("agentjail: {setup}"),
             }
-            record["status"] = json!("stopped");
-            record["stop_reason"] = json!(e.stop_reason());
-            record["error"] = e.to_json();
-            EXIT_SETUP
+            r.set("error", e.to_json());
+            let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
+            (EXIT_SETUP, reason)
         }
         Ok(run) => {
             let o = &run.outcome;
-            let reason = stop_reason(o, policy.limits.memory.0);
-            record["execution"] = execution_json(o);
-            record["enforcement"] = json!(run.enforcement);
-            record["trace"] = json!([TraceEntry {
-                phase: "execute".into(),
-                ok: reason.is_none(),
-                duration_us: t0.elapsed().as_micros() as u64,
-                detail: json!({"setup_us": run.setup_us}),
-            }]);
-            match reason {
-                Some(r) => {
-                    eprintln!("agentjail: stopped: {r}");
-                    record["status"] = json!("stopped");
-                    record["stop_reason"] = json!(r);
-                    EXIT_STOPPED
-                }
-                None => {
-                    let code = match (o.exit_code, o.signal) {
-                        (Some(c), _) => c,
-                        (None, Some(s)) => 128 + s,
-                        _ => EXIT_SETUP,
-                    };
-                    let ok = code == 0;
-                    record["status"] = json!(if ok { "ok" } else { "stopped" });
-                    record["stop_reason"] = json!(match (o.exit_code, o.signal) {
-                        (Some(0), _) => "success".to_string(),
-                        (Some(c), _) => format!("code_runtime_error:{c}"),
-                        (None, Some(s)) => format!("code_killed:{}", signal_name(s)),
-                        _ => "code_killed:unknown".to_string(),
-                    });
-                    code
-                }
-            }
-        }
-    };
-    if let Some(path) = &a.record {
-        let text = serde_json::to_string_pretty(&record).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!(
-                "agentjail: cannot write the record to {}: {e}",
-                path.display()
-            );
+            let (code, reason) = verdict(o, memory_limit);
+            r.set("execution", record::execution_json(o));
+            r.set_enforcement(&run.enforcement);
+            let detail = json!({ "setup_us": run.setup_us });
+            r.phase(Phase::Execute, reason.is_success(), t0, detail);
+            (code, reason)
         }
     }
-    code
 }

@@ -1,6 +1,10 @@
 //! agentjail: the execution boundary for code an AI agent wrote.
 //!
-//! contract → policy → check → plan → jail → supervise → validate → record.
+//! One run, as calls (docs/ARCHITECTURE.md has the layers and the rules between them):
+//!
+//! ```text
+//! contract → policy (+hints) → check → plan → launch (prepare → start → supervise) → validate → record
+//! ```
 
 pub mod check;
 pub mod cli;
@@ -18,15 +22,36 @@ pub mod run;
 pub mod supervise;
 pub mod syscalls;
 
-/// The policy to use: a file, or the embedded default. (policy, path, sha256 of the bytes).
-pub fn load_policy(
-    path: Option<&std::path::Path>,
-) -> Result<(policy::Policy, String, String), String> {
-    let loaded = match path {
-        None => policy::load_default(),
-        Some(p) => policy::load_file(p).map_err(|e| e.to_string())?,
-    };
-    Ok((loaded.policy, loaded.path, loaded.sha256))
+use policy::LoadedPolicy;
+use record::{Phase, Record, Recorder, StopReason};
+use serde_json::json;
+
+/// The policy to use: a file, or the embedded default.
+pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, String> {
+    match path {
+        None => Ok(policy::load_default()),
+        Some(p) => policy::load_file(p).map_err(|e| e.to_string()),
+    }
+}
+
+/// `agentjail run`: the whole pipeline for one action (a file path, or `-` for stdin).
+/// Each stage either hands the next its input or ends the run with a stop reason.
+pub fn run_action(policy: &LoadedPolicy, action: &str) -> Record {
+    let mut r = Recorder::new();
+    r.set(
+        "policy",
+        json!({"path": policy.path, "sha256": policy.sha256}),
+    );
+    let ended = (|| {
+        let (action, effective) = run::contract(&mut r, action, &policy.policy)?;
+        run::check(&mut r, &action, &effective)?;
+        let jail = run::execute(&mut r, &action, &effective)?;
+        run::validate(&mut r, &action, &effective, &jail)
+    })();
+    match ended {
+        Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
+        Err(stop) => r.finish(stop.reason, stop.phase),
+    }
 }
 
 /// `agentjail doctor`: exit 0 when every control the default policy requires is available.

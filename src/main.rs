@@ -1,28 +1,26 @@
-//! Thin entry point: parse arguments, call the library, map the outcome to an exit code.
+//! Thin entry point: parse arguments, call the library, map the outcome to an exit status.
 
 use agentjail::cli::{Cli, Command, PolicyCommand};
 use clap::Parser;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Exit code for "agentjail itself could not work" (bad flags, bad policy, internal error).
-const EXIT_ERROR: i32 = 2;
-
-fn load(policy: Option<&Path>) -> Result<(agentjail::policy::Policy, String, String), i32> {
-    agentjail::load_policy(policy).map_err(|e| {
-        eprintln!("agentjail: {e}");
-        EXIT_ERROR
-    })
+/// The verdict commands' exit statuses (`run`, `check`, `policy lint`, `doctor`); `exec`
+/// returns the command's own status instead (see `agentjail exec --help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExitStatus {
+    /// It ran and the result is valid (run: status ok; check: allow).
+    Ok = 0,
+    /// The boundary said no (run: stopped; check: deny; lint: warnings).
+    Stopped = 1,
+    /// agentjail itself could not work (bad flags, bad policy, internal error).
+    Error = 2,
 }
 
-/// The policy `policy show|lint` reviews: a file, or the embedded default.
-fn load_for_review(file: Option<&Path>) -> Result<agentjail::policy::LoadedPolicy, i32> {
-    match file {
-        None => Ok(agentjail::policy::load_default()),
-        Some(f) => agentjail::policy::load_file(f).map_err(|e| {
-            eprintln!("agentjail: {e}");
-            EXIT_ERROR
-        }),
-    }
+fn load(policy: Option<&Path>) -> Result<agentjail::policy::LoadedPolicy, ExitStatus> {
+    agentjail::load_policy(policy).map_err(|e| {
+        eprintln!("agentjail: {e}");
+        ExitStatus::Error
+    })
 }
 
 fn print_json(v: &serde_json::Value) {
@@ -32,84 +30,59 @@ fn print_json(v: &serde_json::Value) {
     }
 }
 
-fn dispatch(command: Command) -> Result<i32, i32> {
-    Ok(match command {
-        Command::Run {
-            policy,
-            audit_log,
-            action,
-        } => {
-            let (policy, policy_path, policy_sha256) =
-                match agentjail::load_policy(policy.as_deref()) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        // Even when agentjail cannot work, stdout carries a valid record.
-                        eprintln!("agentjail: {e}");
-                        print_json(&agentjail::run::error_record("agentjail_error:policy", &e));
-                        return Err(EXIT_ERROR);
-                    }
-                };
-            let audit = audit_log.or_else(|| {
-                (!policy.audit.log.is_empty()).then(|| policy.audit.log.clone().into())
-            });
-            let result = agentjail::run::run(agentjail::run::RunArgs {
-                policy,
-                policy_path,
-                policy_sha256,
-                audit_log: audit.clone(),
-                action,
-            });
-            print_json(&result.record);
-            if let Some(path) = audit {
-                if let Err(e) = agentjail::run::append_audit(&path, &result.record) {
-                    eprintln!(
-                        "agentjail: cannot append to the audit log {}: {e}",
-                        path.display()
-                    );
-                    return Err(EXIT_ERROR);
-                }
-            }
-            result.exit_code
+fn run(policy: Option<&Path>, audit_log: Option<PathBuf>, action: &str) -> ExitStatus {
+    let loaded = match agentjail::load_policy(policy) {
+        Ok(p) => p,
+        Err(e) => {
+            // Even when agentjail cannot work, stdout carries a valid record.
+            eprintln!("agentjail: {e}");
+            let reason = agentjail::record::StopReason::AgentjailError("policy".into());
+            print_json(&agentjail::record::error_record(reason, &e));
+            return ExitStatus::Error;
         }
-        Command::Check { policy, action } => {
-            let (policy, _, _) = load(policy.as_deref())?;
-            let (decision, code) = agentjail::run::check_only(&policy, &action);
-            print_json(&decision);
-            code
+    };
+    let audit = audit_log.or_else(|| {
+        let log = &loaded.policy.audit.log;
+        (!log.is_empty()).then(|| log.into())
+    });
+    let record = agentjail::run_action(&loaded, action);
+    print_json(&record.value);
+    if let Some(path) = audit {
+        if let Err(e) = agentjail::record::append_audit(&path, &record.value) {
+            eprintln!(
+                "agentjail: cannot append to the audit log {}: {e}",
+                path.display()
+            );
+            return ExitStatus::Error;
         }
-        Command::Exec {
-            policy,
-            record,
-            time_limit,
-            memory_limit,
-            output_limit,
-            print_plan,
-            cmd,
-        } => {
-            let (policy, policy_path, policy_sha256) = load(policy.as_deref())?;
-            agentjail::exec::exec(agentjail::exec::ExecArgs {
-                policy,
-                policy_path,
-                policy_sha256,
-                record,
-                time_limit,
-                memory_limit,
-                output_limit,
-                print_plan,
-                cmd,
-            })
-        }
-        Command::Policy {
-            action: PolicyCommand::Show { file },
-        } => {
-            let loaded = load_for_review(file.as_deref())?;
+    }
+    if record.is_ok() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Stopped
+    }
+}
+
+fn check(policy: Option<&Path>, action: &str) -> Result<ExitStatus, ExitStatus> {
+    let loaded = load(policy)?;
+    let (decision, code) = agentjail::run::check_only(&loaded.policy, action);
+    print_json(&decision);
+    Ok(if code == 0 {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Stopped
+    })
+}
+
+fn policy_command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
+    match action {
+        PolicyCommand::Show { file } => {
+            let loaded = load(file.as_deref())?;
             print!("{}", agentjail::policy::show(&loaded));
-            0
+            Ok(ExitStatus::Ok)
         }
-        Command::Policy {
-            action: PolicyCommand::Lint { file },
-        } => {
-            let loaded = load_for_review(file.as_deref())?;
+        PolicyCommand::Lint { file } => {
+            let loaded = load(file.as_deref())?;
             let warnings = agentjail::policy::lint(&loaded.policy);
             for w in &warnings {
                 println!("warning: {}: {}", w.key, w.message);
@@ -120,21 +93,66 @@ fn dispatch(command: Command) -> Result<i32, i32> {
                 warnings.len(),
                 loaded.sha256
             );
-            i32::from(!warnings.is_empty())
+            Ok(if warnings.is_empty() {
+                ExitStatus::Ok
+            } else {
+                ExitStatus::Stopped
+            })
         }
-        Command::Doctor { json } => agentjail::doctor_command(json),
-    })
+    }
+}
+
+/// Run one command; `exec` returns the command's own exit code, the others an ExitStatus.
+fn dispatch(command: Command) -> i32 {
+    let status = match command {
+        Command::Run {
+            policy,
+            audit_log,
+            action,
+        } => Ok(run(policy.as_deref(), audit_log, &action)),
+        Command::Check { policy, action } => check(policy.as_deref(), &action),
+        Command::Exec {
+            policy,
+            record,
+            time_limit,
+            memory_limit,
+            output_limit,
+            print_plan,
+            cmd,
+        } => {
+            let Ok(loaded) = load(policy.as_deref()) else {
+                return ExitStatus::Error as i32;
+            };
+            return agentjail::exec::exec(agentjail::exec::ExecArgs {
+                policy: loaded.policy,
+                policy_path: loaded.path,
+                policy_sha256: loaded.sha256,
+                record,
+                time_limit,
+                memory_limit,
+                output_limit,
+                print_plan,
+                cmd,
+            });
+        }
+        Command::Policy { action } => policy_command(action),
+        Command::Doctor { json } => return agentjail::doctor_command(json),
+    };
+    status.unwrap_or_else(|e| e) as i32
 }
 
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_ERROR } else { 0 };
+            let code = if e.use_stderr() {
+                ExitStatus::Error as i32
+            } else {
+                0
+            };
             let _ = e.print();
             std::process::exit(code);
         }
     };
-    let code = dispatch(cli.command).unwrap_or_else(|c| c);
-    std::process::exit(code);
+    std::process::exit(dispatch(cli.command));
 }

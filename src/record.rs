@@ -1,52 +1,391 @@
-//! The record: one JSON object that says what happened, and the audit log.
+//! The record: one JSON object that says what happened, built the same way by every front end
+//! (`run`, `exec`, and the engine's jobs and sessions).
+//!
+//! Its verdict fields are typed: [`StopReason`] (its `Display` is the wire spelling fixed by
+//! docs/ARCHITECTURE.md) and [`Phase`]. A resource verdict comes only from evidence the program
+//! cannot forge: the supervisor's own stops, the kernel's wait status and the cgroup's
+//! counters ([`jail_verdict`]); see docs/ARCHITECTURE.md, "Verdicts come from the kernel".
 
-use serde::Serialize;
-use std::io::Read;
+use crate::jail::Control;
+use crate::supervise::{Outcome, Stop};
+use serde::{Serialize, Serializer};
+use serde_json::{json, Value};
+use std::fmt;
+use std::time::Instant;
 
-/// 128 random bits from the kernel, as a UUID v4 string.
-pub fn run_id() -> String {
-    let mut b = [0u8; 16];
-    fill_random(&mut b);
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+/// Where a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Plan,
+    PolicyCheck,
+    Execute,
+    Validate,
+    Finalize,
 }
 
-/// 8 random hex characters (cgroup names).
-pub fn short_random() -> String {
-    let mut b = [0u8; 4];
-    fill_random(&mut b);
-    b.iter().map(|x| format!("{x:02x}")).collect()
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::Plan => "plan",
+            Phase::PolicyCheck => "policy_check",
+            Phase::Execute => "execute",
+            Phase::Validate => "validate",
+            Phase::Finalize => "finalize",
+        })
+    }
 }
 
-fn fill_random(b: &mut [u8]) {
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        if f.read_exact(b).is_ok() {
-            return;
+/// Why a run ended: a closed set. Suffixes that carry text (`invalid_action:<what>`, a
+/// field path, a syscall or rule name) are made printable and bounded by
+/// [`StopReason::suffix`], so a stop reason is always one short line of ASCII.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    Success,
+    InvalidAction(String),
+    InvalidRequest(String),
+    LanguageDeniedPolicy,
+    LanguageDeniedExecution,
+    StaticPolicyViolation(String),
+    CodeTimeout,
+    CodeCpuLimit,
+    CodeMemoryLimit,
+    CodePidsLimit,
+    CodeOutputTooLarge,
+    CodeStderrTooLarge,
+    CodeForbiddenSyscall(String),
+    CodeRuntimeError(i32),
+    CodeKilled(String),
+    InvalidCodeOutput(String),
+    AgentjailError(String),
+    SandboxUnavailable(String),
+    MaxSeconds,
+    Interrupted(String),
+}
+
+/// Longest suffix kept in a stop reason.
+pub const MAX_SUFFIX_CHARS: usize = 96;
+
+impl StopReason {
+    /// A printable, bounded suffix: ASCII letters, digits and `_ - . / , ~ :` are kept, every
+    /// other byte becomes `%XX`; longer than [`MAX_SUFFIX_CHARS`], it is cut and ends in `~`.
+    pub fn suffix(text: &str) -> String {
+        let mut out = String::new();
+        for b in text.bytes() {
+            if b.is_ascii_alphanumeric() || b"_-./,~:".contains(&b) {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+            if out.len() > MAX_SUFFIX_CHARS {
+                out.truncate(MAX_SUFFIX_CHARS - 1);
+                out.push('~');
+                break;
+            }
+        }
+        out
+    }
+
+    pub fn is_success(&self) -> bool {
+        *self == StopReason::Success
+    }
+
+    /// The supervisor's own stop, as a stop reason.
+    pub fn from_stop(stop: &Stop) -> StopReason {
+        match stop {
+            Stop::WallTimeout => StopReason::CodeTimeout,
+            Stop::CpuLimit => StopReason::CodeCpuLimit,
+            Stop::StdoutCap => StopReason::CodeOutputTooLarge,
+            Stop::StderrCap => StopReason::CodeStderrTooLarge,
+            Stop::ForbiddenSyscall { name, .. } => StopReason::CodeForbiddenSyscall(name.clone()),
+            Stop::Interrupted { signal } => {
+                StopReason::Interrupted(signal_name(*signal).to_lowercase())
+            }
         }
     }
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    for (i, x) in b.iter_mut().enumerate() {
-        *x = ((t >> ((i % 16) * 8)) as u8) ^ (std::process::id() as u8);
+
+    /// How a program that agentjail did not stop ended, from its wait status alone.
+    pub fn from_exit(exit_code: Option<i32>, signal: Option<i32>) -> StopReason {
+        match (exit_code, signal) {
+            (Some(0), _) => StopReason::Success,
+            (Some(c), _) => StopReason::CodeRuntimeError(c),
+            (None, Some(s)) => StopReason::CodeKilled(signal_name(s)),
+            _ => StopReason::CodeKilled("unknown".into()),
+        }
     }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use StopReason::*;
+        let s = |f: &mut fmt::Formatter<'_>, head: &str, tail: &str| {
+            write!(f, "{head}:{}", StopReason::suffix(tail))
+        };
+        match self {
+            Success => f.write_str("success"),
+            InvalidAction(w) => s(f, "invalid_action", w),
+            InvalidRequest(w) => s(f, "invalid_request", w),
+            LanguageDeniedPolicy => f.write_str("policy_block:language_denied_policy"),
+            LanguageDeniedExecution => f.write_str("policy_block:language_denied_execution"),
+            StaticPolicyViolation(r) => s(f, "policy_block:static_policy_violation", r),
+            CodeTimeout => f.write_str("code_timeout"),
+            CodeCpuLimit => f.write_str("code_cpu_limit"),
+            CodeMemoryLimit => f.write_str("code_memory_limit"),
+            CodePidsLimit => f.write_str("code_pids_limit"),
+            CodeOutputTooLarge => f.write_str("code_output_too_large"),
+            CodeStderrTooLarge => f.write_str("code_stderr_too_large"),
+            CodeForbiddenSyscall(n) => s(f, "code_forbidden_syscall", n),
+            CodeRuntimeError(c) => write!(f, "code_runtime_error:{c}"),
+            CodeKilled(sig) => s(f, "code_killed", sig),
+            InvalidCodeOutput(w) => s(f, "invalid_code_output", w),
+            AgentjailError(w) => s(f, "agentjail_error", w),
+            SandboxUnavailable(c) => s(f, "sandbox_unavailable", c),
+            MaxSeconds => f.write_str("max_seconds"),
+            Interrupted(sig) => s(f, "interrupted", sig),
+        }
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The one signal-number → name map (`SIGKILL`, `SIGSEGV`, ...; `SIG<n>` for the rest).
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("SIG{sig}"),
+    };
+    name.to_string()
+}
+
+/// The verdict on a finished jail from evidence the program cannot forge; None when the
+/// program simply exited or died of a signal nobody attributes to a limit.
+///
+/// Evidence: the supervisor's own stop (deadline, cap, seccomp notification, interrupt);
+/// the memory cgroup's oom_kill counter; SIGXCPU (the CPU rlimit backstop, sent by the
+/// kernel); SIGKILL with the cgroup's peak within 1/16 of the limit; the pids cgroup's
+/// refusal counter with a failed exit.
+pub fn jail_verdict(o: &Outcome, memory_limit: u64) -> Option<StopReason> {
+    if let Some(stop) = &o.stop {
+        return Some(StopReason::from_stop(stop));
+    }
+    if o.oom_kills > 0 {
+        return Some(StopReason::CodeMemoryLimit);
+    }
+    if o.signal == Some(libc::SIGXCPU) {
+        return Some(StopReason::CodeCpuLimit);
+    }
+    if o.signal == Some(libc::SIGKILL)
+        && o.peak_memory_bytes
+            .is_some_and(|p| p >= memory_limit.saturating_sub(memory_limit / 16))
+    {
+        return Some(StopReason::CodeMemoryLimit);
+    }
+    if o.pids_limit_hits > 0 && o.exit_code != Some(0) {
+        return Some(StopReason::CodePidsLimit);
+    }
+    None
+}
+
+/// The record's `execution` section.
+pub fn execution_json(o: &Outcome) -> Value {
+    json!({
+        "exit_code": o.exit_code,
+        "signal": o.signal.map(signal_name),
+        "wall_ms": o.wall_ms,
+        "cpu_ms": o.cpu_ms,
+        "peak_memory_bytes": o.peak_memory_bytes,
+        "stdout_bytes": o.stdout.total,
+        "stderr_bytes": o.stderr.total,
+        "stdout": String::from_utf8_lossy(&o.stdout.data),
+        "stderr": String::from_utf8_lossy(&o.stderr.data),
+        "stdout_truncated": o.stdout.truncated,
+        "stderr_truncated": o.stderr.truncated,
+        "oom_kills": o.oom_kills,
+        "pids_limit_hits": o.pids_limit_hits,
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceEntry {
-    pub phase: String,
+    pub phase: Phase,
     pub ok: bool,
     pub duration_us: u64,
     #[serde(skip_serializing_if = "serde_json::Value::is_null")]
-    pub detail: serde_json::Value,
+    pub detail: Value,
+}
+
+/// A finished record and its verdict.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub stop_reason: StopReason,
+    pub value: Value,
+}
+
+impl Record {
+    pub fn is_ok(&self) -> bool {
+        self.stop_reason.is_success()
+    }
+}
+
+/// Builds one record: sections are set as the stages produce them, phases are timed as they
+/// end, and `finish` adds the verdict fields.
+pub struct Recorder {
+    run_id: String,
+    started: Instant,
+    trace: Vec<TraceEntry>,
+    fields: serde_json::Map<String, Value>,
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder {
+            run_id: crate::ids::run_id(),
+            started: Instant::now(),
+            trace: Vec::new(),
+            fields: serde_json::Map::new(),
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// When the run started (the whole-run budget counts from here).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Set a top-level section (`action`, `decision`, `execution`, `error`, ...).
+    pub fn set(&mut self, key: &str, value: Value) {
+        self.fields.insert(key.to_string(), value);
+    }
+
+    /// Record the end of a phase that began at `t`.
+    pub fn phase(&mut self, phase: Phase, ok: bool, t: Instant, detail: Value) {
+        self.trace.push(TraceEntry {
+            phase,
+            ok,
+            duration_us: t.elapsed().as_micros() as u64,
+            detail,
+        });
+    }
+
+    pub fn set_enforcement(&mut self, controls: &[Control]) {
+        self.set("enforcement", json!(controls));
+    }
+
+    /// The verdict fields and the finalize phase; the record is complete.
+    pub fn finish(mut self, reason: StopReason, phase: Phase) -> Record {
+        let t = Instant::now();
+        let ok = reason.is_success();
+        self.set("run_id", json!(self.run_id));
+        self.set("status", json!(if ok { "ok" } else { "stopped" }));
+        self.set("stop_reason", json!(reason));
+        self.set("phase", json!(phase));
+        self.set("agentjail_version", json!(env!("CARGO_PKG_VERSION")));
+        let total_us = self.started.elapsed().as_micros() as u64;
+        self.phase(Phase::Finalize, ok, t, json!({ "total_us": total_us }));
+        let trace = json!(self.trace);
+        self.set("trace", trace);
+        Record {
+            stop_reason: reason,
+            value: Value::Object(self.fields),
+        }
+    }
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new()
+    }
+}
+
+/// The record printed when agentjail itself cannot work (exit 2): still valid JSON with the
+/// record's keys, so a caller parsing stdout never has to special-case it.
+pub fn error_record(reason: StopReason, message: &str) -> Value {
+    json!({
+        "run_id": crate::ids::run_id(),
+        "status": "stopped",
+        "stop_reason": reason,
+        "phase": Phase::Plan,
+        "error": {"message": message},
+        "trace": [],
+        "agentjail_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Append one record as one line: O_APPEND, a single write under an exclusive lock, fsync.
+/// Concurrent runs never interleave lines.
+pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)?;
+    // Released when the file closes.
+    crate::jail::sys::flock_exclusive(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
+    f.write_all(&line)?;
+    f.sync_data()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_keep_the_seed_spelling() {
+        assert_eq!(StopReason::Success.to_string(), "success");
+        assert_eq!(
+            StopReason::InvalidAction("code_too_long".into()).to_string(),
+            "invalid_action:code_too_long"
+        );
+        assert_eq!(
+            StopReason::StaticPolicyViolation("import_not_allowed:os".into()).to_string(),
+            "policy_block:static_policy_violation:import_not_allowed:os"
+        );
+        assert_eq!(
+            StopReason::CodeRuntimeError(3).to_string(),
+            "code_runtime_error:3"
+        );
+        assert_eq!(
+            StopReason::InvalidCodeOutput("a/b".into()).to_string(),
+            "invalid_code_output:a/b"
+        );
+    }
+
+    #[test]
+    fn suffixes_are_printable_and_bounded() {
+        let hostile = "x\n\u{202e}y\u{2028}".repeat(100);
+        let s = StopReason::InvalidCodeOutput(hostile).to_string();
+        assert!(s.len() <= "invalid_code_output:".len() + MAX_SUFFIX_CHARS);
+        assert!(s.bytes().all(|b| b.is_ascii_graphic()), "{s}");
+        assert!(s.ends_with('~'));
+    }
 }

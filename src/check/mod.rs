@@ -40,6 +40,22 @@ impl Decision {
         self.decision == "allow"
     }
 
+    /// The record's stop reason for a denial (`success` for an allow, which never stops).
+    pub fn stop_reason(&self) -> crate::record::StopReason {
+        use crate::record::StopReason;
+        match self.reason.as_str() {
+            "policy_pass" => StopReason::Success,
+            "language_denied_policy" => StopReason::LanguageDeniedPolicy,
+            "language_denied_execution" => StopReason::LanguageDeniedExecution,
+            other => StopReason::StaticPolicyViolation(
+                other
+                    .strip_prefix("static_policy_violation:")
+                    .unwrap_or(other)
+                    .to_string(),
+            ),
+        }
+    }
+
     fn deny(reason: String, violations: Vec<Violation>) -> Self {
         Decision {
             decision: "deny".into(),

@@ -112,11 +112,12 @@ impl std::fmt::Display for JailError {
 }
 
 impl JailError {
-    /// The record's stop reason: `sandbox_unavailable:<control>`, or `:setup` when setup failed.
-    pub fn stop_reason(&self) -> String {
+    /// What could not be enforced: the control, or `setup` when setup failed. The record's
+    /// stop reason is `sandbox_unavailable:<this>`.
+    pub fn unavailable_control(&self) -> &str {
         match self {
-            JailError::Unavailable { control, .. } => format!("sandbox_unavailable:{control}"),
-            JailError::Setup(_) => "sandbox_unavailable:setup".into(),
+            JailError::Unavailable { control, .. } => control,
+            JailError::Setup(_) => "setup",
         }
     }
 
