@@ -77,153 +77,145 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
     sys::close_range_from(6)
 }
 
+/// A step's failure: (detail, errno); `detail` names the part of a multi-part step (the
+/// mount op, the landlock rule, the rlimit) and is 0 otherwise.
+type StepResult = Result<(), (u32, i32)>;
+
+/// Take one step: the fault-injection point, the step, and on failure a (stage, errno)
+/// report and exit. Never returns on failure.
+fn step(p: &Prepared, rep: RawFd, stage: Stage, f: impl FnOnce() -> StepResult) {
+    inject(p, rep, stage);
+    if let Err((detail, errno)) = f() {
+        fail(rep, stage, detail, errno);
+    }
+}
+
+/// As [`step`] for steps made of several stages, whose failure names the stage itself.
+fn staged(p: &Prepared, rep: RawFd, first: Stage, f: impl FnOnce() -> Result<(), (Stage, i32)>) {
+    inject(p, rep, first);
+    if let Err((stage, errno)) = f() {
+        fail(rep, stage, 0, errno);
+    }
+}
+
+/// A plain syscall result as a step result.
+fn plain<T>(r: sys::SysResult<T>) -> StepResult {
+    r.map(drop).map_err(|e| (0, e))
+}
+
+/// Read one byte from the parent. EOF (or anything but `expect`) means it died or gave up:
+/// exit without running anything, and without a report nobody would read.
+fn wait_for(sync: RawFd, expect: Option<u8>) -> StepResult {
+    let mut b = [0u8; 1];
+    match sys::read(sync, &mut b) {
+        Ok(1) if expect.is_none_or(|e| e == b[0]) => Ok(()),
+        Ok(_) => sys::exit_now(125),
+        Err(e) => Err((0, e)),
+    }
+}
+
+fn wait_parent(rep: RawFd, sync: RawFd, expect: Option<u8>) {
+    if let Err((_, e)) = wait_for(sync, expect) {
+        fail(rep, Stage::WaitParent, 0, e);
+    }
+}
+
+/// PDEATHSIG, then make sure the parent did not die before we asked: it holds the sync
+/// pipe's write end until exec completes, so a hang-up means it is already gone.
+fn die_with_parent(sync: RawFd) -> StepResult {
+    plain(sys::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+    ))?;
+    match sys::poll_one(sync, libc::POLLIN, 0) {
+        Ok(ev) if ev & (libc::POLLHUP | libc::POLLERR) != 0 => sys::exit_now(125),
+        Ok(_) => Ok(()),
+        Err(e) => Err((0, e)),
+    }
+}
+
+/// The steps of the module doc, one line each; the comments say why each is where it is.
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     let rep = fds.report_w;
-
-    // 1. Wait for the parent: maps written. EOF means it died.
-    let mut go = [0u8; 1];
-    match sys::read(fds.sync_r, &mut go) {
-        Ok(1) => {}
-        Ok(_) => sys::exit_now(125),
-        Err(e) => fail(rep, Stage::WaitParent, 0, e),
-    }
+    let sync = fds.sync_r;
+    // 1. Nothing runs unmapped: wait for the parent's "g" (maps written). The fault point
+    //    is after the read: a child that failed before it would fail the parent's map write.
+    wait_parent(rep, sync, None);
     inject(p, rep, Stage::WaitParent);
-
     // 2. The jail identity.
-    inject(p, rep, Stage::SetGid);
-    if let Err(e) = sys::setresgid(p.gid) {
-        fail(rep, Stage::SetGid, 0, e);
-    }
-    inject(p, rep, Stage::SetUid);
-    if let Err(e) = sys::setresuid(p.uid) {
-        fail(rep, Stage::SetUid, 0, e);
-    }
-
-    // 3. Die with the supervisor. The parent holds the sync pipe's write end until exec
-    //    completes, so a hang-up here means it is already gone.
-    inject(p, rep, Stage::ParentDeathSignal);
-    if let Err(e) = sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
-        fail(rep, Stage::ParentDeathSignal, 0, e);
-    }
-    match sys::poll_one(fds.sync_r, libc::POLLIN, 0) {
-        Ok(ev) if ev & (libc::POLLHUP | libc::POLLERR) != 0 => sys::exit_now(125),
-        Ok(_) => {}
-        Err(e) => fail(rep, Stage::ParentDeathSignal, 0, e),
-    }
-
-    // 4. The root.
-    inject(p, rep, Stage::MountRoot);
-    if let Err((stage, e)) = mount::mount_root(&p.root) {
-        fail(rep, stage, 0, e);
-    }
-    inject(p, rep, Stage::MountOp);
-    if let Err((i, e)) = mount::apply_steps(&p.root) {
-        fail(rep, Stage::MountOp, i as u32, e);
-    }
-    inject(p, rep, Stage::PivotRoot);
-    if let Err((stage, e)) = mount::enter_root(&p.root) {
-        fail(rep, stage, 0, e);
-    }
-    inject(p, rep, Stage::Chdir);
-    if let Err(e) = sys::chdir(&p.cwd) {
-        fail(rep, Stage::Chdir, 0, e);
-    }
-
+    step(p, rep, Stage::SetGid, || plain(sys::setresgid(p.gid)));
+    step(p, rep, Stage::SetUid, || plain(sys::setresuid(p.uid)));
+    // 3. Die with the supervisor (credential changes reset PDEATHSIG, hence after 2).
+    step(p, rep, Stage::ParentDeathSignal, || die_with_parent(sync));
+    // 4. The root: private propagation, a tmpfs, the binds and files, pivot, detach.
+    staged(p, rep, Stage::MountRoot, || mount::mount_root(&p.root));
+    step(p, rep, Stage::MountOp, || {
+        mount::apply_steps(&p.root).map_err(|(i, e)| (i as u32, e))
+    });
+    staged(p, rep, Stage::PivotRoot, || mount::enter_root(&p.root));
+    step(p, rep, Stage::Chdir, || plain(sys::chdir(&p.cwd)));
     // 5. Identity of the host and the terminal.
-    inject(p, rep, Stage::Hostname);
-    if let Err(e) = sys::sethostname(&p.hostname) {
-        fail(rep, Stage::Hostname, 0, e);
-    }
-    inject(p, rep, Stage::Setsid);
-    if let Err(e) = sys::setsid() {
-        fail(rep, Stage::Setsid, 0, e);
-    }
-
-    // 5b. The job cgroup. The parent sends "c" once we are attached (at once with cgroup v2's
-    //     CLONE_INTO_CGROUP). EOF or any other byte means the attach failed or the parent
-    //     died: nothing may run outside the cgroup, so exit. Then the cgroup namespace, while
-    //     we still hold CAP_SYS_ADMIN in our user namespace.
-    let mut joined = [0u8; 1];
-    match sys::read(fds.sync_r, &mut joined) {
-        Ok(1) if joined[0] == b'c' => {}
-        Ok(_) => sys::exit_now(125),
-        Err(e) => fail(rep, Stage::WaitParent, 0, e),
-    }
+    step(p, rep, Stage::Hostname, || {
+        plain(sys::sethostname(&p.hostname))
+    });
+    step(p, rep, Stage::Setsid, || plain(sys::setsid()));
+    // 5b. In the job cgroup ("c"; at once with CLONE_INTO_CGROUP): nothing may run outside
+    //     it. Then the cgroup namespace, while we still hold CAP_SYS_ADMIN in our userns.
+    wait_parent(rep, sync, Some(b'c'));
     if fds.late_cgroup_ns {
-        inject(p, rep, Stage::CgroupNamespace);
-        // We still hold CAP_SYS_ADMIN in our new user namespace.
-        if let Err(e) = sys::unshare(libc::CLONE_NEWCGROUP) {
-            fail(rep, Stage::CgroupNamespace, 0, e);
-        }
+        step(p, rep, Stage::CgroupNamespace, || {
+            plain(sys::unshare(libc::CLONE_NEWCGROUP))
+        });
     }
-
     // 6. No privilege, ever again.
-    inject(p, rep, Stage::NoNewPrivs);
-    if let Err(e) = sys::prctl(libc::PR_SET_NO_NEW_PRIVS, 1) {
-        fail(rep, Stage::NoNewPrivs, 0, e);
-    }
-    inject(p, rep, Stage::DropCapabilities);
-    if let Err(e) = caps::drop_all(p.last_cap) {
-        fail(rep, Stage::DropCapabilities, 0, e);
-    }
-
-    // 7. Landlock.
-    inject(p, rep, Stage::Landlock);
-    if let Some(ll) = &p.landlock {
-        if let Err((i, e)) = landlock::apply(ll) {
-            fail(
-                rep,
-                Stage::Landlock,
-                i.min(u32::MAX as usize >> 8) as u32,
-                e,
-            );
-        }
-    }
-
-    // 8. Only stdio survives exec.
-    inject(p, rep, Stage::CloseFds);
-    if let Err(e) = arrange_fds(fds) {
-        fail(rep, Stage::CloseFds, 0, e);
-    }
+    step(p, rep, Stage::NoNewPrivs, || plain(sys::no_new_privs()));
+    step(p, rep, Stage::DropCapabilities, || {
+        plain(caps::drop_all(p.last_cap))
+    });
+    // 7. Landlock (needs no_new_privs; the paths are jail paths now).
+    step(p, rep, Stage::Landlock, || match &p.landlock {
+        Some(ll) => landlock::apply(ll).map_err(|(i, e)| (i.min(u32::MAX as usize >> 8) as u32, e)),
+        None => Ok(()),
+    });
+    // 8. Only stdio survives exec; from here the report pipe is REPORT_FD.
+    step(p, rep, Stage::CloseFds, || plain(arrange_fds(fds)));
     let rep = REPORT_FD;
+    // 9. Resource limits (after 8: RLIMIT_NOFILE would forbid the high fd numbers).
+    step(p, rep, Stage::Rlimit, || {
+        rlimit::apply(&p.rlimits).map_err(|(i, e)| (i as u32, e))
+    });
+    // 10. Signals as a fresh process has them (an ignored disposition survives execve).
+    step(p, rep, Stage::SignalMask, || {
+        sys::reset_signal_dispositions();
+        plain(sys::sigprocmask_unblock_all())
+    });
+    // 11. Split: this process stays as the jail's init, the program becomes pid 2.
+    let program = split(p, rep);
+    init(p, rep, program)
+}
 
-    // 9. Resource limits.
-    inject(p, rep, Stage::Rlimit);
-    if let Err((i, e)) = rlimit::apply(&p.rlimits) {
-        fail(rep, Stage::Rlimit, i as u32, e);
-    }
-
-    // 10. Signals as a fresh process has them.
-    inject(p, rep, Stage::SignalMask);
-    sys::reset_signal_dispositions();
-    if let Err(e) = sys::sigprocmask_unblock_all() {
-        fail(rep, Stage::SignalMask, 0, e);
-    }
-
-    // 11. Split in two. This process stays as the jail's init (pid 1): the kernel drops
-    //     signals a pid namespace's init sends itself without a handler, so a program run
-    //     as pid 1 could not `kill -9 $$` or abort() itself, and would never reap orphans.
-    //     The program runs as pid 2 with normal signal semantics; init reaps every orphan
-    //     and, when the program ends, reports its wait status and exits, which makes the
-    //     kernel kill whatever else is left in the namespace.
-    //     Init holds agentjail's memory and the host environment agentjail was started
-    //     with: it must not be readable through /proc/1/{environ,mem,maps} by the program,
-    //     which has the same uid. Non-dumpable makes those need CAP_SYS_PTRACE, which
-    //     nothing in the jail has. (When launched by root the uid change already cleared
-    //     the flag; launched unprivileged, the uid does not change and it stays set.)
+/// Step 11. The kernel drops signals a pid namespace's init sends itself without a handler,
+/// so a program run as pid 1 could not `kill -9 $$` or abort() itself, and would never reap
+/// orphans. The program runs as pid 2 with normal signal semantics; init reaps every orphan
+/// and, when the program ends, reports its wait status and exits, which makes the kernel
+/// kill whatever else is left in the namespace.
+///
+/// Init holds agentjail's memory and the host environment agentjail was started with: it
+/// must not be readable through /proc/1/{environ,mem,maps} by the program, which has the
+/// same uid. Non-dumpable makes those need CAP_SYS_PTRACE, which nothing in the jail has.
+/// (When launched by root the uid change already cleared the flag; launched unprivileged,
+/// the uid does not change and it stays set.) Returns the program's pid in init.
+fn split(p: &Prepared, rep: RawFd) -> libc::pid_t {
     inject(p, rep, Stage::Fork);
     if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 0) {
         fail(rep, Stage::Fork, 0, e);
     }
     // The child only makes raw syscalls on prepared data before execve.
-    let pid = match sys::fork() {
+    match sys::fork() {
+        Ok(0) => payload(p, rep),
         Ok(pid) => pid,
         Err(e) => fail(rep, Stage::Fork, 0, e),
-    };
-    if pid == 0 {
-        payload(p, rep);
     }
-    init(p, rep, pid)
 }
 
 /// pid 2: seccomp, last, then exec.
