@@ -121,6 +121,7 @@ fn launch(r: &mut Recorder, plan: &JailPlan, memory_limit: u64) -> (i32, StopRea
     let mut err = std::io::stderr();
     let io = Io {
         stdin_bytes: None,
+        job_bytes: None,
         stdin_passthrough: Some(0),
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod run;
+pub mod runner;
 pub mod supervise;
 pub mod syscalls;
 

@@ -5,20 +5,17 @@
 
 use crate::check::{self, Decision};
 use crate::contract::{self, Action};
-use crate::jail::{Control, ControlState};
 use crate::launch::JailRun;
 use crate::output;
 use crate::plan::{JailFile, JailPlan};
 use crate::policy::Policy;
 use crate::record::{self, Phase, Recorder, StopReason};
+use crate::runner;
 use crate::supervise::{Io, Outcome};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::time::Instant;
 
-/// Where the checked program sits in the jail: a read-only file in the root tmpfs, byte
-/// for byte the source the checker parsed.
-pub const SCRIPT_PATH: &str = "/app/main.py";
 /// Largest action file read (the contract then applies the policy's tighter caps).
 pub const MAX_ACTION_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -111,12 +108,18 @@ pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decis
     Ok(decision)
 }
 
-/// The interpreter's argv for the checked script.
-fn python_argv(policy: &Policy) -> Vec<String> {
-    let mut argv = vec![policy.interpreter.python.clone()];
-    argv.extend(policy.interpreter.python_args.iter().cloned());
-    argv.push(SCRIPT_PATH.into());
-    argv
+/// The plan of a single-use runner jail for `policy`: the interpreter runs agentjail's
+/// runner, which takes the program from the job pipe.
+pub fn runner_plan(policy: &Policy) -> Result<JailPlan, String> {
+    let files = [JailFile {
+        path: runner::PATH.into(),
+        contents: runner::PYTHON.into(),
+    }];
+    let i = &policy.interpreter;
+    let argv = runner::argv(&i.python, &i.python_args, runner::Mode::Run, &[]);
+    let mut plan = JailPlan::build(policy, argv, &files, &crate::jail::mount::probe_host)?;
+    plan.runner_fds = true;
+    Ok(plan)
 }
 
 /// Phase `execute`: the jail, within what is left of the run's budget. The program gets the
@@ -135,25 +138,20 @@ pub fn execute(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Jai
     if budget_bound {
         jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
-    let files = [JailFile {
-        path: SCRIPT_PATH.into(),
-        contents: action.code.clone(),
-    }];
-    let argv = python_argv(&jail_policy);
-    let plan = JailPlan::build(&jail_policy, argv, &files, &crate::jail::mount::probe_host)
-        .map_err(|e| {
-            r.set("error", json!({ "message": e }));
-            r.phase(Phase::Execute, false, t, Value::Null);
-            stopped(
-                StopReason::SandboxUnavailable("plan".into()),
-                Phase::Execute,
-            )
-        })?;
+    let plan = runner_plan(&jail_policy).map_err(|e| {
+        r.set("error", json!({ "message": e }));
+        r.phase(Phase::Execute, false, t, Value::Null);
+        stopped(
+            StopReason::SandboxUnavailable("plan".into()),
+            Phase::Execute,
+        )
+    })?;
     let mut stdin = serde_json::to_vec(&action.input_payload).unwrap_or_default();
     stdin.push(b'\n');
     let sigfd = crate::supervise::block_termination_signals();
     let io = Io {
         stdin_bytes: Some(stdin),
+        job_bytes: Some(runner::frame("run", action.code.as_bytes())),
         stdin_passthrough: None,
         stdout_sink: None,
         stderr_sink: None,
@@ -178,7 +176,7 @@ pub fn execute(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Jai
         return Err(stopped(reason, Phase::Execute));
     }
     if o.exit_code != Some(0) {
-        let (reason, err) = runtime_failure(o, &run.enforcement, &jail_policy);
+        let (reason, err) = runtime_failure(o);
         r.set("error", err);
         r.phase(Phase::Execute, false, t, detail);
         return Err(stopped(reason, Phase::Execute));
@@ -187,42 +185,15 @@ pub fn execute(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Jai
     Ok(run)
 }
 
-/// Classify a finished program that agentjail did not stop itself.
+/// A program that agentjail did not stop and that failed: the stop reason from its wait
+/// status alone, and the runner's report of the exception, if any, as the record's `error`.
 ///
-/// A resource stop reason rests on evidence the program cannot forge. With a memory or
-/// pids cgroup that is the kernel's counter (oom kills, pids.events), already turned into a
-/// stop reason by `record::jail_verdict`; a traceback alone (`raise MemoryError`) is just a
-/// runtime error. Under rlimits only, a MemoryError counts when peak memory really neared
-/// the limit, and a fork EAGAIN only when the policy lets the program fork at all.
-fn runtime_failure(o: &Outcome, enforcement: &[Control], policy: &Policy) -> (StopReason, Value) {
-    let stderr = String::from_utf8_lossy(&o.stderr.data);
-    let err = output::parse_traceback(&stderr, SCRIPT_PATH);
-    let detail = json!(err);
-    let cgroup = |name: &str| {
-        enforcement
-            .iter()
-            .any(|c| c.control == name && c.state == ControlState::Enforced)
-    };
-    if let Some(e) = &err {
-        let limit = policy.limits.memory.0;
-        let near_limit = o.peak_memory_bytes.is_some_and(|p| p >= limit / 2);
-        if e.kind == "MemoryError" && !cgroup("cgroup_memory") && near_limit {
-            return (StopReason::CodeMemoryLimit, detail);
-        }
-        let can_fork = policy
-            .seccomp
-            .allow_groups
-            .iter()
-            .any(|g| g == "process_spawn");
-        if e.kind == "BlockingIOError"
-            && e.message.contains("Errno 11")
-            && !cgroup("cgroup_pids")
-            && can_fork
-        {
-            return (StopReason::CodePidsLimit, detail);
-        }
-    }
-    (StopReason::from_exit(o.exit_code, o.signal), detail)
+/// Nothing the program printed or reported changes the verdict: a `MemoryError` or a fork
+/// `EAGAIN` is a runtime error unless the kernel's counters say a limit was hit (that is
+/// `record::jail_verdict`, already applied).
+fn runtime_failure(o: &Outcome) -> (StopReason, Value) {
+    let error = runner::error_report(&o.replies.data).unwrap_or(Value::Null);
+    (StopReason::from_exit(o.exit_code, o.signal), error)
 }
 
 /// Phase `validate`: one JSON object, matching the action's schema; then the whole-run

@@ -16,12 +16,14 @@
 //! 6. no_new_privs, then drop every capability (bounding, ambient, effective, permitted,
 //!    inheritable): after this the process can never regain privilege, not even via exec;
 //! 7. landlock (needs no_new_privs; paths are now jail paths);
-//! 8. only fds 0, 1, 2 survive (plus our close-on-exec report pipes);
+//! 8. only fds 0, 1, 2 survive (and, for agentjail's runner, its job and reply pipes at 3
+//!    and 4), plus our close-on-exec setup pipes;
 //! 9. rlimits (after the fd shuffle: RLIMIT_NOFILE would forbid the high fd numbers);
 //! 10. default signal dispositions and an empty mask (Rust ignores SIGPIPE; an ignored
 //!     disposition would survive execve);
 //! 11. fork: this process stays as the jail's init (pid 1, its own strict seccomp filter,
-//!     reaps orphans, reports the program's wait status); the program becomes pid 2;
+//!     reaps orphans, ends the namespace when the program ends, reports the program's wait
+//!     status); the program becomes pid 2;
 //! 12. in pid 2, seccomp, last: every syscall above is one the jailed program may not make,
 //!     so the filter cannot be installed earlier. The listener fd is handed to the
 //!     supervisor and closed before exec;
@@ -35,9 +37,15 @@ use super::spawn::ChildFds;
 use super::{caps, landlock, mount, rlimit, seccomp, sys};
 use std::os::fd::RawFd;
 
-const REPORT_FD: RawFd = 3;
-const SYNC_FD: RawFd = 4;
-const STATUS_FD: RawFd = 5;
+/// The runner's job pipe (read end), when the plan gives the program one: agentjail's
+/// frames with the source to run.
+pub const JOB_FD: RawFd = 3;
+/// The runner's reply pipe (write end): its reports to agentjail, one JSON line each.
+pub const REPLY_FD: RawFd = 4;
+/// Setup pipes, above the fds the program may keep; all close-on-exec.
+const REPORT_FD: RawFd = 5;
+const SYNC_FD: RawFd = 6;
+const STATUS_FD: RawFd = 7;
 
 /// Test-only fault injection (`--features fault-injection`): fail `stage` on purpose with
 /// EIO, so the tests can show every stage's failure is reported and leaves nothing behind.
@@ -54,8 +62,8 @@ fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
     sys::exit_now(125)
 }
 
-/// Move the fds the child keeps to fixed numbers: 0-2 stdio, 3 report, 4 sync, 5 status
-/// (all but stdio close-on-exec); close the rest.
+/// Move the fds the child keeps to fixed numbers: 0-2 stdio, 3 and 4 the runner's job and
+/// reply pipes (or nothing), 5 report, 6 sync, 7 status (close-on-exec); close the rest.
 fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
     // First copy everything above any target number so no dup2 overwrites a source.
     let high = |fd: RawFd| sys::dup_cloexec_above(fd, 10);
@@ -67,14 +75,29 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
         high(fds.sync_r)?,
         high(fds.status_w)?,
     );
+    let runner = match fds.runner {
+        Some((job, reply)) => Some((high(job)?, high(reply)?)),
+        None => None,
+    };
     sys::dup2(i, 0)?;
     sys::dup2(o, 1)?;
     sys::dup2(e, 2)?;
+    match runner {
+        // dup2 clears close-on-exec: these two reach the program.
+        Some((job, reply)) => {
+            sys::dup2(job, JOB_FD)?;
+            sys::dup2(reply, REPLY_FD)?;
+        }
+        None => {
+            sys::close(JOB_FD);
+            sys::close(REPLY_FD);
+        }
+    }
     // These three close at execve.
     sys::dup3_cloexec(r, REPORT_FD)?;
     sys::dup3_cloexec(s, SYNC_FD)?;
     sys::dup3_cloexec(st, STATUS_FD)?;
-    sys::close_range_from(6)
+    sys::close_range_from(STATUS_FD as u32 + 1)
 }
 
 /// A step's failure: (detail, errno); `detail` names the part of a multi-part step (the
@@ -177,7 +200,7 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         Some(ll) => landlock::apply(ll).map_err(|(i, e)| (i.min(u32::MAX as usize >> 8) as u32, e)),
         None => Ok(()),
     });
-    // 8. Only stdio survives exec; from here the report pipe is REPORT_FD.
+    // 8. Only stdio (and the runner's pipes) survive exec; the report pipe is REPORT_FD now.
     step(p, rep, Stage::CloseFds, || plain(arrange_fds(fds)));
     let rep = REPORT_FD;
     // 9. Resource limits (after 8: RLIMIT_NOFILE would forbid the high fd numbers).
@@ -263,19 +286,31 @@ fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
         fail(rep, Stage::InitFilter, 0, e);
     }
     // Init holds nothing the program or the supervisor waits on: its copy of the report
-    // pipe must close so the parent sees EOF at the program's exec, and stdio must close so
-    // EOF on the program's pipes means the program's side closed.
-    for fd in [REPORT_FD, SYNC_FD, 0, 1, 2] {
+    // pipe must close so the parent sees EOF at the program's exec, and stdio and the
+    // runner's pipes must close so EOF on them means the program's side closed.
+    for fd in [REPORT_FD, SYNC_FD, 0, 1, 2, JOB_FD, REPLY_FD] {
         sys::close(fd);
     }
+    // Reap until no child is left. When the program ends, end everything else in the
+    // namespace too (kill(-1) from a namespace's init reaches every process in it but
+    // itself) and reap it here: the kernel charges a reaped child's CPU time and peak
+    // memory to its reaper, so init's own rusage, which the supervisor reads when it reaps
+    // init, covers the whole jail. Had init just exited, the kernel would have killed the
+    // rest and discarded their accounting (a dying namespace reaps its orphans itself).
+    // The supervisor ends a run it stops the same way: it kills the program, not init.
+    let mut program_status = None;
     loop {
         match sys::wait_any() {
             Ok((pid, status)) if pid == program => {
-                let _ = sys::write_all(STATUS_FD, &status.to_ne_bytes());
-                sys::exit_now(0);
+                program_status = Some(status);
+                let _ = sys::kill(-1, libc::SIGKILL);
             }
-            Err(libc::ECHILD) => sys::exit_now(0),
+            Err(libc::ECHILD) => break,
             _ => {}
         }
     }
+    if let Some(status) = program_status {
+        let _ = sys::write_all(STATUS_FD, &status.to_ne_bytes());
+    }
+    sys::exit_now(0)
 }

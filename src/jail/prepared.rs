@@ -30,6 +30,8 @@ pub struct Prepared {
     /// A child stage to fail on purpose (tests only; see `fault_stage`).
     pub fault: Option<u32>,
     pub clone_flags: u64,
+    /// Give the program agentjail's runner pipes (job at fd 3, reply at fd 4).
+    pub runner_fds: bool,
     pub maps: userns::IdMaps,
 }
 
@@ -166,6 +168,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         argv_area: argv_area(),
         fault: fault_stage(),
         clone_flags,
+        runner_fds: plan.runner_fds,
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
     })
 }

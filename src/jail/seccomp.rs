@@ -409,13 +409,14 @@ fn errno_name(e: i32) -> String {
 }
 
 /// The jail's init (pid 1, agentjail's own code after setup) needs only to reap children,
-/// report one wait status and exit. Its filter allows exactly that and kills on anything
+/// end the namespace with kill(-1) when the program ends, report one wait status and exit. Its filter allows exactly that and kills on anything
 /// else, so even a compromised init could not make a syscall the payload may not.
 pub fn compile_init_filter() -> Result<Filter, SetupError> {
     let allowed = [
         libc::SYS_write,
         libc::SYS_close,
         libc::SYS_wait4,
+        libc::SYS_kill,
         libc::SYS_exit,
         libc::SYS_exit_group,
         libc::SYS_rt_sigreturn,
@@ -689,10 +690,11 @@ mod tests {
     }
 
     #[test]
-    fn init_filter_allows_only_its_seven_calls() {
+    fn init_filter_allows_only_its_eight_calls() {
         let f = compile_init_filter().unwrap();
         let allowed = [
             libc::SYS_wait4,
+            libc::SYS_kill,
             libc::SYS_write,
             libc::SYS_close,
             libc::SYS_exit,

@@ -19,6 +19,12 @@ pub struct Spawned {
     pub program_pid: Option<i32>,
     /// Init writes the program's raw wait status here before it exits.
     pub status: OwnedFd,
+    /// The runner's job pipe (write end) and reply pipe (read end), when the plan has a
+    /// runner.
+    pub job: Option<OwnedFd>,
+    pub reply: Option<OwnedFd>,
+    /// A pidfd for the program (pid 2): a stop kills it, and init then ends the rest.
+    pub program_pidfd: Option<OwnedFd>,
     /// Taken just before clone3: nothing in the jail can have run on a CPU before this.
     pub cloned_at: std::time::Instant,
 }
@@ -31,6 +37,8 @@ pub struct ChildFds {
     pub report_w: RawFd,
     pub sync_r: RawFd,
     pub status_w: RawFd,
+    /// The runner's (job read end, reply write end), when the plan has a runner.
+    pub runner: Option<(RawFd, RawFd)>,
     /// Unshare the cgroup namespace in the child after the parent attached it (v1 or no
     /// CLONE_INTO_CGROUP), so the namespace's root is the job cgroup, not the launcher's.
     pub late_cgroup_ns: bool,
@@ -53,17 +61,28 @@ struct Pipes {
     report: (OwnedFd, OwnedFd),
     sync: (OwnedFd, OwnedFd),
     status: (OwnedFd, OwnedFd),
+    /// The runner's job pipe (ours: write, child's: read) and reply pipe (ours: read,
+    /// child's: write).
+    runner: Option<((OwnedFd, OwnedFd), (OwnedFd, OwnedFd))>,
 }
 
 impl Pipes {
-    fn new() -> Result<Pipes, SetupError> {
+    fn new(runner: bool) -> Result<Pipes, SetupError> {
         let (stdin_r, stdin_w) = pipe("stdin pipe")?;
         let (stdout_r, stdout_w) = pipe("stdout pipe")?;
         let (stderr_r, stderr_w) = pipe("stderr pipe")?;
         let (report_r, report_w) = pipe("report pipe")?;
         let (sync_r, sync_w) = pipe("sync pipe")?;
         let (status_r, status_w) = pipe("status pipe")?;
+        let runner = if runner {
+            let (job_r, job_w) = pipe("job pipe")?;
+            let (reply_r, reply_w) = pipe("reply pipe")?;
+            Some(((job_w, job_r), (reply_r, reply_w)))
+        } else {
+            None
+        };
         Ok(Pipes {
+            runner,
             stdin: (stdin_w, stdin_r),
             stdout: (stdout_r, stdout_w),
             stderr: (stderr_r, stderr_w),
@@ -82,6 +101,10 @@ impl Pipes {
             report_w: self.report.1.as_raw_fd(),
             sync_r: self.sync.1.as_raw_fd(),
             status_w: self.status.1.as_raw_fd(),
+            runner: self
+                .runner
+                .as_ref()
+                .map(|(job, reply)| (job.1.as_raw_fd(), reply.1.as_raw_fd())),
             late_cgroup_ns,
         }
     }
@@ -92,7 +115,7 @@ const CLONE_STAGE: &str = "clone3 (new user, mount, pid, net, ipc, uts, cgroup n
 /// Start a jail: clone3 into new namespaces (the child runs `child::run` on `p`), then the
 /// parent's half of the handshake. On any failure the child is killed and reaped.
 pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, SetupError> {
-    let pipes = Pipes::new()?;
+    let pipes = Pipes::new(p.runner_fds)?;
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
     // With CLONE_INTO_CGROUP the child is born in the job cgroup, so its new cgroup
     // namespace is rooted there. Otherwise the parent attaches it after clone, and a
@@ -135,8 +158,16 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         report,
         sync,
         status,
+        runner,
     } = pipes;
     drop((stdin.1, stdout.1, stderr.1, report.1, sync.1, status.1));
+    let (job, reply) = match runner {
+        Some((job, reply)) => {
+            drop((job.1, reply.1));
+            (Some(job.0), Some(reply.0))
+        }
+        None => (None, None),
+    };
     let attach = cg.filter(|_| cgroup_fd.is_none() || v1_attach);
     let handshake = Handshake {
         p,
@@ -145,15 +176,18 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         sync: &sync.0,
     };
     match handshake.run(attach, cgroup_fd.is_some()) {
-        Ok((listener, program_pid)) => Ok(Spawned {
+        Ok((listener, program)) => Ok(Spawned {
             pid,
             pidfd,
             stdin: Some(stdin.0),
             stdout: stdout.0,
             stderr: stderr.0,
             listener,
-            program_pid,
+            program_pid: program.as_ref().map(|(pid, _)| *pid),
+            program_pidfd: program.map(|(_, fd)| fd),
             status: status.0,
+            job,
+            reply,
             cloned_at,
         }),
         Err(e) => {
@@ -162,6 +196,10 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         }
     }
 }
+
+/// What the handshake takes over from the child: the seccomp listener, and the program's
+/// pid and a pidfd for it.
+type Handover = (Option<OwnedFd>, Option<(i32, OwnedFd)>);
 
 /// The parent's half of the setup, talking to the child over the sync and report pipes.
 struct Handshake<'a> {
@@ -179,7 +217,7 @@ impl Handshake<'_> {
         &self,
         attach: Option<&cgroup::JobCgroup>,
         skip_v2: bool,
-    ) -> Result<(Option<OwnedFd>, Option<i32>), SetupError> {
+    ) -> Result<Handover, SetupError> {
         let pid = self.pid;
         if fault_name().as_deref() == Some("uid_map") {
             return Err(SetupError::new(
@@ -219,9 +257,9 @@ impl Handshake<'_> {
     fn read_reports(
         &self,
         released: sys::SysResult<()>,
-    ) -> Result<(Option<OwnedFd>, Option<i32>), SetupError> {
+    ) -> Result<Handover, SetupError> {
         let mut listener = None;
-        let mut program_pid = None;
+        let mut program = None;
         loop {
             let mut msg = [0u8; report::MSG_LEN];
             let n = sys::read(self.report.as_raw_fd(), &mut msg)
@@ -230,7 +268,7 @@ impl Handshake<'_> {
                 if let Err(e) = released {
                     return Err(SetupError::new("release child", Some(e), ""));
                 }
-                return Ok((listener, program_pid)); // EOF: execve happened
+                return Ok((listener, program)); // EOF: execve happened
             }
             if n != report::MSG_LEN {
                 return Err(SetupError::new(
@@ -243,8 +281,8 @@ impl Handshake<'_> {
             if kind & 0xff != report::KIND_LISTENER {
                 return Err(self.child_error(kind >> 8, a, b));
             }
-            let (gpid, fd) = self.take_listener(a as i32)?;
-            program_pid = Some(gpid);
+            let (gpid, gfd, fd) = self.take_listener(a as i32)?;
+            program = Some((gpid, gfd));
             listener = Some(fd);
             self.send(b"a", "ack listener")?;
         }
@@ -252,7 +290,7 @@ impl Handshake<'_> {
 
     /// The listener lives in the program (pid 2 in the jail, init's only child): take a copy
     /// of its fd with pidfd_getfd.
-    fn take_listener(&self, fd_in_child: i32) -> Result<(i32, OwnedFd), SetupError> {
+    fn take_listener(&self, fd_in_child: i32) -> Result<(i32, OwnedFd, OwnedFd), SetupError> {
         let gpid = program_child(self.pid)?;
         let gfd = sys::pidfd_open(gpid)
             .map_err(|e| SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3"))?;
@@ -264,7 +302,7 @@ impl Handshake<'_> {
                 "needs Linux >= 5.6",
             )
         })?;
-        Ok((gpid, sys::owned(fd)))
+        Ok((gpid, gfd, sys::owned(fd)))
     }
 
     /// A child's (stage, errno) report as an error naming the stage and the fix.

@@ -130,6 +130,9 @@ pub struct JailPlan {
     pub seccomp: SeccompPlan,
     pub network: bool,
     pub limits: SuperviseLimits,
+    /// The program is agentjail's runner: it gets the job pipe (fd 3) and the reply pipe
+    /// (fd 4) besides stdio. Off for `exec`, whose command keeps only fds 0-2.
+    pub runner_fds: bool,
 }
 
 /// What a host path is, as far as building the root needs to know.
@@ -384,6 +387,7 @@ impl JailPlan {
             landlock,
             seccomp,
             network: policy.network.enabled,
+            runner_fds: false,
             limits: SuperviseLimits {
                 wall_time_ms: lim.wall_time_ms,
                 cpu_time_ms: lim.cpu_time_ms,

@@ -35,6 +35,8 @@ pub enum Stop {
 pub struct Io<'a> {
     /// Bytes to feed on stdin, then EOF.
     pub stdin_bytes: Option<Vec<u8>>,
+    /// Bytes to write on the runner's job pipe, then EOF (the job frame; runner jails only).
+    pub job_bytes: Option<Vec<u8>>,
     /// Copy this fd (agentjail's own stdin) to the jail's stdin until EOF.
     pub stdin_passthrough: Option<RawFd>,
     /// Stream stdout/stderr here too (exec mode), within the caps.
@@ -55,7 +57,21 @@ pub struct Outcome {
     pub pids_limit_hits: u64,
     pub stdout: Capped,
     pub stderr: Capped,
+    /// What the runner reported on its reply pipe (informational: the program could write
+    /// there too; no verdict depends on it).
+    pub replies: Capped,
+    /// init did not end the namespace within [`END_GRACE`] after the program was killed, so
+    /// agentjail killed init: processes init had not reaped are missing from `cpu_ms` and
+    /// `peak_memory_bytes` when no cgroup counted them.
+    pub usage_partial: bool,
 }
+
+/// Most a runner may report per run; the rest is dropped.
+pub const REPLY_CAP: u64 = 64 * 1024;
+
+/// How long the supervisor waits, after killing the program, for the jail's init to end
+/// and reap the rest of the namespace (see child.rs, init) before it kills init itself.
+pub const END_GRACE: Duration = Duration::from_millis(250);
 
 /// Signals that end a run cleanly. Blocked in agentjail for the whole process so they
 /// arrive only through the signalfd; the child unblocks them before exec.
@@ -113,8 +129,9 @@ fn drain(
     }
 }
 
-/// What the jail's stdin is fed from: fixed bytes, or agentjail's own stdin copied through.
-struct StdinFeed {
+/// What a pipe into the jail is fed from: fixed bytes, or agentjail's own stdin copied
+/// through (stdin only).
+struct Feed {
     fd: Option<OwnedFd>,
     data: Vec<u8>,
     offset: usize,
@@ -122,7 +139,19 @@ struct StdinFeed {
     pending: Vec<u8>,
 }
 
-impl StdinFeed {
+impl Feed {
+    fn new(fd: Option<OwnedFd>, data: Vec<u8>, passthrough: Option<RawFd>) -> Feed {
+        // Nothing to feed: EOF right away.
+        let fd = fd.filter(|_| passthrough.is_some() || !data.is_empty());
+        Feed {
+            fd,
+            data,
+            offset: 0,
+            passthrough,
+            pending: Vec::new(),
+        }
+    }
+
     fn wants_write(&self) -> bool {
         self.fd.is_some() && (self.offset < self.data.len() || !self.pending.is_empty())
     }
@@ -180,6 +209,9 @@ const P_STDIN: usize = 3;
 const P_LISTENER: usize = 4;
 const P_SIGNAL: usize = 5;
 const P_PASSTHROUGH: usize = 6;
+const P_JOB: usize = 7;
+const P_REPLY: usize = 8;
+const POLL_FDS: usize = 9;
 
 /// The loop's state between polls.
 struct Loop<'a, 'io> {
@@ -193,7 +225,10 @@ struct Loop<'a, 'io> {
     stdout: Capped,
     stderr: Capped,
     scratch: Vec<u8>,
-    stdin: StdinFeed,
+    stdin: Feed,
+    job: Feed,
+    replies: Capped,
+    reply_open: bool,
     out_open: bool,
     err_open: bool,
     exited: bool,
@@ -214,9 +249,10 @@ pub fn supervise(
     io: Io<'_>,
 ) -> Outcome {
     let mut sp = sp;
-    // The feed owns the write end: dropping it is the program's EOF.
+    // The feeds own the write ends: dropping one is the program's EOF on it.
     let stdin = sp.stdin.take();
-    let mut l = Loop::new(&sp, stdin, limits, cg, sigfd, io);
+    let job = sp.job.take();
+    let mut l = Loop::new(&sp, (stdin, job), limits, cg, sigfd, io);
     while !l.exited && l.stop.is_none() {
         let Some(timeout) = l.check_deadlines() else {
             break;
@@ -231,7 +267,7 @@ pub fn supervise(
 impl<'a, 'io> Loop<'a, 'io> {
     fn new(
         sp: &'a Spawned,
-        stdin: Option<OwnedFd>,
+        (stdin, job): (Option<OwnedFd>, Option<OwnedFd>),
         limits: &'a SuperviseLimits,
         cg: Option<&'a JobCgroup>,
         sigfd: Option<&'a OwnedFd>,
@@ -251,13 +287,18 @@ impl<'a, 'io> Loop<'a, 'io> {
         // cgroup CPU quota files on every launch, and could only return this number or a
         // smaller one, so the checks below come at the same time or earlier: never later.
         let ncpu = sys::affinity_cpus().max(1);
-        for fd in [&sp.stdout, &sp.stderr].into_iter().chain(stdin.as_ref()) {
+        let ours = [&sp.stdout, &sp.stderr]
+            .into_iter()
+            .chain(sp.reply.as_ref());
+        for fd in ours.chain(stdin.as_ref()).chain(job.as_ref()) {
             let _ = sys::set_nonblocking(fd.as_raw_fd());
         }
-        let data = io.stdin_bytes.take().unwrap_or_default();
-        let passthrough = io.stdin_passthrough;
-        // Nothing to feed: EOF right away.
-        let stdin_fd = stdin.filter(|_| passthrough.is_some() || !data.is_empty());
+        let stdin = Feed::new(
+            stdin,
+            io.stdin_bytes.take().unwrap_or_default(),
+            io.stdin_passthrough,
+        );
+        let job = Feed::new(job, io.job_bytes.take().unwrap_or_default(), None);
         // First check: the jail's CPU usage (cgroup counter of a fresh job cgroup, or procfs
         // times of processes created by our clone3) started at 0 no earlier than `cloned_at`
         // and grows at most `ncpu` times faster than wall time, so the limit cannot be crossed
@@ -280,13 +321,10 @@ impl<'a, 'io> Loop<'a, 'io> {
             stdout: Capped::new(limits.stdout_bytes),
             stderr: Capped::new(limits.stderr_bytes),
             scratch: vec![0u8; scratch_len],
-            stdin: StdinFeed {
-                fd: stdin_fd,
-                data,
-                offset: 0,
-                passthrough,
-                pending: Vec::new(),
-            },
+            stdin,
+            job,
+            replies: Capped::new(REPLY_CAP),
+            reply_open: sp.reply.is_some(),
             out_open: true,
             err_open: true,
             exited: false,
@@ -327,7 +365,7 @@ impl<'a, 'io> Loop<'a, 'io> {
     }
 
     /// The fds to wait on, at the `P_*` indices; -1 for those not wanted now.
-    fn poll_set(&self) -> [libc::pollfd; 7] {
+    fn poll_set(&self) -> [libc::pollfd; POLL_FDS] {
         let pf = |fd: RawFd, events: libc::c_short| libc::pollfd {
             fd,
             events,
@@ -335,8 +373,12 @@ impl<'a, 'io> Loop<'a, 'io> {
         };
         let sp = self.sp;
         let open = |yes: bool, fd: &OwnedFd| if yes { fd.as_raw_fd() } else { -1 };
-        let stdin = match (&self.stdin.fd, self.stdin.wants_write()) {
+        let writable = |f: &Feed| match (&f.fd, f.wants_write()) {
             (Some(fd), true) => fd.as_raw_fd(),
+            _ => -1,
+        };
+        let reply = match sp.reply.as_ref() {
+            Some(fd) if self.reply_open => fd.as_raw_fd(),
             _ => -1,
         };
         let listener = match sp.listener.as_ref() {
@@ -347,17 +389,19 @@ impl<'a, 'io> Loop<'a, 'io> {
             pf(sp.pidfd.as_raw_fd(), libc::POLLIN),
             pf(open(self.out_open, &sp.stdout), libc::POLLIN),
             pf(open(self.err_open, &sp.stderr), libc::POLLIN),
-            pf(stdin, libc::POLLOUT),
+            pf(writable(&self.stdin), libc::POLLOUT),
             pf(listener, libc::POLLIN),
             pf(self.sigfd.map_or(-1, |f| f.as_raw_fd()), libc::POLLIN),
             pf(self.stdin.passthrough_fd(), libc::POLLIN),
+            pf(writable(&self.job), libc::POLLOUT),
+            pf(reply, libc::POLLIN),
         ]
     }
 
     /// React to what ppoll reported, in order of precedence: a forbidden syscall and an
     /// interrupt end the run at once; output is read under the caps; stdin is fed; the
     /// pidfd says the jail exited.
-    fn handle(&mut self, fds: &[libc::pollfd; 7]) {
+    fn handle(&mut self, fds: &[libc::pollfd; POLL_FDS]) {
         let readable =
             |i: usize| fds[i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
         // POLLHUP without POLLIN on the listener: every task the filter was attached to has
@@ -391,6 +435,13 @@ impl<'a, 'io> Loop<'a, 'io> {
             self.stdin.write_some();
         }
         self.stdin.close_when_done();
+        if fds[P_JOB].revents != 0 {
+            self.job.write_some();
+        }
+        self.job.close_when_done();
+        if readable(P_REPLY) {
+            self.read_replies();
+        }
         if fds[P_PIDFD].revents & libc::POLLIN != 0 {
             self.exited = true;
         }
@@ -410,6 +461,21 @@ impl<'a, 'io> Loop<'a, 'io> {
             .unwrap_or_else(|| format!("syscall_{nr}"));
         self.stop = Some(Stop::ForbiddenSyscall { nr, name });
         true
+    }
+
+    /// One read of the runner's reply pipe. Past its cap replies are dropped (never a stop:
+    /// they are informational).
+    fn read_replies(&mut self) {
+        let Some(fd) = self.sp.reply.as_ref() else {
+            return;
+        };
+        let (eof, _) = drain(
+            fd.as_raw_fd(),
+            &mut self.replies,
+            &mut None,
+            &mut self.scratch,
+        );
+        self.reply_open &= !eof;
     }
 
     /// One read of stdout (or stderr); true when it crossed the cap (the run stops).
@@ -444,20 +510,20 @@ impl<'a, 'io> Loop<'a, 'io> {
 
     /// End the jail if it still runs, reap it, drain the pipes and read the kernel's account.
     fn finish(mut self) -> Outcome {
+        let mut usage_partial = false;
         if self.stop.is_some() || !self.exited {
-            // Killing init kills the whole pid namespace: stopped, signal-ignoring and
-            // double-forked processes included. The cgroup kill is a second, independent net.
-            let _ = sys::pidfd_send_signal(self.sp.pidfd.as_raw_fd(), libc::SIGKILL);
-            if let Some(c) = self.cg {
-                c.kill_all();
-            }
+            usage_partial = !self.end_jail();
         }
         self.stdin.fd = None;
+        self.job.fd = None;
         let waited = sys::waitid_pidfd(self.sp.pidfd.as_raw_fd(), libc::WEXITED)
             .ok()
             .flatten();
         let wall_elapsed = self.start.elapsed();
         self.drain_rest();
+        while self.reply_open {
+            self.read_replies();
+        }
         let (exit_code, signal) = self.exit_status(waited);
         let stats = self.cg.map(|c| c.stats()).unwrap_or_default();
         // The kernel's account of init, which has reaped everything else in the jail.
@@ -481,7 +547,35 @@ impl<'a, 'io> Loop<'a, 'io> {
             pids_limit_hits: stats.pids_limit_hits,
             stdout: self.stdout,
             stderr: self.stderr,
+            replies: self.replies,
+            usage_partial: usage_partial && stats.cpu_usage_us.is_none(),
         }
+    }
+
+    /// End a jail that is still running; true when its init ended it (the kernel's account
+    /// of the run is then whole).
+    ///
+    /// Kill the program, and init kills and reaps everything else in the namespace (see
+    /// child.rs, init): the reaped processes' CPU time and memory peak are charged to init,
+    /// whose rusage the supervisor reads. Killing init itself would make the kernel reap
+    /// the rest without accounting. Only when init has not ended within [`END_GRACE`] (a
+    /// process it cannot reap) is init killed, which kills the whole pid namespace:
+    /// stopped, signal-ignoring and double-forked processes included. The cgroup kill is a
+    /// second, independent net.
+    fn end_jail(&self) -> bool {
+        let init = self.sp.pidfd.as_raw_fd();
+        if let Some(program) = &self.sp.program_pidfd {
+            let _ = sys::pidfd_send_signal(program.as_raw_fd(), libc::SIGKILL);
+            let grace = END_GRACE.as_millis() as i32;
+            if sys::poll_one(init, libc::POLLIN, grace).is_ok_and(|r| r & libc::POLLIN != 0) {
+                return true;
+            }
+        }
+        let _ = sys::pidfd_send_signal(init, libc::SIGKILL);
+        if let Some(c) = self.cg {
+            c.kill_all();
+        }
+        false
     }
 
     /// Every writer is gone now: what is left in the pipes is finite. Drain it (still capped),

@@ -1,0 +1,122 @@
+//! agentjail's runner: the first program the interpreter runs in a jail (python.py, trusted
+//! code compiled into this binary and placed read-only in the jail's root).
+//!
+//! It receives the program's source on the job pipe (fd 3) as the exact bytes the checker
+//! judged, compiles them from bytes (so a PEP 263 declaration means what it means to
+//! CPython) and runs them as `__main__` from `/app/main.py`; the input payload arrives on
+//! stdin as before. It reports on the reply pipe (fd 4): `ready` once warm, and the type,
+//! message and line of an uncaught exception, taken from the exception object and its
+//! traceback, never parsed from text the program printed.
+//!
+//! Those reports are informational: the program runs in the runner's process and could
+//! write to fd 4 itself. No verdict depends on them; the record marks them
+//! `"source": "runner"`. Exit status, limits and usage come from the kernel.
+
+use serde_json::{json, Value};
+
+/// The runner's source, placed in the jail at [`PATH`].
+pub const PYTHON: &str = include_str!("python.py");
+/// Where the runner sits in the jail's root (read-only, like the rest of /app).
+pub const PATH: &str = "/app/agentjail_runner.py";
+/// The filename the program's code is compiled with (tracebacks and `__file__`).
+pub const PROGRAM_PATH: &str = "/app/main.py";
+
+/// How the runner serves its jail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One program, then exit with its status (single-use jails).
+    Run,
+}
+
+impl Mode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mode::Run => "run",
+        }
+    }
+}
+
+/// The interpreter's argv: the policy's interpreter and flags, the runner, its mode, and the
+/// modules to import before the job arrives.
+pub fn argv(python: &str, python_args: &[String], mode: Mode, preload: &[String]) -> Vec<String> {
+    let mut argv = vec![python.to_string()];
+    argv.extend(python_args.iter().cloned());
+    argv.push(PATH.into());
+    argv.push(mode.as_str().into());
+    argv.extend(preload.iter().cloned());
+    argv
+}
+
+/// One job frame: `AJ1 <kind> <length>\n` and the source bytes.
+pub fn frame(kind: &str, source: &[u8]) -> Vec<u8> {
+    let mut f = format!("AJ1 {kind} {}\n", source.len()).into_bytes();
+    f.extend_from_slice(source);
+    f
+}
+
+/// Longest exception type and message kept from a report.
+const MAX_TYPE_CHARS: usize = 200;
+const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// The last well-formed `error` report in the runner's replies, as the record's `error`
+/// object (`type`, `message`, `line`, `column`, `source: "runner"`), or None.
+pub fn error_report(replies: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(replies);
+    text.lines().rev().find_map(|line| {
+        let v: Value = serde_json::from_str(line).ok()?;
+        if v.get("event")?.as_str()? != "error" {
+            return None;
+        }
+        let kind = v.get("type")?.as_str()?;
+        let kind_ok = !kind.is_empty()
+            && kind.chars().count() <= MAX_TYPE_CHARS
+            && kind
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '<' || c == '>');
+        if !kind_ok {
+            return None;
+        }
+        let message: String = v
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .chars()
+            .take(MAX_MESSAGE_CHARS)
+            .collect();
+        let position = |key: &str| {
+            v.get(key)
+                .and_then(Value::as_u64)
+                .filter(|n| *n <= u32::MAX as u64)
+        };
+        Some(json!({
+            "type": kind,
+            "message": message,
+            "line": position("line"),
+            "column": position("column"),
+            "source": "runner",
+        }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_carry_the_exact_bytes() {
+        let f = frame("run", b"print(1)\n\xff");
+        assert_eq!(f, b"AJ1 run 10\nprint(1)\n\xff");
+    }
+
+    #[test]
+    fn the_last_well_formed_error_report_wins() {
+        let replies = b"{\"event\": \"ready\"}\n{\"event\": \"error\", \"type\": \"ZeroDivisionError\", \"message\": \"division by zero\", \"line\": 4, \"column\": null}\n";
+        let e = error_report(replies).unwrap();
+        assert_eq!(e["type"], "ZeroDivisionError");
+        assert_eq!(e["line"], 4);
+        assert_eq!(e["source"], "runner");
+        let bad = b"{\"event\": \"error\", \"type\": \"x\\ny\", \"line\": 1}\n";
+        assert_eq!(error_report(bad), None);
+        assert_eq!(error_report(b"garbage\n"), None);
+    }
+}

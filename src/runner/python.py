@@ -1,0 +1,167 @@
+# agentjail's runner: the first thing the interpreter runs in a jail. Trusted code, written
+# for one job or one session; it never reads anything but agentjail's frames on fd 3.
+#
+#   fd 0  the program's stdin (the input payload, as today)
+#   fd 1, 2  the program's stdout and stderr (captured under the caps by the supervisor)
+#   fd 3  jobs from agentjail: "AJ1 <kind> <length>\n" then <length> bytes of source
+#   fd 4  reports to agentjail: one JSON object per line
+#
+# The source arrives as the exact bytes the checker judged and is compiled from bytes, so a
+# PEP 263 declaration means what it means to CPython; it runs as __main__ from /app/main.py.
+# Reports are informational: the program runs in this same process and could write to fd 4
+# itself, so no verdict of agentjail's depends on them (exit status, limits and usage come
+# from the kernel).
+import sys
+import posix
+
+JOB_FD = 3
+REPORT_FD = 4
+FILENAME = "/app/main.py"
+MAX_MESSAGE = 2000
+
+
+def read_exact(n):
+    parts = []
+    while n > 0:
+        b = posix.read(JOB_FD, min(n, 1 << 20))
+        if not b:
+            return None
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
+
+
+def read_frame():
+    """One job frame, or None at EOF (agentjail is done with this jail)."""
+    header = b""
+    while not header.endswith(b"\n"):
+        c = posix.read(JOB_FD, 1)
+        if not c or len(header) > 64:
+            return None
+        header += c
+    magic, kind, length = header.decode("ascii").split()
+    if magic != "AJ1":
+        return None
+    source = read_exact(int(length))
+    return None if source is None else (kind, source)
+
+
+def report(obj):
+    import json
+
+    line = (json.dumps(obj, ensure_ascii=True) + "\n").encode("ascii")
+    while line:
+        n = posix.write(REPORT_FD, line)
+        line = line[n:]
+
+
+def qualified(t):
+    module = getattr(t, "__module__", "builtins")
+    name = getattr(t, "__qualname__", t.__name__)
+    return name if module in ("builtins", "__main__") else module + "." + name
+
+
+def user_tb(tb):
+    """The traceback from the first frame of the program (the runner's own frames dropped)."""
+    while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
+        tb = tb.tb_next
+    return tb
+
+
+def error_report(e):
+    line = column = None
+    if isinstance(e, SyntaxError) and e.filename == FILENAME:
+        line, column = e.lineno, e.offset
+    tb = user_tb(e.__traceback__)
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    try:
+        message = e.msg if isinstance(e, SyntaxError) else str(e)
+    except BaseException:
+        message = "<unprintable>"
+    return {
+        "event": "error",
+        "type": qualified(type(e)),
+        "message": message[:MAX_MESSAGE],
+        "line": line,
+        "column": column,
+    }
+
+
+def print_exception(e):
+    import traceback
+
+    tb = user_tb(e.__traceback__)
+    traceback.print_exception(type(e), e, tb, file=sys.stderr)
+
+
+def flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def remember_source(source):
+    """Let tracebacks show the program's lines (there is no /app/main.py file to read)."""
+    import linecache
+
+    text = source.decode("utf-8", "replace")
+    linecache.cache[FILENAME] = (len(text), None, text.splitlines(True), FILENAME)
+
+
+def main_module():
+    module = type(sys)("__main__")
+    module.__file__ = FILENAME
+    module.__builtins__ = __builtins__
+    sys.modules["__main__"] = module
+    sys.argv[:] = [FILENAME]
+    return module
+
+
+def run_once(source):
+    """Single-use jail: run the program, exit as CPython would."""
+    module = main_module()
+    try:
+        code = compile(source, FILENAME, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+    except SystemExit as e:
+        flush()
+        code = e.code
+        if code is None:
+            posix._exit(0)
+        if isinstance(code, int):
+            posix._exit(code & 0xFF)
+        print(code, file=sys.stderr)
+        flush()
+        posix._exit(1)
+    except BaseException as e:
+        flush()
+        remember_source(source)
+        print_exception(e)
+        flush()
+        report(error_report(e))
+        posix._exit(1)
+    flush()
+    posix._exit(0)
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "run"
+    for name in sys.argv[2:]:
+        __import__(name)
+    # Written by hand: importing json here would cost every run a few milliseconds.
+    posix.write(REPORT_FD, b'{"event": "ready"}\n')
+    frame = read_frame()
+    if frame is None:
+        posix._exit(0)
+    kind, source = frame
+    if mode == "run" and kind == "run":
+        run_once(source)
+    posix._exit(2)
+
+
+main()
