@@ -451,6 +451,138 @@ impl Builder {
     }
 }
 
+/// A controller a job asks for: (the record's control name, the cgroup controller).
+type Wanted = (&'static str, &'static str);
+
+/// The cgroup files to write for one controller, and how the record describes them.
+struct LimitWrites {
+    writes: Vec<(&'static str, String)>,
+    mechanism: String,
+    detail: String,
+}
+
+fn valid_run_id(run_id: &str) -> Result<(), SetupError> {
+    let valid = !run_id.is_empty()
+        && run_id.len() <= 64
+        && run_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        && run_id != "."
+        && run_id != "..";
+    if valid {
+        return Ok(());
+    }
+    Err(SetupError::new(
+        "cgroup name",
+        Some(libc::EINVAL),
+        format!("run id {run_id:?} is not [A-Za-z0-9_.-]{{1,64}}"),
+    ))
+}
+
+fn wanted_controllers(limits: &CgroupLimits) -> Vec<Wanted> {
+    [
+        (limits.memory_max.is_some(), "cgroup_memory", "memory"),
+        (limits.pids_max.is_some(), "cgroup_pids", "pids"),
+        (limits.cpu_max.is_some(), "cgroup_cpu", "cpu"),
+    ]
+    .into_iter()
+    .filter(|w| w.0)
+    .map(|w| (w.1, w.2))
+    .collect()
+}
+
+/// What to write for controller `c` in a directory of `kind`.
+fn limit_writes(c: &str, kind: Kind, dir: &Path, limits: &CgroupLimits) -> Option<LimitWrites> {
+    let mut writes: Vec<(&'static str, String)> = Vec::new();
+    let (mechanism, detail) = match (c, kind) {
+        ("memory", Kind::V2) => {
+            let m = limits.memory_max.unwrap_or(u64::MAX);
+            writes.push(("memory.max", m.to_string()));
+            // One OOM kill takes the whole job, not just its biggest process.
+            let group = dir.join("memory.oom.group").exists() || !is_real_cgroupfs(dir);
+            if group {
+                writes.push(("memory.oom.group", "1".to_string()));
+            }
+            let og = if group { " memory.oom.group=1" } else { "" };
+            let swap = limits.swap_max.unwrap_or(0);
+            let detail = if dir.join("memory.swap.max").exists() || !is_real_cgroupfs(dir) {
+                writes.push(("memory.swap.max", swap.to_string()));
+                format!("memory.max={m} memory.swap.max={swap}{og}")
+            } else {
+                format!(
+                    "memory.max={m}{og}; memory.swap.max absent (no swap accounting): memory+swap not bounded if the host has swap"
+                )
+            };
+            ("cgroup v2 memory.max".to_string(), detail)
+        }
+        ("memory", Kind::V1) => {
+            let m = limits.memory_max.unwrap_or(u64::MAX);
+            writes.push(("memory.limit_in_bytes", m.to_string()));
+            let sw = m.saturating_add(limits.swap_max.unwrap_or(0));
+            // v1 children have the same files as their parent; the mock only has the parent's.
+            let memsw = "memory.memsw.limit_in_bytes";
+            let detail = if dir.join(memsw).exists()
+                || dir.parent().is_some_and(|p| p.join(memsw).exists())
+            {
+                writes.push((memsw, sw.to_string()));
+                format!("memory.limit_in_bytes={m} memory.memsw.limit_in_bytes={sw}")
+            } else {
+                format!(
+                    "memory.limit_in_bytes={m}; no memory.memsw (swap accounting off): memory+swap not bounded if the host has swap"
+                )
+            };
+            ("cgroup v1 memory.limit_in_bytes".to_string(), detail)
+        }
+        ("pids", k) => {
+            let p = limits.pids_max.unwrap_or(0);
+            writes.push(("pids.max", p.to_string()));
+            let v = if k == Kind::V2 { "v2" } else { "v1" };
+            (format!("cgroup {v} pids.max"), format!("pids.max={p}"))
+        }
+        ("cpu", Kind::V2) => {
+            let (q, per) = limits.cpu_max.unwrap_or((0, 100_000));
+            writes.push(("cpu.max", format!("{q} {per}")));
+            (
+                "cgroup v2 cpu.max".to_string(),
+                format!("cpu.max={q} {per}"),
+            )
+        }
+        ("cpu", _) => {
+            let (q, per) = limits.cpu_max.unwrap_or((0, 100_000));
+            // period first: the kernel checks the quota against the current period.
+            writes.push(("cpu.cfs_period_us", per.to_string()));
+            writes.push(("cpu.cfs_quota_us", q.to_string()));
+            let detail = format!("cpu.cfs_quota_us={q} cpu.cfs_period_us={per}");
+            ("cgroup v1 cpu.cfs_quota_us".to_string(), detail)
+        }
+        _ => return None,
+    };
+    Some(LimitWrites {
+        writes,
+        mechanism,
+        detail,
+    })
+}
+
+/// Why controller `c` has no directory: v1 permission, the v2 setup's failure, or the host.
+fn unavailable_reason(
+    c: &str,
+    host: &HostCgroups,
+    v1_denied: &[(String, String)],
+    v2_error: &Option<String>,
+) -> String {
+    match v1_denied.iter().find(|(x, _)| x == c) {
+        Some((_, base)) => {
+            format!("cannot create a cgroup under {base} (permission denied); {FIX_DELEGATE}")
+        }
+        None => match (v2_error, host.provider(c)) {
+            (Some(e), _) => format!("{e}; {FIX_DELEGATE}"),
+            (None, Err(e)) => e,
+            (None, Ok(m)) => format!("{m} could not be used"),
+        },
+    }
+}
+
 impl JobCgroup {
     /// Before fork. See the module documentation for what degrades and what fails.
     /// `run_id` names the job: the directory is `agentjail-<our pid>-<run_id>` under our own
@@ -460,62 +592,65 @@ impl JobCgroup {
         run_id: &str,
         limits: &CgroupLimits,
     ) -> Result<JobCgroup, SetupError> {
-        let valid = !run_id.is_empty()
-            && run_id.len() <= 64
-            && run_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-            && run_id != "."
-            && run_id != "..";
-        if !valid {
-            return Err(SetupError::new(
-                "cgroup name",
-                Some(libc::EINVAL),
-                format!("run id {run_id:?} is not [A-Za-z0-9_.-]{{1,64}}"),
-            ));
-        }
+        valid_run_id(run_id)?;
         let mut b = Builder {
             dir_name: job_dir_name(run_id),
             dirs: Vec::new(),
         };
-        let mut outcomes = Vec::new();
-        let wanted: Vec<(&'static str, &'static str)> = [
-            (limits.memory_max.is_some(), "cgroup_memory", "memory"),
-            (limits.pids_max.is_some(), "cgroup_pids", "pids"),
-            (limits.cpu_max.is_some(), "cgroup_cpu", "cpu"),
-        ]
-        .into_iter()
-        .filter(|w| w.0)
-        .map(|w| (w.1, w.2))
-        .collect();
+        let wanted = wanted_controllers(limits);
+        let (v2_ctrls, v2_error) = Self::make_v2_dir(&mut b, host, &wanted)?;
+        let v1_denied = Self::make_v1_dirs(&mut b, host, &wanted, &v2_ctrls)?;
+        Self::ensure_cpu_accounting(&mut b, host)?;
+        let outcomes = Self::write_limits(&mut b, host, limits, &wanted, &v1_denied, &v2_error)?;
+        let cpu_usage = Self::open_cpu_usage(&b);
+        Ok(JobCgroup {
+            dirs: std::mem::take(&mut b.dirs),
+            outcomes,
+            cpu_usage,
+            removed: false,
+        })
+    }
 
-        // v2: every wanted controller it can give us.
-        let mut v2_ctrls: Vec<String> = Vec::new();
-        if let Some(v2) = &host.v2 {
-            for (_, c) in &wanted {
-                if v2.offers(c) {
-                    v2_ctrls.push((*c).to_string());
-                }
-            }
+    /// v2: one directory with every wanted controller the v2 hierarchy can give us. Returns
+    /// the controllers it took and, when it took none it could have, why.
+    fn make_v2_dir(
+        b: &mut Builder,
+        host: &HostCgroups,
+        wanted: &[Wanted],
+    ) -> Result<(Vec<String>, Option<String>), SetupError> {
+        let Some(v2) = &host.v2 else {
+            return Ok((Vec::new(), None));
+        };
+        let mut ctrls: Vec<String> = wanted
+            .iter()
+            .filter(|(_, c)| v2.offers(c))
+            .map(|(_, c)| (*c).to_string())
+            .collect();
+        if ctrls.is_empty() {
+            return Ok((ctrls, None));
         }
-        let mut v2_error: Option<String> = None;
-        if let (Some(v2), false) = (&host.v2, v2_ctrls.is_empty()) {
-            match Self::enable_v2(v2, &v2_ctrls) {
-                Ok(()) => match Self::make_dir(&mut b, Kind::V2, &v2.base, v2_ctrls.clone()) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        v2_error = Some(format!("cannot create a child of {}", v2.base.display()))
-                    }
-                    Err(e) => return Err(e),
-                },
-                Err(msg) => v2_error = Some(msg),
-            }
-            if v2_error.is_some() {
-                v2_ctrls.clear();
-            }
+        let error = match Self::enable_v2(v2, &ctrls) {
+            Ok(()) => match Self::make_dir(b, Kind::V2, &v2.base, ctrls.clone())? {
+                true => None,
+                false => Some(format!("cannot create a child of {}", v2.base.display())),
+            },
+            Err(msg) => Some(msg),
+        };
+        if error.is_some() {
+            ctrls.clear();
         }
-        // v1: the hierarchies for what v2 did not take; cpuacct goes with cpu for usage.
-        let mut v1_denied: Vec<(String, String)> = Vec::new();
+        Ok((ctrls, error))
+    }
+
+    /// v1: the hierarchies for what v2 did not take (cpuacct goes with cpu, for usage).
+    /// Returns the controllers whose hierarchy refused us, with its path.
+    fn make_v1_dirs(
+        b: &mut Builder,
+        host: &HostCgroups,
+        wanted: &[Wanted],
+        v2_ctrls: &[String],
+    ) -> Result<Vec<(String, String)>, SetupError> {
+        let mut denied = Vec::new();
         let mut v1_wanted: Vec<&str> = wanted
             .iter()
             .map(|w| w.1)
@@ -529,134 +664,62 @@ impl JobCgroup {
             if b.dirs.iter().any(|d| d.kind == Kind::V1 && d.has(c)) {
                 continue;
             }
-            match Self::make_dir(&mut b, Kind::V1, &h.base, h.controllers.clone()) {
-                Ok(true) => {}
-                Ok(false) => v1_denied.push((c.to_string(), h.base.display().to_string())),
-                Err(e) => return Err(e),
+            if !Self::make_dir(b, Kind::V1, &h.base, h.controllers.clone())? {
+                denied.push((c.to_string(), h.base.display().to_string()));
             }
         }
+        Ok(denied)
+    }
 
-        // CPU accounting (not a limit: the supervisor's CPU-time limit reads it through
-        // `cpu_usage_us`). A v2 job dir always has cpu.stat; else v1 cpuacct; else an
-        // accounting-only v2 dir when we may create one. Denied: no accounting, no error.
-        if !b
-            .dirs
-            .iter()
-            .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
-        {
-            if let Some(h) = host.v1_for("cpuacct").filter(|h| h.writable) {
-                Self::make_dir(&mut b, Kind::V1, &h.base, h.controllers.clone())?;
-            }
-        }
-        if !b
-            .dirs
-            .iter()
-            .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
-        {
-            if let Some(v2) = host.v2.as_ref().filter(|v| v.writable) {
-                Self::make_dir(&mut b, Kind::V2, &v2.base, Vec::new())?;
-            }
-        }
-
-        // Write the limits.
-        let v2dir = b.dirs.iter().position(|d| d.kind == Kind::V2);
-        let find = |b: &Builder, c: &str| -> Option<(usize, Kind)> {
+    /// CPU accounting (not a limit: the supervisor's CPU-time limit reads it through
+    /// `cpu_usage_us`). A v2 job dir always has cpu.stat; else v1 cpuacct; else an
+    /// accounting-only v2 dir when we may create one. Denied: no accounting, no error.
+    fn ensure_cpu_accounting(b: &mut Builder, host: &HostCgroups) -> Result<(), SetupError> {
+        let counted = |b: &Builder| {
             b.dirs
                 .iter()
-                .position(|d| d.has(c))
-                .map(|i| (i, b.dirs[i].kind))
+                .any(|d| d.kind == Kind::V2 || d.has("cpuacct"))
         };
-        for (control, c) in &wanted {
-            let Some((i, kind)) = find(&b, c) else {
-                let why = match v1_denied.iter().find(|(x, _)| x == c) {
-                    Some((_, base)) => format!(
-                        "cannot create a cgroup under {base} (permission denied); {FIX_DELEGATE}"
-                    ),
-                    None => match (&v2_error, host.provider(c)) {
-                        (Some(e), _) => format!("{e}; {FIX_DELEGATE}"),
-                        (None, Err(e)) => e,
-                        (None, Ok(m)) => format!("{m} could not be used"),
-                    },
-                };
+        if !counted(b) {
+            if let Some(h) = host.v1_for("cpuacct").filter(|h| h.writable) {
+                Self::make_dir(b, Kind::V1, &h.base, h.controllers.clone())?;
+            }
+        }
+        if !counted(b) {
+            if let Some(v2) = host.v2.as_ref().filter(|v| v.writable) {
+                Self::make_dir(b, Kind::V2, &v2.base, Vec::new())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write every wanted limit where its controller lives; an unavailable one is recorded
+    /// with the reason. A write the kernel refuses undoes everything.
+    fn write_limits(
+        b: &mut Builder,
+        host: &HostCgroups,
+        limits: &CgroupLimits,
+        wanted: &[Wanted],
+        v1_denied: &[(String, String)],
+        v2_error: &Option<String>,
+    ) -> Result<Vec<LimitOutcome>, SetupError> {
+        let mut outcomes = Vec::new();
+        for (control, c) in wanted {
+            let Some(i) = b.dirs.iter().position(|d| d.has(c)) else {
                 outcomes.push(LimitOutcome {
                     control,
                     state: ControlState::Unavailable,
                     mechanism: "none".into(),
-                    detail: why,
+                    detail: unavailable_reason(c, host, v1_denied, v2_error),
                 });
                 continue;
             };
             let dir = b.dirs[i].path.clone();
-            let mut writes: Vec<(&str, String)> = Vec::new();
-            let detail;
-            let mechanism;
-            match (*c, kind) {
-                ("memory", Kind::V2) => {
-                    let m = limits.memory_max.unwrap_or(u64::MAX);
-                    writes.push(("memory.max", m.to_string()));
-                    // One OOM kill takes the whole job, not just its biggest process.
-                    let group = dir.join("memory.oom.group").exists() || !is_real_cgroupfs(&dir);
-                    if group {
-                        writes.push(("memory.oom.group", "1".to_string()));
-                    }
-                    let og = if group { " memory.oom.group=1" } else { "" };
-                    mechanism = "cgroup v2 memory.max".to_string();
-                    let swap = limits.swap_max.unwrap_or(0);
-                    if dir.join("memory.swap.max").exists() || !is_real_cgroupfs(&dir) {
-                        writes.push(("memory.swap.max", swap.to_string()));
-                        detail = format!("memory.max={m} memory.swap.max={swap}{og}");
-                    } else {
-                        detail = format!(
-                            "memory.max={m}{og}; memory.swap.max absent (no swap accounting): memory+swap not bounded if the host has swap"
-                        );
-                    }
-                }
-                ("memory", Kind::V1) => {
-                    let m = limits.memory_max.unwrap_or(u64::MAX);
-                    writes.push(("memory.limit_in_bytes", m.to_string()));
-                    mechanism = "cgroup v1 memory.limit_in_bytes".to_string();
-                    let sw = m.saturating_add(limits.swap_max.unwrap_or(0));
-                    // v1 children have the same files as their parent; the mock only has the parent's.
-                    let memsw = "memory.memsw.limit_in_bytes";
-                    if dir.join(memsw).exists()
-                        || dir.parent().is_some_and(|p| p.join(memsw).exists())
-                    {
-                        writes.push(("memory.memsw.limit_in_bytes", sw.to_string()));
-                        detail =
-                            format!("memory.limit_in_bytes={m} memory.memsw.limit_in_bytes={sw}");
-                    } else {
-                        detail = format!(
-                            "memory.limit_in_bytes={m}; no memory.memsw (swap accounting off): memory+swap not bounded if the host has swap"
-                        );
-                    }
-                }
-                ("pids", k) => {
-                    let p = limits.pids_max.unwrap_or(0);
-                    writes.push(("pids.max", p.to_string()));
-                    mechanism = format!(
-                        "cgroup {} pids.max",
-                        if k == Kind::V2 { "v2" } else { "v1" }
-                    );
-                    detail = format!("pids.max={p}");
-                }
-                ("cpu", Kind::V2) => {
-                    let (q, per) = limits.cpu_max.unwrap_or((0, 100_000));
-                    writes.push(("cpu.max", format!("{q} {per}")));
-                    mechanism = "cgroup v2 cpu.max".to_string();
-                    detail = format!("cpu.max={q} {per}");
-                }
-                ("cpu", _) => {
-                    let (q, per) = limits.cpu_max.unwrap_or((0, 100_000));
-                    // period first: the kernel checks the quota against the current period.
-                    writes.push(("cpu.cfs_period_us", per.to_string()));
-                    writes.push(("cpu.cfs_quota_us", q.to_string()));
-                    mechanism = "cgroup v1 cpu.cfs_quota_us".to_string();
-                    detail = format!("cpu.cfs_quota_us={q} cpu.cfs_period_us={per}");
-                }
-                _ => continue, // `wanted` only holds memory, pids and cpu
-            }
-            for (file, value) in writes {
-                if let Err(e) = write_file(&dir.join(file), &value) {
+            let Some(lw) = limit_writes(c, b.dirs[i].kind, &dir, limits) else {
+                continue; // `wanted` only holds memory, pids and cpu
+            };
+            for (file, value) in &lw.writes {
+                if let Err(e) = write_file(&dir.join(file), value) {
                     let stage = format!("cgroup write {}", dir.join(file).display());
                     return Err(b.fail(stage, &e, "the cgroup rejected the limit; check the value and the kernel's cgroup support"));
                 }
@@ -664,13 +727,18 @@ impl JobCgroup {
             outcomes.push(LimitOutcome {
                 control,
                 state: ControlState::Enforced,
-                mechanism,
-                detail,
+                mechanism: lw.mechanism,
+                detail: lw.detail,
             });
         }
+        Ok(outcomes)
+    }
 
-        // CPU usage: v2 cpu.stat (always present), else v1 cpuacct.usage.
-        let usage_src = match v2dir {
+    /// The CPU usage counter, opened once: v2 cpu.stat (always present), else v1
+    /// cpuacct.usage. O_CREAT is a no-op on cgroupfs (the kernel made the file) and lets a
+    /// temp-dir mock work.
+    fn open_cpu_usage(b: &Builder) -> Option<(Kind, File)> {
+        let usage_src = match b.dirs.iter().position(|d| d.kind == Kind::V2) {
             Some(i) => Some((Kind::V2, b.dirs[i].path.join("cpu.stat"))),
             None => b
                 .dirs
@@ -678,22 +746,13 @@ impl JobCgroup {
                 .find(|d| d.has("cpuacct"))
                 .map(|d| (Kind::V1, d.path.join("cpuacct.usage"))),
         };
-        // O_CREAT: a no-op on cgroupfs (the kernel made the file); lets a temp-dir mock work.
-        let cpu_usage = usage_src.and_then(|(k, p)| {
+        usage_src.and_then(|(k, p)| {
             OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_CLOEXEC | libc::O_CREAT)
                 .open(p)
                 .ok()
                 .map(|f| (k, f))
-        });
-
-        let dirs = std::mem::take(&mut b.dirs);
-        Ok(JobCgroup {
-            dirs,
-            outcomes,
-            cpu_usage,
-            removed: false,
         })
     }
 

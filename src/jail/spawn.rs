@@ -254,10 +254,7 @@ impl Handshake<'_> {
     }
 
     /// Reports until EOF (the exec happened): the listener handover, or a setup failure.
-    fn read_reports(
-        &self,
-        released: sys::SysResult<()>,
-    ) -> Result<Handover, SetupError> {
+    fn read_reports(&self, released: sys::SysResult<()>) -> Result<Handover, SetupError> {
         let mut listener = None;
         let mut program = None;
         loop {
