@@ -175,13 +175,31 @@ const FIX_APPARMOR: &str =
 const FIX_CGROUP_V2: &str =
     "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2), and run agentjail under a systemd unit with Delegate=yes (or systemd-run -p Delegate=yes)";
 
-/// Probe this host for this user.
+/// Probe this host for this user: each protection the jail uses, tried for real where
+/// trying changes nothing (or only a forked child).
 pub fn run() -> DoctorReport {
     let euid = sys::geteuid();
     let root = euid == 0;
     let kernel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let mut checks = Vec::new();
+    identity_check(&mut checks, euid);
+    let aa_restricts = userns_checks(&mut checks, root);
+    apparmor_check(&mut checks, root, aa_restricts);
+    no_new_privs_check(&mut checks, &status);
+    seccomp_checks(&mut checks, &status);
+    landlock_check(&mut checks);
+    pidfd_checks(&mut checks);
+    checks.extend(cgroup_checks(&cgroup::detect_host()));
+    DoctorReport {
+        kernel,
+        euid,
+        checks,
+    }
+}
 
+fn identity_check(checks: &mut Vec<Check>, euid: u32) {
+    let root = euid == 0;
     checks.push(check(
         "running_as_root",
         true,
@@ -193,11 +211,15 @@ pub fn run() -> DoctorReport {
         },
         None,
     ));
+}
 
+/// The user-namespace sysctls, then each namespace for real. Returns whether AppArmor's
+/// userns restriction is on.
+fn userns_checks(checks: &mut Vec<Check>, root: bool) -> bool {
     // user namespaces: sysctls first (they explain a failure), then the real thing.
     let clone_sysctl = read_trim("/proc/sys/kernel/unprivileged_userns_clone");
     let max_userns = read_trim("/proc/sys/user/max_user_namespaces");
-    let apparmor = read_trim("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+    let apparmor = read_trim(APPARMOR_SYSCTL);
     let mut sysctl_detail = format!(
         "kernel.unprivileged_userns_clone={}, user.max_user_namespaces={}",
         clone_sysctl.as_deref().unwrap_or("(absent)"),
@@ -268,6 +290,13 @@ pub fn run() -> DoctorReport {
         ));
     }
 
+    aa_restricts
+}
+
+const APPARMOR_SYSCTL: &str = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+
+fn apparmor_check(checks: &mut Vec<Check>, root: bool, aa_restricts: bool) {
+    let apparmor = read_trim(APPARMOR_SYSCTL);
     // AppArmor (Ubuntu >= 23.10): with the restriction on, an unconfined process gets a user
     // namespace without capabilities. An installed agentjail profile lifts it for this binary,
     // which the mount probe above (needs CAP_SYS_ADMIN in the new namespace) shows.
@@ -288,10 +317,11 @@ pub fn run() -> DoctorReport {
         },
         Some(FIX_APPARMOR),
     ));
+}
 
+fn no_new_privs_check(checks: &mut Vec<Check>, status: &str) {
     // no_new_privs: current state, and that it can be set.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let nnp_now = status_field(&status, "NoNewPrivs").unwrap_or_else(|| "?".into());
+    let nnp_now = status_field(status, "NoNewPrivs").unwrap_or_else(|| "?".into());
     let nnp = in_child(Probe::NoNewPrivs);
     checks.push(check(
         "no_new_privs",
@@ -303,10 +333,12 @@ pub fn run() -> DoctorReport {
         },
         Some("a kernel >= 3.5 is required"),
     ));
+}
 
+fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
     // seccomp
-    let mode = status_field(&status, "Seccomp").unwrap_or_else(|| "?".into());
-    let filters = status_field(&status, "Seccomp_filters").unwrap_or_else(|| "?".into());
+    let mode = status_field(status, "Seccomp").unwrap_or_else(|| "?".into());
+    let filters = status_field(status, "Seccomp_filters").unwrap_or_else(|| "?".into());
     let kill = seccomp_action_avail(0x8000_0000); // SECCOMP_RET_KILL_PROCESS
     let errno = seccomp_action_avail(0x0005_0000); // SECCOMP_RET_ERRNO
     checks.push(check(
@@ -332,7 +364,9 @@ pub fn run() -> DoctorReport {
         },
         Some("kernel >= 5.0; not needed by the default policy"),
     ));
+}
 
+fn landlock_check(checks: &mut Vec<Check>) {
     // landlock
     let ll = landlock_abi();
     checks.push(check(
@@ -350,7 +384,9 @@ pub fn run() -> DoctorReport {
             _ => "use a kernel >= 5.13 with CONFIG_SECURITY_LANDLOCK=y and landlock in lsm=",
         }),
     ));
+}
 
+fn pidfd_checks(checks: &mut Vec<Check>) {
     // pidfds
     let pidfd = pidfd_open_self();
     let getfd = match &pidfd {
@@ -378,58 +414,15 @@ pub fn run() -> DoctorReport {
         Some("kernel >= 5.6"),
     ));
     drop(pidfd);
-
-    checks.extend(cgroup_checks(&cgroup::detect_host()));
-    DoctorReport {
-        kernel,
-        euid,
-        checks,
-    }
 }
 
 /// The cgroup lines: the layout, then one per limit with the mechanism that would enforce it.
 pub fn cgroup_checks(host: &HostCgroups) -> Vec<Check> {
-    let mut out = Vec::new();
-    let v1_list = || {
-        host.v1
-            .iter()
-            .map(|h| h.controllers.join(","))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let v2_desc = |v: &cgroup::V2Host| {
-        format!(
-            "cgroup2 at {} (our cgroup {}: controllers [{}], subtree_control [{}], {})",
-            v.mount.display(),
-            v.base.display(),
-            v.controllers.join(" "),
-            v.subtree_control.join(" "),
-            if v.writable {
-                "writable"
-            } else {
-                "not writable"
-            }
-        )
-    };
     let delegated = host
         .v2
         .as_ref()
         .is_some_and(|v| ["memory", "pids", "cpu"].iter().all(|c| v.offers(c)));
-    let (detail, ok) = match (host.layout(), &host.v2) {
-        (Layout::Unified, Some(v)) if delegated => (format!("cgroup v2 only, delegated: {}", v2_desc(v)), true),
-        (Layout::Unified, Some(v)) => (format!("cgroup v2 only, but memory/pids/cpu not delegated to us: {}", v2_desc(v)), false),
-        (Layout::Hybrid, Some(v)) => (
-            format!(
-                "hybrid: v1 controllers ({}) plus {}; job limits use the v1 controllers where v2 has none",
-                v1_list(),
-                v2_desc(v)
-            ),
-            delegated,
-        ),
-        (Layout::Legacy, _) => (format!("cgroup v1 only: {}", v1_list()), false),
-        _ => ("no cgroup filesystem mounted under /sys/fs/cgroup".to_string(), false),
-    };
-    out.push(check("cgroup_v2", ok, false, detail, Some(FIX_CGROUP_V2)));
+    let mut out = vec![cgroup_layout_check(host, delegated)];
     for (control, ctrl) in [
         ("cgroup_memory", "memory"),
         ("cgroup_pids", "pids"),
@@ -471,6 +464,46 @@ pub fn cgroup_checks(host: &HostCgroups) -> Vec<Check> {
         ));
     }
     out
+}
+
+/// Which cgroup layout the host has, and whether v2 is delegated to us.
+fn cgroup_layout_check(host: &HostCgroups, delegated: bool) -> Check {
+    let v1_list = || {
+        host.v1
+            .iter()
+            .map(|h| h.controllers.join(","))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let v2_desc = |v: &cgroup::V2Host| {
+        format!(
+            "cgroup2 at {} (our cgroup {}: controllers [{}], subtree_control [{}], {})",
+            v.mount.display(),
+            v.base.display(),
+            v.controllers.join(" "),
+            v.subtree_control.join(" "),
+            if v.writable {
+                "writable"
+            } else {
+                "not writable"
+            }
+        )
+    };
+    let (detail, ok) = match (host.layout(), &host.v2) {
+        (Layout::Unified, Some(v)) if delegated => (format!("cgroup v2 only, delegated: {}", v2_desc(v)), true),
+        (Layout::Unified, Some(v)) => (format!("cgroup v2 only, but memory/pids/cpu not delegated to us: {}", v2_desc(v)), false),
+        (Layout::Hybrid, Some(v)) => (
+            format!(
+                "hybrid: v1 controllers ({}) plus {}; job limits use the v1 controllers where v2 has none",
+                v1_list(),
+                v2_desc(v)
+            ),
+            delegated,
+        ),
+        (Layout::Legacy, _) => (format!("cgroup v1 only: {}", v1_list()), false),
+        _ => ("no cgroup filesystem mounted under /sys/fs/cgroup".to_string(), false),
+    };
+    check("cgroup_v2", ok, false, detail, Some(FIX_CGROUP_V2))
 }
 
 /// Host-wide and the operator's call: it makes fork and exit of every process on the host
