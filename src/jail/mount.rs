@@ -103,149 +103,7 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
     let mut step_op = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let before = steps.len();
-        match op {
-            MountOp::Dir { path, mode } => steps.push(Step::Mkdir {
-                path: staged(path)?,
-                mode: *mode,
-            }),
-            MountOp::Symlink { target, link } => steps.push(Step::Symlink {
-                target: cstr(target)?,
-                link: staged(link)?,
-            }),
-            MountOp::File {
-                path,
-                contents,
-                mode,
-            } => steps.push(Step::WriteFile {
-                path: staged(path)?,
-                contents: contents.as_bytes().to_vec(),
-                mode: *mode,
-            }),
-            MountOp::BindReadOnly { source, target } | MountOp::BindDevice { source, target } => {
-                let meta = std::fs::metadata(source)
-                    .map_err(|e| format!("bind source {source} is not usable: {e}"))?;
-                let tgt = staged(target)?;
-                if meta.is_dir() {
-                    steps.push(Step::Mkdir {
-                        path: tgt.clone(),
-                        mode: 0o755,
-                    });
-                } else {
-                    steps.push(Step::Touch { path: tgt.clone() });
-                }
-                steps.push(Step::Mount {
-                    source: Some(cstr(source)?),
-                    target: tgt.clone(),
-                    fstype: None,
-                    flags: libc::MS_BIND,
-                    data: None,
-                });
-                let extra = if matches!(op, MountOp::BindReadOnly { .. }) {
-                    libc::MS_RDONLY | libc::MS_NODEV
-                } else {
-                    libc::MS_NOEXEC
-                };
-                steps.push(Step::Mount {
-                    source: None,
-                    target: tgt,
-                    fstype: None,
-                    flags: libc::MS_BIND
-                        | libc::MS_REMOUNT
-                        | libc::MS_NOSUID
-                        | extra
-                        | locked_flags(source)?,
-                    data: None,
-                });
-            }
-            MountOp::Proc { target } => {
-                let tgt = staged(target)?;
-                steps.push(Step::Mkdir {
-                    path: tgt.clone(),
-                    mode: 0o555,
-                });
-                steps.push(Step::Mount {
-                    source: Some(cstr("proc")?),
-                    target: tgt,
-                    fstype: Some(cstr("proc")?),
-                    flags: libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    data: None,
-                });
-            }
-            MountOp::MaskPath { path } => {
-                // A file is hidden behind the host's /dev/null (reads empty, writes vanish);
-                // a directory behind an empty read-only tmpfs. Decided in the parent from the
-                // host's procfs, which has the same shape as the jail's.
-                let tgt = staged(path)?;
-                let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
-                if std::fs::symlink_metadata(path).is_err() {
-                    continue;
-                }
-                if is_dir {
-                    steps.push(Step::Mount {
-                        source: Some(cstr("tmpfs")?),
-                        target: tgt,
-                        fstype: Some(cstr("tmpfs")?),
-                        flags: libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                        data: Some(cstr("size=0,nr_inodes=1,mode=0555")?),
-                    });
-                } else {
-                    steps.push(Step::Mount {
-                        source: Some(cstr("/dev/null")?),
-                        target: tgt,
-                        fstype: None,
-                        flags: libc::MS_BIND,
-                        data: None,
-                    });
-                }
-            }
-            MountOp::ReadOnlyPath { path } => {
-                if std::fs::symlink_metadata(path).is_err() {
-                    continue;
-                }
-                let tgt = staged(path)?;
-                steps.push(Step::Mount {
-                    source: Some(tgt.clone()),
-                    target: tgt.clone(),
-                    fstype: None,
-                    flags: libc::MS_BIND | libc::MS_REC,
-                    data: None,
-                });
-                steps.push(Step::Mount {
-                    source: None,
-                    target: tgt,
-                    fstype: None,
-                    flags: libc::MS_BIND
-                        | libc::MS_REMOUNT
-                        | libc::MS_RDONLY
-                        | libc::MS_NOSUID
-                        | libc::MS_NODEV
-                        | libc::MS_NOEXEC,
-                    data: None,
-                });
-            }
-            MountOp::Tmpfs {
-                target,
-                size_bytes,
-                inodes,
-                mode,
-            } => {
-                let tgt = staged(target)?;
-                steps.push(Step::Mkdir {
-                    path: tgt.clone(),
-                    mode: 0o755,
-                });
-                steps.push(Step::Mount {
-                    source: Some(cstr("tmpfs")?),
-                    target: tgt,
-                    fstype: Some(cstr("tmpfs")?),
-                    // noexec: what the program writes is data, never a new binary to run.
-                    flags: libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    data: Some(cstr(&format!(
-                        "size={size_bytes},nr_inodes={inodes},mode={mode:o}"
-                    ))?),
-                });
-            }
-        }
+        steps.extend(op_steps(op)?);
         step_op.extend(std::iter::repeat_n(i, steps.len() - before));
     }
     Ok(PreparedRoot {
@@ -254,6 +112,151 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
         steps,
         step_op,
     })
+}
+
+/// The child's steps for one plan op.
+fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
+    Ok(match op {
+        MountOp::Dir { path, mode } => vec![Step::Mkdir {
+            path: staged(path)?,
+            mode: *mode,
+        }],
+        MountOp::Symlink { target, link } => vec![Step::Symlink {
+            target: cstr(target)?,
+            link: staged(link)?,
+        }],
+        MountOp::File {
+            path,
+            contents,
+            mode,
+        } => vec![Step::WriteFile {
+            path: staged(path)?,
+            contents: contents.as_bytes().to_vec(),
+            mode: *mode,
+        }],
+        MountOp::BindReadOnly { source, target } => {
+            bind_steps(source, target, libc::MS_RDONLY | libc::MS_NODEV)?
+        }
+        MountOp::BindDevice { source, target } => bind_steps(source, target, libc::MS_NOEXEC)?,
+        MountOp::Proc { target } => {
+            let tgt = staged(target)?;
+            vec![
+                Step::Mkdir {
+                    path: tgt.clone(),
+                    mode: 0o555,
+                },
+                mount(Some("proc"), tgt, Some("proc"), NOSUID_NODEV_NOEXEC, None)?,
+            ]
+        }
+        MountOp::MaskPath { path } => mask_steps(path)?,
+        MountOp::ReadOnlyPath { path } => read_only_steps(path)?,
+        MountOp::Tmpfs {
+            target,
+            size_bytes,
+            inodes,
+            mode,
+        } => {
+            let tgt = staged(target)?;
+            let data = format!("size={size_bytes},nr_inodes={inodes},mode={mode:o}");
+            vec![
+                Step::Mkdir {
+                    path: tgt.clone(),
+                    mode: 0o755,
+                },
+                // noexec: what the program writes is data, never a new binary to run.
+                mount(
+                    Some("tmpfs"),
+                    tgt,
+                    Some("tmpfs"),
+                    NOSUID_NODEV_NOEXEC,
+                    Some(&data),
+                )?,
+            ]
+        }
+    })
+}
+
+const NOSUID_NODEV_NOEXEC: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+
+fn mount(
+    source: Option<&str>,
+    target: CString,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<Step, String> {
+    Ok(Step::Mount {
+        source: source.map(cstr).transpose()?,
+        target,
+        fstype: fstype.map(cstr).transpose()?,
+        flags,
+        data: data.map(cstr).transpose()?,
+    })
+}
+
+/// A host path bound at the same place, then remounted with `extra` flags and nosuid (and
+/// the flags the kernel locks on it, which a remount must repeat).
+fn bind_steps(source: &str, target: &str, extra: libc::c_ulong) -> Result<Vec<Step>, String> {
+    let meta = std::fs::metadata(source)
+        .map_err(|e| format!("bind source {source} is not usable: {e}"))?;
+    let tgt = staged(target)?;
+    let make = if meta.is_dir() {
+        Step::Mkdir {
+            path: tgt.clone(),
+            mode: 0o755,
+        }
+    } else {
+        Step::Touch { path: tgt.clone() }
+    };
+    let remount =
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | extra | locked_flags(source)?;
+    Ok(vec![
+        make,
+        mount(Some(source), tgt.clone(), None, libc::MS_BIND, None)?,
+        mount(None, tgt, None, remount, None)?,
+    ])
+}
+
+/// A file is hidden behind the host's /dev/null (reads empty, writes vanish); a directory
+/// behind an empty read-only tmpfs. Decided in the parent from the host's procfs, which has
+/// the same shape as the jail's; a path the host lacks needs no mask.
+fn mask_steps(path: &str) -> Result<Vec<Step>, String> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(Vec::new());
+    }
+    let tgt = staged(path)?;
+    let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+    Ok(vec![if is_dir {
+        let flags = libc::MS_RDONLY | NOSUID_NODEV_NOEXEC;
+        mount(
+            Some("tmpfs"),
+            tgt,
+            Some("tmpfs"),
+            flags,
+            Some("size=0,nr_inodes=1,mode=0555"),
+        )?
+    } else {
+        mount(Some("/dev/null"), tgt, None, libc::MS_BIND, None)?
+    }])
+}
+
+/// A /proc subtree bound onto itself and remounted read-only.
+fn read_only_steps(path: &str) -> Result<Vec<Step>, String> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(Vec::new());
+    }
+    let tgt = staged(path)?;
+    let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | NOSUID_NODEV_NOEXEC;
+    Ok(vec![
+        Step::Mount {
+            source: Some(tgt.clone()),
+            target: tgt.clone(),
+            fstype: None,
+            flags: libc::MS_BIND | libc::MS_REC,
+            data: None,
+        },
+        mount(None, tgt, None, remount, None)?,
+    ])
 }
 
 /// Child: make every mount private, mount the root tmpfs at the staging dir.

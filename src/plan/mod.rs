@@ -197,162 +197,16 @@ impl JailPlan {
         host: &dyn Fn(&str) -> HostPath,
     ) -> Result<JailPlan, String> {
         let lim = &policy.limits;
-        let mut mounts = Vec::new();
-        let mut read_exec = Vec::new();
-        let fs = &policy.filesystem;
-        let mut seen = std::collections::BTreeSet::new();
-        for path in fs.read_only.iter().chain(fs.optional.iter()) {
-            if !seen.insert(path.as_str()) {
-                continue;
-            }
-            match host(path) {
-                HostPath::Dir | HostPath::File => {
-                    mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });
-                    read_exec.push(path.clone());
-                }
-                HostPath::Symlink(target) => {
-                    mounts.push(MountOp::Symlink { target, link: path.clone() });
-                }
-                HostPath::Missing if policy.filesystem.optional.contains(path) => {}
-                HostPath::Missing => {
-                    return Err(format!(
-                        "filesystem.read_only: {path} does not exist on this host; remove it or list it in filesystem.optional"
-                    ))
-                }
-            }
-        }
-        mounts.push(MountOp::Dir {
-            path: "/etc".into(),
-            mode: 0o755,
-        });
-        mounts.push(MountOp::File {
-            path: "/etc/passwd".into(),
-            contents: format!("agent:x:{JAIL_UID}:{JAIL_GID}:agent:/tmp:/usr/sbin/nologin\n"),
-            mode: 0o444,
-        });
-        mounts.push(MountOp::File {
-            path: "/etc/group".into(),
-            contents: format!("agent:x:{JAIL_GID}:\n"),
-            mode: 0o444,
-        });
-        mounts.push(MountOp::File {
-            path: "/etc/hosts".into(),
-            contents: format!("127.0.0.1 localhost {JAIL_HOSTNAME}\n"),
-            mode: 0o444,
-        });
-        read_exec.push("/etc".into());
-        for f in files {
-            if let Some((dir, _)) = f.path.rsplit_once('/') {
-                if !dir.is_empty() {
-                    mounts.push(MountOp::Dir {
-                        path: dir.to_string(),
-                        mode: 0o755,
-                    });
-                    read_exec.push(dir.to_string());
-                }
-            }
-            mounts.push(MountOp::File {
-                path: f.path.clone(),
-                contents: f.contents.clone(),
-                mode: 0o444,
-            });
-        }
-        mounts.push(MountOp::Dir {
-            path: "/dev".into(),
-            mode: 0o755,
-        });
-        for d in DEVICES {
-            mounts.push(MountOp::BindDevice {
-                source: d.into(),
-                target: d.into(),
-            });
-        }
-        for (link, target) in [
-            ("/dev/fd", "/proc/self/fd"),
-            ("/dev/stdin", "/proc/self/fd/0"),
-            ("/dev/stdout", "/proc/self/fd/1"),
-            ("/dev/stderr", "/proc/self/fd/2"),
-        ] {
-            mounts.push(MountOp::Symlink {
-                target: target.into(),
-                link: link.into(),
-            });
-        }
-        mounts.push(MountOp::Proc {
-            target: "/proc".into(),
-        });
-        for p in PROC_MASKED.iter().chain(PROC_SYS_MASKED.iter()) {
-            mounts.push(MountOp::MaskPath {
-                path: p.to_string(),
-            });
-        }
-        for p in PROC_READ_ONLY {
-            mounts.push(MountOp::ReadOnlyPath { path: p.into() });
-        }
-        mounts.push(MountOp::Tmpfs {
-            target: "/tmp".into(),
-            size_bytes: lim.tmp_size.0,
-            inodes: lim.tmp_inodes,
-            mode: 0o1777,
-        });
-        read_exec.push("/proc".into());
-
-        let mut env = vec![
-            ("PATH".to_string(), JAIL_PATH.to_string()),
-            ("LANG".to_string(), "C.UTF-8".to_string()),
-            ("HOME".to_string(), "/tmp".to_string()),
-        ];
-        for (k, v) in &policy.environment.extra {
-            env.retain(|(ek, _)| ek != k);
-            env.push((k.clone(), v.clone()));
-        }
-
-        let cpu_secs = lim.cpu_time_ms.div_ceil(1000);
-        let rlimits = vec![
-            Rlimit {
-                resource: RlimitKind::Core,
-                soft: 0,
-                hard: 0,
-            },
-            Rlimit {
-                resource: RlimitKind::FileSize,
-                soft: lim.file_size.0,
-                hard: lim.file_size.0,
-            },
-            Rlimit {
-                resource: RlimitKind::OpenFiles,
-                soft: lim.open_files,
-                hard: lim.open_files,
-            },
-            Rlimit {
-                resource: RlimitKind::Nproc,
-                soft: lim.pids,
-                hard: lim.pids,
-            },
-            // A backstop only: the supervisor enforces the CPU limit in milliseconds.
-            Rlimit {
-                resource: RlimitKind::Cpu,
-                soft: cpu_secs + 1,
-                hard: cpu_secs + 2,
-            },
-            Rlimit {
-                resource: RlimitKind::MemLock,
-                soft: 0,
-                hard: 0,
-            },
-            Rlimit {
-                resource: RlimitKind::MsgQueue,
-                soft: 0,
-                hard: 0,
-            },
-            // Removed at spawn time when a memory cgroup bounds the jail instead.
-            Rlimit {
-                resource: RlimitKind::AddressSpace,
-                soft: lim.memory.0,
-                hard: lim.memory.0,
-            },
-        ];
-
+        let mut root = Root::default();
+        root.host_binds(policy, host)?;
+        root.etc();
+        root.files(files);
+        root.dev();
+        root.proc();
+        root.tmp(lim.tmp_size.0, lim.tmp_inodes);
+        let Root { mounts, read_exec } = root;
+        let env = environment(policy);
+        let rlimits = rlimits(lim);
         let landlock = LandlockPlan {
             requirement: policy.landlock.requirement,
             min_abi: policy.landlock.min_abi,
@@ -396,6 +250,202 @@ impl JailPlan {
             },
         })
     }
+}
+
+/// The jail's root as it is built: the mount ops in order, and the paths landlock lets the
+/// program read and execute.
+#[derive(Default)]
+struct Root {
+    mounts: Vec<MountOp>,
+    read_exec: Vec<String>,
+}
+
+impl Root {
+    /// The policy's read-only host paths (symlinks recreated, missing optional ones skipped).
+    fn host_binds(
+        &mut self,
+        policy: &Policy,
+        host: &dyn Fn(&str) -> HostPath,
+    ) -> Result<(), String> {
+        let fs = &policy.filesystem;
+        let mut seen = std::collections::BTreeSet::new();
+        for path in fs.read_only.iter().chain(fs.optional.iter()) {
+            if !seen.insert(path.as_str()) {
+                continue;
+            }
+            match host(path) {
+                HostPath::Dir | HostPath::File => {
+                    self.mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });
+                    self.read_exec.push(path.clone());
+                }
+                HostPath::Symlink(target) => {
+                    self.mounts.push(MountOp::Symlink { target, link: path.clone() });
+                }
+                HostPath::Missing if fs.optional.contains(path) => {}
+                HostPath::Missing => {
+                    return Err(format!(
+                        "filesystem.read_only: {path} does not exist on this host; remove it or list it in filesystem.optional"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A synthesized /etc: the jail's user and group, localhost. Nothing is copied from the host.
+    fn etc(&mut self) {
+        self.dir("/etc");
+        self.file(
+            "/etc/passwd",
+            format!("agent:x:{JAIL_UID}:{JAIL_GID}:agent:/tmp:/usr/sbin/nologin\n"),
+        );
+        self.file("/etc/group", format!("agent:x:{JAIL_GID}:\n"));
+        self.file(
+            "/etc/hosts",
+            format!("127.0.0.1 localhost {JAIL_HOSTNAME}\n"),
+        );
+        self.read_exec.push("/etc".into());
+    }
+
+    /// agentjail's own read-only files (the runner), each in its directory.
+    fn files(&mut self, files: &[JailFile]) {
+        for f in files {
+            if let Some((dir, _)) = f.path.rsplit_once('/') {
+                if !dir.is_empty() {
+                    self.dir(dir);
+                    self.read_exec.push(dir.to_string());
+                }
+            }
+            self.file(&f.path, f.contents.clone());
+        }
+    }
+
+    /// A minimal /dev: five device binds and the fd symlinks.
+    fn dev(&mut self) {
+        self.dir("/dev");
+        for d in DEVICES {
+            self.mounts.push(MountOp::BindDevice {
+                source: d.into(),
+                target: d.into(),
+            });
+        }
+        for (link, target) in [
+            ("/dev/fd", "/proc/self/fd"),
+            ("/dev/stdin", "/proc/self/fd/0"),
+            ("/dev/stdout", "/proc/self/fd/1"),
+            ("/dev/stderr", "/proc/self/fd/2"),
+        ] {
+            self.mounts.push(MountOp::Symlink {
+                target: target.into(),
+                link: link.into(),
+            });
+        }
+    }
+
+    /// A fresh /proc for the jail's pid namespace, with the host's secrets masked and the
+    /// kernel's knobs read-only (masks first, so the read-only bind covers them).
+    fn proc(&mut self) {
+        self.mounts.push(MountOp::Proc {
+            target: "/proc".into(),
+        });
+        for p in PROC_MASKED.iter().chain(PROC_SYS_MASKED.iter()) {
+            self.mounts.push(MountOp::MaskPath {
+                path: p.to_string(),
+            });
+        }
+        for p in PROC_READ_ONLY {
+            self.mounts.push(MountOp::ReadOnlyPath { path: p.into() });
+        }
+        self.read_exec.push("/proc".into());
+    }
+
+    /// The one writable place: a size- and inode-capped /tmp.
+    fn tmp(&mut self, size_bytes: u64, inodes: u64) {
+        self.mounts.push(MountOp::Tmpfs {
+            target: "/tmp".into(),
+            size_bytes,
+            inodes,
+            mode: 0o1777,
+        });
+    }
+
+    fn dir(&mut self, path: &str) {
+        self.mounts.push(MountOp::Dir {
+            path: path.into(),
+            mode: 0o755,
+        });
+    }
+
+    fn file(&mut self, path: &str, contents: String) {
+        self.mounts.push(MountOp::File {
+            path: path.into(),
+            contents,
+            mode: 0o444,
+        });
+    }
+}
+
+/// PATH, LANG and HOME=/tmp, then the policy's extra variables.
+fn environment(policy: &Policy) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("PATH".to_string(), JAIL_PATH.to_string()),
+        ("LANG".to_string(), "C.UTF-8".to_string()),
+        ("HOME".to_string(), "/tmp".to_string()),
+    ];
+    for (k, v) in &policy.environment.extra {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.clone(), v.clone()));
+    }
+    env
+}
+
+/// The rlimits every jail gets (the cgroup-covered ones are adjusted at launch).
+fn rlimits(lim: &crate::policy::Limits) -> Vec<Rlimit> {
+    let cpu_secs = lim.cpu_time_ms.div_ceil(1000);
+    vec![
+        Rlimit {
+            resource: RlimitKind::Core,
+            soft: 0,
+            hard: 0,
+        },
+        Rlimit {
+            resource: RlimitKind::FileSize,
+            soft: lim.file_size.0,
+            hard: lim.file_size.0,
+        },
+        Rlimit {
+            resource: RlimitKind::OpenFiles,
+            soft: lim.open_files,
+            hard: lim.open_files,
+        },
+        Rlimit {
+            resource: RlimitKind::Nproc,
+            soft: lim.pids,
+            hard: lim.pids,
+        },
+        // A backstop only: the supervisor enforces the CPU limit in milliseconds.
+        Rlimit {
+            resource: RlimitKind::Cpu,
+            soft: cpu_secs + 1,
+            hard: cpu_secs + 2,
+        },
+        Rlimit {
+            resource: RlimitKind::MemLock,
+            soft: 0,
+            hard: 0,
+        },
+        Rlimit {
+            resource: RlimitKind::MsgQueue,
+            soft: 0,
+            hard: 0,
+        },
+        // Removed at spawn time when a memory cgroup bounds the jail instead.
+        Rlimit {
+            resource: RlimitKind::AddressSpace,
+            soft: lim.memory.0,
+            hard: lim.memory.0,
+        },
+    ]
 }
 
 #[cfg(test)]
