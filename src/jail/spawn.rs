@@ -130,27 +130,8 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     } else {
         p.clone_flags
     };
-    if fault_name().as_deref() == Some("clone3") {
-        return Err(SetupError::new(
-            CLONE_STAGE,
-            Some(libc::EIO),
-            "fault injected",
-        ));
-    }
-    let mut pidfd_raw: RawFd = -1;
     let cloned_at = std::time::Instant::now();
-    let pid = sys::clone3(clone_flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
-        SetupError::new(
-            CLONE_STAGE,
-            Some(e),
-            "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
-        )
-    })?;
-    if pid == 0 {
-        child::run(p, &fds);
-    }
-    // clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
-    let pidfd = sys::owned(pidfd_raw);
+    let (pid, pidfd) = clone_child(p, &fds, clone_flags, cgroup_fd)?;
     let Pipes {
         stdin,
         stdout,
@@ -200,6 +181,35 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
 /// What the handshake takes over from the child: the seccomp listener, and the program's
 /// pid and a pidfd for it.
 type Handover = (Option<OwnedFd>, Option<(i32, OwnedFd)>);
+
+/// clone3 into the new namespaces; the child runs `child::run` and never returns here.
+fn clone_child(
+    p: &Prepared,
+    fds: &ChildFds,
+    flags: u64,
+    cgroup_fd: Option<RawFd>,
+) -> Result<(i32, OwnedFd), SetupError> {
+    if fault_name().as_deref() == Some("clone3") {
+        return Err(SetupError::new(
+            CLONE_STAGE,
+            Some(libc::EIO),
+            "fault injected",
+        ));
+    }
+    let mut pidfd_raw: RawFd = -1;
+    let pid = sys::clone3(flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
+        SetupError::new(
+            CLONE_STAGE,
+            Some(e),
+            "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
+        )
+    })?;
+    if pid == 0 {
+        child::run(p, fds);
+    }
+    // clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
+    Ok((pid, sys::owned(pidfd_raw)))
+}
 
 /// The parent's half of the setup, talking to the child over the sync and report pipes.
 struct Handshake<'a> {
