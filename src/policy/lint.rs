@@ -28,10 +28,17 @@ fn warn(out: &mut Vec<LintWarning>, key: &str, message: impl Into<String>) {
 /// Weak choices in a policy, each with the key to change. Silent on `policies/default.toml`.
 pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     let mut w = Vec::new();
+    jail_lints(policy, &mut w);
+    check_lints(&policy.check, &mut w);
+    w
+}
+
+/// What the jail enforces: network, seccomp groups, requirements, limits, binds.
+fn jail_lints(policy: &Policy, w: &mut Vec<LintWarning>) {
     let p = policy;
     if p.network.enabled {
         warn(
-            &mut w,
+            w,
             "network.enabled",
             "network is on: the program can reach whatever the host can; exfiltration of the \
              payload and downloads of code become possible",
@@ -39,19 +46,25 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     }
     for g in &p.seccomp.allow_groups {
         if let Some((_, why)) = DANGEROUS_SECCOMP_GROUPS.iter().find(|(n, _)| n == g) {
-            warn(&mut w, "seccomp.allow_groups", format!("{g}: {why}"));
+            warn(w, "seccomp.allow_groups", format!("{g}: {why}"));
         }
     }
     if p.seccomp.requirement == Requirement::BestEffort {
         warn(
-            &mut w,
+            w,
             "seccomp.requirement",
             "best_effort: on a host without seccomp the program runs with every syscall allowed",
         );
     }
+    limit_lints(p, w);
+    requirement_lints(p, w);
+}
+
+/// Limits that are very large for one job.
+fn limit_lints(p: &Policy, w: &mut Vec<LintWarning>) {
     if p.limits.memory.0 > 4 * 1024 * MIB {
         warn(
-            &mut w,
+            w,
             "limits.memory",
             format!(
                 "{} is a very large memory limit for one job; the host can be starved",
@@ -59,6 +72,48 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             ),
         );
     }
+    if p.limits.wall_time_ms > 300_000 {
+        warn(w, "limits.wall_time_ms", "more than 5 minutes of wall time");
+    }
+    if p.limits.cpu_time_ms > 300_000 {
+        warn(w, "limits.cpu_time_ms", "more than 5 minutes of CPU time");
+    }
+    for (key, cap) in [
+        ("limits.stdout", p.limits.stdout),
+        ("limits.stderr", p.limits.stderr),
+    ] {
+        if cap.0 > MIB {
+            warn(
+                w,
+                key,
+                format!("{cap} of output is held in memory and copied into every record"),
+            );
+        }
+    }
+    if !p.interpreter.python_args.iter().any(|a| a == "-I") {
+        warn(
+            w,
+            "interpreter.python_args",
+            "-I is missing: without isolated mode the interpreter honours PYTHON* variables \
+             and adds the script directory and user site-packages to sys.path",
+        );
+    }
+    for path in p.filesystem.read_only.iter().chain(&p.filesystem.optional) {
+        if is_under(path, "/opt") {
+            warn(
+                w,
+                "filesystem.read_only",
+                format!(
+                    "{path} is bound: third-party software under /opt sometimes keeps \
+                     configuration and keys beside it; bind only the interpreter's directory"
+                ),
+            );
+        }
+    }
+}
+
+/// Controls the policy lets degrade on hosts that lack them.
+fn requirement_lints(p: &Policy, w: &mut Vec<LintWarning>) {
     if p.cgroup.requirement == Requirement::BestEffort {
         let spawn = if p.seccomp.allow_groups.iter().any(|g| g == "process_spawn") {
             "; process_spawn is allowed, so only RLIMIT_NPROC (counted per host uid) stops a fork bomb"
@@ -66,7 +121,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             ""
         };
         warn(
-            &mut w,
+            w,
             "cgroup.requirement",
             format!(
                 "best_effort: on a host without a delegated cgroup, memory is bounded only per \
@@ -78,66 +133,21 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     }
     if p.landlock.requirement == Requirement::BestEffort {
         warn(
-            &mut w,
+            w,
             "landlock.requirement",
             "best_effort: hosts without landlock (or below min_abi) run with the read-only \
              mount layout as the only filesystem control (recorded as degraded)",
         );
     }
-    if p.limits.wall_time_ms > 300_000 {
-        warn(
-            &mut w,
-            "limits.wall_time_ms",
-            "more than 5 minutes of wall time",
-        );
-    }
-    if p.limits.cpu_time_ms > 300_000 {
-        warn(
-            &mut w,
-            "limits.cpu_time_ms",
-            "more than 5 minutes of CPU time",
-        );
-    }
-    for (key, cap) in [
-        ("limits.stdout", p.limits.stdout),
-        ("limits.stderr", p.limits.stderr),
-    ] {
-        if cap.0 > MIB {
-            warn(
-                &mut w,
-                key,
-                format!("{cap} of output is held in memory and copied into every record"),
-            );
-        }
-    }
-    if !p.interpreter.python_args.iter().any(|a| a == "-I") {
-        warn(
-            &mut w,
-            "interpreter.python_args",
-            "-I is missing: without isolated mode the interpreter honours PYTHON* variables \
-             and adds the script directory and user site-packages to sys.path",
-        );
-    }
-    for path in p.filesystem.read_only.iter().chain(&p.filesystem.optional) {
-        if is_under(path, "/opt") {
-            warn(
-                &mut w,
-                "filesystem.read_only",
-                format!(
-                    "{path} is bound: third-party software under /opt sometimes keeps \
-                     configuration and keys beside it; bind only the interpreter's directory"
-                ),
-            );
-        }
-    }
+}
 
-    // Static check.
-    let c = &p.check;
+/// The static check's rules (defence in depth, but a weak list still deserves a warning).
+fn check_lints(c: &CheckRules, w: &mut Vec<LintWarning>) {
     for m in &c.allowed_imports {
         let top = m.split('.').next().unwrap_or(m);
         if DANGEROUS_MODULES.contains(&top) {
             warn(
-                &mut w,
+                w,
                 "check.allowed_imports",
                 format!("{m} is allowed: it gives the program the host directly"),
             );
@@ -147,7 +157,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             Some(reached) => {
                 for (danger, chain) in reached {
                     warn(
-                        &mut w,
+                        w,
                         "check.allowed_imports",
                         format!(
                             "{m} reaches {danger} as {chain}; add the attribute to \
@@ -157,7 +167,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
                 }
             }
             None => warn(
-                &mut w,
+                w,
                 "check.allowed_imports",
                 format!(
                     "{m} is not in agentjail's table of stdlib module attributes: audit by \
@@ -168,7 +178,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     }
     if !c.deny_dunder {
         warn(
-            &mut w,
+            w,
             "check.deny_dunder",
             "off: __class__, __subclasses__, __globals__ and __builtins__ reach every object \
              and module in the interpreter",
@@ -180,7 +190,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
         .collect();
     if !missing.is_empty() {
         warn(
-            &mut w,
+            w,
             "check.denied_calls",
             format!(
                 "{} not denied: they run arbitrary code or open files",
@@ -195,7 +205,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
         .collect();
     if !frames.is_empty() {
         warn(
-            &mut w,
+            w,
             "check.denied_attributes",
             format!(
                 "frame-walking attributes not denied ({}): a generator or traceback reaches \
@@ -204,5 +214,4 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             ),
         );
     }
-    w
 }

@@ -112,6 +112,22 @@ fn check_bind(key: &str, p: &str) -> Result<(), Invalid> {
 }
 
 pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
+    identity(p)?;
+    languages(p)?;
+    budget(p)?;
+    check_rules(p)?;
+    interpreter(p)?;
+    limits(p)?;
+    filesystem(p)?;
+    seccomp(p)?;
+    landlock(p)?;
+    environment(p)?;
+    audit(p)?;
+    Ok(())
+}
+
+/// The format version and the name.
+fn identity(p: &Policy) -> Result<(), Invalid> {
     if p.version != POLICY_VERSION {
         return Err(invalid(
             "version",
@@ -127,7 +143,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
         ));
     }
 
-    // Languages (policy level).
+    Ok(())
+}
+
+/// Languages (policy level).
+fn languages(p: &Policy) -> Result<(), Invalid> {
     for lang in &p.languages.allowed {
         if lang.is_empty()
             || !lang
@@ -142,8 +162,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             ));
         }
     }
+    Ok(())
+}
 
-    // Budget.
+/// Budget.
+fn budget(p: &Policy) -> Result<(), Invalid> {
     let b = &p.budget;
     in_range(
         "budget.max_seconds",
@@ -176,8 +199,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
         MAX_PAYLOAD_BYTES,
         "the payload is held in memory and fed on stdin; at most 64MiB",
     )?;
+    Ok(())
+}
 
-    // Static check rules.
+/// Static check rules.
+fn check_rules(p: &Policy) -> Result<(), Invalid> {
     let c = &p.check;
     for m in &c.allowed_imports {
         if !m.split('.').all(is_identifier) {
@@ -210,8 +236,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
         256,
         "the checker recurses once per level; CPython's own parser stops near 200",
     )?;
+    Ok(())
+}
 
-    // Interpreter.
+/// Interpreter.
+fn interpreter(p: &Policy) -> Result<(), Invalid> {
     let i = &p.interpreter;
     if let Some(problem) = path_problem(&i.python) {
         return Err(invalid(
@@ -251,8 +280,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "use \"3.7\" to \"3.13\", matching the interpreter the jail runs",
         ));
     }
+    Ok(())
+}
 
-    // Limits.
+/// Limits.
+fn limits(p: &Policy) -> Result<(), Invalid> {
     let l = &p.limits;
     in_range(
         "limits.wall_time_ms",
@@ -282,6 +314,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
         32_768,
         "processes and threads in the jail; 1 to 32768",
     )?;
+    sizes(l)
+}
+
+/// The byte and count limits: /tmp, output, open files, file size.
+fn sizes(l: &Limits) -> Result<(), Invalid> {
     if l.tmp_size.0 == 0 {
         return Err(invalid(
             "limits.tmp_size",
@@ -331,8 +368,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
         1024 * 1024 * MIB,
         "largest file the program may write (RLIMIT_FSIZE); 1 byte to 1TiB",
     )?;
+    Ok(())
+}
 
-    // Filesystem.
+/// Filesystem.
+fn filesystem(p: &Policy) -> Result<(), Invalid> {
     for (key, list) in [
         ("filesystem.read_only", &p.filesystem.read_only),
         ("filesystem.optional", &p.filesystem.optional),
@@ -349,8 +389,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             }
         }
     }
+    Ok(())
+}
 
-    // Seccomp.
+/// Seccomp.
+fn seccomp(p: &Policy) -> Result<(), Invalid> {
     let s = &p.seccomp;
     for (n, g) in s.allow_groups.iter().enumerate() {
         if !seccomp_group_names().any(|known| known == g) {
@@ -393,8 +436,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "use the kernel's names, e.g. \"statx\"",
         ));
     }
+    Ok(())
+}
 
-    // Landlock.
+/// Landlock.
+fn landlock(p: &Policy) -> Result<(), Invalid> {
     in_range(
         "landlock.min_abi",
         u64::from(p.landlock.min_abi),
@@ -402,8 +448,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
         6,
         "landlock ABI versions 1 to 6 exist (Linux 5.13 to 6.12)",
     )?;
+    Ok(())
+}
 
-    // Environment.
+/// Environment.
+fn environment(p: &Policy) -> Result<(), Invalid> {
     for (name, value) in &p.environment.extra {
         if !is_identifier(name) {
             return Err(invalid_item(
@@ -435,8 +484,11 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             ));
         }
     }
+    Ok(())
+}
 
-    // Audit.
+/// Audit.
+fn audit(p: &Policy) -> Result<(), Invalid> {
     if !p.audit.log.is_empty() {
         if let Some(problem) = path_problem(&p.audit.log) {
             return Err(invalid(
