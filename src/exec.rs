@@ -126,7 +126,11 @@ fn launch(r: &mut Recorder, plan: &JailPlan, memory_limit: u64) -> (i32, StopRea
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    match crate::launch::execute(plan, io, sigfd.as_ref()) {
+    match crate::launch::execute(
+        plan,
+        io,
+        sigfd.as_ref().map(crate::supervise::Interrupt::Signals),
+    ) {
         Err(e) => {
             // Display says the stage/control, errno and fix in one line.
             match &e {

@@ -19,8 +19,7 @@ use crate::jail::spawn::{self, Spawned};
 use crate::jail::{landlock, seccomp, Control, ControlState, JailError};
 use crate::plan::{JailPlan, RlimitKind, SuperviseLimits};
 use crate::policy::Requirement;
-use crate::supervise::{self, Io, Outcome};
-use std::os::fd::OwnedFd;
+use crate::supervise::{self, Interrupt, Io, Outcome};
 use std::time::Instant;
 
 /// A finished jail run.
@@ -54,8 +53,12 @@ pub struct StartedJail {
 /// Run `plan` in a jail and supervise it to the end. Nothing survives this call: the jail's
 /// processes are dead and reaped, its mounts died with its mount namespace, and its cgroup
 /// is removed.
-pub fn execute(plan: &JailPlan, io: Io<'_>, sigfd: Option<&OwnedFd>) -> Result<JailRun, JailError> {
-    Ok(prepare(plan)?.start()?.run(io, sigfd))
+pub fn execute(
+    plan: &JailPlan,
+    io: Io<'_>,
+    interrupt: Option<Interrupt<'_>>,
+) -> Result<JailRun, JailError> {
+    Ok(prepare(plan)?.start()?.run(io, interrupt))
 }
 
 /// Decide what this host can enforce for `plan` (failing closed on what the policy
@@ -119,25 +122,94 @@ impl PreparedJail {
 
 impl StartedJail {
     /// Feed the program its input and supervise it to the end (exit, a limit, a forbidden
-    /// syscall or an interrupt). The jail is dead and reaped when this returns; its cgroup is
-    /// removed.
-    pub fn run(self, io: Io<'_>, sigfd: Option<&OwnedFd>) -> JailRun {
+    /// syscall or an interrupt), under the plan's limits, counted from now. The jail is dead
+    /// and reaped when this returns; its cgroup is removed.
+    pub fn run(self, io: Io<'_>, interrupt: Option<Interrupt<'_>>) -> JailRun {
+        let limits = self.limits.clone();
+        let (run, teardown) = self.deliver(&limits, io, interrupt, supervise::Delivery::now());
+        drop(teardown);
+        run
+    }
+
+    /// As [`run`](Self::run), under `limits` (the job's: its hints may have tightened the
+    /// plan's) and counted from `delivery`. The jail's processes are dead and reaped when
+    /// this returns; its cgroup is left to the returned [`Teardown`], so a caller can remove
+    /// it off the job's critical path.
+    pub fn deliver(
+        self,
+        limits: &SuperviseLimits,
+        io: Io<'_>,
+        interrupt: Option<Interrupt<'_>>,
+        delivery: supervise::Delivery,
+    ) -> (JailRun, Teardown) {
         let StartedJail {
             spawned,
-            mut cgroup,
+            cgroup,
             enforcement,
-            limits,
             setup_us,
+            ..
         } = self;
-        let outcome = supervise::supervise(spawned, &limits, cgroup.as_ref(), sigfd, io);
-        if let Some(c) = cgroup.as_mut() {
-            c.kill_all();
-            let _ = c.remove();
-        }
-        JailRun {
+        let outcome =
+            supervise::supervise(spawned, limits, cgroup.as_ref(), interrupt, io, delivery);
+        let run = JailRun {
             outcome,
             enforcement,
             setup_us,
+        };
+        (run, Teardown(cgroup))
+    }
+
+    /// The running jail, for a session's calls.
+    pub fn spawned(&self) -> &Spawned {
+        &self.spawned
+    }
+
+    pub fn cgroup(&self) -> Option<&JobCgroup> {
+        self.cgroup.as_ref()
+    }
+
+    pub fn enforcement(&self) -> &[Control] {
+        &self.enforcement
+    }
+
+    pub fn setup_us(&self) -> u64 {
+        self.setup_us
+    }
+
+    /// The jail's CPU time so far (what its interpreter's start-up and preloads used).
+    pub fn cpu_used_us(&self) -> u64 {
+        supervise::jail_cpu_us(&self.spawned, self.cgroup.as_ref())
+    }
+
+    /// Whether the jail's init is still running (a warm jail can die while it waits, e.g.
+    /// when the host's OOM killer picks it).
+    pub fn alive(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        crate::jail::sys::poll_one(self.spawned.pidfd.as_raw_fd(), libc::POLLIN, 0)
+            .is_ok_and(|r| r == 0)
+    }
+
+    /// End the jail now (it is unused, or its session is over): kill, reap, and hand back
+    /// its cgroup for removal.
+    pub fn end(self) -> (supervise::Outcome, Teardown) {
+        let StartedJail {
+            spawned, cgroup, ..
+        } = self;
+        let outcome = supervise::end(spawned, cgroup.as_ref());
+        (outcome, Teardown(cgroup))
+    }
+}
+
+/// What is left of a finished jail: its cgroup (the processes are gone). Dropping it kills
+/// anything still there and removes the directories; send it to another thread to keep
+/// that off a job's critical path.
+pub struct Teardown(Option<JobCgroup>);
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            c.kill_all();
+            let _ = c.remove();
         }
     }
 }

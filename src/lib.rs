@@ -10,6 +10,7 @@ pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod doctor;
+pub mod environment;
 pub mod exec;
 pub mod ids;
 pub mod jail;
@@ -44,9 +45,10 @@ pub fn run_action(policy: &LoadedPolicy, action: &str) -> Record {
         json!({"path": policy.path, "sha256": policy.sha256}),
     );
     let ended = (|| {
-        let (action, effective) = run::contract(&mut r, action, &policy.policy)?;
+        let raw = run::read_action(action).map_err(|e| run::unreadable(&mut r, &e))?;
+        let (action, effective) = run::contract(&mut r, &raw, &policy.policy)?;
         run::check(&mut r, &action, &effective)?;
-        let jail = run::execute(&mut r, &action, &effective)?;
+        let jail = run::execute(&mut r, &action, &effective, &run::ColdStart::new())?;
         run::validate(&mut r, &action, &effective, &jail)
     })();
     match ended {

@@ -5,13 +5,14 @@
 
 use crate::check::{self, Decision};
 use crate::contract::{self, Action};
-use crate::launch::JailRun;
+use crate::jail::JailError;
+use crate::launch::{JailRun, StartedJail, Teardown};
 use crate::output;
-use crate::plan::{JailFile, JailPlan};
+use crate::plan::{JailFile, JailPlan, SuperviseLimits};
 use crate::policy::Policy;
 use crate::record::{self, Phase, Recorder, StopReason};
 use crate::runner;
-use crate::supervise::{Io, Outcome};
+use crate::supervise::{Delivery, Interrupt, Io, Outcome};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::time::Instant;
@@ -52,11 +53,18 @@ pub fn read_action(spec: &str) -> Result<Vec<u8>, String> {
     Ok(buf)
 }
 
-/// Phase `plan`: read the action, validate it against the contract, apply its hints
-/// (tighten only). Returns the action and the effective policy.
+/// Phase `plan` when the action cannot even be read (a file that is not there).
+pub fn unreadable(r: &mut Recorder, message: &str) -> Stopped {
+    r.set("error", json!({ "message": message }));
+    r.phase(Phase::Plan, false, Instant::now(), Value::Null);
+    stopped(StopReason::InvalidAction("unreadable".into()), Phase::Plan)
+}
+
+/// Phase `plan`: validate the action's bytes against the contract, apply its hints (tighten
+/// only). Returns the action and the effective policy.
 pub fn contract(
     r: &mut Recorder,
-    spec: &str,
+    raw: &[u8],
     policy: &Policy,
 ) -> Result<(Action, Policy), Stopped> {
     let t = Instant::now();
@@ -65,15 +73,7 @@ pub fn contract(
         r.phase(Phase::Plan, false, t, detail);
         stopped(reason, Phase::Plan)
     };
-    let raw = read_action(spec).map_err(|e| {
-        fail(
-            r,
-            StopReason::InvalidAction("unreadable".into()),
-            &e,
-            Value::Null,
-        )
-    })?;
-    let action = contract::parse_action(&raw, policy).map_err(|e| {
+    let action = contract::parse_action(raw, policy).map_err(|e| {
         let reason = e.stop_reason();
         fail(r, reason, e.message(), json!({"reason": e.reason()}))
     })?;
@@ -108,24 +108,112 @@ pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decis
     Ok(decision)
 }
 
-/// The plan of a single-use runner jail for `policy`: the interpreter runs agentjail's
-/// runner, which takes the program from the job pipe.
-pub fn runner_plan(policy: &Policy) -> Result<JailPlan, String> {
+/// The plan of a runner jail for `policy`: the interpreter runs agentjail's runner, which
+/// takes the program from the job pipe. `preload`: import the policy's preload modules
+/// before the job arrives (warm jails, sessions).
+pub fn runner_plan(policy: &Policy, mode: runner::Mode, preload: bool) -> Result<JailPlan, String> {
     let files = [JailFile {
         path: runner::PATH.into(),
         contents: runner::PYTHON.into(),
     }];
     let i = &policy.interpreter;
-    let argv = runner::argv(&i.python, &i.python_args, runner::Mode::Run, &[]);
+    let modules = if preload {
+        policy.preload_modules()
+    } else {
+        Vec::new()
+    };
+    let argv = runner::argv(&i.python, &i.python_args, mode, &modules);
     let mut plan = JailPlan::build(policy, argv, &files, &crate::jail::mount::probe_host)?;
     plan.runner_fds = true;
     Ok(plan)
 }
 
-/// Phase `execute`: the jail, within what is left of the run's budget. The program gets the
-/// smaller of its wall limit and the budget left; when the budget is the smaller, running
-/// out of it is `max_seconds`, not a timeout.
-pub fn execute(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<JailRun, Stopped> {
+/// How a job's jail was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Start {
+    /// Started before the job existed, its interpreter warm (a pool's).
+    Warm,
+    /// Started for this job.
+    Cold,
+}
+
+/// A jail handed to one job.
+pub struct Acquired {
+    pub jail: StartedJail,
+    pub start: Start,
+    /// The runner already reported ready: its start-up and preloads are not the job's (the
+    /// limits count from delivery and its CPU time so far is subtracted).
+    pub ready: bool,
+    /// How long the job waited for it, µs.
+    pub wait_us: u64,
+}
+
+/// Where the jobs of a front end get their jails, and what may interrupt them.
+pub trait JailSource {
+    /// A started runner jail (mode `run`) for `policy`. `policy` is the job's effective
+    /// policy; a pool may hand out a jail built for the policy it tightens (the job's
+    /// tighter limits are applied at delivery).
+    fn acquire(&self, policy: &Policy) -> Result<Acquired, JailError>;
+    /// What stops a running job from agentjail's side.
+    fn interrupt(&self) -> Option<Interrupt<'_>>;
+    /// Where a finished jail's cgroup goes to be removed (dropped here by default).
+    fn teardown(&self, t: Teardown) {
+        drop(t);
+    }
+}
+
+/// `agentjail run`'s source: one jail started on this thread, for this job.
+pub struct ColdStart {
+    sigfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl ColdStart {
+    /// Blocks SIGTERM, SIGINT and SIGHUP into a signalfd: they stop the job with a record.
+    pub fn new() -> ColdStart {
+        ColdStart {
+            sigfd: crate::supervise::block_termination_signals(),
+        }
+    }
+}
+
+impl Default for ColdStart {
+    fn default() -> Self {
+        ColdStart::new()
+    }
+}
+
+impl JailSource for ColdStart {
+    fn acquire(&self, policy: &Policy) -> Result<Acquired, JailError> {
+        let t = Instant::now();
+        let plan =
+            runner_plan(policy, runner::Mode::Run, false).map_err(|e| JailError::Unavailable {
+                control: "plan".into(),
+                detail: e,
+            })?;
+        let jail = crate::launch::prepare(&plan)?.start()?;
+        Ok(Acquired {
+            jail,
+            start: Start::Cold,
+            ready: false,
+            wait_us: t.elapsed().as_micros() as u64,
+        })
+    }
+
+    fn interrupt(&self) -> Option<Interrupt<'_>> {
+        self.sigfd.as_ref().map(Interrupt::Signals)
+    }
+}
+
+/// Phase `execute`: a jail from `source`, the job delivered, supervised within what is left
+/// of the run's budget. The program gets the smaller of its wall limit and the budget left;
+/// when the budget is the smaller, running out of it is `max_seconds`, not a timeout.
+pub fn execute(
+    r: &mut Recorder,
+    action: &Action,
+    policy: &Policy,
+    source: &dyn JailSource,
+) -> Result<JailRun, Stopped> {
     let t = Instant::now();
     let budget_us = policy.budget.max_seconds.saturating_mul(1_000_000);
     let spent_us = r.started().elapsed().as_micros() as u64;
@@ -138,36 +226,19 @@ pub fn execute(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Jai
     if budget_bound {
         jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
-    let plan = runner_plan(&jail_policy).map_err(|e| {
-        r.set("error", json!({ "message": e }));
-        r.phase(Phase::Execute, false, t, Value::Null);
-        stopped(
-            StopReason::SandboxUnavailable("plan".into()),
-            Phase::Execute,
-        )
-    })?;
-    let mut stdin = serde_json::to_vec(&action.input_payload).unwrap_or_default();
-    stdin.push(b'\n');
-    let sigfd = crate::supervise::block_termination_signals();
-    let io = Io {
-        stdin_bytes: Some(stdin),
-        job_bytes: Some(runner::frame("run", action.code.as_bytes())),
-        stdin_passthrough: None,
-        stdout_sink: None,
-        stderr_sink: None,
-    };
-    let run = crate::launch::execute(&plan, io, sigfd.as_ref()).map_err(|e| {
+    let acquired = source.acquire(&jail_policy).map_err(|e| {
         r.set("error", e.to_json());
         r.phase(Phase::Execute, false, t, Value::Null);
-        stopped(
-            StopReason::SandboxUnavailable(e.unavailable_control().into()),
-            Phase::Execute,
-        )
+        let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
+        stopped(reason, Phase::Execute)
     })?;
+    let (run, start) = deliver(action, &jail_policy, acquired, source);
     let o = &run.outcome;
     r.set("execution", record::execution_json(o));
     r.set_enforcement(&run.enforcement);
-    let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us});
+    r.set("jail_start", json!(start.0));
+    let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us,
+                        "jail_start": start.0, "jail_wait_us": start.1});
     if let Some(mut reason) = record::jail_verdict(o, jail_policy.limits.memory.0) {
         if reason == StopReason::CodeTimeout && budget_bound {
             reason = StopReason::MaxSeconds;
@@ -183,6 +254,56 @@ pub fn execute(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Jai
     }
     r.phase(Phase::Execute, true, t, detail);
     Ok(run)
+}
+
+/// Hand the job to its jail: the payload on stdin, the exact checked bytes on the job pipe;
+/// supervise to the end under the job's limits; the jail's cgroup goes to the source's
+/// teardown.
+fn deliver(
+    action: &Action,
+    policy: &Policy,
+    acquired: Acquired,
+    source: &dyn JailSource,
+) -> (JailRun, (Start, u64)) {
+    let mut stdin = serde_json::to_vec(&action.input_payload).unwrap_or_default();
+    stdin.push(b'\n');
+    let io = Io {
+        stdin_bytes: Some(stdin),
+        job_bytes: Some(runner::frame("run", action.code.as_bytes())),
+        stdin_passthrough: None,
+        stdout_sink: None,
+        stderr_sink: None,
+    };
+    let Acquired {
+        jail,
+        start,
+        ready,
+        wait_us,
+    } = acquired;
+    let delivery = if ready {
+        Delivery {
+            at: Instant::now(),
+            cpu_base_us: jail.cpu_used_us(),
+            fresh: false,
+        }
+    } else {
+        Delivery::now()
+    };
+    let limits = limits_of(policy);
+    let (run, teardown) = jail.deliver(&limits, io, source.interrupt(), delivery);
+    source.teardown(teardown);
+    (run, (start, wait_us))
+}
+
+/// What the supervisor enforces for a job under `policy` (the same values a plan holds).
+pub fn limits_of(policy: &Policy) -> SuperviseLimits {
+    let l = &policy.limits;
+    SuperviseLimits {
+        wall_time_ms: l.wall_time_ms,
+        cpu_time_ms: l.cpu_time_ms,
+        stdout_bytes: l.stdout.0,
+        stderr_bytes: l.stderr.0,
+    }
 }
 
 /// A program that agentjail did not stop and that failed: the stop reason from its wait

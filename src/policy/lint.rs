@@ -62,6 +62,14 @@ fn jail_lints(policy: &Policy, w: &mut Vec<LintWarning>) {
 
 /// Limits that are very large for one job.
 fn limit_lints(p: &Policy, w: &mut Vec<LintWarning>) {
+    let loaded = p.preload_modules();
+    for m in p.interpreter.preload.iter().filter(|m| !loaded.contains(m)) {
+        warn(
+            w,
+            "interpreter.preload",
+            format!("{m} is not in check.allowed_imports, so it is never preloaded"),
+        );
+    }
     if p.limits.memory.0 > 4 * 1024 * MIB {
         warn(
             w,

@@ -156,6 +156,7 @@ pub struct Policy {
     pub cgroup: CgroupPolicy,
     pub environment: Environment,
     pub audit: Audit,
+    pub session: SessionLimits,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +208,10 @@ pub struct Interpreter {
     pub python_args: Vec<String>,
     /// Python version the checker parses for ("3.11").
     pub python_version: String,
+    /// Modules a warm jail's interpreter imports before its job arrives. Only those the
+    /// program may import (check.allowed_imports) are preloaded; `policy lint` names the
+    /// others. Every warm jail holds them in memory, so cheap ones by default.
+    pub preload: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -280,6 +285,31 @@ pub struct Audit {
     pub log: String,
 }
 
+/// A session's limits across its calls (each call also has the `[limits]` of a run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionLimits {
+    /// Calls a session may make before it is closed.
+    pub max_calls: u64,
+    /// Total wall time of its calls, seconds (the session's execution budget).
+    pub max_exec_seconds: u64,
+    /// A session nobody called for this long is closed.
+    pub idle_timeout_seconds: u64,
+    /// A session is closed this long after it started, whatever it is doing.
+    pub lifetime_seconds: u64,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max_calls: 200,
+            max_exec_seconds: 300,
+            idle_timeout_seconds: 600,
+            lifetime_seconds: 3600,
+        }
+    }
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_string()).collect()
 }
@@ -306,6 +336,7 @@ impl Default for Policy {
             cgroup: CgroupPolicy::default(),
             environment: Environment::default(),
             audit: Audit::default(),
+            session: SessionLimits::default(),
         }
     }
 }
@@ -389,12 +420,29 @@ impl Default for CheckRules {
     }
 }
 
+impl Policy {
+    /// The preload modules the program may import (the others are never loaded).
+    pub fn preload_modules(&self) -> Vec<String> {
+        let allowed = &self.check.allowed_imports;
+        self.interpreter
+            .preload
+            .iter()
+            .filter(|m| {
+                let top = m.split('.').next().unwrap_or(m);
+                allowed.iter().any(|a| a == top || a == *m)
+            })
+            .cloned()
+            .collect()
+    }
+}
+
 impl Default for Interpreter {
     fn default() -> Self {
         Interpreter {
             python: "/usr/bin/python3".into(),
             python_args: strings(&["-I", "-S", "-B", "-X", "utf8"]),
             python_version: "3.11".into(),
+            preload: strings(&["json", "statistics"]),
         }
     }
 }

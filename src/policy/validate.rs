@@ -123,7 +123,41 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     landlock(p)?;
     environment(p)?;
     audit(p)?;
+    session(p)?;
     Ok(())
+}
+
+/// Session limits.
+fn session(p: &Policy) -> Result<(), Invalid> {
+    let s = &p.session;
+    in_range(
+        "session.max_calls",
+        s.max_calls,
+        1,
+        1_000_000,
+        "calls per session; 1 to 1000000",
+    )?;
+    in_range(
+        "session.max_exec_seconds",
+        s.max_exec_seconds,
+        1,
+        86_400,
+        "a session's total execution time; 1 s to 1 day",
+    )?;
+    in_range(
+        "session.idle_timeout_seconds",
+        s.idle_timeout_seconds,
+        1,
+        86_400,
+        "an idle session is closed after this; 1 s to 1 day",
+    )?;
+    in_range(
+        "session.lifetime_seconds",
+        s.lifetime_seconds,
+        1,
+        7 * 86_400,
+        "a session's whole life; 1 s to 1 week",
+    )
 }
 
 /// The format version and the name.
@@ -278,6 +312,14 @@ fn interpreter(p: &Policy) -> Result<(), Invalid> {
                 i.python_version
             ),
             "use \"3.7\" to \"3.13\", matching the interpreter the jail runs",
+        ));
+    }
+    if let Some(m) = i.preload.iter().find(|m| !m.split('.').all(is_identifier)) {
+        return Err(invalid_item(
+            "interpreter.preload",
+            m,
+            format!("{m:?} is not a module name"),
+            "list importable module names such as \"json\"",
         ));
     }
     Ok(())

@@ -26,12 +26,15 @@ pub const PROGRAM_PATH: &str = "/app/main.py";
 pub enum Mode {
     /// One program, then exit with its status (single-use jails).
     Run,
+    /// Call after call in one namespace, each ended by a `done` report (sessions).
+    Session,
 }
 
 impl Mode {
     fn as_str(self) -> &'static str {
         match self {
             Mode::Run => "run",
+            Mode::Session => "session",
         }
     }
 }

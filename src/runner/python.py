@@ -149,12 +149,71 @@ def run_once(source):
     posix._exit(0)
 
 
+MAX_VALUE = 10000
+
+
+def value_text(value):
+    """The trailing expression's value as text, Jupyter-style (None shows nothing)."""
+    if value is None:
+        return None
+    try:
+        text = repr(value)
+    except BaseException as e:
+        text = "<unrepresentable: " + qualified(type(e)) + ">"
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + "..."
+
+
+def session_call(source, namespace):
+    """Run one call in the session's namespace; its report (done, with the value of a
+    trailing expression or the error)."""
+    import ast
+
+    tree = compile(source, FILENAME, "exec", ast.PyCF_ONLY_AST | ast.PyCF_TYPE_COMMENTS, dont_inherit=True)
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    if last is not None:
+        tree.body.pop()
+    exec(compile(tree, FILENAME, "exec", dont_inherit=True), namespace)
+    if last is None:
+        return None
+    expression = ast.Expression(last.value)
+    return eval(compile(expression, FILENAME, "eval", dont_inherit=True), namespace)
+
+
+def run_session():
+    """A session's jail: call after call in one namespace until agentjail closes the pipe.
+    SystemExit ends the session as it would end a Python REPL."""
+    module = main_module()
+    while True:
+        frame = read_frame()
+        if frame is None or frame[0] != "exec":
+            posix._exit(0)
+        source = frame[1]
+        try:
+            value = session_call(source, module.__dict__)
+            flush()
+            report({"event": "done", "ok": True, "value": value_text(value)})
+        except SystemExit as e:
+            flush()
+            code = e.code
+            posix._exit(code & 0xFF if isinstance(code, int) else (0 if code is None else 1))
+        except BaseException as e:
+            flush()
+            remember_source(source)
+            print_exception(e)
+            flush()
+            error = error_report(e)
+            del error["event"]
+            report({"event": "done", "ok": False, "error": error})
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "run"
     for name in sys.argv[2:]:
         __import__(name)
     # Written by hand: importing json here would cost every run a few milliseconds.
     posix.write(REPORT_FD, b'{"event": "ready"}\n')
+    if mode == "session":
+        run_session()
     frame = read_frame()
     if frame is None:
         posix._exit(0)

@@ -44,6 +44,36 @@ pub struct Io<'a> {
     pub stderr_sink: Option<&'a mut dyn Write>,
 }
 
+/// When the work was handed to the jail, and the jail's CPU time by then: the limits count
+/// from here, and the record's CPU time is what the jail used after it. A cold launch is
+/// delivered the moment it starts (`Delivery::now()`); a warm jail's interpreter start and
+/// preloads are not the job's.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery {
+    pub at: Instant,
+    pub cpu_base_us: u64,
+    /// A fresh jail: nothing in it has run before `cloned_at`, so the first CPU check can
+    /// wait until the limit could first be crossed.
+    pub fresh: bool,
+}
+
+impl Delivery {
+    pub fn now() -> Delivery {
+        Delivery {
+            at: Instant::now(),
+            cpu_base_us: 0,
+            fresh: true,
+        }
+    }
+}
+
+/// The jail's CPU time so far, in µs (the cgroup's counter, else procfs of init and the
+/// program): what a warm delivery subtracts.
+pub fn jail_cpu_us(sp: &Spawned, cg: Option<&JobCgroup>) -> u64 {
+    let pids: Vec<i32> = std::iter::once(sp.pid).chain(sp.program_pid).collect();
+    cpu_usage_us(&pids, cg).unwrap_or(0)
+}
+
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub exit_code: Option<i32>,
@@ -72,6 +102,31 @@ pub const REPLY_CAP: u64 = 64 * 1024;
 /// How long the supervisor waits, after killing the program, for the jail's init to end
 /// and reap the rest of the namespace (see child.rs, init) before it kills init itself.
 pub const END_GRACE: Duration = Duration::from_millis(250);
+
+/// What ends a run early from agentjail's side: SIGTERM, SIGINT or SIGHUP on agentjail's
+/// signalfd (the CLI), or a server's shutdown pipe, readable once the server stops its jobs
+/// (every job's supervisor sees it; nothing reads it).
+#[derive(Debug, Clone, Copy)]
+pub enum Interrupt<'a> {
+    Signals(&'a OwnedFd),
+    Shutdown(&'a OwnedFd),
+}
+
+impl Interrupt<'_> {
+    fn fd(&self) -> RawFd {
+        match self {
+            Interrupt::Signals(fd) | Interrupt::Shutdown(fd) => fd.as_raw_fd(),
+        }
+    }
+
+    /// The signal that ended the run, once the fd is readable.
+    fn signal(&self) -> Option<i32> {
+        match self {
+            Interrupt::Signals(fd) => sys::read_signalfd(fd.as_raw_fd()).map(|(sig, _)| sig),
+            Interrupt::Shutdown(_) => Some(libc::SIGTERM),
+        }
+    }
+}
 
 /// Signals that end a run cleanly. Blocked in agentjail for the whole process so they
 /// arrive only through the signalfd; the child unblocks them before exec.
@@ -103,6 +158,14 @@ fn proc_cpu_us(pid: i32) -> Option<u64> {
 }
 
 const CHUNK: usize = 64 * 1024;
+
+/// A reply line that says the runner finished a session call.
+fn is_done_reply(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(|e| e == "done"))
+        .unwrap_or(false)
+}
 
 /// One read from an output pipe into its capped buffer (and the sink). Returns (eof,
 /// cap_exceeded).
@@ -218,7 +281,7 @@ struct Loop<'a, 'io> {
     sp: &'a Spawned,
     limits: &'a SuperviseLimits,
     cg: Option<&'a JobCgroup>,
-    sigfd: Option<&'a OwnedFd>,
+    interrupt: Option<Interrupt<'a>>,
     io: Io<'io>,
     start: Instant,
     wall: Duration,
@@ -236,6 +299,12 @@ struct Loop<'a, 'io> {
     ncpu: u64,
     next_cpu_check: Instant,
     cpu_pids: Vec<i32>,
+    cpu_base_us: u64,
+    /// Session calls end when the runner reports `done`; single runs when the jail exits.
+    until_done: bool,
+    done: bool,
+    /// Ended by agentjail because the jail is no longer wanted (not a stop).
+    closing: bool,
     stop: Option<Stop>,
 }
 
@@ -245,23 +314,96 @@ pub fn supervise(
     sp: Spawned,
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
-    sigfd: Option<&OwnedFd>,
+    interrupt: Option<Interrupt<'_>>,
     io: Io<'_>,
+    delivery: Delivery,
 ) -> Outcome {
     let mut sp = sp;
     // The feeds own the write ends: dropping one is the program's EOF on it.
     let stdin = sp.stdin.take();
     let job = sp.job.take();
-    let mut l = Loop::new(&sp, (stdin, job), limits, cg, sigfd, io);
-    while !l.exited && l.stop.is_none() {
-        let Some(timeout) = l.check_deadlines() else {
-            break;
-        };
-        let mut fds = l.poll_set();
-        sys::ppoll(&mut fds, Some(timeout));
-        l.handle(&fds);
-    }
+    let mut l = Loop::new(&sp, (stdin, job), limits, cg, interrupt, io, delivery);
+    l.run();
     l.finish()
+}
+
+/// End a jail that is no longer wanted (an unused warm jail, a closed session): kill it as
+/// a stop would, reap it, and return its account.
+pub fn end(sp: Spawned, cg: Option<&JobCgroup>) -> Outcome {
+    let limits = SuperviseLimits {
+        wall_time_ms: 0,
+        cpu_time_ms: u64::MAX / 1000,
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+    };
+    let io = Io {
+        stdin_bytes: None,
+        job_bytes: None,
+        stdin_passthrough: None,
+        stdout_sink: None,
+        stderr_sink: None,
+    };
+    let mut l = Loop::new(&sp, (None, None), &limits, cg, None, io, Delivery::now());
+    l.closing = true;
+    l.finish()
+}
+
+/// How a session call ended.
+#[derive(Debug)]
+pub enum CallEnd {
+    /// The runner reported the call done; the jail lives on for the next call.
+    Done(CallOutcome),
+    /// The jail is gone (a limit, a forbidden syscall, an interrupt, or the runner exited):
+    /// the session is over.
+    Ended(Outcome),
+}
+
+/// One session call that ended with the runner's `done`.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub wall_us: u64,
+    /// The jail's CPU time during the call.
+    pub cpu_us: u64,
+    pub stdout: Capped,
+    pub stderr: Capped,
+    pub replies: Capped,
+}
+
+/// Send one job frame to a session's runner and supervise until it reports `done`, under the
+/// call's limits. A call that breaks a limit ends the session: the jail is killed and reaped
+/// (and the returned `Outcome` says why).
+pub fn call(
+    sp: &Spawned,
+    frame: Vec<u8>,
+    limits: &SuperviseLimits,
+    cg: Option<&JobCgroup>,
+    interrupt: Option<Interrupt<'_>>,
+) -> CallEnd {
+    // A copy of the job pipe's write end: the feed closes its copy when the frame is written,
+    // the session's stays open for the next call.
+    let job = sp.job.as_ref().and_then(|fd| fd.try_clone().ok());
+    let delivery = Delivery {
+        at: Instant::now(),
+        cpu_base_us: jail_cpu_us(sp, cg),
+        fresh: false,
+    };
+    let io = Io {
+        stdin_bytes: None,
+        job_bytes: Some(frame),
+        stdin_passthrough: None,
+        stdout_sink: None,
+        stderr_sink: None,
+    };
+    let mut l = Loop::new(sp, (None, job), limits, cg, interrupt, io, delivery);
+    l.until_done = true;
+    l.run();
+    if l.done && l.stop.is_none() && !l.exited {
+        l.drain_now();
+        if l.stop.is_none() {
+            return CallEnd::Done(l.end_call());
+        }
+    }
+    CallEnd::Ended(l.finish())
 }
 
 impl<'a, 'io> Loop<'a, 'io> {
@@ -270,10 +412,11 @@ impl<'a, 'io> Loop<'a, 'io> {
         (stdin, job): (Option<OwnedFd>, Option<OwnedFd>),
         limits: &'a SuperviseLimits,
         cg: Option<&'a JobCgroup>,
-        sigfd: Option<&'a OwnedFd>,
+        interrupt: Option<Interrupt<'a>>,
         mut io: Io<'io>,
+        delivery: Delivery,
     ) -> Self {
-        let start = Instant::now();
+        let start = delivery.at;
         // One read never needs more than the larger cap allows plus one byte (see
         // `Capped::next_read_len`): with the default 4 KiB caps that is two pages, not the 16 a
         // full chunk would fault in on every launch.
@@ -304,8 +447,8 @@ impl<'a, 'io> Loop<'a, 'io> {
         // and grows at most `ncpu` times faster than wall time, so the limit cannot be crossed
         // before cloned_at + limit/ncpu. A check at t = 0 (one more procfs/cgroup read on the
         // launch's critical path) could only ever find usage below the limit.
-        let next_cpu_check = sp
-            .cloned_at
+        let from = if delivery.fresh { sp.cloned_at } else { start };
+        let next_cpu_check = from
             .checked_add(Duration::from_micros(
                 limits.cpu_time_ms.saturating_mul(1000) / ncpu,
             ))
@@ -314,7 +457,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             sp,
             limits,
             cg,
-            sigfd,
+            interrupt,
             io,
             start,
             wall: Duration::from_millis(limits.wall_time_ms),
@@ -332,7 +475,24 @@ impl<'a, 'io> Loop<'a, 'io> {
             ncpu,
             next_cpu_check,
             cpu_pids: std::iter::once(sp.pid).chain(sp.program_pid).collect(),
+            cpu_base_us: delivery.cpu_base_us,
+            until_done: false,
+            done: false,
+            closing: false,
             stop: None,
+        }
+    }
+
+    /// Check the deadlines, poll, handle what is ready; until the jail exits, a limit or an
+    /// interrupt stops it, or (session calls) the runner reports the call done.
+    fn run(&mut self) {
+        while !self.exited && self.stop.is_none() && !self.done {
+            let Some(timeout) = self.check_deadlines() else {
+                break;
+            };
+            let mut fds = self.poll_set();
+            sys::ppoll(&mut fds, Some(timeout));
+            self.handle(&fds);
         }
     }
 
@@ -349,7 +509,8 @@ impl<'a, 'io> Loop<'a, 'io> {
         // limit can be crossed is remaining/ncpu from now; check exactly then.
         if now >= self.next_cpu_check {
             match cpu_usage_us(&self.cpu_pids, self.cg) {
-                Some(us) => {
+                Some(total) => {
+                    let us = total.saturating_sub(self.cpu_base_us);
                     let limit_us = self.limits.cpu_time_ms * 1000;
                     if us > limit_us {
                         self.stop = Some(Stop::CpuLimit);
@@ -391,7 +552,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             pf(open(self.err_open, &sp.stderr), libc::POLLIN),
             pf(writable(&self.stdin), libc::POLLOUT),
             pf(listener, libc::POLLIN),
-            pf(self.sigfd.map_or(-1, |f| f.as_raw_fd()), libc::POLLIN),
+            pf(self.interrupt.map_or(-1, |i| i.fd()), libc::POLLIN),
             pf(self.stdin.passthrough_fd(), libc::POLLIN),
             pf(writable(&self.job), libc::POLLOUT),
             pf(reply, libc::POLLIN),
@@ -417,7 +578,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             return;
         }
         if fds[P_SIGNAL].revents & libc::POLLIN != 0 {
-            if let Some((sig, _)) = self.sigfd.and_then(|f| sys::read_signalfd(f.as_raw_fd())) {
+            if let Some(sig) = self.interrupt.and_then(|i| i.signal()) {
                 self.stop = Some(Stop::Interrupted { signal: sig });
                 return;
             }
@@ -469,6 +630,7 @@ impl<'a, 'io> Loop<'a, 'io> {
         let Some(fd) = self.sp.reply.as_ref() else {
             return;
         };
+        let before = self.replies.data.len();
         let (eof, _) = drain(
             fd.as_raw_fd(),
             &mut self.replies,
@@ -476,6 +638,47 @@ impl<'a, 'io> Loop<'a, 'io> {
             &mut self.scratch,
         );
         self.reply_open &= !eof;
+        if self.until_done && !self.done {
+            // Look from the start of the last line that was incomplete before this read.
+            let from = self.replies.data[..before]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            self.done = self.replies.data[from..]
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .any(is_done_reply);
+        }
+    }
+
+    /// Read what the program printed that is in the pipes now (a session call is done, but
+    /// its output may still be queued); under the caps.
+    fn drain_now(&mut self) {
+        for stdout in [true, false] {
+            let fd = if stdout {
+                self.sp.stdout.as_raw_fd()
+            } else {
+                self.sp.stderr.as_raw_fd()
+            };
+            while sys::poll_one(fd, libc::POLLIN, 0).is_ok_and(|r| r & libc::POLLIN != 0) {
+                if self.read_output(stdout) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A session call that the runner reported done: what it printed and what it cost; the
+    /// jail keeps running.
+    fn end_call(self) -> CallOutcome {
+        let total = cpu_usage_us(&self.cpu_pids, self.cg).unwrap_or(0);
+        CallOutcome {
+            wall_us: self.start.elapsed().as_micros() as u64,
+            cpu_us: total.saturating_sub(self.cpu_base_us),
+            stdout: self.stdout,
+            stderr: self.stderr,
+            replies: self.replies,
+        }
     }
 
     /// One read of stdout (or stderr); true when it crossed the cap (the run stops).
@@ -511,7 +714,7 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// End the jail if it still runs, reap it, drain the pipes and read the kernel's account.
     fn finish(mut self) -> Outcome {
         let mut usage_partial = false;
-        if self.stop.is_some() || !self.exited {
+        if self.stop.is_some() || !self.exited || self.closing {
             usage_partial = !self.end_jail();
         }
         self.stdin.fd = None;
@@ -528,7 +731,10 @@ impl<'a, 'io> Loop<'a, 'io> {
         let stats = self.cg.map(|c| c.stats()).unwrap_or_default();
         // The kernel's account of init, which has reaped everything else in the jail.
         let (rusage_cpu_us, rusage_rss) = waited.map_or((0, 0), |w| (w.cpu_us, w.max_rss_bytes));
-        let cpu_us = stats.cpu_usage_us.unwrap_or(rusage_cpu_us);
+        let cpu_us = stats
+            .cpu_usage_us
+            .unwrap_or(rusage_cpu_us)
+            .saturating_sub(self.cpu_base_us);
         if self.stop.is_none()
             && cpu_us > self.limits.cpu_time_ms * 1000
             && signal == Some(libc::SIGXCPU)
@@ -582,7 +788,8 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// whatever ended the run: what a program printed right before a forbidden syscall or a
     /// timeout is evidence. Only a cap stop has nothing more worth reading.
     fn drain_rest(&mut self) {
-        if matches!(self.stop, Some(Stop::StdoutCap | Stop::StderrCap)) {
+        // A jail ended because it is no longer wanted has nothing more worth reading either.
+        if self.closing || matches!(self.stop, Some(Stop::StdoutCap | Stop::StderrCap)) {
             return;
         }
         for stdout in [true, false] {
