@@ -8,6 +8,7 @@ pub mod contract;
 pub mod doctor;
 pub mod exec;
 pub mod jail;
+pub mod json;
 pub mod output;
 pub mod plan;
 pub mod policy;
