@@ -868,7 +868,7 @@ mod tests {
         assert_eq!(
             e,
             JsonError::TooDeep {
-                pointer: format!("{}", "/0".repeat(64)),
+                pointer: "/0".repeat(64),
                 limit: 64
             }
         );

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod run;
+pub mod schema;
 pub mod supervise;
 
 /// The policy to use: a file, or the embedded default. (policy, path, sha256 of the bytes).
