@@ -50,6 +50,11 @@ pub struct ReadLimits {
     /// Largest magnitude of a number's normalised decimal exponent (the power of ten of its
     /// most significant digit): `1e1000` passes at the default, `1e1001` does not.
     pub max_exponent: u32,
+    /// Largest estimated heap size of the parsed value, in bytes. serde_json's `Value` is
+    /// far larger than its text: `{"a":0}` (7 bytes) becomes a B-tree node, a key and a
+    /// number string of ~700 bytes, so 16 MiB of such text took 1.5 GB. The estimate
+    /// (see `Parser::charge`) stops the reader before the supervisor pays for that.
+    pub max_memory: usize,
 }
 
 impl Default for ReadLimits {
@@ -58,13 +63,15 @@ impl Default for ReadLimits {
     /// which serde_json (recursion limit 128), Python's `json` and JavaScript's `JSON.parse`
     /// all read back. 16 MiB is the action size cap. 256 characters and exponents within
     /// ±1000 cover every number a real program prints, and keep exact decimal arithmetic on
-    /// the literal (schema `multipleOf`, `maximum`, ...) cheap.
+    /// the literal (schema `multipleOf`, `maximum`, ...) cheap. 128 MiB of parsed value
+    /// holds ordinary records of about 11 MiB of text (ten times the default payload cap).
     fn default() -> Self {
         ReadLimits {
             max_depth: 64,
             max_bytes: 16 * 1024 * 1024,
             max_number_chars: 256,
             max_exponent: 1000,
+            max_memory: 128 * 1024 * 1024,
         }
     }
 }
@@ -87,6 +94,8 @@ pub enum JsonError {
     NumberOutOfRange { pointer: String },
     /// The input is longer than `limit` bytes.
     TooLarge { limit: usize },
+    /// The parsed value would take more than `limit` bytes of memory (estimated).
+    TooMuchMemory { limit: usize },
 }
 
 impl JsonError {
@@ -97,7 +106,7 @@ impl JsonError {
             JsonError::DuplicateKey { .. } => "duplicate_key",
             JsonError::TooDeep { .. } => "too_deep",
             JsonError::NumberOutOfRange { .. } => "number_out_of_range",
-            JsonError::TooLarge { .. } => "too_large",
+            JsonError::TooLarge { .. } | JsonError::TooMuchMemory { .. } => "too_large",
         }
     }
 
@@ -108,7 +117,9 @@ impl JsonError {
             JsonError::DuplicateKey { pointer }
             | JsonError::TooDeep { pointer, .. }
             | JsonError::NumberOutOfRange { pointer } => Some(pointer),
-            JsonError::Syntax { .. } | JsonError::TooLarge { .. } => None,
+            JsonError::Syntax { .. }
+            | JsonError::TooLarge { .. }
+            | JsonError::TooMuchMemory { .. } => None,
         }
     }
 }
@@ -153,6 +164,12 @@ impl fmt::Display for JsonError {
             JsonError::TooLarge { limit } => {
                 write!(f, "the JSON text is larger than {limit} bytes")
             }
+            JsonError::TooMuchMemory { limit } => write!(
+                f,
+                "the JSON value would take more than {} MiB of memory once parsed; \
+                 send fewer, larger values",
+                limit / (1024 * 1024)
+            ),
         }
     }
 }
@@ -184,6 +201,8 @@ struct Parser<'a> {
     pos: usize,
     limits: &'a ReadLimits,
     stack: Vec<Frame>,
+    /// Estimated heap bytes of the value so far.
+    memory: usize,
 }
 
 /// Read one JSON value under `limits`: RFC 8259 exactly, no duplicate keys, bounded depth
@@ -214,6 +233,7 @@ pub fn parse_strict(bytes: &[u8], limits: &ReadLimits) -> Result<Value, JsonErro
         pos: 0,
         limits,
         stack: Vec::new(),
+        memory: 0,
     };
     p.run()
 }
@@ -289,6 +309,21 @@ impl Parser<'_> {
         }
     }
 
+    /// Add `bytes` to the memory estimate. Costs, from serde_json's layout with
+    /// arbitrary_precision (a `Value` is 32 bytes; strings and number literals are heap
+    /// strings, ~32 bytes of allocator overhead each): an object's first B-tree node 640, each
+    /// member 112 (entry plus half-full nodes), each array element 64 (slot plus growth
+    /// slack), each string or number its length plus 32.
+    fn charge(&mut self, bytes: usize) -> Result<(), JsonError> {
+        self.memory = self.memory.saturating_add(bytes);
+        if self.memory > self.limits.max_memory {
+            return Err(JsonError::TooMuchMemory {
+                limit: self.limits.max_memory,
+            });
+        }
+        Ok(())
+    }
+
     fn check_depth(&self) -> Result<(), JsonError> {
         if self.stack.len() >= self.limits.max_depth {
             return Err(JsonError::TooDeep {
@@ -309,6 +344,7 @@ impl Parser<'_> {
             self.pos += 1;
             return Ok(Some(Value::Object(Map::new())));
         }
+        self.charge(640)?;
         self.stack.push(Frame::Object(Map::new(), String::new()));
         self.member_key()?;
         Ok(None)
@@ -333,6 +369,7 @@ impl Parser<'_> {
             return Err(self.syntax("expected a string key"));
         }
         let key = self.string()?;
+        self.charge(112 + 32 + key.len())?;
         let duplicate =
             matches!(self.stack.last(), Some(Frame::Object(map, _)) if map.contains_key(&key));
         if let Some(Frame::Object(_, slot)) = self.stack.last_mut() {
@@ -361,13 +398,16 @@ impl Parser<'_> {
                 }
                 return Ok(Next::Done(value));
             };
+            let is_array = matches!(frame, Frame::Array(_));
             match frame {
                 Frame::Array(items) => items.push(value),
                 Frame::Object(map, key) => {
                     map.insert(std::mem::take(key), value);
                 }
             }
-            let is_array = matches!(frame, Frame::Array(_));
+            if is_array {
+                self.charge(64)?;
+            }
             self.skip_ws();
             match (self.peek(), is_array) {
                 (Some(b','), true) => {
@@ -399,7 +439,11 @@ impl Parser<'_> {
 
     fn scalar(&mut self) -> Result<Value, JsonError> {
         match self.peek() {
-            Some(b'"') => self.string().map(Value::String),
+            Some(b'"') => {
+                let s = self.string()?;
+                self.charge(32 + s.len())?;
+                Ok(Value::String(s))
+            }
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(b't') => self.literal("true", Value::Bool(true)),
             Some(b'f') => self.literal("false", Value::Bool(false)),
@@ -491,6 +535,7 @@ impl Parser<'_> {
                 pointer: self.pointer(),
             });
         }
+        self.charge(32 + literal.len())?;
         Number::from_str(literal)
             .map(Value::Number)
             .map_err(|e| self.syntax(format!("bad number: {e}")))
@@ -940,6 +985,34 @@ mod tests {
         let e = parse_strict(b"[123]", &limits).unwrap_err();
         assert_eq!(e, JsonError::TooLarge { limit: 4 });
         assert_eq!(e.what(), "too_large");
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        // 7-byte objects cost ~800 bytes each once parsed: refused by the estimate.
+        let many = format!("[{}{{\"a\":0}}]", "{\"a\":0},".repeat(200_000));
+        let limits = ReadLimits {
+            max_memory: 64 * 1024 * 1024,
+            ..ReadLimits::default()
+        };
+        let e = parse_strict(many.as_bytes(), &limits).err();
+        let e = e.unwrap_or(JsonError::TooLarge { limit: 0 });
+        assert_eq!(
+            e,
+            JsonError::TooMuchMemory {
+                limit: 64 * 1024 * 1024
+            }
+        );
+        assert_eq!(e.what(), "too_large");
+        assert!(e.to_string().contains("64 MiB"), "{e}");
+        let numbers = format!("[{}0]", "0,".repeat(1_000_000));
+        let e = parse_strict(numbers.as_bytes(), &limits).err();
+        assert_eq!(e.map(|e| e.what()), Some("too_large"));
+        // Ordinary records well within the default.
+        let row =
+            r#"{"transaction_id":"txn_001","status":"paid","chargeback":false,"latency_ms":150}"#;
+        let rows = format!("[{}{row}]", format!("{row},").repeat(10_000));
+        assert!(strict(&rows).is_ok());
     }
 
     #[test]

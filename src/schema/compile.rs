@@ -149,18 +149,37 @@ fn addr(v: &Value) -> usize {
     std::ptr::from_ref(v) as usize
 }
 
-/// Deepest array/object nesting, computed without recursion; stops past `limit`.
-pub fn json_depth_exceeds(v: &Value, limit: usize) -> bool {
+/// What the first, shape-only pass found.
+pub enum Shape {
+    Ok,
+    TooDeep,
+    TooLarge,
+}
+
+/// Nesting depth and a lower bound of the serialized size, without recursion, stopping as
+/// soon as either is over its limit (so a huge document costs only what fits the limits).
+pub fn shape(v: &Value, max_depth: usize, max_bytes: usize) -> Shape {
     let mut stack: Vec<(&Value, usize)> = vec![(v, 1)];
+    let mut bytes = 0usize;
     while let Some((v, d)) = stack.pop() {
+        bytes = bytes.saturating_add(match v {
+            Value::Null | Value::Bool(_) => 4,
+            Value::Number(_) => 1,
+            Value::String(s) => s.len() + 2,
+            Value::Array(a) => a.len() + 1,
+            Value::Object(o) => o.keys().map(|k| k.len() + 4).sum::<usize>() + 1,
+        });
+        if bytes > max_bytes {
+            return Shape::TooLarge;
+        }
         match v {
-            Value::Array(_) | Value::Object(_) if d > limit => return true,
+            Value::Array(_) | Value::Object(_) if d > max_depth => return Shape::TooDeep,
             Value::Array(a) => stack.extend(a.iter().map(|c| (c, d + 1))),
             Value::Object(o) => stack.extend(o.values().map(|c| (c, d + 1))),
             _ => {}
         }
     }
-    false
+    Shape::Ok
 }
 
 /// A writer that only counts, and fails once past `limit` so serializing stops early.

@@ -192,23 +192,30 @@ pub fn compile(schema: &Value, limits: &SchemaLimits) -> Result<CompiledSchema, 
             "output_schema must be a JSON Schema object or a boolean",
         ));
     }
-    if compile::json_depth_exceeds(schema, limits.max_depth) {
-        return Err(SchemaError::new(
-            "too_deep",
-            format!(
-                "output_schema nests deeper than {} levels of arrays and objects; send a flatter schema (use $defs and $ref)",
-                limits.max_depth
-            ),
-        ));
-    }
-    if compile::serialized_exceeds(schema, limits.max_bytes) {
-        return Err(SchemaError::new(
+    let too_large = || {
+        SchemaError::new(
             "too_large",
             format!(
                 "output_schema is larger than {} bytes serialized; send a smaller schema",
                 limits.max_bytes
             ),
-        ));
+        )
+    };
+    match compile::shape(schema, limits.max_depth, limits.max_bytes) {
+        compile::Shape::TooDeep => {
+            return Err(SchemaError::new(
+                "too_deep",
+                format!(
+                    "output_schema nests deeper than {} levels of arrays and objects; send a flatter schema (use $defs and $ref)",
+                    limits.max_depth
+                ),
+            ))
+        }
+        compile::Shape::TooLarge => return Err(too_large()),
+        compile::Shape::Ok => {}
+    }
+    if compile::serialized_exceeds(schema, limits.max_bytes) {
+        return Err(too_large());
     }
     let mut compiler = compile::Compiler::new(schema, limits);
     let root = compiler.run()?;
