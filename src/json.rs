@@ -17,10 +17,12 @@
 //!   `123456789012345678901234567890` reaches the program with the same digits. The only
 //!   change serde_json makes is to spell an exponent `e+N`/`e-N` (`1E2` is kept as `1e+2`);
 //!   the digits are never touched;
-//! * more than [`ReadLimits::max_bytes`] of input.
+//! * more than [`ReadLimits::max_bytes`] of input, or a parsed value estimated above
+//!   [`ReadLimits::max_memory`] (serde_json values are up to ~100 times their text).
 //!
 //! The reader is iterative (an explicit stack, no recursion), so no input can overflow the
-//! stack whatever the limits, and it runs in time linear in the input.
+//! stack whatever the limits. Time is linear in the input apart from the duplicate-key
+//! lookups (a B-tree: O(n log n) in the members of one object).
 //!
 //! # Why a writer of our own
 //!

@@ -66,7 +66,12 @@
 //! * `max_steps` [2 000 000]: validation work units: one per keyword evaluated, per element
 //!   compared (`enum`, `const`, `uniqueItems`), and per 64 bytes × NFA states scanned by a
 //!   pattern (its worst case). About 0.1 s of work in a release build; past it, `Budget`.
-//!   The interrupt callback is polled every 1024 steps.
+//!   The interrupt callback is polled every 1024 steps. A number literal longer than 4096
+//!   characters (the strict reader allows 256) is beyond this bound too: `Budget`.
+//!
+//! The instance is expected to come from `json::parse_strict` (depth ≤ 64, numbers ≤ 256
+//! characters, no duplicate keys); any `Value` is handled safely, deeper ones end in
+//! `Budget` at the recursion cap.
 
 mod compile;
 mod number;
@@ -94,7 +99,7 @@ pub struct SchemaLimits {
     pub max_refs: usize,
     pub max_patterns: usize,
     pub max_pattern_chars: usize,
-    pub max_in_place_closure: u64,
+    pub max_in_place_closure: usize,
     pub max_steps: u64,
 }
 
@@ -227,7 +232,7 @@ pub fn compile(schema: &Value, limits: &SchemaLimits) -> Result<CompiledSchema, 
              oneOf, not, if/then/else, dependentSchemas): it would apply itself to the same \
              value forever; recurse only through properties, items or similar",
         )),
-        Ok(closure) if closure > limits.max_in_place_closure => Err(SchemaError::new(
+        Ok(closure) if closure > limits.max_in_place_closure as u64 => Err(SchemaError::new(
             "too_complex",
             format!(
                 "output_schema can apply more than {} subschemas to a single value through \
