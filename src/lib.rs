@@ -14,6 +14,7 @@ pub mod environment;
 pub mod exec;
 pub mod ids;
 pub mod jail;
+pub mod json;
 pub mod launch;
 pub mod output;
 pub mod plan;
@@ -21,6 +22,7 @@ pub mod policy;
 pub mod record;
 pub mod run;
 pub mod runner;
+pub mod schema;
 pub mod supervise;
 pub mod syscalls;
 
