@@ -28,6 +28,12 @@ pub enum Command {
         /// Append the record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// Answer from (and store into) a result cache in this directory (created 0700; must be ours).
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
+        /// How long a cache entry stays valid, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+        cache_ttl: u64,
         /// The action JSON file, or - for stdin.
         #[arg(value_name = "ACTION.json|-")]
         action: String,
@@ -67,6 +73,36 @@ pub enum Command {
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
+    },
+    /// The engine as a server: JSON lines on stdin/stdout, or on a unix socket. Warm
+    /// single-use jails, sessions, an optional result cache.
+    #[command(
+        after_help = "Protocol (one JSON object per line, one response per line, tagged with the request's id):\n  {\"id\":\"r1\",\"op\":\"run\",\"action\":{...}}            -> {\"id\":\"r1\",\"record\":{...}}\n  {\"id\":\"r2\",\"op\":\"check\",\"action\":{...}}          -> {\"id\":\"r2\",\"decision\":{...}}\n  {\"id\":\"r3\",\"op\":\"session_start\"}                   -> {\"id\":\"r3\",\"session\":\"<id>\"}\n  {\"id\":\"r4\",\"op\":\"session_exec\",\"session\":\"<id>\",\"code\":\"x=1\"} -> {\"id\":\"r4\",\"record\":{...}}\n  {\"id\":\"r5\",\"op\":\"session_close\",\"session\":\"<id>\"} -> {\"id\":\"r5\",\"closed\":true}\nEOF on stdin: finish what is running, print it, exit 0. SIGTERM: running jobs get 10 s, then stop with records.\n\nExamples:\n  agentjail serve --pool 4 < requests.jsonl\n  agentjail serve --socket /run/agentjail/agentjail.sock --socket-group agents"
+    )]
+    Serve {
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
+        #[arg(long, value_name = "N")]
+        pool: Option<usize>,
+        /// Requests run concurrently (default: 2 per core, at least 4).
+        #[arg(short = 'j', long = "jobs", value_name = "N")]
+        jobs: Option<usize>,
+        /// Listen on this unix socket instead of stdin/stdout (created 0600; systemd socket activation is used when present).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// Make the socket 0660 and give it to this group.
+        #[arg(long, value_name = "GROUP", requires = "socket")]
+        socket_group: Option<String>,
+        /// Keep a result cache in this directory (created 0700; must be ours).
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
+        /// How long a cache entry stays valid, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+        cache_ttl: u64,
+        /// Append every record to this file as one JSON line (overrides the policy's audit.log).
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
     },
     /// Show the effective policy or lint it.
     Policy {

@@ -314,7 +314,8 @@ fn hint_error(message: impl Into<String>) -> ContractError {
     ContractError::action("policy_hints", message)
 }
 
-fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
+/// Parse a `policy_hints` object (an action's, or a session's).
+pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
     let Value::Object(map) = v else {
         return Err(hint_error("policy_hints must be an object"));
     };

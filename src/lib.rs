@@ -6,10 +6,12 @@
 //! contract → policy (+hints) → check → plan → launch (prepare → start → supervise) → validate → record
 //! ```
 
+pub mod cache;
 pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod doctor;
+pub mod engine;
 pub mod environment;
 pub mod exec;
 pub mod ids;
@@ -23,11 +25,12 @@ pub mod record;
 pub mod run;
 pub mod runner;
 pub mod schema;
+pub mod serve;
 pub mod supervise;
 pub mod syscalls;
 
 use policy::LoadedPolicy;
-use record::{Phase, Record, Recorder, StopReason};
+use record::{Record, Recorder};
 use serde_json::json;
 
 /// The policy to use: a file, or the embedded default.
@@ -38,25 +41,22 @@ pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, Strin
     }
 }
 
-/// `agentjail run`: the whole pipeline for one action (a file path, or `-` for stdin).
-/// Each stage either hands the next its input or ends the run with a stop reason.
-pub fn run_action(policy: &LoadedPolicy, action: &str) -> Record {
-    let mut r = Recorder::new();
-    r.set(
-        "policy",
-        json!({"path": policy.path, "sha256": policy.sha256}),
-    );
-    let ended = (|| {
-        let raw = run::read_action(action).map_err(|e| run::unreadable(&mut r, &e))?;
-        let (action, effective) = run::contract(&mut r, &raw, &policy.policy)?;
-        run::check(&mut r, &action, &effective)?;
-        let jail = run::execute(&mut r, &action, &effective, &run::ColdStart::new())?;
-        run::validate(&mut r, &action, &effective, &jail)
-    })();
-    match ended {
-        Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
-        Err(stop) => r.finish(stop.reason, stop.phase),
-    }
+/// `agentjail run`: the whole pipeline for one action (a file path, or `-` for stdin), its
+/// jail started on this thread for it; answered from `cache` when it holds the job.
+pub fn run_action(policy: &LoadedPolicy, action: &str, cache: Option<&cache::Cache>) -> Record {
+    let raw = match run::read_action(action) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let mut r = Recorder::new();
+            r.set(
+                "policy",
+                json!({"path": policy.path, "sha256": policy.sha256}),
+            );
+            let stop = run::unreadable(&mut r, &e);
+            return r.finish(stop.reason, stop.phase);
+        }
+    };
+    run::job(Recorder::new(), &raw, policy, &run::ColdStart::new(), cache)
 }
 
 /// `agentjail doctor`: exit 0 when every control the default policy requires is available.

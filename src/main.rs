@@ -30,7 +30,12 @@ fn print_json(v: &serde_json::Value) {
     }
 }
 
-fn run(policy: Option<&Path>, audit_log: Option<PathBuf>, action: &str) -> ExitStatus {
+fn run(
+    policy: Option<&Path>,
+    audit_log: Option<PathBuf>,
+    cache: Option<(PathBuf, u64)>,
+    action: &str,
+) -> ExitStatus {
     let loaded = match agentjail::load_policy(policy) {
         Ok(p) => p,
         Err(e) => {
@@ -45,7 +50,19 @@ fn run(policy: Option<&Path>, audit_log: Option<PathBuf>, action: &str) -> ExitS
         let log = &loaded.policy.audit.log;
         (!log.is_empty()).then(|| log.into())
     });
-    let record = agentjail::run_action(&loaded, action);
+    let cache = match cache {
+        Some((dir, ttl)) => {
+            match agentjail::cache::Cache::open(&dir, std::time::Duration::from_secs(ttl)) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("agentjail: {e}");
+                    return ExitStatus::Error;
+                }
+            }
+        }
+        None => None,
+    };
+    let record = agentjail::run_action(&loaded, action, cache.as_ref());
     print_json(&record.value);
     if let Some(path) = audit {
         if let Err(e) = agentjail::record::append_audit(&path, &record.value) {
@@ -108,8 +125,42 @@ fn dispatch(command: Command) -> i32 {
         Command::Run {
             policy,
             audit_log,
+            cache,
+            cache_ttl,
             action,
-        } => Ok(run(policy.as_deref(), audit_log, &action)),
+        } => Ok(run(
+            policy.as_deref(),
+            audit_log,
+            cache.map(|d| (d, cache_ttl)),
+            &action,
+        )),
+        Command::Serve {
+            policy,
+            pool,
+            jobs,
+            socket,
+            socket_group,
+            cache,
+            cache_ttl,
+            audit_log,
+        } => {
+            let Ok(loaded) = load(policy.as_deref()) else {
+                return ExitStatus::Error as i32;
+            };
+            let cores = agentjail::engine::default_pool_size();
+            return agentjail::serve::serve(agentjail::serve::ServeArgs {
+                engine: agentjail::engine::EngineConfig {
+                    policy: loaded,
+                    pool: pool.unwrap_or(cores),
+                    spawners: 2,
+                    cache: cache.map(|d| (d, std::time::Duration::from_secs(cache_ttl))),
+                },
+                jobs: jobs.unwrap_or((cores * 2).max(4)),
+                socket,
+                socket_group,
+                audit_log,
+            });
+        }
         Command::Check { policy, action } => check(policy.as_deref(), &action),
         Command::Exec {
             policy,

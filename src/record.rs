@@ -86,6 +86,23 @@ impl StopReason {
         out
     }
 
+    /// Read back a stop reason agentjail wrote (a cached record's). Only the kinds that can
+    /// be cached, plus `success`; anything else is None.
+    pub fn parse_stored(s: &str) -> Option<StopReason> {
+        let (head, tail) = s.split_once(':').unwrap_or((s, ""));
+        match head {
+            "success" if tail.is_empty() => Some(StopReason::Success),
+            "code_runtime_error" => tail.parse().ok().map(StopReason::CodeRuntimeError),
+            "invalid_code_output" if !tail.is_empty() => {
+                Some(StopReason::InvalidCodeOutput(tail.into()))
+            }
+            "code_forbidden_syscall" if !tail.is_empty() => {
+                Some(StopReason::CodeForbiddenSyscall(tail.into()))
+            }
+            _ => None,
+        }
+    }
+
     pub fn is_success(&self) -> bool {
         *self == StopReason::Success
     }

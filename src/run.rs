@@ -3,14 +3,16 @@
 //! [`validate`] (`validate`). A stage records its phase and either returns what the next one
 //! needs or ends the run with a [`Stopped`].
 
+use crate::cache::Cache;
 use crate::check::{self, Decision};
 use crate::contract::{self, Action};
 use crate::jail::JailError;
 use crate::launch::{JailRun, StartedJail, Teardown};
 use crate::output;
 use crate::plan::{JailFile, JailPlan, SuperviseLimits};
+use crate::policy::LoadedPolicy;
 use crate::policy::Policy;
-use crate::record::{self, Phase, Recorder, StopReason};
+use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner;
 use crate::supervise::{Delivery, Interrupt, Io, Outcome};
 use serde_json::{json, Value};
@@ -347,29 +349,99 @@ pub fn validate(
     Ok(())
 }
 
+/// One job through every stage, from the action's bytes to its record: contract, check, the
+/// environment, the cache (a hit ends here), the jail from `source`, validation; a
+/// cacheable outcome is stored. `r` may already hold front-end fields (the caller).
+pub fn job(
+    mut r: Recorder,
+    raw: &[u8],
+    policy: &LoadedPolicy,
+    source: &dyn JailSource,
+    cache: Option<&Cache>,
+) -> Record {
+    r.set(
+        "policy",
+        json!({"path": policy.path, "sha256": policy.sha256}),
+    );
+    let mut key: Option<String> = None;
+    let ended = (|| -> Result<Option<Value>, Stopped> {
+        let (action, effective) = contract(&mut r, raw, &policy.policy)?;
+        check(&mut r, &action, &effective)?;
+        let env = crate::environment::of(&effective);
+        r.set("environment", json!(env));
+        if let Some(c) = cache {
+            let canonical = serde_json::to_value(&action).unwrap_or(Value::Null);
+            let k = Cache::key(&policy.sha256, &env.digest, &canonical);
+            if let Some(hit) = c.get(&k) {
+                return Ok(Some(hit));
+            }
+            key = Some(k);
+        }
+        let jail = execute(&mut r, &action, &effective, source)?;
+        validate(&mut r, &action, &effective, &jail)?;
+        Ok(None)
+    })();
+    let record = match ended {
+        Ok(Some(hit)) => return hit_record(hit),
+        Ok(None) => r.finish(StopReason::Success, Phase::Finalize),
+        Err(stop) => r.finish(stop.reason, stop.phase),
+    };
+    if let (Some(c), Some(k)) = (cache, &key) {
+        if Cache::cacheable(&record.stop_reason) {
+            if let Err(e) = c.put(k, &record.value) {
+                eprintln!("agentjail: {e}");
+            }
+        }
+    }
+    record
+}
+
+/// A cache hit as a record (its stop reason read back from the stored record).
+fn hit_record(value: Value) -> Record {
+    let reason = value
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .and_then(StopReason::parse_stored)
+        .unwrap_or(StopReason::Success);
+    Record {
+        stop_reason: reason,
+        value,
+    }
+}
+
 /// `agentjail check`: contract and static check only. Returns (decision JSON, exit code).
 pub fn check_only(policy: &Policy, action_spec: &str) -> (Value, i32) {
-    let deny = |reason: String, message: &str| {
-        (
-            json!({"decision": "deny", "reason": reason, "message": message, "violations": []}),
+    match read_action(action_spec) {
+        Ok(raw) => {
+            let (v, allow) = check_bytes(policy, &raw);
+            (v, if allow { 0 } else { 1 })
+        }
+        Err(e) => (
+            json!({"decision": "deny", "reason": "invalid_action:unreadable", "message": e, "violations": []}),
             1,
-        )
-    };
-    let raw = match read_action(action_spec) {
-        Ok(b) => b,
-        Err(e) => return deny("invalid_action:unreadable".into(), &e),
-    };
-    let action = match contract::parse_action(&raw, policy) {
+        ),
+    }
+}
+
+/// The contract and the static check of action bytes: the decision JSON and whether it
+/// allows.
+pub fn check_bytes(policy: &Policy, raw: &[u8]) -> (Value, bool) {
+    let action = match contract::parse_action(raw, policy) {
         Ok(a) => a,
-        Err(e) => return deny(e.reason(), e.message()),
+        Err(e) => {
+            return (
+                json!({"decision": "deny", "reason": e.reason(), "message": e.message(), "violations": []}),
+                false,
+            )
+        }
     };
     let effective = match &action.policy_hints {
         Some(h) => contract::apply_hints(policy, h).0,
         None => policy.clone(),
     };
     let d = check::check_action(&action, &effective);
-    let code = if d.is_allow() { 0 } else { 1 };
+    let allow = d.is_allow();
     let mut v = json!(d);
     v["code_hash"] = json!(sha256_hex(action.code.as_bytes()));
-    (v, code)
+    (v, allow)
 }

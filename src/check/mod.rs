@@ -56,6 +56,18 @@ impl Decision {
         }
     }
 
+    /// The decision of a source check alone (a session call: the language is the session's).
+    pub fn from_violations(violations: Vec<Violation>) -> Self {
+        if violations.is_empty() {
+            return Decision {
+                decision: "allow".into(),
+                reason: "policy_pass".into(),
+                violations,
+            };
+        }
+        Decision::deny(static_reason(&violations), violations)
+    }
+
     fn deny(reason: String, violations: Vec<Violation>) -> Self {
         Decision {
             decision: "deny".into(),

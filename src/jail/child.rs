@@ -234,7 +234,7 @@ fn split(p: &Prepared, rep: RawFd) -> libc::pid_t {
         fail(rep, Stage::Fork, 0, e);
     }
     // The child only makes raw syscalls on prepared data before execve.
-    match sys::fork() {
+    match sys::raw_fork() {
         Ok(0) => payload(p, rep),
         Ok(pid) => pid,
         Err(e) => fail(rep, Stage::Fork, 0, e),

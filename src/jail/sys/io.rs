@@ -147,3 +147,33 @@ pub fn flock_exclusive(fd: RawFd) -> SysResult<()> {
         }
     }
 }
+
+/// The uid of the process at the other end of a connected unix socket (SO_PEERCRED).
+pub fn peer_uid(fd: RawFd) -> SysResult<u32> {
+    // SAFETY: an all-zero ucred is valid storage for getsockopt to fill.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: cred and len are valid storage of the sizes passed.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    check(rc).map(|_| cred.uid)
+}
+
+/// Set the process's umask; returns the previous one.
+pub fn umask(mask: u32) -> u32 {
+    // SAFETY: umask cannot fail and touches no memory.
+    unsafe { libc::umask(mask as libc::mode_t) as u32 }
+}
+
+/// This process's pid.
+pub fn getpid() -> i32 {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() }
+}

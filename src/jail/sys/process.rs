@@ -52,6 +52,26 @@ pub fn clone3(flags: u64, pidfd_out: &mut RawFd, cgroup_fd: Option<RawFd>) -> Sy
     check_long(rc).map(|v| v as i32)
 }
 
+/// A raw fork (clone with SIGCHLD): no atfork handlers, no locks. glibc's fork takes the
+/// malloc arena locks first; in a jail child cloned from a multi-threaded agentjail, a lock
+/// another thread held at clone time stays held forever, and glibc's fork would hang on it.
+/// The child makes only raw syscalls on prepared data.
+pub fn raw_fork() -> SysResult<libc::pid_t> {
+    // SAFETY: clone without CLONE_VM gives the child a copy of this address space and
+    // continues on the same stack (fork semantics); flags and the null pointers are valid.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_ulong,
+            0usize,
+            std::ptr::null_mut::<libc::c_int>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            0usize,
+        )
+    };
+    check_long(rc).map(|v| v as libc::pid_t)
+}
+
 /// fork(2). Returns 0 in the child. Callers make only raw syscalls on prepared data in the
 /// child (no allocation, no locks), so this is sound even with other threads running.
 pub fn fork() -> SysResult<libc::pid_t> {
@@ -205,14 +225,19 @@ pub fn sethostname(name: &CStr) -> SysResult<()> {
     check(unsafe { libc::sethostname(bytes.as_ptr().cast(), bytes.len()) }).map(drop)
 }
 
+/// setresgid for the calling thread only: the raw syscall. glibc's wrapper, in a process it
+/// believes multi-threaded, signals every other thread and waits for them (POSIX wants ids
+/// per process); in a jail child cloned from a multi-threaded agentjail (serve, mcp) those
+/// threads do not exist, and it would wait forever.
 pub fn setresgid(gid: u32) -> SysResult<()> {
     // SAFETY: plain syscall with integer arguments.
-    check(unsafe { libc::setresgid(gid, gid, gid) }).map(drop)
+    check_long(unsafe { libc::syscall(libc::SYS_setresgid, gid, gid, gid) }).map(drop)
 }
 
+/// setresuid for the calling thread only (see [`setresgid`] for why not glibc's).
 pub fn setresuid(uid: u32) -> SysResult<()> {
     // SAFETY: plain syscall with integer arguments.
-    check(unsafe { libc::setresuid(uid, uid, uid) }).map(drop)
+    check_long(unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) }).map(drop)
 }
 
 pub fn prctl(option: libc::c_int, arg2: libc::c_ulong) -> SysResult<libc::c_int> {

@@ -1,0 +1,183 @@
+//! The result cache (seed 001 §10.6): a record stored under a key that covers every input
+//! that decides the outcome, returned again instead of running the same job twice.
+//!
+//! - The key is sha256 over agentjail's version, the policy's sha256, the environment's
+//!   digest (interpreter and what it can import), and the action itself in canonical form
+//!   (every field but `id`: language, entrypoint, code, input payload, output schema, policy
+//!   hints, input files). A different schema, hint or payload is a different key, so a job
+//!   cannot be answered with another job's record.
+//! - Only outcomes that depend on the code alone are stored: `success`,
+//!   `code_runtime_error:*`, `invalid_code_output:*`, `code_forbidden_syscall:*`. Never a
+//!   timeout, a resource limit, an interrupt, a setup failure or a stop before the jail.
+//! - Entries are written only by agentjail, never by a job (the directory is on the host, and
+//!   no jail sees it): a temp file created `O_EXCL|O_NOFOLLOW` mode 0600 in the directory,
+//!   fsync'd, renamed into place. The directory must be ours and not group- or
+//!   world-writable, or the cache is refused.
+//! - A hit is the stored record with `cache: {"hit": true, "key", "stored_at",
+//!   "original_run_id"}`; its run_id stays the original's. A corrupt, foreign or expired
+//!   entry is ignored with a warning on stderr and the job runs.
+
+use crate::record::StopReason;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Largest entry read back (a record with outputs at their caps fits easily).
+const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
+
+pub struct Cache {
+    dir: PathBuf,
+    ttl: Duration,
+}
+
+impl Cache {
+    /// Open (creating it 0700 if missing) a cache directory that only we can write.
+    pub fn open(dir: &Path, ttl: Duration) -> Result<Cache, String> {
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| format!("cannot create the cache directory {}: {e}", dir.display()))?;
+        }
+        let meta = std::fs::symlink_metadata(dir)
+            .map_err(|e| format!("cache directory {}: {e}", dir.display()))?;
+        let mode = meta.permissions().mode();
+        if !meta.is_dir() {
+            return Err(format!(
+                "cache {} is not a directory (symlinks are refused)",
+                dir.display()
+            ));
+        }
+        if meta.uid() != crate::jail::sys::geteuid() || mode & 0o022 != 0 {
+            return Err(format!(
+                "cache directory {} must be owned by uid {} and not group- or world-writable (mode {:o}): anyone who can write it could plant records",
+                dir.display(),
+                crate::jail::sys::geteuid(),
+                mode & 0o7777
+            ));
+        }
+        Ok(Cache {
+            dir: dir.to_path_buf(),
+            ttl,
+        })
+    }
+
+    /// The key of a job: see the module documentation for what it covers.
+    pub fn key(policy_sha256: &str, env_digest: &str, action: &Value) -> String {
+        let mut canonical = action.clone();
+        if let Some(o) = canonical.as_object_mut() {
+            o.remove("id");
+        }
+        let mut h = Sha256::new();
+        for part in [
+            env!("CARGO_PKG_VERSION"),
+            env!("AGENTJAIL_GIT_COMMIT"),
+            policy_sha256,
+            env_digest,
+        ] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        // serde_json's map is sorted by key, so this text is canonical for the value.
+        h.update(serde_json::to_vec(&canonical).unwrap_or_default());
+        format!("{:x}", h.finalize())
+    }
+
+    /// Whether a record with this stop reason may be stored.
+    pub fn cacheable(reason: &StopReason) -> bool {
+        matches!(
+            reason,
+            StopReason::Success
+                | StopReason::CodeRuntimeError(_)
+                | StopReason::InvalidCodeOutput(_)
+                | StopReason::CodeForbiddenSyscall(_)
+        )
+    }
+
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+
+    /// The stored record for `key`, marked as a hit; None on a miss or a bad entry.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let path = self.path(key);
+        let warn = |why: &str| {
+            eprintln!("agentjail: cache: ignoring {}: {why}", path.display());
+            None
+        };
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return warn(&e.to_string()),
+        };
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() || meta.uid() != crate::jail::sys::geteuid() || meta.mode() & 0o077 != 0
+        {
+            return warn("not a private regular file of ours");
+        }
+        let mut bytes = Vec::new();
+        if file.take(MAX_ENTRY_BYTES).read_to_end(&mut bytes).is_err() {
+            return warn("unreadable");
+        }
+        let Ok(entry) = serde_json::from_slice::<Value>(&bytes) else {
+            return warn("corrupt");
+        };
+        let stored_at = entry.get("stored_at").and_then(Value::as_u64);
+        let record = entry.get("record").filter(|r| r.is_object());
+        let (Some(stored_at), Some(record), Some(true)) =
+            (stored_at, record, entry.get("key").map(|k| k == key))
+        else {
+            return warn("corrupt");
+        };
+        if now_secs().saturating_sub(stored_at) > self.ttl.as_secs() {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        let mut record = record.clone();
+        let original = record.get("run_id").cloned().unwrap_or(Value::Null);
+        record["cache"] =
+            json!({"hit": true, "key": key, "stored_at": stored_at, "original_run_id": original});
+        Some(record)
+    }
+
+    /// Store `record` under `key`: a private temp file, fsync, atomic rename.
+    pub fn put(&self, key: &str, record: &Value) -> Result<(), String> {
+        let entry = json!({"key": key, "stored_at": now_secs(), "record": record});
+        let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+        let tmp = self
+            .dir
+            .join(format!(".{key}.{}.tmp", crate::ids::random_hex(8)));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_data()?;
+            std::fs::rename(&tmp, self.path(key))
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!(
+                "cannot store the cache entry {}: {e}",
+                self.path(key).display()
+            )
+        })
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

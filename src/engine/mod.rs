@@ -1,0 +1,382 @@
+//! The engine: warm single-use jails, sessions and a result cache behind one API, used by
+//! `agentjail serve` and `agentjail mcp` (and, with no pool, the same stages as `agentjail
+//! run`).
+//!
+//! A job goes through the stages of `run` (contract → check → jail → validate → record): it
+//! is checked first, exactly as in `run`, then answered from the cache when the cache holds
+//! its key, else handed to a warm jail from the pool (or a jail started for it when the pool
+//! is empty). Every job gets a jail of its own that no other job ever used: a warm jail is
+//! used once and destroyed. Tear-down (the cgroup's removal) happens on the reaper thread,
+//! off the job's critical path.
+
+pub mod pool;
+pub mod session;
+
+use crate::cache::Cache;
+use crate::jail::JailError;
+use crate::launch::Teardown;
+use crate::policy::LoadedPolicy;
+use crate::record::{Record, Recorder};
+use crate::run::{self, Acquired, JailSource, Start};
+use crate::runner::Mode;
+use crate::supervise::Interrupt;
+use pool::{Pool, Spawner};
+use serde_json::{json, Value};
+use session::{Owner, Session};
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How an engine is set up (the front end's flags).
+pub struct EngineConfig {
+    pub policy: LoadedPolicy,
+    /// Warm jails kept ready; 0: every job's jail is started for it.
+    pub pool: usize,
+    /// Threads that start jails (see pool.rs for why jails are started on them).
+    pub spawners: usize,
+    /// The result cache directory and how long an entry stays valid.
+    pub cache: Option<(PathBuf, Duration)>,
+}
+
+/// The default pool: one warm jail per core, at least 2 and at most 8 (each holds an
+/// interpreter with the policy's preloads, ~10-20 MiB).
+pub fn default_pool_size() -> usize {
+    (crate::jail::sys::affinity_cpus() as usize).clamp(2, 8)
+}
+
+/// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
+/// turn it into an error response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    /// A stable code: `unknown_session`, `session_busy`, `bad_request`, `unavailable`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl EngineError {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        EngineError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub struct Engine {
+    policy: LoadedPolicy,
+    policy_ref: Value,
+    plan: Arc<crate::plan::JailPlan>,
+    session_plan: Arc<crate::plan::JailPlan>,
+    spawner: Arc<Spawner>,
+    pool: Option<Arc<Pool>>,
+    sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
+    cache: Option<Cache>,
+    reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
+    reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Readable once the engine stops its running jobs (every job's supervisor polls it).
+    stop_read: OwnedFd,
+    stop_write: Mutex<Option<OwnedFd>>,
+    closed: AtomicBool,
+}
+
+impl Engine {
+    /// Start the engine: its spawner threads, the pool (filling in the background), the
+    /// reaper and the session janitor.
+    pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, String> {
+        let policy = &cfg.policy.policy;
+        let plan = run::runner_plan(policy, Mode::Run, true)?;
+        let session_plan = run::runner_plan(policy, Mode::Session, true)?;
+        let spawner = Spawner::new(cfg.spawners)?;
+        let plan = Arc::new(plan);
+        let pool = (cfg.pool > 0).then(|| Pool::new(Arc::clone(&plan), cfg.pool, &spawner));
+        let cache = match &cfg.cache {
+            Some((dir, ttl)) => Some(Cache::open(dir, *ttl)?),
+            None => None,
+        };
+        let (stop_read, stop_write) =
+            crate::jail::sys::pipe2().map_err(|e| format!("cannot create a pipe: errno {e}"))?;
+        let (tx, rx) = mpsc::channel::<Teardown>();
+        let reaper_thread = std::thread::Builder::new()
+            .name("agentjail-reaper".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .map_err(|e| format!("cannot start the reaper thread: {e}"))?;
+        let engine = Arc::new(Engine {
+            policy_ref: json!({"path": cfg.policy.path, "sha256": cfg.policy.sha256}),
+            policy: cfg.policy,
+            plan,
+            session_plan: Arc::new(session_plan),
+            spawner,
+            pool,
+            sessions: Mutex::new(HashMap::new()),
+            cache,
+            reaper: Mutex::new(Some(tx)),
+            reaper_thread: Mutex::new(Some(reaper_thread)),
+            stop_read,
+            stop_write: Mutex::new(Some(stop_write)),
+            closed: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&engine);
+        std::thread::Builder::new()
+            .name("agentjail-janitor".into())
+            .spawn(move || janitor(weak))
+            .map_err(|e| format!("cannot start the janitor thread: {e}"))?;
+        Ok(engine)
+    }
+
+    pub fn policy(&self) -> &LoadedPolicy {
+        &self.policy
+    }
+
+    /// One job: the whole pipeline of `agentjail run` on these action bytes. `caller`: the
+    /// peer's uid when the front end knows it (a unix socket's SO_PEERCRED).
+    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Record {
+        let mut r = Recorder::new();
+        if let Some(uid) = caller {
+            r.set("caller", json!({ "uid": uid }));
+        }
+        run::job(r, action, &self.policy, self, self.cache.as_ref())
+    }
+
+    /// `agentjail check` on these action bytes: the decision, and whether it allows.
+    pub fn check(&self, action: &[u8]) -> (Value, bool) {
+        run::check_bytes(&self.policy.policy, action)
+    }
+
+    /// A new session for `owner`, its policy tightened by `hints`; its id.
+    pub fn session_start(
+        &self,
+        hints: Option<&Value>,
+        owner: Owner,
+    ) -> Result<String, EngineError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(EngineError::new(
+                "unavailable",
+                "agentjail is shutting down",
+            ));
+        }
+        let mut policy = self.policy.policy.clone();
+        if let Some(h) = hints.filter(|h| !h.is_null()) {
+            let parsed = crate::contract::parse_hints(h)
+                .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
+            policy = crate::contract::apply_hints(&policy, &parsed).0;
+        }
+        let jail = self
+            .spawner
+            .start(Arc::clone(&self.session_plan))
+            .map_err(|e| {
+                EngineError::new(
+                    "unavailable",
+                    format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
+                )
+            })?;
+        let id = crate::ids::random_hex(16);
+        let session = Session::new(id.clone(), owner, jail, policy, self.policy_ref.clone());
+        self.lock_sessions()
+            .insert(id.clone(), Arc::new(Mutex::new(session)));
+        Ok(id)
+    }
+
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Mutex<Session>>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session `id`, if `owner` started it (another connection's ids are unknown to it).
+    fn session(&self, id: &str, owner: Owner) -> Result<Arc<Mutex<Session>>, EngineError> {
+        let unknown = || {
+            EngineError::new(
+                "unknown_session",
+                format!(
+                    "no session {:?} on this connection",
+                    crate::record::StopReason::suffix(id)
+                ),
+            )
+        };
+        let s = self.lock_sessions().get(id).cloned().ok_or_else(unknown)?;
+        let o = s.lock().unwrap_or_else(|e| e.into_inner()).owner;
+        if o.connection != owner.connection || o.uid != owner.uid {
+            return Err(unknown());
+        }
+        Ok(s)
+    }
+
+    /// One call in a session; its record. A call that ends the session removes it.
+    pub fn session_exec(
+        &self,
+        id: &str,
+        code: &str,
+        timeout_s: Option<f64>,
+        owner: Owner,
+    ) -> Result<Record, EngineError> {
+        let s = self.session(id, owner)?;
+        let mut session = s.try_lock().map_err(|_| {
+            EngineError::new(
+                "session_busy",
+                "a call is already running in this session; wait for its response",
+            )
+        })?;
+        let (record, teardown) =
+            session.call(code, timeout_s, Some(Interrupt::Shutdown(&self.stop_read)));
+        if let Some(t) = teardown {
+            self.teardown(t);
+        }
+        if session.is_ended() {
+            self.lock_sessions().remove(id);
+        }
+        Ok(record)
+    }
+
+    /// Close a session; false when it was already gone.
+    pub fn session_close(&self, id: &str, owner: Owner) -> Result<bool, EngineError> {
+        let s = self.session(id, owner)?;
+        self.lock_sessions().remove(id);
+        let teardown = s.lock().unwrap_or_else(|e| e.into_inner()).end("closed");
+        if let Some(t) = teardown {
+            self.teardown(t);
+        }
+        Ok(true)
+    }
+
+    /// End every session a connection started (it closed).
+    pub fn close_sessions_of(&self, connection: u64) {
+        let mine: Vec<(String, Arc<Mutex<Session>>)> = self
+            .lock_sessions()
+            .iter()
+            .filter(|(_, s)| {
+                s.lock()
+                    .map(|s| s.owner.connection == connection)
+                    .unwrap_or(false)
+            })
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect();
+        for (id, s) in mine {
+            self.lock_sessions().remove(&id);
+            if let Some(t) = s
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .end("disconnected")
+            {
+                self.teardown(t);
+            }
+        }
+    }
+
+    /// Stop every running job and call now: each ends with an `interrupted:sigterm` record.
+    pub fn stop_jobs(&self) {
+        if let Some(w) = self
+            .stop_write
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            let _ = crate::jail::sys::write(w.as_raw_fd(), b"x");
+        }
+    }
+
+    /// End everything: sessions, the pool's jails, the spawner threads, the reaper (after it
+    /// removed every cgroup it was given). Idempotent.
+    pub fn shutdown(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let all: Vec<Arc<Mutex<Session>>> = self.lock_sessions().drain().map(|(_, s)| s).collect();
+        for s in all {
+            if let Some(t) = s.lock().unwrap_or_else(|e| e.into_inner()).end("shutdown") {
+                self.teardown(t);
+            }
+        }
+        if let Some(p) = &self.pool {
+            p.close();
+        }
+        self.spawner.shutdown();
+        drop(self.reaper.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(t) = self
+            .reaper_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = t.join();
+        }
+    }
+
+    /// The pool and the sessions, for `serve`'s stats op and the benchmarks.
+    pub fn stats(&self) -> Value {
+        json!({
+            "pool": self.pool.as_ref().map(|p| p.stats()),
+            "sessions": self.lock_sessions().len(),
+        })
+    }
+
+    fn teardown(&self, t: Teardown) {
+        match self
+            .reaper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            Some(tx) => {
+                let _ = tx.send(t);
+            }
+            None => drop(t),
+        }
+    }
+}
+
+impl JailSource for Engine {
+    fn acquire(&self, _policy: &crate::policy::Policy) -> Result<Acquired, JailError> {
+        let t = Instant::now();
+        if let Some(pool) = &self.pool {
+            if let Some((jail, _idle)) = pool.take() {
+                return Ok(Acquired {
+                    jail,
+                    start: Start::Warm,
+                    ready: true,
+                    wait_us: t.elapsed().as_micros() as u64,
+                });
+            }
+        }
+        let jail = self.spawner.start(Arc::clone(&self.plan))?;
+        Ok(Acquired {
+            jail,
+            start: Start::Cold,
+            ready: true,
+            wait_us: t.elapsed().as_micros() as u64,
+        })
+    }
+
+    fn interrupt(&self) -> Option<Interrupt<'_>> {
+        Some(Interrupt::Shutdown(&self.stop_read))
+    }
+
+    fn teardown(&self, t: Teardown) {
+        Engine::teardown(self, t);
+    }
+}
+
+/// Close sessions that idled or lived too long, once a second, until the engine is gone.
+fn janitor(engine: std::sync::Weak<Engine>) {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(e) = engine.upgrade() else { return };
+        if e.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let expired: Vec<(String, Arc<Mutex<Session>>, &'static str)> = e
+            .lock_sessions()
+            .iter()
+            .filter_map(|(k, s)| {
+                let guard = s.try_lock().ok()?;
+                guard.expired().map(|why| (k.clone(), Arc::clone(s), why))
+            })
+            .collect();
+        for (id, s, why) in expired {
+            e.lock_sessions().remove(&id);
+            if let Some(t) = s.lock().unwrap_or_else(|x| x.into_inner()).end(why) {
+                e.teardown(t);
+            }
+        }
+    }
+}

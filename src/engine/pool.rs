@@ -1,0 +1,361 @@
+//! Jails started before their job exists.
+//!
+//! Every jail the engine uses is started on one of the [`Spawner`]'s long-lived threads:
+//! the jail's init dies by `PR_SET_PDEATHSIG` when the *thread* that cloned it exits, so a
+//! jail must not be cloned by a worker that may go away (a tokio blocking thread, a finished
+//! request handler) while the jail is still wanted. The spawner threads live as long as the
+//! engine; when the engine's process dies, every jail dies with it.
+//!
+//! A [`Pool`] keeps `target` single-use runner jails for one policy started ahead of their
+//! jobs: each is a complete jail (namespaces, root, landlock, seccomp, cgroup, rlimits),
+//! its interpreter started and the policy's preload modules imported, waiting for one job
+//! on its job pipe. A jail is handed to exactly one job and then destroyed; the spawner
+//! threads refill the pool in the background. Requests for a jail now (a cold start, a
+//! session) go before refills.
+
+use crate::jail::{JailError, SetupError};
+use crate::launch::{self, StartedJail};
+use crate::plan::JailPlan;
+use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a new jail's runner may take to report ready (interpreter start and preloads).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Wait until the runner in `jail` reports ready on its reply pipe. Reading stops at the
+/// end of that line, so the job's replies start clean.
+pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError> {
+    use crate::jail::sys;
+    let fail = |what: &str, errno: Option<i32>| {
+        JailError::Setup(SetupError::new(
+            format!("runner start: {what}"),
+            errno,
+            "the interpreter did not start in the jail: run the same policy with `agentjail run` to see its stderr",
+        ))
+    };
+    let Some(reply) = jail.spawned().reply.as_ref() else {
+        return Ok(());
+    };
+    let deadline = Instant::now() + timeout;
+    let mut line = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(fail("no ready report in time", Some(libc::ETIMEDOUT)));
+        }
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        match sys::poll_one(reply.as_raw_fd(), libc::POLLIN, ms) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(libc::EINTR) => continue,
+            Err(e) => return Err(fail("poll", Some(e))),
+        }
+        let mut b = [0u8; 1];
+        match sys::read(reply.as_raw_fd(), &mut b) {
+            Ok(1) if b[0] == b'\n' => break,
+            Ok(1) if line.len() < 256 => line.push(b[0]),
+            Ok(1) => return Err(fail("malformed ready report", None)),
+            Ok(_) => return Err(fail("the runner exited", None)),
+            Err(libc::EAGAIN) => continue,
+            Err(e) => return Err(fail("read", Some(e))),
+        }
+    }
+    let ok = serde_json::from_slice::<serde_json::Value>(&line)
+        .ok()
+        .is_some_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("ready"));
+    if ok {
+        Ok(())
+    } else {
+        Err(fail("malformed ready report", None))
+    }
+}
+
+/// Prepare, start and wait for the runner: a jail ready for its job.
+fn start_ready(plan: &JailPlan) -> Result<StartedJail, JailError> {
+    let jail = launch::prepare(plan)?.start()?;
+    wait_ready(&jail, READY_TIMEOUT)?;
+    Ok(jail)
+}
+
+type Reply = std::sync::mpsc::SyncSender<Result<StartedJail, JailError>>;
+
+struct SpawnQueue {
+    requests: VecDeque<(Arc<JailPlan>, Reply)>,
+    pools: Vec<Arc<Pool>>,
+    shutdown: bool,
+}
+
+/// The threads that start every jail.
+pub struct Spawner {
+    queue: Arc<(Mutex<SpawnQueue>, Condvar)>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Spawner {
+    pub fn new(threads: usize) -> Result<Arc<Spawner>, String> {
+        let queue = Arc::new((
+            Mutex::new(SpawnQueue {
+                requests: VecDeque::new(),
+                pools: Vec::new(),
+                shutdown: false,
+            }),
+            Condvar::new(),
+        ));
+        let mut handles = Vec::new();
+        for i in 0..threads.max(1) {
+            let q = Arc::clone(&queue);
+            let t = std::thread::Builder::new()
+                .name(format!("agentjail-spawner-{i}"))
+                .spawn(move || spawner_loop(&q))
+                .map_err(|e| format!("cannot start a spawner thread: {e}"))?;
+            handles.push(t);
+        }
+        Ok(Arc::new(Spawner {
+            queue,
+            threads: Mutex::new(handles),
+        }))
+    }
+
+    /// A jail for `plan`, started now (before any refill) and ready for its job.
+    pub fn start(&self, plan: Arc<JailPlan>) -> Result<StartedJail, JailError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        {
+            let (lock, cv) = &*self.queue;
+            let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
+            if q.shutdown {
+                return Err(shutting_down());
+            }
+            q.requests.push_back((plan, tx));
+            cv.notify_one();
+        }
+        rx.recv().unwrap_or_else(|_| Err(shutting_down()))
+    }
+
+    fn add_pool(&self, pool: Arc<Pool>) {
+        let (lock, cv) = &*self.queue;
+        let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
+        q.pools.push(pool);
+        cv.notify_all();
+    }
+
+    /// Wake the threads (a pool needs refilling).
+    fn poke(&self) {
+        self.queue.1.notify_all();
+    }
+
+    /// Stop the threads after their current task; unserved requests fail.
+    pub fn shutdown(&self) {
+        let (lock, cv) = &*self.queue;
+        {
+            let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
+            q.shutdown = true;
+            for (_, reply) in q.requests.drain(..) {
+                let _ = reply.send(Err(shutting_down()));
+            }
+            for p in q.pools.drain(..) {
+                p.close();
+            }
+        }
+        cv.notify_all();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn shutting_down() -> JailError {
+    JailError::Unavailable {
+        control: "engine".into(),
+        detail: "agentjail is shutting down".into(),
+    }
+}
+
+enum Task {
+    Request(Arc<JailPlan>, Reply),
+    Refill(Arc<Pool>),
+}
+
+fn spawner_loop(queue: &(Mutex<SpawnQueue>, Condvar)) {
+    let (lock, cv) = queue;
+    loop {
+        let task = {
+            let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if q.shutdown {
+                    return;
+                }
+                if let Some((plan, reply)) = q.requests.pop_front() {
+                    break Task::Request(plan, reply);
+                }
+                if let Some(p) = q.pools.iter().find(|p| p.claim_refill()) {
+                    break Task::Refill(Arc::clone(p));
+                }
+                q = cv
+                    .wait_timeout(q, Duration::from_millis(250))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+        };
+        match task {
+            Task::Request(plan, reply) => {
+                let _ = reply.send(start_ready(&plan));
+            }
+            Task::Refill(pool) => {
+                let result = start_ready(&pool.plan);
+                pool.refilled(result);
+            }
+        }
+    }
+}
+
+/// A started, ready jail waiting in a pool.
+struct Warm {
+    jail: StartedJail,
+    ready_at: Instant,
+}
+
+#[derive(Default)]
+struct PoolState {
+    ready: VecDeque<Warm>,
+    starting: usize,
+    closed: bool,
+    /// The last refill failure (stage and message), until a refill succeeds.
+    last_error: Option<JailError>,
+    failures: u32,
+    /// No refill before this (backing off after failures).
+    retry_at: Option<Instant>,
+}
+
+/// Counters for `stats` and the benchmarks.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct PoolStats {
+    pub target: usize,
+    pub ready: usize,
+    pub starting: usize,
+    pub refill_failures: u32,
+}
+
+/// Warm single-use jails for one plan.
+pub struct Pool {
+    plan: Arc<JailPlan>,
+    target: usize,
+    state: Mutex<PoolState>,
+    cv: Condvar,
+    spawner: Arc<Spawner>,
+}
+
+impl Pool {
+    /// A pool of `target` jails for `plan`, filled in the background by `spawner`.
+    pub fn new(plan: Arc<JailPlan>, target: usize, spawner: &Arc<Spawner>) -> Arc<Pool> {
+        let pool = Arc::new(Pool {
+            plan,
+            target,
+            state: Mutex::new(PoolState::default()),
+            cv: Condvar::new(),
+            spawner: Arc::clone(spawner),
+        });
+        spawner.add_pool(Arc::clone(&pool));
+        pool
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A spawner thread takes one refill slot if the pool is below target.
+    fn claim_refill(&self) -> bool {
+        let mut s = self.lock();
+        let backing_off = s.retry_at.is_some_and(|t| Instant::now() < t);
+        if s.closed || backing_off || s.ready.len() + s.starting >= self.target {
+            return false;
+        }
+        s.starting += 1;
+        true
+    }
+
+    fn refilled(&self, result: Result<StartedJail, JailError>) {
+        let mut s = self.lock();
+        s.starting -= 1;
+        match result {
+            Ok(jail) if !s.closed => {
+                s.ready.push_back(Warm {
+                    jail,
+                    ready_at: Instant::now(),
+                });
+                s.last_error = None;
+                s.failures = 0;
+                s.retry_at = None;
+            }
+            Ok(jail) => drop(jail.end()),
+            Err(e) => {
+                s.failures = s.failures.saturating_add(1);
+                // 50 ms, doubling, at most 2 s: a host that cannot start jails (pids
+                // exhausted, cgroup unwritable) is retried without spinning.
+                let backoff =
+                    Duration::from_millis(50u64 << s.failures.min(5)).min(Duration::from_secs(2));
+                s.retry_at = Some(Instant::now() + backoff);
+                s.last_error = Some(e);
+            }
+        }
+        self.cv.notify_all();
+    }
+
+    /// A ready jail, if one is waiting (never one that died while it waited), and how long
+    /// it had been ready.
+    pub fn take(&self) -> Option<(StartedJail, Duration)> {
+        let taken = {
+            let mut s = self.lock();
+            let mut found = None;
+            while let Some(w) = s.ready.pop_front() {
+                if w.jail.alive() {
+                    found = Some(w);
+                    break;
+                }
+                drop(w.jail.end());
+            }
+            found
+        };
+        self.spawner.poke();
+        taken.map(|w| (w.jail, w.ready_at.elapsed()))
+    }
+
+    /// The last refill failure, when the pool has nothing ready and nothing starting: a job
+    /// then fails closed with it instead of waiting.
+    pub fn failing(&self) -> Option<String> {
+        let s = self.lock();
+        match (&s.last_error, s.ready.is_empty()) {
+            (Some(e), true) => Some(e.to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        let s = self.lock();
+        PoolStats {
+            target: self.target,
+            ready: s.ready.len(),
+            starting: s.starting,
+            refill_failures: s.failures,
+        }
+    }
+
+    /// Stop refilling and end every waiting jail.
+    pub fn close(&self) {
+        let ready: Vec<Warm> = {
+            let mut s = self.lock();
+            s.closed = true;
+            s.ready.drain(..).collect()
+        };
+        for w in ready {
+            drop(w.jail.end());
+        }
+    }
+
+    pub fn plan(&self) -> &Arc<JailPlan> {
+        &self.plan
+    }
+}

@@ -1,0 +1,429 @@
+//! Sessions: one jail and one interpreter kept across the calls of one conversation.
+//!
+//! Each call is checked like a run (the static check sees the call together with every
+//! earlier call of the session, so a module bound in call 1 is still a module in call 5) and
+//! capped like a run (the policy's wall, CPU and output limits, per call); a call that breaks
+//! one of them ends the session and its record says so. Globals survive between calls; the
+//! value of a trailing expression comes back as text, Jupyter-style.
+//!
+//! What bounds a session as a whole ([session] in the policy): a number of calls, a total of
+//! execution time, an idle timeout and a lifetime. Its jail is its own: nothing of one
+//! session is visible to another (their own namespaces, root, /tmp, cgroup and processes).
+//!
+//! A call's success and its exception come from the runner inside the jail (the interpreter
+//! did not exit, so there is no wait status to read): the record marks them
+//! `"source": "runner"`. A call's resource verdicts — timeout, CPU, output caps, memory,
+//! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
+
+use crate::check::{python, Violation};
+use crate::launch::{StartedJail, Teardown};
+use crate::policy::Policy;
+use crate::record::{self, Phase, Record, Recorder, StopReason};
+use crate::runner;
+use crate::supervise::{self, CallEnd, Interrupt};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// Who may use a session: the connection that started it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub connection: u64,
+    pub uid: Option<u32>,
+}
+
+/// The most source a session's check reads (all calls so far); past it a call is refused.
+pub const MAX_SESSION_SOURCE_BYTES: usize = python::MAX_SOURCE_BYTES;
+
+pub struct Session {
+    pub id: String,
+    pub owner: Owner,
+    jail: Option<StartedJail>,
+    policy: Policy,
+    policy_ref: Value,
+    started: Instant,
+    last_used: Instant,
+    calls: u64,
+    exec: Duration,
+    /// Every allowed call so far, in order (what the check reads before a new call).
+    source: String,
+    ended: Option<String>,
+}
+
+impl Session {
+    pub fn new(
+        id: String,
+        owner: Owner,
+        jail: StartedJail,
+        policy: Policy,
+        policy_ref: Value,
+    ) -> Session {
+        let now = Instant::now();
+        Session {
+            id,
+            owner,
+            jail: Some(jail),
+            policy,
+            policy_ref,
+            started: now,
+            last_used: now,
+            calls: 0,
+            exec: Duration::ZERO,
+            source: String::new(),
+            ended: None,
+        }
+    }
+
+    /// Why the session should be closed now (idle too long, too old), if it should.
+    pub fn expired(&self) -> Option<&'static str> {
+        let l = &self.policy.session;
+        if self.last_used.elapsed() >= Duration::from_secs(l.idle_timeout_seconds) {
+            return Some("idle_timeout");
+        }
+        if self.started.elapsed() >= Duration::from_secs(l.lifetime_seconds) {
+            return Some("lifetime");
+        }
+        None
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.jail.is_none()
+    }
+
+    /// End the session: kill its jail; the cgroup goes to the caller's teardown.
+    pub fn end(&mut self, why: &str) -> Option<Teardown> {
+        self.ended.get_or_insert_with(|| why.to_string());
+        self.jail.take().map(|j| j.end().1)
+    }
+
+    /// One call: check, run, record. `timeout_s` may only tighten the policy's wall limit.
+    pub fn call(
+        &mut self,
+        code: &str,
+        timeout_s: Option<f64>,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> (Record, Option<Teardown>) {
+        let mut r = Recorder::new();
+        r.set("policy", self.policy_ref.clone());
+        let result = self.checked_call(&mut r, code, timeout_s, interrupt);
+        let teardown = match &result {
+            Err((_, Some(why))) => self.end(why),
+            _ => None,
+        };
+        self.last_used = Instant::now();
+        r.set("session", self.describe());
+        let record = match result {
+            Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
+            Err((stop, _)) => r.finish(stop.reason, stop.phase),
+        };
+        (record, teardown)
+    }
+
+    fn describe(&self) -> Value {
+        json!({
+            "id": self.id,
+            "calls": self.calls,
+            "exec_ms": self.exec.as_millis() as u64,
+            "ended": self.ended.is_some(),
+            "ended_reason": self.ended,
+        })
+    }
+
+    /// The call's stages; Err carries the stop and, when the session must end, why.
+    fn checked_call(
+        &mut self,
+        r: &mut Recorder,
+        code: &str,
+        timeout_s: Option<f64>,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+        let stop = |reason: StopReason, phase: Phase| crate::run::Stopped { reason, phase };
+        let t = Instant::now();
+        if let Some(why) = &self.ended {
+            r.set(
+                "error",
+                json!({"message": format!("the session has ended ({why}); start a new one")}),
+            );
+            return Err((
+                stop(
+                    StopReason::InvalidRequest("session_ended".into()),
+                    Phase::Plan,
+                ),
+                None,
+            ));
+        }
+        self.budget_left().map_err(|why| {
+            r.set(
+                "error",
+                json!({"message": format!("the session's budget is spent ({why})")}),
+            );
+            (
+                stop(
+                    StopReason::InvalidRequest(format!("session_{why}")),
+                    Phase::Plan,
+                ),
+                Some(why.to_string()),
+            )
+        })?;
+        let limits = self
+            .call_limits(r, code, timeout_s)
+            .map_err(|s| (s, None))?;
+        r.phase(Phase::Plan, true, t, Value::Null);
+        self.check(r, code).map_err(|s| (s, None))?;
+        self.run_call(r, code, &limits, interrupt)
+    }
+
+    fn budget_left(&self) -> Result<(), &'static str> {
+        let l = &self.policy.session;
+        if self.calls >= l.max_calls {
+            return Err("max_calls");
+        }
+        if self.exec >= Duration::from_secs(l.max_exec_seconds) {
+            return Err("max_exec_seconds");
+        }
+        if let Some(why) = self.expired() {
+            return Err(why);
+        }
+        Ok(())
+    }
+
+    /// The call's contract: non-blank code within the size cap; the limits (a timeout may
+    /// only tighten the policy's wall time, and never past the session's execution budget).
+    fn call_limits(
+        &self,
+        r: &mut Recorder,
+        code: &str,
+        timeout_s: Option<f64>,
+    ) -> Result<crate::plan::SuperviseLimits, crate::run::Stopped> {
+        let invalid = |r: &mut Recorder, what: &str, message: String| {
+            r.set("error", json!({ "message": message }));
+            crate::run::Stopped {
+                reason: StopReason::InvalidAction(what.into()),
+                phase: Phase::Plan,
+            }
+        };
+        if code.trim().is_empty() {
+            return Err(invalid(
+                r,
+                "code",
+                "code is blank; send a non-empty string".into(),
+            ));
+        }
+        let chars = code.chars().count();
+        if chars > self.policy.budget.max_code_chars {
+            let max = self.policy.budget.max_code_chars;
+            return Err(invalid(
+                r,
+                "code_too_long",
+                format!("code is {chars} characters; the limit is {max}"),
+            ));
+        }
+        let mut limits = crate::run::limits_of(&self.policy);
+        if let Some(t) = timeout_s {
+            if !t.is_finite() || t <= 0.0 {
+                return Err(invalid(
+                    r,
+                    "timeout_s",
+                    "timeout_s must be a positive number of seconds".into(),
+                ));
+            }
+            limits.wall_time_ms = limits
+                .wall_time_ms
+                .min(((t * 1000.0).floor() as u64).max(1));
+        }
+        let left =
+            Duration::from_secs(self.policy.session.max_exec_seconds).saturating_sub(self.exec);
+        limits.wall_time_ms = limits.wall_time_ms.min((left.as_millis() as u64).max(1));
+        Ok(limits)
+    }
+
+    /// The static check of this call, in the context of every earlier call: the session's
+    /// source so far and this call are checked together (a module bound earlier is still a
+    /// module now), and the violations that point into this call are reported. This call
+    /// alone is checked too, for what only it can say (syntax, input reads).
+    fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), crate::run::Stopped> {
+        let t = Instant::now();
+        let rules = &self.policy.check;
+        let version = &self.policy.interpreter.python_version;
+        let mut violations = python::check_source_for_version(code, rules, version);
+        if violations.is_empty() && !self.source.is_empty() {
+            let prefix = format!("{}\n", self.source);
+            if prefix.len() + code.len() > MAX_SESSION_SOURCE_BYTES {
+                violations.push(Violation {
+                    rule: "session_source_too_large".into(),
+                    detail: format!("the session's calls exceed {MAX_SESSION_SOURCE_BYTES} bytes of source; start a new session"),
+                    line: 0,
+                    column: 0,
+                });
+            } else {
+                violations = in_call(&prefix, code, rules, version);
+            }
+        }
+        let decision = crate::check::Decision::from_violations(violations);
+        r.set("decision", json!(decision));
+        r.set("action", json!({"code_hash": crate::run::sha256_hex(code.as_bytes()), "chars": code.chars().count()}));
+        let allowed = decision.is_allow();
+        r.phase(
+            Phase::PolicyCheck,
+            allowed,
+            t,
+            json!({"reason": decision.reason}),
+        );
+        if !allowed {
+            return Err(crate::run::Stopped {
+                reason: decision.stop_reason(),
+                phase: Phase::PolicyCheck,
+            });
+        }
+        if !self.source.is_empty() {
+            self.source.push('\n');
+        }
+        self.source.push_str(code);
+        Ok(())
+    }
+
+    fn run_call(
+        &mut self,
+        r: &mut Recorder,
+        code: &str,
+        limits: &crate::plan::SuperviseLimits,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+        let t = Instant::now();
+        let Some(jail) = self.jail.as_ref() else {
+            let s = crate::run::Stopped {
+                reason: StopReason::InvalidRequest("session_ended".into()),
+                phase: Phase::Execute,
+            };
+            return Err((s, None));
+        };
+        let frame = runner::frame("exec", code.as_bytes());
+        let end = supervise::call(jail.spawned(), frame, limits, jail.cgroup(), interrupt);
+        self.calls += 1;
+        r.set_enforcement(jail.enforcement());
+        match end {
+            CallEnd::Done(c) => {
+                self.exec += Duration::from_micros(c.wall_us);
+                r.set("execution", call_execution(&c));
+                let done = done_report(&c.replies.data);
+                let detail = json!({"program_wall_us": c.wall_us});
+                match done {
+                    Some((true, value, _)) => {
+                        r.set("value", value);
+                        r.phase(Phase::Execute, true, t, detail);
+                        Ok(())
+                    }
+                    Some((false, _, error)) => {
+                        r.set("error", error);
+                        r.phase(Phase::Execute, false, t, detail);
+                        Err((
+                            crate::run::Stopped {
+                                reason: StopReason::CodeRuntimeError(1),
+                                phase: Phase::Execute,
+                            },
+                            None,
+                        ))
+                    }
+                    None => {
+                        r.phase(Phase::Execute, false, t, detail);
+                        Err((
+                            crate::run::Stopped {
+                                reason: StopReason::CodeRuntimeError(1),
+                                phase: Phase::Execute,
+                            },
+                            None,
+                        ))
+                    }
+                }
+            }
+            CallEnd::Ended(o) => {
+                self.exec += Duration::from_micros(o.wall_us);
+                r.set("execution", record::execution_json(&o));
+                let reason = record::jail_verdict(&o, self.policy.limits.memory.0)
+                    .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
+                if let Some(e) = runner::error_report(&o.replies.data) {
+                    r.set("error", e);
+                }
+                r.phase(
+                    Phase::Execute,
+                    false,
+                    t,
+                    json!({"program_wall_us": o.wall_us}),
+                );
+                let why = reason.to_string();
+                // The jail is gone; the session ends with it (a clean exit included).
+                Err((
+                    crate::run::Stopped {
+                        reason,
+                        phase: Phase::Execute,
+                    },
+                    Some(why),
+                ))
+            }
+        }
+    }
+}
+
+/// Check `prefix + code` and keep the violations that point into `code`, with positions
+/// made relative to it. The rule about input() reads counts per call, so it is left to the
+/// call alone.
+fn in_call(
+    prefix: &str,
+    code: &str,
+    rules: &crate::policy::CheckRules,
+    version: &str,
+) -> Vec<Violation> {
+    let whole = format!("{prefix}{code}");
+    let offset_lines = prefix.matches('\n').count() as u32;
+    python::check_source_for_version(&whole, rules, version)
+        .into_iter()
+        .filter(|v| v.rule != "too_many_input_reads")
+        .filter(|v| v.line > offset_lines || (v.line == 0 && v.rule != "syntax_error"))
+        .map(|mut v| {
+            if v.line > offset_lines {
+                v.line -= offset_lines;
+            }
+            v
+        })
+        .collect()
+}
+
+/// The record's `execution` for a call that ended with done (no exit status: the
+/// interpreter lives on).
+fn call_execution(c: &supervise::CallOutcome) -> Value {
+    json!({
+        "exit_code": Value::Null,
+        "signal": Value::Null,
+        "wall_ms": c.wall_us / 1000,
+        "cpu_ms": c.cpu_us / 1000,
+        "stdout_bytes": c.stdout.total,
+        "stderr_bytes": c.stderr.total,
+        "stdout": String::from_utf8_lossy(&c.stdout.data),
+        "stderr": String::from_utf8_lossy(&c.stderr.data),
+        "stdout_truncated": c.stdout.truncated,
+        "stderr_truncated": c.stderr.truncated,
+    })
+}
+
+/// The runner's last done report: (ok, value text, error object marked source: runner).
+fn done_report(replies: &[u8]) -> Option<(bool, Value, Value)> {
+    let text = String::from_utf8_lossy(replies);
+    text.lines().rev().find_map(|line| {
+        let v: Value = serde_json::from_str(line).ok()?;
+        if v.get("event")?.as_str()? != "done" {
+            return None;
+        }
+        let ok = v.get("ok")?.as_bool()?;
+        let value = match v.get("value") {
+            Some(Value::String(s)) => Value::String(s.chars().take(10_000).collect()),
+            _ => Value::Null,
+        };
+        let error = v
+            .get("error")
+            .map(|e| {
+                let line = json!({"event": "error", "type": e.get("type"), "message": e.get("message"), "line": e.get("line"), "column": e.get("column")});
+                runner::error_report(format!("{line}\n").as_bytes()).unwrap_or(Value::Null)
+            })
+            .unwrap_or(Value::Null);
+        Some((ok, value, error))
+    })
+}

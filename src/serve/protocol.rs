@@ -1,0 +1,259 @@
+//! `agentjail serve`'s wire protocol: one JSON request per line, one JSON response per line,
+//! each response tagged with its request's `id`. These spellings are fixed (fields may be
+//! added):
+//!
+//! ```text
+//! {"id": "r1", "op": "run", "action": {...}}                → {"id": "r1", "record": {...}}
+//! {"id": "r2", "op": "check", "action": {...}}              → {"id": "r2", "decision": {...}}
+//! {"id": "r3", "op": "session_start", "policy_hints": {...}} → {"id": "r3", "session": "<id>"}
+//! {"id": "r4", "op": "session_exec", "session": "<id>", "code": "...", "timeout_s": 2}
+//!                                                            → {"id": "r4", "record": {...}}
+//! {"id": "r5", "op": "session_close", "session": "<id>"}     → {"id": "r5", "closed": true}
+//! {"id": "r6", "op": "stats"}                                → {"id": "r6", "stats": {...}}
+//! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
+//! ```
+//!
+//! [`parse_request`] is pure (no I/O) and total: any bytes give a request or an error that
+//! names what was wrong; it is fuzzed (fuzz/fuzz_targets/serve_request.rs).
+
+use serde_json::{json, Value};
+
+/// Longest request line accepted (an action may carry a 16 MiB payload).
+pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// Longest request id echoed back.
+pub const MAX_ID_CHARS: usize = 128;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Run {
+        action: Vec<u8>,
+    },
+    Check {
+        action: Vec<u8>,
+    },
+    SessionStart {
+        policy_hints: Option<Value>,
+    },
+    SessionExec {
+        session: String,
+        code: String,
+        timeout_s: Option<f64>,
+    },
+    SessionClose {
+        session: String,
+    },
+    Stats,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// A string or a number, echoed back as sent (null when absent).
+    pub id: Value,
+    pub op: Op,
+}
+
+/// Why a line is not a request: the response's `error.code` and `message`, and the id when
+/// the line had a usable one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError {
+    pub id: Value,
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn err(id: &Value, code: &'static str, message: impl Into<String>) -> ProtocolError {
+    ProtocolError {
+        id: id.clone(),
+        code,
+        message: message.into(),
+    }
+}
+
+/// Parse one request line (without its newline).
+pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
+    let null = Value::Null;
+    if line.len() > MAX_LINE_BYTES {
+        return Err(err(
+            &null,
+            "line_too_long",
+            format!("a request line is at most {MAX_LINE_BYTES} bytes"),
+        ));
+    }
+    let v = crate::json::parse_strict(line, &crate::json::ReadLimits::default())
+        .map_err(|e| err(&null, "bad_json", e.to_string()))?;
+    let Value::Object(mut obj) = v else {
+        return Err(err(
+            &null,
+            "bad_request",
+            "a request is a JSON object with \"id\" and \"op\"",
+        ));
+    };
+    let id = match obj.remove("id") {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::String(s)) if s.chars().count() <= MAX_ID_CHARS => Value::String(s),
+        Some(Value::Number(n)) => Value::Number(n),
+        Some(_) => {
+            return Err(err(
+                &null,
+                "bad_request",
+                format!("\"id\" must be a string of at most {MAX_ID_CHARS} characters or a number"),
+            ))
+        }
+    };
+    let op = match obj.remove("op") {
+        Some(Value::String(s)) => s,
+        _ => return Err(err(
+            &id,
+            "bad_request",
+            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats",
+        )),
+    };
+    let allowed: &[&str] = match op.as_str() {
+        "run" | "check" => &["action"],
+        "session_start" => &["policy_hints"],
+        "session_exec" => &["session", "code", "timeout_s"],
+        "session_close" => &["session"],
+        "stats" => &[],
+        _ => return Err(err(
+            &id,
+            "unknown_op",
+            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats",
+        )),
+    };
+    if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        let k = crate::record::StopReason::suffix(k);
+        return Err(err(
+            &id,
+            "bad_request",
+            format!(
+                "unknown field {k:?} for op {op}; allowed: {}",
+                allowed.join(", ")
+            ),
+        ));
+    }
+    let op = build_op(&op, obj, &id)?;
+    Ok(Request { id, op })
+}
+
+fn build_op(
+    op: &str,
+    mut obj: serde_json::Map<String, Value>,
+    id: &Value,
+) -> Result<Op, ProtocolError> {
+    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| match obj.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(err(
+            id,
+            "bad_request",
+            format!("\"{key}\" must be a string"),
+        )),
+    };
+    Ok(match op {
+        "run" | "check" => {
+            let action = match obj.remove("action") {
+                Some(a @ Value::Object(_)) => serde_json::to_vec(&a).unwrap_or_default(),
+                _ => {
+                    return Err(err(
+                        id,
+                        "bad_request",
+                        "\"action\" must be the action object",
+                    ))
+                }
+            };
+            if op == "run" {
+                Op::Run { action }
+            } else {
+                Op::Check { action }
+            }
+        }
+        "session_start" => Op::SessionStart {
+            policy_hints: obj.remove("policy_hints").filter(|h| !h.is_null()),
+        },
+        "session_exec" => {
+            let session = string(&mut obj, "session")?;
+            let code = string(&mut obj, "code")?;
+            let timeout_s = match obj.remove("timeout_s") {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => match n.as_f64() {
+                    Some(t) if t.is_finite() && t > 0.0 => Some(t),
+                    _ => {
+                        return Err(err(
+                            id,
+                            "bad_request",
+                            "\"timeout_s\" must be a positive number",
+                        ))
+                    }
+                },
+                Some(_) => {
+                    return Err(err(
+                        id,
+                        "bad_request",
+                        "\"timeout_s\" must be a positive number",
+                    ))
+                }
+            };
+            Op::SessionExec {
+                session,
+                code,
+                timeout_s,
+            }
+        }
+        "session_close" => Op::SessionClose {
+            session: string(&mut obj, "session")?,
+        },
+        _ => Op::Stats,
+    })
+}
+
+/// The error response line's value.
+pub fn error_response(e: &ProtocolError) -> Value {
+    json!({"id": e.id, "error": {"code": e.code, "message": e.message}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixed_spellings_parse() {
+        let r = parse_request(br#"{"id": "r1", "op": "run", "action": {"id": "a"}}"#).unwrap();
+        assert_eq!(r.id, json!("r1"));
+        assert!(matches!(r.op, Op::Run { .. }));
+        let r = parse_request(
+            br#"{"id": 7, "op": "session_exec", "session": "s", "code": "1", "timeout_s": 0.5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r.op,
+            Op::SessionExec {
+                session: "s".into(),
+                code: "1".into(),
+                timeout_s: Some(0.5)
+            }
+        );
+        let r = parse_request(br#"{"id": "r5", "op": "session_close", "session": "s"}"#).unwrap();
+        assert_eq!(
+            r.op,
+            Op::SessionClose {
+                session: "s".into()
+            }
+        );
+    }
+
+    #[test]
+    fn bad_lines_name_what_is_wrong() {
+        assert_eq!(parse_request(b"not json").unwrap_err().code, "bad_json");
+        assert_eq!(parse_request(b"[1]").unwrap_err().code, "bad_request");
+        let e = parse_request(br#"{"id": "x", "op": "fly"}"#).unwrap_err();
+        assert_eq!((e.code, e.id), ("unknown_op", json!("x")));
+        let e =
+            parse_request(br#"{"id": "x", "op": "run", "action": {}, "extra": 1}"#).unwrap_err();
+        assert_eq!(e.code, "bad_request");
+        // A duplicate key anywhere is refused, never resolved silently.
+        let e = parse_request(br#"{"id": "x", "op": "run", "action": {"code": "a", "code": "b"}}"#)
+            .unwrap_err();
+        assert_eq!(e.code, "bad_json");
+        let e = parse_request(br#"{"id": {"a": 1}, "op": "stats"}"#).unwrap_err();
+        assert_eq!((e.code, e.id), ("bad_request", Value::Null));
+    }
+}
