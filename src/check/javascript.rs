@@ -208,7 +208,7 @@ const WRAPPER_NAMES: [&str; 4] = ["module", "exports", "__filename", "__dirname"
 /// `arguments`, V8's CallSite `getThis`/`getFunction` via `prepareStackTrace`), to the
 /// loader and native bindings (`mainModule`, `binding`, `_load`, `dlopen`, ...) and to
 /// engine hooks (`species`, `hasInstance`, `unscopables`).
-pub const ALWAYS_DENIED_MEMBERS: [&str; 39] = [
+pub const ALWAYS_DENIED_MEMBERS: [&str; 43] = [
     "constructor",
     "__proto__",
     "__defineGetter__",
@@ -240,6 +240,10 @@ pub const ALWAYS_DENIED_MEMBERS: [&str; 39] = [
     "createRequire",
     "builtinModules",
     "dlopen",
+    "_handle",
+    "_stdin",
+    "_stdout",
+    "_stderr",
     "getBuiltinModule",
     "runInThisContext",
     "runInNewContext",
@@ -255,8 +259,9 @@ const TIMERS: [&str; 3] = ["setTimeout", "setInterval", "setImmediate"];
 
 /// Globals whose members are trusted to produce numbers in a computed key, while pristine.
 const NUMERIC_NAMESPACES: [&str; 2] = ["Math", "Number"];
-/// Global functions trusted to return numbers.
-const NUMERIC_FUNCTIONS: [&str; 2] = ["parseInt", "parseFloat"];
+/// Global functions trusted to return numbers (they can only be replaced by a global write,
+/// which is denied).
+const NUMERIC_FUNCTIONS: [&str; 3] = ["parseInt", "parseFloat", "Number"];
 
 /// Stack reserved for everything but node-depth recursion.
 const BASE_STACK: usize = 1024 * 1024;
@@ -406,7 +411,11 @@ fn check_parsed(code: &str, rules: &JsRules, lines: &LineIndex<'_>, out: &mut Ve
         None
     };
     if let Some((at, message)) = errors.into_iter().min_by_key(|(at, _)| *at) {
-        push(out, lines, "syntax_error".into(), message, at);
+        let detail = format!(
+            "{message}; the program runs as `node main.js` with node 20: a CommonJS script in \
+             ECMAScript 2023, no TypeScript, JSX or ES-module syntax"
+        );
+        push(out, lines, "syntax_error".into(), detail, at);
         check_as_module(code, rules, lines, out);
         return;
     }
@@ -434,11 +443,16 @@ fn check_as_module(code: &str, rules: &JsRules, lines: &LineIndex<'_>, out: &mut
         return;
     }
     if let Some(first) = out.iter_mut().rev().find(|v| v.rule == "syntax_error") {
+        let message = first
+            .detail
+            .split("; the program runs")
+            .next()
+            .unwrap_or("");
         first.detail = format!(
-            "{}: this is ES-module syntax (import/export, import.meta or top-level await), which \
-             node would run as a different program from the CommonJS script checked; write \
-             CommonJS: const x = require(\"x\") for an allowed module, no top-level await",
-            first.detail
+            "{message}: this is ES-module syntax (import/export, import.meta or top-level \
+             await), which node would run as a different program from the CommonJS script \
+             checked; write CommonJS: const x = require(\"x\") for an allowed module, no \
+             top-level await"
         );
     }
     let built = SemanticBuilder::new()
@@ -475,6 +489,12 @@ struct Checker<'a, 'o, 's> {
     strict: bool,
     /// `this` here is a receiver or `module.exports`, never the global object.
     this_safe: bool,
+    /// Inside a non-arrow function: `arguments` is that function's own, not the CommonJS
+    /// wrapper's (whose `arguments[1]` is `require`).
+    own_arguments: bool,
+    /// The member expression currently being visited as the object of another member
+    /// (`X.prototype` in `X.prototype.slice`), or as a write target.
+    member_object: Option<Span>,
     /// The span of a `module`/`exports` identifier that roots an export assignment target.
     export_root: Option<Span>,
     numeric: NumericFacts,
@@ -501,6 +521,8 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
             input_calls: Vec::new(),
             strict,
             this_safe: true,
+            own_arguments: false,
+            member_object: None,
             export_root: None,
             numeric: NumericFacts::new(semantic),
         }
@@ -611,6 +633,12 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
             "require" => self.report(
                 "name_not_allowed:require".into(),
                 "`require` may only be called with one string literal: require(\"name\")",
+                span,
+            ),
+            "arguments" if !self.own_arguments => self.report(
+                "name_not_allowed:arguments".into(),
+                "outside a function, `arguments` is node's module wrapper's (exports, require, \
+                 module, ...); use rest parameters: function f(...args)",
                 span,
             ),
             n if WRAPPER_NAMES.contains(&n) && self.export_root != Some(span) => self.report(
@@ -849,6 +877,20 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
         }
     }
 
+    /// `X.prototype` may only be read through (`X.prototype.slice.call(...)`): held in a
+    /// variable or passed on, it is written to under another name (`const P =
+    /// Object.prototype; P.x = 1`, `Object.assign(P, ...)`).
+    fn check_prototype_use(&mut self, member: Span, property: Span) {
+        if self.member_object != Some(member) {
+            self.report(
+                "attr_not_allowed:prototype".into(),
+                "a prototype may only be read through (X.prototype.method), never held, passed \
+                 or assigned; put shared behaviour in a class",
+                property,
+            );
+        }
+    }
+
     /// `this` in sloppy non-arrow functions is the global object when called bare.
     fn check_this(&mut self, span: Span) {
         if !self.this_safe {
@@ -869,17 +911,22 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
         }
     }
 
-    /// Run `f` inside a function-like scope (`this_safe` as given, strictness inherited or
-    /// set), where `input()` counts as repeated.
-    fn in_function(&mut self, strict: bool, this_safe: bool, f: impl FnOnce(&mut Self)) {
-        let (outer_strict, outer_this) = (self.strict, self.this_safe);
-        self.strict = outer_strict || strict;
+    /// Run `f` inside a function-like scope (`this_safe` and `own_arguments` as given,
+    /// strictness inherited or set), where `input()` counts as repeated.
+    fn in_function(
+        &mut self,
+        strict: bool,
+        (this_safe, own_arguments): (bool, bool),
+        f: impl FnOnce(&mut Self),
+    ) {
+        let outer = (self.strict, self.this_safe, self.own_arguments);
+        self.strict = outer.0 || strict;
         self.this_safe = this_safe;
+        self.own_arguments = own_arguments;
         self.repeat_depth += 1;
         f(self);
         self.repeat_depth -= 1;
-        self.strict = outer_strict;
-        self.this_safe = outer_this;
+        (self.strict, self.this_safe, self.own_arguments) = outer;
     }
 
     fn deny_syntax(&mut self, what: &str, span: Span) {
@@ -1045,6 +1092,10 @@ impl<'a> Visit<'a> for Checker<'_, '_, '_> {
 
     fn visit_static_member_expression(&mut self, it: &StaticMemberExpression<'a>) {
         self.check_member(&it.property.name, it.property.span);
+        if it.property.name == "prototype" {
+            self.check_prototype_use(it.span, it.property.span);
+        }
+        self.member_object = Some(it.object.span());
         match &it.object {
             Expression::Identifier(id) => self.check_name(&id.name, id.span, Use::MemberBase),
             other => self.visit_expression(other),
@@ -1052,7 +1103,13 @@ impl<'a> Visit<'a> for Checker<'_, '_, '_> {
     }
 
     fn visit_computed_member_expression(&mut self, it: &ComputedMemberExpression<'a>) {
+        if let Some((name, span)) = literal_text(&it.expression) {
+            if name == "prototype" {
+                self.check_prototype_use(it.span, span);
+            }
+        }
         self.check_computed_key(&it.expression);
+        self.member_object = Some(it.object.span());
         self.visit_expression(&it.object);
         self.visit_expression(&it.expression);
     }
@@ -1120,6 +1177,8 @@ impl<'a> Visit<'a> for Checker<'_, '_, '_> {
         let outer = self.export_root;
         self.export_root = self.export_root_of(it).or(outer);
         self.check_write_target(it);
+        // A write target naming `prototype` is already a `prototype_write`.
+        self.member_object = Some(it.span());
         walk::walk_simple_assignment_target(self, it);
         self.export_root = outer;
     }
@@ -1184,19 +1243,24 @@ impl<'a> Visit<'a> for Checker<'_, '_, '_> {
     fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
         let strict = it.has_use_strict_directive();
         let this_safe = self.strict || strict;
-        self.in_function(strict, this_safe, |me| walk::walk_function(me, it, flags));
+        self.in_function(strict, (this_safe, true), |me| {
+            walk::walk_function(me, it, flags)
+        });
     }
 
     fn visit_arrow_function_expression(&mut self, it: &ArrowFunctionExpression<'a>) {
         let strict = it.has_use_strict_directive();
-        let this_safe = self.this_safe;
-        self.in_function(strict, this_safe, |me| {
+        let inherited = (self.this_safe, self.own_arguments);
+        self.in_function(strict, inherited, |me| {
             walk::walk_arrow_function_expression(me, it)
         });
     }
 
     fn visit_class(&mut self, it: &Class<'a>) {
-        self.in_function(true, true, |me| walk::walk_class(me, it));
+        // `arguments` in a class field or static block is an early error; the heritage
+        // (`extends ...`) is evaluated outside, so keep the enclosing function's answer.
+        let own_arguments = self.own_arguments;
+        self.in_function(true, (true, own_arguments), |me| walk::walk_class(me, it));
     }
 }
 
@@ -1224,8 +1288,15 @@ impl NumericFacts {
                 .flat_map(|(_, ids)| ids.iter())
                 .all(|&reference| {
                     let node = scoping.get_reference(reference).node_id();
-                    matches!(nodes.parent_kind(node), AstKind::StaticMemberExpression(m)
-                        if matches!(&m.object, Expression::Identifier(id) if id.name == name))
+                    match nodes.parent_kind(node) {
+                        AstKind::StaticMemberExpression(m) => {
+                            matches!(&m.object, Expression::Identifier(id) if id.name == name)
+                        }
+                        AstKind::CallExpression(c) => {
+                            matches!(&c.callee, Expression::Identifier(id) if id.name == name)
+                        }
+                        _ => false,
+                    }
                 });
             let declared = scoping
                 .symbol_ids()
