@@ -421,6 +421,24 @@ const ESCAPES: &[(&str, &str, &str, &str)] = &[
         "'fs/promises'",
     ),
     (
+        "require_legacy_internal_http",
+        "const c = require('_http_client');",
+        "import_not_allowed:_http_client",
+        "'_http_client'",
+    ),
+    (
+        "require_tty_fd_socket",
+        "const { ReadStream } = require('node:tty');",
+        "import_not_allowed:node:tty",
+        "'node:tty'",
+    ),
+    (
+        "implicit_global_by_destructuring",
+        "({ leaked } = { leaked: 1 });",
+        "global_write:leaked",
+        "leaked }",
+    ),
+    (
         "require_template",
         "const cp = require(`child_process`);",
         "import_not_allowed:child_process",

@@ -145,8 +145,10 @@ impl Default for JsRules {
 }
 
 /// Node built-ins that reach files, processes, the network, other isolates, the engine or
-/// the loader. Denied under every policy, with or without `node:` and with any subpath.
-pub const ALWAYS_DENIED_MODULES: [&str; 25] = [
+/// the loader (`tty` streams are sockets on raw descriptors). Denied under every policy,
+/// with or without `node:` and with any subpath; so is every `_`-prefixed specifier, node's
+/// legacy public internals (`_http_client`, `_tls_wrap`, `_stream_*`).
+pub const ALWAYS_DENIED_MODULES: [&str; 26] = [
     "fs",
     "child_process",
     "net",
@@ -172,6 +174,7 @@ pub const ALWAYS_DENIED_MODULES: [&str; 25] = [
     "trace_events",
     "diagnostics_channel",
     "test",
+    "tty",
 ];
 
 /// Globals denied under every policy: code evaluators and their constructors, the process
@@ -689,7 +692,7 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
     fn check_module(&mut self, spec: &str, span: Span) {
         let bare = spec.strip_prefix("node:").unwrap_or(spec);
         let top = bare.split('/').next().unwrap_or(bare);
-        let always = ALWAYS_DENIED_MODULES.contains(&top);
+        let always = ALWAYS_DENIED_MODULES.contains(&top) || top.starts_with('_');
         if always || !listed(&self.rules.allowed_modules, spec) {
             let allowed = if self.rules.allowed_modules.is_empty() {
                 "no module is allowed under this policy".to_string()
@@ -1206,8 +1209,10 @@ impl<'a> Visit<'a> for Checker<'_, '_, '_> {
         &mut self,
         it: &AssignmentTargetPropertyIdentifier<'a>,
     ) {
-        // `({constructor} = o)` reads o.constructor into a variable of that name.
+        // `({constructor} = o)` reads o.constructor into a variable of that name, and
+        // `({x} = o)` with `x` undeclared writes a global.
         self.check_member(&it.binding.name, it.binding.span);
+        self.check_global_write(&it.binding, it.binding.span);
         walk::walk_assignment_target_property_identifier(self, it);
     }
 
