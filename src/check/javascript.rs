@@ -27,8 +27,9 @@
 //! # Rules (rule names are part of the contract)
 //!
 //! * `import_not_allowed:<spec>` — `require("x")`, `import ... from "x"`, `export ... from "x"`,
-//!   `import("x")` unless `x` is in `allowed_modules`; [`ALWAYS_DENIED_MODULES`] (with or
-//!   without `node:`, and their subpaths) are denied whatever the policy says.
+//!   `import("x")` unless `x` is in `allowed_modules` (exactly as written); the
+//!   [`ALWAYS_DENIED_MODULES`] (with or without `node:`, and their subpaths) and every
+//!   `_`-prefixed specifier (`_http_client`) are denied whatever the policy says.
 //! * `call_not_allowed:import` — any dynamic `import()`, whatever its argument.
 //! * `name_not_allowed:require` — `require` other than called with one literal specifier
 //!   (`const r = require`, `require(x)`, `require.main`, `require.resolve`).
@@ -43,6 +44,9 @@
 //! * `name_not_allowed:this` — `this` inside a non-arrow function that is not strict code
 //!   (not in a class, no `"use strict"`): a sloppy function called without a receiver gets the
 //!   global object as `this`, which is `globalThis` under another name.
+//! * `name_not_allowed:arguments` — `arguments` outside a non-arrow function: at CommonJS top
+//!   level (and in top-level arrows) it is node's module wrapper's, and `arguments[1]` is
+//!   `require`.
 //! * `attr_not_allowed:<m>` — member `<m>` in [`ALWAYS_DENIED_MEMBERS`] plus `denied_members`
 //!   (`constructor`, `__proto__`, `caller`, `callee`, `prepareStackTrace`, `mainModule`,
 //!   `binding`, `_load`, `defineProperty`, ...) reached by `o.m`, `o?.m`, `o["m"]`,
@@ -52,7 +56,9 @@
 //!   `__proto__` is `attr_not_allowed:__proto__` (`JSON.parse('{"__proto__": ...}')`).
 //! * `prototype_write` — an assignment, compound assignment, `++`/`--`, destructuring or
 //!   `for-in/of` target, or `delete`, whose member chain names `prototype` or `__proto__`;
-//!   and `Object.assign(<chain naming prototype>, ...)`.
+//!   and `Object.assign(<chain naming prototype>, ...)`. `attr_not_allowed:prototype` when
+//!   `X.prototype` is held or passed rather than read through (`const P = Object.prototype`
+//!   would be written under another name); `X.prototype.slice.call(...)` is fine.
 //! * `global_write:<n>` — writing a global (a name with no declaration in the program, so an
 //!   implicit global or a built-in) or any member of one (`Math.floor = f`, `Error.x = 1`,
 //!   `Object.assign(Math, ...)`): patching built-ins is how a value the checker trusts (a
