@@ -41,3 +41,38 @@ fn bench_check() {
         samples[samples.len() * 9 / 10]
     );
 }
+
+/// The JavaScript check on the JS incident program (median of BENCH_ITERS runs, 1000 by
+/// default). Compare with `node --check` of the same file, which is dominated by process
+/// start: `time node --check tests/data/incident_main.js`.
+#[test]
+#[ignore = "timing harness; run with --release -- --ignored --nocapture"]
+fn bench_js_check() {
+    use agentjail::check::javascript::{check_source, JsRules};
+    let code = std::fs::read_to_string("tests/data/incident_main.js").expect("incident_main.js");
+    let iters: usize = std::env::var("BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let rules = JsRules::default();
+    assert!(
+        check_source(&code, &rules).is_empty(),
+        "bench source must pass"
+    );
+    for _ in 0..iters / 10 {
+        std::hint::black_box(check_source(std::hint::black_box(&code), &rules));
+    }
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t = Instant::now();
+        std::hint::black_box(check_source(std::hint::black_box(&code), &rules));
+        samples.push(t.elapsed().as_nanos());
+    }
+    samples.sort_unstable();
+    println!(
+        "BENCH_JS source_bytes={} iters={iters} median_ns={} p90_ns={}",
+        code.len(),
+        samples[samples.len() / 2],
+        samples[samples.len() * 9 / 10]
+    );
+}

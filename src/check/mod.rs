@@ -13,6 +13,7 @@
 //!    sorted unique rule names joined by `,` (all violations are listed in `violations`);
 //! 4. otherwise `policy_pass`.
 
+pub mod javascript;
 pub mod python;
 pub mod stdlib;
 

@@ -522,7 +522,7 @@ impl fmt::Display for Bytes {
         const UNITS: [(u64, &str); 3] = [(1024 * MIB, "GiB"), (MIB, "MiB"), (1024, "KiB")];
         let n = self.0;
         for (size, unit) in UNITS {
-            if n >= size && n % size == 0 {
+            if n >= size && n.is_multiple_of(size) {
                 return write!(f, "{}{unit}", n / size);
             }
         }
