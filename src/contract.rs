@@ -170,18 +170,7 @@ pub fn parse_action(bytes: &[u8], policy: &Policy) -> Result<Action, ContractErr
             ),
         ));
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        ContractError::action(
-            "non_json",
-            format!("the action is not UTF-8 ({e}); send a JSON object"),
-        )
-    })?;
-    let raw: Value = serde_json::from_str(text).map_err(|e| {
-        ContractError::action(
-            "non_json",
-            format!("the action is not valid JSON ({e}); send a JSON object"),
-        )
-    })?;
+    let raw = crate::json::parse_strict(bytes, &read_limits()).map_err(|e| json_error(&e))?;
     let Value::Object(obj) = raw else {
         return Err(ContractError::action(
             "not_object",
@@ -189,6 +178,30 @@ pub fn parse_action(bytes: &[u8], policy: &Policy) -> Result<Action, ContractErr
         ));
     };
     validate_object(obj, policy)
+}
+
+/// The strict reader's bounds for an action: its size cap, and the defaults for depth and
+/// numbers (every record nests the action's values a few levels deep at most).
+fn read_limits() -> crate::json::ReadLimits {
+    crate::json::ReadLimits {
+        max_bytes: MAX_ACTION_BYTES,
+        ..crate::json::ReadLimits::default()
+    }
+}
+
+/// A strict-reader error as the contract's reason: `duplicate_key:<path>` (the JSON pointer
+/// of the repeated member, without its leading slash), `too_deep`, `number_out_of_range`,
+/// `too_large`, or `non_json`. A duplicate key is never resolved: the first and last copy
+/// could each drop a restriction the other carries.
+fn json_error(e: &crate::json::JsonError) -> ContractError {
+    let what = match (e.what(), e.pointer()) {
+        ("duplicate_key", Some(p)) => format!("duplicate_key:{}", p.trim_start_matches('/')),
+        (w, _) => w.to_string(),
+    };
+    ContractError::action(
+        what,
+        format!("{e}; send one JSON object with each key once"),
+    )
 }
 
 fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Action, ContractError> {
@@ -409,19 +422,15 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
     Ok(hints)
 }
 
+/// The output schema must compile under agentjail's bounded validator (a strict subset of
+/// 2020-12, see `schema`): `invalid_action:output_schema:<why>` otherwise, e.g.
+/// `too_complex`, `unknown_keyword:maxium`, `pattern`.
 fn validate_schema(schema: Value) -> Result<Value, ContractError> {
-    match &schema {
-        Value::Bool(_) => Ok(schema),
-        Value::Object(_) => match jsonschema::draft202012::new(&schema) {
-            Ok(_) => Ok(schema),
-            Err(e) => Err(ContractError::action(
-                "output_schema",
-                format!("output_schema is not a valid JSON Schema (draft 2020-12): {e}"),
-            )),
-        },
-        _ => Err(ContractError::action(
-            "output_schema",
-            "output_schema must be a JSON Schema object or a boolean",
+    match crate::schema::compile(&schema, &crate::schema::SchemaLimits::default()) {
+        Ok(_) => Ok(schema),
+        Err(e) => Err(ContractError::action(
+            format!("output_schema:{}", e.what()),
+            format!("output_schema is refused: {e}"),
         )),
     }
 }

@@ -102,7 +102,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
     let (code, reason) = launch(&mut r, &plan, policy.limits.memory.0);
     let record = r.finish(reason, Phase::Execute);
     if let Some(path) = &a.record {
-        let text = serde_json::to_string_pretty(&record.value).unwrap_or_default();
+        let text = crate::json::to_safe_string_pretty(&record.value);
         if let Err(e) = std::fs::write(path, text + "\n") {
             eprintln!(
                 "agentjail: cannot write the record to {}: {e}",

@@ -23,11 +23,10 @@ fn load(policy: Option<&Path>) -> Result<agentjail::policy::LoadedPolicy, ExitSt
     })
 }
 
+/// Print a record or decision: JSON in which no control, bidi override or line separator
+/// from the program's text appears raw (it cannot split a line or steer a terminal).
 fn print_json(v: &serde_json::Value) {
-    match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("agentjail: cannot print the result: {e}"),
-    }
+    println!("{}", agentjail::json::to_safe_string_pretty(v));
 }
 
 fn run(

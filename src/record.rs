@@ -358,7 +358,9 @@ pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<(
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+    // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
+    // for a line-based reader or steer a terminal.
+    let mut line = crate::json::to_safe_string(record).into_bytes();
     line.push(b'\n');
     let mut f = std::fs::OpenOptions::new()
         .append(true)

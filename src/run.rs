@@ -319,31 +319,43 @@ fn runtime_failure(o: &Outcome) -> (StopReason, Value) {
     (StopReason::from_exit(o.exit_code, o.signal), error)
 }
 
-/// Phase `validate`: one JSON object, matching the action's schema; then the whole-run
-/// budget once more.
+/// Phase `validate`: one JSON object, read strictly, matching the action's schema under the
+/// validator's work budget; the run's deadline and agentjail's own interrupt are polled
+/// while it works. Then the whole-run budget once more.
 pub fn validate(
     r: &mut Recorder,
     action: &Action,
     policy: &Policy,
     run: &JailRun,
+    interrupt: Option<Interrupt<'_>>,
 ) -> Result<(), Stopped> {
     let t = Instant::now();
-    match output::validate(&run.outcome.stdout.data, action.output_schema.as_ref()) {
+    let budget = std::time::Duration::from_secs(policy.budget.max_seconds);
+    let deadline = r.started() + budget;
+    let mut poll = || {
+        if Instant::now() >= deadline {
+            return Some(output::Stopped::Deadline);
+        }
+        interrupt
+            .and_then(|i| i.pending())
+            .map(output::Stopped::Signal)
+    };
+    match output::validate(
+        &run.outcome.stdout.data,
+        action.output_schema.as_ref(),
+        &mut poll,
+    ) {
         Ok(value) => {
             r.set("output", value);
             r.phase(Phase::Validate, true, t, Value::Null);
         }
-        Err((what, message)) => {
+        Err((reason, message)) => {
             r.set("error", json!({ "message": message }));
-            r.phase(Phase::Validate, false, t, json!({ "failed": what }));
-            return Err(stopped(
-                StopReason::InvalidCodeOutput(what),
-                Phase::Validate,
-            ));
+            r.phase(Phase::Validate, false, t, json!({ "failed": reason }));
+            return Err(stopped(reason, Phase::Validate));
         }
     }
-    let budget_us = policy.budget.max_seconds.saturating_mul(1_000_000);
-    if r.started().elapsed().as_micros() as u64 > budget_us {
+    if r.started().elapsed() > budget {
         return Err(stopped(StopReason::MaxSeconds, Phase::Validate));
     }
     Ok(())
@@ -378,7 +390,7 @@ pub fn job(
             key = Some(k);
         }
         let jail = execute(&mut r, &action, &effective, source)?;
-        validate(&mut r, &action, &effective, &jail)?;
+        validate(&mut r, &action, &effective, &jail, source.interrupt())?;
         Ok(None)
     })();
     let record = match ended {

@@ -97,15 +97,15 @@ fn malformed_actions_get_their_reason() {
         ),
         (
             with("output_schema", json!(3)),
-            "invalid_action:output_schema",
+            "invalid_action:output_schema:not_a_schema",
         ),
         (
             with("output_schema", json!({"type": "nonsense"})),
-            "invalid_action:output_schema",
+            "invalid_action:output_schema:invalid_keyword:type",
         ),
         (
             with("output_schema", json!({"minimum": "x"})),
-            "invalid_action:output_schema",
+            "invalid_action:output_schema:invalid_keyword:minimum",
         ),
         (
             with("policy_hints", json!([])),
@@ -146,7 +146,7 @@ fn malformed_actions_get_their_reason() {
         (vec![b' '; 17 * 1024 * 1024], "invalid_action:too_large"),
         (
             format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
-            "invalid_action:non_json",
+            "invalid_action:too_deep",
         ),
     ];
     for (bytes, want) in cases {

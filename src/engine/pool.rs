@@ -63,8 +63,7 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
             Err(e) => return Err(fail("read", Some(e))),
         }
     }
-    let ok = serde_json::from_slice::<serde_json::Value>(&line)
-        .ok()
+    let ok = crate::runner::parse_reply(&line)
         .is_some_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("ready"));
     if ok {
         Ok(())

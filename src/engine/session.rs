@@ -408,7 +408,7 @@ fn call_execution(c: &supervise::CallOutcome) -> Value {
 fn done_report(replies: &[u8]) -> Option<(bool, Value, Value)> {
     let text = String::from_utf8_lossy(replies);
     text.lines().rev().find_map(|line| {
-        let v: Value = serde_json::from_str(line).ok()?;
+        let v = runner::parse_reply(line.as_bytes())?;
         if v.get("event")?.as_str()? != "done" {
             return None;
         }

@@ -61,12 +61,22 @@ pub fn frame(kind: &str, source: &[u8]) -> Vec<u8> {
 const MAX_TYPE_CHARS: usize = 200;
 const MAX_MESSAGE_CHARS: usize = 2000;
 
+/// One reply line from the jail, read strictly (replies are the jail's text: untrusted).
+pub fn parse_reply(line: &[u8]) -> Option<Value> {
+    let limits = crate::json::ReadLimits {
+        max_depth: 8,
+        max_bytes: 64 * 1024,
+        ..crate::json::ReadLimits::default()
+    };
+    crate::json::parse_strict(line, &limits).ok()
+}
+
 /// The last well-formed `error` report in the runner's replies, as the record's `error`
 /// object (`type`, `message`, `line`, `column`, `source: "runner"`), or None.
 pub fn error_report(replies: &[u8]) -> Option<Value> {
     let text = String::from_utf8_lossy(replies);
     text.lines().rev().find_map(|line| {
-        let v: Value = serde_json::from_str(line).ok()?;
+        let v = parse_reply(line.as_bytes())?;
         if v.get("event")?.as_str()? != "error" {
             return None;
         }

@@ -119,6 +119,16 @@ impl Interrupt<'_> {
         }
     }
 
+    /// The signal that asks to stop, if one is pending now (without waiting).
+    pub fn pending(&self) -> Option<i32> {
+        let ready = sys::poll_one(self.fd(), libc::POLLIN, 0).is_ok_and(|r| r & libc::POLLIN != 0);
+        if ready {
+            self.signal()
+        } else {
+            None
+        }
+    }
+
     /// The signal that ended the run, once the fd is readable.
     fn signal(&self) -> Option<i32> {
         match self {
@@ -161,8 +171,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// A reply line that says the runner finished a session call.
 fn is_done_reply(line: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(line)
-        .ok()
+    crate::runner::parse_reply(line)
         .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(|e| e == "done"))
         .unwrap_or(false)
 }
