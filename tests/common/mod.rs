@@ -503,3 +503,78 @@ pub struct Case {
 pub const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
     Case { label, call, stops }
 }
+
+/// Copy `text` into the shared directory (readable by nobody) as a policy file; its path.
+pub fn shared_file(name: &str, text: &str) -> PathBuf {
+    let p = shared().dir.join(name);
+    std::fs::write(&p, text).expect("write shared file");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    p
+}
+
+/// The result of `agentjail run -` with an action on stdin.
+#[derive(Debug)]
+pub struct RunRecord {
+    pub code: i32,
+    /// The record exactly as printed.
+    pub raw: Vec<u8>,
+    pub record: serde_json::Value,
+    pub stderr: String,
+    pub wall: Duration,
+    pub launcher_pid: u32,
+}
+
+impl RunRecord {
+    pub fn stop_reason(&self) -> &str {
+        self.record["stop_reason"].as_str().unwrap_or("")
+    }
+}
+
+/// `agentjail run [args] -` as `who`, with `action` on stdin, optionally under an address
+/// space limit on agentjail itself (prlimit --as): a run that would exhaust the host's memory
+/// fails the test instead.
+pub fn run_as(who: Who, args: &[&str], action: &[u8], address_space: Option<u64>) -> RunRecord {
+    let s = shared();
+    let mut c = match who {
+        Who::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+            c
+        }
+        _ => Command::new("/usr/bin/env"),
+    };
+    if let Some(bytes) = address_space {
+        c.arg("/usr/bin/prlimit")
+            .arg(format!("--as={bytes}"))
+            .arg("--");
+    }
+    c.arg(&s.bin).arg("run").args(args).arg("-");
+    c.current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let t0 = Instant::now();
+    let mut child = c.spawn().expect("spawn agentjail");
+    let launcher_pid = child.id();
+    let mut si = child.stdin.take().unwrap();
+    let input = action.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = si.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait agentjail");
+    let _ = feeder.join();
+    let record = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the record does not parse ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    RunRecord {
+        code: out.status.code().unwrap_or(-1),
+        raw: out.stdout,
+        record,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        wall: t0.elapsed(),
+        launcher_pid,
+    }
+}
