@@ -261,6 +261,8 @@ impl<'a, 'o> Checker<'a, 'o> {
             || stdlib::always_denied_attribute(attr)
             || listed(&self.rules.denied_attributes, attr)
             || (module_edge.is_none() && self.package_denies(attr))
+            // A class pattern's subject may be a module: no dangerous module's name.
+            || (base == Base::Pattern && stdlib::is_dangerous_module(attr))
         {
             self.report(
                 format!("attr_not_allowed:{attr}"),
@@ -273,13 +275,6 @@ impl<'a, 'o> Checker<'a, 'o> {
                 "attr_not_allowed:format".into(),
                 "str.format walks attributes named in the format string ({0.__class__}); \
                  it is allowed only as \"literal\".format(...); use an f-string",
-                range,
-            );
-        }
-        if base == Base::Pattern && stdlib::is_dangerous_module(attr) {
-            self.report(
-                format!("attr_not_allowed:{attr}"),
-                "a class pattern reads this attribute from a subject that may be a module",
                 range,
             );
         }
