@@ -165,6 +165,7 @@ def render():
     ).stdout.strip()
     lines = [BEGIN, f"// CPython {version}.\n"]
     lines.append(GRAPH_DOC)
+    lines.append("#[rustfmt::skip]\n")
     lines.append("pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[\n")
     table = dict(stdlib)
     table.update(shallow)
@@ -179,6 +180,7 @@ def render():
         lines.append("        ],\n    ),\n")
     lines.append("];\n\n")
     lines.append(REACH_DOC)
+    lines.append("#[rustfmt::skip]\n")
     lines.append("pub const PACKAGE_REACH: &[(&str, &[&str])] = &[\n")
     for pkg, roots in PACKAGE_ROOTS.items():
         summary = run(["-I"], roots, "reach")

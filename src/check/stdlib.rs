@@ -69,6 +69,7 @@ pub fn is_dangerous_module(module: &str) -> bool {
 /// which must then be an allowed import) from `np.mean`; `policy lint` walks it for paths to
 /// dangerous modules. E.g. `json.codecs.sys`, `statistics.random._os`, `re.enum.bltns`.
 /// `posix` is recorded as `os`. Modules listed with no edges were checked and expose none.
+#[rustfmt::skip]
 pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
     ("__future__", &[]),
     ("_hashlib", &[]),
@@ -79,10 +80,19 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
     ("_uuid", &[]),
     ("abc", &[]),
     ("array", &[]),
-    ("ast", &[("sys", "sys")]),
+    (
+        "ast",
+        &[
+            ("sys", "sys"),
+        ],
+    ),
     (
         "base64",
-        &[("binascii", "binascii"), ("re", "re"), ("struct", "struct")],
+        &[
+            ("binascii", "binascii"),
+            ("re", "re"),
+            ("struct", "struct"),
+        ],
     ),
     ("binascii", &[]),
     ("bisect", &[]),
@@ -95,7 +105,13 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("cmath", &[]),
-    ("codecs", &[("builtins", "builtins"), ("sys", "sys")]),
+    (
+        "codecs",
+        &[
+            ("builtins", "builtins"),
+            ("sys", "sys"),
+        ],
+    ),
     (
         "collections",
         &[
@@ -116,7 +132,12 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
     ),
     ("copy", &[]),
     ("copyreg", &[]),
-    ("csv", &[("re", "re")]),
+    (
+        "csv",
+        &[
+            ("re", "re"),
+        ],
+    ),
     (
         "dataclasses",
         &[
@@ -133,7 +154,12 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
             ("types", "types"),
         ],
     ),
-    ("datetime", &[("sys", "sys")]),
+    (
+        "datetime",
+        &[
+            ("sys", "sys"),
+        ],
+    ),
     ("decimal", &[]),
     ("difflib", &[]),
     (
@@ -155,8 +181,19 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("encodings.aliases", &[]),
-    ("encodings.utf_8", &[("codecs", "codecs")]),
-    ("enum", &[("bltns", "builtins"), ("sys", "sys")]),
+    (
+        "encodings.utf_8",
+        &[
+            ("codecs", "codecs"),
+        ],
+    ),
+    (
+        "enum",
+        &[
+            ("bltns", "builtins"),
+            ("sys", "sys"),
+        ],
+    ),
     (
         "fractions",
         &[
@@ -169,7 +206,12 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
     ),
     ("functools", &[]),
     ("graphlib", &[]),
-    ("hashlib", &[("_hashlib", "_hashlib")]),
+    (
+        "hashlib",
+        &[
+            ("_hashlib", "_hashlib"),
+        ],
+    ),
     ("heapq", &[]),
     ("itertools", &[]),
     (
@@ -181,9 +223,25 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
             ("scanner", "json.scanner"),
         ],
     ),
-    ("json.decoder", &[("re", "re"), ("scanner", "json.scanner")]),
-    ("json.encoder", &[("re", "re")]),
-    ("json.scanner", &[("re", "re")]),
+    (
+        "json.decoder",
+        &[
+            ("re", "re"),
+            ("scanner", "json.scanner"),
+        ],
+    ),
+    (
+        "json.encoder",
+        &[
+            ("re", "re"),
+        ],
+    ),
+    (
+        "json.scanner",
+        &[
+            ("re", "re"),
+        ],
+    ),
     ("keyword", &[]),
     (
         "linecache",
@@ -463,7 +521,12 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
             ("util", "pandas.util"),
         ],
     ),
-    ("pandas.errors", &[("ctypes", "ctypes")]),
+    (
+        "pandas.errors",
+        &[
+            ("ctypes", "ctypes"),
+        ],
+    ),
     (
         "platform",
         &[
@@ -485,7 +548,13 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
             ("re", "re"),
         ],
     ),
-    ("random", &[("_os", "os"), ("_random", "_random")]),
+    (
+        "random",
+        &[
+            ("_os", "os"),
+            ("_random", "_random"),
+        ],
+    ),
     (
         "re",
         &[
@@ -501,11 +570,20 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
     ("re._casefix", &[]),
     (
         "re._compiler",
-        &[("_parser", "re._parser"), ("_sre", "_sre")],
+        &[
+            ("_parser", "re._parser"),
+            ("_sre", "_sre"),
+        ],
     ),
     ("re._constants", &[]),
     ("re._parser", &[]),
-    ("secrets", &[("base64", "base64"), ("binascii", "binascii")]),
+    (
+        "secrets",
+        &[
+            ("base64", "base64"),
+            ("binascii", "binascii"),
+        ],
+    ),
     (
         "statistics",
         &[
@@ -515,9 +593,20 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
             ("sys", "sys"),
         ],
     ),
-    ("string", &[("_re", "re"), ("_string", "_string")]),
+    (
+        "string",
+        &[
+            ("_re", "re"),
+            ("_string", "_string"),
+        ],
+    ),
     ("struct", &[]),
-    ("textwrap", &[("re", "re")]),
+    (
+        "textwrap",
+        &[
+            ("re", "re"),
+        ],
+    ),
     ("time", &[]),
     (
         "tokenize",
@@ -552,7 +641,12 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
             ("sys", "sys"),
         ],
     ),
-    ("warnings", &[("sys", "sys")]),
+    (
+        "warnings",
+        &[
+            ("sys", "sys"),
+        ],
+    ),
     ("zlib", &[]),
 ];
 
@@ -561,6 +655,7 @@ pub const MODULE_ATTRIBUTE_GRAPH: &[(&str, &[(&str, &str)])] = &[
 /// [`DANGEROUS_MODULES`] entry. A policy allowing the package must deny every one of these
 /// names in `check.denied_attributes`: the checker follows module chains it can see, and
 /// these names are the backstop for modules held where it cannot (`np.zeros(1).ctypes`).
+#[rustfmt::skip]
 pub const PACKAGE_REACH: &[(&str, &[&str])] = &[
     // 135 modules reachable from numpy, numpy.random, numpy.linalg, numpy.fft.
     (
@@ -1027,6 +1122,10 @@ pub const MODULE_DENIED_ATTRS: &[(&str, &[(&str, &str)])] = &[
             ("EnumType", "the metaclass builds classes from an arbitrary namespace dict; subclass Enum"),
             ("EnumMeta", "the metaclass builds classes from an arbitrary namespace dict; subclass Enum"),
         ],
+    ),
+    (
+        "abc",
+        &[("ABCMeta", "calling the metaclass builds a class from an arbitrary namespace dict (like type()); subclass abc.ABC")],
     ),
     (
         "numpy",
