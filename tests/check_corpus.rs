@@ -1,7 +1,7 @@
 //! The static check against a corpus: the seed's incident program must pass, every rule
 //! must fire on its own example, and known sandbox-bypass programs must be denied.
 
-mod common;
+mod check_support;
 
 use agentjail::check::python::check_source;
 use agentjail::check::{check_action, Decision};
@@ -917,7 +917,7 @@ fn attributes_named_without_a_dot_are_denied_and_really_work_unchecked() {
             .iter()
             .map(String::as_str)
             .collect();
-        let Some(run) = common::python::run(&args, h.code, dir.path(), h.needs) else {
+        let Some(run) = check_support::python::run(&args, h.code, dir.path(), h.needs) else {
             continue;
         };
         if !run.stdout.contains(proof) {

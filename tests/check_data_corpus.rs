@@ -8,7 +8,7 @@
 //! os, sys, builtins, eval, pickles or raw memory through it, and must be denied with the
 //! named rule.
 
-mod common;
+mod check_support;
 
 use agentjail::check::{check_action, stdlib};
 use agentjail::contract::Action;
@@ -1163,7 +1163,7 @@ fn ordinary_programs_pass_and_run_under_the_data_policy() {
             failures.push(format!("{name}: denied: {:?}", d.violations));
             continue;
         }
-        let Some(run) = common::python::run(&args, &code, dir.path(), &needs(&code)) else {
+        let Some(run) = check_support::python::run(&args, &code, dir.path(), &needs(&code)) else {
             continue;
         };
         if !run.ok || !run.stdout.contains(expect) {
@@ -1277,13 +1277,13 @@ fn denials_say_how_to_fix_the_code() {
 /// really expose (scripts/gen-stdlib-graph.py --check).
 #[test]
 fn module_table_matches_the_interpreter() {
-    if !std::path::Path::new(common::python::PYTHON).exists() {
-        eprintln!("SKIPPED: {} is missing", common::python::PYTHON);
+    if !std::path::Path::new(check_support::python::PYTHON).exists() {
+        eprintln!("SKIPPED: {} is missing", check_support::python::PYTHON);
         return;
     }
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-stdlib-graph.py");
-    let out = std::process::Command::new(common::python::PYTHON)
+    let out = std::process::Command::new(check_support::python::PYTHON)
         .arg(&script)
         .arg("--check")
         .output()

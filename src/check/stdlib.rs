@@ -940,6 +940,7 @@ pub fn package_reach(top: &str) -> Option<&'static [&'static str]> {
 /// * pandas: `style` (`DataFrame.style` is a Styler rendering jinja2 templates, whose
 ///   `env`/`template_*` attributes compile template text), `to_pickle` (writes a pickle the
 ///   denied `read_pickle` would run; no job needs it).
+///
 /// `plt.style` and `matplotlib.style` are modules, judged by the module rules instead.
 pub const PACKAGE_DENIED_ATTRIBUTES: &[(&str, &[&str])] = &[
     ("numpy", &["ctypes", "_ctypes", "as_strided"]),

@@ -1,4 +1,505 @@
-//! Helpers shared by the checker's corpus tests.
+//! Shared harness for the jail attack tests: launch the real `agentjail` binary as root and
+//! as nobody, with the embedded default policy unless `AGENTJAIL_TEST_POLICY` names a file.
 #![allow(dead_code)]
 
-pub mod python;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const PY: &str = "/usr/bin/python3";
+pub const NOBODY: u32 = 65534;
+
+/// Who launches agentjail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    /// Host root (the test process itself, when it is root).
+    Root,
+    /// nobody, through setpriv (only when the test process is root).
+    Nobody,
+    /// The test process as it is, when it is not root.
+    Current,
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and no memory effects.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The launch variants this test process can run. Every attack runs in each.
+pub fn variants() -> Vec<Who> {
+    if is_root() {
+        vec![Who::Root, Who::Nobody]
+    } else {
+        static NOTE: OnceLock<()> = OnceLock::new();
+        NOTE.get_or_init(|| {
+            eprintln!(
+                "\n!!!!!!!! NOTE: the tests are not running as root: only the unprivileged \
+                 launch variant runs; the root and nobody variants are NOT exercised !!!!!!!!\n"
+            )
+        });
+        vec![Who::Current]
+    }
+}
+
+/// A kernel/host feature check: missing in CI fails, elsewhere a loud skip.
+pub fn require_feature(name: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("required host feature missing in CI: {name}");
+    }
+    eprintln!("\n!!!!!!!! SKIPPED: host feature missing: {name} !!!!!!!!\n");
+    false
+}
+
+struct Shared {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    bin: PathBuf,
+    policy: Option<PathBuf>,
+    data_policy: PathBuf,
+}
+
+/// A copy of the binary (and of the test policy) that nobody can reach and execute: one per
+/// test process, in a fresh 0755 directory under /tmp.
+fn shared() -> &'static Shared {
+    static S: OnceLock<Shared> = OnceLock::new();
+    S.get_or_init(|| {
+        let td = tempfile::Builder::new()
+            .prefix("agentjail-attack-")
+            .tempdir_in("/tmp")
+            .expect("tempdir");
+        let dir = td.path().to_path_buf();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.join("agentjail");
+        std::fs::copy(env!("CARGO_BIN_EXE_agentjail"), &bin).expect("copy agentjail");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let policy = std::env::var_os("AGENTJAIL_TEST_POLICY").map(|p| {
+            let dst = dir.join("policy.toml");
+            std::fs::copy(&p, &dst).expect("copy AGENTJAIL_TEST_POLICY");
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644)).unwrap();
+            dst
+        });
+        // tests/policies/spawn.toml (data.toml with cgroups best-effort): copied so nobody can read it too.
+        let data_policy = dir.join("data.toml");
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/policies/spawn.toml"),
+            &data_policy,
+        )
+        .expect("copy policies/data.toml");
+        std::fs::set_permissions(&data_policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+        if policy.is_none() {
+            eprintln!("note: tests use the embedded default policy (AGENTJAIL_TEST_POLICY unset)");
+        }
+        Shared {
+            _dir: td,
+            dir,
+            bin,
+            policy,
+            data_policy,
+        }
+    })
+}
+
+/// The path of agentjail as launched by the tests.
+pub fn agentjail_path() -> &'static Path {
+    &shared().bin
+}
+
+/// A unique marker for this test run.
+pub fn marker(tag: &str) -> String {
+    let mut b = [0u8; 8];
+    let _ = std::fs::File::open("/dev/urandom").and_then(|mut f| {
+        use std::io::Read;
+        f.read_exact(&mut b)
+    });
+    let n = u64::from_le_bytes(b);
+    format!("ajmark-{tag}-{}-{n:016x}", std::process::id())
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub who: Who,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_len: usize,
+    pub stderr_raw: Vec<u8>,
+    pub wall: Duration,
+    pub record: Option<serde_json::Value>,
+}
+
+impl Run {
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.record.as_ref()?.get("stop_reason")?.as_str()
+    }
+    /// Panic unless the payload printed `m` (it really ran), with the whole run in the message.
+    pub fn assert_ran(&self, m: &str) {
+        assert!(
+            self.stdout.contains(m),
+            "payload did not run (marker {m:?} missing) — {self:#?}"
+        );
+    }
+    /// The syscall name when the run was stopped as `code_forbidden_syscall:<name>`.
+    pub fn forbidden(&self) -> Option<&str> {
+        if self.code != 124 {
+            return None;
+        }
+        self.stop_reason()?.strip_prefix("code_forbidden_syscall:")
+    }
+    /// The payload printed `start`, then the jail stopped it on one of `names` (exit 124,
+    /// the reason in the record and on stderr), and nothing was breached.
+    pub fn assert_stopped_on(&self, start: &str, names: &[&str]) {
+        if let (false, Some(n)) = (self.stdout.contains(start), self.forbidden()) {
+            panic!(
+                "marker {start:?} missing although printed before the attack; the run stopped \
+                 on {n}: output written before a stop was lost — {self:#?}"
+            );
+        }
+        self.assert_ran(start);
+        assert!(
+            !self.stdout.contains("BREACH"),
+            "attack succeeded — {self:#?}"
+        );
+        let got = self.forbidden();
+        assert!(
+            got.is_some_and(|n| names.contains(&n)),
+            "expected a stop with code_forbidden_syscall:{names:?} — {self:#?}"
+        );
+        let reason = self.stop_reason().unwrap_or_default();
+        assert!(
+            self.stderr
+                .contains(&format!("agentjail: stopped: {reason}")),
+            "stderr does not name the stop — {self:#?}"
+        );
+    }
+    /// How a single-syscall attack was blocked, or why it was not: the payload printed
+    /// `start`, no BREACH, and either BLOCKED (an errno), a stop naming one of `names`
+    /// (any name when `names` is empty), or, when `sigsys_ok`, death by SIGSYS.
+    pub fn blocked_how(
+        &self,
+        start: &str,
+        names: &[&str],
+        sigsys_ok: bool,
+    ) -> Result<String, String> {
+        if !self.stdout.contains(start) {
+            if let Some(n) = self.forbidden() {
+                // The stop proves something ran, not that the payload reached the attack:
+                // the marker is printed and flushed before it, so losing it is a jail bug
+                // (output written before a stop is dropped), not a pass.
+                return Err(format!(
+                    "marker {start:?} missing although flushed before the attack; the run \
+                     stopped on {n}: output written before a stop was lost"
+                ));
+            }
+            return Err(format!("payload did not run (marker {start:?} missing)"));
+        }
+        if self.stdout.contains("BREACH") {
+            return Err("BREACH".into());
+        }
+        if let Some(n) = self.forbidden() {
+            if !names.is_empty() && !names.contains(&n) {
+                return Err(format!("stopped on {n}, expected one of {names:?}"));
+            }
+            let reason = self.stop_reason().unwrap_or_default();
+            if !self
+                .stderr
+                .contains(&format!("agentjail: stopped: {reason}"))
+            {
+                return Err("stop not named on stderr".into());
+            }
+            return Ok(format!("stopped:{n}"));
+        }
+        if sigsys_ok && self.code == 128 + libc::SIGSYS {
+            return Ok("SIGSYS".into());
+        }
+        if let Some(l) = self.stdout.lines().find(|l| l.starts_with("BLOCKED")) {
+            return Ok(l.to_string());
+        }
+        Err("neither BLOCKED nor stopped".into())
+    }
+    /// The payload reached the attack and the attack failed: no BREACH line, and either the
+    /// payload said BLOCKED or the jail stopped it (forbidden syscall, SIGSYS).
+    pub fn assert_blocked(&self, start: &str) {
+        self.assert_ran(start);
+        assert!(
+            !self.stdout.contains("BREACH"),
+            "attack succeeded — {self:#?}"
+        );
+        let stopped = self.code == 124
+            && self
+                .stop_reason()
+                .is_some_and(|r| r.starts_with("code_forbidden_syscall"));
+        let sigsys = self.code == 128 + libc::SIGSYS;
+        assert!(
+            self.stdout.contains("BLOCKED") || stopped || sigsys,
+            "attack neither reported BLOCKED nor was stopped — {self:#?}"
+        );
+    }
+}
+
+/// How to launch one jail run.
+#[derive(Default)]
+pub struct Launch<'a> {
+    pub flags: Vec<String>,
+    pub stdin: Option<Vec<u8>>,
+    pub env: Vec<(String, String)>,
+    /// Extra fd to leave open (non-CLOEXEC) at this number in agentjail.
+    pub leak_fd: Option<(std::os::fd::RawFd, &'a std::fs::File)>,
+    /// Use these as agentjail's stdin/stdout/stderr instead of pipes (e.g. a pty).
+    pub stdio_fd: Option<&'a std::os::fd::OwnedFd>,
+    pub record: bool,
+    /// Do not fail on exit 125 (the test is about setup failures).
+    pub allow_setup_failure: bool,
+    /// Run under policies/data.toml (process_spawn allowed) instead of the default.
+    pub data: bool,
+}
+
+fn rec_file() -> PathBuf {
+    let s = shared();
+    let f = tempfile::Builder::new()
+        .prefix("record-")
+        .suffix(".json")
+        .tempfile_in(&s.dir)
+        .unwrap();
+    let (_, p) = f.keep().unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+    p
+}
+
+pub fn python(who: Who, flags: &[&str], code: &str) -> Run {
+    jail(who, flags, &[PY, "-I", "-S", "-c", code])
+}
+
+pub fn sh(who: Who, flags: &[&str], script: &str) -> Run {
+    jail(who, flags, &["/bin/sh", "-c", script])
+}
+
+pub fn jail(who: Who, flags: &[&str], cmd: &[&str]) -> Run {
+    jail_with(who, false, flags, cmd)
+}
+
+/// Python under policies/data.toml (fork allowed, pids limit 128).
+pub fn python_data(who: Who, flags: &[&str], code: &str) -> Run {
+    jail_with(who, true, flags, &[PY, "-I", "-S", "-c", code])
+}
+
+/// sh under policies/data.toml (fork allowed, pids limit 128).
+pub fn sh_data(who: Who, flags: &[&str], script: &str) -> Run {
+    jail_with(who, true, flags, &["/bin/sh", "-c", script])
+}
+
+pub fn jail_with(who: Who, data: bool, flags: &[&str], cmd: &[&str]) -> Run {
+    launch(
+        who,
+        Launch {
+            flags: flags.iter().map(|s| s.to_string()).collect(),
+            record: true,
+            data,
+            ..Default::default()
+        },
+        cmd,
+    )
+}
+
+pub fn launch(who: Who, l: Launch<'_>, cmd: &[&str]) -> Run {
+    let s = shared();
+    let mut c = match who {
+        Who::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+            c.arg(&s.bin);
+            c
+        }
+        _ => Command::new(&s.bin),
+    };
+    c.arg("exec");
+    if l.data {
+        c.arg("--policy").arg(&s.data_policy);
+    } else if let Some(p) = &s.policy {
+        c.arg("--policy").arg(p);
+    }
+    let rec = l.record.then(rec_file);
+    if let Some(r) = &rec {
+        c.arg("--record").arg(r);
+    }
+    c.args(&l.flags).arg("--").args(cmd);
+    c.current_dir("/");
+    for (k, v) in &l.env {
+        c.env(k, v);
+    }
+    if let Some(fd) = l.stdio_fd {
+        c.stdin(Stdio::from(fd.try_clone().unwrap()));
+        c.stdout(Stdio::piped());
+        c.stderr(Stdio::piped());
+    } else {
+        c.stdin(if l.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        c.stdout(Stdio::piped());
+        c.stderr(Stdio::piped());
+    }
+    if let Some((target, file)) = l.leak_fd {
+        use std::os::fd::AsRawFd;
+        let src = file.as_raw_fd();
+        // SAFETY: between fork and exec only async-signal-safe calls are made: dup2 to a fixed
+        // number and fcntl to clear close-on-exec; both touch only this process's fd table.
+        unsafe {
+            c.pre_exec(move || {
+                if libc::dup2(src, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let fl = libc::fcntl(target, libc::F_GETFD);
+                libc::fcntl(target, libc::F_SETFD, fl & !libc::FD_CLOEXEC);
+                Ok(())
+            });
+        }
+    }
+    let t0 = Instant::now();
+    let mut child = c.spawn().expect("spawn agentjail");
+    if let Some(input) = l.stdin {
+        let mut si = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let _ = si.write_all(&input);
+        });
+    }
+    let out = child.wait_with_output().expect("wait agentjail");
+    let wall = t0.elapsed();
+    let record = rec.and_then(|r| {
+        let text = std::fs::read_to_string(&r).ok();
+        let _ = std::fs::remove_file(&r);
+        let text = text?;
+        if text.trim().is_empty() {
+            return None;
+        }
+        Some(
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("record is not valid JSON ({e}): {text}")),
+        )
+    });
+    use std::os::unix::process::ExitStatusExt;
+    let code = out
+        .status
+        .code()
+        .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+    let run = Run {
+        who,
+        code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_len: out.stdout.len(),
+        stderr_raw: out.stderr,
+        wall,
+        record,
+    };
+    assert!(
+        l.allow_setup_failure || run.code != 125,
+        "the jail could not be set up (exit 125) — {run:#?}"
+    );
+    run
+}
+
+/// Host pids whose cmdline contains `needle` (the test process itself excluded).
+pub fn host_pids_with(needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(needle) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Wait up to `within` for no host process to carry `needle`; return the survivors.
+pub fn survivors(needle: &str, within: Duration) -> Vec<i32> {
+    let t0 = Instant::now();
+    loop {
+        let v = host_pids_with(needle);
+        if v.is_empty() || t0.elapsed() > within {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Note whether run `r` of the attack `label` was blocked (see `Run::blocked_how`); on
+/// failure add a line with everything needed to reproduce it.
+pub fn note_blocked(
+    failures: &mut Vec<String>,
+    label: &str,
+    who: Who,
+    r: &Run,
+    stops: &[&str],
+    sigsys_ok: bool,
+) {
+    match r.blocked_how("ATTEMPT", stops, sigsys_ok) {
+        Ok(how) => eprintln!("{label} ({who:?}): blocked: {how}"),
+        Err(why) => failures.push(format!(
+            "{label} ({who:?}): {why}: code {} reason {:?} stdout {:?} stderr {:?}",
+            r.code,
+            r.stop_reason(),
+            r.stdout,
+            r.stderr
+        )),
+    }
+}
+
+pub fn assert_all_blocked(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "attacks not blocked:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Payload prelude: a helper `attempt(name, fn)` that runs `fn` and prints BREACH when it
+/// returns, BLOCKED with the errno when it raises.
+pub const PRELUDE: &str = r#"
+import os, sys
+print("START", flush=True)
+def attempt(name, fn):
+    try:
+        r = fn()
+    except Exception as e:
+        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
+        return False
+    print("BREACH", name, repr(r)[:200], flush=True)
+    return True
+"#;
+
+/// Python with the PRELUDE (marker + `attempt`) in front of `body`.
+pub fn py(who: Who, flags: &[&str], body: &str) -> Run {
+    python(who, flags, &format!("{PRELUDE}\n{body}"))
+}
+
+/// One single-syscall attack per jail run (a forbidden call ends the run): `call` is a
+/// Python expression that returns on success and raises OSError when refused with an errno;
+/// a stop must name one of `stops`.
+pub struct Case {
+    pub label: &'static str,
+    pub call: &'static str,
+    pub stops: &'static [&'static str],
+}
+
+pub const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
+    Case { label, call, stops }
+}
