@@ -84,19 +84,18 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
              mount layout as the only filesystem control (recorded as degraded)",
         );
     }
+    lint_limits(p, &mut w);
+    lint_check(&p.check, &mut w);
+    w
+}
+
+/// Limits, interpreter and binds: the choices that widen what one job may use or see.
+fn lint_limits(p: &Policy, w: &mut Vec<LintWarning>) {
     if p.limits.wall_time_ms > 300_000 {
-        warn(
-            &mut w,
-            "limits.wall_time_ms",
-            "more than 5 minutes of wall time",
-        );
+        warn(w, "limits.wall_time_ms", "more than 5 minutes of wall time");
     }
     if p.limits.cpu_time_ms > 300_000 {
-        warn(
-            &mut w,
-            "limits.cpu_time_ms",
-            "more than 5 minutes of CPU time",
-        );
+        warn(w, "limits.cpu_time_ms", "more than 5 minutes of CPU time");
     }
     for (key, cap) in [
         ("limits.stdout", p.limits.stdout),
@@ -104,7 +103,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     ] {
         if cap.0 > MIB {
             warn(
-                &mut w,
+                w,
                 key,
                 format!("{cap} of output is held in memory and copied into every record"),
             );
@@ -112,7 +111,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     }
     if !p.interpreter.python_args.iter().any(|a| a == "-I") {
         warn(
-            &mut w,
+            w,
             "interpreter.python_args",
             "-I is missing: without isolated mode the interpreter honours PYTHON* variables \
              and adds the script directory and user site-packages to sys.path",
@@ -121,7 +120,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     for path in p.filesystem.read_only.iter().chain(&p.filesystem.optional) {
         if is_under(path, "/opt") {
             warn(
-                &mut w,
+                w,
                 "filesystem.read_only",
                 format!(
                     "{path} is bound: third-party software under /opt sometimes keeps \
@@ -130,14 +129,16 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             );
         }
     }
+}
 
-    // Static check.
-    let c = &p.check;
+/// The static check's weak choices: imports that reach a dangerous module, dunders allowed,
+/// evaluators or open not listed, frame attributes not denied.
+fn lint_check(c: &CheckRules, w: &mut Vec<LintWarning>) {
     for m in &c.allowed_imports {
         let top = m.split('.').next().unwrap_or(m);
         if DANGEROUS_MODULES.contains(&top) {
             warn(
-                &mut w,
+                w,
                 "check.allowed_imports",
                 format!("{m} is allowed: it gives the program the host directly"),
             );
@@ -147,7 +148,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             Some(reached) => {
                 for (danger, chain) in reached {
                     warn(
-                        &mut w,
+                        w,
                         "check.allowed_imports",
                         format!(
                             "{m} reaches {danger} as {chain}; add the attribute to \
@@ -157,7 +158,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
                 }
             }
             None => warn(
-                &mut w,
+                w,
                 "check.allowed_imports",
                 format!(
                     "{m} is not in agentjail's module table (scripts/gen-stdlib-graph.py): the checker cannot tell which of its attributes are modules; audit by \
@@ -168,7 +169,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     }
     if !c.deny_dunder {
         warn(
-            &mut w,
+            w,
             "check.deny_dunder",
             "off: __class__, __subclasses__, __globals__ and __builtins__ reach every object \
              and module in the interpreter",
@@ -180,7 +181,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
         .collect();
     if !missing.is_empty() {
         warn(
-            &mut w,
+            w,
             "check.denied_calls",
             format!(
                 "{} not listed: the checker denies them under every policy anyway, but a \
@@ -191,7 +192,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     }
     if !c.denied_calls.iter().any(|d| d == "open") {
         warn(
-            &mut w,
+            w,
             "check.denied_calls",
             "open is allowed: the program can read every file the jail binds (the \
              interpreter's tree, the synthesized /etc) and write its /tmp; the jail bounds \
@@ -205,7 +206,7 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
         .collect();
     if !frames.is_empty() {
         warn(
-            &mut w,
+            w,
             "check.denied_attributes",
             format!(
                 "frame-walking attributes not denied ({}): a generator or traceback reaches \
@@ -214,5 +215,4 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
             ),
         );
     }
-    w
 }
