@@ -893,6 +893,41 @@ match df:
         print(list(ev('a + 100')))
 "#,
     },
+    Hostile {
+        name: "pandas_pivot_aggfunc_dunder",
+        why: "pivot_table looks aggfunc up on the GroupBy with getattr (here it calls the GroupBy class)",
+        data: true,
+        rule: "attr_not_allowed:__class__",
+        proof: None,
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'k': [1, 1], 'a': [1, 2]})
+df.pivot_table(index='k', values='a', aggfunc='__class__')
+"#,
+    },
+    Hostile {
+        name: "pandas_named_agg_dynamic",
+        why: "the function of a named aggregation is a method name too",
+        data: true,
+        rule: "dynamic_method_name",
+        proof: None,
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'k': [1, 1], 'a': [1, 2]})
+how = 'su' + 'm'
+print(df.groupby('k').agg(t=('a', how)))
+"#,
+    },
+    Hostile {
+        name: "hasattr_literal",
+        why: "hasattr is getattr answering yes or no: a literal name gets the attribute rules",
+        data: false,
+        rule: "attr_not_allowed:gi_frame",
+        proof: Some("True"),
+        needs: &[],
+        code: r#"print(hasattr((i for i in [1]), 'gi_frame'))
+"#,
+    },
 ];
 
 #[test]

@@ -33,8 +33,14 @@ pub(super) enum Base<'m> {
 
 /// Methods that look a string argument up as a method name: pandas' `apply`, `agg`,
 /// `aggregate` and `transform` call `getattr(frame, name)` for a string, so
-/// `df.apply('eval', expr=...)` runs `DataFrame.eval` with no `.eval` in the source.
+/// `df.apply('eval', expr=...)` runs `DataFrame.eval` with no `.eval` in the source. Their
+/// first argument, `func=`, and the function of a named aggregation (`agg(t=('a', 'sum'))`)
+/// are method names.
 const STRING_DISPATCH_METHODS: [&str; 4] = ["apply", "agg", "aggregate", "transform"];
+
+/// Callables whose `aggfunc` (pandas' `pivot_table`, `crosstab`, `NamedAgg`) is looked up
+/// the same way (`aggfunc='__class__'` calls the GroupBy class).
+const AGGFUNC_CALLS: [&str; 3] = ["pivot_table", "crosstab", "NamedAgg"];
 
 /// Builtin callables a program may pass to a string-dispatching method by name.
 const BUILTIN_FUNCTIONS: [&str; 20] = [
@@ -497,11 +503,22 @@ impl Checker<'_, '_> {
             if self.pre.factories.contains(name) {
                 self.check_factory_call(call, name);
             }
-            if matches!(&*call.func, Expr::Attribute(_))
-                && STRING_DISPATCH_METHODS.contains(&name)
-                && self.imports_pandas()
-            {
-                self.check_dispatch_call(call);
+            if self.imports_pandas() {
+                if matches!(&*call.func, Expr::Attribute(_))
+                    && STRING_DISPATCH_METHODS.contains(&name)
+                {
+                    self.check_dispatch_call(call);
+                }
+                if AGGFUNC_CALLS.contains(&name) {
+                    self.check_aggfunc_call(call, name == "NamedAgg");
+                }
+            }
+            if name == "hasattr" {
+                // hasattr(x, 'name') is getattr answering only yes or no; a literal name
+                // gets the attribute rules (a run-time one can only learn a boolean).
+                if let Some(Expr::StringLiteral(s)) = call.arguments.args.get(1) {
+                    self.check_attribute(s.value.to_str(), Base::Object, s.range);
+                }
             }
         }
         self.visit_arguments(&call.arguments);
@@ -561,10 +578,29 @@ impl Checker<'_, '_> {
             self.check_dispatch_arg(first);
         }
         for keyword in &args.keywords {
+            match (keyword.arg.as_ref().map(|a| a.id.as_str()), &keyword.value) {
+                (Some("func"), value) => self.check_dispatch_arg(value),
+                // Named aggregation: `agg(total=('amount', 'sum'))`.
+                (Some(_), Expr::Tuple(t)) if t.elts.len() == 2 => {
+                    self.check_dispatch_arg(&t.elts[1])
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `pivot_table(aggfunc=...)`, `NamedAgg('col', 'sum')`.
+    fn check_aggfunc_call(&mut self, call: &ast::ExprCall, named_agg: bool) {
+        if named_agg {
+            if let Some(func) = call.arguments.args.get(1) {
+                self.check_dispatch_arg(func);
+            }
+        }
+        for keyword in &call.arguments.keywords {
             if keyword
                 .arg
                 .as_ref()
-                .is_some_and(|a| a.id.as_str() == "func")
+                .is_some_and(|a| a.id.as_str() == "aggfunc")
             {
                 self.check_dispatch_arg(&keyword.value);
             }
