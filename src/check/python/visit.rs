@@ -551,6 +551,14 @@ impl Checker<'_, '_> {
         for (field, range) in &fields.names {
             self.check_attribute(field, Base::Binding, *range);
         }
+        if name == "NamedTuple" {
+            // NamedTuple('P', x=int): the keyword names are the fields.
+            for keyword in &call.arguments.keywords {
+                if let Some(arg) = &keyword.arg {
+                    self.check_attribute(arg.id.as_str(), Base::Binding, arg.range);
+                }
+            }
+        }
         for range in fields.dynamic {
             self.report(
                 format!("field_names_not_literal:{name}"),
