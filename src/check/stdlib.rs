@@ -1098,6 +1098,26 @@ pub const MODULE_SAFE_ATTRS: &[(&str, &[&str])] = &[
 /// Per-module denials for allowed modules too large for a safe list, with the reason and
 /// what to use instead (the checker prints it). Module-valued attributes need no entry: the
 /// module rule already requires them to be allowed imports.
+///
+/// The third-party decisions, beyond these names (data.toml allows the packages):
+/// * numpy: `lib`, `ctypeslib`, `testing`, `f2py`, `distutils`, `core`, `ma`, `rec` are
+///   modules that are not allowed imports, so the module rule denies them; `load` and
+///   `lookfor` are denied here; `a.ctypes` and `as_strided` on every object
+///   ([`PACKAGE_DENIED_ATTRIBUTES`]).
+/// * pandas: `io`, `api`, `core`, `plotting`, `testing`, `util` are denied by the module
+///   rule; `eval`/`query` everywhere ([`STRING_EVALUATING_ATTRIBUTES`]); the unpickling
+///   and subprocess readers here; `read_csv`, `read_json`, `read_excel`, `read_html` stay
+///   (they read what the jail lets `open` read, and there is no network); a string passed
+///   to `apply`/`agg`/`transform`/`aggfunc` is a method name and checked as one.
+/// * matplotlib: `matplotlib.use`, `plt.switch_backend` and pandas' `plotting.backend`
+///   import a module named by a string (`module://x`) without handing it to the program:
+///   accepted, the jail contains import side effects. `rcParams`/`plt.rc`/`rc_context`
+///   stay although matplotlib evaluates `axes.prop_cycle` strings with `eval` (no
+///   builtins, dunders refused, generator frames still walk out): the same string is read
+///   from a `matplotlibrc` in the working directory at import, so denying the setters
+///   would not close it; the jail contains it. `StrMethodFormatter` and
+///   `set_major_formatter(str)` run `str.format` on a run-time string: read-only walks
+///   from a float, accepted.
 pub const MODULE_DENIED_ATTRS: &[(&str, &[(&str, &str)])] = &[
     (
         "typing",
@@ -1231,6 +1251,31 @@ mod tests {
             let r = reachable_dangerous_modules(m, &d.check.denied_attributes, true);
             assert_eq!(r, Some(vec![]), "{m}");
         }
+    }
+
+    #[test]
+    fn generator_uses_the_same_dangerous_modules() {
+        let script = include_str!("../../scripts/gen-stdlib-graph.py");
+        let start = script
+            .find("DANGEROUS = [")
+            .expect("DANGEROUS in the generator");
+        let end = start + script[start..].find(']').expect("end of the list");
+        let listed: Vec<&str> = script[start..end].split('"').skip(1).step_by(2).collect();
+        assert_eq!(listed, DANGEROUS_MODULES);
+    }
+
+    #[test]
+    fn module_edges_and_package_denials() {
+        assert_eq!(module_edge("numpy", "linalg"), Some("numpy.linalg"));
+        assert_eq!(module_edge("numpy", "mean"), None);
+        assert_eq!(module_edge("random", "_os"), Some("os"));
+        assert!(package_denied_attribute("numpy", "ctypes"));
+        assert!(package_denied_attribute("pandas", "style"));
+        assert!(!package_denied_attribute("matplotlib", "style"));
+        assert!(!module_attr_allowed("typing", "get_type_hints"));
+        assert!(module_attr_allowed("typing", "Optional"));
+        assert!(!module_attr_allowed("operator", "attrgetter"));
+        assert!(module_attr_allowed("operator", "itemgetter"));
     }
 
     #[test]
