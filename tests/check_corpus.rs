@@ -928,6 +928,18 @@ print(df.groupby('k').agg(t=('a', how)))
         code: r#"print(hasattr((i for i in [1]), 'gi_frame'))
 "#,
     },
+    Hostile {
+        name: "factory_alias_in_annotation_walrus",
+        why: "a walrus in an annotation aliases a factory, which could then get run-time names",
+        data: true,
+        rule: "name_not_allowed:Enum",
+        proof: None,
+        needs: &[],
+        code: r#"from enum import Enum
+x: (mk := Enum) = 1
+E = mk('E', ['_' + '_array_interface_' + '_'])
+"#,
+    },
 ];
 
 #[test]

@@ -764,6 +764,24 @@ c = Circle(1)
 print(c.kind, round(c.area(), 2))
 "#,
     ),
+    (
+        "enum_in_type_hints",
+        r#"RED"#,
+        r#"from enum import Enum
+from typing import Optional
+
+
+class Color(Enum):
+    RED = 1
+
+
+def name(c: Enum, fallback: Optional[Enum] = None) -> str:
+    return c.name if isinstance(c, Enum) else "?"
+
+
+print(name(Color.RED))
+"#,
+    ),
 ];
 
 /// (allowed module, rule, hostile program) under data.toml.

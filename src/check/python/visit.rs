@@ -87,8 +87,9 @@ pub(super) struct Checker<'a, 'o> {
     /// source, whether inner offsets map one to one onto it).
     pub shift: Option<(usize, bool)>,
     /// Ranges of names where a field-name factory may appear as a value (a class base, the
-    /// second argument of isinstance/issubclass).
-    pub factory_ok: HashSet<TextRange>,
+    /// second argument of isinstance/issubclass, a type hint), keyed by the text they are in
+    /// (the source, or a string annotation at that offset).
+    pub factory_ok: HashSet<(usize, TextRange)>,
     /// Names bound by def, class or import, and names bound any other way, for the
     /// string-dispatch rule (decided once every binding has been seen).
     pub bound_callable: HashSet<String>,
@@ -224,7 +225,7 @@ impl<'a, 'o> Checker<'a, 'o> {
     /// A field-name factory used as a value could be called under another name, with
     /// names the checker never sees (`f = namedtuple; f('P', names)`).
     fn check_factory_value(&mut self, name: &str, range: TextRange) {
-        if self.pre.factories.contains(name) && !self.factory_ok.contains(&range) {
+        if self.pre.factories.contains(name) && !self.factory_ok.contains(&self.ok_key(range)) {
             self.report(
                 format!("name_not_allowed:{name}"),
                 format!(
@@ -235,6 +236,12 @@ impl<'a, 'o> Checker<'a, 'o> {
                 range,
             );
         }
+    }
+
+    /// The key of a range in `factory_ok`: ranges inside a string annotation are relative
+    /// to its text, so they are kept apart from the source's.
+    fn ok_key(&self, range: TextRange) -> (usize, TextRange) {
+        (self.shift.map_or(usize::MAX, |(base, _)| base), range)
     }
 
     /// Whether the policy allows importing `module` (dotted).
@@ -381,7 +388,10 @@ impl<'a, 'o> Checker<'a, 'o> {
                     node.range,
                 );
             }
-            if !callee && self.pre.factories.contains(a) && !self.factory_ok.contains(&node.range) {
+            if !callee
+                && self.pre.factories.contains(a)
+                && !self.factory_ok.contains(&self.ok_key(node.range))
+            {
                 self.check_factory_value(a, node.range);
             }
         }
@@ -524,16 +534,40 @@ impl Checker<'_, '_> {
         self.visit_arguments(&call.arguments);
     }
 
+    /// The names of a type expression (`Enum`, `Optional[Enum]`, `Enum | None`): naming a
+    /// factory as a type hands it to no one. Not inside calls, walruses or lambdas.
+    fn allow_type_names(&mut self, expr: &Expr) {
+        match expr {
+            Expr::Name(_) | Expr::Attribute(_) => {
+                self.factory_ok.insert(self.ok_key(expr.range()));
+            }
+            Expr::Subscript(sub) => {
+                self.allow_type_names(&sub.value);
+                self.allow_type_names(&sub.slice);
+            }
+            Expr::Tuple(ast::ExprTuple { elts, .. }) | Expr::List(ast::ExprList { elts, .. }) => {
+                for elt in elts {
+                    self.allow_type_names(elt);
+                }
+            }
+            Expr::BinOp(op) if op.op == ast::Operator::BitOr => {
+                self.allow_type_names(&op.left);
+                self.allow_type_names(&op.right);
+            }
+            _ => {}
+        }
+    }
+
     /// Names (and tuples of names) where a factory may stand as a plain value.
     fn allow_factory_values(&mut self, expr: &Expr) {
         match expr {
             Expr::Name(_) | Expr::Attribute(_) => {
-                self.factory_ok.insert(expr.range());
+                self.factory_ok.insert(self.ok_key(expr.range()));
             }
             Expr::Tuple(t) => {
                 for elt in &t.elts {
                     if matches!(elt, Expr::Name(_) | Expr::Attribute(_)) {
-                        self.factory_ok.insert(elt.range());
+                        self.factory_ok.insert(self.ok_key(elt.range()));
                     }
                 }
             }
@@ -710,6 +744,7 @@ impl Checker<'_, '_> {
             (None, Some((b, false))) => (b, false),
         });
         let before = self.out.len();
+        self.allow_type_names(&expr.body);
         self.visit_expr(&expr.body);
         self.shift = outer;
         if self.out.len() > before {
@@ -751,7 +786,7 @@ impl Checker<'_, '_> {
                 self.bound_callable.insert(c.name.id.to_string());
                 for base in c.bases() {
                     if matches!(base, Expr::Name(_) | Expr::Attribute(_)) {
-                        self.factory_ok.insert(base.range());
+                        self.factory_ok.insert(self.ok_key(base.range()));
                     }
                 }
             }
@@ -934,6 +969,7 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
     }
 
     fn visit_annotation(&mut self, expr: &'a Expr) {
+        self.allow_type_names(expr);
         self.in_annotation += 1;
         visitor::walk_annotation(self, expr);
         self.in_annotation -= 1;
