@@ -6,7 +6,7 @@
 use crate::check::stdlib::{self, ENUM_BASES, FIELD_NAME_FACTORIES};
 use crate::policy::CheckRules;
 use ruff_python_ast::{self as ast, Expr, Stmt};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Facts gathered from every statement of the program.
 #[derive(Default)]
@@ -15,8 +15,9 @@ pub(super) struct Prepass {
     pub modules: HashMap<String, String>,
     /// Names of callables that make attributes from strings: [`FIELD_NAME_FACTORIES`] and
     /// every class of the program derived from an enum class without members of its own
-    /// (`class Base(Enum): pass` makes `Base('E', names)` the functional API).
-    pub factories: HashSet<String>,
+    /// (`class Base(Enum): pass` makes `Base('E', names)` the functional API). A short list:
+    /// it is asked about every name, and comparing a dozen strings beats hashing.
+    pub factories: Vec<String>,
 }
 
 impl Prepass {
@@ -84,12 +85,17 @@ impl Prepass {
     fn class(&mut self, c: &ast::StmtClassDef) {
         let enum_derived = c.bases().iter().any(|base| {
             last_name(base).is_some_and(|n| {
-                ENUM_BASES.contains(&n) || self.factories.contains(n) && !is_field_factory(n)
+                ENUM_BASES.contains(&n) || self.is_factory(n) && !is_field_factory(n)
             })
         });
-        if enum_derived && !has_enum_members(&c.body) {
-            self.factories.insert(c.name.id.to_string());
+        if enum_derived && !has_enum_members(&c.body) && !self.is_factory(&c.name.id) {
+            self.factories.push(c.name.id.to_string());
         }
+    }
+
+    /// Whether `name` is a field-name factory of this program.
+    pub fn is_factory(&self, name: &str) -> bool {
+        self.factories.iter().any(|f| f == name)
     }
 }
 

@@ -96,6 +96,8 @@ pub(super) struct Checker<'a, 'o> {
     pub bound_other: HashSet<String>,
     /// Names passed to a string-dispatching method, judged at the end.
     pub dispatch_names: Vec<(String, TextRange)>,
+    /// The program imports pandas (whose methods look strings up as method names).
+    pub pandas: bool,
 }
 
 impl<'a, 'o> Checker<'a, 'o> {
@@ -113,7 +115,6 @@ impl<'a, 'o> Checker<'a, 'o> {
             out,
             source,
             version,
-            pre,
             depth: 0,
             too_deep: false,
             input_calls: 0,
@@ -126,6 +127,11 @@ impl<'a, 'o> Checker<'a, 'o> {
             bound_callable: HashSet::new(),
             bound_other: HashSet::new(),
             dispatch_names: Vec::new(),
+            pandas: pre
+                .modules
+                .values()
+                .any(|m| m.split('.').next() == Some("pandas")),
+            pre,
         }
     }
 
@@ -225,7 +231,7 @@ impl<'a, 'o> Checker<'a, 'o> {
     /// A field-name factory used as a value could be called under another name, with
     /// names the checker never sees (`f = namedtuple; f('P', names)`).
     fn check_factory_value(&mut self, name: &str, range: TextRange) {
-        if self.pre.factories.contains(name) && !self.factory_ok.contains(&self.ok_key(range)) {
+        if self.pre.is_factory(name) && !self.factory_ok.contains(&self.ok_key(range)) {
             self.report(
                 format!("name_not_allowed:{name}"),
                 format!(
@@ -235,6 +241,19 @@ impl<'a, 'o> Checker<'a, 'o> {
                 ),
                 range,
             );
+        }
+    }
+
+    /// Remember how a name is bound, for the string-dispatch rule (only programs that
+    /// import pandas have string-dispatching methods to judge).
+    fn record_binding(&mut self, callable: bool, name: &str) {
+        if !self.pandas {
+            return;
+        }
+        if callable {
+            self.bound_callable.insert(name.to_string());
+        } else {
+            self.bound_other.insert(name.to_string());
         }
     }
 
@@ -389,7 +408,7 @@ impl<'a, 'o> Checker<'a, 'o> {
                 );
             }
             if !callee
-                && self.pre.factories.contains(a)
+                && self.pre.is_factory(a)
                 && !self.factory_ok.contains(&self.ok_key(node.range))
             {
                 self.check_factory_value(a, node.range);
@@ -510,7 +529,7 @@ impl Checker<'_, '_> {
             other => self.visit_expr(other),
         }
         if let Some(name) = last_name(&call.func) {
-            if self.pre.factories.contains(name) {
+            if self.pre.is_factory(name) {
                 self.check_factory_call(call, name);
             }
             if self.imports_pandas() {
@@ -607,10 +626,7 @@ impl Checker<'_, '_> {
     }
 
     fn imports_pandas(&self) -> bool {
-        self.pre
-            .modules
-            .values()
-            .any(|m| m.split('.').next() == Some("pandas"))
+        self.pandas
     }
 
     /// `df.apply(f)`, `df.agg(['sum', 'mean'])`: a string argument is a method name.
@@ -776,14 +792,14 @@ impl Checker<'_, '_> {
                         self.check_attribute(name, Base::Binding, f.name.range);
                     }
                 }
-                self.bound_callable.insert(name.to_string());
+                self.record_binding(true, name);
             }
             Stmt::ClassDef(c) => {
                 self.check_binding(c.name.id.as_str(), c.name.range);
                 if self.in_class_body {
                     self.check_attribute(c.name.id.as_str(), Base::Binding, c.name.range);
                 }
-                self.bound_callable.insert(c.name.id.to_string());
+                self.record_binding(true, c.name.id.as_str());
                 for base in c.bases() {
                     if matches!(base, Expr::Name(_) | Expr::Attribute(_)) {
                         self.factory_ok.insert(self.ok_key(base.range()));
@@ -817,7 +833,7 @@ impl Checker<'_, '_> {
                 let id = name.id.as_str();
                 self.check_name(id, name.range, false, false);
                 if !name.ctx.is_load() {
-                    self.bound_other.insert(id.to_string());
+                    self.record_binding(false, id);
                     if self.in_class_body && name.ctx.is_store() {
                         self.check_attribute(id, Base::Binding, name.range);
                     }
@@ -988,7 +1004,7 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
         };
         if let Some(name) = captured {
             self.check_binding(name.id.as_str(), name.range);
-            self.bound_other.insert(name.id.to_string());
+            self.record_binding(false, name.id.as_str());
         }
         visitor::walk_pattern(self, pattern);
         self.depth -= 1;
@@ -1003,7 +1019,7 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
 
     fn visit_parameter(&mut self, parameter: &'a ast::Parameter) {
         self.check_binding(parameter.name.id.as_str(), parameter.name.range);
-        self.bound_other.insert(parameter.name.id.to_string());
+        self.record_binding(false, parameter.name.id.as_str());
         visitor::walk_parameter(self, parameter);
     }
 
@@ -1021,7 +1037,7 @@ impl<'a> Visitor<'a> for Checker<'_, '_> {
         let ast::ExceptHandler::ExceptHandler(h) = handler;
         if let Some(name) = &h.name {
             self.check_binding(name.id.as_str(), name.range);
-            self.bound_other.insert(name.id.to_string());
+            self.record_binding(false, name.id.as_str());
         }
         visitor::walk_except_handler(self, handler);
     }
@@ -1065,7 +1081,7 @@ impl Checker<'_, '_> {
                     if let Some(asname) = &alias.asname {
                         self.check_binding(asname.id.as_str(), asname.range);
                     }
-                    self.bound_callable.insert(bound.to_string());
+                    self.record_binding(true, bound);
                 }
             }
             Stmt::ImportFrom(import) => self.check_import_from(import),
@@ -1121,7 +1137,7 @@ impl Checker<'_, '_> {
             self.check_attribute(name, Base::Object, alias.name.range);
             let bound = alias.asname.as_ref().unwrap_or(&alias.name);
             self.check_binding(bound.id.as_str(), bound.range);
-            self.bound_callable.insert(bound.id.to_string());
+            self.record_binding(true, bound.id.as_str());
         }
     }
 }
