@@ -9,6 +9,11 @@ command -v gcc >/dev/null || need+=(gcc libc6-dev)
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v bc >/dev/null || need+=(bc)
 command -v ps >/dev/null || need+=(procps)
+# policies/data.toml allows numpy, pandas and matplotlib; the checker's tests run programs
+# using them (site-enabled: Debian installs them in /usr/lib/python3/dist-packages).
+for pkg in numpy pandas matplotlib; do
+    /usr/bin/python3 -I -c "import $pkg" 2>/dev/null || need+=("python3-$pkg")
+done
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "setup: missing ${need[*]}; run as root or install them" >&2

@@ -1,10 +1,12 @@
 //! The static check against a corpus: the seed's incident program must pass, every rule
 //! must fire on its own example, and known sandbox-bypass programs must be denied.
 
+mod check_support;
+
 use agentjail::check::python::check_source;
 use agentjail::check::{check_action, Decision};
 use agentjail::contract::{parse_action, Action};
-use agentjail::policy::Policy;
+use agentjail::policy::{load_file, Policy};
 use serde_json::json;
 
 const INCIDENT: &str = include_str!("data/incident_main.py");
@@ -405,4 +407,572 @@ fn violations_are_sorted_and_positioned() {
     assert_eq!(v[1].rule, "call_not_allowed:eval");
     assert_eq!((v[1].line, v[1].column), (3, 5));
     assert!(rules("print(1)").is_empty());
+}
+
+/// The general-purpose policy, as shipped.
+fn data_policy() -> Policy {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/data.toml");
+    load_file(&path).unwrap_or_else(|e| panic!("{e}")).policy
+}
+
+/// A hostile program: denied with `rule` under its policy, and (when `proof` is given)
+/// shown to really reach what `why` says when run unchecked: CPython prints `proof`. The
+/// payloads only print (the environment's AJ_MARKER canary, bytes read from memory).
+struct Hostile {
+    name: &'static str,
+    why: &'static str,
+    /// Under policies/data.toml (else the embedded default).
+    data: bool,
+    rule: &'static str,
+    proof: Option<&'static str>,
+    /// Modules the unchecked run needs (numpy, pandas); skipped loudly without them.
+    needs: &'static [&'static str],
+    code: &'static str,
+}
+
+/// Every place a program can name an attribute without a `.`, each closed for every rule:
+/// class-pattern keywords, `__match_args__` (class-body names, factory field names),
+/// keyword names and `**` literal keys, getattr-by-string helpers (operator, string,
+/// pandas' string method names), and strings evaluated as code (typing, singledispatch).
+const ATTRIBUTE_WITHOUT_A_DOT: &[Hostile] = &[
+    Hostile {
+        name: "pattern_format_env",
+        why: "the review's bypass, new spelling: a class-pattern keyword binds str.format of a format string built from innocent pieces, which walks NormalDist.__init__.__globals__ to sys.modules and prints the environment",
+        data: false,
+        rule: "attr_not_allowed:format",
+        proof: Some(r#"canary-7f3e"#),
+        needs: &[],
+        code: r#"import statistics
+s = '{0' + '.__init__.__globals__[sys].modules[os].environ}'
+match s:
+    case str(format=fmt):
+        print(fmt(statistics.NormalDist()))
+"#,
+    },
+    Hostile {
+        name: "pattern_format_map",
+        why: "the same walk through format_map bound by a pattern keyword",
+        data: false,
+        rule: "attr_not_allowed:format_map",
+        proof: Some(r#"canary-7f3e"#),
+        needs: &[],
+        code: r#"import statistics
+s = '{d' + '.__init__.__globals__[sys].modules[os].environ}'
+match s:
+    case str(format_map=fm):
+        print(fm({'d': statistics.NormalDist()}))
+"#,
+    },
+    Hostile {
+        name: "pattern_mro",
+        why: "a pattern keyword reads an internal attribute (the class graph)",
+        data: false,
+        rule: "attr_not_allowed:mro",
+        proof: Some(r#"[<class 'int'>, <class 'object'>]"#),
+        needs: &[],
+        code: r#"match int:
+    case object(mro=m):
+        print(m())
+"#,
+    },
+    Hostile {
+        name: "pattern_module_name",
+        why: "a pattern keyword named like a dangerous module: the subject could be a module",
+        data: true,
+        rule: "attr_not_allowed:inspect",
+        proof: None,
+        needs: &[],
+        code: r#"match 1:
+    case object(inspect=i):
+        print(i)
+"#,
+    },
+    Hostile {
+        name: "pattern_gi_frame",
+        why: "pattern keywords walk generator -> frame -> f_globals without a dot",
+        data: false,
+        rule: "attr_not_allowed:gi_frame",
+        proof: Some(r#"dict f_globals"#),
+        needs: &[],
+        code: r#"def gen():
+    yield 1
+match gen():
+    case object(gi_frame=fr):
+        match fr:
+            case object(f_globals=g):
+                print(type(g).__name__, 'f_globals')
+"#,
+    },
+    Hostile {
+        name: "match_args_dataclass_field",
+        why: "a dataclass field named gi_frame lands in __match_args__, which case D(x) reads with getattr",
+        data: true,
+        rule: "attr_not_allowed:gi_frame",
+        proof: None,
+        needs: &[],
+        code: r#"from dataclasses import dataclass
+@dataclass
+class D:
+    gi_frame: int
+match D(1):
+    case D(x):
+        print(x)
+"#,
+    },
+    Hostile {
+        name: "class_body_format_method",
+        why: "a class attribute named format (matches .format through __match_args__ or a pattern)",
+        data: true,
+        rule: "attr_not_allowed:format",
+        proof: None,
+        needs: &[],
+        code: r#"class T:
+    def format(self):
+        return 1
+"#,
+    },
+    Hostile {
+        name: "namedtuple_class_field",
+        why: "a NamedTuple field named format",
+        data: true,
+        rule: "attr_not_allowed:format",
+        proof: None,
+        needs: &[],
+        code: r#"from typing import NamedTuple
+class P(NamedTuple):
+    format: str
+"#,
+    },
+    Hostile {
+        name: "kw_unpack_dunder",
+        why: "the string keys of a ** literal are keyword names (proves the rule alone, no other violation)",
+        data: false,
+        rule: "name_not_allowed:__class__",
+        proof: None,
+        needs: &[],
+        code: r#"dict(**{'__class__': 1})
+"#,
+    },
+    Hostile {
+        name: "kw_unpack_nested",
+        why: "a ** literal nested in a ** literal",
+        data: false,
+        rule: "name_not_allowed:__init__",
+        proof: None,
+        needs: &[],
+        code: r#"dict(**{**{'__init__': 1}})
+"#,
+    },
+    Hostile {
+        name: "kw_unpack_denied_name",
+        why: "a ** key naming a denied name",
+        data: false,
+        rule: "name_not_allowed:getattr",
+        proof: None,
+        needs: &[],
+        code: r#"dict(**{'getattr': 1})
+"#,
+    },
+    Hostile {
+        name: "kw_unpack_frame_attr",
+        why: "a ** key naming a frame attribute (keywords can become attributes)",
+        data: false,
+        rule: "attr_not_allowed:f_globals",
+        proof: None,
+        needs: &[],
+        code: r#"dict(**{'f_globals': 1})
+"#,
+    },
+    Hostile {
+        name: "kw_explicit_frame_attr",
+        why: "an explicit keyword naming a frame attribute",
+        data: false,
+        rule: "attr_not_allowed:tb_frame",
+        proof: None,
+        needs: &[],
+        code: r#"dict(tb_frame=1)
+"#,
+    },
+    Hostile {
+        name: "operator_attrgetter",
+        why: "operator.attrgetter walks dunders by string to sys.modules and prints the environment",
+        data: true,
+        rule: "module_attr_not_allowed:operator.attrgetter",
+        proof: Some(r#"canary-7f3e"#),
+        needs: &[],
+        code: r#"import operator
+import statistics
+walk = operator.attrgetter('__init__.__globals__')
+print(walk(statistics.NormalDist())['sys'].modules['os'].environ['AJ_MARKER'])
+"#,
+    },
+    Hostile {
+        name: "operator_attrgetter_from",
+        why: "the same through from-import",
+        data: true,
+        rule: "import_not_allowed:operator.attrgetter",
+        proof: Some(r#"<class 'type'>"#),
+        needs: &[],
+        code: r#"from operator import attrgetter
+print(attrgetter('__class__.__class__')(1))
+"#,
+    },
+    Hostile {
+        name: "operator_methodcaller",
+        why: "operator.methodcaller calls a dunder by string",
+        data: true,
+        rule: "attr_not_allowed:methodcaller",
+        proof: Some(r#"(<class 'int'>"#),
+        needs: &[],
+        code: r#"import operator
+print(operator.methodcaller('__reduce_ex__', 2)(1))
+"#,
+    },
+    Hostile {
+        name: "string_formatter_get_field",
+        why: "string.Formatter.get_field walks an attribute path by string",
+        data: true,
+        rule: "module_attr_not_allowed:string.Formatter",
+        proof: Some(r#"<class 'int'>"#),
+        needs: &[],
+        code: r#"import string
+print(string.Formatter().get_field('0.__class__', [1], {})[0])
+"#,
+    },
+    Hostile {
+        name: "get_type_hints_literal",
+        why: "typing.get_type_hints evaluates a string annotation that imports os and prints the environment",
+        data: true,
+        rule: "string_annotation",
+        proof: Some(r#"canary-7f3e"#),
+        needs: &[],
+        code: r#"import typing
+def f(x: "print(__import__('os').environ['AJ_MARKER']) or int"):
+    pass
+typing.get_type_hints(f)
+"#,
+    },
+    Hostile {
+        name: "get_type_hints_runtime_string",
+        why: "an annotation string built at run time: only denying the evaluator closes it",
+        data: true,
+        rule: "module_attr_not_allowed:typing.get_type_hints",
+        proof: Some(r#"TYPE-HINT-RAN"#),
+        needs: &[],
+        code: r#"import typing
+hint = 'print' + "('TYPE-HINT-RAN') or int"
+def f(x: hint):
+    pass
+typing.get_type_hints(f)
+"#,
+    },
+    Hostile {
+        name: "get_type_hints_from_import",
+        why: "the evaluator through from-import, under another name",
+        data: true,
+        rule: "import_not_allowed:typing.get_type_hints",
+        proof: Some(r#"TYPE-HINT-RAN"#),
+        needs: &[],
+        code: r#"from typing import get_type_hints as hints
+hint = 'print' + "('TYPE-HINT-RAN') or int"
+def f(x: hint):
+    pass
+hints(f)
+"#,
+    },
+    Hostile {
+        name: "forwardref_evaluate",
+        why: "a ForwardRef made implicitly by List['...'] evaluated with its _evaluate",
+        data: true,
+        rule: "attr_not_allowed:_evaluate",
+        proof: Some(r#"FORWARD-REF-RAN"#),
+        needs: &[],
+        code: r#"import typing
+ref = typing.get_args(typing.List["print('FORWARD-REF-RAN')"])[0]
+ref._evaluate(None, None, frozenset())
+"#,
+    },
+    Hostile {
+        name: "forwardref_class",
+        why: "typing.ForwardRef of a run-time string, evaluated",
+        data: true,
+        rule: "module_attr_not_allowed:typing.ForwardRef",
+        proof: Some(r#"FORWARD-REF-RAN"#),
+        needs: &[],
+        code: r#"import typing
+code = 'print(' + "'FORWARD-REF-RAN')"
+typing.ForwardRef(code)._evaluate(None, None, frozenset())
+"#,
+    },
+    Hostile {
+        name: "singledispatch_string_annotation",
+        why: "singledispatch.register evaluates the annotation with get_type_hints",
+        data: true,
+        rule: "module_attr_not_allowed:functools.singledispatch",
+        proof: Some(r#"DISPATCH-RAN"#),
+        needs: &[],
+        code: r#"import functools
+@functools.singledispatch
+def f(x):
+    return x
+@f.register
+def _(x: "print('DISPATCH-RAN') or int"):
+    return x
+"#,
+    },
+    Hostile {
+        name: "singledispatch_runtime_annotation",
+        why: "register() with an annotation string built at run time",
+        data: true,
+        rule: "import_not_allowed:functools.singledispatch",
+        proof: Some(r#"DISPATCH-RAN"#),
+        needs: &[],
+        code: r#"from functools import singledispatch
+hint = "print('DISPATCH" + "-RAN') or int"
+@singledispatch
+def f(x):
+    return x
+def g(x: hint):
+    return x
+f.register(g)
+"#,
+    },
+    Hostile {
+        name: "string_annotation_import",
+        why: "a string annotation holding code the checker denies is checked as code",
+        data: true,
+        rule: "call_not_allowed:__import__",
+        proof: None,
+        needs: &[],
+        code: r#"def f(x: "__import__('os').system('id')"):
+    pass
+"#,
+    },
+    Hostile {
+        name: "make_dataclass_array_interface",
+        why: "a make_dataclass field named __array_interface__ makes numpy read a pointer from a dict: arbitrary memory read",
+        data: true,
+        rule: "attr_not_allowed:__array_interface__",
+        proof: Some(r#"SECRET-IN-MEMORY"#),
+        needs: &["numpy"],
+        code: r#"import dataclasses
+import numpy as np
+D = dataclasses.make_dataclass('D', ['__array_interface__'])
+b = b'SECRET-IN-MEMORY'
+a = np.asarray(D({'data': (id(b) + 32, False), 'shape': (16,), 'typestr': '|u1', 'version': 3}))
+print(bytes(a))
+"#,
+    },
+    Hostile {
+        name: "make_dataclass_dynamic_names",
+        why: "the same with the dunder built at run time: non-literal field names are denied",
+        data: true,
+        rule: "field_names_not_literal:make_dataclass",
+        proof: Some(r#"SECRET-IN-MEMORY"#),
+        needs: &["numpy"],
+        code: r#"import dataclasses
+import numpy as np
+name = '_' + '_array_interface_' + '_'
+D = dataclasses.make_dataclass('D', [name])
+b = b'SECRET-IN-MEMORY'
+a = np.asarray(D({'data': (id(b) + 32, False), 'shape': (16,), 'typestr': '|u1', 'version': 3}))
+print(bytes(a))
+"#,
+    },
+    Hostile {
+        name: "make_dataclass_namespace",
+        why: "make_dataclass(namespace=...) keys become class attributes",
+        data: true,
+        rule: "attr_not_allowed:__array_interface__",
+        proof: None,
+        needs: &[],
+        code: r#"import dataclasses
+D = dataclasses.make_dataclass('D', [], namespace={'__array_interface__': {}})
+"#,
+    },
+    Hostile {
+        name: "make_dataclass_alias",
+        why: "an aliased factory could be called with names the checker never sees",
+        data: true,
+        rule: "name_not_allowed:make_dataclass",
+        proof: None,
+        needs: &[],
+        code: r#"import dataclasses
+mk = dataclasses.make_dataclass
+"#,
+    },
+    Hostile {
+        name: "enum_functional_dynamic",
+        why: "enum's functional API sets a dunder from a run-time string: arbitrary memory read through numpy",
+        data: true,
+        rule: "field_names_not_literal:Enum",
+        proof: Some(r#"SECRET-IN-MEMORY"#),
+        needs: &["numpy"],
+        code: r#"import enum
+import numpy as np
+b = b'SECRET-IN-MEMORY'
+iface = {'data': (id(b) + 32, False), 'shape': (16,), 'typestr': '|u1', 'version': 3}
+key = '_' + '_array_interface_' + '_'
+E = enum.Enum('E', [(key, iface), ('a', 1)])
+print(bytes(np.asarray(E.a)))
+"#,
+    },
+    Hostile {
+        name: "enum_memberless_subclass",
+        why: "an enum class without members is a functional-API factory itself",
+        data: true,
+        rule: "field_names_not_literal:Base",
+        proof: None,
+        needs: &[],
+        code: r#"import enum
+class Base(enum.Enum):
+    pass
+names = ['_' + '_array_interface_' + '_']
+E = Base('E', names)
+"#,
+    },
+    Hostile {
+        name: "namedtuple_frame_field",
+        why: "a namedtuple field named gi_frame",
+        data: true,
+        rule: "attr_not_allowed:gi_frame",
+        proof: None,
+        needs: &[],
+        code: r#"from collections import namedtuple
+P = namedtuple('P', 'x gi_frame')
+"#,
+    },
+    Hostile {
+        name: "pandas_apply_eval",
+        why: "pandas looks up 'eval' as a method name: DataFrame.eval runs without .eval in the source",
+        data: true,
+        rule: "attr_not_allowed:eval",
+        proof: Some(r#"[101]"#),
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'a': [1]})
+print(list(df.apply('eval', expr='a + 100')))
+"#,
+    },
+    Hostile {
+        name: "pandas_apply_dynamic_name",
+        why: "the method name built at run time",
+        data: true,
+        rule: "dynamic_method_name",
+        proof: Some(r#"[101]"#),
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'a': [1]})
+how = 'ev' + 'al'
+print(list(df.agg(how, expr='a + 100')))
+"#,
+    },
+    Hostile {
+        name: "pandas_agg_dunder",
+        why: "pandas looks up a dunder by string (getattr on the frame)",
+        data: true,
+        rule: "attr_not_allowed:__getattribute__",
+        proof: Some(r#"<class 'pandas.core.frame.DataFrame'>"#),
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'a': [1]})
+print(df.agg('__getattribute__', 0, '__class__'))
+"#,
+    },
+    Hostile {
+        name: "pattern_eval_method",
+        why: "a pattern keyword binds DataFrame.eval",
+        data: true,
+        rule: "attr_not_allowed:eval",
+        proof: Some(r#"[101]"#),
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'a': [1]})
+match df:
+    case pd.DataFrame(eval=ev):
+        print(list(ev('a + 100')))
+"#,
+    },
+    Hostile {
+        name: "pandas_pivot_aggfunc_dunder",
+        why: "pivot_table looks aggfunc up on the GroupBy with getattr (here it calls the GroupBy class)",
+        data: true,
+        rule: "attr_not_allowed:__class__",
+        proof: None,
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'k': [1, 1], 'a': [1, 2]})
+df.pivot_table(index='k', values='a', aggfunc='__class__')
+"#,
+    },
+    Hostile {
+        name: "pandas_named_agg_dynamic",
+        why: "the function of a named aggregation is a method name too",
+        data: true,
+        rule: "dynamic_method_name",
+        proof: None,
+        needs: &["pandas"],
+        code: r#"import pandas as pd
+df = pd.DataFrame({'k': [1, 1], 'a': [1, 2]})
+how = 'su' + 'm'
+print(df.groupby('k').agg(t=('a', how)))
+"#,
+    },
+    Hostile {
+        name: "hasattr_literal",
+        why: "hasattr is getattr answering yes or no: a literal name gets the attribute rules",
+        data: false,
+        rule: "attr_not_allowed:gi_frame",
+        proof: Some("True"),
+        needs: &[],
+        code: r#"print(hasattr((i for i in [1]), 'gi_frame'))
+"#,
+    },
+    Hostile {
+        name: "factory_alias_in_annotation_walrus",
+        why: "a walrus in an annotation aliases a factory, which could then get run-time names",
+        data: true,
+        rule: "name_not_allowed:Enum",
+        proof: None,
+        needs: &[],
+        code: r#"from enum import Enum
+x: (mk := Enum) = 1
+E = mk('E', ['_' + '_array_interface_' + '_'])
+"#,
+    },
+];
+
+#[test]
+fn attributes_named_without_a_dot_are_denied_and_really_work_unchecked() {
+    let data = data_policy();
+    let default = Policy::default();
+    let mut failures = Vec::new();
+    for h in ATTRIBUTE_WITHOUT_A_DOT {
+        let policy = if h.data { &data } else { &default };
+        let d = check_action(&action(h.code), policy);
+        if d.is_allow() || !d.violations.iter().any(|v| v.rule == h.rule) {
+            failures.push(format!(
+                "{} ({}): expected {}, got {:?}",
+                h.name, h.why, h.rule, d.violations
+            ));
+        }
+        let Some(proof) = h.proof else { continue };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args: Vec<&str> = policy
+            .interpreter
+            .python_args
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let Some(run) = check_support::python::run(&args, h.code, dir.path(), h.needs) else {
+            continue;
+        };
+        if !run.stdout.contains(proof) {
+            failures.push(format!(
+                "{}: the unchecked run did not print {proof:?} ({}):\n{}\n{}",
+                h.name, h.why, run.stdout, run.stderr
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -278,14 +278,20 @@ fn lint_default_only_explained_warnings() {
 fn lint_data_policy() {
     let loaded = load_file(&policies_dir().join("data.toml")).expect("data");
     let w = lint(&loaded.policy);
-    // Only the deliberate process_spawn opt-in and best-effort landlock; no import path.
+    // Only the deliberate process_spawn opt-in, best-effort landlock and `open` (bounded by
+    // the jail); no import path reaches a dangerous module.
     let keys: Vec<&str> = w.iter().map(|w| w.key.as_str()).collect();
     assert_eq!(
         keys,
-        ["seccomp.allow_groups", "landlock.requirement"],
+        [
+            "seccomp.allow_groups",
+            "landlock.requirement",
+            "check.denied_calls"
+        ],
         "{w:?}"
     );
     assert!(w[0].message.starts_with("process_spawn"));
+    assert!(w[2].message.starts_with("open is allowed"));
 }
 
 #[test]
@@ -366,9 +372,19 @@ fn lint_flags_each_weak_choice() {
             "uuid.platform",
         ),
         (
-            "[check]\nallowed_imports = [\"numpy\"]\n",
+            "[check]\nallowed_imports = [\"scipy\"]\n",
             "check.allowed_imports",
             "audit by hand",
+        ),
+        (
+            "[check]\nallowed_imports = [\"numpy\"]\n",
+            "check.allowed_imports",
+            "numpy reaches ctypes",
+        ),
+        (
+            "[check]\ndenied_calls = [\"eval\"]\n",
+            "check.denied_calls",
+            "open is allowed",
         ),
         (
             "[check]\ndenied_attributes = [\"sys\"]\n",

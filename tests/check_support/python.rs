@@ -1,0 +1,60 @@
+//! Running corpus programs under the host's CPython, outside any jail, to prove that a
+//! hostile program really reaches what its comment says (it only prints) and that a
+//! benign one really works. Only ever run programs from this repository's tests.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// The interpreter every policy names.
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// What a run printed.
+pub struct Run {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `code` with `args` before the script (e.g. `["-I", "-S"]`), in `dir` (a temporary
+/// directory that is also HOME), with `AJ_MARKER=canary-7f3e` in the environment so a
+/// program that prints the environment can be recognised. `None` (and a loud note) when
+/// the interpreter is missing or cannot import `needs`.
+pub fn run(args: &[&str], code: &str, dir: &std::path::Path, needs: &[&str]) -> Option<Run> {
+    if !std::path::Path::new(PYTHON).exists() {
+        eprintln!("SKIPPED the CPython run: {PYTHON} is missing");
+        return None;
+    }
+    for module in needs {
+        let probe = Command::new(PYTHON)
+            .args(args)
+            .args(["-c", &format!("import {module}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !probe.is_ok_and(|s| s.success()) {
+            eprintln!("SKIPPED the CPython run: {PYTHON} {args:?} cannot import {module}");
+            return None;
+        }
+    }
+    let script = dir.join("main.py");
+    let mut file = std::fs::File::create(&script).expect("create main.py");
+    file.write_all(code.as_bytes()).expect("write main.py");
+    let out = Command::new(PYTHON)
+        .args(args)
+        .arg(&script)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir)
+        .env("LANG", "C.UTF-8")
+        .env("MPLBACKEND", "Agg")
+        .env("AJ_MARKER", "canary-7f3e")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python3");
+    Some(Run {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
