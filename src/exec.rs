@@ -77,8 +77,8 @@ pub fn exec(mut a: ExecArgs) -> i32 {
     let plan = match JailPlan::build(
         &policy,
         std::mem::take(&mut a.cmd),
-        &[],
-        &crate::jail::mount::probe_host,
+        &crate::plan::Contents::default(),
+        &crate::jail::mount::RealHost,
     ) {
         Ok(p) => p,
         Err(e) => {

@@ -6,6 +6,7 @@
 //! contract → policy (+hints) → check → plan → launch (prepare → start → supervise) → validate → record
 //! ```
 
+pub mod artifacts;
 pub mod cache;
 pub mod check;
 pub mod cli;

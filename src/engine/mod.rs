@@ -87,8 +87,9 @@ impl Engine {
     /// reaper and the session janitor.
     pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, String> {
         let policy = &cfg.policy.policy;
-        let plan = run::runner_plan(policy, Mode::Run, true)?;
-        let session_plan = run::runner_plan(policy, Mode::Session, true)?;
+        let none = run::JobInputs::default();
+        let plan = run::runner_plan(policy, Mode::Run, true, &none)?;
+        let session_plan = run::runner_plan(policy, Mode::Session, true, &none)?;
         let spawner = Spawner::new(cfg.spawners)?;
         let plan = Arc::new(plan);
         let pool = (cfg.pool > 0).then(|| Pool::new(Arc::clone(&plan), cfg.pool, &spawner));
@@ -326,8 +327,29 @@ impl Engine {
 }
 
 impl JailSource for Engine {
-    fn acquire(&self, _policy: &crate::policy::Policy) -> Result<Acquired, JailError> {
+    fn acquire(
+        &self,
+        policy: &crate::policy::Policy,
+        job: &run::JobInputs,
+    ) -> Result<Acquired, JailError> {
         let t = Instant::now();
+        if !job.is_empty() {
+            // Inputs live in the jail's root, built before its processes: such a job gets a
+            // jail built for it.
+            let plan = run::runner_plan(policy, Mode::Run, true, job).map_err(|e| {
+                JailError::Unavailable {
+                    control: "plan".into(),
+                    detail: e,
+                }
+            })?;
+            let jail = self.spawner.start(Arc::new(plan))?;
+            return Ok(Acquired {
+                jail,
+                start: Start::Cold,
+                ready: true,
+                wait_us: t.elapsed().as_micros() as u64,
+            });
+        }
         if let Some(pool) = &self.pool {
             if let Some((jail, _idle)) = pool.take() {
                 return Ok(Acquired {

@@ -6,20 +6,61 @@
 //! there changes nothing the host can see (propagation is made private first).
 
 use super::sys;
-use crate::plan::{HostPath, MountOp};
+use crate::plan::{Host, HostPath, MountOp};
 use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Look a path up on the real host (lstat + readlink).
-pub fn probe_host(path: &str) -> HostPath {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
-            Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
+/// The real host, as the plan sees it.
+pub struct RealHost;
+
+impl Host for RealHost {
+    /// lstat + readlink.
+    fn probe(&self, path: &str) -> HostPath {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
+                Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
+                Err(_) => HostPath::Missing,
+            },
+            Ok(m) if m.is_dir() => HostPath::Dir,
+            Ok(_) => HostPath::File,
             Err(_) => HostPath::Missing,
-        },
-        Ok(m) if m.is_dir() => HostPath::Dir,
-        Ok(_) => HostPath::File,
-        Err(_) => HostPath::Missing,
+        }
     }
+
+    fn list(&self, dir: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// Open a host input (`run --input`): the root, then the path beneath it without following
+/// any symlink. The returned fd pins what was checked: a symlink swapped in afterwards
+/// changes nothing, because the bind goes through this fd.
+pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, String> {
+    let r = sys::open(&cstr(root)?, libc::O_PATH | libc::O_DIRECTORY, 0)
+        .map_err(|e| format!("host root {root}: {}", std::io::Error::from_raw_os_error(e)))?;
+    let root_fd = sys::owned(r);
+    if relative.is_empty() {
+        return Ok(root_fd);
+    }
+    sys::open_beneath(root_fd.as_raw_fd(), &cstr(relative)?)
+        .map(sys::owned)
+        .map_err(|e| {
+            let why = match e {
+                libc::ELOOP => {
+                    "a symlink is on the way (inputs are never reached through one)".to_string()
+                }
+                libc::EXDEV => "it is not beneath the host root".to_string(),
+                _ => std::io::Error::from_raw_os_error(e).to_string(),
+            };
+            format!("input {root}/{relative}: {why}")
+        })
 }
 
 /// Where the new root is assembled inside the child's mount namespace.
@@ -60,6 +101,8 @@ pub struct PreparedRoot {
     pub steps: Vec<Step>,
     /// Which plan op each step came from (for error reports).
     pub step_op: Vec<usize>,
+    /// Host inputs opened in the parent; the child binds them through /proc/self/fd/N.
+    pub held: Vec<OwnedFd>,
 }
 
 fn cstr(s: &str) -> Result<CString, String> {
@@ -80,6 +123,11 @@ fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
             std::io::Error::from_raw_os_error(e)
         )
     })?;
+    Ok(flags_of(f))
+}
+
+/// statvfs flags as the mount flags a bind remount must repeat.
+fn flags_of(f: libc::c_ulong) -> libc::c_ulong {
     let mut out: libc::c_ulong = 0;
     for (st_flag, ms_flag) in [
         (libc::ST_NOSUID, libc::MS_NOSUID),
@@ -93,7 +141,7 @@ fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
             out |= ms_flag;
         }
     }
-    Ok(out)
+    out
 }
 
 /// Turn the plan's mount ops into prepared steps. Host state is read here (is the source a
@@ -101,17 +149,63 @@ fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
 pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, String> {
     let mut steps = Vec::new();
     let mut step_op = Vec::new();
+    let mut held = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let before = steps.len();
-        steps.extend(op_steps(op)?);
+        match op {
+            MountOp::BindInput {
+                root,
+                relative,
+                target,
+            } => {
+                let fd = open_input(root, relative)?;
+                steps.extend(input_steps(&fd, target)?);
+                held.push(fd);
+            }
+            _ => steps.extend(op_steps(op)?),
+        }
         step_op.extend(std::iter::repeat_n(i, steps.len() - before));
     }
+    // One inode per step is more than the root needs (mount points, /etc, files).
+    let inodes = 1024 + steps.len();
     Ok(PreparedRoot {
         staging: cstr(STAGING)?,
-        root_tmpfs_data: cstr(&format!("size={root_tmpfs_bytes},nr_inodes=1024,mode=0755"))?,
+        root_tmpfs_data: cstr(&format!(
+            "size={root_tmpfs_bytes},nr_inodes={inodes},mode=0755"
+        ))?,
         steps,
         step_op,
+        held,
     })
+}
+
+/// A host input bound through its opened fd (/proc/self/fd/N, resolved by the kernel to the
+/// very file that was checked), then remounted read-only, nosuid, nodev, noexec.
+fn input_steps(fd: &OwnedFd, target: &str) -> Result<Vec<Step>, String> {
+    let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| format!("input {target}: errno {e}"))?;
+    let tgt = staged(target)?;
+    let make = if mode & libc::S_IFMT == libc::S_IFDIR {
+        Step::Mkdir {
+            path: tgt.clone(),
+            mode: 0o755,
+        }
+    } else if mode & libc::S_IFMT == libc::S_IFREG {
+        Step::Touch { path: tgt.clone() }
+    } else {
+        return Err(format!(
+            "input {target}: only a regular file or a directory can be an input"
+        ));
+    };
+    let locked = sys::fstatvfs_flags(fd.as_raw_fd())
+        .map(flags_of)
+        .unwrap_or(0);
+    let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | NOSUID_NODEV_NOEXEC | locked;
+    Ok(vec![
+        make,
+        mount(Some(&source), tgt.clone(), None, libc::MS_BIND, None)?,
+        mount(None, tgt, None, remount, None)?,
+    ])
 }
 
 /// The child's steps for one plan op.
@@ -131,13 +225,16 @@ fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
             mode,
         } => vec![Step::WriteFile {
             path: staged(path)?,
-            contents: contents.as_bytes().to_vec(),
+            contents: contents.clone(),
             mode: *mode,
         }],
         MountOp::BindReadOnly { source, target } => {
             bind_steps(source, target, libc::MS_RDONLY | libc::MS_NODEV)?
         }
         MountOp::BindDevice { source, target } => bind_steps(source, target, libc::MS_NOEXEC)?,
+        MountOp::BindInput { target, .. } => {
+            return Err(format!("input {target}: prepared by `prepare`, not here"))
+        }
         MountOp::Proc { target } => {
             let tgt = staged(target)?;
             vec![
