@@ -34,6 +34,13 @@ pub enum Command {
         /// How long a cache entry stays valid, seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
         cache_ttl: u64,
+        /// Bind a host file or directory read-only at /app/in/NAME (default NAME: its last
+        /// component); only under the policy's files.host_roots. Repeatable.
+        #[arg(long = "input", value_name = "HOST_PATH[:NAME]")]
+        inputs: Vec<String>,
+        /// Write the artifacts here (a new or empty directory of ours) instead of inline.
+        #[arg(long, value_name = "DIR")]
+        artifacts_dir: Option<PathBuf>,
         /// The action JSON file, or - for stdin.
         #[arg(value_name = "ACTION.json|-")]
         action: String,

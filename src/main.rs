@@ -26,13 +26,57 @@ fn load(policy: Option<&Path>) -> Result<agentjail::policy::LoadedPolicy, ExitSt
 /// Print a record or decision: JSON in which no control, bidi override or line separator
 /// from the program's text appears raw (it cannot split a line or steer a terminal).
 fn print_json(v: &serde_json::Value) {
-    println!("{}", agentjail::json::to_safe_string_pretty(v));
+    use std::io::Write;
+    // A reader that went away (a closed pipe) is not a reason to panic: the audit log still
+    // gets the record, and the exit status says what happened.
+    let mut out = std::io::stdout().lock();
+    let text = agentjail::json::to_safe_string_pretty(v);
+    if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
+        eprintln!("agentjail: cannot print the record: {e}");
+    }
+}
+
+/// `run`'s flags that need checking before the run.
+struct RunFlags {
+    cache: Option<(PathBuf, u64)>,
+    inputs: Vec<String>,
+    artifacts_dir: Option<PathBuf>,
+}
+
+/// Open the cache, resolve the inputs against the policy's host roots, open the artifacts
+/// directory: a flag that cannot be honoured stops agentjail (exit 2) before any jail.
+fn run_options(
+    loaded: &agentjail::policy::LoadedPolicy,
+    flags: RunFlags,
+) -> Result<agentjail::RunOptions, String> {
+    let cache = match flags.cache {
+        Some((dir, ttl)) => Some(agentjail::cache::Cache::open(
+            &dir,
+            std::time::Duration::from_secs(ttl),
+        )?),
+        None => None,
+    };
+    let roots = &loaded.policy.files.host_roots;
+    let inputs = flags
+        .inputs
+        .iter()
+        .map(|spec| agentjail::inputs::resolve(spec, roots))
+        .collect::<Result<Vec<_>, _>>()?;
+    let artifacts_dir = match flags.artifacts_dir {
+        Some(d) => Some(agentjail::artifacts::ArtifactsDir::open(&d)?),
+        None => None,
+    };
+    Ok(agentjail::RunOptions {
+        cache,
+        inputs,
+        artifacts_dir,
+    })
 }
 
 fn run(
     policy: Option<&Path>,
     audit_log: Option<PathBuf>,
-    cache: Option<(PathBuf, u64)>,
+    flags: RunFlags,
     action: &str,
 ) -> ExitStatus {
     let loaded = match agentjail::load_policy(policy) {
@@ -49,19 +93,16 @@ fn run(
         let log = &loaded.policy.audit.log;
         (!log.is_empty()).then(|| log.into())
     });
-    let cache = match cache {
-        Some((dir, ttl)) => {
-            match agentjail::cache::Cache::open(&dir, std::time::Duration::from_secs(ttl)) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    eprintln!("agentjail: {e}");
-                    return ExitStatus::Error;
-                }
-            }
+    let options = match run_options(&loaded, flags) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("agentjail: {e}");
+            let reason = agentjail::record::StopReason::AgentjailError("flags".into());
+            print_json(&agentjail::record::error_record(reason, &e));
+            return ExitStatus::Error;
         }
-        None => None,
     };
-    let record = agentjail::run_action(&loaded, action, cache.as_ref());
+    let record = agentjail::run_action(&loaded, action, options);
     print_json(&record.value);
     if let Some(path) = audit {
         if let Err(e) = agentjail::record::append_audit(&path, &record.value) {
@@ -126,11 +167,17 @@ fn dispatch(command: Command) -> i32 {
             audit_log,
             cache,
             cache_ttl,
+            inputs,
+            artifacts_dir,
             action,
         } => Ok(run(
             policy.as_deref(),
             audit_log,
-            cache.map(|d| (d, cache_ttl)),
+            RunFlags {
+                cache: cache.map(|d| (d, cache_ttl)),
+                inputs,
+                artifacts_dir,
+            },
             &action,
         )),
         Command::Serve {

@@ -49,7 +49,7 @@ pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, String> {
     if relative.is_empty() {
         return Ok(root_fd);
     }
-    sys::open_beneath(root_fd.as_raw_fd(), &cstr(relative)?)
+    let fd = sys::open_beneath(root_fd.as_raw_fd(), &cstr(relative)?)
         .map(sys::owned)
         .map_err(|e| {
             let why = match e {
@@ -60,7 +60,20 @@ pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, String> {
                 _ => std::io::Error::from_raw_os_error(e).to_string(),
             };
             format!("input {root}/{relative}: {why}")
-        })
+        })?;
+    // The last component is opened without following it: a symlink there comes back as
+    // the link itself, refused here like any other non-file.
+    let mode = sys::fstat_mode(fd.as_raw_fd())
+        .map_err(|e| format!("input {root}/{relative}: fstat: errno {e}"))?;
+    match mode & libc::S_IFMT {
+        libc::S_IFREG | libc::S_IFDIR => Ok(fd),
+        libc::S_IFLNK => Err(format!(
+            "input {root}/{relative}: it is a symlink (inputs are never reached through one)"
+        )),
+        _ => Err(format!(
+            "input {root}/{relative}: only a regular file or a directory can be an input"
+        )),
+    }
 }
 
 /// Where the new root is assembled inside the child's mount namespace.
@@ -92,6 +105,14 @@ pub enum Step {
         flags: libc::c_ulong,
         data: Option<CString>,
     },
+    /// Bind a host input: opened again *in the child's mount namespace* (the kernel refuses
+    /// to bind a mount of another namespace, so the parent's fd cannot be used), beneath its
+    /// root without following any symlink, and bound through /proc/self/fd/N.
+    BindInput {
+        root: CString,
+        relative: Option<CString>,
+        target: CString,
+    },
 }
 
 #[derive(Debug)]
@@ -101,8 +122,6 @@ pub struct PreparedRoot {
     pub steps: Vec<Step>,
     /// Which plan op each step came from (for error reports).
     pub step_op: Vec<usize>,
-    /// Host inputs opened in the parent; the child binds them through /proc/self/fd/N.
-    pub held: Vec<OwnedFd>,
 }
 
 fn cstr(s: &str) -> Result<CString, String> {
@@ -149,7 +168,6 @@ fn flags_of(f: libc::c_ulong) -> libc::c_ulong {
 pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, String> {
     let mut steps = Vec::new();
     let mut step_op = Vec::new();
-    let mut held = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let before = steps.len();
         match op {
@@ -159,8 +177,7 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
                 target,
             } => {
                 let fd = open_input(root, relative)?;
-                steps.extend(input_steps(&fd, target)?);
-                held.push(fd);
+                steps.extend(input_steps(&fd, root, relative, target)?);
             }
             _ => steps.extend(op_steps(op)?),
         }
@@ -175,13 +192,19 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
         ))?,
         steps,
         step_op,
-        held,
     })
 }
 
-/// A host input bound through its opened fd (/proc/self/fd/N, resolved by the kernel to the
-/// very file that was checked), then remounted read-only, nosuid, nodev, noexec.
-fn input_steps(fd: &OwnedFd, target: &str) -> Result<Vec<Step>, String> {
+/// A host input, opened here to learn its type and locked flags, bound by the child through
+/// its own no-symlink open (see Step::BindInput), then remounted read-only, nosuid, nodev,
+/// noexec. A swap between the two opens can only turn a file into another file beneath the
+/// same root (or fail the bind): neither open follows a symlink.
+fn input_steps(
+    fd: &OwnedFd,
+    root: &str,
+    relative: &str,
+    target: &str,
+) -> Result<Vec<Step>, String> {
     let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| format!("input {target}: errno {e}"))?;
     let tgt = staged(target)?;
     let make = if mode & libc::S_IFMT == libc::S_IFDIR {
@@ -199,11 +222,14 @@ fn input_steps(fd: &OwnedFd, target: &str) -> Result<Vec<Step>, String> {
     let locked = sys::fstatvfs_flags(fd.as_raw_fd())
         .map(flags_of)
         .unwrap_or(0);
-    let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
     let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | NOSUID_NODEV_NOEXEC | locked;
     Ok(vec![
         make,
-        mount(Some(&source), tgt.clone(), None, libc::MS_BIND, None)?,
+        Step::BindInput {
+            root: cstr(root)?,
+            relative: (!relative.is_empty()).then(|| cstr(relative)).transpose()?,
+            target: tgt.clone(),
+        },
         mount(None, tgt, None, remount, None)?,
     ])
 }
@@ -407,10 +433,57 @@ pub fn apply_steps(root: &PreparedRoot) -> Result<(), (usize, i32)> {
                 *flags,
                 data.as_deref(),
             ),
+            Step::BindInput {
+                root,
+                relative,
+                target,
+            } => bind_input(root, relative.as_deref(), target),
         };
         r.map_err(|e| (i, e))?;
     }
     Ok(())
+}
+
+/// Child: open the input beneath its root (no symlink followed) and bind it through
+/// /proc/self/fd/N; the path is formatted on the stack, so nothing allocates.
+fn bind_input(root: &CStr, relative: Option<&CStr>, target: &CStr) -> sys::SysResult<()> {
+    let root_fd = sys::open(root, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)?;
+    let fd = match relative {
+        Some(rel) => {
+            let r = sys::open_beneath(root_fd, rel);
+            sys::close(root_fd);
+            r?
+        }
+        None => root_fd,
+    };
+    let mut buf = [0u8; 32];
+    let path = proc_fd_path(fd, &mut buf);
+    let r = sys::mount(Some(path), target, None, libc::MS_BIND, None);
+    sys::close(fd);
+    r
+}
+
+/// "/proc/self/fd/N" with its NUL, written into `buf`.
+fn proc_fd_path(fd: i32, buf: &mut [u8; 32]) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for k in 0..len {
+        buf[PREFIX.len() + k] = digits[len - 1 - k];
+    }
+    buf[PREFIX.len() + len] = 0;
+    // The buffer holds the prefix, 1-10 digits and one NUL: never more than 25 bytes.
+    CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/proc/self/fd/")
 }
 
 /// Child: the root tmpfs becomes read-only, then it replaces `/` and the old root is
@@ -461,7 +534,36 @@ impl PreparedRoot {
                     .map(|c| c.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "bind".into())
             ),
+            Some(Step::BindInput {
+                root,
+                relative,
+                target,
+            }) => format!(
+                "bind input {}/{} on {}",
+                root.to_string_lossy(),
+                relative
+                    .as_ref()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                s(target)
+            ),
             None => format!("step {i}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_fd_path_formats_without_allocating() {
+        let mut buf = [0u8; 32];
+        assert_eq!(proc_fd_path(0, &mut buf), c"/proc/self/fd/0");
+        assert_eq!(proc_fd_path(11, &mut buf), c"/proc/self/fd/11");
+        assert_eq!(
+            proc_fd_path(i32::MAX, &mut buf),
+            c"/proc/self/fd/2147483647"
+        );
     }
 }
