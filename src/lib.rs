@@ -24,6 +24,7 @@ pub mod output;
 pub mod plan;
 pub mod policy;
 pub mod record;
+pub mod redact;
 pub mod run;
 pub mod runner;
 pub mod schema;
@@ -63,7 +64,9 @@ pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> R
                 json!({"path": policy.path, "sha256": policy.sha256}),
             );
             let stop = run::unreadable(&mut r, &e);
-            return r.finish(stop.reason, stop.phase);
+            let mut record = r.finish(stop.reason, stop.phase);
+            record.seal(&policy.policy.redaction);
+            return record;
         }
     };
     let mut source = run::ColdStart::new();

@@ -105,7 +105,7 @@ fn run(
     let record = agentjail::run_action(&loaded, action, options);
     print_json(&record.value);
     if let Some(path) = audit {
-        if let Err(e) = agentjail::record::append_audit(&path, &record.value) {
+        if let Err(e) = agentjail::record::append_audit(&path, record.audit_value()) {
             eprintln!(
                 "agentjail: cannot append to the audit log {}: {e}",
                 path.display()

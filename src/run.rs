@@ -476,8 +476,8 @@ pub fn job(
         validate(&mut r, &action, &effective, &jail, source.interrupt())?;
         Ok(None)
     })();
-    let record = match ended {
-        Ok(Some(hit)) => return hit_record(hit),
+    let mut record = match ended {
+        Ok(Some(hit)) => hit_record(hit),
         Ok(None) => r.finish(StopReason::Success, Phase::Finalize),
         Err(stop) => r.finish(stop.reason, stop.phase),
     };
@@ -488,6 +488,7 @@ pub fn job(
             }
         }
     }
+    record.seal(&policy.policy.redaction);
     record
 }
 
@@ -498,10 +499,7 @@ fn hit_record(value: Value) -> Record {
         .and_then(Value::as_str)
         .and_then(StopReason::parse_stored)
         .unwrap_or(StopReason::Success);
-    Record {
-        stop_reason: reason,
-        value,
-    }
+    Record::new(reason, value)
 }
 
 /// `agentjail check`: contract and static check only. Returns (decision JSON, exit code).

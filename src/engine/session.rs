@@ -111,10 +111,11 @@ impl Session {
         };
         self.last_used = Instant::now();
         r.set("session", self.describe());
-        let record = match result {
+        let mut record = match result {
             Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
             Err((stop, _)) => r.finish(stop.reason, stop.phase),
         };
+        record.seal(&self.policy.redaction);
         (record, teardown)
     }
 

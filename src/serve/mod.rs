@@ -154,7 +154,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
         |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
     let audited = |record: &crate::record::Record| {
         if let Some(path) = audit {
-            if let Err(e) = crate::record::append_audit(path, &record.value) {
+            if let Err(e) = crate::record::append_audit(path, record.audit_value()) {
                 eprintln!(
                     "agentjail: cannot append to the audit log {}: {e}",
                     path.display()
