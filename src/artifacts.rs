@@ -279,18 +279,22 @@ fn looks_like_csv(text: &str) -> bool {
 pub struct ArtifactsDir {
     path: std::path::PathBuf,
     fd: OwnedFd,
+    /// We created it (and so may remove it again while it is empty).
+    created: bool,
 }
 
 impl ArtifactsDir {
     pub fn open(path: &std::path::Path) -> Result<ArtifactsDir, String> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let shown = path.display();
+        let mut created = false;
         match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::DirBuilder::new()
                     .mode(0o700)
                     .create(path)
                     .map_err(|e| format!("--artifacts-dir {shown}: cannot create it: {e}"))?;
+                created = true;
             }
             Err(e) => return Err(format!("--artifacts-dir {shown}: {e}")),
             Ok(m) if m.file_type().is_symlink() => {
@@ -331,7 +335,16 @@ impl ArtifactsDir {
         Ok(ArtifactsDir {
             path: path.to_path_buf(),
             fd,
+            created,
         })
+    }
+
+    /// Undo `open` when the run does not happen after all (another flag was refused): a
+    /// directory we created is removed again (only while it is empty).
+    pub fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_dir(&self.path);
+        }
     }
 
     /// Write every artifact under the directory; their host paths, or why one failed.
@@ -421,5 +434,31 @@ mod tests {
         assert_eq!(good_name(b"\xff\xfe"), None);
         assert_eq!(good_name(b".."), None);
         assert_eq!(escaped(b"a\nb\xff"), "a\\nb\\xff");
+    }
+
+    /// What no jail can make (mknod is outside every seccomp group) is still refused: a FIFO
+    /// is never opened (a blocking open would hang the collector), nor a socket.
+    #[test]
+    fn fifos_and_sockets_are_never_opened() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = CString::new(d.path().join("pipe").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let _sock = std::os::unix::net::UnixListener::bind(d.path().join("sock")).unwrap();
+        std::fs::write(d.path().join("ok.txt"), "ok").unwrap();
+        let c = CString::new(d.path().as_os_str().as_bytes()).unwrap();
+        let dir = sys::owned(sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap());
+        let got = collect(&dir, &ArtifactsPolicy::default());
+        assert_eq!(got.artifacts.len(), 1);
+        assert_eq!(got.artifacts[0].path, "ok.txt");
+        let reasons: Vec<(&str, &str)> = got
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![("pipe", "not_regular"), ("sock", "not_regular")]
+        );
     }
 }

@@ -74,6 +74,10 @@ pub enum Command {
         /// Cap on stdout and on stderr, each, in bytes; replaces the policy's.
         #[arg(long, value_name = "BYTES")]
         output_limit: Option<u64>,
+        /// Run the command in /app/out (a capped tmpfs) and copy the files it leaves there
+        /// into DIR (a new or empty directory of ours), listed in the record.
+        #[arg(long, value_name = "DIR")]
+        artifacts_dir: Option<PathBuf>,
         /// Print the jail plan as JSON and exit without running anything.
         #[arg(long)]
         print_plan: bool,

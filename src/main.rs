@@ -49,13 +49,8 @@ fn run_options(
     loaded: &agentjail::policy::LoadedPolicy,
     flags: RunFlags,
 ) -> Result<agentjail::RunOptions, String> {
-    let cache = match flags.cache {
-        Some((dir, ttl)) => Some(agentjail::cache::Cache::open(
-            &dir,
-            std::time::Duration::from_secs(ttl),
-        )?),
-        None => None,
-    };
+    // Side-effect-free checks first; then what creates directories, undone if a later one
+    // is refused: a refused flag leaves nothing behind.
     let roots = &loaded.policy.files.host_roots;
     let inputs = flags
         .inputs
@@ -64,6 +59,18 @@ fn run_options(
         .collect::<Result<Vec<_>, _>>()?;
     let artifacts_dir = match flags.artifacts_dir {
         Some(d) => Some(agentjail::artifacts::ArtifactsDir::open(&d)?),
+        None => None,
+    };
+    let cache = match flags.cache {
+        Some((dir, ttl)) => {
+            match agentjail::cache::Cache::open(&dir, std::time::Duration::from_secs(ttl)) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    artifacts_dir.map(agentjail::artifacts::ArtifactsDir::discard);
+                    return Err(e);
+                }
+            }
+        }
         None => None,
     };
     Ok(agentjail::RunOptions {
@@ -214,11 +221,22 @@ fn dispatch(command: Command) -> i32 {
             time_limit,
             memory_limit,
             output_limit,
+            artifacts_dir,
             print_plan,
             cmd,
         } => {
             let Ok(loaded) = load(policy.as_deref()) else {
                 return ExitStatus::Error as i32;
+            };
+            let artifacts_dir = match artifacts_dir.filter(|_| !print_plan) {
+                Some(d) => match agentjail::artifacts::ArtifactsDir::open(&d) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        eprintln!("agentjail: {e}");
+                        return ExitStatus::Error as i32;
+                    }
+                },
+                None => None,
             };
             return agentjail::exec::exec(agentjail::exec::ExecArgs {
                 policy: loaded.policy,
@@ -228,6 +246,7 @@ fn dispatch(command: Command) -> i32 {
                 time_limit,
                 memory_limit,
                 output_limit,
+                artifacts_dir,
                 print_plan,
                 cmd,
             });

@@ -47,6 +47,10 @@ pub struct Session {
     /// Every allowed call so far, in order (what the check reads before a new call).
     source: String,
     ended: Option<String>,
+    /// Artifacts already reported, by path, with the (size, mtime) they had: a call reports
+    /// what is new or changed since.
+    reported: std::collections::HashMap<String, (u64, i64, i64)>,
+    skipped_reported: std::collections::HashSet<(String, &'static str)>,
 }
 
 impl Session {
@@ -70,6 +74,8 @@ impl Session {
             exec: Duration::ZERO,
             source: String::new(),
             ended: None,
+            reported: Default::default(),
+            skipped_reported: Default::default(),
         }
     }
 
@@ -305,6 +311,7 @@ impl Session {
             CallEnd::Done(c) => {
                 self.exec += Duration::from_micros(c.wall_us);
                 r.set("execution", call_execution(&c));
+                self.call_artifacts(r);
                 let done = done_report(&c.replies.data);
                 let detail = json!({"program_wall_us": c.wall_us});
                 match done {
@@ -361,6 +368,29 @@ impl Session {
                 ))
             }
         }
+    }
+}
+
+impl Session {
+    /// The files in /app/out that are new or changed since the last report (the interpreter
+    /// lives on, so they are read while it idles between calls; crate::artifacts' caps and
+    /// rules hold as in a run). Skipped files are reported once per reason.
+    fn call_artifacts(&mut self, r: &mut Recorder) {
+        let Some(out) = self.jail.as_ref().and_then(|j| j.out()) else {
+            return;
+        };
+        let mut c = crate::artifacts::collect(out, &self.policy.artifacts);
+        c.artifacts
+            .retain(|a| self.reported.get(&a.path) != Some(&a.stamp));
+        for a in &c.artifacts {
+            self.reported.insert(a.path.clone(), a.stamp);
+        }
+        c.skipped
+            .retain(|k| self.skipped_reported.insert((k.path.clone(), k.reason)));
+        let inline = self.policy.artifacts.inline_max_bytes.0;
+        let (artifacts, skipped) = crate::artifacts::record_fields(&c, inline, None);
+        r.set("artifacts", artifacts);
+        r.set("artifacts_skipped", skipped);
     }
 }
 

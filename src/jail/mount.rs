@@ -9,6 +9,7 @@ use super::sys;
 use crate::plan::{Host, HostPath, MountOp};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The real host, as the plan sees it.
 pub struct RealHost;
@@ -105,13 +106,12 @@ pub enum Step {
         flags: libc::c_ulong,
         data: Option<CString>,
     },
-    /// Bind a host input: opened again *in the child's mount namespace* (the kernel refuses
-    /// to bind a mount of another namespace, so the parent's fd cannot be used), beneath its
-    /// root without following any symlink, and bound through /proc/self/fd/N.
+    /// Bind a host input through the fd `open_inputs` put in `input_fds[slot]`.
     BindInput {
         root: CString,
         relative: Option<CString>,
         target: CString,
+        slot: usize,
     },
 }
 
@@ -122,6 +122,9 @@ pub struct PreparedRoot {
     pub steps: Vec<Step>,
     /// Which plan op each step came from (for error reports).
     pub step_op: Vec<usize>,
+    /// One slot per host input, filled by the child's `open_inputs` (allocated here: the
+    /// child only stores into it).
+    pub input_fds: Vec<AtomicI32>,
 }
 
 fn cstr(s: &str) -> Result<CString, String> {
@@ -168,6 +171,7 @@ fn flags_of(f: libc::c_ulong) -> libc::c_ulong {
 pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, String> {
     let mut steps = Vec::new();
     let mut step_op = Vec::new();
+    let mut input_fds = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let before = steps.len();
         match op {
@@ -177,7 +181,9 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
                 target,
             } => {
                 let fd = open_input(root, relative)?;
-                steps.extend(input_steps(&fd, root, relative, target)?);
+                let slot = input_fds.len();
+                input_fds.push(AtomicI32::new(-1));
+                steps.extend(input_steps(&fd, root, relative, target, slot)?);
             }
             _ => steps.extend(op_steps(op)?),
         }
@@ -192,11 +198,12 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
         ))?,
         steps,
         step_op,
+        input_fds,
     })
 }
 
-/// A host input, opened here to learn its type and locked flags, bound by the child through
-/// its own no-symlink open (see Step::BindInput), then remounted read-only, nosuid, nodev,
+/// A host input, opened here to learn its type and locked flags, opened again by the child
+/// (`open_inputs`) and bound through that fd, then remounted read-only, nosuid, nodev,
 /// noexec. A swap between the two opens can only turn a file into another file beneath the
 /// same root (or fail the bind): neither open follows a symlink.
 fn input_steps(
@@ -204,6 +211,7 @@ fn input_steps(
     root: &str,
     relative: &str,
     target: &str,
+    slot: usize,
 ) -> Result<Vec<Step>, String> {
     let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| format!("input {target}: errno {e}"))?;
     let tgt = staged(target)?;
@@ -229,6 +237,7 @@ fn input_steps(
             root: cstr(root)?,
             relative: (!relative.is_empty()).then(|| cstr(relative)).transpose()?,
             target: tgt.clone(),
+            slot,
         },
         mount(None, tgt, None, remount, None)?,
     ])
@@ -433,29 +442,51 @@ pub fn apply_steps(root: &PreparedRoot) -> Result<(), (usize, i32)> {
                 *flags,
                 data.as_deref(),
             ),
-            Step::BindInput {
-                root,
-                relative,
-                target,
-            } => bind_input(root, relative.as_deref(), target),
+            Step::BindInput { target, slot, .. } => bind_input(&root.input_fds[*slot], target),
         };
         r.map_err(|e| (i, e))?;
     }
     Ok(())
 }
 
-/// Child: open the input beneath its root (no symlink followed) and bind it through
-/// /proc/self/fd/N; the path is formatted on the stack, so nothing allocates.
-fn bind_input(root: &CStr, relative: Option<&CStr>, target: &CStr) -> sys::SysResult<()> {
-    let root_fd = sys::open(root, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)?;
-    let fd = match relative {
-        Some(rel) => {
-            let r = sys::open_beneath(root_fd, rel);
-            sys::close(root_fd);
-            r?
-        }
-        None => root_fd,
-    };
+/// Child, first of all mount work: open every host input beneath its root without following
+/// any symlink. Here, because the fds must belong to the child's own mount namespace (the
+/// kernel refuses to bind a mount of another one, so the parent's fds cannot serve), and
+/// before the staging tmpfs covers /tmp, where a host root may lie. Returns the failing
+/// step's index and errno.
+pub fn open_inputs(root: &PreparedRoot) -> Result<(), (usize, i32)> {
+    for (i, step) in root.steps.iter().enumerate() {
+        let Step::BindInput {
+            root: dir,
+            relative,
+            slot,
+            ..
+        } = step
+        else {
+            continue;
+        };
+        let dir_fd = sys::open(dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            .map_err(|e| (i, e))?;
+        let fd = match relative {
+            Some(rel) => {
+                let r = sys::open_beneath(dir_fd, rel);
+                sys::close(dir_fd);
+                r.map_err(|e| (i, e))?
+            }
+            None => dir_fd,
+        };
+        root.input_fds[*slot].store(fd, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Child: bind an input through its fd as /proc/self/fd/N (formatted on the stack: nothing
+/// allocates), then close it.
+fn bind_input(slot: &AtomicI32, target: &CStr) -> sys::SysResult<()> {
+    let fd = slot.swap(-1, Ordering::Relaxed);
+    if fd < 0 {
+        return Err(libc::EBADF);
+    }
     let mut buf = [0u8; 32];
     let path = proc_fd_path(fd, &mut buf);
     let r = sys::mount(Some(path), target, None, libc::MS_BIND, None);
@@ -538,6 +569,7 @@ impl PreparedRoot {
                 root,
                 relative,
                 target,
+                ..
             }) => format!(
                 "bind input {}/{} on {}",
                 root.to_string_lossy(),
