@@ -66,7 +66,9 @@ fn run_options(
             match agentjail::cache::Cache::open(&dir, std::time::Duration::from_secs(ttl)) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    artifacts_dir.map(agentjail::artifacts::ArtifactsDir::discard);
+                    if let Some(d) = artifacts_dir {
+                        d.discard();
+                    }
                     return Err(e);
                 }
             }
