@@ -19,7 +19,7 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, String> {
             .any(|c| c.is_empty() || c == "." || c == "..");
     if !normal {
         return Err(format!(
-            "--input {spec:?}: give an absolute, normalised host path (no `.`, `..` or `//`)"
+            "input {spec:?}: give an absolute, normalised host path (no `.`, `..` or `//`)"
         ));
     }
     let root = host_roots
@@ -27,7 +27,7 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, String> {
         .find(|r| path == r.as_str() || path.starts_with(&format!("{r}/")))
         .ok_or_else(|| {
             format!(
-                "--input {path:?} is not under any files.host_roots entry ({}); the policy decides which host directories may reach a jail",
+                "input {path:?} is not under any files.host_roots entry ({}); the policy decides which host directories may reach a jail",
                 if host_roots.is_empty() { "none are listed".to_string() } else { host_roots.join(", ") }
             )
         })?;
@@ -37,11 +37,10 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, String> {
         .unwrap_or_else(|| path.rsplit('/').next().unwrap_or("input").to_string());
     if name.contains('/') || crate::contract::file_path_problem(&name).is_some() {
         return Err(format!(
-            "--input {spec:?}: NAME {name:?} must be one printable path component"
+            "input {spec:?}: NAME {name:?} must be one printable path component"
         ));
     }
-    crate::jail::mount::open_input(root, &relative)
-        .map_err(|e| format!("--input {spec:?}: {e}"))?;
+    crate::jail::mount::open_input(root, &relative).map_err(|e| format!("input {spec:?}: {e}"))?;
     Ok(HostInput {
         root: root.clone(),
         relative,

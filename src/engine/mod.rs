@@ -141,6 +141,28 @@ impl Engine {
         run::job(r, action, &self.policy, self, self.cache.as_ref())
     }
 
+    /// A job with host inputs bound at /app/in (resolved against the policy's host roots by
+    /// the caller: crate::inputs); its jail is built for it, never a warm one.
+    pub fn run_with_inputs(
+        &self,
+        action: &[u8],
+        caller: Option<u32>,
+        inputs: Vec<crate::plan::HostInput>,
+    ) -> Record {
+        if inputs.is_empty() {
+            return self.run(action, caller);
+        }
+        let mut r = Recorder::new();
+        if let Some(uid) = caller {
+            r.set("caller", json!({ "uid": uid }));
+        }
+        let source = WithInputs {
+            engine: self,
+            inputs,
+        };
+        run::job(r, action, &self.policy, &source, self.cache.as_ref())
+    }
+
     /// `agentjail check` on these action bytes: the decision, and whether it allows.
     pub fn check(&self, action: &[u8]) -> (Value, bool) {
         run::check_bytes(&self.policy.policy, action)
@@ -375,6 +397,34 @@ impl JailSource for Engine {
 
     fn teardown(&self, t: Teardown) {
         Engine::teardown(self, t);
+    }
+}
+
+/// The engine, for one job that brings host inputs.
+struct WithInputs<'a> {
+    engine: &'a Engine,
+    inputs: Vec<crate::plan::HostInput>,
+}
+
+impl JailSource for WithInputs<'_> {
+    fn acquire(
+        &self,
+        policy: &crate::policy::Policy,
+        job: &run::JobInputs,
+    ) -> Result<Acquired, JailError> {
+        self.engine.acquire(policy, job)
+    }
+
+    fn interrupt(&self) -> Option<Interrupt<'_>> {
+        self.engine.interrupt()
+    }
+
+    fn inputs(&self) -> &[crate::plan::HostInput] {
+        &self.inputs
+    }
+
+    fn teardown(&self, t: Teardown) {
+        Engine::teardown(self.engine, t);
     }
 }
 

@@ -4,6 +4,8 @@
 //!
 //! ```text
 //! {"id": "r1", "op": "run", "action": {...}}                → {"id": "r1", "record": {...}}
+//! {"id": "r1", "op": "run", "action": {...}, "inputs": ["/srv/data/x.csv:x.csv"]}
+//!                                            (host inputs, as `run --input`; policy host_roots)
 //! {"id": "r2", "op": "check", "action": {...}}              → {"id": "r2", "decision": {...}}
 //! {"id": "r3", "op": "session_start", "policy_hints": {...}} → {"id": "r3", "session": "<id>"}
 //! {"id": "r4", "op": "session_exec", "session": "<id>", "code": "...", "timeout_s": 2}
@@ -20,6 +22,8 @@ use serde_json::{json, Value};
 
 /// Longest request line accepted (an action may carry a 16 MiB payload).
 pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// Most host inputs one run request may name.
+pub const MAX_INPUTS: usize = 16;
 /// Longest request id echoed back.
 pub const MAX_ID_CHARS: usize = 128;
 
@@ -27,6 +31,9 @@ pub const MAX_ID_CHARS: usize = 128;
 pub enum Op {
     Run {
         action: Vec<u8>,
+        /// Host inputs, `HOST_PATH[:NAME]` as `run --input` takes them (resolved against the
+        /// policy's files.host_roots by the server, not here).
+        inputs: Vec<String>,
     },
     Check {
         action: Vec<u8>,
@@ -109,7 +116,8 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         )),
     };
     let allowed: &[&str] = match op.as_str() {
-        "run" | "check" => &["action"],
+        "run" => &["action", "inputs"],
+        "check" => &["action"],
         "session_start" => &["policy_hints"],
         "session_exec" => &["session", "code", "timeout_s"],
         "session_close" => &["session"],
@@ -161,7 +169,28 @@ fn build_op(
                 }
             };
             if op == "run" {
-                Op::Run { action }
+                let inputs = match obj.remove("inputs") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(items))
+                        if items.len() <= MAX_INPUTS
+                            && items.iter().all(|i| {
+                                i.as_str().is_some_and(|s| !s.is_empty() && s.len() <= 4096)
+                            }) =>
+                    {
+                        items
+                            .into_iter()
+                            .filter_map(|i| i.as_str().map(str::to_string))
+                            .collect()
+                    }
+                    Some(_) => {
+                        return Err(err(
+                            id,
+                            "bad_request",
+                            format!("\"inputs\" must be a list of at most {MAX_INPUTS} \"HOST_PATH[:NAME]\" strings"),
+                        ))
+                    }
+                };
+                Op::Run { action, inputs }
             } else {
                 Op::Check { action }
             }
