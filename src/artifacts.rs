@@ -31,6 +31,8 @@ use std::os::unix::ffi::OsStrExt;
 /// Deepest directory walked, and most entries looked at, per collection.
 const MAX_DEPTH: usize = 16;
 const MAX_ENTRIES: usize = 10_000;
+/// Most skipped entries listed; the rest are counted (`skipped_more`).
+pub const MAX_SKIPPED: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Artifact {
@@ -58,6 +60,8 @@ pub struct Skipped {
 pub struct Collected {
     pub artifacts: Vec<Artifact>,
     pub skipped: Vec<Skipped>,
+    /// Skipped entries past MAX_SKIPPED, counted, not listed.
+    pub skipped_more: u64,
 }
 
 /// Open /app/out of a running jail: `/proc/<init>/root` (the jail's root), then `app/out`
@@ -119,7 +123,11 @@ pub fn collect(dir: &OwnedFd, caps: &ArtifactsPolicy) -> Collected {
 
 impl Walk<'_> {
     fn skip(&mut self, path: String, reason: &'static str) {
-        self.out.skipped.push(Skipped { path, reason });
+        if self.out.skipped.len() < MAX_SKIPPED {
+            self.out.skipped.push(Skipped { path, reason });
+        } else {
+            self.out.skipped_more += 1;
+        }
     }
 
     fn dir(&mut self, dir: &OwnedFd, prefix: &str, depth: usize) {
@@ -133,15 +141,16 @@ impl Walk<'_> {
         names.sort();
         for raw in names {
             self.seen += 1;
+            if self.seen > MAX_ENTRIES {
+                // The walk looks no further; what it did not look at is counted.
+                self.out.skipped_more += 1;
+                continue;
+            }
             let Some(name) = good_name(&raw) else {
                 self.skip(format!("{prefix}{}", escaped(&raw)), "bad_name");
                 continue;
             };
             let path = format!("{prefix}{name}");
-            if self.seen > MAX_ENTRIES {
-                self.skip(path, "over_budget");
-                continue;
-            }
             let Ok(c) = CString::new(name) else { continue };
             self.entry(dir, &c, path, depth);
         }
@@ -408,7 +417,14 @@ pub fn record_fields(
             v
         })
         .collect();
-    (serde_json::json!(artifacts), serde_json::json!(c.skipped))
+    let mut skipped = serde_json::json!(c.skipped);
+    if c.skipped_more > 0 {
+        if let Some(list) = skipped.as_array_mut() {
+            list.push(serde_json::json!({"path": "…", "reason": "over_budget",
+                                         "more": c.skipped_more}));
+        }
+    }
+    (serde_json::json!(artifacts), skipped)
 }
 
 #[cfg(test)]
@@ -459,6 +475,47 @@ mod tests {
         assert_eq!(
             reasons,
             vec![("pipe", "not_regular"), ("sock", "not_regular")]
+        );
+    }
+
+    fn open_dir(p: &std::path::Path) -> OwnedFd {
+        let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+        sys::owned(sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap())
+    }
+
+    /// A 1 TB sparse file costs nothing to make on the host (no jail can: RLIMIT_FSIZE); the
+    /// collector sees its size first and never reads it.
+    #[test]
+    fn a_sparse_terabyte_is_listed_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(d.path().join("huge.bin")).unwrap();
+        f.set_len(1 << 40).unwrap();
+        let got = collect(&open_dir(d.path()), &ArtifactsPolicy::default());
+        assert!(got.artifacts.is_empty());
+        assert_eq!(got.skipped[0].reason, "too_large");
+    }
+
+    /// Twice the walk's bound in empty files (a jail cannot make even 100: its /app/out has
+    /// a few dozen inodes, tests/files_artifacts.rs): the walk stops looking after
+    /// MAX_ENTRIES and lists at most max_count artifacts and MAX_SKIPPED skips.
+    #[test]
+    fn twenty_thousand_files_are_a_bounded_walk() {
+        const N: usize = 2 * MAX_ENTRIES;
+        let d = tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        for i in 0..N {
+            std::fs::File::create(d.path().join(format!("f{i:06}"))).unwrap();
+        }
+        let caps = ArtifactsPolicy::default();
+        let got = collect(&open_dir(d.path()), &caps);
+        assert_eq!(got.artifacts.len() as u64, caps.max_count);
+        assert!(got.skipped.iter().all(|s| s.reason == "over_budget"));
+        // The list is bounded; the rest is a count.
+        assert_eq!(got.skipped.len(), MAX_SKIPPED);
+        assert_eq!(
+            got.skipped_more as usize,
+            N - caps.max_count as usize - MAX_SKIPPED
         );
     }
 }

@@ -372,6 +372,10 @@ const PLANT: &str = r#"
 set -u
 echo real > real.txt
 ln -s /etc/passwd passwd_link
+ln -s /etc/shadow shadow_link
+ln -s /proc/self/environ environ_link
+mkdir swapped && echo x > swapped/f && mv swapped swapped.old && ln -s /etc swapped
+printf 'x' > "$(printf 'bad\377utf8')"
 ln -s ../../../../../../etc escape_dir
 ln -s /proc/self/root/etc/hostname proc_link
 echo h > h1 && ln h1 hard_link
@@ -379,10 +383,12 @@ truncate -s 200M sparse.bin
 printf 'x' > "$(printf 'bad\nname')"
 printf 'x' > "$(printf 'esc\033[31mred')"
 mkdir sub && ln -s .. sub/loop
-mkdir -p d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d && echo deep > d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/deep.txt
 ( sleep 0.3; echo late > late.txt ) &
 exit 0
 "#;
+
+/// A tree deeper than the collector walks (16 directories).
+const DEEP: &str = "mkdir -p d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d && echo deep > d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/deep.txt";
 
 #[test]
 fn planted_links_sparse_files_and_hostile_names_stay_in_the_jail() {
@@ -424,7 +430,7 @@ fn planted_links_sparse_files_and_hostile_names_stay_in_the_jail() {
             }
         }
         found.sort();
-        assert_eq!(found, vec!["real.txt"], "{who:?}");
+        assert_eq!(found, vec!["real.txt", "swapped.old/f"], "{who:?}");
         assert!(!s.path().join("etc").exists());
         // The host's /etc is untouched and no file appeared next to the directory.
         let siblings: Vec<_> = std::fs::read_dir(s.path()).unwrap().collect();
@@ -458,25 +464,38 @@ fn the_record_names_every_planted_trap() {
     let rec = s.path().join("record.json");
     let rs = rec.display().to_string();
     let who = variants()[0];
-    let out = agentjail(
-        who,
-        &[
-            "exec",
-            "--policy",
-            &pd,
-            "--record",
-            &rs,
-            "--artifacts-dir",
-            &ds,
-            "--",
-            "/bin/sh",
-            "-c",
-            PLANT,
-        ],
-        b"",
+    let exec = |script: &str, dir: &str| {
+        let out = agentjail(
+            who,
+            &[
+                "exec",
+                "--policy",
+                &pd,
+                "--record",
+                &rs,
+                "--artifacts-dir",
+                dir,
+                "--",
+                "/bin/sh",
+                "-c",
+                script,
+            ],
+            b"",
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        serde_json::from_slice::<Value>(&std::fs::read(&rec).unwrap()).unwrap()
+    };
+    let deep = exec(DEEP, &s.path().join("deep").display().to_string());
+    assert!(
+        deep["artifacts_skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["reason"] == "over_budget" && s["path"].as_str().unwrap().starts_with("d/")),
+        "the 17-deep tree is cut at 16: {deep:#}"
     );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let r: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    assert_eq!(deep["artifacts"].as_array().unwrap().len(), 0, "{deep:#}");
+    let r = exec(PLANT, &ds);
     let reason = |path: &str| {
         r["artifacts_skipped"]
             .as_array()
@@ -486,6 +505,10 @@ fn the_record_names_every_planted_trap() {
             .map(|s| s["reason"].as_str().unwrap().to_string())
     };
     assert_eq!(reason("passwd_link").as_deref(), Some("symlink"), "{r:#}");
+    assert_eq!(reason("shadow_link").as_deref(), Some("symlink"));
+    assert_eq!(reason("environ_link").as_deref(), Some("symlink"));
+    assert_eq!(reason("swapped").as_deref(), Some("symlink"));
+    assert_eq!(reason("bad\\xffutf8").as_deref(), Some("bad_name"), "{r:#}");
     assert_eq!(reason("escape_dir").as_deref(), Some("symlink"));
     assert_eq!(reason("proc_link").as_deref(), Some("symlink"));
     assert_eq!(reason("sub/loop").as_deref(), Some("symlink"));
@@ -493,14 +516,6 @@ fn the_record_names_every_planted_trap() {
     // Both names of a hard-linked file are skipped: which one is "the" file is ambiguous.
     assert_eq!(reason("hard_link").as_deref(), Some("hardlink"));
     assert_eq!(reason("bad\\nname").as_deref(), Some("bad_name"), "{r:#}");
-    assert!(
-        r["artifacts_skipped"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["reason"] == "over_budget" && s["path"].as_str().unwrap().starts_with("d/")),
-        "the 17-deep tree is cut at 16: {r:#}"
-    );
     // The background writer was killed with the jail, before collection.
     assert!(reason("late.txt").is_none());
     assert!(!r["artifacts"].to_string().contains("late.txt"));
@@ -746,4 +761,148 @@ fn an_input_swapped_for_a_symlink_mid_launch_never_reads_outside() {
             "unexpected outcome {k}: {outcomes:?}"
         );
     }
+}
+
+#[test]
+fn no_fifo_and_no_terabyte_file_can_be_made_in_the_jail() {
+    let p = policy(&[]);
+    let pd = p.display().to_string();
+    for who in variants() {
+        let s = scratch("fifo");
+        let rec = s.path().join("r.json");
+        let (rs, ds) = (
+            rec.display().to_string(),
+            s.path().join("out").display().to_string(),
+        );
+        // mkfifo is mknodat, outside every seccomp group: the jail is stopped.
+        let out = agentjail(
+            who,
+            &[
+                "exec",
+                "--policy",
+                &pd,
+                "--record",
+                &rs,
+                "--artifacts-dir",
+                &ds,
+                "--",
+                "/bin/sh",
+                "-c",
+                "mkfifo pipe; echo survived",
+            ],
+            b"",
+        );
+        assert_eq!(out.code, 124, "{who:?}: {}", out.stderr);
+        assert!(!out.stdout.contains("survived"));
+        let r: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+        assert_eq!(r["stop_reason"], "code_forbidden_syscall:mknodat", "{r:#}");
+        assert_eq!(r["artifacts"], json!([]), "{r:#}");
+        // A 1 TB sparse file: RLIMIT_FSIZE stops truncate (SIGXFSZ); what is left is empty.
+        let ds2 = s.path().join("out2").display().to_string();
+        let out = agentjail(
+            who,
+            &[
+                "exec",
+                "--policy",
+                &pd,
+                "--record",
+                &rs,
+                "--artifacts-dir",
+                &ds2,
+                "--",
+                "/bin/sh",
+                "-c",
+                "truncate -s 1T huge.bin; echo rc=$?",
+            ],
+            b"",
+        );
+        assert!(out.stdout.contains("rc=153"), "{who:?}: {}", out.stdout);
+        let r: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+        assert_eq!(r["artifacts"][0]["bytes"], 0, "{r:#}");
+    }
+}
+
+/// One sample of each built-in redaction kind, and a look-alike of each that must survive.
+const SECRETS: &[(&str, &str)] = &[
+    ("aws_access_key", "AKIAQWERTYUIOPASDFGH"),
+    ("api_key", "sk-proj-Zx81kQmP02vLrT5sYw9aBc3dEf"),
+    ("bearer_token", "Bearer eyAbCdEfGhIjKlMnOpQrStUv"),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJlX2J5dGVz",
+    ),
+    ("github_token", "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"),
+    ("slack_token", "xoxb-2024-0123456789-abcdefghij"),
+    ("google_api_key", "AIzaSyD-0123456789abcdefghijklmnopqrstu"),
+];
+const LOOK_ALIKES: &[&str] = &[
+    "AKIA-not-a-key",
+    "sk-short",
+    "bearer of news",
+    "eyJ.only.dots",
+    "ghp_short",
+    "checksum e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+];
+
+#[test]
+fn the_audit_log_never_holds_a_key_the_program_printed() {
+    let p = policy(&[]);
+    let mut lines: Vec<String> = SECRETS.iter().map(|(_, s)| s.to_string()).collect();
+    lines.push(
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+            .into(),
+    );
+    lines.extend(LOOK_ALIKES.iter().map(|s| s.to_string()));
+    let payload = serde_json::to_string(&lines).unwrap();
+    // The keys go to stdout, an error message (and the traceback on stderr) and an artifact
+    // name.
+    let code = format!(
+        "import json\nlines = {payload}\nopen(lines[0] + '.txt', 'w').write('x')\nprint(json.dumps({{'lines': lines}}))\nraise ValueError(lines[1])\n"
+    );
+    for who in variants() {
+        let s = scratch("audit");
+        let log = s.path().join("audit.jsonl");
+        let ls = log.display().to_string();
+        let out = run(who, &p, &["--audit-log", &ls], &action(&code, None));
+        let printed = out.record();
+        assert_eq!(
+            printed["stop_reason"], "code_runtime_error:1",
+            "{printed:#}"
+        );
+        let audit = std::fs::read_to_string(&log).unwrap();
+        for (kind, secret) in SECRETS {
+            // The caller gets what the program printed (redaction.printed = false)...
+            assert!(
+                out.stdout.contains(&json_text(secret)),
+                "{kind} not printed"
+            );
+            // ...the log does not.
+            assert!(
+                !audit.contains(&json_text(secret)),
+                "{who:?}: {kind} in the audit log"
+            );
+            assert!(
+                audit.contains(&format!("[REDACTED:{kind}]")),
+                "{kind}: {audit}"
+            );
+        }
+        assert!(!audit.contains("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"));
+        assert!(audit.contains("[REDACTED:private_key]"));
+        for benign in LOOK_ALIKES {
+            assert!(audit.contains(&json_text(benign)), "{benign} was redacted");
+        }
+        let logged: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+        // stdout (8), the error message, the traceback, the artifact name.
+        let n = logged["redaction"]["replacements"].as_u64().unwrap();
+        assert!(n >= 11, "{n}: {logged:#}");
+        assert_eq!(logged["redaction"], printed["redaction"]);
+        assert!(logged["artifacts"][0].get("content_base64").is_none());
+        assert!(printed["artifacts"][0].get("content_base64").is_some());
+    }
+}
+
+/// How `s` appears inside a JSON string.
+fn json_text(s: &str) -> String {
+    let q = serde_json::to_string(s).unwrap();
+    q[1..q.len() - 1].to_string()
 }
