@@ -906,3 +906,43 @@ fn json_text(s: &str) -> String {
     let q = serde_json::to_string(s).unwrap();
     q[1..q.len() - 1].to_string()
 }
+
+#[test]
+fn the_plot_example_draws_the_seed_incident() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let action = std::fs::read(format!("{root}/examples/plot/action.json")).unwrap();
+    let a: Value = serde_json::from_slice(&action).unwrap();
+    // The CSV shipped beside the example is the one the action carries.
+    let csv = std::fs::read_to_string(format!("{root}/examples/plot/transactions.csv")).unwrap();
+    assert_eq!(a["files"][0]["content"], csv);
+    assert_eq!(csv.lines().count(), 61, "a header and the seed's 60 transactions");
+    let p = policy(&[]);
+    for who in variants() {
+        let r = run(who, &p, &[], &action).record();
+        assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        // The seed's numbers (seed 000's expected output).
+        let o = &r["output"];
+        assert_eq!(o["sample_size"], 60);
+        assert_eq!(o["chargeback_alerts"], 1);
+        assert_eq!(o["incident_severity"], "P1");
+        assert_eq!(o["eta_minutes"], 45);
+        assert_eq!(o["p95_latency_ms"].as_f64(), Some(187.0));
+        assert_eq!(o["avg_latency_ms"].as_f64(), Some(167.0));
+        assert!((o["failed_payment_rate"].as_f64().unwrap() - 2.0 / 60.0).abs() < 1e-12);
+        // One artifact: latency.png, a PNG 800 x 450 (8 x 4.5 in at 100 dpi).
+        let arts = r["artifacts"].as_array().unwrap();
+        assert_eq!(arts.len(), 1, "{r:#}");
+        assert_eq!(arts[0]["path"], "latency.png");
+        assert_eq!(arts[0]["media_type"], "image/png");
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(arts[0]["content_base64"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        assert_eq!(&png[12..16], b"IHDR");
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+        assert_eq!((width, height), (800, 450));
+        assert!(png.len() > 10_000, "a real plot, not a blank: {} bytes", png.len());
+        assert_eq!(arts[0]["sha256"], sha_hex(&png));
+    }
+}
