@@ -543,63 +543,67 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
             KNOWN_HINTS.join(", ")
         )));
     }
-    let mut hints = PolicyHints::default();
-    match map.get("allowed_languages") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            let mut langs = Vec::with_capacity(items.len());
-            for item in items {
-                match item {
-                    Value::String(s) if !s.trim().is_empty() => langs.push(s.trim().to_lowercase()),
-                    _ => {
-                        return Err(hint_error(
-                            "policy_hints.allowed_languages must be non-empty strings",
-                        ))
-                    }
-                }
-            }
-            hints.allowed_languages = Some(langs);
-        }
+    Ok(PolicyHints {
+        allowed_languages: hint_languages(map.get("allowed_languages"))?,
+        max_code_chars: hint_code_chars(map.get("max_code_chars"))?,
+        exec_timeout_seconds: hint_timeout(map.get("exec_timeout_seconds"))?,
+        network_access: hint_network(map.get("network_access"))?,
+    })
+}
+
+fn hint_languages(v: Option<&Value>) -> Result<Option<Vec<String>>, ContractError> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
         Some(_) => {
             return Err(hint_error(
                 "policy_hints.allowed_languages must be an array of strings",
             ))
         }
-    }
-    match map.get("max_code_chars") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(n)) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
-            Some(n) => hints.max_code_chars = Some(n),
-            None => {
-                return Err(hint_error(
-                    "policy_hints.max_code_chars must be a non-negative integer",
-                ))
-            }
-        },
-        Some(_) => {
-            return Err(hint_error(
-                "policy_hints.max_code_chars must be a non-negative integer",
-            ))
-        }
-    }
-    match map.get("exec_timeout_seconds") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(s) if s.is_finite() && s > 0.0 => hints.exec_timeout_seconds = Some(s),
+    };
+    let mut langs = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::String(s) if !s.trim().is_empty() => langs.push(s.trim().to_lowercase()),
             _ => {
                 return Err(hint_error(
-                    "policy_hints.exec_timeout_seconds must be a positive number",
+                    "policy_hints.allowed_languages must be non-empty strings",
                 ))
             }
-        },
-        Some(_) => {
-            return Err(hint_error(
-                "policy_hints.exec_timeout_seconds must be a positive number",
-            ))
         }
     }
-    match map.get("network_access") {
-        None | Some(Value::Null) => {}
+    Ok(Some(langs))
+}
+
+fn hint_code_chars(v: Option<&Value>) -> Result<Option<usize>, ContractError> {
+    let bad = || hint_error("policy_hints.max_code_chars must be a non-negative integer");
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
+}
+
+fn hint_timeout(v: Option<&Value>) -> Result<Option<f64>, ContractError> {
+    let bad = || hint_error("policy_hints.exec_timeout_seconds must be a positive number");
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if s.is_finite() && s > 0.0 => Ok(Some(s)),
+            _ => Err(bad()),
+        },
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Only "denied" (and its spellings) is accepted: agentjail never grants network access.
+fn hint_network(v: Option<&Value>) -> Result<Option<String>, ContractError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
             let norm = s.trim().to_lowercase();
             if !NETWORK_DENIED_VALUES.contains(&norm.as_str()) {
@@ -611,15 +615,12 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
                     ),
                 });
             }
-            hints.network_access = Some(norm);
+            Ok(Some(norm))
         }
-        Some(_) => {
-            return Err(hint_error(
-                "policy_hints.network_access must be a string such as \"denied\"",
-            ))
-        }
+        Some(_) => Err(hint_error(
+            "policy_hints.network_access must be a string such as \"denied\"",
+        )),
     }
-    Ok(hints)
 }
 
 /// The output schema must compile under agentjail's bounded validator (a strict subset of

@@ -227,36 +227,52 @@ fn dispatch(command: Command) -> i32 {
             print_plan,
             cmd,
         } => {
-            let Ok(loaded) = load(policy.as_deref()) else {
-                return ExitStatus::Error as i32;
-            };
-            let artifacts_dir = match artifacts_dir.filter(|_| !print_plan) {
-                Some(d) => match agentjail::artifacts::ArtifactsDir::open(&d) {
-                    Ok(d) => Some(d),
-                    Err(e) => {
-                        eprintln!("agentjail: {e}");
-                        return ExitStatus::Error as i32;
-                    }
+            return exec_command(
+                policy.as_deref(),
+                agentjail::exec::ExecArgs {
+                    policy: Default::default(),
+                    policy_path: String::new(),
+                    policy_sha256: String::new(),
+                    record,
+                    time_limit,
+                    memory_limit,
+                    output_limit,
+                    artifacts_dir: None,
+                    print_plan,
+                    cmd,
                 },
-                None => None,
-            };
-            return agentjail::exec::exec(agentjail::exec::ExecArgs {
-                policy: loaded.policy,
-                policy_path: loaded.path,
-                policy_sha256: loaded.sha256,
-                record,
-                time_limit,
-                memory_limit,
-                output_limit,
                 artifacts_dir,
-                print_plan,
-                cmd,
-            });
+            )
         }
         Command::Policy { action } => policy_command(action),
         Command::Doctor { json } => return agentjail::doctor_command(json),
     };
     status.unwrap_or_else(|e| e) as i32
+}
+
+/// `exec`: load the policy, open the artifacts directory (unless only printing the plan),
+/// run. A flag that cannot be honoured stops it with exit 2 before any jail.
+fn exec_command(
+    policy: Option<&Path>,
+    mut args: agentjail::exec::ExecArgs,
+    artifacts_dir: Option<PathBuf>,
+) -> i32 {
+    let Ok(loaded) = load(policy) else {
+        return ExitStatus::Error as i32;
+    };
+    args.policy = loaded.policy;
+    args.policy_path = loaded.path;
+    args.policy_sha256 = loaded.sha256;
+    if let Some(d) = artifacts_dir.filter(|_| !args.print_plan) {
+        match agentjail::artifacts::ArtifactsDir::open(&d) {
+            Ok(d) => args.artifacts_dir = Some(d),
+            Err(e) => {
+                eprintln!("agentjail: {e}");
+                return ExitStatus::Error as i32;
+            }
+        }
+    }
+    agentjail::exec::exec(args)
 }
 
 fn main() {

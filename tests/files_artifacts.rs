@@ -915,7 +915,11 @@ fn the_plot_example_draws_the_seed_incident() {
     // The CSV shipped beside the example is the one the action carries.
     let csv = std::fs::read_to_string(format!("{root}/examples/plot/transactions.csv")).unwrap();
     assert_eq!(a["files"][0]["content"], csv);
-    assert_eq!(csv.lines().count(), 61, "a header and the seed's 60 transactions");
+    assert_eq!(
+        csv.lines().count(),
+        61,
+        "a header and the seed's 60 transactions"
+    );
     let p = policy(&[]);
     for who in variants() {
         let r = run(who, &p, &[], &action).record();
@@ -942,7 +946,11 @@ fn the_plot_example_draws_the_seed_incident() {
         let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
         let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
         assert_eq!((width, height), (800, 450));
-        assert!(png.len() > 10_000, "a real plot, not a blank: {} bytes", png.len());
+        assert!(
+            png.len() > 10_000,
+            "a real plot, not a blank: {} bytes",
+            png.len()
+        );
         assert_eq!(arts[0]["sha256"], sha_hex(&png));
     }
 }

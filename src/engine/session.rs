@@ -308,66 +308,66 @@ impl Session {
         self.calls += 1;
         r.set_enforcement(jail.enforcement());
         match end {
-            CallEnd::Done(c) => {
-                self.exec += Duration::from_micros(c.wall_us);
-                r.set("execution", call_execution(&c));
-                self.call_artifacts(r);
-                let done = done_report(&c.replies.data);
-                let detail = json!({"program_wall_us": c.wall_us});
-                match done {
-                    Some((true, value, _)) => {
-                        r.set("value", value);
-                        r.phase(Phase::Execute, true, t, detail);
-                        Ok(())
-                    }
-                    Some((false, _, error)) => {
-                        r.set("error", error);
-                        r.phase(Phase::Execute, false, t, detail);
-                        Err((
-                            crate::run::Stopped {
-                                reason: StopReason::CodeRuntimeError(1),
-                                phase: Phase::Execute,
-                            },
-                            None,
-                        ))
-                    }
-                    None => {
-                        r.phase(Phase::Execute, false, t, detail);
-                        Err((
-                            crate::run::Stopped {
-                                reason: StopReason::CodeRuntimeError(1),
-                                phase: Phase::Execute,
-                            },
-                            None,
-                        ))
-                    }
-                }
-            }
-            CallEnd::Ended(o) => {
-                self.exec += Duration::from_micros(o.wall_us);
-                r.set("execution", record::execution_json(&o));
-                let reason = record::jail_verdict(&o, self.policy.limits.memory.0)
-                    .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
-                if let Some(e) = runner::error_report(&o.replies.data) {
-                    r.set("error", e);
-                }
-                r.phase(
-                    Phase::Execute,
-                    false,
-                    t,
-                    json!({"program_wall_us": o.wall_us}),
-                );
-                let why = reason.to_string();
-                // The jail is gone; the session ends with it (a clean exit included).
-                Err((
-                    crate::run::Stopped {
-                        reason,
-                        phase: Phase::Execute,
-                    },
-                    Some(why),
-                ))
-            }
+            CallEnd::Done(c) => self.call_done(r, &c, t),
+            CallEnd::Ended(o) => self.call_ended(r, &o, t),
         }
+    }
+
+    /// The interpreter reported done: the call's value or its exception (the runner's
+    /// report, marked source: runner); the session lives on.
+    fn call_done(
+        &mut self,
+        r: &mut Recorder,
+        c: &supervise::CallOutcome,
+        t: Instant,
+    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+        self.exec += Duration::from_micros(c.wall_us);
+        r.set("execution", call_execution(c));
+        self.call_artifacts(r);
+        let detail = json!({"program_wall_us": c.wall_us});
+        if let Some((true, value, _)) = done_report(&c.replies.data) {
+            r.set("value", value);
+            r.phase(Phase::Execute, true, t, detail);
+            return Ok(());
+        }
+        if let Some((false, _, error)) = done_report(&c.replies.data) {
+            r.set("error", error);
+        }
+        r.phase(Phase::Execute, false, t, detail);
+        let stop = crate::run::Stopped {
+            reason: StopReason::CodeRuntimeError(1),
+            phase: Phase::Execute,
+        };
+        Err((stop, None))
+    }
+
+    /// The jail ended during the call (a limit, a forbidden syscall, an exit): the verdict
+    /// is the kernel's and the supervisor's, and the session ends with its jail.
+    fn call_ended(
+        &mut self,
+        r: &mut Recorder,
+        o: &supervise::Outcome,
+        t: Instant,
+    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+        self.exec += Duration::from_micros(o.wall_us);
+        r.set("execution", record::execution_json(o));
+        let reason = record::jail_verdict(o, self.policy.limits.memory.0)
+            .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
+        if let Some(e) = runner::error_report(&o.replies.data) {
+            r.set("error", e);
+        }
+        r.phase(
+            Phase::Execute,
+            false,
+            t,
+            json!({"program_wall_us": o.wall_us}),
+        );
+        let why = reason.to_string();
+        let stop = crate::run::Stopped {
+            reason,
+            phase: Phase::Execute,
+        };
+        Err((stop, Some(why)))
     }
 }
 

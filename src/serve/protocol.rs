@@ -169,27 +169,7 @@ fn build_op(
                 }
             };
             if op == "run" {
-                let inputs = match obj.remove("inputs") {
-                    None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(items))
-                        if items.len() <= MAX_INPUTS
-                            && items.iter().all(|i| {
-                                i.as_str().is_some_and(|s| !s.is_empty() && s.len() <= 4096)
-                            }) =>
-                    {
-                        items
-                            .into_iter()
-                            .filter_map(|i| i.as_str().map(str::to_string))
-                            .collect()
-                    }
-                    Some(_) => {
-                        return Err(err(
-                            id,
-                            "bad_request",
-                            format!("\"inputs\" must be a list of at most {MAX_INPUTS} \"HOST_PATH[:NAME]\" strings"),
-                        ))
-                    }
-                };
+                let inputs = run_inputs(obj.remove("inputs"), id)?;
                 Op::Run { action, inputs }
             } else {
                 Op::Check { action }
@@ -201,26 +181,7 @@ fn build_op(
         "session_exec" => {
             let session = string(&mut obj, "session")?;
             let code = string(&mut obj, "code")?;
-            let timeout_s = match obj.remove("timeout_s") {
-                None | Some(Value::Null) => None,
-                Some(Value::Number(n)) => match n.as_f64() {
-                    Some(t) if t.is_finite() && t > 0.0 => Some(t),
-                    _ => {
-                        return Err(err(
-                            id,
-                            "bad_request",
-                            "\"timeout_s\" must be a positive number",
-                        ))
-                    }
-                },
-                Some(_) => {
-                    return Err(err(
-                        id,
-                        "bad_request",
-                        "\"timeout_s\" must be a positive number",
-                    ))
-                }
-            };
+            let timeout_s = timeout(obj.remove("timeout_s"), id)?;
             Op::SessionExec {
                 session,
                 code,
@@ -232,6 +193,49 @@ fn build_op(
         },
         _ => Op::Stats,
     })
+}
+
+/// A run request's `inputs`: at most MAX_INPUTS non-empty strings (resolved by the server).
+fn run_inputs(v: Option<Value>, id: &Value) -> Result<Vec<String>, ProtocolError> {
+    let ok = |s: &str| !s.is_empty() && s.len() <= 4096;
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items))
+            if items.len() <= MAX_INPUTS && items.iter().all(|i| i.as_str().is_some_and(ok)) =>
+        {
+            Ok(items
+                .into_iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect())
+        }
+        Some(_) => Err(err(
+            id,
+            "bad_request",
+            format!(
+                "\"inputs\" must be a list of at most {MAX_INPUTS} \"HOST_PATH[:NAME]\" strings"
+            ),
+        )),
+    }
+}
+
+/// A session call's `timeout_s`: absent, or a positive finite number of seconds.
+fn timeout(v: Option<Value>, id: &Value) -> Result<Option<f64>, ProtocolError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(t) if t.is_finite() && t > 0.0 => Ok(Some(t)),
+            _ => Err(err(
+                id,
+                "bad_request",
+                "\"timeout_s\" must be a positive number",
+            )),
+        },
+        Some(_) => Err(err(
+            id,
+            "bad_request",
+            "\"timeout_s\" must be a positive number",
+        )),
+    }
 }
 
 /// The error response line's value.
