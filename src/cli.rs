@@ -1,4 +1,4 @@
-//! Command-line definitions only (clap). The spellings are fixed by DESIGN.md.
+//! Command-line definitions only (clap). The spellings are a fixed contract (docs/ARCHITECTURE.md).
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -22,7 +22,7 @@ pub struct ExecArgs {
     pub cmd: Vec<String>,
 }
 
-/// Exit codes fixed by DESIGN.md.
+/// Exit codes of the fixed command-line contract (docs/ARCHITECTURE.md, README).
 pub const EXIT_STOPPED: i32 = 124;
 pub const EXIT_SETUP: i32 = 125;
 
