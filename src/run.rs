@@ -458,9 +458,9 @@ pub fn job(
         "policy",
         json!({"path": policy.path, "sha256": policy.sha256}),
     );
-    // Host inputs are not in the action, so no key could cover them: such jobs are never
-    // answered from, or stored in, the cache.
-    let cache = cache.filter(|_| source.inputs().is_empty());
+    // Host inputs are not in the action, so no key could cover them; and a stored record
+    // cannot write artifacts into a directory: such jobs never use the cache.
+    let cache = cache.filter(|_| source.inputs().is_empty() && source.artifacts_dir().is_none());
     let mut key: Option<String> = None;
     let ended = (|| -> Result<Option<Value>, Stopped> {
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;
