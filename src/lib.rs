@@ -18,6 +18,7 @@ pub mod ids;
 pub mod jail;
 pub mod json;
 pub mod launch;
+pub mod mcp;
 pub mod output;
 pub mod plan;
 pub mod policy;

@@ -118,6 +118,56 @@ fn policy_command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
     }
 }
 
+/// The engine the server commands (`serve`, `mcp`) run on, from their shared flags.
+fn engine_config(
+    policy: Option<&Path>,
+    pool: Option<usize>,
+    cache: Option<PathBuf>,
+    cache_ttl: u64,
+) -> Result<agentjail::engine::EngineConfig, ExitStatus> {
+    Ok(agentjail::engine::EngineConfig {
+        policy: load(policy)?,
+        pool: pool.unwrap_or_else(agentjail::engine::default_pool_size),
+        spawners: 2,
+        cache: cache.map(|d| (d, std::time::Duration::from_secs(cache_ttl))),
+    })
+}
+
+/// Requests a server runs at once by default: 2 per core, at least 4.
+fn default_jobs() -> usize {
+    (agentjail::engine::default_pool_size() * 2).max(4)
+}
+
+/// `agentjail exec`: the command's own exit status (see `agentjail exec --help`).
+fn exec_command(command: Command) -> i32 {
+    let Command::Exec {
+        policy,
+        record,
+        time_limit,
+        memory_limit,
+        output_limit,
+        print_plan,
+        cmd,
+    } = command
+    else {
+        return ExitStatus::Error as i32;
+    };
+    let Ok(loaded) = load(policy.as_deref()) else {
+        return ExitStatus::Error as i32;
+    };
+    agentjail::exec::exec(agentjail::exec::ExecArgs {
+        policy: loaded.policy,
+        policy_path: loaded.path,
+        policy_sha256: loaded.sha256,
+        record,
+        time_limit,
+        memory_limit,
+        output_limit,
+        print_plan,
+        cmd,
+    })
+}
+
 /// Run one command; `exec` returns the command's own exit code, the others an ExitStatus.
 fn dispatch(command: Command) -> i32 {
     let status = match command {
@@ -143,48 +193,35 @@ fn dispatch(command: Command) -> i32 {
             cache_ttl,
             audit_log,
         } => {
-            let Ok(loaded) = load(policy.as_deref()) else {
+            let Ok(engine) = engine_config(policy.as_deref(), pool, cache, cache_ttl) else {
                 return ExitStatus::Error as i32;
             };
-            let cores = agentjail::engine::default_pool_size();
             return agentjail::serve::serve(agentjail::serve::ServeArgs {
-                engine: agentjail::engine::EngineConfig {
-                    policy: loaded,
-                    pool: pool.unwrap_or(cores),
-                    spawners: 2,
-                    cache: cache.map(|d| (d, std::time::Duration::from_secs(cache_ttl))),
-                },
-                jobs: jobs.unwrap_or((cores * 2).max(4)),
+                engine,
+                jobs: jobs.unwrap_or_else(default_jobs),
                 socket,
                 socket_group,
                 audit_log,
             });
         }
-        Command::Check { policy, action } => check(policy.as_deref(), &action),
-        Command::Exec {
+        Command::Mcp {
             policy,
-            record,
-            time_limit,
-            memory_limit,
-            output_limit,
-            print_plan,
-            cmd,
+            pool,
+            cache,
+            cache_ttl,
+            audit_log,
         } => {
-            let Ok(loaded) = load(policy.as_deref()) else {
+            let Ok(engine) = engine_config(policy.as_deref(), pool, cache, cache_ttl) else {
                 return ExitStatus::Error as i32;
             };
-            return agentjail::exec::exec(agentjail::exec::ExecArgs {
-                policy: loaded.policy,
-                policy_path: loaded.path,
-                policy_sha256: loaded.sha256,
-                record,
-                time_limit,
-                memory_limit,
-                output_limit,
-                print_plan,
-                cmd,
+            return agentjail::mcp::serve(agentjail::mcp::McpArgs {
+                engine,
+                jobs: default_jobs(),
+                audit_log,
             });
         }
+        Command::Check { policy, action } => check(policy.as_deref(), &action),
+        Command::Exec { .. } => return exec_command(command),
         Command::Policy { action } => policy_command(action),
         Command::Doctor { json } => return agentjail::doctor_command(json),
     };
