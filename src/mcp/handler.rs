@@ -26,6 +26,9 @@ use std::time::Duration;
 /// How often a long call reports progress (when the client asked for progress).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
+/// The longest a progress notification may hold up its call.
+const NOTIFY_WAIT: Duration = Duration::from_millis(250);
+
 /// The server's state, shared by every request of the connection.
 #[derive(Clone)]
 pub struct Handler(Arc<Inner>);
@@ -363,8 +366,10 @@ impl Progress {
         let mut p = ProgressNotificationParam::new(self.token.clone(), progress);
         p.total = total;
         p.message = Some(message);
-        // A client that stopped listening is not an error for the job.
-        let _ = self.peer.notify_progress(p).await;
+        // A client that stopped listening is not an error for the job. Bounded: once the
+        // input has ended, rmcp's loop no longer takes notifications and the send would wait
+        // for its whole drain, holding back the call's response.
+        let _ = tokio::time::timeout(NOTIFY_WAIT, self.peer.notify_progress(p)).await;
     }
 
     /// A start report, one per [`PROGRESS_EVERY`] while `task` runs, and an end report.

@@ -42,7 +42,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 pub struct McpArgs {
     pub engine: EngineConfig,
@@ -97,13 +96,13 @@ pub fn serve(args: McpArgs) -> i32 {
             return 2;
         }
     };
-    let ct = CancellationToken::new();
+    // The client is gone (or a signal): stop what runs now. The transport then ends the
+    // input, and rmcp answers the stopped calls before it returns.
     let gone: transport::Hook = {
-        let (engine, ct) = (Arc::clone(&engine), ct.clone());
+        let engine = Arc::clone(&engine);
         Arc::new(move |_why| {
             engine.stop_jobs();
             engine.close_sessions_of(owner.connection);
-            ct.cancel();
         })
     };
     let stdin = std::io::BufReader::new(std::io::stdin());
@@ -116,10 +115,10 @@ pub fn serve(args: McpArgs) -> i32 {
             return 2;
         }
     };
-    watch_signals(sigfd, gone);
+    watch_signals(sigfd, gone, stdio.input());
     let handler = handler::Handler::new(Arc::clone(&engine), owner, args.jobs, audit);
     let writer = stdio.writer();
-    runtime.block_on(serve_connection(handler, stdio, ct));
+    runtime.block_on(serve_connection(handler, stdio));
     engine.stop_jobs();
     engine.close_sessions_of(owner.connection);
     runtime.shutdown_timeout(DRAIN);
@@ -132,21 +131,15 @@ pub fn serve(args: McpArgs) -> i32 {
 /// Serve one connection until it ends. A stray first message (a notification or a response
 /// before any request) ends rmcp's handshake phase with an error; it is dropped and the
 /// server waits for the handshake again on the same streams, so no message can kill it.
-async fn serve_connection(
-    handler: handler::Handler,
-    stdio: transport::Stdio,
-    ct: CancellationToken,
-) {
+async fn serve_connection(handler: handler::Handler, stdio: transport::Stdio) {
     use rmcp::service::ServerInitializeError as E;
     loop {
-        match rmcp::service::serve_server_with_ct(handler.clone(), stdio.clone(), ct.clone()).await
-        {
+        match rmcp::service::serve_server(handler.clone(), stdio.clone()).await {
             Ok(running) => {
                 let _ = running.waiting().await;
                 return;
             }
             Err(E::ConnectionClosed(_) | E::Cancelled) => return,
-            Err(_) if ct.is_cancelled() => return,
             // Already answered where an answer was due (a failed initialize gets its error
             // response); wait for the next message.
             Err(_) => continue,
@@ -155,7 +148,7 @@ async fn serve_connection(
 }
 
 /// A thread that turns the first termination signal into the client-gone shutdown.
-fn watch_signals(sigfd: std::os::fd::OwnedFd, gone: transport::Hook) {
+fn watch_signals(sigfd: std::os::fd::OwnedFd, gone: transport::Hook, input: transport::Input) {
     let spawned = std::thread::Builder::new()
         .name("agentjail-mcp-signals".into())
         .spawn(move || loop {
@@ -163,6 +156,7 @@ fn watch_signals(sigfd: std::os::fd::OwnedFd, gone: transport::Hook) {
                 Ok(r) if r & libc::POLLIN != 0 => {
                     if sys::read_signalfd(sigfd.as_raw_fd()).is_some() {
                         gone("signal");
+                        input.close();
                         return;
                     }
                 }

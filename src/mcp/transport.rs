@@ -18,8 +18,9 @@
 //!   from a program reaches the client raw, and one message is always one line.
 //! * **Shutdown is ours.** The client closing stdin (MCP's stdio shutdown) or stdout breaking
 //!   (the client died) calls a hook at once, so running jails are stopped without waiting for
-//!   tokio to notice; reading stdin on a plain thread also keeps a blocked `read` out of the
-//!   runtime's shutdown.
+//!   tokio to notice, and then ends the input the way EOF does, so rmcp still sends the
+//!   stopped calls' records; reading stdin on a plain thread also keeps a blocked `read` out
+//!   of the runtime's shutdown.
 
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleServer;
@@ -50,7 +51,25 @@ pub type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
 #[derive(Clone)]
 pub struct Stdio {
     incoming: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<ClientJsonRpcMessage>>>,
+    input: Input,
     out: Writer,
+}
+
+/// The sending end of the incoming queue. Dropping it ends the input as EOF would: rmcp
+/// reads what is queued, then sees the connection close and sends the responses of calls
+/// still finishing (its drain), which a signal or a broken stdout needs as much as EOF.
+#[derive(Clone)]
+pub struct Input(Arc<Mutex<Option<tokio::sync::mpsc::Sender<ClientJsonRpcMessage>>>>);
+
+impl Input {
+    fn sender(&self) -> Option<tokio::sync::mpsc::Sender<ClientJsonRpcMessage>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// End the input now (the reader thread, if blocked in `read`, is left to the exit).
+    pub fn close(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
 }
 
 /// Where response lines go: the writer thread's queue.
@@ -86,23 +105,26 @@ where
     let out = Writer {
         tx: Arc::new(Mutex::new(Some(line_tx))),
     };
-    let g = Arc::clone(&gone);
+    let (msg_tx, msg_rx) = tokio::sync::mpsc::channel(QUEUE);
+    let incoming = Input(Arc::new(Mutex::new(Some(msg_tx))));
+    let (g, i) = (Arc::clone(&gone), incoming.clone());
     let writer = std::thread::Builder::new()
         .name("agentjail-mcp-out".into())
-        .spawn(move || write_lines(output, &line_rx, &g))
+        .spawn(move || write_lines(output, &line_rx, &g, &i))
         .map_err(|e| format!("cannot start the stdout writer: {e}"))?;
-    let (msg_tx, msg_rx) = tokio::sync::mpsc::channel(QUEUE);
-    let w = out.clone();
+    let (w, i) = (out.clone(), incoming.clone());
     std::thread::Builder::new()
         .name("agentjail-mcp-in".into())
         .spawn(move || {
-            read_lines(input, &msg_tx, &w);
+            read_lines(input, &i, &w);
             gone("eof");
+            i.close();
         })
         .map_err(|e| format!("cannot start the stdin reader: {e}"))?;
     Ok((
         Stdio {
             incoming: Arc::new(tokio::sync::Mutex::new(msg_rx)),
+            input: incoming,
             out,
         },
         WriterThread(writer),
@@ -121,6 +143,10 @@ impl WriterThread {
 impl Stdio {
     pub fn writer(&self) -> Writer {
         self.out.clone()
+    }
+
+    pub fn input(&self) -> Input {
+        self.input.clone()
     }
 }
 
@@ -153,7 +179,12 @@ impl rmcp::transport::Transport<RoleServer> for Stdio {
     }
 }
 
-fn write_lines<W: Write>(mut output: W, lines: &mpsc::Receiver<Vec<u8>>, gone: &Hook) {
+fn write_lines<W: Write>(
+    mut output: W,
+    lines: &mpsc::Receiver<Vec<u8>>,
+    gone: &Hook,
+    input: &Input,
+) {
     let mut broken = false;
     for line in lines {
         if broken {
@@ -166,6 +197,7 @@ fn write_lines<W: Write>(mut output: W, lines: &mpsc::Receiver<Vec<u8>>, gone: &
         {
             broken = true;
             gone("stdout closed");
+            input.close();
         }
     }
 }
@@ -182,11 +214,7 @@ pub enum Line {
 }
 
 /// Read lines until EOF, forwarding messages and answering bad lines.
-fn read_lines<R: BufRead>(
-    mut input: R,
-    to_rmcp: &tokio::sync::mpsc::Sender<ClientJsonRpcMessage>,
-    out: &Writer,
-) {
+fn read_lines<R: BufRead>(mut input: R, to_rmcp: &Input, out: &Writer) {
     loop {
         let mut line = Vec::new();
         let mut limited = std::io::Read::take(&mut input, MAX_LINE_BYTES as u64 + 2);
@@ -208,7 +236,11 @@ fn read_lines<R: BufRead>(
         }
         match classify(&line) {
             Line::Message(m) => {
-                if to_rmcp.blocking_send(*m).is_err() {
+                // Never hold the queue's lock across a blocking send: `close` must not wait.
+                let sent = to_rmcp
+                    .sender()
+                    .is_some_and(|tx| tx.blocking_send(*m).is_ok());
+                if !sent {
                     return;
                 }
             }
