@@ -228,6 +228,54 @@ fn pending_files_input_files_are_passed_through_to_the_engine() {
     scenario("files", Who::Root, None, json!({}));
 }
 
+/// examples/agent: the scripted model's first draft imports `os` and is refused with rule,
+/// line and column; its fix gets the seed's numbers; its plot (a session under
+/// policies/data.toml) comes back as image/png once records carry artifacts (exit 3 and
+/// PENDING until then; any other failure fails the test).
+#[test]
+fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots_pending_artifacts() {
+    let Some(py) = venv_python() else { return };
+    let out_dir = tempfile::tempdir().unwrap();
+    let child = Command::new(py)
+        .arg(format!("{ROOT}/examples/agent/agent.py"))
+        .arg("--agentjail")
+        .arg(common::agentjail_path())
+        .arg("--data-policy")
+        .arg(data_policy(Who::Root))
+        .arg("--out")
+        .arg(out_dir.path())
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the example agent");
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(180));
+    eprintln!("{out}");
+    let refused = out
+        .lines()
+        .find(|l| l.contains("static_policy_violation"))
+        .unwrap_or("");
+    assert!(
+        refused.contains(r#"{"rule": "import_not_allowed:os", "line": 2, "column": 8}"#),
+        "the first draft was not refused with rule, line and column:\n{out}\n{err}"
+    );
+    assert!(
+        out.contains("metrics: severity P1, failed rate 0.03333333333333333, chargebacks 1, avg 167.0 ms, p95 187.0 ms, sample 60"),
+        "the fixed program's numbers:\n{out}\n{err}"
+    );
+    match code {
+        Some(0) => assert!(out_dir.path().join("latency.png").exists(), "{out}"),
+        Some(3) => {
+            assert!(out.contains("PENDING artifacts"), "{out}");
+            eprintln!(
+                "\n!!!!!!!! example agent: the plot is PENDING the record's artifacts !!!!!!!!\n"
+            );
+        }
+        other => panic!("the example agent failed ({other:?}):\n{out}\n{err}"),
+    }
+}
+
 // ------------------------------------------------------------ the client killed mid-run
 
 /// Host pids whose parent chain reaches `ancestor`.

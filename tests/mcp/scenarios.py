@@ -19,9 +19,14 @@ import json
 import sys
 from contextlib import asynccontextmanager
 
+import os
+
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/agent"))
+import agent  # noqa: E402  (the example agent's PNG writer and artifact directory)
 
 CFG = {}
 
@@ -279,65 +284,13 @@ async def s_long_run(c):
         await anyio.sleep(60)
 
 
-PNG_CODE = r'''
-def crc32(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = (c >> 1) ^ (0xEDB88320 & -(c & 1))
-    return c ^ 0xFFFFFFFF
-
-def chunk(kind, data):
-    body = kind + data
-    return len(data).to_bytes(4, "big") + body + crc32(body).to_bytes(4, "big")
-
-def png(width, height, pixel):
-    raw = bytearray()
-    for y in range(height):
-        raw.append(0)
-        for x in range(width):
-            raw.extend(pixel(x, y))
-    a, b = 1, 0
-    for byte in raw:
-        a = (a + byte) % 65521
-        b = (b + a) % 65521
-    blocks = bytearray(b"\x78\x01")
-    for i in range(0, len(raw), 65535):
-        part = raw[i:i + 65535]
-        last = 1 if i + 65535 >= len(raw) else 0
-        n = len(part)
-        blocks += bytes([last]) + n.to_bytes(2, "little") + (n ^ 0xFFFF).to_bytes(2, "little") + part
-    blocks += ((b << 16) | a).to_bytes(4, "big")
-    head = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", bytes(blocks)) + chunk(b"IEND", b"")
-
-def bar_chart(values, width=120, height=80):
-    top = max(values)
-    bar = width // len(values)
-    def pixel(x, y):
-        i = min(x // bar, len(values) - 1)
-        filled = height - y <= values[i] * (height - 4) / top
-        return (40, 90, 200) if filled and x % bar < bar - 2 else (255, 255, 255)
-    return png(width, height, pixel)
-'''
-
-
-def artifact_dir():
-    return CFG.get("artifact_dir", "/tmp/outputs")
-
-
 async def s_plot(c):
     """A plot made in a session under policies/data.toml, received as image/png (needs the
     record's artifacts: pending until that feature lands)."""
     sid = await start_session(c)
-    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": PNG_CODE}))
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": agent.PNG_CODE}))
     check(rec["status"] == "ok", "png helpers: %s %s %s" % (rec["stop_reason"], rec.get("decision"), rec.get("error")))
-    code = ("latencies = [150, 152, 160, 167, 171, 187]\n"
-            "data = bar_chart(latencies)\n"
-            "with open(%r + '/latency.png', 'wb') as f:\n"
-            "    f.write(data)\n"
-            "len(data)\n") % artifact_dir()
+    code = agent.chart_code([150, 152, 160, 167, 171, 187])
     r = await c.call("python_session_exec", {"session": sid, "code": code})
     rec = record_of(r)
     if "artifacts" not in rec:
