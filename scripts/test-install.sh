@@ -39,7 +39,7 @@ unlisted=$(comm -13 <(echo "$before") <(echo "$after") | sed 's#^\.##' |
     grep -vxFf <(awk '{print $2}' "$manifest") || true)
 [ -z "$unlisted" ] && pass "nothing installed outside the manifest" || bad "unlisted: $unlisted"
 
-for f in bin/agentjail share/agentjail/policies/default.toml share/man/man1/agentjail.1 \
+for f in bin/agentjail bin/agentjail-mcp share/agentjail/policies/default.toml share/man/man1/agentjail.1 \
     share/man/man1/agentjail-run.1 share/man/man1/agentjail-exec.1 share/man/man1/agentjail-check.1 \
     share/man/man1/agentjail-policy-show.1 share/man/man1/agentjail-doctor.1 \
     share/bash-completion/completions/agentjail share/zsh/site-functions/_agentjail \

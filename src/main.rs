@@ -118,26 +118,6 @@ fn policy_command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
     }
 }
 
-/// The engine the server commands (`serve`, `mcp`) run on, from their shared flags.
-fn engine_config(
-    policy: Option<&Path>,
-    pool: Option<usize>,
-    cache: Option<PathBuf>,
-    cache_ttl: u64,
-) -> Result<agentjail::engine::EngineConfig, ExitStatus> {
-    Ok(agentjail::engine::EngineConfig {
-        policy: load(policy)?,
-        pool: pool.unwrap_or_else(agentjail::engine::default_pool_size),
-        spawners: 2,
-        cache: cache.map(|d| (d, std::time::Duration::from_secs(cache_ttl))),
-    })
-}
-
-/// Requests a server runs at once by default: 2 per core, at least 4.
-fn default_jobs() -> usize {
-    (agentjail::engine::default_pool_size() * 2).max(4)
-}
-
 /// `agentjail exec`: the command's own exit status (see `agentjail exec --help`).
 fn exec_command(command: Command) -> i32 {
     let Command::Exec {
@@ -193,33 +173,19 @@ fn dispatch(command: Command) -> i32 {
             cache_ttl,
             audit_log,
         } => {
-            let Ok(engine) = engine_config(policy.as_deref(), pool, cache, cache_ttl) else {
+            let Ok(loaded) = load(policy.as_deref()) else {
                 return ExitStatus::Error as i32;
             };
             return agentjail::serve::serve(agentjail::serve::ServeArgs {
-                engine,
-                jobs: jobs.unwrap_or_else(default_jobs),
+                engine: agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl),
+                jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
                 socket,
                 socket_group,
                 audit_log,
             });
         }
-        Command::Mcp {
-            policy,
-            pool,
-            cache,
-            cache_ttl,
-            audit_log,
-        } => {
-            let Ok(engine) = engine_config(policy.as_deref(), pool, cache, cache_ttl) else {
-                return ExitStatus::Error as i32;
-            };
-            return agentjail::mcp::serve(agentjail::mcp::McpArgs {
-                engine,
-                jobs: default_jobs(),
-                audit_log,
-            });
-        }
+        // The MCP server is its own binary (src/mcp/mod.rs says why); this one execs it.
+        Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
         Command::Check { policy, action } => check(policy.as_deref(), &action),
         Command::Exec { .. } => return exec_command(command),
         Command::Policy { action } => policy_command(action),

@@ -318,8 +318,12 @@ fn alive(pid: u32) -> bool {
     stat_field(pid, 0).is_some_and(|s| s != "Z" && s != "X")
 }
 
+/// The server's pid: `agentjail mcp` has exec'd its sibling, agentjail-mcp (same pid).
 fn server_pid(marker: &str) -> Option<u32> {
-    let bin = common::agentjail_path().display().to_string();
+    let bin = common::agentjail_path()
+        .with_file_name("agentjail-mcp")
+        .display()
+        .to_string();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
@@ -433,6 +437,34 @@ fn the_client_killed_mid_run_leaves_no_jail_behind() {
 }
 
 // ------------------------------------------------------------ raw JSON-RPC, no venv needed
+
+/// `agentjail mcp` execs agentjail-mcp from its own directory; without it, exit 2 with the
+/// fix, and agentjail-mcp serves nothing but `mcp`.
+#[test]
+fn agentjail_mcp_needs_its_sibling_and_the_sibling_serves_only_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("agentjail");
+    std::fs::copy(common::agentjail_path(), &alone).unwrap();
+    let out = Command::new(&alone)
+        .arg("mcp")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("agentjail-mcp") && err.contains("install"),
+        "{err}"
+    );
+    let sibling = common::agentjail_path().with_file_name("agentjail-mcp");
+    let out = Command::new(&sibling)
+        .args(["run", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serves `agentjail mcp` only"));
+}
 
 /// A server on pipes, its stdout read by a thread into a channel of lines.
 struct Raw {

@@ -6,15 +6,23 @@
 //! calls). Each result is the record (or the decision) as `structuredContent` plus the same
 //! JSON as text, `isError` when the record's status is not `ok` ([`result`]).
 //!
-//! # Why rmcp, and why it stays in this module
+//! # Why rmcp, and why it lives in a binary of its own
 //!
 //! The protocol is the official Rust SDK's (`rmcp`): it speaks both eras the official
 //! Python client 2.3 probes for, the stateless `2026-07-28` protocol opened by
 //! `server/discover` and the `initialize` handshake of `2024-11-05` … `2025-11-25`, and
-//! tracks the spec as it moves. It is tokio-based; tokio is started here, by `agentjail
-//! mcp` alone, on one thread (`current_thread`): `run`, `exec`, `check` and `serve` never
-//! create a runtime and pay nothing for it at startup (README, "MCP", has the measured
-//! binary size and start-up costs).
+//! tracks the spec as it moves. It is tokio-based; the runtime is started here, on one
+//! thread (`current_thread`), and nowhere else.
+//!
+//! rmcp, tokio and the serde code of rmcp's model add 2.0 MB to a static binary (7.1 →
+//! 9.1 MB measured). In one binary with `run` and `exec`, that cost next to no CPU at start,
+//! but the kernel's fault-around maps a share of any larger text: the launcher's peak RSS
+//! went from 3.4 to 4.3 MiB (file-backed pages), past the 4 MiB the launch benchmark holds
+//! it to. So
+//! this module is linked into `agentjail-mcp` (src/bin/agentjail-mcp.rs) alone; `agentjail
+//! mcp` in the main binary only execs that sibling ([`exec_server_binary`], which touches
+//! nothing of rmcp or tokio, so none of it is linked there). README, "MCP", has the
+//! measurements.
 //!
 //! The transport is ours ([`transport`]): strict JSON in (duplicate keys refused, bounded),
 //! safe JSON out, a JSON-RPC error for every bad line, and shutdown the moment the client
@@ -52,6 +60,34 @@ pub struct McpArgs {
 
 /// How long finished-but-unanswered calls may take to drain at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
+
+/// The binary that serves `agentjail mcp`, installed next to `agentjail`.
+pub const SERVER_BINARY: &str = "agentjail-mcp";
+
+/// `agentjail mcp` in the main binary: replace this process with [`SERVER_BINARY`] from
+/// the directory of the running executable (symlinks resolved), with the same arguments
+/// (`mcp ...`), environment and stdio; the pid stays the client's child. Returns only when
+/// the exec failed (exit status 2, the fix on stderr).
+pub fn exec_server_binary() -> i32 {
+    use std::os::unix::process::CommandExt;
+    let sibling = match std::env::current_exe() {
+        Ok(p) => p.with_file_name(SERVER_BINARY),
+        Err(e) => {
+            eprintln!(
+                "agentjail: cannot find the running executable to start {SERVER_BINARY}: {e}"
+            );
+            return 2;
+        }
+    };
+    let err = std::process::Command::new(&sibling)
+        .args(std::env::args_os().skip(1))
+        .exec();
+    eprintln!(
+        "agentjail: cannot start {}: {err}; `agentjail mcp` runs the {SERVER_BINARY} binary installed next to agentjail (scripts/install.sh installs both; cargo build makes both)",
+        sibling.display()
+    );
+    2
+}
 
 fn next_connection() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);

@@ -377,6 +377,42 @@ mod tests {
         assert_eq!(error_of(line).0, -32700);
     }
 
+    proptest::proptest! {
+        /// Any bytes: no panic, and either a message, nothing, or a JSON-RPC error object
+        /// with one of the two codes and a string or integer or null id.
+        #[test]
+        fn any_line_is_answered_or_passed(line in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            if let Line::Error(e) = classify(&line) {
+                let code = e["error"]["code"].as_i64();
+                proptest::prop_assert!(code == Some(-32700) || code == Some(-32600), "{}", e);
+                proptest::prop_assert!(e["id"].is_null() || e["id"].is_string() || e["id"].is_i64() || e["id"].is_u64());
+                proptest::prop_assert_eq!(&e["jsonrpc"], "2.0");
+            }
+        }
+
+        /// JSON-looking lines (objects with arbitrary keys and values) exercise the shape
+        /// checks, not just the parser.
+        #[test]
+        fn json_objects_of_any_shape_are_answered_or_passed(
+            id in proptest::option::of(proptest::num::i64::ANY),
+            method in "[a-z/]{0,20}",
+            params in proptest::option::of("[0-9a-z\\[\\]{}:,\" ]{0,40}"),
+        ) {
+            let mut line = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{method}\"");
+            if let Some(id) = id {
+                line.push_str(&format!(",\"id\":{id}"));
+            }
+            if let Some(p) = params {
+                line.push_str(&format!(",\"params\":{p}"));
+            }
+            line.push('}');
+            if let Line::Error(e) = classify(line.as_bytes()) {
+                let code = e["error"]["code"].as_i64();
+                proptest::prop_assert!(code == Some(-32700) || code == Some(-32600), "{}", e);
+            }
+        }
+    }
+
     #[test]
     fn the_wrong_shape_is_an_invalid_request_with_its_id() {
         assert_eq!(error_of(br#"{"foo":"bar"}"#), (-32600, Value::Null));
