@@ -370,9 +370,10 @@ fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
-/// Kill the Python client (SIGKILL) while a call runs: the server sees its stdin close and
-/// its stdout break, stops the job, and exits; every jail process is gone and no job cgroup
-/// of the server is left.
+/// Kill the Python client (SIGKILL) while a call runs and a session is open: the server
+/// sees its stdin close and its stdout break, stops the job, ends the session, and exits;
+/// every jail process (the call's, the session's, the pool's) is gone and no job cgroup of
+/// the server is left.
 #[test]
 fn the_client_killed_mid_run_leaves_no_jail_behind() {
     let Some(py) = venv_python() else { return };

@@ -267,7 +267,11 @@ async def s_bad_arguments(c):
 
 
 async def s_long_run(c):
-    """For the kill test: one call that runs until the client is killed."""
+    """For the kill test: a session holding a variable, and one call that runs until the
+    client is killed (both jails must go with the connection)."""
+    sid = await start_session(c)
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "kept = 1"}))
+    check(rec["status"] == "ok", "session call: %s" % rec["stop_reason"])
     started = anyio.Event()
 
     async def progress(p, total, message):
