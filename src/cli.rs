@@ -1,4 +1,4 @@
-//! Command-line definitions only (clap). The spellings are fixed by DESIGN.md.
+//! Command-line definitions only (clap). The spellings are a fixed contract (docs/ARCHITECTURE.md).
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -34,6 +34,13 @@ pub enum Command {
         /// How long a cache entry stays valid, seconds.
         #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
         cache_ttl: u64,
+        /// Bind a host file or directory read-only at /app/in/NAME (default NAME: its last
+        /// component); only under the policy's files.host_roots. Repeatable.
+        #[arg(long = "input", value_name = "HOST_PATH[:NAME]")]
+        inputs: Vec<String>,
+        /// Write the artifacts here (a new or empty directory of ours) instead of inline.
+        #[arg(long, value_name = "DIR")]
+        artifacts_dir: Option<PathBuf>,
         /// The action JSON file, or - for stdin.
         #[arg(value_name = "ACTION.json|-")]
         action: String,
@@ -67,6 +74,10 @@ pub enum Command {
         /// Cap on stdout and on stderr, each, in bytes; replaces the policy's.
         #[arg(long, value_name = "BYTES")]
         output_limit: Option<u64>,
+        /// Run the command in /app/out (a capped tmpfs) and copy the files it leaves there
+        /// into DIR (a new or empty directory of ours), listed in the record.
+        #[arg(long, value_name = "DIR")]
+        artifacts_dir: Option<PathBuf>,
         /// Print the jail plan as JSON and exit without running anything.
         #[arg(long)]
         print_plan: bool,

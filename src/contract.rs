@@ -12,6 +12,7 @@
 //! | `input_payload` | yes      | object, at most `max_payload_bytes` serialized             |
 //! | `output_schema` | no       | JSON Schema (draft 2020-12) for what the program prints    |
 //! | `policy_hints`  | no       | requests that may only tighten the policy (see [`apply_hints`]) |
+//! | `files`         | no       | input files, read-only under /app/in (see [`parse_files`])  |
 //!
 //! # Order of validation
 //!
@@ -26,7 +27,8 @@
 //! 5. `code_too_long` against the tighter of the policy and the hint;
 //! 6. `input_payload` (object), then `payload_too_large`;
 //! 7. `entrypoint_path`, `entrypoint_denied` (the seed checks these after the payload);
-//! 8. `output_schema` last, because compiling a schema is the most expensive step.
+//! 8. `files` (paths, contents, caps);
+//! 9. `output_schema` last, because compiling a schema is the most expensive step.
 
 use crate::policy::Policy;
 use serde::Serialize;
@@ -42,7 +44,8 @@ pub const ENTRYPOINT: &str = "main.py";
 /// Values of `policy_hints.network_access` that mean "no network".
 pub const NETWORK_DENIED_VALUES: [&str; 3] = ["denied", "none", "off"];
 
-const KNOWN_FIELDS: [&str; 7] = [
+const KNOWN_FIELDS: [&str; 8] = [
+    "files",
     "id",
     "language",
     "entrypoint",
@@ -77,6 +80,32 @@ pub struct Action {
     pub output_schema: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_hints: Option<PolicyHints>,
+    /// Input files, in the order given (validated paths, decoded contents).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<InputFile>,
+}
+
+/// One input file: a relative, normalised path under /app/in and its bytes. Serialized as
+/// its path, size and sha256 (the cache key covers the contents through the digest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    pub path: String,
+    pub contents: Vec<u8>,
+}
+
+impl Serialize for InputFile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        use sha2::Digest;
+        let mut st = s.serialize_struct("InputFile", 3)?;
+        st.serialize_field("path", &self.path)?;
+        st.serialize_field("bytes", &self.contents.len())?;
+        st.serialize_field(
+            "sha256",
+            &format!("{:x}", sha2::Sha256::digest(&self.contents)),
+        )?;
+        st.end()
+    }
 }
 
 /// Requests an action makes about its own policy. They can only tighten it.
@@ -205,33 +234,64 @@ fn json_error(e: &crate::json::JsonError) -> ContractError {
 }
 
 fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Action, ContractError> {
+    refuse_unknown_fields(&obj)?;
+    let id = non_blank(&obj, "id")?.trim().to_string();
+    let language = non_blank(&obj, "language")?.trim().to_lowercase();
+    let entrypoint = non_blank(&obj, "entrypoint")?.trim().to_string();
+    let code = non_blank(&obj, "code")?.to_string();
+    let policy_hints = match obj.get("policy_hints") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(parse_hints(v)?),
+    };
+    code_size(&code, policy, policy_hints.as_ref())?;
+    let input_payload = payload(obj.remove("input_payload"), policy)?;
+    check_entrypoint(&entrypoint)?;
+    let files = match obj.remove("files") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => parse_files(&v, &policy.files)?,
+    };
+    let output_schema = match obj.remove("output_schema") {
+        None => None,
+        Some(schema) => Some(validate_schema(schema)?),
+    };
+    Ok(Action {
+        id,
+        language,
+        entrypoint,
+        code,
+        input_payload,
+        output_schema,
+        policy_hints,
+        files,
+    })
+}
+
+fn refuse_unknown_fields(obj: &Map<String, Value>) -> Result<(), ContractError> {
     let mut unknown: Vec<&String> = obj
         .keys()
         .filter(|k| !KNOWN_FIELDS.contains(&k.as_str()))
         .collect();
     unknown.sort();
-    if let Some(name) = unknown.first() {
-        return Err(ContractError::action(
+    match unknown.first() {
+        None => Ok(()),
+        Some(name) => Err(ContractError::action(
             format!("unknown_field:{}", sanitize_name(name)),
             format!(
                 "unknown field {name:?}; allowed fields are {}",
                 KNOWN_FIELDS.join(", ")
             ),
-        ));
+        )),
     }
+}
 
-    let id = non_blank(&obj, "id")?.trim().to_string();
-    let language = non_blank(&obj, "language")?.trim().to_lowercase();
-    let entrypoint = non_blank(&obj, "entrypoint")?.trim().to_string();
-    let code = non_blank(&obj, "code")?.to_string();
-
-    let policy_hints = match obj.get("policy_hints") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(parse_hints(v)?),
-    };
-
+/// `code_too_long` against the tighter of the policy and the hint.
+fn code_size(
+    code: &str,
+    policy: &Policy,
+    hints: Option<&PolicyHints>,
+) -> Result<(), ContractError> {
     let mut max_chars = policy.budget.max_code_chars;
-    if let Some(hint) = policy_hints.as_ref().and_then(|h| h.max_code_chars) {
+    if let Some(hint) = hints.and_then(|h| h.max_code_chars) {
         max_chars = max_chars.min(hint);
     }
     let chars = code.chars().count();
@@ -241,8 +301,12 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
             format!("code is {chars} characters; the limit is {max_chars}"),
         ));
     }
+    Ok(())
+}
 
-    let input_payload = obj.remove("input_payload").unwrap_or(Value::Null);
+/// The input payload: a JSON object within the policy's size.
+fn payload(v: Option<Value>, policy: &Policy) -> Result<Value, ContractError> {
+    let input_payload = v.unwrap_or(Value::Null);
     if !input_payload.is_object() {
         return Err(ContractError::action(
             "input_payload",
@@ -261,7 +325,10 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
             ),
         ));
     }
+    Ok(input_payload)
+}
 
+fn check_entrypoint(entrypoint: &str) -> Result<(), ContractError> {
     if entrypoint.contains('/') || entrypoint.contains('\\') {
         return Err(ContractError::action(
             "entrypoint_path",
@@ -274,20 +341,153 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
             format!("entrypoint {entrypoint:?} is not allowed; use {ENTRYPOINT:?}"),
         ));
     }
+    Ok(())
+}
 
-    let output_schema = match obj.remove("output_schema") {
-        None => None,
-        Some(schema) => Some(validate_schema(schema)?),
+/// Longest input file path, and path component.
+pub const MAX_FILE_PATH_BYTES: usize = 1024;
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// Why an input file path is not acceptable: `path_absolute`, `path_traversal` (an empty,
+/// `.` or `..` component), `path_control` (a control, bidi or invisible format character, or
+/// a backslash), `path_too_long`; None when it is a relative, normalised path.
+pub fn file_path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        return Some("path_traversal");
+    }
+    if path.starts_with('/') {
+        return Some("path_absolute");
+    }
+    if path
+        .chars()
+        .any(|c| c == '\\' || crate::json::needs_escape(c))
+    {
+        return Some("path_control");
+    }
+    if path.len() > MAX_FILE_PATH_BYTES || path.split('/').any(|c| c.len() > MAX_FILE_NAME_BYTES) {
+        return Some("path_too_long");
+    }
+    if path
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Some("path_traversal");
+    }
+    None
+}
+
+/// Validate an action's `files`: a list of `{"path", "content"}` or `{"path",
+/// "content_base64"}`, each path relative and normalised, no duplicate and no path that is
+/// another's directory, within the policy's caps. `invalid_action:files:<what>` names the
+/// rule; the message names the path (escaped).
+pub fn parse_files(
+    v: &Value,
+    caps: &crate::policy::FilesPolicy,
+) -> Result<Vec<InputFile>, ContractError> {
+    let bad = |what: &str, message: String| ContractError::action(format!("files:{what}"), message);
+    let Value::Array(items) = v else {
+        return Err(bad(
+            "not_a_list",
+            "files must be a list of {\"path\", \"content\"} objects".into(),
+        ));
     };
+    if items.len() as u64 > caps.max_count {
+        return Err(bad(
+            "too_many",
+            format!("{} files; the limit is {}", items.len(), caps.max_count),
+        ));
+    }
+    let mut out: Vec<InputFile> = Vec::with_capacity(items.len());
+    let mut total: u64 = 0;
+    for (i, item) in items.iter().enumerate() {
+        let f = parse_file(item, i)?;
+        let shown = crate::json::safe_text(&f.path, 200);
+        if f.contents.len() as u64 > caps.max_file_bytes.0 {
+            return Err(bad(
+                "too_large",
+                format!(
+                    "{shown} is {} bytes; the limit is {}",
+                    f.contents.len(),
+                    caps.max_file_bytes
+                ),
+            ));
+        }
+        total += f.contents.len() as u64;
+        if total > caps.max_total_bytes.0 {
+            return Err(bad(
+                "total_too_large",
+                format!("the files add up to more than {}", caps.max_total_bytes),
+            ));
+        }
+        let clash = out.iter().find(|o| {
+            o.path == f.path
+                || f.path.starts_with(&format!("{}/", o.path))
+                || o.path.starts_with(&format!("{}/", f.path))
+        });
+        if let Some(o) = clash {
+            let what = if o.path == f.path {
+                "duplicate"
+            } else {
+                "conflict"
+            };
+            return Err(bad(
+                what,
+                format!(
+                    "{shown} clashes with {}",
+                    crate::json::safe_text(&o.path, 200)
+                ),
+            ));
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
 
-    Ok(Action {
-        id,
-        language,
-        entrypoint,
-        code,
-        input_payload,
-        output_schema,
-        policy_hints,
+fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
+    use base64::Engine as _;
+    let bad = |what: &str, message: String| ContractError::action(format!("files:{what}"), message);
+    let Value::Object(o) = item else {
+        return Err(bad(
+            "entry",
+            format!("files[{i}] must be an object with path and content"),
+        ));
+    };
+    if let Some(k) = o
+        .keys()
+        .find(|k| !["path", "content", "content_base64"].contains(&k.as_str()))
+    {
+        return Err(bad(
+            "entry",
+            format!("files[{i}] has an unknown field {:?}", sanitize_name(k)),
+        ));
+    }
+    let Some(Value::String(path)) = o.get("path") else {
+        return Err(bad("path", format!("files[{i}].path must be a string")));
+    };
+    if let Some(problem) = file_path_problem(path) {
+        let shown = crate::json::safe_text(path, 200);
+        return Err(bad(problem, format!("files[{i}].path {shown:?} must be a relative, normalised path of printable characters (no `..`, no leading `/`)")));
+    }
+    let contents = match (o.get("content"), o.get("content_base64")) {
+        (Some(Value::String(text)), None) => text.as_bytes().to_vec(),
+        (None, Some(Value::String(b64))) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| {
+            bad(
+                "base64",
+                format!("files[{i}].content_base64 is not standard base64: {e}"),
+            )
+        })?,
+        _ => {
+            return Err(bad(
+                "content",
+                format!("files[{i}] needs exactly one of content (text) or content_base64"),
+            ))
+        }
+    };
+    Ok(InputFile {
+        path: path.clone(),
+        contents,
     })
 }
 
@@ -343,63 +543,67 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
             KNOWN_HINTS.join(", ")
         )));
     }
-    let mut hints = PolicyHints::default();
-    match map.get("allowed_languages") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            let mut langs = Vec::with_capacity(items.len());
-            for item in items {
-                match item {
-                    Value::String(s) if !s.trim().is_empty() => langs.push(s.trim().to_lowercase()),
-                    _ => {
-                        return Err(hint_error(
-                            "policy_hints.allowed_languages must be non-empty strings",
-                        ))
-                    }
-                }
-            }
-            hints.allowed_languages = Some(langs);
-        }
+    Ok(PolicyHints {
+        allowed_languages: hint_languages(map.get("allowed_languages"))?,
+        max_code_chars: hint_code_chars(map.get("max_code_chars"))?,
+        exec_timeout_seconds: hint_timeout(map.get("exec_timeout_seconds"))?,
+        network_access: hint_network(map.get("network_access"))?,
+    })
+}
+
+fn hint_languages(v: Option<&Value>) -> Result<Option<Vec<String>>, ContractError> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(items)) => items,
         Some(_) => {
             return Err(hint_error(
                 "policy_hints.allowed_languages must be an array of strings",
             ))
         }
-    }
-    match map.get("max_code_chars") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(n)) => match n.as_u64().and_then(|n| usize::try_from(n).ok()) {
-            Some(n) => hints.max_code_chars = Some(n),
-            None => {
-                return Err(hint_error(
-                    "policy_hints.max_code_chars must be a non-negative integer",
-                ))
-            }
-        },
-        Some(_) => {
-            return Err(hint_error(
-                "policy_hints.max_code_chars must be a non-negative integer",
-            ))
-        }
-    }
-    match map.get("exec_timeout_seconds") {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(s) if s.is_finite() && s > 0.0 => hints.exec_timeout_seconds = Some(s),
+    };
+    let mut langs = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::String(s) if !s.trim().is_empty() => langs.push(s.trim().to_lowercase()),
             _ => {
                 return Err(hint_error(
-                    "policy_hints.exec_timeout_seconds must be a positive number",
+                    "policy_hints.allowed_languages must be non-empty strings",
                 ))
             }
-        },
-        Some(_) => {
-            return Err(hint_error(
-                "policy_hints.exec_timeout_seconds must be a positive number",
-            ))
         }
     }
-    match map.get("network_access") {
-        None | Some(Value::Null) => {}
+    Ok(Some(langs))
+}
+
+fn hint_code_chars(v: Option<&Value>) -> Result<Option<usize>, ContractError> {
+    let bad = || hint_error("policy_hints.max_code_chars must be a non-negative integer");
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
+}
+
+fn hint_timeout(v: Option<&Value>) -> Result<Option<f64>, ContractError> {
+    let bad = || hint_error("policy_hints.exec_timeout_seconds must be a positive number");
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if s.is_finite() && s > 0.0 => Ok(Some(s)),
+            _ => Err(bad()),
+        },
+        Some(_) => Err(bad()),
+    }
+}
+
+/// Only "denied" (and its spellings) is accepted: agentjail never grants network access.
+fn hint_network(v: Option<&Value>) -> Result<Option<String>, ContractError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
             let norm = s.trim().to_lowercase();
             if !NETWORK_DENIED_VALUES.contains(&norm.as_str()) {
@@ -411,15 +615,12 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
                     ),
                 });
             }
-            hints.network_access = Some(norm);
+            Ok(Some(norm))
         }
-        Some(_) => {
-            return Err(hint_error(
-                "policy_hints.network_access must be a string such as \"denied\"",
-            ))
-        }
+        Some(_) => Err(hint_error(
+            "policy_hints.network_access must be a string such as \"denied\"",
+        )),
     }
-    Ok(hints)
 }
 
 /// The output schema must compile under agentjail's bounded validator (a strict subset of

@@ -16,11 +16,13 @@ pub struct ExecArgs {
     pub time_limit: Option<f64>,
     pub memory_limit: Option<String>,
     pub output_limit: Option<u64>,
+    /// `--artifacts-dir`: the command runs in /app/out, whose files are copied here.
+    pub artifacts_dir: Option<crate::artifacts::ArtifactsDir>,
     pub print_plan: bool,
     pub cmd: Vec<String>,
 }
 
-/// Exit codes fixed by DESIGN.md.
+/// Exit codes of the fixed command-line contract (docs/ARCHITECTURE.md, README).
 pub const EXIT_STOPPED: i32 = 124;
 pub const EXIT_SETUP: i32 = 125;
 
@@ -74,11 +76,21 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         eprintln!("agentjail: {e}");
         return 2;
     }
+    let caps = &policy.artifacts;
+    let contents = crate::plan::Contents {
+        out: a.artifacts_dir.as_ref().map(|_| {
+            (
+                caps.max_total_bytes.0,
+                caps.max_count.saturating_mul(2).saturating_add(16),
+            )
+        }),
+        ..Default::default()
+    };
     let plan = match JailPlan::build(
         &policy,
         std::mem::take(&mut a.cmd),
-        &[],
-        &crate::jail::mount::probe_host,
+        &contents,
+        &crate::jail::mount::RealHost,
     ) {
         Ok(p) => p,
         Err(e) => {
@@ -99,7 +111,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         json!({"path": a.policy_path, "sha256": a.policy_sha256}),
     );
     r.set("command", json!(plan.argv));
-    let (code, reason) = launch(&mut r, &plan, policy.limits.memory.0);
+    let (code, reason) = launch(&mut r, &plan, &policy, a.artifacts_dir.as_ref());
     let record = r.finish(reason, Phase::Execute);
     if let Some(path) = &a.record {
         let text = crate::json::to_safe_string_pretty(&record.value);
@@ -114,7 +126,12 @@ pub fn exec(mut a: ExecArgs) -> i32 {
 }
 
 /// The jail with agentjail's stdin passed through and its output passed out under the caps.
-fn launch(r: &mut Recorder, plan: &JailPlan, memory_limit: u64) -> (i32, StopReason) {
+fn launch(
+    r: &mut Recorder,
+    plan: &JailPlan,
+    policy: &Policy,
+    artifacts_dir: Option<&crate::artifacts::ArtifactsDir>,
+) -> (i32, StopReason) {
     let t0 = std::time::Instant::now();
     let sigfd = crate::supervise::block_termination_signals();
     let mut out = std::io::stdout();
@@ -145,12 +162,37 @@ fn launch(r: &mut Recorder, plan: &JailPlan, memory_limit: u64) -> (i32, StopRea
         }
         Ok(run) => {
             let o = &run.outcome;
-            let (code, reason) = verdict(o, memory_limit);
+            let (code, reason) = verdict(o, policy.limits.memory.0);
             r.set("execution", record::execution_json(o));
             r.set_enforcement(&run.enforcement);
+            if let (Some(dir), Some(out)) = (artifacts_dir, &run.out) {
+                save_artifacts(r, dir, out, policy);
+            }
             let detail = json!({ "setup_us": run.setup_us });
             r.phase(Phase::Execute, reason.is_success(), t0, detail);
             (code, reason)
         }
     }
+}
+
+/// The files the command left in /app/out, copied into the artifacts directory (collected
+/// by the same rules as a run's: crate::artifacts) and listed in the record.
+fn save_artifacts(
+    r: &mut Recorder,
+    dir: &crate::artifacts::ArtifactsDir,
+    out: &std::os::fd::OwnedFd,
+    policy: &Policy,
+) {
+    let collected = crate::artifacts::collect(out, &policy.artifacts);
+    let written = match dir.write(&collected) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("agentjail: artifacts: {e}");
+            r.set("artifacts_error", json!(crate::json::safe_text(&e, 500)));
+            Vec::new()
+        }
+    };
+    let (artifacts, skipped) = crate::artifacts::record_fields(&collected, 0, Some(&written));
+    r.set("artifacts", artifacts);
+    r.set("artifacts_skipped", skipped);
 }

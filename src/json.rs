@@ -290,6 +290,8 @@ impl Parser<'_> {
         p
     }
 
+    // long because: the parser is one explicit-stack state machine (no recursion, so no
+    // input can overflow the stack); its states read best as one loop.
     fn run(&mut self) -> Result<Value, JsonError> {
         loop {
             self.skip_ws();

@@ -26,6 +26,8 @@ use std::time::Instant;
 #[derive(Debug)]
 pub struct JailRun {
     pub outcome: Outcome,
+    /// The jail's /app/out, held open since the jail started (its artifacts).
+    pub out: Option<std::os::fd::OwnedFd>,
     pub enforcement: Vec<Control>,
     /// Time from entering `prepare` to the program's exec, microseconds.
     pub setup_us: u64,
@@ -35,6 +37,8 @@ pub struct JailRun {
 /// without), the argv, root steps, landlock ruleset and seccomp program are ready.
 pub struct PreparedJail {
     prepared: Prepared,
+    /// The plan gives the program /app/out (open it once the jail runs).
+    has_out: bool,
     cgroup: Option<JobCgroup>,
     enforcement: Vec<Control>,
     limits: SuperviseLimits,
@@ -44,6 +48,7 @@ pub struct PreparedJail {
 /// A jail whose program has been exec'd: its pidfd, pipes and listener are held here.
 pub struct StartedJail {
     spawned: Spawned,
+    out: Option<std::os::fd::OwnedFd>,
     cgroup: Option<JobCgroup>,
     enforcement: Vec<Control>,
     limits: SuperviseLimits,
@@ -98,6 +103,7 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
         ));
     }
     Ok(PreparedJail {
+        has_out: plan.cwd == crate::plan::APP_OUT,
         prepared,
         cgroup,
         enforcement,
@@ -110,8 +116,26 @@ impl PreparedJail {
     /// clone3 into the namespaces; the child takes its ordered steps and execs the program.
     pub fn start(self) -> Result<StartedJail, JailError> {
         let spawned = spawn::spawn(&self.prepared, self.cgroup.as_ref())?;
+        // /app/out, opened beneath the jail's root before any job code runs; held so its
+        // files can be read once every process of the jail is gone.
+        let out = if self.has_out {
+            // Through the program (pid 2), not init: init never exec'd, so its memory still
+            // belongs to the host's user namespace and a launcher without privilege there
+            // may not open its root; the program's belongs to the jail's.
+            let pid = spawned.program_pid.unwrap_or(spawned.pid);
+            Some(crate::artifacts::open_out(pid).ok_or_else(|| {
+                JailError::Setup(crate::jail::SetupError::new(
+                    "open /app/out",
+                    None,
+                    "agentjail must be able to open its jail's root through /proc/<pid>/root",
+                ))
+            })?)
+        } else {
+            None
+        };
         Ok(StartedJail {
             spawned,
+            out,
             cgroup: self.cgroup,
             enforcement: self.enforcement,
             limits: self.limits,
@@ -144,6 +168,7 @@ impl StartedJail {
     ) -> (JailRun, Teardown) {
         let StartedJail {
             spawned,
+            out,
             cgroup,
             enforcement,
             setup_us,
@@ -153,10 +178,16 @@ impl StartedJail {
             supervise::supervise(spawned, limits, cgroup.as_ref(), interrupt, io, delivery);
         let run = JailRun {
             outcome,
+            out,
             enforcement,
             setup_us,
         };
         (run, Teardown(cgroup))
+    }
+
+    /// The jail's /app/out, when the plan gives it one.
+    pub fn out(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.out.as_ref()
     }
 
     /// The running jail, for a session's calls.

@@ -6,6 +6,7 @@
 //! contract → policy (+hints) → check → plan → launch (prepare → start → supervise) → validate → record
 //! ```
 
+pub mod artifacts;
 pub mod cache;
 pub mod check;
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod environment;
 pub mod exec;
 pub mod ids;
+pub mod inputs;
 pub mod jail;
 pub mod json;
 pub mod launch;
@@ -23,6 +25,7 @@ pub mod output;
 pub mod plan;
 pub mod policy;
 pub mod record;
+pub mod redact;
 pub mod run;
 pub mod runner;
 pub mod schema;
@@ -42,9 +45,17 @@ pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, Strin
     }
 }
 
+/// `agentjail run`'s options besides the policy and the action.
+#[derive(Default)]
+pub struct RunOptions {
+    pub cache: Option<cache::Cache>,
+    pub inputs: Vec<plan::HostInput>,
+    pub artifacts_dir: Option<artifacts::ArtifactsDir>,
+}
+
 /// `agentjail run`: the whole pipeline for one action (a file path, or `-` for stdin), its
-/// jail started on this thread for it; answered from `cache` when it holds the job.
-pub fn run_action(policy: &LoadedPolicy, action: &str, cache: Option<&cache::Cache>) -> Record {
+/// jail started on this thread for it; answered from the cache when it holds the job.
+pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> Record {
     let raw = match run::read_action(action) {
         Ok(raw) => raw,
         Err(e) => {
@@ -54,10 +65,21 @@ pub fn run_action(policy: &LoadedPolicy, action: &str, cache: Option<&cache::Cac
                 json!({"path": policy.path, "sha256": policy.sha256}),
             );
             let stop = run::unreadable(&mut r, &e);
-            return r.finish(stop.reason, stop.phase);
+            let mut record = r.finish(stop.reason, stop.phase);
+            record.seal(&policy.policy.redaction);
+            return record;
         }
     };
-    run::job(Recorder::new(), &raw, policy, &run::ColdStart::new(), cache)
+    let mut source = run::ColdStart::new();
+    source.inputs = options.inputs;
+    source.artifacts_dir = options.artifacts_dir;
+    run::job(
+        Recorder::new(),
+        &raw,
+        policy,
+        &source,
+        options.cache.as_ref(),
+    )
 }
 
 /// `agentjail doctor`: exit 0 when every control the default policy requires is available.

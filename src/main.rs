@@ -26,13 +26,66 @@ fn load(policy: Option<&Path>) -> Result<agentjail::policy::LoadedPolicy, ExitSt
 /// Print a record or decision: JSON in which no control, bidi override or line separator
 /// from the program's text appears raw (it cannot split a line or steer a terminal).
 fn print_json(v: &serde_json::Value) {
-    println!("{}", agentjail::json::to_safe_string_pretty(v));
+    use std::io::Write;
+    // A reader that went away (a closed pipe) is not a reason to panic: the audit log still
+    // gets the record, and the exit status says what happened.
+    let mut out = std::io::stdout().lock();
+    let text = agentjail::json::to_safe_string_pretty(v);
+    if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
+        eprintln!("agentjail: cannot print the record: {e}");
+    }
+}
+
+/// `run`'s flags that need checking before the run.
+struct RunFlags {
+    cache: Option<(PathBuf, u64)>,
+    inputs: Vec<String>,
+    artifacts_dir: Option<PathBuf>,
+}
+
+/// Open the cache, resolve the inputs against the policy's host roots, open the artifacts
+/// directory: a flag that cannot be honoured stops agentjail (exit 2) before any jail.
+fn run_options(
+    loaded: &agentjail::policy::LoadedPolicy,
+    flags: RunFlags,
+) -> Result<agentjail::RunOptions, String> {
+    // Side-effect-free checks first; then what creates directories, undone if a later one
+    // is refused: a refused flag leaves nothing behind.
+    let roots = &loaded.policy.files.host_roots;
+    let inputs = flags
+        .inputs
+        .iter()
+        .map(|spec| agentjail::inputs::resolve(spec, roots))
+        .collect::<Result<Vec<_>, _>>()?;
+    let artifacts_dir = match flags.artifacts_dir {
+        Some(d) => Some(agentjail::artifacts::ArtifactsDir::open(&d)?),
+        None => None,
+    };
+    let cache = match flags.cache {
+        Some((dir, ttl)) => {
+            match agentjail::cache::Cache::open(&dir, std::time::Duration::from_secs(ttl)) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    if let Some(d) = artifacts_dir {
+                        d.discard();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
+    Ok(agentjail::RunOptions {
+        cache,
+        inputs,
+        artifacts_dir,
+    })
 }
 
 fn run(
     policy: Option<&Path>,
     audit_log: Option<PathBuf>,
-    cache: Option<(PathBuf, u64)>,
+    flags: RunFlags,
     action: &str,
 ) -> ExitStatus {
     let loaded = match agentjail::load_policy(policy) {
@@ -49,22 +102,19 @@ fn run(
         let log = &loaded.policy.audit.log;
         (!log.is_empty()).then(|| log.into())
     });
-    let cache = match cache {
-        Some((dir, ttl)) => {
-            match agentjail::cache::Cache::open(&dir, std::time::Duration::from_secs(ttl)) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    eprintln!("agentjail: {e}");
-                    return ExitStatus::Error;
-                }
-            }
+    let options = match run_options(&loaded, flags) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("agentjail: {e}");
+            let reason = agentjail::record::StopReason::AgentjailError("flags".into());
+            print_json(&agentjail::record::error_record(reason, &e));
+            return ExitStatus::Error;
         }
-        None => None,
     };
-    let record = agentjail::run_action(&loaded, action, cache.as_ref());
+    let record = agentjail::run_action(&loaded, action, options);
     print_json(&record.value);
     if let Some(path) = audit {
-        if let Err(e) = agentjail::record::append_audit(&path, &record.value) {
+        if let Err(e) = agentjail::record::append_audit(&path, record.audit_value()) {
             eprintln!(
                 "agentjail: cannot append to the audit log {}: {e}",
                 path.display()
@@ -118,36 +168,6 @@ fn policy_command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
     }
 }
 
-/// `agentjail exec`: the command's own exit status (see `agentjail exec --help`).
-fn exec_command(command: Command) -> i32 {
-    let Command::Exec {
-        policy,
-        record,
-        time_limit,
-        memory_limit,
-        output_limit,
-        print_plan,
-        cmd,
-    } = command
-    else {
-        return ExitStatus::Error as i32;
-    };
-    let Ok(loaded) = load(policy.as_deref()) else {
-        return ExitStatus::Error as i32;
-    };
-    agentjail::exec::exec(agentjail::exec::ExecArgs {
-        policy: loaded.policy,
-        policy_path: loaded.path,
-        policy_sha256: loaded.sha256,
-        record,
-        time_limit,
-        memory_limit,
-        output_limit,
-        print_plan,
-        cmd,
-    })
-}
-
 /// Run one command; `exec` returns the command's own exit code, the others an ExitStatus.
 fn dispatch(command: Command) -> i32 {
     let status = match command {
@@ -156,11 +176,17 @@ fn dispatch(command: Command) -> i32 {
             audit_log,
             cache,
             cache_ttl,
+            inputs,
+            artifacts_dir,
             action,
         } => Ok(run(
             policy.as_deref(),
             audit_log,
-            cache.map(|d| (d, cache_ttl)),
+            RunFlags {
+                cache: cache.map(|d| (d, cache_ttl)),
+                inputs,
+                artifacts_dir,
+            },
             &action,
         )),
         Command::Serve {
@@ -187,11 +213,62 @@ fn dispatch(command: Command) -> i32 {
         // The MCP server is its own binary (src/mcp/mod.rs says why); this one execs it.
         Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
         Command::Check { policy, action } => check(policy.as_deref(), &action),
-        Command::Exec { .. } => return exec_command(command),
+        Command::Exec {
+            policy,
+            record,
+            time_limit,
+            memory_limit,
+            output_limit,
+            artifacts_dir,
+            print_plan,
+            cmd,
+        } => {
+            return exec_command(
+                policy.as_deref(),
+                agentjail::exec::ExecArgs {
+                    policy: Default::default(),
+                    policy_path: String::new(),
+                    policy_sha256: String::new(),
+                    record,
+                    time_limit,
+                    memory_limit,
+                    output_limit,
+                    artifacts_dir: None,
+                    print_plan,
+                    cmd,
+                },
+                artifacts_dir,
+            )
+        }
         Command::Policy { action } => policy_command(action),
         Command::Doctor { json } => return agentjail::doctor_command(json),
     };
     status.unwrap_or_else(|e| e) as i32
+}
+
+/// `exec`: load the policy, open the artifacts directory (unless only printing the plan),
+/// run. A flag that cannot be honoured stops it with exit 2 before any jail.
+fn exec_command(
+    policy: Option<&Path>,
+    mut args: agentjail::exec::ExecArgs,
+    artifacts_dir: Option<PathBuf>,
+) -> i32 {
+    let Ok(loaded) = load(policy) else {
+        return ExitStatus::Error as i32;
+    };
+    args.policy = loaded.policy;
+    args.policy_path = loaded.path;
+    args.policy_sha256 = loaded.sha256;
+    if let Some(d) = artifacts_dir.filter(|_| !args.print_plan) {
+        match agentjail::artifacts::ArtifactsDir::open(&d) {
+            Ok(d) => args.artifacts_dir = Some(d),
+            Err(e) => {
+                eprintln!("agentjail: {e}");
+                return ExitStatus::Error as i32;
+            }
+        }
+    }
+    agentjail::exec::exec(args)
 }
 
 fn main() {

@@ -256,10 +256,42 @@ pub struct TraceEntry {
 #[derive(Debug, Clone)]
 pub struct Record {
     pub stop_reason: StopReason,
+    /// The record as printed (or returned by serve and mcp).
     pub value: Value,
+    /// The copy for the audit log, once sealed (crate::redact); `value` until then.
+    pub audit: Option<Value>,
 }
 
 impl Record {
+    pub fn new(stop_reason: StopReason, value: Value) -> Record {
+        Record {
+            stop_reason,
+            value,
+            audit: None,
+        }
+    }
+
+    /// Redact per the policy (crate::redact): the audit copy always, the printed one when
+    /// the policy says so; both get the `redaction` section. A redactor that cannot be
+    /// built leaves no unredacted audit copy: the audit copy then says so instead.
+    pub fn seal(&mut self, policy: &crate::policy::Redaction) {
+        match crate::redact::Redactor::of(policy) {
+            Ok(r) => self.audit = Some(r.seal(&mut self.value)),
+            Err(e) => {
+                self.audit = Some(json!({
+                    "run_id": self.value.get("run_id"),
+                    "stop_reason": self.value.get("stop_reason"),
+                    "redaction": {"error": e},
+                }))
+            }
+        }
+    }
+
+    /// What the audit log stores.
+    pub fn audit_value(&self) -> &Value {
+        self.audit.as_ref().unwrap_or(&self.value)
+    }
+
     pub fn is_ok(&self) -> bool {
         self.stop_reason.is_success()
     }
@@ -325,10 +357,7 @@ impl Recorder {
         self.phase(Phase::Finalize, ok, t, json!({ "total_us": total_us }));
         let trace = json!(self.trace);
         self.set("trace", trace);
-        Record {
-            stop_reason: reason,
-            value: Value::Object(self.fields),
-        }
+        Record::new(reason, Value::Object(self.fields))
     }
 }
 

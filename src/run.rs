@@ -113,11 +113,30 @@ pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decis
 /// The plan of a runner jail for `policy`: the interpreter runs agentjail's runner, which
 /// takes the program from the job pipe. `preload`: import the policy's preload modules
 /// before the job arrives (warm jails, sessions).
-pub fn runner_plan(policy: &Policy, mode: runner::Mode, preload: bool) -> Result<JailPlan, String> {
-    let files = [JailFile {
+pub fn runner_plan(
+    policy: &Policy,
+    mode: runner::Mode,
+    preload: bool,
+    job: &JobInputs,
+) -> Result<JailPlan, String> {
+    let mut files = vec![JailFile {
         path: runner::PATH.into(),
-        contents: runner::PYTHON.into(),
+        contents: runner::PYTHON.as_bytes().to_vec(),
     }];
+    files.extend(job.files.iter().map(|f| JailFile {
+        path: format!("{}/{}", crate::plan::APP_IN, f.path),
+        contents: f.contents.clone(),
+    }));
+    let a = &policy.artifacts;
+    let contents = crate::plan::Contents {
+        files: &files,
+        inputs: &job.inputs,
+        // Room for every artifact plus the directories around them.
+        out: Some((
+            a.max_total_bytes.0,
+            a.max_count.saturating_mul(2).saturating_add(16),
+        )),
+    };
     let i = &policy.interpreter;
     let modules = if preload {
         policy.preload_modules()
@@ -125,9 +144,23 @@ pub fn runner_plan(policy: &Policy, mode: runner::Mode, preload: bool) -> Result
         Vec::new()
     };
     let argv = runner::argv(&i.python, &i.python_args, mode, &modules);
-    let mut plan = JailPlan::build(policy, argv, &files, &crate::jail::mount::probe_host)?;
+    let mut plan = JailPlan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
     plan.runner_fds = true;
     Ok(plan)
+}
+
+/// What a job brings into its jail besides its code: the action's `files` and the host
+/// inputs (`run --input`). A jail with inputs is built for its job (never a warm one).
+#[derive(Debug, Clone, Default)]
+pub struct JobInputs {
+    pub files: Vec<crate::contract::InputFile>,
+    pub inputs: Vec<crate::plan::HostInput>,
+}
+
+impl JobInputs {
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.inputs.is_empty()
+    }
 }
 
 /// How a job's jail was started.
@@ -156,9 +189,17 @@ pub trait JailSource {
     /// A started runner jail (mode `run`) for `policy`. `policy` is the job's effective
     /// policy; a pool may hand out a jail built for the policy it tightens (the job's
     /// tighter limits are applied at delivery).
-    fn acquire(&self, policy: &Policy) -> Result<Acquired, JailError>;
+    fn acquire(&self, policy: &Policy, job: &JobInputs) -> Result<Acquired, JailError>;
     /// What stops a running job from agentjail's side.
     fn interrupt(&self) -> Option<Interrupt<'_>>;
+    /// Host inputs every job of this source gets (`run --input`).
+    fn inputs(&self) -> &[crate::plan::HostInput] {
+        &[]
+    }
+    /// Where artifacts are written on the host (`run --artifacts-dir`); None: inline.
+    fn artifacts_dir(&self) -> Option<&crate::artifacts::ArtifactsDir> {
+        None
+    }
     /// Where a finished jail's cgroup goes to be removed (dropped here by default).
     fn teardown(&self, t: Teardown) {
         drop(t);
@@ -168,6 +209,10 @@ pub trait JailSource {
 /// `agentjail run`'s source: one jail started on this thread, for this job.
 pub struct ColdStart {
     sigfd: Option<std::os::fd::OwnedFd>,
+    /// Host inputs from the command line (`--input`).
+    pub inputs: Vec<crate::plan::HostInput>,
+    /// `--artifacts-dir`.
+    pub artifacts_dir: Option<crate::artifacts::ArtifactsDir>,
 }
 
 impl ColdStart {
@@ -175,6 +220,8 @@ impl ColdStart {
     pub fn new() -> ColdStart {
         ColdStart {
             sigfd: crate::supervise::block_termination_signals(),
+            inputs: Vec::new(),
+            artifacts_dir: None,
         }
     }
 }
@@ -186,13 +233,14 @@ impl Default for ColdStart {
 }
 
 impl JailSource for ColdStart {
-    fn acquire(&self, policy: &Policy) -> Result<Acquired, JailError> {
+    fn acquire(&self, policy: &Policy, job: &JobInputs) -> Result<Acquired, JailError> {
         let t = Instant::now();
-        let plan =
-            runner_plan(policy, runner::Mode::Run, false).map_err(|e| JailError::Unavailable {
+        let plan = runner_plan(policy, runner::Mode::Run, false, job).map_err(|e| {
+            JailError::Unavailable {
                 control: "plan".into(),
                 detail: e,
-            })?;
+            }
+        })?;
         let jail = crate::launch::prepare(&plan)?.start()?;
         Ok(Acquired {
             jail,
@@ -204,6 +252,14 @@ impl JailSource for ColdStart {
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {
         self.sigfd.as_ref().map(Interrupt::Signals)
+    }
+
+    fn inputs(&self) -> &[crate::plan::HostInput] {
+        &self.inputs
+    }
+
+    fn artifacts_dir(&self) -> Option<&crate::artifacts::ArtifactsDir> {
+        self.artifacts_dir.as_ref()
     }
 }
 
@@ -228,7 +284,11 @@ pub fn execute(
     if budget_bound {
         jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
-    let acquired = source.acquire(&jail_policy).map_err(|e| {
+    let job = JobInputs {
+        files: action.files.clone(),
+        inputs: source.inputs().to_vec(),
+    };
+    let acquired = source.acquire(&jail_policy, &job).map_err(|e| {
         r.set("error", e.to_json());
         r.phase(Phase::Execute, false, t, Value::Null);
         let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
@@ -239,6 +299,7 @@ pub fn execute(
     r.set("execution", record::execution_json(o));
     r.set_enforcement(&run.enforcement);
     r.set("jail_start", json!(start.0));
+    collect_artifacts(r, &run, policy, source);
     let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us,
                         "jail_start": start.0, "jail_wait_us": start.1});
     if let Some(mut reason) = record::jail_verdict(o, jail_policy.limits.memory.0) {
@@ -256,6 +317,28 @@ pub fn execute(
     }
     r.phase(Phase::Execute, true, t, detail);
     Ok(run)
+}
+
+/// The artifacts of a finished jail (every process gone): into the record, inline or
+/// written to the source's artifacts directory.
+fn collect_artifacts(r: &mut Recorder, run: &JailRun, policy: &Policy, source: &dyn JailSource) {
+    let Some(out) = &run.out else { return };
+    let collected = crate::artifacts::collect(out, &policy.artifacts);
+    let written = match source.artifacts_dir() {
+        Some(dir) => match dir.write(&collected) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                r.set("artifacts_error", json!(crate::json::safe_text(&e, 500)));
+                None
+            }
+        },
+        None => None,
+    };
+    let inline = policy.artifacts.inline_max_bytes.0;
+    let (artifacts, skipped) =
+        crate::artifacts::record_fields(&collected, inline, written.as_deref());
+    r.set("artifacts", artifacts);
+    r.set("artifacts_skipped", skipped);
 }
 
 /// Hand the job to its jail: the payload on stdin, the exact checked bytes on the job pipe;
@@ -375,6 +458,9 @@ pub fn job(
         "policy",
         json!({"path": policy.path, "sha256": policy.sha256}),
     );
+    // Host inputs are not in the action, so no key could cover them; and a stored record
+    // cannot write artifacts into a directory: such jobs never use the cache.
+    let cache = cache.filter(|_| source.inputs().is_empty() && source.artifacts_dir().is_none());
     let mut key: Option<String> = None;
     let ended = (|| -> Result<Option<Value>, Stopped> {
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;
@@ -393,8 +479,8 @@ pub fn job(
         validate(&mut r, &action, &effective, &jail, source.interrupt())?;
         Ok(None)
     })();
-    let record = match ended {
-        Ok(Some(hit)) => return hit_record(hit),
+    let mut record = match ended {
+        Ok(Some(hit)) => hit_record(hit),
         Ok(None) => r.finish(StopReason::Success, Phase::Finalize),
         Err(stop) => r.finish(stop.reason, stop.phase),
     };
@@ -405,6 +491,7 @@ pub fn job(
             }
         }
     }
+    record.seal(&policy.policy.redaction);
     record
 }
 
@@ -415,10 +502,7 @@ fn hit_record(value: Value) -> Record {
         .and_then(Value::as_str)
         .and_then(StopReason::parse_stored)
         .unwrap_or(StopReason::Success);
-    Record {
-        stop_reason: reason,
-        value,
-    }
+    Record::new(reason, value)
 }
 
 /// `agentjail check`: contract and static check only. Returns (decision JSON, exit code).

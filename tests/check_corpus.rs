@@ -20,6 +20,7 @@ fn action(code: &str) -> Action {
         input_payload: json!({}),
         output_schema: None,
         policy_hints: None,
+        files: Vec::new(),
     }
 }
 

@@ -1,4 +1,4 @@
-//! End to end through the real binary and the real jail: every stop reason DESIGN.md
+//! End to end through the real binary and the real jail: every stop reason the README
 //! lists, forced by a small program; the seed's example and its five variants; malformed
 //! actions; the audit log under concurrent runs.
 

@@ -111,8 +111,9 @@ impl Engine {
     /// reaper and the session janitor.
     pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, String> {
         let policy = &cfg.policy.policy;
-        let plan = run::runner_plan(policy, Mode::Run, true)?;
-        let session_plan = run::runner_plan(policy, Mode::Session, true)?;
+        let none = run::JobInputs::default();
+        let plan = run::runner_plan(policy, Mode::Run, true, &none)?;
+        let session_plan = run::runner_plan(policy, Mode::Session, true, &none)?;
         let spawner = Spawner::new(cfg.spawners)?;
         let plan = Arc::new(plan);
         let pool = (cfg.pool > 0).then(|| Pool::new(Arc::clone(&plan), cfg.pool, &spawner));
@@ -162,6 +163,28 @@ impl Engine {
             r.set("caller", json!({ "uid": uid }));
         }
         run::job(r, action, &self.policy, self, self.cache.as_ref())
+    }
+
+    /// A job with host inputs bound at /app/in (resolved against the policy's host roots by
+    /// the caller: crate::inputs); its jail is built for it, never a warm one.
+    pub fn run_with_inputs(
+        &self,
+        action: &[u8],
+        caller: Option<u32>,
+        inputs: Vec<crate::plan::HostInput>,
+    ) -> Record {
+        if inputs.is_empty() {
+            return self.run(action, caller);
+        }
+        let mut r = Recorder::new();
+        if let Some(uid) = caller {
+            r.set("caller", json!({ "uid": uid }));
+        }
+        let source = WithInputs {
+            engine: self,
+            inputs,
+        };
+        run::job(r, action, &self.policy, &source, self.cache.as_ref())
     }
 
     /// `agentjail check` on these action bytes: the decision, and whether it allows.
@@ -350,8 +373,29 @@ impl Engine {
 }
 
 impl JailSource for Engine {
-    fn acquire(&self, _policy: &crate::policy::Policy) -> Result<Acquired, JailError> {
+    fn acquire(
+        &self,
+        policy: &crate::policy::Policy,
+        job: &run::JobInputs,
+    ) -> Result<Acquired, JailError> {
         let t = Instant::now();
+        if !job.is_empty() {
+            // Inputs live in the jail's root, built before its processes: such a job gets a
+            // jail built for it.
+            let plan = run::runner_plan(policy, Mode::Run, true, job).map_err(|e| {
+                JailError::Unavailable {
+                    control: "plan".into(),
+                    detail: e,
+                }
+            })?;
+            let jail = self.spawner.start(Arc::new(plan))?;
+            return Ok(Acquired {
+                jail,
+                start: Start::Cold,
+                ready: true,
+                wait_us: t.elapsed().as_micros() as u64,
+            });
+        }
         if let Some(pool) = &self.pool {
             if let Some((jail, _idle)) = pool.take() {
                 return Ok(Acquired {
@@ -377,6 +421,34 @@ impl JailSource for Engine {
 
     fn teardown(&self, t: Teardown) {
         Engine::teardown(self, t);
+    }
+}
+
+/// The engine, for one job that brings host inputs.
+struct WithInputs<'a> {
+    engine: &'a Engine,
+    inputs: Vec<crate::plan::HostInput>,
+}
+
+impl JailSource for WithInputs<'_> {
+    fn acquire(
+        &self,
+        policy: &crate::policy::Policy,
+        job: &run::JobInputs,
+    ) -> Result<Acquired, JailError> {
+        self.engine.acquire(policy, job)
+    }
+
+    fn interrupt(&self) -> Option<Interrupt<'_>> {
+        self.engine.interrupt()
+    }
+
+    fn inputs(&self) -> &[crate::plan::HostInput] {
+        &self.inputs
+    }
+
+    fn teardown(&self, t: Teardown) {
+        Engine::teardown(self.engine, t);
     }
 }
 

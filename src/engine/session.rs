@@ -47,6 +47,10 @@ pub struct Session {
     /// Every allowed call so far, in order (what the check reads before a new call).
     source: String,
     ended: Option<String>,
+    /// Artifacts already reported, by path, with the (size, mtime) they had: a call reports
+    /// what is new or changed since.
+    reported: std::collections::HashMap<String, (u64, i64, i64)>,
+    skipped_reported: std::collections::HashSet<(String, &'static str)>,
 }
 
 impl Session {
@@ -70,6 +74,8 @@ impl Session {
             exec: Duration::ZERO,
             source: String::new(),
             ended: None,
+            reported: Default::default(),
+            skipped_reported: Default::default(),
         }
     }
 
@@ -111,10 +117,11 @@ impl Session {
         };
         self.last_used = Instant::now();
         r.set("session", self.describe());
-        let record = match result {
+        let mut record = match result {
             Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
             Err((stop, _)) => r.finish(stop.reason, stop.phase),
         };
+        record.seal(&self.policy.redaction);
         (record, teardown)
     }
 
@@ -301,65 +308,89 @@ impl Session {
         self.calls += 1;
         r.set_enforcement(jail.enforcement());
         match end {
-            CallEnd::Done(c) => {
-                self.exec += Duration::from_micros(c.wall_us);
-                r.set("execution", call_execution(&c));
-                let done = done_report(&c.replies.data);
-                let detail = json!({"program_wall_us": c.wall_us});
-                match done {
-                    Some((true, value, _)) => {
-                        r.set("value", value);
-                        r.phase(Phase::Execute, true, t, detail);
-                        Ok(())
-                    }
-                    Some((false, _, error)) => {
-                        r.set("error", error);
-                        r.phase(Phase::Execute, false, t, detail);
-                        Err((
-                            crate::run::Stopped {
-                                reason: StopReason::CodeRuntimeError(1),
-                                phase: Phase::Execute,
-                            },
-                            None,
-                        ))
-                    }
-                    None => {
-                        r.phase(Phase::Execute, false, t, detail);
-                        Err((
-                            crate::run::Stopped {
-                                reason: StopReason::CodeRuntimeError(1),
-                                phase: Phase::Execute,
-                            },
-                            None,
-                        ))
-                    }
-                }
-            }
-            CallEnd::Ended(o) => {
-                self.exec += Duration::from_micros(o.wall_us);
-                r.set("execution", record::execution_json(&o));
-                let reason = record::jail_verdict(&o, self.policy.limits.memory.0)
-                    .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
-                if let Some(e) = runner::error_report(&o.replies.data) {
-                    r.set("error", e);
-                }
-                r.phase(
-                    Phase::Execute,
-                    false,
-                    t,
-                    json!({"program_wall_us": o.wall_us}),
-                );
-                let why = reason.to_string();
-                // The jail is gone; the session ends with it (a clean exit included).
-                Err((
-                    crate::run::Stopped {
-                        reason,
-                        phase: Phase::Execute,
-                    },
-                    Some(why),
-                ))
-            }
+            CallEnd::Done(c) => self.call_done(r, &c, t),
+            CallEnd::Ended(o) => self.call_ended(r, &o, t),
         }
+    }
+
+    /// The interpreter reported done: the call's value or its exception (the runner's
+    /// report, marked source: runner); the session lives on.
+    fn call_done(
+        &mut self,
+        r: &mut Recorder,
+        c: &supervise::CallOutcome,
+        t: Instant,
+    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+        self.exec += Duration::from_micros(c.wall_us);
+        r.set("execution", call_execution(c));
+        self.call_artifacts(r);
+        let detail = json!({"program_wall_us": c.wall_us});
+        if let Some((true, value, _)) = done_report(&c.replies.data) {
+            r.set("value", value);
+            r.phase(Phase::Execute, true, t, detail);
+            return Ok(());
+        }
+        if let Some((false, _, error)) = done_report(&c.replies.data) {
+            r.set("error", error);
+        }
+        r.phase(Phase::Execute, false, t, detail);
+        let stop = crate::run::Stopped {
+            reason: StopReason::CodeRuntimeError(1),
+            phase: Phase::Execute,
+        };
+        Err((stop, None))
+    }
+
+    /// The jail ended during the call (a limit, a forbidden syscall, an exit): the verdict
+    /// is the kernel's and the supervisor's, and the session ends with its jail.
+    fn call_ended(
+        &mut self,
+        r: &mut Recorder,
+        o: &supervise::Outcome,
+        t: Instant,
+    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+        self.exec += Duration::from_micros(o.wall_us);
+        r.set("execution", record::execution_json(o));
+        let reason = record::jail_verdict(o, self.policy.limits.memory.0)
+            .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
+        if let Some(e) = runner::error_report(&o.replies.data) {
+            r.set("error", e);
+        }
+        r.phase(
+            Phase::Execute,
+            false,
+            t,
+            json!({"program_wall_us": o.wall_us}),
+        );
+        let why = reason.to_string();
+        let stop = crate::run::Stopped {
+            reason,
+            phase: Phase::Execute,
+        };
+        Err((stop, Some(why)))
+    }
+}
+
+impl Session {
+    /// The files in /app/out that are new or changed since the last report (the interpreter
+    /// lives on, so they are read while it idles between calls; crate::artifacts' caps and
+    /// rules hold as in a run). Skipped files are reported once per reason.
+    fn call_artifacts(&mut self, r: &mut Recorder) {
+        let Some(out) = self.jail.as_ref().and_then(|j| j.out()) else {
+            return;
+        };
+        let mut c = crate::artifacts::collect(out, &self.policy.artifacts);
+        c.artifacts
+            .retain(|a| self.reported.get(&a.path) != Some(&a.stamp));
+        for a in &c.artifacts {
+            self.reported.insert(a.path.clone(), a.stamp);
+        }
+        c.skipped
+            .retain(|k| self.skipped_reported.insert((k.path.clone(), k.reason)));
+        let inline = self.policy.artifacts.inline_max_bytes.0;
+        let (artifacts, skipped) = crate::artifacts::record_fields(&c, inline, None);
+        r.set("artifacts", artifacts);
+        r.set("artifacts_skipped", skipped);
     }
 }
 

@@ -1,6 +1,6 @@
 //! cgroup limits for one job: memory, pids and CPU, v2 first, v1 where the host only has v1.
 //!
-//! Rules this module keeps (DESIGN.md "Principles"):
+//! Rules this module keeps (docs/ARCHITECTURE.md "The nevers"):
 //! - The job cgroup is only ever created as a child of the cgroup this process is in, per
 //!   hierarchy, as `/proc/self/cgroup` names it. Nothing outside that subtree is written.
 //! - Host paths are parameters: [`detect`] takes the cgroup root, `/proc/self/cgroup` and

@@ -170,7 +170,11 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     step(p, rep, Stage::SetUid, || plain(sys::setresuid(p.uid)));
     // 3. Die with the supervisor (credential changes reset PDEATHSIG, hence after 2).
     step(p, rep, Stage::ParentDeathSignal, || die_with_parent(sync));
-    // 4. The root: private propagation, a tmpfs, the binds and files, pivot, detach.
+    // 4. The root: the host inputs opened (before anything covers /tmp), private
+    //    propagation, a tmpfs, the binds and files, pivot, detach.
+    step(p, rep, Stage::MountOp, || {
+        mount::open_inputs(&p.root).map_err(|(i, e)| (i as u32, e))
+    });
     staged(p, rep, Stage::MountRoot, || mount::mount_root(&p.root));
     step(p, rep, Stage::MountOp, || {
         mount::apply_steps(&p.root).map_err(|(i, e)| (i as u32, e))

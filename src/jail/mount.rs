@@ -6,19 +6,74 @@
 //! there changes nothing the host can see (propagation is made private first).
 
 use super::sys;
-use crate::plan::{HostPath, MountOp};
+use crate::plan::{Host, HostPath, MountOp};
 use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
 
-/// Look a path up on the real host (lstat + readlink).
-pub fn probe_host(path: &str) -> HostPath {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
-            Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
+/// The real host, as the plan sees it.
+pub struct RealHost;
+
+impl Host for RealHost {
+    /// lstat + readlink.
+    fn probe(&self, path: &str) -> HostPath {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
+                Ok(t) => HostPath::Symlink(t.to_string_lossy().into_owned()),
+                Err(_) => HostPath::Missing,
+            },
+            Ok(m) if m.is_dir() => HostPath::Dir,
+            Ok(_) => HostPath::File,
             Err(_) => HostPath::Missing,
-        },
-        Ok(m) if m.is_dir() => HostPath::Dir,
-        Ok(_) => HostPath::File,
-        Err(_) => HostPath::Missing,
+        }
+    }
+
+    fn list(&self, dir: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// Open a host input (`run --input`): the root, then the path beneath it without following
+/// any symlink. The returned fd pins what was checked: a symlink swapped in afterwards
+/// changes nothing, because the bind goes through this fd.
+pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, String> {
+    let r = sys::open(&cstr(root)?, libc::O_PATH | libc::O_DIRECTORY, 0)
+        .map_err(|e| format!("host root {root}: {}", std::io::Error::from_raw_os_error(e)))?;
+    let root_fd = sys::owned(r);
+    if relative.is_empty() {
+        return Ok(root_fd);
+    }
+    let fd = sys::open_beneath(root_fd.as_raw_fd(), &cstr(relative)?)
+        .map(sys::owned)
+        .map_err(|e| {
+            let why = match e {
+                libc::ELOOP => {
+                    "a symlink is on the way (inputs are never reached through one)".to_string()
+                }
+                libc::EXDEV => "it is not beneath the host root".to_string(),
+                _ => std::io::Error::from_raw_os_error(e).to_string(),
+            };
+            format!("input {root}/{relative}: {why}")
+        })?;
+    // The last component is opened without following it: a symlink there comes back as
+    // the link itself, refused here like any other non-file.
+    let mode = sys::fstat_mode(fd.as_raw_fd())
+        .map_err(|e| format!("input {root}/{relative}: fstat: errno {e}"))?;
+    match mode & libc::S_IFMT {
+        libc::S_IFREG | libc::S_IFDIR => Ok(fd),
+        libc::S_IFLNK => Err(format!(
+            "input {root}/{relative}: it is a symlink (inputs are never reached through one)"
+        )),
+        _ => Err(format!(
+            "input {root}/{relative}: only a regular file or a directory can be an input"
+        )),
     }
 }
 
@@ -51,6 +106,13 @@ pub enum Step {
         flags: libc::c_ulong,
         data: Option<CString>,
     },
+    /// Bind a host input through the fd `open_inputs` put in `input_fds[slot]`.
+    BindInput {
+        root: CString,
+        relative: Option<CString>,
+        target: CString,
+        slot: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -60,6 +122,9 @@ pub struct PreparedRoot {
     pub steps: Vec<Step>,
     /// Which plan op each step came from (for error reports).
     pub step_op: Vec<usize>,
+    /// One slot per host input, filled by the child's `open_inputs` (allocated here: the
+    /// child only stores into it).
+    pub input_fds: Vec<AtomicI32>,
 }
 
 fn cstr(s: &str) -> Result<CString, String> {
@@ -80,6 +145,11 @@ fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
             std::io::Error::from_raw_os_error(e)
         )
     })?;
+    Ok(flags_of(f))
+}
+
+/// statvfs flags as the mount flags a bind remount must repeat.
+fn flags_of(f: libc::c_ulong) -> libc::c_ulong {
     let mut out: libc::c_ulong = 0;
     for (st_flag, ms_flag) in [
         (libc::ST_NOSUID, libc::MS_NOSUID),
@@ -93,7 +163,7 @@ fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
             out |= ms_flag;
         }
     }
-    Ok(out)
+    out
 }
 
 /// Turn the plan's mount ops into prepared steps. Host state is read here (is the source a
@@ -101,17 +171,76 @@ fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
 pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, String> {
     let mut steps = Vec::new();
     let mut step_op = Vec::new();
+    let mut input_fds = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let before = steps.len();
-        steps.extend(op_steps(op)?);
+        match op {
+            MountOp::BindInput {
+                root,
+                relative,
+                target,
+            } => {
+                let fd = open_input(root, relative)?;
+                let slot = input_fds.len();
+                input_fds.push(AtomicI32::new(-1));
+                steps.extend(input_steps(&fd, root, relative, target, slot)?);
+            }
+            _ => steps.extend(op_steps(op)?),
+        }
         step_op.extend(std::iter::repeat_n(i, steps.len() - before));
     }
+    // One inode per step is more than the root needs (mount points, /etc, files).
+    let inodes = 1024 + steps.len();
     Ok(PreparedRoot {
         staging: cstr(STAGING)?,
-        root_tmpfs_data: cstr(&format!("size={root_tmpfs_bytes},nr_inodes=1024,mode=0755"))?,
+        root_tmpfs_data: cstr(&format!(
+            "size={root_tmpfs_bytes},nr_inodes={inodes},mode=0755"
+        ))?,
         steps,
         step_op,
+        input_fds,
     })
+}
+
+/// A host input, opened here to learn its type and locked flags, opened again by the child
+/// (`open_inputs`) and bound through that fd, then remounted read-only, nosuid, nodev,
+/// noexec. A swap between the two opens can only turn a file into another file beneath the
+/// same root (or fail the bind): neither open follows a symlink.
+fn input_steps(
+    fd: &OwnedFd,
+    root: &str,
+    relative: &str,
+    target: &str,
+    slot: usize,
+) -> Result<Vec<Step>, String> {
+    let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| format!("input {target}: errno {e}"))?;
+    let tgt = staged(target)?;
+    let make = if mode & libc::S_IFMT == libc::S_IFDIR {
+        Step::Mkdir {
+            path: tgt.clone(),
+            mode: 0o755,
+        }
+    } else if mode & libc::S_IFMT == libc::S_IFREG {
+        Step::Touch { path: tgt.clone() }
+    } else {
+        return Err(format!(
+            "input {target}: only a regular file or a directory can be an input"
+        ));
+    };
+    let locked = sys::fstatvfs_flags(fd.as_raw_fd())
+        .map(flags_of)
+        .unwrap_or(0);
+    let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | NOSUID_NODEV_NOEXEC | locked;
+    Ok(vec![
+        make,
+        Step::BindInput {
+            root: cstr(root)?,
+            relative: (!relative.is_empty()).then(|| cstr(relative)).transpose()?,
+            target: tgt.clone(),
+            slot,
+        },
+        mount(None, tgt, None, remount, None)?,
+    ])
 }
 
 /// The child's steps for one plan op.
@@ -131,13 +260,16 @@ fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
             mode,
         } => vec![Step::WriteFile {
             path: staged(path)?,
-            contents: contents.as_bytes().to_vec(),
+            contents: contents.clone(),
             mode: *mode,
         }],
         MountOp::BindReadOnly { source, target } => {
             bind_steps(source, target, libc::MS_RDONLY | libc::MS_NODEV)?
         }
         MountOp::BindDevice { source, target } => bind_steps(source, target, libc::MS_NOEXEC)?,
+        MountOp::BindInput { target, .. } => {
+            return Err(format!("input {target}: prepared by `prepare`, not here"))
+        }
         MountOp::Proc { target } => {
             let tgt = staged(target)?;
             vec![
@@ -310,10 +442,79 @@ pub fn apply_steps(root: &PreparedRoot) -> Result<(), (usize, i32)> {
                 *flags,
                 data.as_deref(),
             ),
+            Step::BindInput { target, slot, .. } => bind_input(&root.input_fds[*slot], target),
         };
         r.map_err(|e| (i, e))?;
     }
     Ok(())
+}
+
+/// Child, first of all mount work: open every host input beneath its root without following
+/// any symlink. Here, because the fds must belong to the child's own mount namespace (the
+/// kernel refuses to bind a mount of another one, so the parent's fds cannot serve), and
+/// before the staging tmpfs covers /tmp, where a host root may lie. Returns the failing
+/// step's index and errno.
+pub fn open_inputs(root: &PreparedRoot) -> Result<(), (usize, i32)> {
+    for (i, step) in root.steps.iter().enumerate() {
+        let Step::BindInput {
+            root: dir,
+            relative,
+            slot,
+            ..
+        } = step
+        else {
+            continue;
+        };
+        let dir_fd = sys::open(dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            .map_err(|e| (i, e))?;
+        let fd = match relative {
+            Some(rel) => {
+                let r = sys::open_beneath(dir_fd, rel);
+                sys::close(dir_fd);
+                r.map_err(|e| (i, e))?
+            }
+            None => dir_fd,
+        };
+        root.input_fds[*slot].store(fd, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Child: bind an input through its fd as /proc/self/fd/N (formatted on the stack: nothing
+/// allocates), then close it.
+fn bind_input(slot: &AtomicI32, target: &CStr) -> sys::SysResult<()> {
+    let fd = slot.swap(-1, Ordering::Relaxed);
+    if fd < 0 {
+        return Err(libc::EBADF);
+    }
+    let mut buf = [0u8; 32];
+    let path = proc_fd_path(fd, &mut buf);
+    let r = sys::mount(Some(path), target, None, libc::MS_BIND, None);
+    sys::close(fd);
+    r
+}
+
+/// "/proc/self/fd/N" with its NUL, written into `buf`.
+fn proc_fd_path(fd: i32, buf: &mut [u8; 32]) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for k in 0..len {
+        buf[PREFIX.len() + k] = digits[len - 1 - k];
+    }
+    buf[PREFIX.len() + len] = 0;
+    // The buffer holds the prefix, 1-10 digits and one NUL: never more than 25 bytes.
+    CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/proc/self/fd/")
 }
 
 /// Child: the root tmpfs becomes read-only, then it replaces `/` and the old root is
@@ -364,7 +565,37 @@ impl PreparedRoot {
                     .map(|c| c.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "bind".into())
             ),
+            Some(Step::BindInput {
+                root,
+                relative,
+                target,
+                ..
+            }) => format!(
+                "bind input {}/{} on {}",
+                root.to_string_lossy(),
+                relative
+                    .as_ref()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                s(target)
+            ),
             None => format!("step {i}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_fd_path_formats_without_allocating() {
+        let mut buf = [0u8; 32];
+        assert_eq!(proc_fd_path(0, &mut buf), c"/proc/self/fd/0");
+        assert_eq!(proc_fd_path(11, &mut buf), c"/proc/self/fd/11");
+        assert_eq!(
+            proc_fd_path(i32::MAX, &mut buf),
+            c"/proc/self/fd/2147483647"
+        );
     }
 }

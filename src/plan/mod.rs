@@ -61,11 +61,19 @@ pub enum MountOp {
     Symlink { target: String, link: String },
     /// Create a directory in the root tmpfs.
     Dir { path: String, mode: u32 },
-    /// Write a synthesized file (never copied from the host).
+    /// Write a synthesized file (never copied from the host). Printed as its size and
+    /// sha256.
     File {
         path: String,
-        contents: String,
+        #[serde(serialize_with = "digest_of")]
+        contents: Vec<u8>,
         mode: u32,
+    },
+    /// Bind a host input (see [`HostInput`]) read-only, nosuid, nodev, noexec.
+    BindInput {
+        root: String,
+        relative: String,
+        target: String,
     },
     /// A fresh procfs for the jail's pid namespace.
     Proc { target: String },
@@ -80,6 +88,15 @@ pub enum MountOp {
         inodes: u64,
         mode: u32,
     },
+}
+
+fn digest_of<S: serde::Serializer>(contents: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    use sha2::Digest;
+    s.collect_str(&format_args!(
+        "{} bytes, sha256 {:x}",
+        contents.len(),
+        sha2::Sha256::digest(contents)
+    ))
 }
 
 /// A resource limit set with setrlimit(2) in the child.
@@ -144,11 +161,51 @@ pub enum HostPath {
     Missing,
 }
 
-/// A file placed read-only in the jail's root (the checked program, for `run`).
+/// What the plan needs to know about the host (the real filesystem in production, a table
+/// in tests): the plan itself performs no I/O.
+pub trait Host {
+    /// What a host path is (lstat + readlink).
+    fn probe(&self, path: &str) -> HostPath;
+    /// The entry names of a host directory; empty when it is missing or unreadable.
+    fn list(&self, dir: &str) -> Vec<String>;
+}
+
+/// A file placed read-only in the jail's root: agentjail's runner, or one of the job's
+/// input files (under /app/in).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JailFile {
+    /// Absolute path in the jail.
     pub path: String,
-    pub contents: String,
+    pub contents: Vec<u8>,
+}
+
+/// A host file or directory bound read-only at /app/in/NAME (`run --input`): a path under
+/// one of the policy's `files.host_roots`, opened beneath that root without following any
+/// symlink when the jail is prepared, and bound through that open file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostInput {
+    /// The `files.host_roots` entry it is under.
+    pub root: String,
+    /// Its path below the root ("" for the root itself).
+    pub relative: String,
+    /// The name under /app/in.
+    pub name: String,
+}
+
+/// Where the job's inputs are and where its artifacts go.
+pub const APP_IN: &str = "/app/in";
+pub const APP_OUT: &str = "/app/out";
+
+/// What a jail holds besides the policy's binds.
+#[derive(Debug, Clone, Default)]
+pub struct Contents<'a> {
+    /// agentjail's own read-only files (the runner) and the job's input files.
+    pub files: &'a [JailFile],
+    /// Host paths bound read-only under /app/in.
+    pub inputs: &'a [HostInput],
+    /// The program's working directory /app/out, a tmpfs of (bytes, inodes) whose files
+    /// become the run's artifacts. None (`exec`): the working directory is /tmp.
+    pub out: Option<(u64, u64)>,
 }
 
 pub const JAIL_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -193,25 +250,39 @@ impl JailPlan {
     pub fn build(
         policy: &Policy,
         argv: Vec<String>,
-        files: &[JailFile],
-        host: &dyn Fn(&str) -> HostPath,
+        contents: &Contents<'_>,
+        host: &dyn Host,
     ) -> Result<JailPlan, String> {
         let lim = &policy.limits;
         let mut root = Root::default();
         root.host_binds(policy, host)?;
         root.etc();
-        root.files(files);
+        if policy.filesystem.alternatives {
+            root.alternatives(policy, host);
+        }
+        root.files(contents.files);
+        root.inputs(contents.inputs);
         root.dev();
         root.proc();
         root.tmp(lim.tmp_size.0, lim.tmp_inodes);
+        let mut read_write = vec!["/tmp".to_string()];
+        let cwd = match contents.out {
+            Some((bytes, inodes)) => {
+                root.out(bytes, inodes);
+                read_write.push(APP_OUT.into());
+                APP_OUT
+            }
+            None => "/tmp",
+        };
         let Root { mounts, read_exec } = root;
+        let files = contents.files;
         let env = environment(policy);
         let rlimits = rlimits(lim);
         let landlock = LandlockPlan {
             requirement: policy.landlock.requirement,
             min_abi: policy.landlock.min_abi,
             read_exec,
-            read_write: vec!["/tmp".into()],
+            read_write,
             devices: DEVICES.iter().map(|d| d.to_string()).collect(),
             deny_tcp: !policy.network.enabled,
             scope_abstract_unix: true,
@@ -222,7 +293,7 @@ impl JailPlan {
         Ok(JailPlan {
             argv,
             env,
-            cwd: "/tmp".into(),
+            cwd: cwd.into(),
             hostname: JAIL_HOSTNAME.into(),
             uid: JAIL_UID,
             gid: JAIL_GID,
@@ -262,18 +333,14 @@ struct Root {
 
 impl Root {
     /// The policy's read-only host paths (symlinks recreated, missing optional ones skipped).
-    fn host_binds(
-        &mut self,
-        policy: &Policy,
-        host: &dyn Fn(&str) -> HostPath,
-    ) -> Result<(), String> {
+    fn host_binds(&mut self, policy: &Policy, host: &dyn Host) -> Result<(), String> {
         let fs = &policy.filesystem;
         let mut seen = std::collections::BTreeSet::new();
         for path in fs.read_only.iter().chain(fs.optional.iter()) {
             if !seen.insert(path.as_str()) {
                 continue;
             }
-            match host(path) {
+            match host.probe(path) {
                 HostPath::Dir | HostPath::File => {
                     self.mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });
                     self.read_exec.push(path.clone());
@@ -295,29 +362,79 @@ impl Root {
     /// A synthesized /etc: the jail's user and group, localhost. Nothing is copied from the host.
     fn etc(&mut self) {
         self.dir("/etc");
-        self.file(
-            "/etc/passwd",
-            format!("agent:x:{JAIL_UID}:{JAIL_GID}:agent:/tmp:/usr/sbin/nologin\n"),
-        );
-        self.file("/etc/group", format!("agent:x:{JAIL_GID}:\n"));
-        self.file(
-            "/etc/hosts",
-            format!("127.0.0.1 localhost {JAIL_HOSTNAME}\n"),
-        );
+        let passwd = format!("agent:x:{JAIL_UID}:{JAIL_GID}:agent:/tmp:/usr/sbin/nologin\n");
+        self.file("/etc/passwd", passwd.into_bytes());
+        self.file("/etc/group", format!("agent:x:{JAIL_GID}:\n").into_bytes());
+        let hosts = format!("127.0.0.1 localhost {JAIL_HOSTNAME}\n");
+        self.file("/etc/hosts", hosts.into_bytes());
         self.read_exec.push("/etc".into());
     }
 
-    /// agentjail's own read-only files (the runner), each in its directory.
-    fn files(&mut self, files: &[JailFile]) {
-        for f in files {
-            if let Some((dir, _)) = f.path.rsplit_once('/') {
-                if !dir.is_empty() {
-                    self.dir(dir);
-                    self.read_exec.push(dir.to_string());
+    /// The host's /etc/alternatives links that point under a read-only bind (absolute
+    /// targets only; anything else, and every non-link, is left out).
+    fn alternatives(&mut self, policy: &Policy, host: &dyn Host) {
+        const DIR: &str = "/etc/alternatives";
+        let binds: Vec<&String> = policy.filesystem.read_only.iter().collect();
+        let mut links = Vec::new();
+        for name in host.list(DIR) {
+            let link = format!("{DIR}/{name}");
+            if let HostPath::Symlink(target) = host.probe(&link) {
+                let inside = binds.iter().any(|b| target.starts_with(&format!("{b}/")));
+                if inside && !target.split('/').any(|c| c == "..") && !name.contains('/') {
+                    links.push(MountOp::Symlink { target, link });
                 }
             }
+        }
+        if !links.is_empty() {
+            self.dir(DIR);
+            self.mounts.extend(links);
+        }
+    }
+
+    /// Read-only files (agentjail's runner, the job's input files), each in its directories.
+    fn files(&mut self, files: &[JailFile]) {
+        for f in files {
+            self.parents(&f.path);
             self.file(&f.path, f.contents.clone());
         }
+    }
+
+    /// Every directory above `path`, once, readable (and executable) for the program.
+    fn parents(&mut self, path: &str) {
+        let mut dir = String::new();
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            dir.push('/');
+            dir.push_str(part);
+            if !self.read_exec.contains(&dir) && dir != "/etc" {
+                self.dir(&dir.clone());
+                self.read_exec.push(dir.clone());
+            }
+        }
+    }
+
+    /// Host inputs, each bound at /app/in/NAME.
+    fn inputs(&mut self, inputs: &[HostInput]) {
+        for i in inputs {
+            let target = format!("{APP_IN}/{}", i.name);
+            self.parents(&target);
+            self.mounts.push(MountOp::BindInput {
+                root: i.root.clone(),
+                relative: i.relative.clone(),
+                target,
+            });
+        }
+    }
+
+    /// The program's working directory: a size- and inode-capped tmpfs, the artifacts.
+    fn out(&mut self, size_bytes: u64, inodes: u64) {
+        self.parents(&format!("{APP_OUT}/x"));
+        self.mounts.push(MountOp::Tmpfs {
+            target: APP_OUT.into(),
+            size_bytes,
+            inodes,
+            mode: 0o755,
+        });
     }
 
     /// A minimal /dev: five device binds and the fd symlinks.
@@ -376,7 +493,7 @@ impl Root {
         });
     }
 
-    fn file(&mut self, path: &str, contents: String) {
+    fn file(&mut self, path: &str, contents: Vec<u8>) {
         self.mounts.push(MountOp::File {
             path: path.into(),
             contents,
@@ -453,28 +570,114 @@ mod tests {
     use super::*;
 
     /// A merged-/usr host as a table: no filesystem access in these tests.
-    fn host(path: &str) -> HostPath {
-        match path {
-            "/usr" => HostPath::Dir,
-            "/bin" => HostPath::Symlink("usr/bin".into()),
-            "/lib" => HostPath::Symlink("usr/lib".into()),
-            "/lib64" => HostPath::Symlink("usr/lib64".into()),
-            _ => HostPath::Missing,
+    struct TableHost;
+
+    impl Host for TableHost {
+        fn probe(&self, path: &str) -> HostPath {
+            match path {
+                "/usr" => HostPath::Dir,
+                "/bin" => HostPath::Symlink("usr/bin".into()),
+                "/lib" => HostPath::Symlink("usr/lib".into()),
+                "/lib64" => HostPath::Symlink("usr/lib64".into()),
+                "/etc/alternatives/libblas.so.3" => {
+                    HostPath::Symlink("/usr/lib/x86_64-linux-gnu/blas/libblas.so.3".into())
+                }
+                "/etc/alternatives/editor" => HostPath::Symlink("/bin/nano".into()),
+                "/etc/alternatives/evil" => HostPath::Symlink("/usr/../etc/shadow".into()),
+                _ => HostPath::Missing,
+            }
+        }
+
+        fn list(&self, dir: &str) -> Vec<String> {
+            match dir {
+                "/etc/alternatives" => vec!["editor".into(), "evil".into(), "libblas.so.3".into()],
+                _ => Vec::new(),
+            }
         }
     }
+
+    static HOST: TableHost = TableHost;
 
     fn plan() -> JailPlan {
         let files = [JailFile {
             path: "/app/main.py".into(),
-            contents: "print(1)\n".into(),
+            contents: b"print(1)\n".to_vec(),
         }];
+        let contents = Contents {
+            files: &files,
+            ..Default::default()
+        };
         JailPlan::build(
             &Policy::default(),
             vec!["/usr/bin/python3".into()],
-            &files,
-            &host,
+            &contents,
+            &HOST,
         )
         .expect("plan")
+    }
+
+    #[test]
+    fn alternatives_only_into_the_binds() {
+        let mut policy = Policy::default();
+        policy.filesystem.alternatives = true;
+        let p = JailPlan::build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap();
+        let links: Vec<(&str, &str)> = p
+            .mounts
+            .iter()
+            .filter_map(|m| match m {
+                MountOp::Symlink { target, link } if link.starts_with("/etc/") => {
+                    Some((link.as_str(), target.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        // Targets under the policy's read-only paths only; a `..` is never accepted.
+        assert_eq!(
+            links,
+            [
+                ("/etc/alternatives/editor", "/bin/nano"),
+                (
+                    "/etc/alternatives/libblas.so.3",
+                    "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn inputs_and_out_are_in_app() {
+        let files = [JailFile {
+            path: "/app/in/data/sales.csv".into(),
+            contents: b"a,b\n".to_vec(),
+        }];
+        let inputs = [HostInput {
+            root: "/srv/data".into(),
+            relative: "big".into(),
+            name: "big".into(),
+        }];
+        let contents = Contents {
+            files: &files,
+            inputs: &inputs,
+            out: Some((5 << 20, 80)),
+        };
+        let p = JailPlan::build(&Policy::default(), vec!["x".into()], &contents, &HOST).unwrap();
+        assert_eq!(p.cwd, "/app/out");
+        assert!(p.landlock.read_write.contains(&"/app/out".to_string()));
+        assert!(p.mounts.contains(&MountOp::BindInput {
+            root: "/srv/data".into(),
+            relative: "big".into(),
+            target: "/app/in/big".into()
+        }));
+        assert!(p.mounts.iter().any(|m| matches!(m, MountOp::Tmpfs { target, size_bytes, .. } if target == "/app/out" && *size_bytes == 5 << 20)));
+        for dir in ["/app", "/app/in", "/app/in/data"] {
+            assert!(
+                p.mounts.contains(&MountOp::Dir {
+                    path: dir.into(),
+                    mode: 0o755
+                }),
+                "{dir}"
+            );
+        }
     }
 
     #[test]
@@ -612,10 +815,11 @@ mod tests {
     fn a_missing_required_bind_is_an_error_and_a_missing_optional_one_is_skipped() {
         let mut policy = Policy::default();
         policy.filesystem.read_only.push("/opt/tool".into());
-        let err = JailPlan::build(&policy, vec!["x".into()], &[], &host).unwrap_err();
+        let err =
+            JailPlan::build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap_err();
         assert!(err.contains("/opt/tool"), "{err}");
         policy.filesystem.optional.push("/opt/tool".into());
-        assert!(JailPlan::build(&policy, vec!["x".into()], &[], &host).is_ok());
+        assert!(JailPlan::build(&policy, vec!["x".into()], &Contents::default(), &HOST).is_ok());
     }
 
     #[test]

@@ -192,6 +192,12 @@ fn check_lints(c: &CheckRules, w: &mut Vec<LintWarning>) {
              and module in the interpreter",
         );
     }
+    denied_list_lints(c, w);
+}
+
+/// Lists a reviewer should see in the policy itself: the evaluators, `open`, the frame
+/// attributes.
+fn denied_list_lints(c: &CheckRules, w: &mut Vec<LintWarning>) {
     let missing: Vec<&str> = ["eval", "exec", "compile", "__import__"]
         .into_iter()
         .filter(|n| !c.denied_calls.iter().any(|d| d == n))

@@ -157,6 +157,9 @@ pub struct Policy {
     pub environment: Environment,
     pub audit: Audit,
     pub session: SessionLimits,
+    pub files: FilesPolicy,
+    pub artifacts: ArtifactsPolicy,
+    pub redaction: Redaction,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -238,6 +241,10 @@ pub struct Filesystem {
     /// Host paths bound read-only like `read_only`, but only when the host has them (a
     /// missing one is skipped, not an error). A path in both lists is optional.
     pub optional: Vec<String>,
+    /// Recreate the host's /etc/alternatives symlinks whose targets lie under a read-only
+    /// bind (Debian reaches libblas, liblapack and similar through them). Links only: no
+    /// host file is copied, and a link to anything else is left out.
+    pub alternatives: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -310,6 +317,82 @@ impl Default for SessionLimits {
     }
 }
 
+/// Input files: an action's `files` (read-only under /app/in) and `run --input` binds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FilesPolicy {
+    /// Most entries in an action's `files`.
+    pub max_count: u64,
+    /// Largest single file (decoded).
+    pub max_file_bytes: Bytes,
+    /// All files together (decoded).
+    pub max_total_bytes: Bytes,
+    /// Host directories under which `run --input HOST_PATH` may bind a file or directory
+    /// (read-only, at /app/in/NAME). Empty: no host input at all.
+    pub host_roots: Vec<String>,
+}
+
+impl Default for FilesPolicy {
+    fn default() -> Self {
+        FilesPolicy {
+            max_count: 16,
+            max_file_bytes: Bytes(MIB),
+            max_total_bytes: Bytes(4 * MIB),
+            host_roots: Vec::new(),
+        }
+    }
+}
+
+/// Artifacts: the files a program leaves in its working directory /app/out (a tmpfs of
+/// `max_total_bytes`), collected after every process of the jail is gone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArtifactsPolicy {
+    /// Most artifacts reported (further files are listed as skipped, `over_budget`).
+    pub max_count: u64,
+    /// Largest artifact read; a larger file is listed as `too_large`, never read.
+    pub max_file_bytes: Bytes,
+    /// All artifacts together; also the size of the /app/out tmpfs (seed 001 §10.5: 5 MB).
+    pub max_total_bytes: Bytes,
+    /// Artifacts up to this size come back base64 in the record when no artifacts
+    /// directory is given; larger ones are listed with their size and digest only.
+    pub inline_max_bytes: Bytes,
+}
+
+impl Default for ArtifactsPolicy {
+    fn default() -> Self {
+        ArtifactsPolicy {
+            max_count: 32,
+            max_file_bytes: Bytes(5 * MIB),
+            max_total_bytes: Bytes(5 * MIB),
+            inline_max_bytes: Bytes(256 * 1024),
+        }
+    }
+}
+
+/// Redaction of key-like strings (seed 001 §6.7, §10) before a record is written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Redaction {
+    /// The built-in patterns (cloud access keys, `sk-…` API keys, bearer tokens, JWTs, PEM
+    /// private keys, GitHub/Slack/Google tokens).
+    pub defaults: bool,
+    /// More patterns (Rust `regex` syntax, linear time).
+    pub patterns: Vec<String>,
+    /// Redact the printed record too (the audit log always is).
+    pub printed: bool,
+}
+
+impl Default for Redaction {
+    fn default() -> Self {
+        Redaction {
+            defaults: true,
+            patterns: Vec::new(),
+            printed: false,
+        }
+    }
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_string()).collect()
 }
@@ -337,6 +420,9 @@ impl Default for Policy {
             environment: Environment::default(),
             audit: Audit::default(),
             session: SessionLimits::default(),
+            files: FilesPolicy::default(),
+            artifacts: ArtifactsPolicy::default(),
+            redaction: Redaction::default(),
         }
     }
 }
@@ -469,6 +555,7 @@ impl Default for Filesystem {
         Filesystem {
             read_only: strings(&["/usr", "/bin", "/lib", "/lib64"]),
             optional: strings(&["/lib64", "/lib32", "/libx32"]),
+            alternatives: false,
         }
     }
 }

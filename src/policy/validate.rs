@@ -124,6 +124,109 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     environment(p)?;
     audit(p)?;
     session(p)?;
+    files(p)?;
+    artifacts(p)?;
+    redaction(p)?;
+    Ok(())
+}
+
+/// Host directories no `files.host_roots` entry may be or be under: the kernel's
+/// interfaces, the host's configuration and run state, and `/` itself.
+const FORBIDDEN_HOST_ROOTS: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/run", "/boot"];
+
+/// Input files.
+fn files(p: &Policy) -> Result<(), Invalid> {
+    let f = &p.files;
+    in_range(
+        "files.max_count",
+        f.max_count,
+        0,
+        10_000,
+        "files per action; 0 to 10000",
+    )?;
+    bytes_in_range(
+        "files.max_file_bytes",
+        f.max_file_bytes,
+        0,
+        MAX_PAYLOAD_BYTES,
+        "an input file travels inside the action (16MiB at most); 0 to 64MiB",
+    )?;
+    bytes_in_range(
+        "files.max_total_bytes",
+        f.max_total_bytes,
+        0,
+        MAX_PAYLOAD_BYTES,
+        "all input files of an action; 0 to 64MiB",
+    )?;
+    for root in &f.host_roots {
+        if let Some(problem) = path_problem(root) {
+            return Err(invalid_item(
+                "files.host_roots",
+                root,
+                format!("{root:?} {problem}"),
+                "give absolute, normalised directories",
+            ));
+        }
+        if root == "/" || FORBIDDEN_HOST_ROOTS.iter().any(|r| is_under(root, r)) {
+            return Err(invalid_item(
+                "files.host_roots",
+                root,
+                format!("{root:?} is / or under {}", FORBIDDEN_HOST_ROOTS.join(", ")),
+                "list the directories that hold job data, e.g. /srv/agentjail/data",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Artifacts.
+fn artifacts(p: &Policy) -> Result<(), Invalid> {
+    let a = &p.artifacts;
+    in_range(
+        "artifacts.max_count",
+        a.max_count,
+        1,
+        10_000,
+        "artifacts per run; 1 to 10000",
+    )?;
+    bytes_in_range(
+        "artifacts.max_total_bytes",
+        a.max_total_bytes,
+        4096,
+        p.limits.memory.0,
+        "the /app/out tmpfs is charged to the jail's memory; 4KiB to limits.memory",
+    )?;
+    bytes_in_range(
+        "artifacts.max_file_bytes",
+        a.max_file_bytes,
+        1,
+        a.max_total_bytes.0,
+        "one artifact; at most artifacts.max_total_bytes",
+    )?;
+    bytes_in_range(
+        "artifacts.inline_max_bytes",
+        a.inline_max_bytes,
+        0,
+        16 * MIB,
+        "inline artifacts are base64 in the record; 0 to 16MiB",
+    )
+}
+
+/// Redaction patterns must compile (linear-time engine, bounded size).
+fn redaction(p: &Policy) -> Result<(), Invalid> {
+    for pat in &p.redaction.patterns {
+        if let Err(e) = regex::RegexBuilder::new(pat).size_limit(1 << 20).build() {
+            return Err(invalid_item(
+                "redaction.patterns",
+                pat,
+                format!(
+                    "{pat:?} does not compile: {}",
+                    e.to_string().lines().last().unwrap_or("")
+                ),
+                "use Rust regex syntax (no look-around, no backreferences)",
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -154,7 +154,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
         |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
     let audited = |record: &crate::record::Record| {
         if let Some(path) = audit {
-            if let Err(e) = crate::record::append_audit(path, &record.value) {
+            if let Err(e) = crate::record::append_audit(path, record.audit_value()) {
                 eprintln!(
                     "agentjail: cannot append to the audit log {}: {e}",
                     path.display()
@@ -163,10 +163,21 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
         }
     };
     match req.op {
-        Op::Run { action } => {
-            let record = engine.run(&action, conn.owner.uid);
-            audited(&record);
-            json!({"id": id, "record": record.value})
+        Op::Run { action, inputs } => {
+            let roots = &engine.policy().policy.files.host_roots;
+            let resolved = inputs
+                .iter()
+                .map(|spec| crate::inputs::resolve(spec, roots))
+                .collect::<Result<Vec<_>, _>>();
+            match resolved {
+                Ok(inputs) => {
+                    let record = engine.run_with_inputs(&action, conn.owner.uid, inputs);
+                    audited(&record);
+                    json!({"id": id, "record": record.value})
+                }
+                Err(e) => json!({"id": id, "error": {"code": "bad_inputs",
+                                  "message": crate::json::safe_text(&e, 1000)}}),
+            }
         }
         Op::Check { action } => json!({"id": id, "decision": engine.check(&action).0}),
         Op::SessionStart { policy_hints } => {

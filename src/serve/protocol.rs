@@ -4,6 +4,8 @@
 //!
 //! ```text
 //! {"id": "r1", "op": "run", "action": {...}}                → {"id": "r1", "record": {...}}
+//! {"id": "r1", "op": "run", "action": {...}, "inputs": ["/srv/data/x.csv:x.csv"]}
+//!                                            (host inputs, as `run --input`; policy host_roots)
 //! {"id": "r2", "op": "check", "action": {...}}              → {"id": "r2", "decision": {...}}
 //! {"id": "r3", "op": "session_start", "policy_hints": {...}} → {"id": "r3", "session": "<id>"}
 //! {"id": "r4", "op": "session_exec", "session": "<id>", "code": "...", "timeout_s": 2}
@@ -20,6 +22,8 @@ use serde_json::{json, Value};
 
 /// Longest request line accepted (an action may carry a 16 MiB payload).
 pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// Most host inputs one run request may name.
+pub const MAX_INPUTS: usize = 16;
 /// Longest request id echoed back.
 pub const MAX_ID_CHARS: usize = 128;
 
@@ -27,6 +31,9 @@ pub const MAX_ID_CHARS: usize = 128;
 pub enum Op {
     Run {
         action: Vec<u8>,
+        /// Host inputs, `HOST_PATH[:NAME]` as `run --input` takes them (resolved against the
+        /// policy's files.host_roots by the server, not here).
+        inputs: Vec<String>,
     },
     Check {
         action: Vec<u8>,
@@ -109,7 +116,8 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         )),
     };
     let allowed: &[&str] = match op.as_str() {
-        "run" | "check" => &["action"],
+        "run" => &["action", "inputs"],
+        "check" => &["action"],
         "session_start" => &["policy_hints"],
         "session_exec" => &["session", "code", "timeout_s"],
         "session_close" => &["session"],
@@ -161,7 +169,8 @@ fn build_op(
                 }
             };
             if op == "run" {
-                Op::Run { action }
+                let inputs = run_inputs(obj.remove("inputs"), id)?;
+                Op::Run { action, inputs }
             } else {
                 Op::Check { action }
             }
@@ -172,26 +181,7 @@ fn build_op(
         "session_exec" => {
             let session = string(&mut obj, "session")?;
             let code = string(&mut obj, "code")?;
-            let timeout_s = match obj.remove("timeout_s") {
-                None | Some(Value::Null) => None,
-                Some(Value::Number(n)) => match n.as_f64() {
-                    Some(t) if t.is_finite() && t > 0.0 => Some(t),
-                    _ => {
-                        return Err(err(
-                            id,
-                            "bad_request",
-                            "\"timeout_s\" must be a positive number",
-                        ))
-                    }
-                },
-                Some(_) => {
-                    return Err(err(
-                        id,
-                        "bad_request",
-                        "\"timeout_s\" must be a positive number",
-                    ))
-                }
-            };
+            let timeout_s = timeout(obj.remove("timeout_s"), id)?;
             Op::SessionExec {
                 session,
                 code,
@@ -203,6 +193,49 @@ fn build_op(
         },
         _ => Op::Stats,
     })
+}
+
+/// A run request's `inputs`: at most MAX_INPUTS non-empty strings (resolved by the server).
+fn run_inputs(v: Option<Value>, id: &Value) -> Result<Vec<String>, ProtocolError> {
+    let ok = |s: &str| !s.is_empty() && s.len() <= 4096;
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items))
+            if items.len() <= MAX_INPUTS && items.iter().all(|i| i.as_str().is_some_and(ok)) =>
+        {
+            Ok(items
+                .into_iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect())
+        }
+        Some(_) => Err(err(
+            id,
+            "bad_request",
+            format!(
+                "\"inputs\" must be a list of at most {MAX_INPUTS} \"HOST_PATH[:NAME]\" strings"
+            ),
+        )),
+    }
+}
+
+/// A session call's `timeout_s`: absent, or a positive finite number of seconds.
+fn timeout(v: Option<Value>, id: &Value) -> Result<Option<f64>, ProtocolError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(t) if t.is_finite() && t > 0.0 => Ok(Some(t)),
+            _ => Err(err(
+                id,
+                "bad_request",
+                "\"timeout_s\" must be a positive number",
+            )),
+        },
+        Some(_) => Err(err(
+            id,
+            "bad_request",
+            "\"timeout_s\" must be a positive number",
+        )),
+    }
 }
 
 /// The error response line's value.

@@ -96,3 +96,84 @@ pub fn access(path: &std::path::Path, mode: libc::c_int) -> SysResult<()> {
     // SAFETY: c is a valid NUL-terminated path for the call.
     check(unsafe { libc::access(c.as_ptr(), mode) }).map(drop)
 }
+
+/// Open `relative` beneath the directory `root` without following any symlink, magic link
+/// or mount crossing into /proc (openat2: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS), as an O_PATH fd: a symlink anywhere on the way is ELOOP, a `..`
+/// that climbs out is EXDEV.
+pub fn open_beneath(root: RawFd, relative: &CStr) -> SysResult<RawFd> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const RESOLVE_BENEATH: u64 = 0x08;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
+        mode: 0,
+        resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: `relative` is NUL-terminated and `how` a valid open_how of the size passed;
+    // both outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root,
+            relative.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    check_long(rc).map(|fd| fd as RawFd)
+}
+
+/// The mount flags word (`f_flag`) of the filesystem an fd is on (fstatvfs).
+pub fn fstatvfs_flags(fd: RawFd) -> SysResult<libc::c_ulong> {
+    // SAFETY: zeroed statvfs is valid storage.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: st is valid storage; fd is owned by the caller.
+    check(unsafe { libc::fstatvfs(fd, &mut st) })?;
+    Ok(st.f_flag)
+}
+
+/// openat(2), always close-on-exec.
+pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> SysResult<RawFd> {
+    // SAFETY: name is a valid NUL-terminated string; mode is used only with O_CREAT.
+    check(unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) })
+}
+
+/// What a directory entry is, without following it: (st_mode, st_size, st_nlink).
+pub fn fstatat_nofollow(dir: RawFd, name: &CStr) -> SysResult<(u32, u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: name is NUL-terminated; fstatat writes one `struct stat` into `st`.
+    check(unsafe {
+        libc::fstatat(
+            dir,
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: fstatat succeeded, so it initialised `st`.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_mode, st.st_size.max(0) as u64, st.st_nlink))
+}
+
+/// fstat(2): (st_mode, st_size, st_nlink, st_uid).
+pub fn fstat(fd: RawFd) -> SysResult<(u32, u64, u64, u32)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one `struct stat` into `st`.
+    check(unsafe { libc::fstat(fd, st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so it initialised `st`.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_mode, st.st_size.max(0) as u64, st.st_nlink, st.st_uid))
+}
+
+/// mkdirat(2).
+pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> SysResult<()> {
+    // SAFETY: name is a valid NUL-terminated string.
+    check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) }).map(drop)
+}

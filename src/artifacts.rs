@@ -1,0 +1,523 @@
+//! Artifacts: the files a program leaves in its working directory /app/out, collected after
+//! every process of its jail is gone (seed 001 §5, §6.3, §10.5).
+//!
+//! /app/out is a tmpfs of the policy's `artifacts.max_total_bytes` and a bounded number of
+//! inodes. agentjail holds an fd of it from the moment the jail starts (opened beneath the
+//! jail's root through /proc/<init>/root, before any job code runs), so the files stay
+//! readable after the jail's mount namespace is gone. The collector walks it from that fd:
+//!
+//! - it never follows a symlink (`symlink`), never opens a FIFO, device or socket
+//!   (`not_regular`), and skips a file with more than one link (`hardlink`);
+//! - it checks a file's size before reading and then reads at most the cap plus one byte
+//!   (`too_large` past `max_file_bytes`, never read); past `max_count` files or
+//!   `max_total_bytes` in all, the rest is `over_budget` (and so is anything deeper than 16
+//!   directories or past 10 000 entries: the walk itself is bounded);
+//! - a name that is not printable UTF-8 (newlines, ANSI escapes, bidi overrides, invalid
+//!   UTF-8) is `bad_name`, reported escaped, never read;
+//! - the media type is sniffed from the content, never taken from the name.
+//!
+//! In a session the interpreter is alive between calls: artifacts are collected when a call
+//! reports done, and only files new or changed since the previous call are reported. A file
+//! a background thread is still writing may then be read mid-write (within the same caps).
+
+use crate::jail::sys;
+use crate::policy::ArtifactsPolicy;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+/// Deepest directory walked, and most entries looked at, per collection.
+const MAX_DEPTH: usize = 16;
+const MAX_ENTRIES: usize = 10_000;
+/// Most skipped entries listed; the rest are counted (`skipped_more`).
+pub const MAX_SKIPPED: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Artifact {
+    /// Relative to /app/out.
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub media_type: &'static str,
+    #[serde(skip)]
+    pub content: Vec<u8>,
+    /// A signature of (size, mtime) to tell a session's new or changed files.
+    #[serde(skip)]
+    pub stamp: (u64, i64, i64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// Relative to /app/out, escaped when it is not printable UTF-8.
+    pub path: String,
+    /// `symlink`, `not_regular`, `hardlink`, `too_large`, `over_budget` or `bad_name`.
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Collected {
+    pub artifacts: Vec<Artifact>,
+    pub skipped: Vec<Skipped>,
+    /// Skipped entries past MAX_SKIPPED, counted, not listed.
+    pub skipped_more: u64,
+}
+
+/// Open /app/out of a running jail: `/proc/<init>/root` (the jail's root), then `app/out`
+/// beneath it without following any symlink. Called right after the jail starts.
+pub fn open_out(init_pid: i32) -> Option<OwnedFd> {
+    let root = CString::new(format!("/proc/{init_pid}/root")).ok()?;
+    let root = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
+        .ok()
+        .map(sys::owned)?;
+    sys::open_beneath(root.as_raw_fd(), c"app/out")
+        .ok()
+        .map(sys::owned)
+}
+
+/// A name fit to report and write on a host: printable UTF-8, no separator, not `.`/`..`.
+fn good_name(name: &[u8]) -> Option<&str> {
+    let s = std::str::from_utf8(name).ok()?;
+    let bad = s.is_empty()
+        || s == "."
+        || s == ".."
+        || s.len() > 255
+        || s.chars()
+            .any(|c| c == '\\' || c == '/' || crate::json::needs_escape(c));
+    (!bad).then_some(s)
+}
+
+/// Bytes as text for a report: printable UTF-8 kept, the rest escaped (\\n, \\xNN, \\u{...}).
+fn escaped(name: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in name.utf8_chunks() {
+        out.push_str(&crate::json::safe_text(chunk.valid(), 512));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+struct Walk<'a> {
+    caps: &'a ArtifactsPolicy,
+    out: Collected,
+    total: u64,
+    seen: usize,
+}
+
+/// Collect the regular files under `dir` (an fd of /app/out) within the caps.
+pub fn collect(dir: &OwnedFd, caps: &ArtifactsPolicy) -> Collected {
+    let mut w = Walk {
+        caps,
+        out: Collected::default(),
+        total: 0,
+        seen: 0,
+    };
+    w.dir(dir, "", 0);
+    w.out.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+    w.out.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    w.out
+}
+
+impl Walk<'_> {
+    fn skip(&mut self, path: String, reason: &'static str) {
+        if self.out.skipped.len() < MAX_SKIPPED {
+            self.out.skipped.push(Skipped { path, reason });
+        } else {
+            self.out.skipped_more += 1;
+        }
+    }
+
+    fn dir(&mut self, dir: &OwnedFd, prefix: &str, depth: usize) {
+        let listing = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let Ok(entries) = std::fs::read_dir(&listing) else {
+            return;
+        };
+        let mut names: Vec<Vec<u8>> = entries
+            .filter_map(|e| e.ok().map(|e| e.file_name().as_bytes().to_vec()))
+            .collect();
+        names.sort();
+        for raw in names {
+            self.seen += 1;
+            if self.seen > MAX_ENTRIES {
+                // The walk looks no further; what it did not look at is counted.
+                self.out.skipped_more += 1;
+                continue;
+            }
+            let Some(name) = good_name(&raw) else {
+                self.skip(format!("{prefix}{}", escaped(&raw)), "bad_name");
+                continue;
+            };
+            let path = format!("{prefix}{name}");
+            let Ok(c) = CString::new(name) else { continue };
+            self.entry(dir, &c, path, depth);
+        }
+    }
+
+    fn entry(&mut self, dir: &OwnedFd, name: &CString, path: String, depth: usize) {
+        let Ok((mode, size, nlink)) = sys::fstatat_nofollow(dir.as_raw_fd(), name) else {
+            return;
+        };
+        match mode & libc::S_IFMT {
+            libc::S_IFLNK => self.skip(path, "symlink"),
+            libc::S_IFDIR if depth + 1 >= MAX_DEPTH => self.skip(path, "over_budget"),
+            libc::S_IFDIR => {
+                let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+                if let Ok(fd) = sys::openat(dir.as_raw_fd(), name, flags, 0) {
+                    self.dir(&sys::owned(fd), &format!("{path}/"), depth + 1);
+                }
+            }
+            libc::S_IFREG if nlink > 1 => self.skip(path, "hardlink"),
+            libc::S_IFREG if size > self.caps.max_file_bytes.0 => self.skip(path, "too_large"),
+            libc::S_IFREG => self.file(dir, name, path, size),
+            _ => self.skip(path, "not_regular"),
+        }
+    }
+
+    fn file(&mut self, dir: &OwnedFd, name: &CString, path: String, size: u64) {
+        let full = self.out.artifacts.len() as u64 >= self.caps.max_count;
+        if full || self.total + size > self.caps.max_total_bytes.0 {
+            return self.skip(path, "over_budget");
+        }
+        // O_NONBLOCK: had the entry been swapped for a FIFO, the open would not wait.
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+        let Ok(fd) = sys::openat(dir.as_raw_fd(), name, flags, 0).map(sys::owned) else {
+            return self.skip(path, "not_regular");
+        };
+        let Ok((mode, _, nlink, _)) = sys::fstat(fd.as_raw_fd()) else {
+            return;
+        };
+        if mode & libc::S_IFMT != libc::S_IFREG || nlink > 1 {
+            return self.skip(path, "not_regular");
+        }
+        let cap = self.caps.max_file_bytes.0;
+        let Some(content) = read_at_most(&fd, cap + 1) else {
+            return;
+        };
+        if content.len() as u64 > cap {
+            return self.skip(path, "too_large");
+        }
+        self.total += content.len() as u64;
+        let meta = std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        let stamp = meta.map_or((0, 0, 0), |m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.size(), m.mtime(), m.mtime_nsec())
+        });
+        self.out.artifacts.push(Artifact {
+            path,
+            bytes: content.len() as u64,
+            sha256: format!("{:x}", Sha256::digest(&content)),
+            media_type: media_type(&content),
+            content,
+            stamp,
+        });
+    }
+}
+
+fn read_at_most(fd: &OwnedFd, limit: u64) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    while (out.len() as u64) < limit {
+        let want = buf.len().min((limit - out.len() as u64) as usize);
+        match sys::read(fd.as_raw_fd(), &mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The media type, from the content: the common image and document signatures, JSON, CSV,
+/// SVG, plain text; `application/octet-stream` otherwise.
+pub fn media_type(b: &[u8]) -> &'static str {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"\x89PNG\r\n\x1a\n", "image/png"),
+        (b"\xff\xd8\xff", "image/jpeg"),
+        (b"GIF87a", "image/gif"),
+        (b"GIF89a", "image/gif"),
+        (b"%PDF-", "application/pdf"),
+        (b"PK\x03\x04", "application/zip"),
+        (b"\x1f\x8b", "application/gzip"),
+    ];
+    if let Some((_, t)) = SIGNATURES.iter().find(|(sig, _)| b.starts_with(sig)) {
+        return t;
+    }
+    if b.len() >= 12 && &b[..4] == b"RIFF" && &b[8..12] == b"WEBP" {
+        return "image/webp";
+    }
+    let Ok(text) = std::str::from_utf8(b) else {
+        return "application/octet-stream";
+    };
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return "application/octet-stream";
+    }
+    let head = text.trim_start();
+    if head.starts_with("<svg") || (head.starts_with("<?xml") && head.contains("<svg")) {
+        return "image/svg+xml";
+    }
+    if (head.starts_with('{') || head.starts_with('['))
+        && crate::json::parse_strict(b, &crate::json::ReadLimits::default()).is_ok()
+    {
+        return "application/json";
+    }
+    if looks_like_csv(text) {
+        return "text/csv";
+    }
+    "text/plain"
+}
+
+fn looks_like_csv(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.is_empty()).take(50);
+    let Some(first) = lines.next() else {
+        return false;
+    };
+    let commas = first.matches(',').count();
+    let rest: Vec<&str> = lines.collect();
+    commas > 0 && !rest.is_empty() && rest.iter().all(|l| l.matches(',').count() == commas)
+}
+
+/// `run --artifacts-dir DIR`: where the artifacts are written on the host. DIR must not exist
+/// (it is created 0700) or be an empty directory owned by the caller, never a symlink; files
+/// are created O_EXCL|O_NOFOLLOW under the directory's fd, so nothing outside it is touched.
+pub struct ArtifactsDir {
+    path: std::path::PathBuf,
+    fd: OwnedFd,
+    /// We created it (and so may remove it again while it is empty).
+    created: bool,
+}
+
+impl ArtifactsDir {
+    pub fn open(path: &std::path::Path) -> Result<ArtifactsDir, String> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        let shown = path.display();
+        let mut created = false;
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(path)
+                    .map_err(|e| format!("--artifacts-dir {shown}: cannot create it: {e}"))?;
+                created = true;
+            }
+            Err(e) => return Err(format!("--artifacts-dir {shown}: {e}")),
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(format!(
+                    "--artifacts-dir {shown} is a symlink; give a real directory"
+                ))
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(format!("--artifacts-dir {shown} is not a directory"))
+            }
+            Ok(m) if m.uid() != sys::geteuid() => {
+                return Err(format!(
+                    "--artifacts-dir {shown} belongs to uid {}, not to us",
+                    m.uid()
+                ))
+            }
+            Ok(_) => {
+                let empty = std::fs::read_dir(path)
+                    .map(|mut d| d.next().is_none())
+                    .unwrap_or(false);
+                if !empty {
+                    return Err(format!(
+                        "--artifacts-dir {shown} is not empty; give a new or empty directory"
+                    ));
+                }
+            }
+        }
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| format!("--artifacts-dir {shown}: NUL in path"))?;
+        let fd = sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+            .map(sys::owned)
+            .map_err(|e| {
+                format!(
+                    "--artifacts-dir {shown}: {}",
+                    std::io::Error::from_raw_os_error(e)
+                )
+            })?;
+        Ok(ArtifactsDir {
+            path: path.to_path_buf(),
+            fd,
+            created,
+        })
+    }
+
+    /// Undo `open` when the run does not happen after all (another flag was refused): a
+    /// directory we created is removed again (only while it is empty).
+    pub fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
+
+    /// Write every artifact under the directory; their host paths, or why one failed.
+    pub fn write(&self, collected: &Collected) -> Result<Vec<String>, String> {
+        let mut written = Vec::new();
+        for a in &collected.artifacts {
+            let parts: Vec<&str> = a.path.split('/').collect();
+            let mut dir = self.fd.try_clone().map_err(|e| e.to_string())?;
+            for part in &parts[..parts.len() - 1] {
+                let c = CString::new(*part).map_err(|e| e.to_string())?;
+                match sys::mkdirat(dir.as_raw_fd(), &c, 0o700) {
+                    Ok(()) | Err(libc::EEXIST) => {}
+                    Err(e) => return Err(format!("mkdir {}: errno {e}", a.path)),
+                }
+                let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+                dir = sys::openat(dir.as_raw_fd(), &c, flags, 0)
+                    .map(sys::owned)
+                    .map_err(|e| format!("open {}: errno {e}", a.path))?;
+            }
+            let name = CString::new(parts[parts.len() - 1]).map_err(|e| e.to_string())?;
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+            let fd = sys::openat(dir.as_raw_fd(), &name, flags, 0o600)
+                .map(sys::owned)
+                .map_err(|e| {
+                    format!(
+                        "create {}: {}",
+                        a.path,
+                        std::io::Error::from_raw_os_error(e)
+                    )
+                })?;
+            sys::write_all(fd.as_raw_fd(), &a.content)
+                .map_err(|e| format!("write {}: errno {e}", a.path))?;
+            written.push(self.path.join(&a.path).display().to_string());
+        }
+        Ok(written)
+    }
+}
+
+/// The record's `artifacts` and `artifacts_skipped`: each artifact with its size, sha256
+/// and media type, and its content base64 when `inline_max` allows and nothing was written
+/// to a directory (`written`: the host paths, in order).
+pub fn record_fields(
+    c: &Collected,
+    inline_max: u64,
+    written: Option<&[String]>,
+) -> (serde_json::Value, serde_json::Value) {
+    use base64::Engine as _;
+    let artifacts: Vec<serde_json::Value> = c
+        .artifacts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut v = serde_json::json!({"path": a.path, "bytes": a.bytes, "sha256": a.sha256, "media_type": a.media_type});
+            match written {
+                Some(w) => v["saved_to"] = serde_json::json!(w.get(i)),
+                None if a.bytes <= inline_max => {
+                    v["content_base64"] = serde_json::json!(base64::engine::general_purpose::STANDARD.encode(&a.content))
+                }
+                None => {}
+            }
+            v
+        })
+        .collect();
+    let mut skipped = serde_json::json!(c.skipped);
+    if c.skipped_more > 0 {
+        if let Some(list) = skipped.as_array_mut() {
+            list.push(serde_json::json!({"path": "…", "reason": "over_budget",
+                                         "more": c.skipped_more}));
+        }
+    }
+    (serde_json::json!(artifacts), skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_come_from_the_content() {
+        assert_eq!(media_type(b"\x89PNG\r\n\x1a\nrest"), "image/png");
+        assert_eq!(media_type(b"{\"a\": 1}"), "application/json");
+        assert_eq!(media_type(b"a,b\n1,2\n3,4\n"), "text/csv");
+        assert_eq!(media_type(b"hello\n"), "text/plain");
+        assert_eq!(media_type(b"<svg xmlns='x'></svg>"), "image/svg+xml");
+        assert_eq!(media_type(b"\x00\x01\x02"), "application/octet-stream");
+        // A name says nothing: a PNG called notes.txt is still a PNG.
+    }
+
+    #[test]
+    fn names_are_printable_or_escaped() {
+        assert_eq!(good_name(b"plot.png"), Some("plot.png"));
+        assert_eq!(good_name(b"a\nb"), None);
+        assert_eq!(good_name(b"\x1b[31mred"), None);
+        assert_eq!(good_name(b"\xff\xfe"), None);
+        assert_eq!(good_name(b".."), None);
+        assert_eq!(escaped(b"a\nb\xff"), "a\\nb\\xff");
+    }
+
+    /// What no jail can make (mknod is outside every seccomp group) is still refused: a FIFO
+    /// is never opened (a blocking open would hang the collector), nor a socket.
+    #[test]
+    fn fifos_and_sockets_are_never_opened() {
+        let d = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.path().join("pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let _sock = std::os::unix::net::UnixListener::bind(d.path().join("sock")).unwrap();
+        std::fs::write(d.path().join("ok.txt"), "ok").unwrap();
+        let c = CString::new(d.path().as_os_str().as_bytes()).unwrap();
+        let dir = sys::owned(sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap());
+        let got = collect(&dir, &ArtifactsPolicy::default());
+        assert_eq!(got.artifacts.len(), 1);
+        assert_eq!(got.artifacts[0].path, "ok.txt");
+        let reasons: Vec<(&str, &str)> = got
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            vec![("pipe", "not_regular"), ("sock", "not_regular")]
+        );
+    }
+
+    fn open_dir(p: &std::path::Path) -> OwnedFd {
+        let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+        sys::owned(sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap())
+    }
+
+    /// A 1 TB sparse file costs nothing to make on the host (no jail can: RLIMIT_FSIZE); the
+    /// collector sees its size first and never reads it.
+    #[test]
+    fn a_sparse_terabyte_is_listed_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(d.path().join("huge.bin")).unwrap();
+        f.set_len(1 << 40).unwrap();
+        let got = collect(&open_dir(d.path()), &ArtifactsPolicy::default());
+        assert!(got.artifacts.is_empty());
+        assert_eq!(got.skipped[0].reason, "too_large");
+    }
+
+    /// Twice the walk's bound in empty files (a jail cannot make even 100: its /app/out has
+    /// a few dozen inodes, tests/files_artifacts.rs): the walk stops looking after
+    /// MAX_ENTRIES and lists at most max_count artifacts and MAX_SKIPPED skips.
+    #[test]
+    fn twenty_thousand_files_are_a_bounded_walk() {
+        const N: usize = 2 * MAX_ENTRIES;
+        let d = tempfile::tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        for i in 0..N {
+            std::fs::File::create(d.path().join(format!("f{i:06}"))).unwrap();
+        }
+        let caps = ArtifactsPolicy::default();
+        let got = collect(&open_dir(d.path()), &caps);
+        assert_eq!(got.artifacts.len() as u64, caps.max_count);
+        assert!(got.skipped.iter().all(|s| s.reason == "over_budget"));
+        // The list is bounded; the rest is a count.
+        assert_eq!(got.skipped.len(), MAX_SKIPPED);
+        assert_eq!(
+            got.skipped_more as usize,
+            N - caps.max_count as usize - MAX_SKIPPED
+        );
+    }
+}

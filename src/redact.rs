@@ -1,0 +1,317 @@
+//! Redaction: key-like strings are replaced by `[REDACTED:<kind>]` before a record is stored
+//! (seed 001 §6.7, §10).
+//!
+//! The jail starts with an empty environment and binds no host secret, so a key in a record
+//! got there because the program (or its input) carried it. The audit log outlives the job
+//! and is read by people and tools that never saw the job: its copy of every record is
+//! redacted, always. The printed record goes back to the caller who supplied the code and
+//! the data, so by default it keeps what the program produced (`redaction.printed = true`
+//! redacts it too). Both carry the same `redaction` section: how many replacements, of
+//! which kinds, and whether the printed copy was redacted.
+//!
+//! Every string value of the record is scanned (and every object key under `output`, which
+//! the program chose): stdout and stderr, error messages, output strings, artifact names.
+//! Artifact contents are files, not text: the audit copy keeps an artifact's name, size,
+//! media type and sha256 and never its bytes.
+//!
+//! The patterns run on the `regex` crate's linear-time engine: a hostile output cannot make
+//! redaction slow, and a policy's own patterns are compiled with a size limit when the
+//! policy loads (policy::validate).
+
+use crate::policy::Redaction;
+use regex::Regex;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The built-in patterns: (kind, pattern). Each is anchored on a prefix a real credential
+/// format carries, so ordinary text and hashes (hex sha256, uuids) never match.
+const BUILT_IN: &[(&str, &str)] = &[
+    // AWS access key ids: long-term (AKIA) and temporary (ASIA).
+    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    // An AWS secret key is 40 base64 characters with no prefix of its own: only next to its
+    // usual name.
+    (
+        "aws_secret_key",
+        r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}"#,
+    ),
+    // OpenAI/Anthropic-style secret keys (sk-, sk-proj-, sk-ant-...).
+    ("api_key", r"\bsk-[A-Za-z0-9_-]{20,}"),
+    ("bearer_token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}"),
+    // A JWT: base64url header and payload, both JSON objects ({" → eyJ).
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    ),
+    // A PEM private key, to its END line or, when the output was cut, to the end.
+    (
+        "private_key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+    ),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    ),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
+];
+
+/// The compiled patterns of one `[redaction]` section.
+#[derive(Debug)]
+pub struct Redactor {
+    rules: Vec<(String, Regex)>,
+    printed: bool,
+}
+
+/// Replacements made, by kind.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts(pub BTreeMap<String, u64>);
+
+impl Counts {
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+}
+
+impl Redactor {
+    /// Compile a policy's section. Its own patterns were checked when the policy loaded;
+    /// one that fails here anyway is an error, never silently dropped.
+    pub fn new(p: &Redaction) -> Result<Redactor, String> {
+        let mut rules = Vec::new();
+        if p.defaults {
+            for (kind, pat) in BUILT_IN {
+                let re = Regex::new(pat).map_err(|e| format!("built-in {kind}: {e}"))?;
+                rules.push(((*kind).to_string(), re));
+            }
+        }
+        for (i, pat) in p.patterns.iter().enumerate() {
+            let re = regex::RegexBuilder::new(pat)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| format!("redaction.patterns[{i}]: {e}"))?;
+            rules.push((format!("pattern_{i}"), re));
+        }
+        Ok(Redactor {
+            rules,
+            printed: p.printed,
+        })
+    }
+
+    /// The redactor of `p`, compiled once per process (a server seals every record with it).
+    pub fn of(p: &Redaction) -> Result<Arc<Redactor>, String> {
+        type Memo = Mutex<Vec<(Redaction, Arc<Redactor>)>>;
+        static MEMO: OnceLock<Memo> = OnceLock::new();
+        let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
+        let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, r)) = m.iter().find(|(k, _)| k == p) {
+            return Ok(Arc::clone(r));
+        }
+        let r = Arc::new(Redactor::new(p)?);
+        // A process serves one policy; the bound only guards against a caller that loops.
+        if m.len() >= 16 {
+            m.remove(0);
+        }
+        m.push((p.clone(), Arc::clone(&r)));
+        Ok(r)
+    }
+
+    /// `text` with every match replaced, and the replacements counted.
+    pub fn text(&self, text: &str, counts: &mut Counts) -> Option<String> {
+        let mut out: Option<String> = None;
+        for (kind, re) in &self.rules {
+            let cur = out.as_deref().unwrap_or(text);
+            let n = re.find_iter(cur).count() as u64;
+            if n == 0 {
+                continue;
+            }
+            let marker = format!("[REDACTED:{kind}]");
+            let replaced = re.replace_all(cur, regex::NoExpand(&marker)).into_owned();
+            *counts.0.entry(kind.clone()).or_default() += n;
+            out = Some(replaced);
+        }
+        out
+    }
+
+    /// Redact every string in `v` in place (and object keys when `keys`).
+    pub fn value(&self, v: &mut Value, keys: bool, counts: &mut Counts) {
+        match v {
+            Value::String(s) => {
+                if let Some(r) = self.text(s, counts) {
+                    *s = r;
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    self.value(item, keys, counts);
+                }
+            }
+            Value::Object(map) => {
+                let old = std::mem::take(map);
+                let mut new = Map::new();
+                for (k, mut item) in old {
+                    let key = if keys {
+                        self.text(&k, counts).unwrap_or(k)
+                    } else {
+                        k
+                    };
+                    self.value(&mut item, keys, counts);
+                    new.insert(key, item);
+                }
+                *map = new;
+            }
+            _ => {}
+        }
+    }
+
+    /// Seal a finished record: the audit copy (redacted, artifact bytes dropped), the
+    /// `redaction` section in both, and the printed copy redacted when the policy says so.
+    pub fn seal(&self, printed: &mut Value) -> Value {
+        let mut audit = printed.clone();
+        drop_artifact_bytes(&mut audit);
+        let mut counts = Counts::default();
+        if let Value::Object(map) = &mut audit {
+            for (k, v) in map.iter_mut() {
+                self.value(v, k == "output", &mut counts);
+            }
+        }
+        let section = json!({
+            "replacements": counts.total(),
+            "kinds": counts.0,
+            "printed_redacted": self.printed,
+        });
+        if self.printed {
+            let mut c = Counts::default();
+            if let Value::Object(map) = printed {
+                for (k, v) in map.iter_mut() {
+                    self.value(v, k == "output", &mut c);
+                }
+            }
+        }
+        if let Value::Object(map) = printed {
+            map.insert("redaction".into(), section.clone());
+        }
+        if let Value::Object(map) = &mut audit {
+            map.insert("redaction".into(), section);
+        }
+        audit
+    }
+}
+
+/// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its
+/// bytes: a log line per job stays small, and no file content outlives the job there.
+fn drop_artifact_bytes(record: &mut Value) {
+    if let Some(Value::Array(items)) = record.get_mut("artifacts") {
+        for a in items {
+            if let Value::Object(m) = a {
+                m.remove("content_base64");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redactor(printed: bool, patterns: &[&str]) -> Redactor {
+        Redactor::new(&Redaction {
+            defaults: true,
+            patterns: patterns.iter().map(|s| s.to_string()).collect(),
+            printed,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn every_built_in_kind_is_caught() {
+        let r = redactor(false, &[]);
+        let secrets = [
+            ("aws_access_key", "AKIAIOSFODNN7EXAMPLE"),
+            ("aws_access_key", "ASIAY34FZKBOKMUTVV7A"),
+            (
+                "aws_secret_key",
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
+            ("api_key", "sk-proj-abcdefghijklmnopqrstuvwx0123"),
+            ("api_key", "sk-ant-api03-abcdefghijklmnopqrstu"),
+            ("bearer_token", "Authorization: Bearer abcdef0123456789abcdef"),
+            (
+                "jwt",
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            ),
+            (
+                "private_key",
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----",
+            ),
+            ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk (cut"),
+            ("github_token", "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"),
+            ("github_token", "github_pat_11ABCDEFG0123456789_abcdefghij"),
+            ("slack_token", "xoxb-1234567890-abcdefghij"),
+            ("google_api_key", "AIzaSyA-1234567890abcdefghijklmnopqrstu"),
+        ];
+        for (kind, secret) in secrets {
+            let mut c = Counts::default();
+            let text = format!("before {secret} after");
+            let out = r
+                .text(&text, &mut c)
+                .unwrap_or_else(|| panic!("{kind} missed: {secret}"));
+            assert!(out.contains(&format!("[REDACTED:{kind}]")), "{kind}: {out}");
+            // No 8-character run of the secret's distinctive part survives.
+            let tail = &secret[secret.len() - 8..];
+            assert!(!out.contains(tail), "{kind}: {out}");
+            assert_eq!(c.0.get(kind), Some(&1), "{kind}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_and_hashes_pass_untouched() {
+        let r = redactor(false, &[]);
+        let mut c = Counts::default();
+        for text in [
+            "fc11d6f28e59d3cc33c0b14ceb644bf0902ebd63d61218dffe9e7dac7c254542",
+            "3b943b3e-88e5-4feb-a9bc-d131dc87351d",
+            "the task was a risky one; bearer of good news",
+            "AKIA is a prefix",
+            "P1 incident inc_payments_20260307",
+        ] {
+            assert_eq!(r.text(text, &mut c), None, "{text}");
+        }
+        assert_eq!(c.total(), 0);
+    }
+
+    #[test]
+    fn the_audit_copy_is_redacted_and_drops_artifact_bytes() {
+        let r = redactor(false, &[r"\bACME-[0-9]{6}\b"]);
+        let mut rec = json!({
+            "execution": {"stdout": "key AKIAIOSFODNN7EXAMPLE\n", "stderr": "ACME-123456"},
+            "output": {"sk-abcdefghijklmnopqrstuvwxyz": ["xoxp-1234567890-abc"]},
+            "artifacts": [{"path": "AKIAIOSFODNN7EXAMPLE.txt", "content_base64": "QUtJQQ=="}],
+        });
+        let audit = r.seal(&mut rec);
+        let a = audit.to_string();
+        assert!(!a.contains("AKIAIOSFODNN7EXAMPLE"), "{a}");
+        assert!(!a.contains("ACME-123456"), "{a}");
+        assert!(!a.contains("sk-abcdefghijklmnopqrstuvwxyz"), "{a}");
+        assert!(!a.contains("xoxp-1234567890"), "{a}");
+        assert!(!a.contains("content_base64"), "{a}");
+        assert_eq!(audit["redaction"]["replacements"], 5);
+        assert_eq!(audit["redaction"]["kinds"]["pattern_0"], 1);
+        // The printed copy keeps what the program produced, and says how much was redacted.
+        assert!(rec.to_string().contains("AKIAIOSFODNN7EXAMPLE"));
+        assert_eq!(rec["redaction"]["replacements"], 5);
+        assert_eq!(rec["redaction"]["printed_redacted"], false);
+    }
+
+    #[test]
+    fn printed_true_redacts_the_printed_copy_too() {
+        let r = redactor(true, &[]);
+        let mut rec =
+            json!({"execution": {"stdout": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}});
+        r.seal(&mut rec);
+        assert_eq!(
+            rec["execution"]["stdout"], "[REDACTED:github_token]",
+            "{rec}"
+        );
+        assert_eq!(rec["redaction"]["printed_redacted"], true);
+    }
+}
