@@ -118,8 +118,7 @@ fn wait_bounded(mut child: Child, limit: Duration) -> (Option<i32>, String, Stri
 }
 
 /// Run one scenario of tests/mcp/scenarios.py through both client APIs against a server
-/// launched by `who`; fail with its output unless it passed. PENDING lines are echoed
-/// loudly (a feature of another part of agentjail that has not landed).
+/// launched by `who`; fail with its output unless it passed.
 fn scenario(name: &str, who: Who, policy: Option<&Path>, extra: Value) -> Option<String> {
     let py = venv_python()?;
     let mut cfg = json!({
@@ -147,11 +146,7 @@ fn scenario(name: &str, who: Who, policy: Option<&Path>, extra: Value) -> Option
         "scenario {name} as {who:?} failed:\n{out}\n--- stderr ---\n{err}"
     );
     for line in out.lines() {
-        if line.starts_with("PENDING") {
-            eprintln!("\n!!!!!!!! {name} ({who:?}): {line} !!!!!!!!\n");
-        } else {
-            eprintln!("{line}");
-        }
+        eprintln!("{line}");
     }
     Some(out)
 }
@@ -212,28 +207,30 @@ fn bad_arguments_are_tool_errors_the_model_can_read() {
     scenario("bad_arguments", Who::Root, None, json!({}));
 }
 
-/// Pending the record's `artifacts`: while records have no such key the scenario prints
-/// PENDING; once they do, a missing or wrong image fails this test.
+/// Plots made with matplotlib under policies/data.toml come back as image/png: from a
+/// session call (only new or changed files per call) and from run_python, where a text
+/// artifact comes back as an embedded resource beside it.
 #[test]
-fn pending_artifacts_a_plot_made_in_a_session_arrives_as_image_png() {
+fn plots_arrive_as_image_png_and_other_artifacts_as_resources() {
     each_launcher(|who| {
         scenario("plot", who, Some(&data_policy(who)), json!({}));
     });
 }
 
-/// Pending the contract's `files`: while the engine refuses the field the scenario prints
-/// PENDING; once it accepts it, the program must read the file.
+/// run_python's `files` reach the program read-only under /app/in; a bad path is refused by
+/// the contract before any jail.
 #[test]
-fn pending_files_input_files_are_passed_through_to_the_engine() {
-    scenario("files", Who::Root, None, json!({}));
+fn input_files_reach_the_program_read_only() {
+    each_launcher(|who| {
+        scenario("files", who, Some(&data_policy(who)), json!({}));
+    });
 }
 
 /// examples/agent: the scripted model's first draft imports `os` and is refused with rule,
-/// line and column; its fix gets the seed's numbers; its plot (a session under
-/// policies/data.toml) comes back as image/png once records carry artifacts (exit 3 and
-/// PENDING until then; any other failure fails the test).
+/// line and column; its fix gets the seed's numbers; its plot (matplotlib in a session under
+/// policies/data.toml) comes back as image/png and is saved.
 #[test]
-fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots_pending_artifacts() {
+fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots() {
     let Some(py) = venv_python() else { return };
     let out_dir = tempfile::tempdir().unwrap();
     let child = Command::new(py)
@@ -264,16 +261,9 @@ fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots_pending_artifacts
         out.contains("metrics: severity P1, failed rate 0.03333333333333333, chargebacks 1, avg 167.0 ms, p95 187.0 ms, sample 60"),
         "the fixed program's numbers:\n{out}\n{err}"
     );
-    match code {
-        Some(0) => assert!(out_dir.path().join("latency.png").exists(), "{out}"),
-        Some(3) => {
-            assert!(out.contains("PENDING artifacts"), "{out}");
-            eprintln!(
-                "\n!!!!!!!! example agent: the plot is PENDING the record's artifacts !!!!!!!!\n"
-            );
-        }
-        other => panic!("the example agent failed ({other:?}):\n{out}\n{err}"),
-    }
+    assert_eq!(code, Some(0), "the example agent failed:\n{out}\n{err}");
+    let png = std::fs::read(out_dir.path().join("latency.png")).expect("the saved plot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{out}");
 }
 
 // ------------------------------------------------------------ the client killed mid-run

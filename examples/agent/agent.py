@@ -14,17 +14,13 @@ What it does:
    line and column, without anything having run;
 2. the model drops `os` and sends the fixed program: the record's `output` holds the
    numbers (P1, 1/30 failed, 1 chargeback, 167.0 ms average, 187.0 ms p95, 60 samples);
-3. starts a session under policies/data.toml, defines a tiny PNG writer in one call and draws
-   a bar chart of the latencies in the next, and receives the image as MCP image content
-   (image/png). The image needs the record's `artifacts`, which another part of agentjail is
-   adding: until records carry that key, this step reports PENDING (exit 3).
+3. starts a session under policies/data.toml and draws a bar chart of the latencies with
+   matplotlib into its working directory, /app/out; the file comes back with the call's
+   record as an artifact, which the server returns as MCP image content (image/png).
 
     .venv-mcp/bin/python examples/agent/agent.py [--agentjail PATH] [--out DIR]
 
-Exit: 0 done (the plot saved in --out), 3 done but the plot is pending artifacts, 1 failed.
-
-Why a hand-written PNG encoder: policies/data.toml allows matplotlib, but inside the jail
-numpy cannot load libblas yet (README, "Known gap"); the encoder needs nothing but `open`.
+Exit: 0 done (the plot saved in --out), 1 failed.
 """
 import argparse
 import base64
@@ -39,62 +35,18 @@ from mcp import Client, StdioServerParameters
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# Where programs write files that should come back as artifacts.
-# TODO(artifacts): the directory the artifacts feature collects from; keep in step with it.
-ARTIFACT_DIR = "/tmp/outputs"
-
-PNG_CODE = r'''
-def crc32(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = (c >> 1) ^ (0xEDB88320 & -(c & 1))
-    return c ^ 0xFFFFFFFF
-
-def chunk(kind, data):
-    body = kind + data
-    return len(data).to_bytes(4, "big") + body + crc32(body).to_bytes(4, "big")
-
-def png(width, height, pixel):
-    raw = bytearray()
-    for y in range(height):
-        raw.append(0)
-        for x in range(width):
-            raw.extend(pixel(x, y))
-    a, b = 1, 0
-    for byte in raw:
-        a = (a + byte) % 65521
-        b = (b + a) % 65521
-    blocks = bytearray(b"\x78\x01")
-    for i in range(0, len(raw), 65535):
-        part = raw[i:i + 65535]
-        last = 1 if i + 65535 >= len(raw) else 0
-        n = len(part)
-        blocks += bytes([last]) + n.to_bytes(2, "little") + (n ^ 0xFFFF).to_bytes(2, "little") + part
-    blocks += ((b << 16) | a).to_bytes(4, "big")
-    head = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", bytes(blocks)) + chunk(b"IEND", b"")
-
-def bar_chart(values, width=120, height=80):
-    width = max(width, 4 * len(values))
-    top = max(values)
-    bar = width // len(values)
-    def pixel(x, y):
-        i = min(x // bar, len(values) - 1)
-        filled = height - y <= values[i] * (height - 4) / top
-        return (40, 90, 200) if filled and x % bar < bar - 2 else (255, 255, 255)
-    return png(width, height, pixel)
-'''
-
-
 def chart_code(values, name="latency.png"):
-    """The session call that draws `values` and writes the PNG where artifacts are collected."""
-    return ("values = %r\n"
-            "data = bar_chart(values)\n"
-            "with open(%r, 'wb') as f:\n"
-            "    f.write(data)\n"
-            "len(data)\n") % (list(values), ARTIFACT_DIR + "/" + name)
+    """The session call that draws `values`: matplotlib saves into the working directory,
+    /app/out, whose files come back as artifacts (images as MCP image content)."""
+    return ("import matplotlib.pyplot as plt\n"
+            "values = %r\n"
+            "fig, ax = plt.subplots(figsize=(6, 3))\n"
+            "ax.bar(range(len(values)), values, color='#2a5ac8')\n"
+            "ax.set_xlabel('payment')\n"
+            "ax.set_ylabel('latency (ms)')\n"
+            "fig.tight_layout()\n"
+            "fig.savefig(%r, dpi=80)\n"
+            "len(values)\n") % (list(values), name)
 
 
 class ScriptedModel:
@@ -165,16 +117,9 @@ async def plot(server, values, out_dir):
         started = await client.call_tool("python_session_start", {})
         sid = started.structured_content["session"]
         say("session", sid, "started:", json.dumps(started.structured_content["limits"]))
-        r = await client.call_tool("python_session_exec", {"session": sid, "code": PNG_CODE})
-        if r.is_error:
-            raise RuntimeError("the PNG helpers did not load: %s" % json.dumps(summary(r.structured_content)))
         r = await client.call_tool("python_session_exec", {"session": sid, "code": chart_code(values)})
         rec = r.structured_content
         await client.call_tool("python_session_close", {"session": sid})
-        if "artifacts" not in rec:
-            say("PENDING artifacts: the record has no `artifacts` key (%s); the plot cannot come back "
-                "until records carry artifacts" % rec["stop_reason"])
-            return None
         if r.is_error:
             raise RuntimeError("the chart call failed: %s %s" % (rec["stop_reason"], rec.get("error")))
         images = [b for b in r.content if getattr(b, "type", None) == "image" and b.mime_type == "image/png"]
@@ -210,8 +155,8 @@ async def main(args):
         out["avg_latency_ms"], out["p95_latency_ms"], out["sample_size"]))
     data = StdioServerParameters(command=args.agentjail, args=["mcp", "--policy", args.data_policy])
     latencies = [row["latency_ms"] for row in seed["input_payload"]["transactions"]]
-    path = await plot(data, latencies, args.out)
-    return 0 if path else 3
+    await plot(data, latencies, args.out)
+    return 0
 
 
 if __name__ == "__main__":

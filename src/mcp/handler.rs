@@ -131,7 +131,7 @@ impl Handler {
         let record = self
             .blocking(progress, move || {
                 let record = inner.engine.run(&bytes, None);
-                inner.audited(&record.value);
+                inner.audited(&record);
                 record
             })
             .await?;
@@ -207,7 +207,7 @@ impl Handler {
                     .engine
                     .session_exec(&session, &code, timeout, inner.owner);
                 if let Ok(record) = &r {
-                    inner.audited(&record.value);
+                    inner.audited(record);
                 }
                 r
             })
@@ -257,9 +257,10 @@ impl Handler {
 }
 
 impl Inner {
-    fn audited(&self, record: &Value) {
+    /// Append the record's audit copy (redacted, crate::redact) to the audit log, if any.
+    fn audited(&self, record: &crate::record::Record) {
         if let Some(path) = &self.audit {
-            if let Err(e) = crate::record::append_audit(path, record) {
+            if let Err(e) = crate::record::append_audit(path, record.audit_value()) {
                 eprintln!(
                     "agentjail: cannot append to the audit log {}: {e}",
                     path.display()
@@ -295,8 +296,8 @@ pub fn run_action(id: &str, args: JsonObject) -> Result<Value, String> {
     if let Some(t) = a.timeout()? {
         action["policy_hints"] = json!({ "exec_timeout_seconds": t });
     }
-    // Passed through as is: the contract owns the files format (and refuses the field
-    // while this build's engine does not take files).
+    // Passed through as is: the contract owns the files format and its limits
+    // (invalid_action:files:<what>).
     if let Some(f) = a.take("files").filter(|f| !f.is_null()) {
         action["files"] = f;
     }

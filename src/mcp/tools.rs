@@ -285,15 +285,37 @@ pub fn policy_rules(p: &Policy) -> String {
 
 const RESULT_SHAPE: &str = "Result: structuredContent is agentjail's record: status (ok|stopped), stop_reason (success, code_timeout, code_runtime_error:<n>, policy_block:static_policy_violation:<rules>, invalid_code_output:<what>, code_memory_limit, code_output_too_large, ...), output (the validated object, only when ok), execution (exit_code, wall_ms, stdout, stderr: what the program printed, kept even when it was stopped by a timeout or a cap), error (exception type, message, line), decision.violations (rule, detail, line, column). isError is true whenever status is not ok; a text block carries the same record as compact JSON.";
 
-fn run_description(p: &Policy, caps: Capabilities) -> String {
-    let files = if caps.files {
-        " Input files: each entry of `files` ({path, content} or {path, content_base64}) is placed in the jail before the program starts; open it by the path you gave."
-    } else {
-        " `files` is not accepted by this agentjail build yet (the call stops with invalid_action:unknown_field:files): put the data in `input`."
-    };
+/// Whether the policy lets a program open files at all (input files, artifacts).
+fn open_allowed(p: &Policy) -> bool {
+    !p.check.denied_calls.iter().any(|d| d == "open")
+}
+
+/// Where input files are and where artifacts go, from the policy.
+fn files_and_artifacts(p: &Policy, caps: Capabilities) -> String {
+    if !caps.files {
+        return " `files` is not accepted by this agentjail build (the call stops with invalid_action:unknown_field:files): put the data in `input`.".into();
+    }
+    if !open_allowed(p) {
+        return " This policy refuses open(): input files cannot be read and nothing can be saved as an artifact; put the data in `input` and print the result.".into();
+    }
+    let (f, a) = (&p.files, &p.artifacts);
     format!(
-        "Run a Python program once in a fresh, isolated jail and get one JSON record of what happened. How to write it: `input` (a JSON object, up to {payload}) arrives on stdin as one line: `import json; data = json.loads(input())`. Print exactly one JSON object on stdout as the result (`print(json.dumps(result))`); it is parsed and, when you pass `output_schema`, validated; anything else on stdout stops the run with invalid_code_output. Use stderr for logs.{files} Images and other files the program writes come back as content blocks when this build returns artifacts. {rules} {result}",
+        " Input files: each entry of `files` ({{path, content}} for text or {{path, content_base64}} for bytes; at most {fc} files, {fb} each, {ft} in all) is placed read-only at /app/in/<path>: open('/app/in/data.csv'). Artifacts: the working directory is /app/out ({at} in all); every file the program leaves there comes back with the result (at most {ac} files, {ab} each): images (savefig('plot.png')) as image content, other files up to {ai} inline, larger ones as links with their size and sha256.",
+        fc = f.max_count,
+        fb = f.max_file_bytes,
+        ft = f.max_total_bytes,
+        at = a.max_total_bytes,
+        ac = a.max_count,
+        ab = a.max_file_bytes,
+        ai = a.inline_max_bytes,
+    )
+}
+
+fn run_description(p: &Policy, caps: Capabilities) -> String {
+    format!(
+        "Run a Python program once in a fresh, isolated jail and get one JSON record of what happened. How to write it: `input` (a JSON object, up to {payload}) arrives on stdin as one line: `import json; data = json.loads(input())`. Print exactly one JSON object on stdout as the result (`print(json.dumps(result))`); it is parsed and, when you pass `output_schema`, validated; anything else on stdout stops the run with invalid_code_output. Use stderr for logs.{files} {rules} {result}",
         payload = p.budget.max_payload_bytes,
+        files = files_and_artifacts(p, caps),
         rules = policy_rules(p),
         result = RESULT_SHAPE,
     )
@@ -318,8 +340,13 @@ fn session_start_description(p: &Policy) -> String {
 }
 
 fn session_exec_description(p: &Policy) -> String {
+    let artifacts = if open_allowed(p) {
+        " The working directory is /app/out: files a call creates or changes there come back with that call's result (images as image content)."
+    } else {
+        ""
+    };
     format!(
-        "Run Python code in a session started by python_session_start, like a notebook cell: globals, imports and functions from earlier calls are kept; the value of a trailing expression comes back as text in the record's `value`; print() output is in execution.stdout. There is no stdin input in a session. Each call is checked together with the session's earlier calls and has the per-run limits below. A Python exception fails only that call; a call that breaks a limit (timeout, CPU, memory, output cap) ends the session, and stop_reason says which. {rules} {result}",
+        "Run Python code in a session started by python_session_start, like a notebook cell: globals, imports and functions from earlier calls are kept; the value of a trailing expression comes back as text in the record's `value`; print() output is in execution.stdout. There is no stdin input in a session.{artifacts} Each call is checked together with the session's earlier calls and has the per-run limits below. A Python exception fails only that call; a call that breaks a limit (timeout, CPU, memory, output cap) ends the session, and stop_reason says which. {rules} {result}",
         rules = policy_rules(p),
         result = RESULT_SHAPE,
     )
@@ -341,7 +368,7 @@ mod tests {
     #[test]
     fn descriptions_come_from_the_policy() {
         let p = crate::policy::load_default().policy;
-        let tools = all(&p, Capabilities { files: false });
+        let tools = all(&p, Capabilities::probe(&p));
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
@@ -360,7 +387,13 @@ mod tests {
         assert!(run.contains("stdout 4KiB"), "{run}");
         assert!(run.contains("code 2400 characters"), "{run}");
         assert!(run.contains("open() is refused"), "{run}");
-        assert!(run.contains("unknown_field:files"), "{run}");
+        assert!(
+            run.contains("This policy refuses open(): input files cannot be read"),
+            "{run}"
+        );
+        let old = all(&p, Capabilities { files: false });
+        let old = old[0].description.as_deref().unwrap_or_default();
+        assert!(old.contains("unknown_field:files"), "{old}");
         assert!(tools[0].output_schema.is_some() && tools[3].output_schema.is_some());
     }
 
@@ -374,6 +407,13 @@ mod tests {
         assert!(text.contains("open() works"), "{text}");
         assert!(text.contains("matplotlib.pyplot"), "{text}");
         assert!(text.contains("wall 30 s"), "{text}");
+        let io = files_and_artifacts(&p, Capabilities::probe(&p));
+        assert!(io.contains("read-only at /app/in/<path>"), "{io}");
+        assert!(
+            io.contains("the working directory is /app/out (16MiB in all)"),
+            "{io}"
+        );
+        assert!(io.contains("other files up to 1MiB inline"), "{io}");
     }
 
     #[test]

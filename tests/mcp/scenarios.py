@@ -10,8 +10,8 @@ Every scenario runs through each API in "apis":
            `server/discover` (protocol 2026-07-28) first and falls back to `initialize`;
   session  stdio_client(...) + ClientSession(...).initialize(): the v1-style handshake.
 
-Prints one line per checked fact ("ok ..."), "PENDING ..." for a feature another part of
-agentjail has not landed yet, and exits 1 with the reason on the first failure. Run by
+Prints one line per checked fact ("ok ...") and exits 1 with the reason on the first
+failure. Run by
 tests/mcp.rs (cargo test), which launches the server as root and as nobody.
 """
 import base64
@@ -289,41 +289,54 @@ async def s_long_run(c):
 
 
 async def s_plot(c):
-    """A plot made in a session under policies/data.toml, received as image/png (needs the
-    record's artifacts: pending until that feature lands)."""
+    """Plots (matplotlib, under policies/data.toml) come back as image/png: from a session
+    call, and from run_python with an input file, a text artifact beside it."""
     sid = await start_session(c)
-    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": agent.PNG_CODE}))
-    check(rec["status"] == "ok", "png helpers: %s %s %s" % (rec["stop_reason"], rec.get("decision"), rec.get("error")))
-    code = agent.chart_code([150, 152, 160, 167, 171, 187])
-    r = await c.call("python_session_exec", {"session": sid, "code": code})
+    r = await c.call("python_session_exec", {"session": sid, "code": agent.chart_code([150, 152, 160, 167, 171, 187])})
     rec = record_of(r)
-    if "artifacts" not in rec:
-        say("PENDING artifacts: the session record has no `artifacts` key (stop_reason %s); the image "
-            "cannot come back until the artifacts feature lands. This scenario will fail, not skip, "
-            "once records carry artifacts." % rec["stop_reason"])
-        await c.call("python_session_close", {"session": sid})
-        return
     check(rec["status"] == "ok", "plot: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check([a["path"] for a in rec["artifacts"]] == ["latency.png"], "artifacts %r" % rec["artifacts"])
+    check(all("content_base64" not in a for a in rec["artifacts"]), "bytes sent twice")
     images = [b for b in r.content if getattr(b, "type", None) == "image"]
-    check(images, "no image content: %r" % [getattr(b, "type", None) for b in r.content])
-    check(images[0].mime_type == "image/png", "mimeType %r" % images[0].mime_type)
+    check(len(images) == 1 and images[0].mime_type == "image/png", "image content: %r" % [getattr(b, "type", None) for b in r.content])
     data = base64.b64decode(images[0].data)
     check(data.startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG")
-    check(str(len(data)) == rec["value"], "size %d vs value %r" % (len(data), rec["value"]))
+    check(len(data) == rec["artifacts"][0]["bytes"], "size %d vs %r" % (len(data), rec["artifacts"][0]))
+    # The next call reports only what is new or changed.
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "1 + 1"}))
+    check(rec.get("artifacts", []) == [], "unchanged files reported again: %r" % rec.get("artifacts"))
     await c.call("python_session_close", {"session": sid})
-    say("ok plot", c.api, "%d bytes of image/png" % len(data))
+    code = ("import csv\nimport json\nimport matplotlib.pyplot as plt\n"
+            "rows = list(csv.DictReader(open('/app/in/latency.csv')))\n"
+            "ms = [float(r['ms']) for r in rows]\n"
+            "plt.plot(ms)\nplt.savefig('trend.png')\n"
+            "open('summary.txt', 'w').write('max %s' % max(ms))\n"
+            "print(json.dumps({'n': len(ms)}))\n")
+    r = await c.call("run_python", {"code": code, "files": [{"path": "latency.csv", "content": "ms\n150\n187\n167\n"}]})
+    rec = record_of(r)
+    check(rec["status"] == "ok", "run plot: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec["output"] == {"n": 3}, "output %r" % rec["output"])
+    kinds = sorted((getattr(b, "type", None), getattr(b, "mime_type", None) or getattr(getattr(b, "resource", None), "mime_type", None)) for b in r.content[1:])
+    check(kinds == [("image", "image/png"), ("resource", "text/plain")], "content %r" % kinds)
+    text = [b.resource.text for b in r.content if getattr(b, "type", None) == "resource"]
+    check(text == ["max 187.0"], "summary %r" % text)
+    say("ok plot", c.api, "%d bytes of image/png from a session; run_python: %r" % (len(data), kinds))
 
 
 async def s_files(c):
-    """Input files passed through to the engine (pending the contract's `files`)."""
-    code = "import json\nprint(json.dumps({'text': open('data.csv').read()}))\n"
-    rec = record_of(await c.call("run_python", {"code": code, "files": [{"path": "data.csv", "content": "a,b\n1,2\n"}]}))
-    if rec["stop_reason"] == "invalid_action:unknown_field:files":
-        say("PENDING files: the engine refuses the action's `files` field today "
-            "(invalid_action:unknown_field:files); run_python passes it through unchanged.")
-        return
+    """Input files land read-only under /app/in (policies/data.toml: open allowed)."""
+    code = "import json\nprint(json.dumps({'text': open('/app/in/data/a.csv').read()}))\n"
+    rec = record_of(await c.call("run_python", {"code": code, "files": [
+        {"path": "data/a.csv", "content": "a,b\n1,2\n"},
+        {"path": "raw.bin", "content_base64": base64.b64encode(bytes(range(4))).decode()}]}))
     check(rec["status"] == "ok", "files: %s %s" % (rec["stop_reason"], rec.get("error")))
     check(rec["output"] == {"text": "a,b\n1,2\n"}, "file content %r" % rec["output"])
+    code = "import json\nopen('/app/in/data.csv', 'w')\nprint(json.dumps({}))\n"
+    rec = record_of(await c.call("run_python", {"code": code, "files": [{"path": "data.csv", "content": "x"}]}))
+    check(rec["stop_reason"] == "code_runtime_error:1" and rec["error"]["type"] in ("OSError", "PermissionError"),
+          "input files must be read-only: %s %s" % (rec["stop_reason"], rec.get("error")))
+    rec = record_of(await c.call("run_python", {"code": "print(1)", "files": [{"path": "../etc/passwd", "content": "x"}]}))
+    check(rec["stop_reason"] == "invalid_action:files:path_traversal", rec["stop_reason"])
     say("ok files", c.api)
 
 
