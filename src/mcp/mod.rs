@@ -18,10 +18,9 @@
 //! 9.1 MB measured). In one binary with `run` and `exec`, that cost next to no CPU at start,
 //! but the kernel's fault-around maps a share of any larger text: the launcher's peak RSS
 //! went from 3.4 to 4.3 MiB (file-backed pages), past the 4 MiB the launch benchmark holds
-//! it to. So
-//! this module is linked into `agentjail-mcp` (src/bin/agentjail-mcp.rs) alone; `agentjail
-//! mcp` in the main binary only execs that sibling ([`exec_server_binary`], which touches
-//! nothing of rmcp or tokio, so none of it is linked there). README, "MCP", has the
+//! it to. So this module is linked into `agentjail-mcp` (src/bin/agentjail-mcp.rs) alone;
+//! `agentjail mcp` in the main binary only execs that sibling ([`exec_server_binary`], which
+//! touches nothing of rmcp or tokio, so none of it is linked there). docs/BENCH.md has the
 //! measurements.
 //!
 //! The transport is ours ([`transport`]): strict JSON in (duplicate keys refused, bounded),
