@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Launch-cost benchmark (issue 6): agentjail against bare fork+exec and bubblewrap,
-# interleaved and pinned, with the targets checked.
+# interleaved and pinned, with the targets checked; and `run_python` through the official
+# MCP client (`agentjail mcp`) against bare cold python on the same code, side by side.
 #
 #   scripts/bench.sh                  full run (a few minutes)
 #   BENCH_SHORT=1 scripts/bench.sh    short run for CI (< 60 s after the build)
@@ -27,9 +28,9 @@ PY=/usr/bin/python3
 
 short=${BENCH_SHORT:-0}
 if [ "$short" = 1 ]; then
-    rounds=20 thr_secs=1 thr_reps=1 run_rounds=5 repeats=2
+    rounds=20 thr_secs=1 thr_reps=1 run_rounds=5 repeats=2 mcp_rounds=10
 else
-    rounds=200 thr_secs=3 thr_reps=3 run_rounds=30 repeats=5
+    rounds=200 thr_secs=3 thr_reps=3 run_rounds=30 repeats=5 mcp_rounds=50
 fi
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)" >&2; }
@@ -111,6 +112,16 @@ step "agentjail run on the incident example vs bare python3 -I -S ($run_rounds i
     examples/incident/action.json "${pol[@]}"
 if grep -q '^run_unavailable' "$out/run.txt"; then
     echo "run: not available" >&2
+fi
+
+step "MCP: run_python through the official client vs bare python3 -I -S main.py ($mcp_rounds interleaved rounds)"
+# The client lives in the project's venv (scripts/setup.sh, mcp==2.3.0).
+if [ -x .venv-mcp/bin/python ] || scripts/setup.sh >&2; then
+    "${prio[@]}" taskset -c "$cpu" .venv-mcp/bin/python scripts/bench/mcp_roundtrip.py "$mcp_rounds" "$out/mcp.txt" "$aj" \
+        examples/incident/action.json "${pol[@]}" ||
+        echo "mcp_unavailable the MCP benchmark failed (exit $?)" >"$out/mcp.txt"
+else
+    echo "mcp_unavailable no MCP client venv: scripts/setup.sh failed" >"$out/mcp.txt"
 fi
 
 step "timeout precision and output cap"

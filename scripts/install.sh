@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install agentjail: the binary, the policies, the man pages, the shell completions, and —
+# Install agentjail: the binaries (agentjail, and agentjail-mcp, which `agentjail mcp` runs),
+# the policies, the man pages, the shell completions, and —
 # where the host has them — the systemd unit and the AppArmor profile.
 #
 #   scripts/install.sh [--prefix /usr/local] [--destdir DIR] [--with-systemd] [--no-build]
@@ -43,7 +44,9 @@ if [ "$build" = 1 ]; then
     cargo build --release --quiet
 fi
 bin=target/x86_64-unknown-linux-gnu/release/agentjail
-[ -x "$bin" ] || { echo "install.sh: $bin missing; run cargo build --release" >&2; exit 2; }
+for b in "$bin" "$bin-mcp"; do
+    [ -x "$b" ] || { echo "install.sh: $b missing; run cargo build --release" >&2; exit 2; }
+done
 
 docs=$(mktemp -d)
 trap 'rm -rf "$docs"' EXIT
@@ -74,6 +77,7 @@ put() {
 }
 
 put 0755 "$bin" "$prefix/bin/agentjail"
+put 0755 "$bin-mcp" "$prefix/bin/agentjail-mcp"
 for p in policies/*.toml; do
     put 0644 "$p" "$prefix/share/agentjail/policies/$(basename "$p")"
 done

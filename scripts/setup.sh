@@ -3,6 +3,7 @@
 # kind (Rust toolchain already present). Idempotent: installs only what is missing. The VM
 # test (scripts/vm.sh setup) and the benchmark (bubblewrap) install their own extras.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 need=()
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
@@ -25,5 +26,29 @@ fi
 if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
     echo "setup: no Rust toolchain (cargo) found; install rustup first" >&2
     exit 1
+fi
+# The official MCP Python client (mcp==2.3.0, every dependency pinned in
+# tests/mcp/requirements.txt) in a venv of the project's own, .venv-mcp/ (gitignored):
+# tests/mcp.rs, examples/agent and scripts/bench.sh drive `agentjail mcp` with it.
+# Rebuilt only when missing or when its pins changed.
+venv=.venv-mcp
+req=tests/mcp/requirements.txt
+stamp=$venv/.requirements.sha256
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+    [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || {
+        [ "$(id -u)" = 0 ] || { echo "setup: python3-venv is missing; run as root or install it" >&2; exit 1; }
+        apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null
+    }
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$req"; then
+        rm -rf "$venv"
+        echo "setup: cannot install the MCP client from PyPI (pip install -r $req failed):" >&2
+        echo "setup: is https://pypi.org reachable from here (proxy: PIP_INDEX_URL / HTTPS_PROXY)?" >&2
+        exit 1
+    fi
+    echo "$want" >"$stamp"
 fi
 echo "setup: ok"

@@ -27,6 +27,9 @@ parse() { apparmor_parser -Q -K -T "$1" 2>&1 | grep -v '^Cache read/write disabl
 grep -Eq '^[[:space:]]*userns,' "$profile" || { echo "FAIL - no 'userns,' rule"; exit 1; }
 grep -Eq '^profile agentjail /usr/local/bin/agentjail flags=\(unconfined\)' "$profile" ||
     { echo "FAIL - attachment is not /usr/local/bin/agentjail flags=(unconfined)"; exit 1; }
+grep -Eq '^profile agentjail-mcp /usr/local/bin/agentjail-mcp flags=\(unconfined\)' "$profile" ||
+    { echo "FAIL - no profile for /usr/local/bin/agentjail-mcp flags=(unconfined)"; exit 1; }
+[ "$(grep -Ec '^[[:space:]]*userns,' "$profile")" = 2 ] || { echo "FAIL - each profile needs its 'userns,' rule"; exit 1; }
 
 if [ "${major:-0}" -ge 4 ]; then
     out=$(parse "$profile")

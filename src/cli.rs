@@ -115,6 +115,28 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
     },
+    /// The engine as an MCP server on stdio: tools run_python, check_python and
+    /// python_session_start/exec/close for agents (Claude Code/Desktop, the OpenAI Agents
+    /// SDK, smolagents, pydantic-ai, ...).
+    #[command(
+        after_help = "MCP over stdio (newline-delimited JSON-RPC). Closing stdin ends the server: running calls are stopped, sessions end, every jail is removed.\n\nExamples:\n  claude mcp add --transport stdio agentjail -- agentjail mcp --policy /usr/local/share/agentjail/policies/data.toml\n  agentjail mcp --pool 4"
+    )]
+    Mcp {
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
+        #[arg(long, value_name = "N")]
+        pool: Option<usize>,
+        /// Keep a result cache in this directory (created 0700; must be ours).
+        #[arg(long, value_name = "DIR")]
+        cache: Option<PathBuf>,
+        /// How long a cache entry stays valid, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+        cache_ttl: u64,
+        /// Append every record to this file as one JSON line (overrides the policy's audit.log).
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+    },
     /// Show the effective policy or lint it.
     Policy {
         #[command(subcommand)]

@@ -20,6 +20,7 @@ pub mod inputs;
 pub mod jail;
 pub mod json;
 pub mod launch;
+pub mod mcp;
 pub mod output;
 pub mod plan;
 pub mod policy;

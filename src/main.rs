@@ -202,20 +202,16 @@ fn dispatch(command: Command) -> i32 {
             let Ok(loaded) = load(policy.as_deref()) else {
                 return ExitStatus::Error as i32;
             };
-            let cores = agentjail::engine::default_pool_size();
             return agentjail::serve::serve(agentjail::serve::ServeArgs {
-                engine: agentjail::engine::EngineConfig {
-                    policy: loaded,
-                    pool: pool.unwrap_or(cores),
-                    spawners: 2,
-                    cache: cache.map(|d| (d, std::time::Duration::from_secs(cache_ttl))),
-                },
-                jobs: jobs.unwrap_or((cores * 2).max(4)),
+                engine: agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl),
+                jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
                 socket,
                 socket_group,
                 audit_log,
             });
         }
+        // The MCP server is its own binary (src/mcp/mod.rs says why); this one execs it.
+        Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
         Command::Check { policy, action } => check(policy.as_deref(), &action),
         Command::Exec {
             policy,

@@ -261,6 +261,34 @@ def cmd_report(argv):
                 "", "<= 4096", 0 < min(b) and max(b) <= 4096 and all(r[2] == "124" for r in caps))
         rep.note("exit codes %s" % sorted({r[2] for r in caps}))
 
+    # 9: run_python through the official MCP client vs bare cold python, side by side.
+    mcp = load(os.path.join(d, "mcp.txt"))
+    if mcp and mcp[0][0] == "mcp_unavailable":
+        rep.row("MCP run_python round trip", "not available", "", "")
+        rep.note(" ".join(mcp[0][1:])[:200])
+    elif mcp:
+        calls = [r for r in mcp if r[0] == "mcp_call"]
+        bare = [int(r[1]) for r in mcp if r[0] == "mcp_bare"]
+        conn = [int(r[1]) for r in mcp if r[0] == "mcp_connect"]
+        cw = [int(r[1]) for r in calls]
+        if bare and cw:
+            mb, mc = statistics.median(bare), statistics.median(cw)
+            rep.row("bare python3 -I -S main.py, cold (ms)", "%.2f" % ms(mb), "%.2f" % ms(min(bare)),
+                    "%.2f" % ms(max(bare)))
+            rep.row("MCP run_python round trip (ms)", "%.2f" % ms(mc), "%.2f" % ms(min(cw)),
+                    "%.2f" % ms(max(cw)), "%.2fx bare" % (mc / mb))
+            starts = {}
+            for r in calls:
+                starts[r[3] if len(r) > 3 else "-"] = starts.get(r[3] if len(r) > 3 else "-", 0) + 1
+            bad = sum(1 for r in calls if r[2] != "ok") + sum(1 for r in mcp if r[0] == "mcp_bare" and r[2] != "0")
+            rep.note("incident example through mcp.Client on one open connection (server/discover, "
+                     "protocol 2026-07-28), %d interleaved rounds; jails: %s%s"
+                     % (len(cw), ", ".join("%s %d" % kv for kv in sorted(starts.items())),
+                        "; %d samples did not succeed" % bad if bad else ""))
+        if conn:
+            rep.row("MCP start + connect + first run_python (ms)", "%.2f" % ms(statistics.median(conn)),
+                    "%.2f" % ms(min(conn)), "%.2f" % ms(max(conn)))
+
     print("\n".join(rep.lines))
     if rep.missed:
         print("\nmissed targets: " + "; ".join(rep.missed))

@@ -47,6 +47,30 @@ pub fn default_pool_size() -> usize {
     (crate::jail::sys::affinity_cpus() as usize).clamp(2, 8)
 }
 
+/// Requests a server front end (`serve`, `mcp`) runs at once by default: 2 per core, at
+/// least 4 (a job mostly waits on its jail).
+pub fn default_jobs() -> usize {
+    (default_pool_size() * 2).max(4)
+}
+
+impl EngineConfig {
+    /// The engine of a server front end from its flags: `--pool` (default
+    /// [`default_pool_size`]), two spawner threads, `--cache DIR` valid `cache_ttl` seconds.
+    pub fn for_server(
+        policy: LoadedPolicy,
+        pool: Option<usize>,
+        cache: Option<PathBuf>,
+        cache_ttl: u64,
+    ) -> EngineConfig {
+        EngineConfig {
+            policy,
+            pool: pool.unwrap_or_else(default_pool_size),
+            spawners: 2,
+            cache: cache.map(|d| (d, Duration::from_secs(cache_ttl))),
+        }
+    }
+}
+
 /// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
 /// turn it into an error response.
 #[derive(Debug, Clone, PartialEq, Eq)]

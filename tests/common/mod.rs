@@ -79,6 +79,10 @@ fn shared() -> &'static Shared {
         let bin = dir.join("agentjail");
         std::fs::copy(env!("CARGO_BIN_EXE_agentjail"), &bin).expect("copy agentjail");
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // `agentjail mcp` execs its sibling agentjail-mcp from the same directory.
+        let mcp = dir.join("agentjail-mcp");
+        std::fs::copy(env!("CARGO_BIN_EXE_agentjail-mcp"), &mcp).expect("copy agentjail-mcp");
+        std::fs::set_permissions(&mcp, std::fs::Permissions::from_mode(0o755)).unwrap();
         let policy = std::env::var_os("AGENTJAIL_TEST_POLICY").map(|p| {
             let dst = dir.join("policy.toml");
             std::fs::copy(&p, &dst).expect("copy AGENTJAIL_TEST_POLICY");

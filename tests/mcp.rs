@@ -1,0 +1,666 @@
+//! `agentjail mcp` driven by the official MCP Python client (mcp==2.3.0, in the venv
+//! scripts/setup.sh makes at `.venv-mcp/`), through both of its APIs: `mcp.Client` (which
+//! probes `server/discover`, protocol 2026-07-28, before any handshake) and `stdio_client` +
+//! `ClientSession.initialize()` (the 2025-11-25 handshake). The scenarios live in
+//! tests/mcp/scenarios.py; each test here runs one of them against the real binary, launched
+//! as root and, where the launcher matters, as nobody (from a copy of the binary nobody can
+//! reach, tests/common).
+//!
+//! The raw-protocol tests at the end (garbage on stdin, stdin closed mid-run, big integers)
+//! speak JSON-RPC directly and need no venv.
+//!
+//! Without the venv the client tests are skipped loudly; under CI=true they fail.
+
+mod common;
+
+use common::Who;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The venv's python, or None (a loud skip; a failure under CI=true).
+fn venv_python() -> Option<PathBuf> {
+    let py = Path::new(ROOT).join(".venv-mcp/bin/python");
+    let ok = py.exists()
+        && Command::new(&py)
+            .args([
+                "-c",
+                "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '2.3.0')",
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    if ok {
+        return Some(py);
+    }
+    common::require_feature(
+        "the MCP client venv (.venv-mcp with mcp==2.3.0): run scripts/setup.sh",
+        false,
+    );
+    None
+}
+
+/// The server's argv as `who` launches it.
+fn server_command(who: Who, policy: Option<&Path>) -> Vec<String> {
+    let mut cmd: Vec<String> = Vec::new();
+    if who == Who::Nobody {
+        cmd.extend(
+            [
+                "/usr/bin/setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+            ]
+            .map(String::from),
+        );
+    }
+    cmd.push(common::agentjail_path().display().to_string());
+    cmd.push("mcp".into());
+    if let Some(p) = policy {
+        cmd.push("--policy".into());
+        cmd.push(p.display().to_string());
+    }
+    cmd
+}
+
+/// policies/data.toml as a file nobody can read; with cgroups best-effort when `who` is
+/// nobody (no delegated cgroup for nobody on this host: the policy requires one).
+fn data_policy(who: Who) -> PathBuf {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("policies/data.toml"))
+        .expect("read policies/data.toml");
+    if who == Who::Nobody {
+        let relaxed = text.replace(
+            "[cgroup]\n",
+            "[cgroup]\n# tests/mcp.rs: best-effort for a launch as nobody.\n",
+        );
+        let relaxed = relaxed.replacen(
+            "requirement = \"required\"\n\n[environment]",
+            "requirement = \"best_effort\"\n\n[environment]",
+            1,
+        );
+        assert_ne!(relaxed, text, "data.toml's [cgroup] section moved");
+        common::shared_file("data-nobody.toml", &relaxed)
+    } else {
+        common::shared_file("data.toml", &text)
+    }
+}
+
+fn spawn_policy() -> PathBuf {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("tests/policies/spawn.toml"))
+        .expect("read tests/policies/spawn.toml");
+    common::shared_file("spawn.toml", &text)
+}
+
+/// Wait for `child` at most `limit`; kill it past that. Its output.
+fn wait_bounded(mut child: Child, limit: Duration) -> (Option<i32>, String, String) {
+    let t = Instant::now();
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run one scenario of tests/mcp/scenarios.py through both client APIs against a server
+/// launched by `who`; fail with its output unless it passed.
+fn scenario(name: &str, who: Who, policy: Option<&Path>, extra: Value) -> Option<String> {
+    let py = venv_python()?;
+    let mut cfg = json!({
+        "command": server_command(who, policy),
+        "apis": ["client", "session"],
+        "action": format!("{ROOT}/examples/incident/action.json"),
+    });
+    if let (Some(c), Some(e)) = (cfg.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    let child = Command::new(py)
+        .arg(format!("{ROOT}/tests/mcp/scenarios.py"))
+        .arg(name)
+        .arg(cfg.to_string())
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the python client");
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(240));
+    assert_eq!(
+        code,
+        Some(0),
+        "scenario {name} as {who:?} failed:\n{out}\n--- stderr ---\n{err}"
+    );
+    for line in out.lines() {
+        eprintln!("{line}");
+    }
+    Some(out)
+}
+
+fn each_launcher(f: impl Fn(Who)) {
+    for who in common::variants() {
+        f(who);
+    }
+}
+
+#[test]
+fn tools_are_listed_with_schemas_and_policy_descriptions() {
+    scenario("tools", Who::Root, None, json!({}));
+}
+
+#[test]
+fn the_seed_incident_job_returns_its_numbers() {
+    each_launcher(|who| {
+        scenario("incident", who, None, json!({}));
+    });
+}
+
+#[test]
+fn a_denied_import_names_rule_line_and_column() {
+    scenario("denied_import", Who::Root, None, json!({}));
+}
+
+#[test]
+fn a_timeout_keeps_partial_stdout_and_reports_progress() {
+    each_launcher(|who| {
+        scenario("timeout", who, None, json!({}));
+    });
+}
+
+#[test]
+fn a_session_keeps_its_globals_between_calls() {
+    each_launcher(|who| {
+        scenario("session", who, None, json!({}));
+    });
+}
+
+#[test]
+fn sessions_and_connections_cannot_see_each_other() {
+    each_launcher(|who| {
+        scenario("isolation", who, None, json!({}));
+    });
+}
+
+#[test]
+fn twenty_concurrent_calls_each_get_their_own_record() {
+    each_launcher(|who| {
+        scenario("concurrent", who, None, json!({}));
+    });
+}
+
+#[test]
+fn bad_arguments_are_tool_errors_the_model_can_read() {
+    scenario("bad_arguments", Who::Root, None, json!({}));
+}
+
+/// Plots made with matplotlib under policies/data.toml come back as image/png: from a
+/// session call (only new or changed files per call) and from run_python, where a text
+/// artifact comes back as an embedded resource beside it.
+#[test]
+fn plots_arrive_as_image_png_and_other_artifacts_as_resources() {
+    each_launcher(|who| {
+        scenario("plot", who, Some(&data_policy(who)), json!({}));
+    });
+}
+
+/// run_python's `files` reach the program read-only under /app/in; a bad path is refused by
+/// the contract before any jail.
+#[test]
+fn input_files_reach_the_program_read_only() {
+    each_launcher(|who| {
+        scenario("files", who, Some(&data_policy(who)), json!({}));
+    });
+}
+
+/// examples/agent: the scripted model's first draft imports `os` and is refused with rule,
+/// line and column; its fix gets the seed's numbers; its plot (matplotlib in a session under
+/// policies/data.toml) comes back as image/png and is saved.
+#[test]
+fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots() {
+    let Some(py) = venv_python() else { return };
+    let out_dir = tempfile::tempdir().unwrap();
+    let child = Command::new(py)
+        .arg(format!("{ROOT}/examples/agent/agent.py"))
+        .arg("--agentjail")
+        .arg(common::agentjail_path())
+        .arg("--data-policy")
+        .arg(data_policy(Who::Root))
+        .arg("--out")
+        .arg(out_dir.path())
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the example agent");
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(180));
+    eprintln!("{out}");
+    let refused = out
+        .lines()
+        .find(|l| l.contains("static_policy_violation"))
+        .unwrap_or("");
+    assert!(
+        refused.contains(r#"{"rule": "import_not_allowed:os", "line": 2, "column": 8}"#),
+        "the first draft was not refused with rule, line and column:\n{out}\n{err}"
+    );
+    assert!(
+        out.contains("metrics: severity P1, failed rate 0.03333333333333333, chargebacks 1, avg 167.0 ms, p95 187.0 ms, sample 60"),
+        "the fixed program's numbers:\n{out}\n{err}"
+    );
+    assert_eq!(code, Some(0), "the example agent failed:\n{out}\n{err}");
+    let png = std::fs::read(out_dir.path().join("latency.png")).expect("the saved plot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{out}");
+}
+
+// ------------------------------------------------------------ the client killed mid-run
+
+/// Host pids whose parent chain reaches `ancestor`.
+fn descendants(ancestor: u32) -> Vec<u32> {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(pp) = stat_field(pid, 1).and_then(|s| s.parse::<u32>().ok()) {
+            parent.insert(pid, pp);
+        }
+    }
+    let mut out = Vec::new();
+    for &pid in parent.keys() {
+        let mut p = pid;
+        for _ in 0..64 {
+            match parent.get(&p) {
+                Some(&pp) if pp == ancestor => {
+                    out.push(pid);
+                    break;
+                }
+                Some(&pp) if pp > 1 => p = pp,
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
+/// Field `n` after the command name of /proc/<pid>/stat (0: state, 1: ppid).
+fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split(' ').nth(n).map(String::from)
+}
+
+/// Alive: present and not a zombie.
+fn alive(pid: u32) -> bool {
+    stat_field(pid, 0).is_some_and(|s| s != "Z" && s != "X")
+}
+
+/// The server's pid: `agentjail mcp` has exec'd its sibling, agentjail-mcp (same pid).
+fn server_pid(marker: &str) -> Option<u32> {
+    let bin = common::agentjail_path()
+        .with_file_name("agentjail-mcp")
+        .display()
+        .to_string();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.first() == Some(&bin) && args.iter().any(|a| a.contains(marker)) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+fn job_cgroups_of(pid: u32) -> Vec<String> {
+    let needle = format!("agentjail-{pid}-");
+    let mut found = Vec::new();
+    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                if e.file_name().to_string_lossy().starts_with(&needle) {
+                    found.push(e.path().display().to_string());
+                }
+                stack.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    f()
+}
+
+/// Kill the Python client (SIGKILL) while a call runs and a session is open: the server
+/// sees its stdin close and its stdout break, stops the job, ends the session, and exits;
+/// every jail process (the call's, the session's, the pool's) is gone and no job cgroup of
+/// the server is left.
+#[test]
+fn the_client_killed_mid_run_leaves_no_jail_behind() {
+    let Some(py) = venv_python() else { return };
+    for who in common::variants() {
+        for api in ["client", "session"] {
+            let marker = common::marker("mcpkill");
+            let text = std::fs::read_to_string(spawn_policy()).unwrap();
+            let policy = common::shared_file(&format!("{marker}.toml"), &text);
+            let cfg = json!({
+                "command": server_command(who, Some(&policy)),
+                "apis": [api],
+                "long_code": "n = 0\nwhile True:\n    n += 1\n",
+            });
+            let mut child = Command::new(&py)
+                .arg(format!("{ROOT}/tests/mcp/scenarios.py"))
+                .arg("long_run")
+                .arg(cfg.to_string())
+                .current_dir("/")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn the python client");
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let running = lines.next().and_then(Result::ok);
+            assert_eq!(
+                running.as_deref(),
+                Some("RUNNING"),
+                "{who:?}/{api}: the call did not start: {:?}",
+                wait_bounded(child, Duration::from_secs(5))
+            );
+            let server = server_pid(&marker).expect("the server process");
+            let jails = descendants(server);
+            assert!(
+                !jails.is_empty(),
+                "{who:?}/{api}: no jail process under the server"
+            );
+            let t = Instant::now();
+            child.kill().expect("kill the client");
+            let _ = child.wait();
+            assert!(
+                wait_until(Duration::from_secs(10), || !alive(server)),
+                "{who:?}/{api}: the server outlived its client"
+            );
+            let exited_after = t.elapsed();
+            let left: Vec<u32> = jails.iter().copied().filter(|&p| alive(p)).collect();
+            assert!(
+                wait_until(Duration::from_secs(5), || jails.iter().all(|&p| !alive(p))),
+                "{who:?}/{api}: jail processes left: {left:?}"
+            );
+            assert!(
+                job_cgroups_of(server).is_empty(),
+                "{who:?}/{api}: job cgroups left: {:?}",
+                job_cgroups_of(server)
+            );
+            eprintln!(
+                "{who:?}/{api}: client killed; server {server} and its {} jail processes gone after {exited_after:?}",
+                jails.len()
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------ raw JSON-RPC, no venv needed
+
+/// `agentjail mcp` execs agentjail-mcp from its own directory; without it, exit 2 with the
+/// fix, and agentjail-mcp serves nothing but `mcp`.
+#[test]
+fn agentjail_mcp_needs_its_sibling_and_the_sibling_serves_only_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("agentjail");
+    std::fs::copy(common::agentjail_path(), &alone).unwrap();
+    let out = Command::new(&alone)
+        .arg("mcp")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("agentjail-mcp") && err.contains("install"),
+        "{err}"
+    );
+    let sibling = common::agentjail_path().with_file_name("agentjail-mcp");
+    let out = Command::new(&sibling)
+        .args(["run", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serves `agentjail mcp` only"));
+}
+
+/// A server on pipes, its stdout read by a thread into a channel of lines.
+struct Raw {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Raw {
+    fn start(args: &[&str]) -> Raw {
+        let mut child = Command::new(common::agentjail_path())
+            .arg("mcp")
+            .args(args)
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agentjail mcp");
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        Raw { child, lines: rx }
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn recv(&self) -> Value {
+        let l = self
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a response line within 30 s");
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))
+    }
+
+    /// The response to request `id` (notifications in between skipped).
+    fn response(&self, id: &Value) -> Value {
+        loop {
+            let v = self.recv();
+            if v.get("id") == Some(id) {
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        self.send(br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        let r = self.response(&json!("init"));
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+        self.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    }
+
+    fn call(&mut self, id: i64, name: &str, args: Value) -> Value {
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": name, "arguments": args}});
+        self.send(req.to_string().as_bytes());
+        self.response(&json!(id))
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn error_code(v: &Value) -> i64 {
+    v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no error: {v}"))
+}
+
+#[test]
+fn garbage_on_stdin_gets_json_rpc_errors_and_the_server_goes_on() {
+    let mut s = Raw::start(&["--pool", "0"]);
+    // Before the handshake: garbage, a stray notification, a response nobody asked for.
+    s.send(b"hello, are you a JSON-RPC server?");
+    let e = s.recv();
+    assert_eq!((error_code(&e), &e["id"]), (-32700, &Value::Null), "{e}");
+    s.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    s.send(br#"{"jsonrpc":"2.0","id":77,"result":{}}"#);
+    s.send(b"\xff\xfe\x00garbage");
+    assert_eq!(error_code(&s.recv()), -32700);
+    s.initialize();
+    // After it: every kind of bad line gets its error; the server answers the next request.
+    s.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,");
+    assert_eq!(error_code(&s.recv()), -32700);
+    s.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"1","code":"2"}}}"#);
+    assert_eq!(error_code(&s.recv()), -32700, "a duplicate key is refused");
+    s.send(br#"{"id":3,"params":[]}"#);
+    let e = s.recv();
+    assert_eq!((error_code(&e), &e["id"]), (-32600, &json!(3)), "{e}");
+    s.send(br#"[{"jsonrpc":"2.0","id":4,"method":"ping"}]"#);
+    assert_eq!(error_code(&s.recv()), -32600, "batches are not MCP");
+    s.send(br#"{"jsonrpc":"2.0","id":5,"method":"no/such/method"}"#);
+    assert_eq!(error_code(&s.response(&json!(5))), -32601);
+    s.send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}"#);
+    let e = s.response(&json!(6));
+    assert_eq!(error_code(&e), -32602, "unknown tool: {e}");
+    s.send(&vec![b'x'; 200_000]);
+    assert_eq!(error_code(&s.recv()), -32700);
+    s.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+    let r = s.response(&json!(7));
+    assert_eq!(
+        r["result"]["tools"].as_array().map(Vec::len),
+        Some(5),
+        "{r}"
+    );
+    let r = s.call(
+        8,
+        "run_python",
+        json!({"code": "import json\nprint(json.dumps({'alive': True}))"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["output"],
+        json!({"alive": true}),
+        "{r}"
+    );
+    assert_eq!(r["result"]["isError"], json!(false));
+}
+
+#[test]
+fn big_integers_and_unicode_reach_the_program_intact_and_leave_escaped() {
+    let mut s = Raw::start(&["--pool", "0"]);
+    s.initialize();
+    let payload = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"import json\nd = json.loads(input())\nprint(json.dumps({'n': d['n'], 'n1': d['n'] + 1, 't': d['t'] + '\u2028\u202e'}))","input":{"n":123456789012345678901234567890,"t":"caf\u00e9"}}}}"#;
+    s.send(payload.as_bytes());
+    let raw = s
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a response");
+    // Safe JSON out: the program's U+2028 and bidi override are escaped, never raw.
+    assert!(
+        !raw.contains('\u{2028}') && !raw.contains('\u{202e}'),
+        "{raw}"
+    );
+    assert!(raw.contains("123456789012345678901234567891"), "{raw}");
+    let v: Value = serde_json::from_str(&raw).unwrap();
+    let out = &v["result"]["structuredContent"]["output"];
+    assert_eq!(
+        out["n"].to_string(),
+        "123456789012345678901234567890",
+        "{v}"
+    );
+    assert_eq!(out["t"], json!("café\u{2028}\u{202e}"));
+}
+
+/// MCP's stdio shutdown (the client closes stdin) stops a running call at once: the server
+/// exits well before the job's own limit, and leaves no jail or cgroup.
+#[test]
+fn closing_stdin_mid_run_stops_the_job_and_exits() {
+    let policy = spawn_policy();
+    let mut s = Raw::start(&["--policy", &policy.display().to_string()]);
+    s.initialize();
+    let server = s.child.id();
+    s.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"while True:\n    pass\n"},"_meta":{"progressToken":"p1"}}}"#);
+    let started = s.recv();
+    assert_eq!(started["method"], "notifications/progress", "{started}");
+    assert_eq!(started["params"]["progressToken"], "p1");
+    assert!(wait_until(Duration::from_secs(5), || !descendants(server).is_empty()));
+    let jails = descendants(server);
+    let t = Instant::now();
+    drop(s.child.stdin.take());
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = t.elapsed();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        took < Duration::from_secs(5),
+        "exit took {took:?} (the job's limit is 30 s)"
+    );
+    // The stopped call still got its record, if anyone was reading.
+    let mut stop = None;
+    while let Ok(l) = s.lines.recv_timeout(Duration::from_secs(2)) {
+        let v: Value = serde_json::from_str(&l).unwrap();
+        if v["id"] == json!(1) {
+            stop = v["result"]["structuredContent"]["stop_reason"]
+                .as_str()
+                .map(String::from);
+        }
+    }
+    assert_eq!(stop.as_deref(), Some("interrupted:sigterm"));
+    assert!(jails.iter().all(|&p| !alive(p)), "jail processes left");
+    assert!(job_cgroups_of(server).is_empty(), "job cgroups left");
+    eprintln!(
+        "stdin closed: exit 0 after {took:?}, {} jail processes gone",
+        jails.len()
+    );
+}

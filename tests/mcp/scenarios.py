@@ -1,0 +1,363 @@
+"""Drive `agentjail mcp` through the official MCP Python client (mcp==2.3.0).
+
+    scenarios.py SCENARIO CONFIG_JSON
+
+CONFIG_JSON: {"command": [argv of the server, e.g. [".../agentjail", "mcp"] or setpriv ...],
+              "apis": ["client", "session"], "marker": "...", "action": "examples/incident/action.json"}
+
+Every scenario runs through each API in "apis":
+  client   mcp.Client(StdioServerParameters(...)): mode "auto", so it probes
+           `server/discover` (protocol 2026-07-28) first and falls back to `initialize`;
+  session  stdio_client(...) + ClientSession(...).initialize(): the v1-style handshake.
+
+Prints one line per checked fact ("ok ...") and exits 1 with the reason on the first
+failure. Run by
+tests/mcp.rs (cargo test), which launches the server as root and as nobody.
+"""
+import base64
+import json
+import sys
+from contextlib import asynccontextmanager
+
+import os
+
+import anyio
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/agent"))
+import agent  # noqa: E402  (the example agent's PNG writer and artifact directory)
+
+CFG = {}
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+class Conn:
+    """The two client APIs behind one face."""
+
+    def __init__(self, api, obj):
+        self.api = api
+        self.obj = obj
+
+    async def tools(self):
+        return (await self.obj.list_tools()).tools
+
+    async def call(self, name, args, progress=None):
+        return await self.obj.call_tool(name, args, progress_callback=progress)
+
+    @property
+    def version(self):
+        return self.obj.protocol_version
+
+
+def params():
+    cmd = CFG["command"]
+    return StdioServerParameters(command=cmd[0], args=cmd[1:])
+
+
+@asynccontextmanager
+async def connect(api):
+    if api == "client":
+        async with Client(params()) as c:
+            yield Conn(api, c)
+    else:
+        async with stdio_client(params()) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                yield Conn(api, s)
+
+
+def record_of(r):
+    """The record in structuredContent, checked against the text copy."""
+    rec = r.structured_content
+    check(isinstance(rec, dict), "no structuredContent: %r" % (r,))
+    text = [c for c in r.content if getattr(c, "type", None) == "text"]
+    check(text, "no text block: %r" % (r.content,))
+    copy = json.loads(text[0].text)
+    for k in ("run_id", "status", "stop_reason"):
+        check(copy.get(k) == rec.get(k), "text copy differs at %s: %r vs %r" % (k, copy.get(k), rec.get(k)))
+    check(r.is_error == (rec.get("status") != "ok"),
+          "isError %r but status %r (%s)" % (r.is_error, rec.get("status"), rec.get("stop_reason")))
+    return rec
+
+
+# ----------------------------------------------------------------- scenarios
+
+async def s_tools(c):
+    tools = {t.name: t for t in await c.tools()}
+    names = ["run_python", "check_python", "python_session_start", "python_session_exec", "python_session_close"]
+    check(sorted(tools) == sorted(names), "tools: %r" % sorted(tools))
+    run = tools["run_python"]
+    check(run.input_schema["required"] == ["code"], "run_python requires %r" % run.input_schema.get("required"))
+    check(run.input_schema.get("additionalProperties") is False, "run_python takes extra arguments")
+    check(set(run.input_schema["properties"]) == {"code", "input", "files", "output_schema", "timeout_s"},
+          "run_python arguments: %r" % sorted(run.input_schema["properties"]))
+    for name in ("run_python", "python_session_exec"):
+        out = tools[name].output_schema
+        check(out and {"run_id", "status", "stop_reason", "phase"} <= set(out["required"]),
+              "%s outputSchema: %r" % (name, out))
+        check({"output", "execution", "decision", "error", "artifacts"} <= set(out["properties"]),
+              "%s outputSchema lacks record keys" % name)
+    check(tools["check_python"].output_schema["properties"]["decision"]["enum"] == ["allow", "deny"],
+          "check_python outputSchema")
+    d = run.description
+    for fact in ("Imports allowed: json, statistics", "wall 2 s", "memory 256MiB", "stdout 4KiB",
+                 "json.loads(input())", "isError is true whenever status is not ok"):
+        check(fact in d, "run_python description lacks %r" % fact)
+    check(tools["python_session_exec"].input_schema["required"] == ["session", "code"], "exec requires")
+    say("ok tools", c.api, "protocol", c.version, "; run_python description: %d chars" % len(d))
+
+
+def incident_args():
+    with open(CFG["action"]) as f:
+        a = json.load(f)
+    return {"code": a["code"], "input": a["input_payload"], "output_schema": a["output_schema"]}
+
+
+async def s_incident(c):
+    r = await c.call("run_python", incident_args())
+    rec = record_of(r)
+    check(rec["status"] == "ok", "incident stopped: %s %s" % (rec["stop_reason"], rec.get("error")))
+    out = r.structured_content["output"]
+    want = {"incident_severity": "P1", "chargeback_alerts": 1, "avg_latency_ms": 167.0,
+            "p95_latency_ms": 187.0, "sample_size": 60}
+    for k, v in want.items():
+        check(out[k] == v, "%s = %r, want %r" % (k, out[k], v))
+    check(abs(out["failed_payment_rate"] - 1 / 30) < 1e-12, "failed rate %r" % out["failed_payment_rate"])
+    check(rec["action"]["language"] == "python" and rec["action"]["entrypoint"] == "main.py", "action")
+    say("ok incident", c.api, json.dumps(out, sort_keys=True))
+
+
+async def s_denied_import(c):
+    code = "import json\nimport os\nprint(json.dumps({'cwd': os.getcwd()}))\n"
+    rec = record_of(await c.call("run_python", {"code": code}))
+    check(rec["stop_reason"].startswith("policy_block:static_policy_violation:import_not_allowed:os"), rec["stop_reason"])
+    v = rec["decision"]["violations"][0]
+    check((v["rule"], v["line"], v["column"]) == ("import_not_allowed:os", 2, 8), "violation %r" % v)
+    check("execution" not in rec, "a denied program ran")
+    r = await c.call("check_python", {"code": code})
+    d = r.structured_content
+    check(d["decision"] == "deny" and d["violations"][0]["line"] == 2, "check_python: %r" % d)
+    check(not r.is_error, "a deny is the check's answer, not a tool error")
+    r = await c.call("check_python", {"code": "import json\nprint(json.dumps({}))"})
+    check(r.structured_content["decision"] == "allow", "check allow: %r" % r.structured_content)
+    say("ok denied_import", c.api, json.dumps(v))
+
+
+async def s_timeout(c):
+    code = ("import json\nn = 0\nwhile True:\n    n += 1\n"
+            "    if n % 2000000 == 0:\n        print('tick', n, flush=True)\n")
+    seen = []
+
+    async def progress(p, total, message):
+        seen.append((p, total, message))
+
+    rec = record_of(await c.call("run_python", {"code": code, "timeout_s": 1.5}, progress))
+    check(rec["stop_reason"] == "code_timeout", "stop: %s" % rec["stop_reason"])
+    out = rec["execution"]["stdout"]
+    check("tick 2000000" in out, "partial stdout lost: %r" % out[:200])
+    check(1400 <= rec["execution"]["wall_ms"] <= 3000, "wall %r" % rec["execution"]["wall_ms"])
+    check(len(seen) >= 3, "progress: %r" % seen)
+    check(seen[0][2] == "started" and seen[-1][2] == "done", "progress ends: %r" % seen)
+    ps = [p for p, _, _ in seen]
+    check(ps == sorted(ps) and len(set(ps)) == len(ps), "progress not increasing: %r" % ps)
+    check(any(m and m.startswith("running for") for _, _, m in seen), "no periodic progress: %r" % seen)
+    # An output cap keeps what was printed too.
+    cap = "print('x' * 100, flush=True)\nwhile True:\n    print('y' * 1000, flush=True)\n"
+    rec = record_of(await c.call("run_python", {"code": cap}))
+    check(rec["stop_reason"] == "code_output_too_large", rec["stop_reason"])
+    check(rec["execution"]["stdout"].startswith("x" * 100), "cap output lost")
+    say("ok timeout", c.api, "stdout kept: %d bytes, progress %r" % (len(out), [m for _, _, m in seen]))
+
+
+async def start_session(c, hints=None):
+    args = {} if hints is None else {"policy_hints": hints}
+    r = await c.call("python_session_start", args)
+    check(not r.is_error, "session start failed: %r" % (r.structured_content,))
+    return r.structured_content["session"]
+
+
+async def s_session(c):
+    sid = await start_session(c)
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "import statistics\nx = 41\nxs = [1, 2, 3]"}))
+    check(rec["status"] == "ok", "call 1: %s %s" % (rec["stop_reason"], rec.get("error")))
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "print('mean', statistics.mean(xs))\nx + 1"}))
+    check(rec["status"] == "ok", "call 2: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec["value"] == "42", "value %r" % rec.get("value"))
+    check(rec["execution"]["stdout"] == "mean 2\n", "stdout %r" % rec["execution"]["stdout"])
+    check(rec["session"]["calls"] == 2, "session %r" % rec["session"])
+    # A Python exception fails the call, not the session.
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "1 / 0"}))
+    check(rec["error"]["type"] == "ZeroDivisionError", "error %r" % rec.get("error"))
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "x * 2"}))
+    check(rec["value"] == "82", "after an exception: %r" % rec.get("value"))
+    # The check still applies, in the context of earlier calls.
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "import os"}))
+    check(rec["stop_reason"].endswith("import_not_allowed:os"), rec["stop_reason"])
+    r = await c.call("python_session_close", {"session": sid})
+    check(r.structured_content == {"closed": True}, "close: %r" % r.structured_content)
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "x"}))
+    check(rec["stop_reason"] == "invalid_request:unknown_session", "after close: %s" % rec["stop_reason"])
+    say("ok session", c.api, "value 42, then 82 after a ZeroDivisionError")
+
+
+async def s_isolation(c):
+    a = await start_session(c)
+    b = await start_session(c)
+    check(a != b, "same id twice")
+    rec = record_of(await c.call("python_session_exec", {"session": a, "code": "secret = 'only-in-a'"}))
+    check(rec["status"] == "ok", rec["stop_reason"])
+    rec = record_of(await c.call("python_session_exec", {"session": b, "code": "secret"}))
+    check(rec["status"] == "stopped" and rec["error"]["type"] == "NameError", "b saw a: %r" % rec.get("error"))
+    rec = record_of(await c.call("python_session_exec", {"session": a, "code": "secret"}))
+    check(rec["value"] == "'only-in-a'", "a lost its variable: %r" % rec.get("value"))
+    # Another connection (another client, another server process) cannot use a's id.
+    async with connect(c.api) as other:
+        rec = record_of(await other.call("python_session_exec", {"session": a, "code": "secret"}))
+        check(rec["stop_reason"] == "invalid_request:unknown_session", "other connection: %s" % rec["stop_reason"])
+        check("only-in-a" not in json.dumps(rec), "other connection saw the value")
+        r = await other.call("python_session_close", {"session": a})
+        check(r.is_error and r.structured_content["error"]["code"] == "unknown_session", "close from other: %r" % r.structured_content)
+    rec = record_of(await c.call("python_session_exec", {"session": a, "code": "secret"}))
+    check(rec["value"] == "'only-in-a'", "a was touched by the other connection")
+    say("ok isolation", c.api)
+
+
+async def s_concurrent(c):
+    n = 20
+    results = [None] * n
+
+    async def one(i):
+        code = "import json\nprint(json.dumps({'i': %d, 'sq': %d * %d}))" % (i, i, i)
+        results[i] = await c.call("run_python", {"code": code})
+
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(one, i)
+    ids = set()
+    for i, r in enumerate(results):
+        rec = record_of(r)
+        check(rec["status"] == "ok", "call %d: %s %s" % (i, rec["stop_reason"], rec.get("error")))
+        check(rec["output"] == {"i": i, "sq": i * i}, "call %d got %r" % (i, rec["output"]))
+        ids.add(rec["run_id"])
+    check(len(ids) == n, "run ids repeat")
+    say("ok concurrent", c.api, "%d calls" % n)
+
+
+async def s_bad_arguments(c):
+    rec = record_of(await c.call("run_python", {"code": "print(1)", "timeout": 3}))
+    check(rec["stop_reason"] == "invalid_request:arguments" and "timeout" in rec["error"]["message"], rec)
+    rec = record_of(await c.call("run_python", {"code": "x = (", "input": {"a": 1}}))
+    check(rec["stop_reason"].startswith("policy_block:static_policy_violation:syntax_error"), rec["stop_reason"])
+    rec = record_of(await c.call("run_python", {"code": "print(1)"}))
+    check(rec["stop_reason"] == "invalid_code_output:not_object", rec["stop_reason"])
+    say("ok bad_arguments", c.api)
+
+
+async def s_long_run(c):
+    """For the kill test: a session holding a variable, and one call that runs until the
+    client is killed (both jails must go with the connection)."""
+    sid = await start_session(c)
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "kept = 1"}))
+    check(rec["status"] == "ok", "session call: %s" % rec["stop_reason"])
+    started = anyio.Event()
+
+    async def progress(p, total, message):
+        started.set()
+
+    async def run():
+        await c.call("run_python", {"code": CFG["long_code"]}, progress)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await started.wait()
+        await anyio.sleep(0.3)
+        say("RUNNING")
+        await anyio.sleep(60)
+
+
+async def s_plot(c):
+    """Plots (matplotlib, under policies/data.toml) come back as image/png: from a session
+    call, and from run_python with an input file, a text artifact beside it."""
+    sid = await start_session(c)
+    r = await c.call("python_session_exec", {"session": sid, "code": agent.chart_code([150, 152, 160, 167, 171, 187])})
+    rec = record_of(r)
+    check(rec["status"] == "ok", "plot: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check([a["path"] for a in rec["artifacts"]] == ["latency.png"], "artifacts %r" % rec["artifacts"])
+    check(all("content_base64" not in a for a in rec["artifacts"]), "bytes sent twice")
+    images = [b for b in r.content if getattr(b, "type", None) == "image"]
+    check(len(images) == 1 and images[0].mime_type == "image/png", "image content: %r" % [getattr(b, "type", None) for b in r.content])
+    data = base64.b64decode(images[0].data)
+    check(data.startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG")
+    check(len(data) == rec["artifacts"][0]["bytes"], "size %d vs %r" % (len(data), rec["artifacts"][0]))
+    # The next call reports only what is new or changed.
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "1 + 1"}))
+    check(rec.get("artifacts", []) == [], "unchanged files reported again: %r" % rec.get("artifacts"))
+    await c.call("python_session_close", {"session": sid})
+    code = ("import csv\nimport json\nimport matplotlib.pyplot as plt\n"
+            "rows = list(csv.DictReader(open('/app/in/latency.csv')))\n"
+            "ms = [float(r['ms']) for r in rows]\n"
+            "plt.plot(ms)\nplt.savefig('trend.png')\n"
+            "open('summary.txt', 'w').write('max %s' % max(ms))\n"
+            "print(json.dumps({'n': len(ms)}))\n")
+    r = await c.call("run_python", {"code": code, "files": [{"path": "latency.csv", "content": "ms\n150\n187\n167\n"}]})
+    rec = record_of(r)
+    check(rec["status"] == "ok", "run plot: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec["output"] == {"n": 3}, "output %r" % rec["output"])
+    kinds = sorted((getattr(b, "type", None), getattr(b, "mime_type", None) or getattr(getattr(b, "resource", None), "mime_type", None)) for b in r.content[1:])
+    check(kinds == [("image", "image/png"), ("resource", "text/plain")], "content %r" % kinds)
+    text = [b.resource.text for b in r.content if getattr(b, "type", None) == "resource"]
+    check(text == ["max 187.0"], "summary %r" % text)
+    say("ok plot", c.api, "%d bytes of image/png from a session; run_python: %r" % (len(data), kinds))
+
+
+async def s_files(c):
+    """Input files land read-only under /app/in (policies/data.toml: open allowed)."""
+    code = "import json\nprint(json.dumps({'text': open('/app/in/data/a.csv').read()}))\n"
+    rec = record_of(await c.call("run_python", {"code": code, "files": [
+        {"path": "data/a.csv", "content": "a,b\n1,2\n"},
+        {"path": "raw.bin", "content_base64": base64.b64encode(bytes(range(4))).decode()}]}))
+    check(rec["status"] == "ok", "files: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec["output"] == {"text": "a,b\n1,2\n"}, "file content %r" % rec["output"])
+    code = "import json\nopen('/app/in/data.csv', 'w')\nprint(json.dumps({}))\n"
+    rec = record_of(await c.call("run_python", {"code": code, "files": [{"path": "data.csv", "content": "x"}]}))
+    check(rec["stop_reason"] == "code_runtime_error:1" and rec["error"]["type"] in ("OSError", "PermissionError"),
+          "input files must be read-only: %s %s" % (rec["stop_reason"], rec.get("error")))
+    rec = record_of(await c.call("run_python", {"code": "print(1)", "files": [{"path": "../etc/passwd", "content": "x"}]}))
+    check(rec["stop_reason"] == "invalid_action:files:path_traversal", rec["stop_reason"])
+    say("ok files", c.api)
+
+
+SCENARIOS = {
+    "tools": s_tools, "incident": s_incident, "denied_import": s_denied_import,
+    "timeout": s_timeout, "session": s_session, "isolation": s_isolation,
+    "concurrent": s_concurrent, "bad_arguments": s_bad_arguments, "long_run": s_long_run,
+    "plot": s_plot, "files": s_files,
+}
+
+
+async def main(name):
+    for api in CFG.get("apis", ["client", "session"]):
+        async with connect(api) as c:
+            await SCENARIOS[name](c)
+
+
+if __name__ == "__main__":
+    CFG.update(json.loads(sys.argv[2]))
+    try:
+        anyio.run(main, sys.argv[1])
+    except AssertionError as e:
+        print("FAIL %s: %s" % (sys.argv[1], e), flush=True)
+        sys.exit(1)
