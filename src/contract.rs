@@ -7,7 +7,7 @@
 //! |-----------------|----------|------------------------------------------------------------|
 //! | `id`            | yes      | non-blank string, trimmed                                  |
 //! | `language`      | yes      | non-blank string, trimmed and lowercased                   |
-//! | `entrypoint`    | yes      | must be `main.py` (no path separators)                     |
+//! | `entrypoint`    | yes      | the language's file: `main.py`, `main.js` (see below)      |
 //! | `code`          | yes      | non-blank string, at most `max_code_chars` characters      |
 //! | `input_payload` | yes      | object, at most `max_payload_bytes` serialized             |
 //! | `output_schema` | no       | JSON Schema (draft 2020-12) for what the program prints    |
@@ -27,6 +27,16 @@
 //! 6. `input_payload` (object), then `payload_too_large`;
 //! 7. `entrypoint_path`, `entrypoint_denied` (the seed checks these after the payload);
 //! 8. `output_schema` last, because compiling a schema is the most expensive step.
+//!
+//! # The entrypoint
+//!
+//! Each language agentjail executes runs from one file name ([`entrypoint_for`]): `main.py`
+//! for `python`, `main.js` for `javascript`. When the policy executes the action's language
+//! the entrypoint must be that language's (`python` with `main.js` is `entrypoint_denied`).
+//! For a language the policy does not execute, any of [`ENTRYPOINTS`] passes the contract and
+//! the check then stops the run with `language_denied_policy` or `language_denied_execution`,
+//! so the seed's "change the language to javascript" case (entrypoint still `main.py`) keeps
+//! its seed reason.
 
 use crate::policy::Policy;
 use serde::Serialize;
@@ -36,8 +46,20 @@ use std::fmt;
 /// Largest action document accepted, in bytes, checked before parsing.
 pub const MAX_ACTION_BYTES: usize = 16 * 1024 * 1024;
 
-/// The only entrypoint agentjail runs.
+/// The entrypoint of a Python action (the seed's only one).
 pub const ENTRYPOINT: &str = "main.py";
+
+/// Every entrypoint agentjail accepts, one per language it executes.
+pub const ENTRYPOINTS: [&str; 2] = [ENTRYPOINT, "main.js"];
+
+/// The file a language's program runs from, for the languages agentjail executes.
+pub fn entrypoint_for(language: &str) -> Option<&'static str> {
+    match language {
+        "python" => Some(ENTRYPOINT),
+        "javascript" => Some("main.js"),
+        _ => None,
+    }
+}
 
 /// Values of `policy_hints.network_access` that mean "no network".
 pub const NETWORK_DENIED_VALUES: [&str; 3] = ["denied", "none", "off"];
@@ -66,7 +88,8 @@ pub struct Action {
     pub id: String,
     /// Trimmed and lowercased.
     pub language: String,
-    /// Always [`ENTRYPOINT`] once validated.
+    /// One of [`ENTRYPOINTS`] once validated; [`entrypoint_for`] the language when the policy
+    /// executes it.
     pub entrypoint: String,
     /// The source exactly as sent (not trimmed: the hash covers these bytes).
     pub code: String,
@@ -262,18 +285,7 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
         ));
     }
 
-    if entrypoint.contains('/') || entrypoint.contains('\\') {
-        return Err(ContractError::action(
-            "entrypoint_path",
-            format!("entrypoint {entrypoint:?} contains a path separator; use {ENTRYPOINT:?}"),
-        ));
-    }
-    if entrypoint != ENTRYPOINT {
-        return Err(ContractError::action(
-            "entrypoint_denied",
-            format!("entrypoint {entrypoint:?} is not allowed; use {ENTRYPOINT:?}"),
-        ));
-    }
+    check_entrypoint(&entrypoint, &language, policy)?;
 
     let output_schema = match obj.remove("output_schema") {
         None => None,
@@ -289,6 +301,38 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
         output_schema,
         policy_hints,
     })
+}
+
+/// `entrypoint_path` for a path separator; `entrypoint_denied` for a name that is not the
+/// language's file (when the policy executes the language) or not one of [`ENTRYPOINTS`].
+fn check_entrypoint(
+    entrypoint: &str,
+    language: &str,
+    policy: &Policy,
+) -> Result<(), ContractError> {
+    let expected = entrypoint_for(language).filter(|_| policy.executes(language));
+    let suggestion = expected.unwrap_or(ENTRYPOINT);
+    if entrypoint.contains('/') || entrypoint.contains('\\') {
+        return Err(ContractError::action(
+            "entrypoint_path",
+            format!("entrypoint {entrypoint:?} contains a path separator; use {suggestion:?}"),
+        ));
+    }
+    let allowed = match expected {
+        Some(e) => entrypoint == e,
+        None => ENTRYPOINTS.contains(&entrypoint),
+    };
+    if !allowed {
+        let why = match expected {
+            Some(e) => format!("{language} runs from {e:?}"),
+            None => format!("use one of {}", ENTRYPOINTS.join(", ")),
+        };
+        return Err(ContractError::action(
+            "entrypoint_denied",
+            format!("entrypoint {entrypoint:?} is not allowed; {why}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Field names in a reason are echoed back; keep them short and printable.
