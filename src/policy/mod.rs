@@ -53,9 +53,9 @@ pub const MIN_OPEN_FILES: u64 = 16;
 /// Largest policy file read (anything bigger is not a policy; protects against `/dev/zero`).
 pub const MAX_POLICY_FILE_BYTES: u64 = MIB;
 /// Smallest memory limit for a policy that executes `javascript`. Measured on the reference
-/// host (node 20.20, the runner, the default flags): the runner is ready at ~45 MiB RSS and
-/// the incident example peaks at ~55 MiB (cgroup memory peak); 128 MiB leaves the program
-/// room for a useful heap.
+/// host (node 20.20, the default flags): after the incident example node's resident set is
+/// 40 MiB, 34 MiB of it node's own file pages and 6 MiB anonymous; 128 MiB leaves the
+/// program room for a useful heap.
 pub const MIN_JS_MEMORY_BYTES: u64 = 128 * MIB;
 
 /// node's flags in the default policy (defence in depth; the jail is the boundary).

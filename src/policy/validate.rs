@@ -472,7 +472,7 @@ fn node(p: &Policy) -> Result<(), Invalid> {
                 p.limits.memory,
                 Bytes(MIN_JS_MEMORY_BYTES)
             ),
-            "languages.execute lists javascript: node's runner alone is ~45MiB resident; use at least \"128MiB\"",
+            "languages.execute lists javascript: node is ~40MiB resident before the program allocates anything; use at least \"128MiB\"",
         ));
     }
     Ok(())
