@@ -257,10 +257,14 @@ pub fn execute(
     if budget_bound {
         jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
-    let language = Language::of(&action.language).ok_or_else(|| {
+    let Some(language) = Language::of(&action.language) else {
         // The check lets only executed languages through; this is a guard, not a path.
-        stopped(StopReason::LanguageDeniedExecution, Phase::Execute)
-    })?;
+        r.phase(Phase::Execute, false, t, json!({"language": action.language}));
+        return Err(stopped(
+            StopReason::LanguageDeniedExecution,
+            Phase::Execute,
+        ));
+    };
     let acquired = source.acquire(&jail_policy, language).map_err(|e| {
         r.set("error", e.to_json());
         r.phase(Phase::Execute, false, t, Value::Null);
