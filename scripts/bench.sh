@@ -9,6 +9,10 @@
 #   BENCH_POLICY=FILE                 pass --policy FILE to agentjail (unset: embedded default,
 #                                     which is what the published figures measure)
 #   BENCH_OUT=DIR                     where raw samples go (default target/bench/<timestamp>)
+#   BENCH_JS_POLICY=FILE              the policy for the JavaScript rows (default
+#                                     policies/data.toml: the embedded default does not
+#                                     execute javascript; data.toml requires cgroups, so run
+#                                     as root or under Delegate=yes)
 #
 # "floor" (scripts/bench/floor.c) is the kernel's price for agentjail's building blocks
 # done by a minimal C program: the lower bound any launcher of the same isolation pays.
@@ -52,6 +56,12 @@ pol=()
 if [ -n "${BENCH_POLICY:-}" ]; then
     pol=(--policy "$BENCH_POLICY")
 fi
+jspol=(--policy "${BENCH_JS_POLICY:-policies/data.toml}")
+NODE=/usr/bin/node
+# Bare node gets the jail's environment: node reads some variables at start (e.g.
+# NODE_EXTRA_CA_CERTS, which loads a CA bundle: +25 ms on the reference host), and the jail
+# passes none of the host's. `env -i` costs the bare side one more exec (~0.5 ms).
+node_env=(/usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8)
 
 prio=()
 if [ "$(id -u)" = 0 ]; then
@@ -87,7 +97,9 @@ step "latency: $rounds interleaved rounds on CPU $cpu"
     floor_true "$floor" /bin/true ";" \
     agentjail_true "${aj_true[@]}" ";" \
     bare_python /usr/bin/python3 -I -c pass ";" \
-    agentjail_python "$aj" exec "${pol[@]}" -- /usr/bin/python3 -I -c pass \
+    agentjail_python "$aj" exec "${pol[@]}" -- /usr/bin/python3 -I -c pass ";" \
+    bare_node "${node_env[@]}" "$NODE" -e 0 ";" \
+    agentjail_node "$aj" exec "${jspol[@]}" -- "$NODE" -e 0 \
     >"$out/rounds.txt"
 
 step "throughput: ${thr_secs}s per measurement, $thr_reps interleaved repetitions"
@@ -123,6 +135,10 @@ if [ -x .venv-mcp/bin/python ] || scripts/setup.sh >&2; then
 else
     echo "mcp_unavailable no MCP client venv: scripts/setup.sh failed" >"$out/mcp.txt"
 fi
+
+step "agentjail run on the JavaScript incident example vs bare node main.js ($run_rounds interleaved rounds)"
+"${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py run "$run_rounds" "$out/run_js.txt" "$aj" \
+    examples/incident/action.js.json "${jspol[@]}"
 
 step "timeout precision and output cap"
 "${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py timeout "$repeats" "$out/timeout.txt" "$aj" "${pol[@]}"

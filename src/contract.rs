@@ -7,7 +7,7 @@
 //! |-----------------|----------|------------------------------------------------------------|
 //! | `id`            | yes      | non-blank string, trimmed                                  |
 //! | `language`      | yes      | non-blank string, trimmed and lowercased                   |
-//! | `entrypoint`    | yes      | must be `main.py` (no path separators)                     |
+//! | `entrypoint`    | yes      | the language's file: `main.py`, `main.js` (see below)      |
 //! | `code`          | yes      | non-blank string, at most `max_code_chars` characters      |
 //! | `input_payload` | yes      | object, at most `max_payload_bytes` serialized             |
 //! | `output_schema` | no       | JSON Schema (draft 2020-12) for what the program prints    |
@@ -29,6 +29,16 @@
 //! 7. `entrypoint_path`, `entrypoint_denied` (the seed checks these after the payload);
 //! 8. `files` (paths, contents, caps);
 //! 9. `output_schema` last, because compiling a schema is the most expensive step.
+//!
+//! # The entrypoint
+//!
+//! Each language agentjail executes runs from one file name ([`entrypoint_for`]): `main.py`
+//! for `python`, `main.js` for `javascript`. When the policy executes the action's language
+//! the entrypoint must be that language's (`python` with `main.js` is `entrypoint_denied`).
+//! For a language the policy does not execute, any of [`ENTRYPOINTS`] passes the contract and
+//! the check then stops the run with `language_denied_policy` or `language_denied_execution`,
+//! so the seed's "change the language to javascript" case (entrypoint still `main.py`) keeps
+//! its seed reason.
 
 use crate::policy::Policy;
 use serde::Serialize;
@@ -38,8 +48,20 @@ use std::fmt;
 /// Largest action document accepted, in bytes, checked before parsing.
 pub const MAX_ACTION_BYTES: usize = 16 * 1024 * 1024;
 
-/// The only entrypoint agentjail runs.
+/// The entrypoint of a Python action (the seed's only one).
 pub const ENTRYPOINT: &str = "main.py";
+
+/// Every entrypoint agentjail accepts, one per language it executes.
+pub const ENTRYPOINTS: [&str; 2] = [ENTRYPOINT, "main.js"];
+
+/// The file a language's program runs from, for the languages agentjail executes.
+pub fn entrypoint_for(language: &str) -> Option<&'static str> {
+    match language {
+        "python" => Some(ENTRYPOINT),
+        "javascript" => Some("main.js"),
+        _ => None,
+    }
+}
 
 /// Values of `policy_hints.network_access` that mean "no network".
 pub const NETWORK_DENIED_VALUES: [&str; 3] = ["denied", "none", "off"];
@@ -69,7 +91,8 @@ pub struct Action {
     pub id: String,
     /// Trimmed and lowercased.
     pub language: String,
-    /// Always [`ENTRYPOINT`] once validated.
+    /// One of [`ENTRYPOINTS`] once validated; [`entrypoint_for`] the language when the policy
+    /// executes it.
     pub entrypoint: String,
     /// The source exactly as sent (not trimmed: the hash covers these bytes).
     pub code: String,
@@ -245,7 +268,7 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
     };
     code_size(&code, policy, policy_hints.as_ref())?;
     let input_payload = payload(obj.remove("input_payload"), policy)?;
-    check_entrypoint(&entrypoint)?;
+    check_entrypoint(&entrypoint, &language, policy)?;
     let files = match obj.remove("files") {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => parse_files(&v, &policy.files)?,
@@ -326,22 +349,6 @@ fn payload(v: Option<Value>, policy: &Policy) -> Result<Value, ContractError> {
         ));
     }
     Ok(input_payload)
-}
-
-fn check_entrypoint(entrypoint: &str) -> Result<(), ContractError> {
-    if entrypoint.contains('/') || entrypoint.contains('\\') {
-        return Err(ContractError::action(
-            "entrypoint_path",
-            format!("entrypoint {entrypoint:?} contains a path separator; use {ENTRYPOINT:?}"),
-        ));
-    }
-    if entrypoint != ENTRYPOINT {
-        return Err(ContractError::action(
-            "entrypoint_denied",
-            format!("entrypoint {entrypoint:?} is not allowed; use {ENTRYPOINT:?}"),
-        ));
-    }
-    Ok(())
 }
 
 /// Longest input file path, and path component.
@@ -489,6 +496,38 @@ fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
         path: path.clone(),
         contents,
     })
+}
+
+/// `entrypoint_path` for a path separator; `entrypoint_denied` for a name that is not the
+/// language's file (when the policy executes the language) or not one of [`ENTRYPOINTS`].
+fn check_entrypoint(
+    entrypoint: &str,
+    language: &str,
+    policy: &Policy,
+) -> Result<(), ContractError> {
+    let expected = entrypoint_for(language).filter(|_| policy.executes(language));
+    let suggestion = expected.unwrap_or(ENTRYPOINT);
+    if entrypoint.contains('/') || entrypoint.contains('\\') {
+        return Err(ContractError::action(
+            "entrypoint_path",
+            format!("entrypoint {entrypoint:?} contains a path separator; use {suggestion:?}"),
+        ));
+    }
+    let allowed = match expected {
+        Some(e) => entrypoint == e,
+        None => ENTRYPOINTS.contains(&entrypoint),
+    };
+    if !allowed {
+        let why = match expected {
+            Some(e) => format!("{language} runs from {e:?}"),
+            None => format!("use one of {}", ENTRYPOINTS.join(", ")),
+        };
+        return Err(ContractError::action(
+            "entrypoint_denied",
+            format!("entrypoint {entrypoint:?} is not allowed; {why}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Field names in a reason are echoed back; keep them short and printable.

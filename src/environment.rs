@@ -10,6 +10,10 @@
 //! upgraded (dpkg, pip), and costs a few hundred stat calls, so it is computed once per
 //! process and policy. It identifies a state of the host, not file contents: a file edited
 //! in place without touching its directory is not seen (`agentjail doctor` says so too).
+//!
+//! For JavaScript the interpreter is node: its built-in modules live in the binary and the
+//! permission model lets the program read no file, so the manifest is the binary, its flags
+//! and dpkg's status database (no import directories).
 
 use crate::policy::Policy;
 use serde::Serialize;
@@ -20,10 +24,14 @@ use std::sync::{Mutex, OnceLock};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Environment {
+    /// The job's language (`python`, `javascript`).
+    pub language: String,
     /// The interpreter's path as the policy names it.
     pub interpreter: String,
     /// Where that path resolves on the host (the file the jail really runs).
     pub resolved: String,
+    /// The Python grammar the checker parses for (empty, and not shown, for JavaScript).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub python_version: String,
     /// Directories the interpreter imports from (those the jail can see).
     pub import_roots: Vec<String>,
@@ -31,23 +39,32 @@ pub struct Environment {
     pub digest: String,
 }
 
-/// The environment of `policy`'s interpreter, computed once per process and interpreter
-/// configuration.
-pub fn of(policy: &Policy) -> Environment {
-    static CACHE: OnceLock<Mutex<HashMap<String, Environment>>> = OnceLock::new();
+/// What runs a job in `language` under `policy`: (interpreter path, its flags, the Python
+/// version, whether it imports from directories).
+fn interpreter_of<'p>(policy: &'p Policy, language: &str) -> (&'p str, &'p [String], &'p str) {
     let i = &policy.interpreter;
+    if language == "javascript" {
+        (&i.node, &i.node_args, "")
+    } else {
+        (&i.python, &i.python_args, &i.python_version)
+    }
+}
+
+/// The environment of the interpreter that runs `language` under `policy`, computed once per
+/// process and interpreter configuration.
+pub fn of(policy: &Policy, language: &str) -> Environment {
+    static CACHE: OnceLock<Mutex<HashMap<String, Environment>>> = OnceLock::new();
+    let (interpreter, args, version) = interpreter_of(policy, language);
     let key = format!(
-        "{}\0{}\0{}\0{:?}",
-        i.python,
-        i.python_version,
-        i.python_args.join(" "),
+        "{language}\0{interpreter}\0{version}\0{}\0{:?}",
+        args.join(" "),
         policy.filesystem.read_only
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(env) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return env;
     }
-    let env = compute(policy);
+    let env = compute(policy, language);
     if let Ok(mut c) = cache.lock() {
         c.insert(key, env.clone());
     }
@@ -90,19 +107,24 @@ fn stat_line(label: &str, path: &std::path::Path) -> String {
     }
 }
 
-fn compute(policy: &Policy) -> Environment {
-    let i = &policy.interpreter;
-    let resolved = std::fs::canonicalize(&i.python)
+fn compute(policy: &Policy, language: &str) -> Environment {
+    let (interpreter, args, version) = interpreter_of(policy, language);
+    let resolved = std::fs::canonicalize(interpreter)
         .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| i.python.clone());
+        .unwrap_or_else(|_| interpreter.to_string());
     let mut manifest = String::new();
+    manifest.push_str(&format!("language {language}\n"));
     manifest.push_str(&stat_line("interpreter", std::path::Path::new(&resolved)));
-    manifest.push_str(&format!("args {}\n", i.python_args.join(" ")));
-    let with_site = !i.python_args.iter().any(|a| a == "-S");
-    let roots: Vec<String> = import_roots(&i.python_version, with_site)
-        .into_iter()
-        .filter(|r| under_binds(r, policy) && std::path::Path::new(r).is_dir())
-        .collect();
+    manifest.push_str(&format!("args {}\n", args.join(" ")));
+    let roots: Vec<String> = if version.is_empty() {
+        Vec::new()
+    } else {
+        let with_site = !args.iter().any(|a| a == "-S");
+        import_roots(version, with_site)
+            .into_iter()
+            .filter(|r| under_binds(r, policy) && std::path::Path::new(r).is_dir())
+            .collect()
+    };
     for root in &roots {
         manifest.push_str(&format!("root {root}\n"));
         let mut entries: Vec<std::path::PathBuf> = std::fs::read_dir(root)
@@ -118,9 +140,10 @@ fn compute(policy: &Policy) -> Environment {
         std::path::Path::new("/var/lib/dpkg/status"),
     ));
     Environment {
-        interpreter: i.python.clone(),
+        language: language.to_string(),
+        interpreter: interpreter.to_string(),
         resolved,
-        python_version: i.python_version.clone(),
+        python_version: version.to_string(),
         import_roots: roots,
         digest: format!("sha256:{:x}", Sha256::digest(manifest.as_bytes())),
     }

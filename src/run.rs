@@ -13,7 +13,7 @@ use crate::plan::{JailFile, JailPlan, SuperviseLimits};
 use crate::policy::LoadedPolicy;
 use crate::policy::Policy;
 use crate::record::{self, Phase, Record, Recorder, StopReason};
-use crate::runner;
+use crate::runner::{self, Language};
 use crate::supervise::{Delivery, Interrupt, Io, Outcome};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -110,18 +110,32 @@ pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decis
     Ok(decision)
 }
 
-/// The plan of a runner jail for `policy`: the interpreter runs agentjail's runner, which
-/// takes the program from the job pipe. `preload`: import the policy's preload modules
-/// before the job arrives (warm jails, sessions).
+/// Address space node needs beyond the memory limit when RLIMIT_AS, not a memory cgroup,
+/// bounds the jail (with a memory cgroup the rlimit is dropped at launch). V8 reserves its
+/// whole code range (512 MiB) and more up front: measured with node 20.20, the runner and
+/// the default flags, node aborts at start ("Failed to reserve virtual memory for
+/// CodeRange", SIGTRAP) at 704 MiB and starts at 736 MiB; below ~192 MiB it can also hang in
+/// start-up. 1 GiB on top of `limits.memory` covers the reservations and the libuv
+/// thread pool's stacks; the heap itself is held to `limits.memory` by
+/// `--max-old-space-size`.
+pub const JS_ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
+
+/// The plan of a runner jail for `policy` and `language`: the interpreter runs agentjail's
+/// runner for that language, which takes the program from the job pipe. `preload`: import
+/// the policy's preload modules before the job arrives (Python's warm jails, sessions).
+/// JavaScript has only the `run` mode. `job`: the files and host inputs of one job (empty
+/// for a pooled jail).
 pub fn runner_plan(
     policy: &Policy,
+    language: Language,
     mode: runner::Mode,
     preload: bool,
     job: &JobInputs,
 ) -> Result<JailPlan, String> {
+    let (path, source) = language.runner();
     let mut files = vec![JailFile {
-        path: runner::PATH.into(),
-        contents: runner::PYTHON.as_bytes().to_vec(),
+        path: path.into(),
+        contents: source.into(),
     }];
     files.extend(job.files.iter().map(|f| JailFile {
         path: format!("{}/{}", crate::plan::APP_IN, f.path),
@@ -138,14 +152,25 @@ pub fn runner_plan(
         )),
     };
     let i = &policy.interpreter;
-    let modules = if preload {
-        policy.preload_modules()
-    } else {
-        Vec::new()
+    let argv = match language {
+        Language::Python => {
+            let modules = if preload {
+                policy.preload_modules()
+            } else {
+                Vec::new()
+            };
+            runner::argv(&i.python, &i.python_args, mode, &modules)
+        }
+        Language::JavaScript if mode == runner::Mode::Run => {
+            runner::node_argv(&i.node, &i.node_args, policy.limits.memory.0)
+        }
+        Language::JavaScript => return Err("javascript has no session mode".into()),
     };
-    let argv = runner::argv(&i.python, &i.python_args, mode, &modules);
     let mut plan = JailPlan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
     plan.runner_fds = true;
+    if language == Language::JavaScript {
+        plan.widen_address_space(JS_ADDRESS_SPACE_HEADROOM);
+    }
     Ok(plan)
 }
 
@@ -186,10 +211,15 @@ pub struct Acquired {
 
 /// Where the jobs of a front end get their jails, and what may interrupt them.
 pub trait JailSource {
-    /// A started runner jail (mode `run`) for `policy`. `policy` is the job's effective
-    /// policy; a pool may hand out a jail built for the policy it tightens (the job's
-    /// tighter limits are applied at delivery).
-    fn acquire(&self, policy: &Policy, job: &JobInputs) -> Result<Acquired, JailError>;
+    /// A started runner jail (mode `run`) for `policy` and `language`, holding `job`'s files
+    /// and host inputs. `policy` is the job's effective policy; a pool may hand out a jail
+    /// built for the policy it tightens (the job's tighter limits are applied at delivery).
+    fn acquire(
+        &self,
+        policy: &Policy,
+        language: Language,
+        job: &JobInputs,
+    ) -> Result<Acquired, JailError>;
     /// What stops a running job from agentjail's side.
     fn interrupt(&self) -> Option<Interrupt<'_>>;
     /// Host inputs every job of this source gets (`run --input`).
@@ -233,9 +263,14 @@ impl Default for ColdStart {
 }
 
 impl JailSource for ColdStart {
-    fn acquire(&self, policy: &Policy, job: &JobInputs) -> Result<Acquired, JailError> {
+    fn acquire(
+        &self,
+        policy: &Policy,
+        language: Language,
+        job: &JobInputs,
+    ) -> Result<Acquired, JailError> {
         let t = Instant::now();
-        let plan = runner_plan(policy, runner::Mode::Run, false, job).map_err(|e| {
+        let plan = runner_plan(policy, language, runner::Mode::Run, false, job).map_err(|e| {
             JailError::Unavailable {
                 control: "plan".into(),
                 detail: e,
@@ -284,11 +319,21 @@ pub fn execute(
     if budget_bound {
         jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
+    let Some(language) = Language::of(&action.language) else {
+        // The check lets only executed languages through; this is a guard, not a path.
+        r.phase(
+            Phase::Execute,
+            false,
+            t,
+            json!({"language": action.language}),
+        );
+        return Err(stopped(StopReason::LanguageDeniedExecution, Phase::Execute));
+    };
     let job = JobInputs {
         files: action.files.clone(),
         inputs: source.inputs().to_vec(),
     };
-    let acquired = source.acquire(&jail_policy, &job).map_err(|e| {
+    let acquired = source.acquire(&jail_policy, language, &job).map_err(|e| {
         r.set("error", e.to_json());
         r.phase(Phase::Execute, false, t, Value::Null);
         let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
@@ -465,7 +510,7 @@ pub fn job(
     let ended = (|| -> Result<Option<Value>, Stopped> {
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;
         check(&mut r, &action, &effective)?;
-        let env = crate::environment::of(&effective);
+        let env = crate::environment::of(&effective, &action.language);
         r.set("environment", json!(env));
         if let Some(c) = cache {
             let canonical = serde_json::to_value(&action).unwrap_or(Value::Null);

@@ -303,3 +303,65 @@ proptest! {
         let _ = agentjail::check::python::check_source(&code, &policy.check);
     }
 }
+
+#[test]
+fn the_entrypoint_is_the_languages_file() {
+    let mut js_policy = Policy::default();
+    js_policy.languages.execute = vec!["python".into(), "javascript".into()];
+    let action = |language: &str, entrypoint: &str| {
+        let mut v = good();
+        v["language"] = json!(language);
+        v["entrypoint"] = json!(entrypoint);
+        serde_json::to_vec(&v).unwrap()
+    };
+    let outcome = |bytes: &[u8], policy: &Policy| match parse_action(bytes, policy) {
+        Ok(a) => format!("ok {}", a.entrypoint),
+        Err(e) => e.reason(),
+    };
+    let cases = [
+        ("python", "main.py", "ok main.py", "ok main.py"),
+        (
+            "python",
+            "main.js",
+            "invalid_action:entrypoint_denied",
+            "invalid_action:entrypoint_denied",
+        ),
+        ("javascript", "main.js", "ok main.js", "ok main.js"),
+        // Not executed by the default: either name passes, the check then says why not
+        // (the seed's javascript variant keeps its entrypoint main.py and its reason).
+        (
+            "javascript",
+            "main.py",
+            "ok main.py",
+            "invalid_action:entrypoint_denied",
+        ),
+        ("ruby", "main.js", "ok main.js", "ok main.js"),
+        (
+            "ruby",
+            "main.rb",
+            "invalid_action:entrypoint_denied",
+            "invalid_action:entrypoint_denied",
+        ),
+        (
+            "javascript",
+            "lib/main.js",
+            "invalid_action:entrypoint_path",
+            "invalid_action:entrypoint_path",
+        ),
+    ];
+    for (language, entrypoint, under_default, under_js) in cases {
+        let bytes = action(language, entrypoint);
+        assert_eq!(
+            outcome(&bytes, &Policy::default()),
+            under_default,
+            "{language} {entrypoint}"
+        );
+        assert_eq!(
+            outcome(&bytes, &js_policy),
+            under_js,
+            "{language} {entrypoint}"
+        );
+    }
+    let e = parse_action(&action("javascript", "main.py"), &js_policy).unwrap_err();
+    assert!(e.message().contains("main.js"), "{e}");
+}

@@ -186,6 +186,132 @@ fn impossible_values() {
     );
 }
 
+/// A policy that executes javascript: the default's groups plus `javascript`.
+const JS: &str = "version = 1\n[languages]\nexecute = [\"python\", \"javascript\"]\n[seccomp]\nallow_groups = [\"basic_io\", \"files_read\", \"memory\", \"process_self\", \"threads\", \"signals\", \"time\", \"poll\", \"pipes\", \"exec\", \"system_info\", \"javascript\"]\n";
+
+#[test]
+fn javascript_settings_are_validated_strictly() {
+    let p = load_str(JS, "js").expect("loads").policy;
+    assert!(p.executes("javascript") && p.executes("python"));
+    assert_eq!(p.interpreter.node, "/usr/bin/node");
+    assert_eq!(
+        p.interpreter.node_args,
+        agentjail::policy::DEFAULT_NODE_ARGS
+    );
+    // languages.execute: only what the binary runs, once each.
+    assert_err(
+        "version = 1\n[languages]\nexecute = [\"python\", \"ruby\"]\n",
+        "languages.execute",
+        3,
+    );
+    assert_err(
+        "version = 1\n[languages]\nexecute = [\"python\", \"python\"]\n",
+        "languages.execute",
+        3,
+    );
+    // javascript needs its syscall group and room for node.
+    // (allow_groups is not in the file: the error names the key, with no position.)
+    let e = err("version = 1\n[languages]\nexecute = [\"javascript\"]\n");
+    assert_eq!(e.key.as_deref(), Some("seccomp.allow_groups"), "{e}");
+    assert!(
+        e.message.contains("eventfd2") && e.hint.contains("javascript"),
+        "{e}"
+    );
+    let e = assert_err(
+        &format!("{JS}[limits]\nmemory = \"64MiB\"\n"),
+        "limits.memory",
+        7,
+    );
+    assert!(e.message.contains("node"), "{e}");
+    assert_err(
+        &format!("{JS}[interpreter]\nnode = \"/opt/node/bin/node\"\n"),
+        "interpreter.node",
+        7,
+    );
+    // node_args: flags that take away or tune, nothing that loads code or grants access.
+    for (flag, hint) in [
+        ("--require=/tmp/x.js", "accepted flags"),
+        ("-e", "accepted flags"),
+        ("--import=data:text/javascript,1", "accepted flags"),
+        ("--inspect=0.0.0.0:9229", "accepted flags"),
+        ("--expose-internals", "accepted flags"),
+        ("--env-file=/etc/passwd", "accepted flags"),
+        ("--allow-fs-read=*", "grants the runner's read itself"),
+        (
+            "--max-old-space-size=100000",
+            "derives --max-old-space-size",
+        ),
+        ("--disable-proto=", "accepted flags"),
+        ("--v8-pool-size=2 --expose-internals", "accepted flags"),
+    ] {
+        let text = format!("{JS}[interpreter]\nnode_args = [\"--no-expose-wasm\", \"{flag}\"]\n");
+        let e = assert_err(&text, "interpreter.node_args", 7);
+        assert!(e.hint.contains(hint), "{flag}: {e}");
+    }
+    load_str(
+        &format!("{JS}[interpreter]\nnode_args = [\"--v8-pool-size=2\", \"--disable-proto=delete\", \"--jitless\"]\n"),
+        "t",
+    )
+    .expect("tuning flags are accepted");
+    // [check.javascript]: strict keys, module specifiers, identifiers, depth.
+    assert_err(
+        "version = 1\n[check.javascript]\nallowed_module = []\n",
+        "check.javascript.allowed_module",
+        3,
+    );
+    for m in [
+        "fs",
+        "node:child_process",
+        "vm/x",
+        "../lib",
+        "/abs",
+        "_http_client",
+        "a b",
+        "",
+    ] {
+        let text = format!("version = 1\n[check.javascript]\nallowed_modules = [\"{m}\"]\n");
+        assert_err(&text, "check.javascript.allowed_modules", 3);
+    }
+    load_str(
+        "version = 1\n[check.javascript]\nallowed_modules = [\"util\", \"node:assert\", \"@scope/pkg\", \"lodash/fp\"]\n",
+        "t",
+    )
+    .expect("module names");
+    assert_err(
+        "version = 1\n[check.javascript]\ndenied_globals = [\"a-b\"]\n",
+        "check.javascript.denied_globals",
+        3,
+    );
+    assert_err(
+        "version = 1\n[check.javascript]\nmax_nesting_depth = 0\n",
+        "check.javascript.max_nesting_depth",
+        3,
+    );
+}
+
+#[test]
+fn data_policy_executes_javascript() {
+    let p = load_file(&policies_dir().join("data.toml"))
+        .expect("data")
+        .policy;
+    assert_eq!(p.languages.execute, ["python", "javascript"]);
+    assert!(p.seccomp.allow_groups.iter().any(|g| g == "javascript"));
+    assert_eq!(
+        p.interpreter.node_args,
+        agentjail::policy::DEFAULT_NODE_ARGS
+    );
+    assert_eq!(
+        p.check.javascript,
+        agentjail::check::javascript::JsRules::default()
+    );
+    // The test policy the JavaScript jail tests use loads too, and round-trips.
+    let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policies/javascript.toml");
+    let loaded = load_file(&t).expect("tests/policies/javascript.toml");
+    let again = load_str(&show(&loaded), "show").expect("show loads");
+    assert_eq!(again.policy, loaded.policy);
+    assert!(show(&loaded).contains("[check.javascript]"));
+}
+
 #[test]
 fn secret_and_malformed_binds() {
     for (bind, line) in [
@@ -400,6 +526,31 @@ fn lint_flags_each_weak_choice() {
             "[filesystem]\nread_only = [\"/usr\", \"/opt/tool\"]\n",
             "filesystem.read_only",
             "/opt/tool",
+        ),
+        (
+            "[seccomp]\nallow_groups = [\"exec\", \"javascript\"]\n",
+            "seccomp.allow_groups",
+            "javascript: the group is on",
+        ),
+        (
+            "[languages]\nallowed = [\"python\"]\nexecute = [\"python\", \"javascript\"]\n[seccomp]\nallow_groups = [\"exec\", \"javascript\"]\n",
+            "languages.execute",
+            "javascript is executed but not in languages.allowed",
+        ),
+        (
+            "[languages]\nexecute = [\"javascript\"]\n[seccomp]\nallow_groups = [\"exec\", \"javascript\"]\n[interpreter]\nnode_args = [\"--disable-proto=delete\"]\n",
+            "interpreter.node_args",
+            "--disallow-code-generation-from-strings is missing",
+        ),
+        (
+            "[languages]\nexecute = [\"javascript\"]\n[seccomp]\nallow_groups = [\"exec\", \"javascript\"]\n[interpreter]\nnode_args = []\n",
+            "interpreter.node_args",
+            "--experimental-permission is missing",
+        ),
+        (
+            "[languages]\nexecute = [\"javascript\"]\n[seccomp]\nallow_groups = [\"exec\", \"javascript\"]\n[check.javascript]\nallow_computed_member = true\n",
+            "check.javascript.allow_computed_member",
+            "Function",
         ),
     ];
     for (extra, key, needle) in cases {

@@ -3,6 +3,9 @@
 process (run vs bare interpreter, timeout precision, output cap), and the final report.
 
     bench.py run ROUNDS OUT AGENTJAIL ACTION [--policy FILE]
+                               the action's language decides the bare side: python3 -I -S -c
+                               CODE, or node main.js (CODE after a one-line input() shim: the
+                               runner's input(), which bare node lacks)
     bench.py timeout REPEATS OUT AGENTJAIL [--policy FILE]
     bench.py outcap REPEATS OUT AGENTJAIL [--policy FILE]
     bench.py report DIR        print the table; exit 1 when a target is missed
@@ -15,16 +18,22 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+
+# What agentjail's JavaScript runner gives the program and bare node does not: input(), the
+# next stdin line.
+NODE_INPUT_SHIM = ("globalThis.input = () => require('fs').readFileSync(0, 'utf8')"
+                   ".split('\\n')[0];\n")
 
 
 def policy_args(argv):
     return argv[argv.index("--policy"):argv.index("--policy") + 2] if "--policy" in argv else []
 
 
-def timed(cmd, stdin_bytes=b""):
+def timed(cmd, stdin_bytes=b"", env=None):
     t0 = time.perf_counter_ns()
-    p = subprocess.run(cmd, input=stdin_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.run(cmd, input=stdin_bytes, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     return time.perf_counter_ns() - t0, p
 
 
@@ -36,6 +45,16 @@ def cmd_run(argv):
     stdin = (json.dumps(act.get("input_payload")) + "\n").encode()
     code = act["code"]
     bare = ["/usr/bin/python3", "-I", "-S", "-c", code]
+    bare_env = None
+    if act.get("language") == "javascript":
+        # The jail's environment, not the host's: node acts on some variables at start
+        # (NODE_EXTRA_CA_CERTS loads a CA bundle), python3 -I ignores its own.
+        bare_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+        d = tempfile.mkdtemp(prefix="agentjail-bench-")
+        main = os.path.join(d, "main.js")
+        with open(main, "w") as f:
+            f.write(NODE_INPUT_SHIM + code)
+        bare = ["/usr/bin/node", main]
     run = [aj, "run", *pol, action]
     lines = []
     # Probe once: `run` may not exist yet in this build.
@@ -53,7 +72,7 @@ def cmd_run(argv):
         if r % 2:
             pair.reverse()
         for name, cmd in pair:
-            ns, p = timed(cmd, stdin if name == "bare" else b"")
+            ns, p = timed(cmd, stdin if name == "bare" else b"", bare_env if name == "bare" else None)
             if name == "bare":
                 lines.append("bare %d %d" % (ns, p.returncode))
             else:
@@ -131,6 +150,38 @@ class Report:
         self.lines.append("  " + text)
 
 
+def run_rows(rep, path, bare_label, run_label):
+    """The rows of one run-vs-bare file: both medians, the difference, the trace's phases."""
+    runrows = load(path)
+    if runrows and runrows[0][0] == "run_unavailable":
+        rep.row(run_label, "run: not available", "", "")
+        rep.note("exit %s: %s" % (runrows[0][1], " ".join(runrows[0][2:])[:200]))
+        return
+    bare = [int(r[1]) for r in runrows if r[0] == "bare"]
+    runs = [r for r in runrows if r[0] == "run"]
+    rw = [int(r[1]) for r in runs]
+    if not (bare and rw):
+        return
+    rep.row("%s (ms)" % bare_label, "%.2f" % ms(statistics.median(bare)),
+            "%.2f" % ms(min(bare)), "%.2f" % ms(max(bare)))
+    rep.row("%s (ms)" % run_label, "%.2f" % ms(statistics.median(rw)),
+            "%.2f" % ms(min(rw)), "%.2f" % ms(max(rw)),
+            "+%.2f ms" % ms(statistics.median(rw) - statistics.median(bare)))
+    bad = sum(1 for r in runrows if r[2] != "0")
+    if bad:
+        rep.note("%d of %d launches exited non-zero" % (bad, len(runrows)))
+    phases = {}
+    for r in runs:
+        for t in json.loads(r[3]) if len(r) > 3 else []:
+            phases.setdefault(t["phase"], []).append(t["duration_us"])
+            for k, val in (t.get("detail") or {}).items():
+                if k.endswith("_us") and isinstance(val, (int, float)):
+                    phases.setdefault("%s.%s" % (t["phase"], k), []).append(val)
+    for ph, v in phases.items():
+        rep.row("  trace %s (ms)" % ph, "%.3f" % (statistics.median(v) / 1e3),
+                "%.3f" % (min(v) / 1e3), "%.3f" % (max(v) / 1e3))
+
+
 def cmd_report(argv):
     d = argv[0]
     rep = Report()
@@ -145,7 +196,8 @@ def cmd_report(argv):
         if st != "0":
             fails[name] = fails.get(name, 0) + 1
     med = {k: statistics.median(v) for k, v in samples.items()}
-    for name in ["bare_true", "bwrap_true", "floor_true", "agentjail_true", "bare_python", "agentjail_python"]:
+    for name in ["bare_true", "bwrap_true", "floor_true", "agentjail_true", "bare_python", "agentjail_python",
+                 "bare_node", "agentjail_node"]:
         if name not in samples:
             continue
         v = samples[name]
@@ -160,6 +212,8 @@ def cmd_report(argv):
         if name == "agentjail_python" and "bare_python" in med:
             ratio = "%.2fx bare" % (med[name] / med["bare_python"])
             target, ok = "<= 1.10x bare python", med[name] <= 1.10 * med["bare_python"]
+        if name == "agentjail_node" and "bare_node" in med:
+            ratio = "%.2fx bare (+%.2f ms)" % (med[name] / med["bare_node"], ms(med[name] - med["bare_node"]))
         if fails.get(name):
             ok = False
         rep.row("launch %s (ms, n=%d)" % (name, len(v)), "%.3f" % ms(med[name]),
@@ -214,31 +268,10 @@ def cmd_report(argv):
         if "bwrap_true" in rss:
             rep.note("for scale: bwrap ru_maxrss median %d KiB" % statistics.median(rss["bwrap_true"]))
 
-    # 7: run vs bare.
-    runrows = load(os.path.join(d, "run.txt"))
-    if runrows and runrows[0][0] == "run_unavailable":
-        rep.row("agentjail run incident example", "run: not available", "", "")
-        rep.note("exit %s: %s" % (runrows[0][1], " ".join(runrows[0][2:])[:200]))
-    elif runrows:
-        bare = [int(r[1]) for r in runrows if r[0] == "bare"]
-        runs = [r for r in runrows if r[0] == "run"]
-        rw = [int(r[1]) for r in runs]
-        if bare and rw:
-            rep.row("bare python3 -I -S incident code (ms)", "%.2f" % ms(statistics.median(bare)),
-                    "%.2f" % ms(min(bare)), "%.2f" % ms(max(bare)))
-            rep.row("agentjail run incident (ms)", "%.2f" % ms(statistics.median(rw)),
-                    "%.2f" % ms(min(rw)), "%.2f" % ms(max(rw)),
-                    "+%.2f ms" % ms(statistics.median(rw) - statistics.median(bare)))
-            phases = {}
-            for r in runs:
-                for t in json.loads(r[3]) if len(r) > 3 else []:
-                    phases.setdefault(t["phase"], []).append(t["duration_us"])
-                    for k, val in (t.get("detail") or {}).items():
-                        if k.endswith("_us") and isinstance(val, (int, float)):
-                            phases.setdefault("%s.%s" % (t["phase"], k), []).append(val)
-            for ph, v in phases.items():
-                rep.row("  trace %s (ms)" % ph, "%.3f" % (statistics.median(v) / 1e3),
-                        "%.3f" % (min(v) / 1e3), "%.3f" % (max(v) / 1e3))
+    # 7: run vs bare, Python and JavaScript.
+    run_rows(rep, os.path.join(d, "run.txt"), "bare python3 -I -S incident code", "agentjail run incident")
+    run_rows(rep, os.path.join(d, "run_js.txt"), "bare node main.js incident code",
+             "agentjail run incident.js")
 
     # 8: timeout and output cap.
     launch = med.get("agentjail_true", 0)

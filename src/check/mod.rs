@@ -8,9 +8,11 @@
 //!
 //! Order (the first failing step gives the reason):
 //! 1. `language_denied_policy` — the language is not in `policy.languages.allowed`;
-//! 2. `language_denied_execution` — agentjail itself only executes [`EXECUTION_LANGUAGES`];
-//! 3. `static_policy_violation:<rules>` — the Python rules in [`python`], the first three
-//!    sorted unique rule names joined by `,` (all violations are listed in `violations`);
+//! 2. `language_denied_execution` — the language is not in `policy.languages.execute` (the
+//!    seed's second allowlist; a policy can only list [`EXECUTION_LANGUAGES`] there);
+//! 3. `static_policy_violation:<rules>` — the language's rules ([`python`] with `[check]`,
+//!    [`javascript`] with `[check.javascript]`), the first three sorted unique rule names
+//!    joined by `,` (all violations are listed in `violations`);
 //! 4. otherwise `policy_pass`.
 
 pub mod javascript;
@@ -21,8 +23,9 @@ use crate::contract::Action;
 use crate::policy::Policy;
 use serde::Serialize;
 
-/// Languages this build of agentjail can execute.
-pub const EXECUTION_LANGUAGES: [&str; 1] = ["python"];
+/// Languages this build of agentjail can execute (a policy chooses among them with
+/// `languages.execute`).
+pub const EXECUTION_LANGUAGES: [&str; 2] = ["python", "javascript"];
 
 /// The verdict of the static check, printed by `agentjail check` and kept in the record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -100,14 +103,17 @@ pub fn check_action(action: &Action, policy: &Policy) -> Decision {
     if !allowed {
         return Decision::deny("language_denied_policy".into(), Vec::new());
     }
-    if !EXECUTION_LANGUAGES.contains(&language.as_str()) {
+    if !EXECUTION_LANGUAGES.contains(&language.as_str()) || !policy.executes(&language) {
         return Decision::deny("language_denied_execution".into(), Vec::new());
     }
-    let violations = python::check_source_for_version(
-        &action.code,
-        &policy.check,
-        &policy.interpreter.python_version,
-    );
+    let violations = match language.as_str() {
+        "javascript" => javascript::check_source(&action.code, &policy.check.javascript),
+        _ => python::check_source_for_version(
+            &action.code,
+            &policy.check,
+            &policy.interpreter.python_version,
+        ),
+    };
     if violations.is_empty() {
         return Decision {
             decision: "allow".into(),

@@ -8,6 +8,12 @@
 //! is empty). Every job gets a jail of its own that no other job ever used: a warm jail is
 //! used once and destroyed. Tear-down (the cgroup's removal) happens on the reaper thread,
 //! off the job's critical path.
+//!
+//! The engine holds one runner plan, and one pool, per language the policy executes
+//! (`languages.execute`): a Python job never gets a node jail. The JavaScript pool is half the
+//! configured size, at least one jail ([`js_pool_size`]): a warm node runner holds ~40 MiB
+//! resident against Python's ~10-20 MiB, and agent traffic is mostly Python. Sessions run
+//! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
 pub mod session;
@@ -18,7 +24,7 @@ use crate::launch::Teardown;
 use crate::policy::LoadedPolicy;
 use crate::record::{Record, Recorder};
 use crate::run::{self, Acquired, JailSource, Start};
-use crate::runner::Mode;
+use crate::runner::{Language, Mode};
 use crate::supervise::Interrupt;
 use pool::{Pool, Spawner};
 use serde_json::{json, Value};
@@ -71,6 +77,24 @@ impl EngineConfig {
     }
 }
 
+/// The warm JavaScript jails kept for a configured pool of `pool`: half, at least one; none
+/// when the pool is off.
+pub fn js_pool_size(pool: usize) -> usize {
+    if pool == 0 {
+        0
+    } else {
+        (pool / 2).max(1)
+    }
+}
+
+/// One executed language's single-use jails: the plan every one is started from, and its
+/// pool of warm ones.
+struct Runner {
+    language: Language,
+    plan: Arc<crate::plan::JailPlan>,
+    pool: Option<Arc<Pool>>,
+}
+
 /// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
 /// turn it into an error response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,10 +116,10 @@ impl EngineError {
 pub struct Engine {
     policy: LoadedPolicy,
     policy_ref: Value,
-    plan: Arc<crate::plan::JailPlan>,
-    session_plan: Arc<crate::plan::JailPlan>,
+    runners: Vec<Runner>,
+    /// Python sessions' plan; None when the policy does not execute Python.
+    session_plan: Option<Arc<crate::plan::JailPlan>>,
     spawner: Arc<Spawner>,
-    pool: Option<Arc<Pool>>,
     sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
     cache: Option<Cache>,
     reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
@@ -111,12 +135,44 @@ impl Engine {
     /// reaper and the session janitor.
     pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, String> {
         let policy = &cfg.policy.policy;
-        let none = run::JobInputs::default();
-        let plan = run::runner_plan(policy, Mode::Run, true, &none)?;
-        let session_plan = run::runner_plan(policy, Mode::Session, true, &none)?;
         let spawner = Spawner::new(cfg.spawners)?;
-        let plan = Arc::new(plan);
-        let pool = (cfg.pool > 0).then(|| Pool::new(Arc::clone(&plan), cfg.pool, &spawner));
+        let mut runners = Vec::new();
+        for language in policy
+            .languages
+            .execute
+            .iter()
+            .filter_map(|l| Language::of(l))
+        {
+            let plan = Arc::new(run::runner_plan(
+                policy,
+                language,
+                Mode::Run,
+                true,
+                &run::JobInputs::default(),
+            )?);
+            let size = match language {
+                Language::Python => cfg.pool,
+                Language::JavaScript => js_pool_size(cfg.pool),
+            };
+            let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), size, &spawner));
+            runners.push(Runner {
+                language,
+                plan,
+                pool,
+            });
+        }
+        let session_plan = if policy.executes("python") {
+            let p = run::runner_plan(
+                policy,
+                Language::Python,
+                Mode::Session,
+                true,
+                &run::JobInputs::default(),
+            )?;
+            Some(Arc::new(p))
+        } else {
+            None
+        };
         let cache = match &cfg.cache {
             Some((dir, ttl)) => Some(Cache::open(dir, *ttl)?),
             None => None,
@@ -131,10 +187,9 @@ impl Engine {
         let engine = Arc::new(Engine {
             policy_ref: json!({"path": cfg.policy.path, "sha256": cfg.policy.sha256}),
             policy: cfg.policy,
-            plan,
-            session_plan: Arc::new(session_plan),
+            runners,
+            session_plan,
             spawner,
-            pool,
             sessions: Mutex::new(HashMap::new()),
             cache,
             reaper: Mutex::new(Some(tx)),
@@ -210,15 +265,18 @@ impl Engine {
                 .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
             policy = crate::contract::apply_hints(&policy, &parsed).0;
         }
-        let jail = self
-            .spawner
-            .start(Arc::clone(&self.session_plan))
-            .map_err(|e| {
-                EngineError::new(
-                    "unavailable",
-                    format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
-                )
-            })?;
+        let Some(plan) = &self.session_plan else {
+            return Err(EngineError::new(
+                "bad_request",
+                "sessions run Python, and this policy does not execute python (languages.execute)",
+            ));
+        };
+        let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
+            EngineError::new(
+                "unavailable",
+                format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
+            )
+        })?;
         let id = crate::ids::random_hex(16);
         let session = Session::new(id.clone(), owner, jail, policy, self.policy_ref.clone());
         self.lock_sessions()
@@ -334,8 +392,10 @@ impl Engine {
                 self.teardown(t);
             }
         }
-        if let Some(p) = &self.pool {
-            p.close();
+        for r in &self.runners {
+            if let Some(p) = &r.pool {
+                p.close();
+            }
         }
         self.spawner.shutdown();
         drop(self.reaper.lock().unwrap_or_else(|e| e.into_inner()).take());
@@ -349,10 +409,24 @@ impl Engine {
         }
     }
 
-    /// The pool and the sessions, for `serve`'s stats op and the benchmarks.
+    /// The pools and the sessions, for `serve`'s stats op and the benchmarks: `pool` is
+    /// Python's (as before), `pools` every executed language's.
     pub fn stats(&self) -> Value {
+        let pool_of = |l: Language| {
+            self.runners
+                .iter()
+                .find(|r| r.language == l)
+                .and_then(|r| r.pool.as_ref())
+                .map(|p| p.stats())
+        };
+        let pools: serde_json::Map<String, Value> = self
+            .runners
+            .iter()
+            .map(|r| (r.language.name().to_string(), json!(pool_of(r.language))))
+            .collect();
         json!({
-            "pool": self.pool.as_ref().map(|p| p.stats()),
+            "pool": pool_of(Language::Python),
+            "pools": pools,
             "sessions": self.lock_sessions().len(),
         })
     }
@@ -376,13 +450,22 @@ impl JailSource for Engine {
     fn acquire(
         &self,
         policy: &crate::policy::Policy,
+        language: Language,
         job: &run::JobInputs,
     ) -> Result<Acquired, JailError> {
         let t = Instant::now();
+        let runner = self
+            .runners
+            .iter()
+            .find(|r| r.language == language)
+            .ok_or_else(|| JailError::Unavailable {
+                control: "plan".into(),
+                detail: format!("this engine's policy does not execute {}", language.name()),
+            })?;
         if !job.is_empty() {
             // Inputs live in the jail's root, built before its processes: such a job gets a
             // jail built for it.
-            let plan = run::runner_plan(policy, Mode::Run, true, job).map_err(|e| {
+            let plan = run::runner_plan(policy, language, Mode::Run, true, job).map_err(|e| {
                 JailError::Unavailable {
                     control: "plan".into(),
                     detail: e,
@@ -396,7 +479,7 @@ impl JailSource for Engine {
                 wait_us: t.elapsed().as_micros() as u64,
             });
         }
-        if let Some(pool) = &self.pool {
+        if let Some(pool) = &runner.pool {
             if let Some((jail, _idle)) = pool.take() {
                 return Ok(Acquired {
                     jail,
@@ -406,7 +489,7 @@ impl JailSource for Engine {
                 });
             }
         }
-        let jail = self.spawner.start(Arc::clone(&self.plan))?;
+        let jail = self.spawner.start(Arc::clone(&runner.plan))?;
         Ok(Acquired {
             jail,
             start: Start::Cold,
@@ -434,9 +517,10 @@ impl JailSource for WithInputs<'_> {
     fn acquire(
         &self,
         policy: &crate::policy::Policy,
+        language: Language,
         job: &run::JobInputs,
     ) -> Result<Acquired, JailError> {
-        self.engine.acquire(policy, job)
+        self.engine.acquire(policy, language, job)
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {

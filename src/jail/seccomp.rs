@@ -9,7 +9,8 @@
 //!    ever reaching the notifier with a number `syscall_name` cannot name.
 //! 3. Syscalls refused with an errno: the built-in probes (`clone3` → `ENOSYS`, because its
 //!    flags live behind a pointer seccomp cannot read; glibc then falls back to `clone`, whose
-//!    flags *are* filtered) and the policy's `errno_syscalls` (→ `EPERM`). These return the
+//!    flags *are* filtered; `pkey_alloc` → `ENOSYS`, V8's memory-protection-key probe) and
+//!    the policy's `errno_syscalls` (→ `EPERM`). These return the
 //!    errno and the program goes on; they take precedence over the allowlist.
 //! 4. The allowlist: the syscalls of the policy's groups ([`groups`]). A few are allowed only
 //!    with certain arguments ([`ARGUMENT_FILTERS`]): `ioctl` only for a fixed list of request

@@ -323,6 +323,22 @@ impl JailPlan {
     }
 }
 
+impl JailPlan {
+    /// Raise the address-space rlimit by `extra` bytes (saturating): for runtimes that
+    /// reserve far more address space than they use (V8). The rlimit only applies where no
+    /// memory cgroup bounds the jail; there, it is dropped at launch.
+    pub fn widen_address_space(&mut self, extra: u64) {
+        for l in self
+            .rlimits
+            .iter_mut()
+            .filter(|l| l.resource == RlimitKind::AddressSpace)
+        {
+            l.soft = l.soft.saturating_add(extra);
+            l.hard = l.hard.saturating_add(extra);
+        }
+    }
+}
+
 /// The jail's root as it is built: the mount ops in order, and the paths landlock lets the
 /// program read and execute.
 #[derive(Default)]

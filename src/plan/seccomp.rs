@@ -18,8 +18,12 @@ pub struct SeccompPlan {
     pub errno: Vec<(String, i32)>,
 }
 
-/// Syscalls always refused with an errno (harmless probes a runtime makes and handles).
-const BUILTIN_ERRNO: &[(&str, i32)] = &[("clone3", ENOSYS)];
+/// Syscalls always refused with an errno (harmless probes a runtime makes and handles):
+/// `clone3` (its flags are behind a pointer; glibc falls back to `clone`, whose flags are
+/// filtered) and `pkey_alloc` (V8 probes memory protection keys for its wasm code; without a
+/// key it uses plain mprotect, measured with node 20.20; refusing the probe keeps
+/// `pkey_mprotect`/`pkey_free` out of every jail, PKU hosts included).
+const BUILTIN_ERRNO: &[(&str, i32)] = &[("clone3", ENOSYS), ("pkey_alloc", ENOSYS)];
 
 /// The errno for the policy's `errno_syscalls`.
 const POLICY_ERRNO: i32 = EPERM;

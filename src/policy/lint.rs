@@ -30,7 +30,93 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     let mut w = Vec::new();
     jail_lints(policy, &mut w);
     check_lints(&policy.check, &mut w);
+    javascript_lints(policy, &mut w);
     w
+}
+
+/// node's flags that take something away, each with what is left without it.
+const NODE_HARDENING: &[(&[&str], &str)] = &[
+    (
+        &["--disallow-code-generation-from-strings"],
+        "eval, new Function and string timers compile strings at run time: code the check \
+         never saw",
+    ),
+    (
+        &["--disable-proto=throw", "--disable-proto=delete"],
+        "Object.prototype.__proto__ stays: a string key reaches and rewrites prototypes",
+    ),
+    (
+        &["--experimental-permission"],
+        "node's permission model is off: code that slips past the check reads every file the \
+         jail binds, loads native addons and starts workers (the jail still bounds it)",
+    ),
+    (
+        &["--no-expose-wasm"],
+        "WebAssembly is exposed: wasm modules built from bytes run code the check cannot read",
+    ),
+];
+
+/// JavaScript: the languages lists, node's flags, the computed-member rule.
+fn javascript_lints(p: &Policy, w: &mut Vec<LintWarning>) {
+    let executes = p.executes("javascript");
+    if !executes && p.seccomp.allow_groups.iter().any(|g| g == "javascript") {
+        warn(
+            w,
+            "seccomp.allow_groups",
+            "javascript: the group is on but languages.execute does not list javascript; \
+             every jail gets eventfd2 and capget for nothing",
+        );
+    }
+    for lang in &p.languages.execute {
+        if !p
+            .languages
+            .allowed
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(lang))
+        {
+            warn(
+                w,
+                "languages.execute",
+                format!(
+                    "{lang} is executed but not in languages.allowed: no action in it ever runs"
+                ),
+            );
+        }
+    }
+    if !executes {
+        return;
+    }
+    for (flags, why) in NODE_HARDENING {
+        if !p
+            .interpreter
+            .node_args
+            .iter()
+            .any(|a| flags.contains(&a.as_str()))
+        {
+            warn(
+                w,
+                "interpreter.node_args",
+                format!("{} is missing: {why}", flags[0]),
+            );
+        }
+    }
+    if p.check.javascript.allow_computed_member {
+        warn(
+            w,
+            "check.javascript.allow_computed_member",
+            "true: o[k] with a key from data or arithmetic on strings reaches `constructor` and \
+             through it Function (x[k][k](\"...\")); use a Map for data-keyed lookups",
+        );
+    }
+    if p.cgroup.requirement == Requirement::BestEffort {
+        warn(
+            w,
+            "cgroup.requirement",
+            "javascript without a memory cgroup: node's address space is capped at \
+             limits.memory + 1GiB (V8 reserves ~736MiB at start), its heap at limits.memory; \
+             a job that exhausts either dies by V8's abort, not code_memory_limit",
+        );
+    }
 }
 
 /// What the jail enforces: network, seccomp groups, requirements, limits, binds.

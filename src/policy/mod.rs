@@ -13,6 +13,7 @@ mod validate;
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
 
+use crate::check::javascript::JsRules;
 use locate::{find_item, find_key, key_at_line, line_col};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -51,6 +52,62 @@ pub const MAX_CODE_CHARS: usize = 1_000_000;
 pub const MIN_OPEN_FILES: u64 = 16;
 /// Largest policy file read (anything bigger is not a policy; protects against `/dev/zero`).
 pub const MAX_POLICY_FILE_BYTES: u64 = MIB;
+/// Smallest memory limit for a policy that executes `javascript`. Measured on the reference
+/// host (node 20.20, the default flags): after the incident example node's resident set is
+/// 40 MiB, 34 MiB of it node's own file pages and 6 MiB anonymous; 128 MiB leaves the
+/// program room for a useful heap.
+pub const MIN_JS_MEMORY_BYTES: u64 = 128 * MIB;
+
+/// node's flags in the default policy (defence in depth; the jail is the boundary).
+/// Each one measured on node 20.20 (README, "JavaScript"):
+/// * `--disallow-code-generation-from-strings`: `eval`, `new Function` and string timers
+///   throw `EvalError` (the runner compiles with `vm`, which the flag leaves alone);
+/// * `--disable-proto=throw`: `Object.prototype.__proto__` throws;
+/// * `--no-expose-wasm`: no `WebAssembly` global (drop it to allow wasm);
+/// * `--no-experimental-detect-module`: node 20.19+ re-runs a `.js` file that fails as
+///   CommonJS (top-level `await`) as an ES module, a grammar the checker did not judge;
+/// * `--no-experimental-fetch`: no `fetch` (nor `Request`, `Response`, `Headers`, `FormData`);
+/// * `--experimental-permission`: node's permission model; agentjail grants the read of the
+///   runner alone, so `fs` reads and writes, child processes, workers, native addons, WASI
+///   and `process.binding` throw `ERR_ACCESS_DENIED`;
+/// * `--disable-warning=ExperimentalWarning`: the permission model's start-up warning would
+///   land in the program's stderr.
+pub const DEFAULT_NODE_ARGS: &[&str] = &[
+    "--disallow-code-generation-from-strings",
+    "--disable-proto=throw",
+    "--no-expose-wasm",
+    "--no-experimental-detect-module",
+    "--no-experimental-fetch",
+    "--experimental-permission",
+    "--disable-warning=ExperimentalWarning",
+];
+
+/// The node flags a policy may list in `interpreter.node_args`: flags that take something
+/// away or tune the engine. Anything else is refused: node has flags that load other code
+/// before the program (`--require`, `--import`, `--loader`, `-e`), read files into the
+/// environment (`--env-file`), open a debugger port (`--inspect`), expose internals
+/// (`--expose-internals`) or grant what the permission model denies (`--allow-*`); any of
+/// them would make the checked program no longer the program that runs. `=` marks a flag
+/// that takes a value (`--flag=value`, one argument).
+pub const NODE_FLAGS: &[&str] = &[
+    "--disallow-code-generation-from-strings",
+    "--disable-proto=",
+    "--no-expose-wasm",
+    "--no-experimental-detect-module",
+    "--no-experimental-fetch",
+    "--no-experimental-global-webcrypto",
+    "--no-experimental-global-customevent",
+    "--experimental-permission",
+    "--disable-warning=",
+    "--no-warnings",
+    "--no-deprecation",
+    "--zero-fill-buffers",
+    "--jitless",
+    "--single-threaded",
+    "--v8-pool-size=",
+    "--max-semi-space-size=",
+    "--unhandled-rejections=",
+];
 
 /// Seccomp group names, from the seccomp module that defines their syscalls (one list:
 /// a group the filter does not know can never validate here).
@@ -165,9 +222,14 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Languages {
-    /// Languages the policy accepts in an action (policy level). Execution support is a
-    /// property of the binary: agentjail executes only `python`.
+    /// Languages the policy accepts in an action (policy level): any other stops with
+    /// `policy_block:language_denied_policy`.
     pub allowed: Vec<String>,
+    /// Languages this policy lets agentjail execute (the seed's second, separate allowlist):
+    /// an allowed language that is not here stops with
+    /// `policy_block:language_denied_execution`. Only languages the binary can run
+    /// ([`crate::check::EXECUTION_LANGUAGES`]) are accepted.
+    pub execute: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -200,6 +262,8 @@ pub struct CheckRules {
     pub max_input_reads: u32,
     /// Deepest expression/statement nesting accepted (protects the checker's stack).
     pub max_nesting_depth: u32,
+    /// The JavaScript check's rules (`[check.javascript]`); the keys above are Python's.
+    pub javascript: JsRules,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +279,13 @@ pub struct Interpreter {
     /// program may import (check.allowed_imports) are preloaded; `policy lint` names the
     /// others. Every warm jail holds them in memory, so cheap ones by default.
     pub preload: Vec<String>,
+    /// Absolute path of node, inside the jail (bound read-only from the host), for
+    /// `javascript` when `languages.execute` lists it.
+    pub node: String,
+    /// node's flags, placed before the runner. Only flags from [`NODE_FLAGS`] are accepted;
+    /// agentjail adds `--max-old-space-size` (from `limits.memory`) and, with
+    /// `--experimental-permission`, the one `--allow-fs-read` grant the runner needs.
+    pub node_args: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -431,6 +502,7 @@ impl Default for Languages {
     fn default() -> Self {
         Languages {
             allowed: strings(&["python", "javascript"]),
+            execute: strings(&["python"]),
         }
     }
 }
@@ -502,11 +574,21 @@ impl Default for CheckRules {
             deny_url_literals: true,
             max_input_reads: 1,
             max_nesting_depth: 64,
+            javascript: JsRules::default(),
         }
     }
 }
 
 impl Policy {
+    /// Whether this policy lets agentjail execute `language` (trimmed, any case).
+    pub fn executes(&self, language: &str) -> bool {
+        let language = language.trim();
+        self.languages
+            .execute
+            .iter()
+            .any(|l| l.trim().eq_ignore_ascii_case(language))
+    }
+
     /// The preload modules the program may import (the others are never loaded).
     pub fn preload_modules(&self) -> Vec<String> {
         let allowed = &self.check.allowed_imports;
@@ -529,6 +611,8 @@ impl Default for Interpreter {
             python_args: strings(&["-I", "-S", "-B", "-X", "utf8"]),
             python_version: "3.11".into(),
             preload: strings(&["json", "statistics"]),
+            node: "/usr/bin/node".into(),
+            node_args: strings(DEFAULT_NODE_ARGS),
         }
     }
 }
@@ -890,6 +974,10 @@ mod tests {
         assert_eq!(loaded.path, "<embedded default>");
         let p = &loaded.policy;
         assert_eq!(p.languages.allowed, ["python", "javascript"]);
+        // JavaScript passes the policy gate and stops at the execution one.
+        assert_eq!(p.languages.execute, ["python"]);
+        assert!(!p.executes("javascript"));
+        assert!(!p.seccomp.allow_groups.iter().any(|g| g == "javascript"));
         assert_eq!(p.check.allowed_imports, ["json", "statistics"]);
         assert_eq!(p.limits.wall_time_ms, 2000);
         assert_eq!(p.limits.cpu_time_ms, 2000);

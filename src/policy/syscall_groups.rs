@@ -169,6 +169,31 @@ pub static GROUPS: &[(&str, &[&str])] = &[
     // privileges.
     ("exec", &["execve"]),
     ("system_info", &["uname", "sysinfo", "getrandom"]),
+    // Opt-in: what node 20 (V8 11.3, libuv) calls beyond the groups above, found by running
+    // node and agentjail's runner under strace (start-up, the incident job, GC pressure,
+    // timers and promises, the libuv thread pool via async crypto and zlib, uncaught errors,
+    // stack overflow, heap exhaustion and its abort) and under the jail's seccomp listener
+    // (`agentjail exec -- /usr/bin/node ...`, one code_forbidden_syscall at a time). Every
+    // other syscall node made is already in a default group: V8's JIT maps its code space
+    // with mmap/mprotect(PROT_EXEC) (`memory`), its worker threads are clone(CLONE_THREAD)
+    // after clone3's ENOSYS plus futex (`threads`), libuv's loop is epoll and pipe2 (`poll`,
+    // `pipes`), ioctl only TCGETS, prlimit64 only on itself. Not needed: memfd_create,
+    // timerfd_*, io_uring_* (off in node 20.20's libuv), membarrier. pkey_alloc (V8's
+    // memory-protection-key probe, for wasm code) is refused with ENOSYS in every jail
+    // (plan/seccomp.rs), so pkey_mprotect and pkey_free never follow.
+    (
+        "javascript",
+        &[
+            // libuv: every event loop (the main one, node's tracing agent's) wakes its
+            // threads through an eventfd; refused, uv_loop_init fails and node aborts at
+            // start (measured).
+            "eventfd2",
+            // node reads its own capability sets (credentials.cc HasOnly, a dozen calls at
+            // start) to decide whether to trust variables such as NODE_OPTIONS. Read-only;
+            // in the jail every set is empty. Refused, node falls back to AT_SECURE and runs.
+            "capget",
+        ],
+    ),
     // Opt-in. clone without any CLONE_NEW* flag.
     (
         "process_spawn",
@@ -226,7 +251,7 @@ pub static GROUPS: &[(&str, &[&str])] = &[
 ];
 
 /// Groups the default policy leaves off.
-pub const OPT_IN_GROUPS: &[&str] = &["process_spawn", "sockets_local", "network"];
+pub const OPT_IN_GROUPS: &[&str] = &["javascript", "process_spawn", "sockets_local", "network"];
 
 /// Syscalls no group may contain and no policy may allow. `plan` refuses a plan that would.
 pub const NEVER: &[&str] = &[

@@ -283,19 +283,43 @@ fn identity(p: &Policy) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// Languages (policy level).
+/// Languages: the policy-level allowlist, and the languages executed.
 fn languages(p: &Policy) -> Result<(), Invalid> {
-    for lang in &p.languages.allowed {
+    for lang in p.languages.allowed.iter().chain(&p.languages.execute) {
         if lang.is_empty()
             || !lang
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
         {
+            let key = if p.languages.allowed.contains(lang) {
+                "languages.allowed"
+            } else {
+                "languages.execute"
+            };
             return Err(invalid_item(
-                "languages.allowed",
+                key,
                 lang,
                 format!("{lang:?} is not a language name"),
                 "use lowercase names such as \"python\"",
+            ));
+        }
+    }
+    let known = crate::check::EXECUTION_LANGUAGES;
+    for (n, lang) in p.languages.execute.iter().enumerate() {
+        if !known.contains(&lang.as_str()) {
+            return Err(invalid_item(
+                "languages.execute",
+                lang,
+                format!("agentjail cannot execute {lang:?}"),
+                &format!("this build executes {}", known.join(", ")),
+            ));
+        }
+        if p.languages.execute[..n].contains(lang) {
+            return Err(invalid_item(
+                "languages.execute",
+                lang,
+                format!("{lang:?} is listed twice"),
+                "remove the duplicate",
             ));
         }
     }
@@ -373,7 +397,70 @@ fn check_rules(p: &Policy) -> Result<(), Invalid> {
         256,
         "the checker recurses once per level; CPython's own parser stops near 200",
     )?;
+    javascript_rules(&c.javascript)
+}
+
+/// `[check.javascript]`.
+fn javascript_rules(j: &crate::check::javascript::JsRules) -> Result<(), Invalid> {
+    use crate::check::javascript::ALWAYS_DENIED_MODULES;
+    for m in &j.allowed_modules {
+        let bare = m.strip_prefix("node:").unwrap_or(m);
+        let top = bare.split('/').next().unwrap_or(bare);
+        let well_formed = !bare.is_empty()
+            && !bare.starts_with('.')
+            && !bare.starts_with('/')
+            && !bare.starts_with('_')
+            && !bare
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+            && bare
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '@'));
+        if !well_formed {
+            return Err(invalid_item(
+                "check.javascript.allowed_modules",
+                m,
+                format!("{m:?} is not a module specifier the check can allow"),
+                "list package or built-in names such as \"util\" or \"node:assert\"; relative \
+                 and absolute paths and `_`-prefixed internals are never loadable",
+            ));
+        }
+        if ALWAYS_DENIED_MODULES.contains(&top) {
+            return Err(invalid_item(
+                "check.javascript.allowed_modules",
+                m,
+                format!("{m:?} is denied under every policy (files, processes, network, the engine or the loader)"),
+                "remove it; the check refuses it whatever the policy says",
+            ));
+        }
+    }
+    for (key, list) in [
+        ("check.javascript.denied_globals", &j.denied_globals),
+        ("check.javascript.denied_members", &j.denied_members),
+    ] {
+        if let Some(bad) = list.iter().find(|n| !is_js_identifier(n)) {
+            return Err(invalid_item(
+                key,
+                bad,
+                format!("{bad:?} is not a JavaScript identifier"),
+                "list plain ASCII identifiers (letters, digits, `_`, `$`)",
+            ));
+        }
+    }
+    in_range(
+        "check.javascript.max_nesting_depth",
+        u64::from(j.max_nesting_depth),
+        1,
+        256,
+        "the checker's parser recurses once per level; 1 to 256",
+    )?;
     Ok(())
+}
+
+fn is_js_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
 /// Interpreter.
@@ -425,7 +512,89 @@ fn interpreter(p: &Policy) -> Result<(), Invalid> {
             "list importable module names such as \"json\"",
         ));
     }
+    node(p)
+}
+
+/// node and its flags. The path is checked where `javascript` is executed; the flags always
+/// (only [`NODE_FLAGS`], so no flag can load code the checker never saw).
+fn node(p: &Policy) -> Result<(), Invalid> {
+    let i = &p.interpreter;
+    for (n, arg) in i.node_args.iter().enumerate() {
+        if !node_flag_allowed(arg) {
+            let hint = if arg.starts_with("--max-old-space-size")
+                || arg.starts_with("--max-heap-size")
+            {
+                "remove it: agentjail derives --max-old-space-size from limits.memory".to_string()
+            } else if arg.starts_with("--allow-") {
+                "remove it: agentjail grants the runner's read itself; the program gets nothing more".to_string()
+            } else {
+                format!(
+                    "accepted flags (a trailing `=` takes a value): {}",
+                    NODE_FLAGS.join(" ")
+                )
+            };
+            return Err(invalid_item(
+                "interpreter.node_args",
+                arg,
+                format!("{arg:?} is not a node flag a policy may set"),
+                &hint,
+            ));
+        }
+        if i.node_args[..n].contains(arg) {
+            return Err(invalid_item(
+                "interpreter.node_args",
+                arg,
+                format!("{arg:?} is listed twice"),
+                "remove the duplicate",
+            ));
+        }
+    }
+    if !p.executes("javascript") {
+        return Ok(());
+    }
+    if let Some(problem) = path_problem(&i.node) {
+        return Err(invalid(
+            "interpreter.node",
+            format!("{:?} {problem}", i.node),
+            "give the absolute, normalised path of node, e.g. /usr/bin/node",
+        ));
+    }
+    let all_binds = || p.filesystem.read_only.iter().chain(&p.filesystem.optional);
+    if !all_binds().any(|b| is_under(&i.node, b)) {
+        return Err(invalid(
+            "interpreter.node",
+            format!("{:?} is not under any filesystem.read_only path", i.node),
+            "the jail only contains the read-only binds; add node's directory to filesystem.read_only",
+        ));
+    }
+    if p.limits.memory.0 < MIN_JS_MEMORY_BYTES {
+        return Err(invalid(
+            "limits.memory",
+            format!(
+                "{} is below {}, the least node can run a program in",
+                p.limits.memory,
+                Bytes(MIN_JS_MEMORY_BYTES)
+            ),
+            "languages.execute lists javascript: node is ~40MiB resident before the program allocates anything; use at least \"128MiB\"",
+        ));
+    }
     Ok(())
+}
+
+/// Whether `arg` is one of [`NODE_FLAGS`]: exactly, or `--flag=value` for a flag listed
+/// with a trailing `=` and a plain value (letters, digits, `.`, `_`, `-`).
+fn node_flag_allowed(arg: &str) -> bool {
+    NODE_FLAGS.iter().any(|f| match f.strip_suffix('=') {
+        None => arg == *f,
+        Some(name) => arg
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('='))
+            .is_some_and(|v| {
+                !v.is_empty()
+                    && v.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            }),
+    })
 }
 
 /// Limits.
@@ -560,6 +729,13 @@ fn seccomp(p: &Policy) -> Result<(), Invalid> {
                 "remove the duplicate",
             ));
         }
+    }
+    if p.executes("javascript") && !s.allow_groups.iter().any(|g| g == "javascript") {
+        return Err(invalid(
+            "seccomp.allow_groups",
+            "languages.execute lists javascript but the `javascript` group is missing: node's event loop needs eventfd2 and would be stopped at start",
+            "add \"javascript\"",
+        ));
     }
     if !s.allow_groups.iter().any(|g| g == "exec") {
         return Err(invalid(

@@ -1,5 +1,10 @@
-//! agentjail's runner: the first program the interpreter runs in a jail (python.py, trusted
-//! code compiled into this binary and placed read-only in the jail's root).
+//! agentjail's runners: the first program the interpreter runs in a jail (python.py for
+//! Python, node.cjs for JavaScript: trusted code compiled into this binary and placed
+//! read-only in the jail's root).
+//!
+//! The JavaScript runner speaks the same protocol (the frames on fd 3, the reports on fd 4),
+//! defines a global `input()` that reads the next stdin line synchronously, and runs the
+//! exact checked bytes as node runs `node /app/main.js` (CommonJS). It has no session mode.
 //!
 //! It receives the program's source on the job pipe (fd 3) as the exact bytes the checker
 //! judged, compiles them from bytes (so a PEP 263 declaration means what it means to
@@ -20,6 +25,46 @@ pub const PYTHON: &str = include_str!("python.py");
 pub const PATH: &str = "/app/agentjail_runner.py";
 /// The filename the program's code is compiled with (tracebacks and `__file__`).
 pub const PROGRAM_PATH: &str = "/app/main.py";
+
+/// The JavaScript runner's source, placed in the jail at [`NODE_PATH`].
+pub const NODE: &str = include_str!("node.cjs");
+/// Where the JavaScript runner sits (`.cjs`: node reads no package.json to decide its type).
+pub const NODE_PATH: &str = "/app/agentjail_runner.cjs";
+/// The filename the JavaScript program runs as (stacks, `__filename`, `require.main`).
+pub const NODE_PROGRAM_PATH: &str = "/app/main.js";
+
+/// A language agentjail has a runner for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Language {
+    Python,
+    JavaScript,
+}
+
+impl Language {
+    /// The language of an action (its `language`, trimmed and lowercased by the contract).
+    pub fn of(name: &str) -> Option<Language> {
+        match name {
+            "python" => Some(Language::Python),
+            "javascript" => Some(Language::JavaScript),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::JavaScript => "javascript",
+        }
+    }
+
+    /// The runner's path in the jail and its source.
+    pub fn runner(self) -> (&'static str, &'static str) {
+        match self {
+            Language::Python => (PATH, PYTHON),
+            Language::JavaScript => (NODE_PATH, NODE),
+        }
+    }
+}
 
 /// How the runner serves its jail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +92,25 @@ pub fn argv(python: &str, python_args: &[String], mode: Mode, preload: &[String]
     argv.push(PATH.into());
     argv.push(mode.as_str().into());
     argv.extend(preload.iter().cloned());
+    argv
+}
+
+/// node's argv: node, the policy's flags, the heap limit (the whole memory limit, in MiB:
+/// the memory cgroup, not V8, is meant to end a job that needs more; see README
+/// "JavaScript"), the permission model's one grant (the runner itself) when the flags turn
+/// the permission model on, the runner and its mode.
+pub fn node_argv(node: &str, node_args: &[String], memory_bytes: u64) -> Vec<String> {
+    let mut argv = vec![node.to_string()];
+    argv.extend(node_args.iter().cloned());
+    argv.push(format!(
+        "--max-old-space-size={}",
+        (memory_bytes / (1024 * 1024)).max(1)
+    ));
+    if node_args.iter().any(|a| a == "--experimental-permission") {
+        argv.push(format!("--allow-fs-read={NODE_PATH}"));
+    }
+    argv.push(NODE_PATH.into());
+    argv.push(Mode::Run.as_str().into());
     argv
 }
 
@@ -114,6 +178,27 @@ pub fn error_report(replies: &[u8]) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_gets_the_policy_flags_the_heap_limit_and_one_read_grant() {
+        let flags = vec!["--experimental-permission".to_string()];
+        let argv = node_argv("/usr/bin/node", &flags, 256 * 1024 * 1024);
+        assert_eq!(
+            argv,
+            [
+                "/usr/bin/node",
+                "--experimental-permission",
+                "--max-old-space-size=256",
+                "--allow-fs-read=/app/agentjail_runner.cjs",
+                "/app/agentjail_runner.cjs",
+                "run"
+            ]
+        );
+        let argv = node_argv("/usr/bin/node", &[], 1024 * 1024 * 1024);
+        assert!(!argv.iter().any(|a| a.starts_with("--allow")));
+        assert_eq!(Language::of("javascript"), Some(Language::JavaScript));
+        assert_eq!(Language::of("ruby"), None);
+    }
 
     #[test]
     fn frames_carry_the_exact_bytes() {
