@@ -373,7 +373,9 @@ impl JailSource for Engine {
             });
         }
         if let Some(pool) = &self.pool {
-            if let Some((jail, _idle)) = pool.take() {
+            // Nothing ready: a refill under way is served first (pool.rs); a jail never
+            // takes longer than READY_TIMEOUT to start, or it fails and is no longer waited on.
+            if let Some((jail, _idle)) = pool.take_or_wait(pool::READY_TIMEOUT) {
                 return Ok(Acquired {
                     jail,
                     start: Start::Warm,
