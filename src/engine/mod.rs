@@ -138,7 +138,12 @@ impl Engine {
         if let Some(uid) = caller {
             r.set("caller", json!({ "uid": uid }));
         }
-        run::job(r, action, &self.policy, self, self.cache.as_ref())
+        let record = run::job(r, action, &self.policy, self, self.cache.as_ref());
+        // The record is whole: a refill this job deferred may start now (pool.rs, pop_ready).
+        if let Some(p) = &self.pool {
+            p.job_ended();
+        }
+        record
     }
 
     /// A job with host inputs bound at /app/in (resolved against the policy's host roots by

@@ -227,6 +227,9 @@ struct PoolState {
     failures: u32,
     /// No refill before this (backing off after failures).
     retry_at: Option<Instant>,
+    /// 1 while the refill owed for the last jail taken waits for a job to end (see
+    /// `pop_ready`); counted as if it were starting.
+    deferred: usize,
 }
 
 /// Counters for `stats` and the benchmarks.
@@ -269,7 +272,7 @@ impl Pool {
     fn claim_refill(&self) -> bool {
         let mut s = self.lock();
         let backing_off = s.retry_at.is_some_and(|t| Instant::now() < t);
-        if s.closed || backing_off || s.ready.len() + s.starting >= self.target {
+        if s.closed || backing_off || s.ready.len() + s.starting + s.deferred >= self.target {
             return false;
         }
         s.starting += 1;
@@ -343,6 +346,12 @@ impl Pool {
     }
 
     /// The first ready jail that is still alive (the dead are ended).
+    ///
+    /// While another jail is still ready after this one is taken, the refill this take is
+    /// owed waits until a job ends ([`job_ended`](Self::job_ended)): started now, the new
+    /// jail's interpreter start-up would compete for the CPU with the job that is about to
+    /// run, and the next job has a ready jail anyway. At most one refill waits so, and none
+    /// once the pool has nothing ready: then every refill may start at once.
     fn pop_ready(s: &mut PoolState) -> Option<Warm> {
         let mut found = None;
         while let Some(w) = s.ready.pop_front() {
@@ -352,7 +361,16 @@ impl Pool {
             }
             drop(w.jail.end());
         }
+        s.deferred = usize::from(found.is_some() && !s.ready.is_empty());
         found
+    }
+
+    /// A job ended: the refill deferred at the last take (if any) may start.
+    pub fn job_ended(&self) {
+        let deferred = std::mem::take(&mut self.lock().deferred);
+        if deferred > 0 {
+            self.spawner.poke();
+        }
     }
 
     /// The last refill failure, when the pool has nothing ready and nothing starting: a job
