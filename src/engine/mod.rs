@@ -90,6 +90,9 @@ impl Engine {
         let none = run::JobInputs::default();
         let plan = run::runner_plan(policy, Mode::Run, true, &none)?;
         let session_plan = run::runner_plan(policy, Mode::Session, true, &none)?;
+        // The environment digest every record names (a few hundred stat calls, cached per
+        // process and interpreter): computed now, so the first job does not pay for it.
+        crate::environment::of(policy);
         let spawner = Spawner::new(cfg.spawners)?;
         let plan = Arc::new(plan);
         let pool = (cfg.pool > 0).then(|| Pool::new(Arc::clone(&plan), cfg.pool, &spawner));
