@@ -4,7 +4,7 @@
 # MCP client (`agentjail mcp`) against bare cold python on the same code, side by side.
 #
 #   scripts/bench.sh                  full run (a few minutes)
-#   BENCH_SHORT=1 scripts/bench.sh    short run for CI (< 60 s after the build)
+#   BENCH_SHORT=1 scripts/bench.sh    short run for CI (< 90 s after the build)
 #   BENCH_NO_FAIL=1                   print the table but exit 0 even when a target is missed
 #   BENCH_POLICY=FILE                 pass --policy FILE to agentjail (unset: embedded default,
 #                                     which is what the published figures measure)
@@ -25,6 +25,11 @@
 # CPUs 0-1. As root, everything measured runs at nice -10 (BENCH_NICE to change), the same
 # for every candidate, so other work on the host disturbs the comparison less.
 #   BENCH_PROFILE=1                   also break one launch down by segment (perf trace)
+#
+# Then `agentjail serve` (scripts/bench-serve, --short under BENCH_SHORT): the incident job
+# through a warm pool against bare cold python and a no-jail floor, throughput with 2
+# clients, a session call's overhead, the memory of 8 warm jails. Its misses count like the
+# others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -144,6 +149,13 @@ step "timeout precision and output cap"
 "${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py timeout "$repeats" "$out/timeout.txt" "$aj" "${pol[@]}"
 "${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py outcap "$repeats" "$out/outcap.txt" "$aj" "${pol[@]}"
 
+step "agentjail serve (scripts/bench-serve)"
+serve_args=(--out "$out/serve" --fail-on-miss)
+[ "$short" = 1 ] && serve_args+=(--short)
+[ -n "${BENCH_POLICY:-}" ] && serve_args+=(--policy "$BENCH_POLICY")
+serve_status=0
+"${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" >"$out/serve.txt" || serve_status=$?
+
 if [ "${BENCH_PROFILE:-0}" = 1 ] && perf trace -o /dev/null -- /bin/true 2>/dev/null; then
     step "profile: one launch by segment (perf trace)"
     "${prio[@]}" "$PY" scripts/bench/profile.py 20 "$aj" "${pol[@]}" | tee "$out/profile.txt"
@@ -153,6 +165,11 @@ step "report (raw samples in $out)"
 cat "$out/machine.txt"
 status=0
 "$PY" scripts/bench/bench.py report "$out" | tee "$out/report.txt" || status=$?
+echo
+cat "$out/serve.txt"
+if [ "$serve_status" != 0 ] && [ "$status" = 0 ]; then
+    status=$serve_status
+fi
 if [ "$status" != 0 ] && [ "${BENCH_NO_FAIL:-0}" = 1 ]; then
     echo "(BENCH_NO_FAIL=1: not failing on missed targets)"
     status=0

@@ -58,6 +58,7 @@ stage "fault injection at every setup stage (tests/faults.rs)" cargo test --feat
 if [ "${QUICK:-0}" != 1 ]; then
     stage "cgroup v2 and jail tests in a VM (scripts/vm-test.sh)" scripts/vm-test.sh
     stage "systemd unit (scripts/test-systemd.sh)" scripts/test-systemd.sh
+    stage "systemd socket + serve service (scripts/test-systemd-serve.sh)" scripts/test-systemd-serve.sh
     stage "install/uninstall (scripts/test-install.sh)" scripts/test-install.sh
     stage "AppArmor profile (scripts/test-apparmor.sh)" scripts/test-apparmor.sh
     if [ -x scripts/fuzz.sh ]; then

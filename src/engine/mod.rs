@@ -135,6 +135,11 @@ impl Engine {
     /// reaper and the session janitor.
     pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, String> {
         let policy = &cfg.policy.policy;
+        // The environment digest every record names (a few hundred stat calls, cached per
+        // process and interpreter): computed now, so the first job does not pay for it.
+        for language in &policy.languages.execute {
+            crate::environment::of(policy, language);
+        }
         let spawner = Spawner::new(cfg.spawners)?;
         let mut runners = Vec::new();
         for language in policy
@@ -217,7 +222,12 @@ impl Engine {
         if let Some(uid) = caller {
             r.set("caller", json!({ "uid": uid }));
         }
-        run::job(r, action, &self.policy, self, self.cache.as_ref())
+        let record = run::job(r, action, &self.policy, self, self.cache.as_ref());
+        // The record is whole: a refill this job deferred may start now (pool.rs, pop_ready).
+        for p in self.runners.iter().filter_map(|r| r.pool.as_ref()) {
+            p.job_ended();
+        }
+        record
     }
 
     /// A job with host inputs bound at /app/in (resolved against the policy's host roots by
@@ -480,7 +490,9 @@ impl JailSource for Engine {
             });
         }
         if let Some(pool) = &runner.pool {
-            if let Some((jail, _idle)) = pool.take() {
+            // Nothing ready: a refill under way is served first (pool.rs); a jail never
+            // takes longer than READY_TIMEOUT to start, or it fails and is no longer waited on.
+            if let Some((jail, _idle)) = pool.take_or_wait(pool::READY_TIMEOUT) {
                 return Ok(Acquired {
                     jail,
                     start: Start::Warm,

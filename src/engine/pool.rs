@@ -227,6 +227,9 @@ struct PoolState {
     failures: u32,
     /// No refill before this (backing off after failures).
     retry_at: Option<Instant>,
+    /// 1 while the refill owed for the last jail taken waits for a job to end (see
+    /// `pop_ready`); counted as if it were starting.
+    deferred: usize,
 }
 
 /// Counters for `stats` and the benchmarks.
@@ -269,7 +272,7 @@ impl Pool {
     fn claim_refill(&self) -> bool {
         let mut s = self.lock();
         let backing_off = s.retry_at.is_some_and(|t| Instant::now() < t);
-        if s.closed || backing_off || s.ready.len() + s.starting >= self.target {
+        if s.closed || backing_off || s.ready.len() + s.starting + s.deferred >= self.target {
             return false;
         }
         s.starting += 1;
@@ -306,20 +309,68 @@ impl Pool {
     /// A ready jail, if one is waiting (never one that died while it waited), and how long
     /// it had been ready.
     pub fn take(&self) -> Option<(StartedJail, Duration)> {
+        let taken = Self::pop_ready(&mut self.lock());
+        self.spawner.poke();
+        taken.map(|w| (w.jail, w.ready_at.elapsed()))
+    }
+
+    /// A ready jail as [`take`](Self::take) gives it or, when none is ready but refills are
+    /// under way, the first of them to become ready. A job that finds the pool empty is
+    /// served by a jail already starting instead of queueing a start of its own behind the
+    /// refills on the spawner threads (which left the refill it queued behind ready and
+    /// unused while it waited). Every jail is still new and used once; only which job gets
+    /// which changes. None when nothing is ready or starting (the caller starts a jail), or
+    /// once `timeout` has passed or the pool is closed.
+    pub fn take_or_wait(&self, timeout: Duration) -> Option<(StartedJail, Duration)> {
+        let deadline = Instant::now() + timeout;
         let taken = {
             let mut s = self.lock();
-            let mut found = None;
-            while let Some(w) = s.ready.pop_front() {
-                if w.jail.alive() {
-                    found = Some(w);
-                    break;
+            loop {
+                let found = Self::pop_ready(&mut s);
+                if found.is_some() || s.closed || s.starting == 0 {
+                    break found;
                 }
-                drop(w.jail.end());
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break None;
+                }
+                s = self
+                    .cv
+                    .wait_timeout(s, left)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
             }
-            found
         };
         self.spawner.poke();
         taken.map(|w| (w.jail, w.ready_at.elapsed()))
+    }
+
+    /// The first ready jail that is still alive (the dead are ended).
+    ///
+    /// While another jail is still ready after this one is taken, the refill this take is
+    /// owed waits until a job ends ([`job_ended`](Self::job_ended)): started now, the new
+    /// jail's interpreter start-up would compete for the CPU with the job that is about to
+    /// run, and the next job has a ready jail anyway. At most one refill waits so, and none
+    /// once the pool has nothing ready: then every refill may start at once.
+    fn pop_ready(s: &mut PoolState) -> Option<Warm> {
+        let mut found = None;
+        while let Some(w) = s.ready.pop_front() {
+            if w.jail.alive() {
+                found = Some(w);
+                break;
+            }
+            drop(w.jail.end());
+        }
+        s.deferred = usize::from(found.is_some() && !s.ready.is_empty());
+        found
+    }
+
+    /// A job ended: the refill deferred at the last take (if any) may start.
+    pub fn job_ended(&self) {
+        let deferred = std::mem::take(&mut self.lock().deferred);
+        if deferred > 0 {
+            self.spawner.poke();
+        }
     }
 
     /// The last refill failure, when the pool has nothing ready and nothing starting: a job
@@ -349,6 +400,8 @@ impl Pool {
             s.closed = true;
             s.ready.drain(..).collect()
         };
+        // Jobs waiting in take_or_wait start their own jail (and fail: the engine is closing).
+        self.cv.notify_all();
         for w in ready {
             drop(w.jail.end());
         }

@@ -274,9 +274,15 @@ pub fn serve(args: ServeArgs) -> i32 {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
+    // Whether the socket file is ours to remove at exit: not when systemd made it (socket
+    // activation), since the .socket unit keeps listening on it for the next start.
+    let mut created = false;
     let listener = match &args.socket {
         Some(path) => match listen(path, args.socket_group.as_deref()) {
-            Ok(l) => Some(l),
+            Ok((l, ours)) => {
+                created = ours;
+                Some(l)
+            }
             Err(e) => {
                 eprintln!("agentjail: {e}");
                 return 2;
@@ -308,7 +314,7 @@ pub fn serve(args: ServeArgs) -> i32 {
         Some(l) => serve_socket(&engine, &workers, &sigfd, &audit, &l),
     }
     finish(&engine, workers);
-    if let Some(path) = &args.socket {
+    if let Some(path) = args.socket.as_ref().filter(|_| created) {
         let _ = std::fs::remove_file(path);
     }
     0
@@ -381,10 +387,11 @@ fn next_connection() -> u64 {
     NEXT.fetch_add(1, Ordering::SeqCst)
 }
 
-/// The listening socket: systemd's (socket activation: LISTEN_PID is us and LISTEN_FDS ≥ 1,
-/// fd 3), or a new one at `path`, 0600 (0660 with `group`). An existing socket file of ours
-/// is replaced; any other file there is refused.
-fn listen(path: &std::path::Path, group: Option<&str>) -> Result<UnixListener, String> {
+/// The listening socket and whether we created its file: systemd's (socket activation:
+/// LISTEN_PID is us and LISTEN_FDS ≥ 1, fd 3; its file is the .socket unit's), or a new one
+/// at `path`, 0600 (0660 with `group`). An existing socket file of ours is replaced; any
+/// other file there is refused.
+fn listen(path: &std::path::Path, group: Option<&str>) -> Result<(UnixListener, bool), String> {
     let activated = std::env::var("LISTEN_PID")
         .ok()
         .and_then(|p| p.parse::<i32>().ok())
@@ -395,10 +402,7 @@ fn listen(path: &std::path::Path, group: Option<&str>) -> Result<UnixListener, S
             .unwrap_or(0)
             >= 1;
     if activated {
-        // fd 3 is systemd's listening socket by the socket-activation protocol, passed to this
-        // process alone (LISTEN_PID is ours); it is taken over exactly once, here.
-        let fd = sys::owned(3);
-        return Ok(UnixListener::from(fd));
+        return activated_listener().map(|l| (l, false));
     }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -423,7 +427,45 @@ fn listen(path: &std::path::Path, group: Option<&str>) -> Result<UnixListener, S
             .and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)))
             .map_err(|e| format!("cannot give {} to group {gid}: {e}", path.display()))?;
     }
-    Ok(listener)
+    Ok((listener, true))
+}
+
+/// fd 3 from systemd, checked to be what the .socket unit promises (a listening AF_UNIX
+/// stream socket: anything else would be polled and never accepted), moved to a close-on-exec
+/// fd (systemd passes it inheritable).
+fn activated_listener() -> Result<UnixListener, String> {
+    // fd 3 is systemd's listening socket by the socket-activation protocol, passed to this
+    // process alone (LISTEN_PID is ours); it is taken over exactly once, here.
+    let passed = sys::owned(3);
+    let opt = |name: libc::c_int| -> Option<libc::c_int> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: v and len are valid storage of the sizes passed; fd 3 is open (owned above).
+        let rc = unsafe {
+            libc::getsockopt(
+                passed.as_raw_fd(),
+                libc::SOL_SOCKET,
+                name,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0).then_some(v)
+    };
+    let listening = opt(libc::SO_DOMAIN) == Some(libc::AF_UNIX)
+        && opt(libc::SO_TYPE) == Some(libc::SOCK_STREAM)
+        && opt(libc::SO_ACCEPTCONN) == Some(1);
+    if !listening {
+        return Err(
+            "socket activation (LISTEN_FDS): fd 3 is not a listening unix stream socket; \
+                    the .socket unit must have one ListenStream= with a path"
+                .into(),
+        );
+    }
+    let fd = sys::dup_cloexec_above(passed.as_raw_fd(), 3)
+        .map_err(|e| format!("socket activation: cannot move fd 3: errno {e}"))?;
+    drop(passed);
+    Ok(UnixListener::from(sys::owned(fd)))
 }
 
 /// A group name (from /etc/group) or number.
