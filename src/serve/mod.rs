@@ -437,24 +437,7 @@ fn activated_listener() -> Result<UnixListener, String> {
     // fd 3 is systemd's listening socket by the socket-activation protocol, passed to this
     // process alone (LISTEN_PID is ours); it is taken over exactly once, here.
     let passed = sys::owned(3);
-    let opt = |name: libc::c_int| -> Option<libc::c_int> {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: v and len are valid storage of the sizes passed; fd 3 is open (owned above).
-        let rc = unsafe {
-            libc::getsockopt(
-                passed.as_raw_fd(),
-                libc::SOL_SOCKET,
-                name,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        (rc == 0).then_some(v)
-    };
-    let listening = opt(libc::SO_DOMAIN) == Some(libc::AF_UNIX)
-        && opt(libc::SO_TYPE) == Some(libc::SOCK_STREAM)
-        && opt(libc::SO_ACCEPTCONN) == Some(1);
+    let listening = sys::is_listening_unix_stream(passed.as_raw_fd());
     if !listening {
         return Err(
             "socket activation (LISTEN_FDS): fd 3 is not a listening unix stream socket; \

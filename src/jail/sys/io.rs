@@ -166,6 +166,29 @@ pub fn peer_uid(fd: RawFd) -> SysResult<u32> {
     check(rc).map(|_| cred.uid)
 }
 
+/// Whether `fd` is a listening unix stream socket (what a systemd `.socket` unit with one
+/// `ListenStream=` path passes as fd 3).
+pub fn is_listening_unix_stream(fd: RawFd) -> bool {
+    let opt = |name: libc::c_int| -> Option<libc::c_int> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: v and len are valid storage of the sizes passed; a bad fd is EBADF.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0).then_some(v)
+    };
+    opt(libc::SO_DOMAIN) == Some(libc::AF_UNIX)
+        && opt(libc::SO_TYPE) == Some(libc::SOCK_STREAM)
+        && opt(libc::SO_ACCEPTCONN) == Some(1)
+}
+
 /// Set the process's umask; returns the previous one.
 pub fn umask(mask: u32) -> u32 {
     // SAFETY: umask cannot fail and touches no memory.
