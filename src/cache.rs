@@ -108,9 +108,11 @@ impl Cache {
             eprintln!("agentjail: cache: ignoring {}: {why}", path.display());
             None
         };
+        // O_NONBLOCK: a FIFO planted under the key's name must not block the open (it is
+        // then refused as not a regular file); a regular file ignores the flag.
         let file = match std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
             .open(&path)
         {
             Ok(f) => f,

@@ -95,6 +95,8 @@ struct Runner {
     pool: Option<Arc<Pool>>,
 }
 
+type Sessions = HashMap<String, (Owner, Arc<Mutex<Session>>)>;
+
 /// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
 /// turn it into an error response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,7 +122,9 @@ pub struct Engine {
     /// Python sessions' plan; None when the policy does not execute Python.
     session_plan: Option<Arc<crate::plan::JailPlan>>,
     spawner: Arc<Spawner>,
-    sessions: Mutex<HashMap<String, Arc<Mutex<Session>>>>,
+    /// Each session with its owner kept outside the session's lock: a call holds that lock
+    /// for its whole run, and finding whose a session is must never wait for a call.
+    sessions: Mutex<HashMap<String, (Owner, Arc<Mutex<Session>>)>>,
     cache: Option<Cache>,
     reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -290,11 +294,11 @@ impl Engine {
         let id = crate::ids::random_hex(16);
         let session = Session::new(id.clone(), owner, jail, policy, self.policy_ref.clone());
         self.lock_sessions()
-            .insert(id.clone(), Arc::new(Mutex::new(session)));
+            .insert(id.clone(), (owner, Arc::new(Mutex::new(session))));
         Ok(id)
     }
 
-    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Mutex<Session>>>> {
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -309,8 +313,7 @@ impl Engine {
                 ),
             )
         };
-        let s = self.lock_sessions().get(id).cloned().ok_or_else(unknown)?;
-        let o = s.lock().unwrap_or_else(|e| e.into_inner()).owner;
+        let (o, s) = self.lock_sessions().get(id).cloned().ok_or_else(unknown)?;
         if o.connection != owner.connection || o.uid != owner.uid {
             return Err(unknown());
         }
@@ -359,12 +362,8 @@ impl Engine {
         let mine: Vec<(String, Arc<Mutex<Session>>)> = self
             .lock_sessions()
             .iter()
-            .filter(|(_, s)| {
-                s.lock()
-                    .map(|s| s.owner.connection == connection)
-                    .unwrap_or(false)
-            })
-            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .filter(|(_, (o, _))| o.connection == connection)
+            .map(|(k, (_, v))| (k.clone(), Arc::clone(v)))
             .collect();
         for (id, s) in mine {
             self.lock_sessions().remove(&id);
@@ -396,7 +395,8 @@ impl Engine {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        let all: Vec<Arc<Mutex<Session>>> = self.lock_sessions().drain().map(|(_, s)| s).collect();
+        let all: Vec<Arc<Mutex<Session>>> =
+            self.lock_sessions().drain().map(|(_, (_, s))| s).collect();
         for s in all {
             if let Some(t) = s.lock().unwrap_or_else(|e| e.into_inner()).end("shutdown") {
                 self.teardown(t);
@@ -437,7 +437,11 @@ impl Engine {
         json!({
             "pool": pool_of(Language::Python),
             "pools": pools,
-            "sessions": self.lock_sessions().len(),
+            "sessions": self
+                .lock_sessions()
+                .values()
+                .filter(|(_, s)| s.try_lock().map(|s| !s.is_ended()).unwrap_or(true))
+                .count(),
         })
     }
 
@@ -549,6 +553,8 @@ impl JailSource for WithInputs<'_> {
 }
 
 /// Close sessions that idled or lived too long, once a second, until the engine is gone.
+/// An ended session stays known to its owner for a while (Session::forgotten): its next call
+/// gets a record saying why it ended instead of `unknown_session`.
 fn janitor(engine: std::sync::Weak<Engine>) {
     loop {
         std::thread::sleep(Duration::from_secs(1));
@@ -556,16 +562,22 @@ fn janitor(engine: std::sync::Weak<Engine>) {
         if e.closed.load(Ordering::SeqCst) {
             return;
         }
-        let expired: Vec<(String, Arc<Mutex<Session>>, &'static str)> = e
-            .lock_sessions()
-            .iter()
-            .filter_map(|(k, s)| {
-                let guard = s.try_lock().ok()?;
-                guard.expired().map(|why| (k.clone(), Arc::clone(s), why))
-            })
-            .collect();
-        for (id, s, why) in expired {
+        let mut forget = Vec::new();
+        let mut expired = Vec::new();
+        for (k, (_, s)) in e.lock_sessions().iter() {
+            let Ok(guard) = s.try_lock() else { continue };
+            if guard.is_ended() {
+                if guard.forgotten() {
+                    forget.push(k.clone());
+                }
+            } else if let Some(why) = guard.expired() {
+                expired.push((Arc::clone(s), why));
+            }
+        }
+        for id in forget {
             e.lock_sessions().remove(&id);
+        }
+        for (s, why) in expired {
             if let Some(t) = s.lock().unwrap_or_else(|x| x.into_inner()).end(why) {
                 e.teardown(t);
             }

@@ -227,9 +227,9 @@ struct PoolState {
     failures: u32,
     /// No refill before this (backing off after failures).
     retry_at: Option<Instant>,
-    /// 1 while the refill owed for the last jail taken waits for a job to end (see
-    /// `pop_ready`); counted as if it were starting.
-    deferred: usize,
+    /// Since when the refill owed for the last jail taken waits for a job to end (see
+    /// `pop_ready`); counted as if it were starting, for at most [`DEFER_MAX`].
+    deferred: Option<Instant>,
 }
 
 /// Counters for `stats` and the benchmarks.
@@ -240,6 +240,11 @@ pub struct PoolStats {
     pub starting: usize,
     pub refill_failures: u32,
 }
+
+/// Longest a refill waits for the job that took a warm jail to end (see `Pool::pop_ready`):
+/// longer than the short jobs the deferral is for, short enough that a long job leaves the
+/// pool full again within a second.
+pub const DEFER_MAX: Duration = Duration::from_millis(500);
 
 /// Warm single-use jails for one plan.
 pub struct Pool {
@@ -272,7 +277,11 @@ impl Pool {
     fn claim_refill(&self) -> bool {
         let mut s = self.lock();
         let backing_off = s.retry_at.is_some_and(|t| Instant::now() < t);
-        if s.closed || backing_off || s.ready.len() + s.starting + s.deferred >= self.target {
+        if s.deferred.is_some_and(|t| t.elapsed() >= DEFER_MAX) {
+            s.deferred = None;
+        }
+        let deferred = usize::from(s.deferred.is_some());
+        if s.closed || backing_off || s.ready.len() + s.starting + deferred >= self.target {
             return false;
         }
         s.starting += 1;
@@ -347,6 +356,9 @@ impl Pool {
 
     /// The first ready jail that is still alive (the dead are ended).
     ///
+    /// A long job does not keep the pool short: a deferred refill starts after [`DEFER_MAX`]
+    /// even while the job runs (the spawner threads look at least every 250 ms).
+    ///
     /// While another jail is still ready after this one is taken, the refill this take is
     /// owed waits until a job ends ([`job_ended`](Self::job_ended)): started now, the new
     /// jail's interpreter start-up would compete for the CPU with the job that is about to
@@ -361,14 +373,14 @@ impl Pool {
             }
             drop(w.jail.end());
         }
-        s.deferred = usize::from(found.is_some() && !s.ready.is_empty());
+        s.deferred = (found.is_some() && !s.ready.is_empty()).then(Instant::now);
         found
     }
 
     /// A job ended: the refill deferred at the last take (if any) may start.
     pub fn job_ended(&self) {
-        let deferred = std::mem::take(&mut self.lock().deferred);
-        if deferred > 0 {
+        let deferred = self.lock().deferred.take();
+        if deferred.is_some() {
             self.spawner.poke();
         }
     }

@@ -91,6 +91,13 @@ impl Session {
         None
     }
 
+    /// Whether an ended session may be forgotten: its owner has had ten minutes past the
+    /// idle timeout to learn why it ended.
+    pub fn forgotten(&self) -> bool {
+        let idle = Duration::from_secs(self.policy.session.idle_timeout_seconds);
+        self.is_ended() && self.last_used.elapsed() >= idle + Duration::from_secs(600)
+    }
+
     pub fn is_ended(&self) -> bool {
         self.jail.is_none()
     }

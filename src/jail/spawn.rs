@@ -197,18 +197,31 @@ fn clone_child(
         ));
     }
     let mut pidfd_raw: RawFd = -1;
-    let pid = sys::clone3(flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
-        SetupError::new(
-            CLONE_STAGE,
-            Some(e),
-            "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
-        )
-    })?;
+    let pid = sys::clone3(flags, &mut pidfd_raw, cgroup_fd)
+        .map_err(|e| SetupError::new(CLONE_STAGE, Some(e), clone_hint(e)))?;
     if pid == 0 {
         child::run(p, fds);
     }
     // clone3 with CLONE_PIDFD stored a fresh pidfd that nothing else owns.
     Ok((pid, sys::owned(pidfd_raw)))
+}
+
+/// What a clone3 errno most likely means on a host where agentjail otherwise works.
+fn clone_hint(errno: i32) -> &'static str {
+    match errno {
+        // fork's EAGAIN: no new process for this uid or cgroup, not a namespace refusal.
+        libc::EAGAIN => {
+            "no new process could be created: the caller's process limit (RLIMIT_NPROC, \
+             `ulimit -u`), its cgroup's pids.max or the kernel's threads-max is reached"
+        }
+        libc::ENOMEM => "the kernel could not allocate the new process (memory)",
+        libc::ENOSPC => {
+            "a namespace limit is reached (/proc/sys/user/max_*_namespaces) or a pid \
+             namespace's init is gone"
+        }
+        libc::EUSERS => "too many nested user namespaces",
+        _ => "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
+    }
 }
 
 /// The parent's half of the setup, talking to the child over the sync and report pipes.

@@ -46,6 +46,18 @@ def read_frame():
     return None if source is None else (kind, source)
 
 
+# The runner's own pid, set in main(). A process the program forks is a copy of the runner:
+# when that copy leaves the program (returns or raises) it must exit there, never report a
+# result (it would stand in for the runner's) and never read the next job's frame.
+RUNNER_PID = None
+
+
+def leave_if_forked_copy(code):
+    if posix.getpid() != RUNNER_PID:
+        flush()
+        posix._exit(code)
+
+
 def report(obj):
     import json
 
@@ -142,6 +154,7 @@ def run_once(source):
         flush()
         remember_source(source)
         print_exception(e)
+        leave_if_forked_copy(1)
         flush()
         report(error_report(e))
         posix._exit(1)
@@ -190,6 +203,7 @@ def run_session():
         source = frame[1]
         try:
             value = session_call(source, module.__dict__)
+            leave_if_forked_copy(0)
             flush()
             report({"event": "done", "ok": True, "value": value_text(value)})
         except SystemExit as e:
@@ -200,6 +214,7 @@ def run_session():
             flush()
             remember_source(source)
             print_exception(e)
+            leave_if_forked_copy(1)
             flush()
             error = error_report(e)
             del error["event"]
@@ -207,6 +222,8 @@ def run_session():
 
 
 def main():
+    global RUNNER_PID
+    RUNNER_PID = posix.getpid()
     mode = sys.argv[1] if len(sys.argv) > 1 else "run"
     for name in sys.argv[2:]:
         __import__(name)

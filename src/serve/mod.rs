@@ -373,13 +373,16 @@ fn serve_stdin(
     // Until stdin's EOF has been answered in full, or a termination signal.
     loop {
         if done_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
-            break;
+            // Every response is written: no call runs, the sessions end now.
+            engine.close_sessions_of(conn.owner.connection);
+            return;
         }
         if signalled(sigfd, 0) {
-            break;
+            // Not here: a session call may be running, and ending its session would wait
+            // for it. finish() gives it the grace, then stops it with a record.
+            return;
         }
     }
-    engine.close_sessions_of(conn.owner.connection);
 }
 
 fn next_connection() -> u64 {
