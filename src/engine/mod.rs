@@ -124,7 +124,7 @@ pub struct Engine {
     spawner: Arc<Spawner>,
     /// Each session with its owner kept outside the session's lock: a call holds that lock
     /// for its whole run, and finding whose a session is must never wait for a call.
-    sessions: Mutex<HashMap<String, (Owner, Arc<Mutex<Session>>)>>,
+    sessions: Mutex<Sessions>,
     cache: Option<Cache>,
     reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
