@@ -1611,3 +1611,112 @@ fn a_forked_copy_of_the_session_runner_cannot_answer_for_it() {
         s.finish();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Soak
+
+/// One soak job: its action and the stop reason it must end with.
+fn soak_job(i: usize) -> (Value, &'static str) {
+    let id = format!("soak-{i}");
+    let mut a = action(
+        "import json\np = json.loads(input())\nprint(json.dumps({'n': p['n'] * 2}))",
+        json!({"n": i}),
+    );
+    let expect = match i % 10 {
+        0 | 1 | 2 | 3 => "success",
+        4 => {
+            a["code"] = json!("raise SystemExit(3)");
+            "code_runtime_error:3"
+        }
+        5 => {
+            a["code"] = json!("print('x' * 200000)");
+            "code_output_too_large"
+        }
+        6 => {
+            a["code"] = json!("import socket\nprint(1)");
+            "policy_block:static_policy_violation:import_not_allowed:socket"
+        }
+        7 => {
+            a.as_object_mut().unwrap().remove("code");
+            "invalid_action:code"
+        }
+        8 => {
+            a["output_schema"] =
+                json!({"type": "object", "required": ["m"], "properties": {"m": {}}});
+            "invalid_code_output:m"
+        }
+        // Every 100th job waits out a 300 ms wall limit; the others print their payload
+        // back through the runner's stdin.
+        _ if i % 100 == 99 => {
+            a["code"] = json!("import time\ntime.sleep(5)");
+            a["policy_hints"] = json!({"exec_timeout_seconds": 0.3});
+            "code_timeout"
+        }
+        _ => "success",
+    };
+    a["id"] = json!(id);
+    (a, expect)
+}
+
+#[test]
+fn a_thousand_mixed_jobs_and_a_hundred_sessions_leave_nothing_behind() {
+    const JOBS: usize = 1000;
+    const SESSIONS: usize = 100;
+    for who in variants() {
+        let t = Instant::now();
+        let (m, p) = setup("soak", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "2", "-j", "4"]);
+        let mut run_ids = std::collections::HashSet::new();
+        let mut sessions_seen = std::collections::HashSet::new();
+        // Batches of 20 jobs and 2 sessions in flight at once, answered in any order.
+        for batch in 0..JOBS / 20 {
+            let sent: Vec<(Value, usize, &str)> = (batch * 20..batch * 20 + 20)
+                .map(|i| {
+                    let (a, expect) = soak_job(i);
+                    (s.io().send(json!({"op": "run", "action": a})), i, expect)
+                })
+                .collect();
+            let mut open = Vec::new();
+            for k in 0..SESSIONS / (JOBS / 20) {
+                let n = batch * 2 + k;
+                let sid = s.io().start_session();
+                assert!(
+                    sessions_seen.insert(sid.clone()),
+                    "{who:?}: session id reused"
+                );
+                s.io().exec_ok(&sid, &format!("x = {n}"));
+                let rec = s.io().exec_ok(&sid, "x * 2");
+                assert_eq!(rec["value"], (2 * n).to_string(), "{who:?}: {rec:#}");
+                open.push(sid);
+            }
+            for (req, i, expect) in sent {
+                let resp = s.io().wait(&req);
+                let rec = record(&resp);
+                assert_eq!(rec["stop_reason"], expect, "{who:?} job {i}: {rec:#}");
+                assert!(
+                    run_ids.insert(rec["run_id"].as_str().unwrap().to_string()),
+                    "{who:?}: a run_id came back twice"
+                );
+                if expect == "success" && i % 10 < 4 {
+                    assert_eq!(rec["output"], json!({"n": i * 2}), "{who:?} job {i}");
+                    assert_eq!(rec["action"]["id"], format!("soak-{i}"));
+                }
+            }
+            // Half the sessions are closed by the client, the rest at EOF.
+            if batch % 2 == 0 {
+                for sid in open {
+                    let closed = s.io().call(json!({"op": "session_close", "session": sid}));
+                    assert_eq!(closed["closed"], true, "{who:?}");
+                }
+            }
+        }
+        assert_eq!(run_ids.len(), JOBS);
+        assert_eq!(sessions_seen.len(), SESSIONS);
+        // Exit 0, every request answered, no process, mount, cgroup or temp entry left.
+        s.finish();
+        eprintln!(
+            "{who:?}: {JOBS} jobs and {SESSIONS} sessions through serve in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+}
