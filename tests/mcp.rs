@@ -664,3 +664,76 @@ fn closing_stdin_mid_run_stops_the_job_and_exits() {
         jails.len()
     );
 }
+
+/// `run_javascript` exists where the policy executes JavaScript (data.toml) and nowhere else;
+/// the seed's incident job in JavaScript comes back with the seed's numbers, and the check's
+/// refusals reach the model with rule, line and column.
+#[test]
+fn run_javascript_is_listed_only_where_the_policy_runs_javascript() {
+    if !common::is_root() {
+        eprintln!("note: data.toml requires cgroups; this test runs as root");
+        return;
+    }
+    let policy = format!("{ROOT}/policies/data.toml");
+    let mut s = Raw::start(&["--policy", &policy, "--pool", "1"]);
+    s.initialize();
+    s.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let r = s.response(&json!(1));
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"run_javascript"), "{names:?}");
+    let example: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{ROOT}/examples/incident/action.js.json")).unwrap(),
+    )
+    .unwrap();
+    let r = s.call(
+        2,
+        "run_javascript",
+        json!({"code": example["code"], "input": example["input_payload"],
+               "output_schema": example["output_schema"]}),
+    );
+    let rec = &r["result"]["structuredContent"];
+    assert_eq!(rec["stop_reason"], "success", "{r}");
+    assert_eq!(rec["action"]["language"], "javascript");
+    assert_eq!(rec["output"]["incident_severity"], "P1", "{rec}");
+    assert_eq!(rec["output"]["p95_latency_ms"], 187, "{rec}");
+    assert_eq!(rec["output"]["sample_size"], 60, "{rec}");
+    let r = s.call(
+        3,
+        "run_javascript",
+        json!({"code": "const cp = require('child_process');\nconsole.log('{}')"}),
+    );
+    let rec = &r["result"]["structuredContent"];
+    assert_eq!(r["result"]["isError"], json!(true));
+    let v = &rec["decision"]["violations"][0];
+    assert_eq!(
+        (v["line"].as_u64(), rec["status"].as_str()),
+        (Some(1), Some("stopped")),
+        "{rec}"
+    );
+    assert!(
+        v["rule"].as_str().unwrap().contains("child_process")
+            || v["detail"].as_str().unwrap_or("").contains("child_process"),
+        "{rec}"
+    );
+    // `files` is not an argument of run_javascript: said, not dropped.
+    let r = s.call(4, "run_javascript", json!({"code": "1", "files": []}));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+
+    // The embedded default executes Python only: no such tool, and calling it is an error.
+    let mut d = Raw::start(&["--pool", "0"]);
+    d.initialize();
+    d.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let r = d.response(&json!(1));
+    assert_eq!(
+        r["result"]["tools"].as_array().map(Vec::len),
+        Some(5),
+        "{r}"
+    );
+    let e = d.call(2, "run_javascript", json!({"code": "1"}));
+    assert_eq!(error_code(&e), -32602, "{e}");
+}

@@ -7,7 +7,9 @@
 //! go).
 
 use super::result;
-use super::tools::{self, CHECK_PYTHON, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START};
+use super::tools::{
+    self, CHECK_PYTHON, RUN_JAVASCRIPT, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START,
+};
 use crate::engine::session::Owner;
 use crate::engine::{Engine, EngineError};
 use rmcp::model::{
@@ -92,6 +94,9 @@ impl ServerHandler for Handler {
         let progress = Progress::of(&context);
         let result = match request.name.as_ref() {
             RUN_PYTHON => self.run_python(args, progress).await?,
+            RUN_JAVASCRIPT if self.0.engine.policy().policy.executes("javascript") => {
+                self.run_javascript(args, progress).await?
+            }
             CHECK_PYTHON => self.check_python(args).await?,
             SESSION_START => self.session_start(args, progress).await?,
             SESSION_EXEC => self.session_exec(args, progress).await?,
@@ -100,8 +105,14 @@ impl ServerHandler for Handler {
                 // An unknown tool is a protocol error (MCP: -32602), not a tool result.
                 return Err(McpError::invalid_params(
                     format!(
-                        "unknown tool {:?}; this server has {RUN_PYTHON}, {CHECK_PYTHON}, {SESSION_START}, {SESSION_EXEC}, {SESSION_CLOSE}",
-                        crate::json::safe_text(other, 80)
+                        "unknown tool {:?}; this server has {}",
+                        crate::json::safe_text(other, 80),
+                        self.0
+                            .tools
+                            .iter()
+                            .map(|t| t.name.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     None,
                 ));
@@ -126,6 +137,29 @@ impl Handler {
             Ok(a) => a,
             Err(e) => return Ok(result::refused_record("arguments", &e)),
         };
+        self.run_action_on_engine(action, progress).await
+    }
+
+    /// `run_javascript`: as `run_python`, for a `main.js` (no files: the JavaScript check
+    /// and node's permission model leave a program no file access).
+    async fn run_javascript(
+        &self,
+        args: JsonObject,
+        progress: Option<Progress>,
+    ) -> Result<CallToolResult, McpError> {
+        let action = match run_javascript_action(&self.next_action_id(), args) {
+            Ok(a) => a,
+            Err(e) => return Ok(result::refused_record("arguments", &e)),
+        };
+        self.run_action_on_engine(action, progress).await
+    }
+
+    /// One action through the engine on a warm jail; its record as a tool result.
+    async fn run_action_on_engine(
+        &self,
+        action: Value,
+        progress: Option<Progress>,
+    ) -> Result<CallToolResult, McpError> {
         let bytes = serde_json::to_vec(&action).unwrap_or_default();
         let inner = Arc::clone(&self.0);
         let record = self
@@ -300,6 +334,31 @@ pub fn run_action(id: &str, args: JsonObject) -> Result<Value, String> {
     // (invalid_action:files:<what>).
     if let Some(f) = a.take("files").filter(|f| !f.is_null()) {
         action["files"] = f;
+    }
+    Ok(action)
+}
+
+/// The action `run_javascript`'s arguments describe (`main.js`; no `files`).
+pub fn run_javascript_action(id: &str, args: JsonObject) -> Result<Value, String> {
+    let mut a = Args::new(args, &["code", "input", "output_schema", "timeout_s"])?;
+    let code = a.code()?;
+    let input = match a.take("input") {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            return Err(
+                "\"input\" must be a JSON object (it reaches the program on stdin as one line)"
+                    .into(),
+            )
+        }
+    };
+    let mut action = json!({"id": id, "language": "javascript", "entrypoint": "main.js",
+                            "code": code, "input_payload": input});
+    if let Some(s) = a.take("output_schema").filter(|s| !s.is_null()) {
+        action["output_schema"] = s;
+    }
+    if let Some(t) = a.timeout()? {
+        action["policy_hints"] = json!({ "exec_timeout_seconds": t });
     }
     Ok(action)
 }

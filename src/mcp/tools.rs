@@ -1,5 +1,6 @@
-//! The five tools, as a model sees them: names (fixed), input schemas, output schemas, and
-//! descriptions generated from the loaded policy.
+//! The tools, as a model sees them (five; six with `run_javascript` where the policy executes
+//! JavaScript): names (fixed), input schemas, output schemas, and descriptions generated from
+//! the loaded policy.
 //!
 //! The descriptions are written for the model that will call the tools: they say which
 //! imports pass the check, which names are refused, the limits, how input arrives and how
@@ -14,6 +15,8 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub const RUN_PYTHON: &str = "run_python";
+/// Listed only when the policy executes javascript (`languages.execute`).
+pub const RUN_JAVASCRIPT: &str = "run_javascript";
 pub const CHECK_PYTHON: &str = "check_python";
 pub const SESSION_START: &str = "python_session_start";
 pub const SESSION_EXEC: &str = "python_session_exec";
@@ -120,7 +123,56 @@ pub fn all(policy: &Policy, caps: Capabilities) -> Vec<Tool> {
         "properties": {"closed": {"type": "boolean"}, "error": {"type": "object"}}
     })));
     close.annotations = Some(annotations("Close a Python session", false));
-    vec![run, check, start, exec, close]
+    let mut tools = vec![run, check, start, exec, close];
+    if policy.executes("javascript") {
+        let mut js = Tool::new(
+            RUN_JAVASCRIPT,
+            run_javascript_description(policy),
+            object(run_javascript_input_schema()),
+        );
+        js.output_schema = Some(object(record_schema()));
+        js.annotations = Some(annotations("Run JavaScript in a jail", false));
+        tools.push(js);
+    }
+    tools
+}
+
+fn run_javascript_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "The JavaScript program (a CommonJS script, runs as main.js under node)."},
+            "input": {"type": "object", "description": "JSON object given to the program on stdin as one line; read it with JSON.parse(input()). Default {}."},
+            "output_schema": {"type": ["object", "boolean"], "description": "JSON Schema (2020-12) the printed JSON object must match."},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Wall-clock limit in seconds; may only lower the policy's."}
+        },
+        "required": ["code"],
+        "additionalProperties": false
+    })
+}
+
+fn run_javascript_description(p: &Policy) -> String {
+    let j = &p.check.javascript;
+    let modules = if j.allowed_modules.is_empty() {
+        "none: use the language's built-ins (JSON, Math, Map, Set, Intl, Date, ...)".to_string()
+    } else {
+        j.allowed_modules.join(", ")
+    };
+    let computed = if j.allow_computed_member {
+        ""
+    } else {
+        " o[k] with a key that is not provably a number is refused: use a Map for data-keyed lookups, a.at(i) for positions."
+    };
+    let l = &p.limits;
+    format!(
+        "Run a JavaScript program (node, CommonJS script) once in a fresh, isolated jail and get one JSON record of what happened. How to write it: `input` (a JSON object, up to {payload}) arrives on stdin as one line, read with the global input(): `const data = JSON.parse(input());` (there is no process and no fs). Print exactly one JSON object on stdout as the result: `console.log(JSON.stringify(result))`; it is parsed and, when you pass `output_schema`, validated. require() may load: {modules}. Refused before anything runs (with rule, line and column): other modules, import and import(), eval, Function, process, globalThis, Reflect, Proxy, WebAssembly, constructor, __proto__, prototype writes, writes to globals, `with`, string timers.{computed} Limits per run: wall {wall} (timeout_s may only lower it), CPU {cpu}, memory {mem}, stdout {out}. No network, no files. {result}",
+        payload = p.budget.max_payload_bytes,
+        wall = seconds(l.wall_time_ms),
+        cpu = seconds(l.cpu_time_ms),
+        mem = l.memory,
+        out = l.stdout,
+        result = RESULT_SHAPE,
+    )
 }
 
 fn annotations(title: &str, read_only: bool) -> ToolAnnotations {
