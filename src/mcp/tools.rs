@@ -124,17 +124,23 @@ pub fn all(policy: &Policy, caps: Capabilities) -> Vec<Tool> {
     })));
     close.annotations = Some(annotations("Close a Python session", false));
     let mut tools = vec![run, check, start, exec, close];
-    if policy.executes("javascript") {
-        let mut js = Tool::new(
-            RUN_JAVASCRIPT,
-            run_javascript_description(policy),
-            object(run_javascript_input_schema()),
-        );
-        js.output_schema = Some(object(record_schema()));
-        js.annotations = Some(annotations("Run JavaScript in a jail", false));
-        tools.push(js);
-    }
+    tools.extend(run_javascript_tool(policy));
     tools
+}
+
+/// `run_javascript`, where the policy executes JavaScript.
+fn run_javascript_tool(policy: &Policy) -> Option<Tool> {
+    if !policy.executes("javascript") {
+        return None;
+    }
+    let mut js = Tool::new(
+        RUN_JAVASCRIPT,
+        run_javascript_description(policy),
+        object(run_javascript_input_schema()),
+    );
+    js.output_schema = Some(object(record_schema()));
+    js.annotations = Some(annotations("Run JavaScript in a jail", false));
+    Some(js)
 }
 
 fn run_javascript_input_schema() -> Value {
