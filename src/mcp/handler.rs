@@ -307,10 +307,23 @@ impl Inner {
 /// The action `run_python`'s arguments describe. The contract then validates it like any
 /// action (the record says what was wrong); only the arguments' own names are checked here.
 pub fn run_action(id: &str, args: JsonObject) -> Result<Value, String> {
-    let mut a = Args::new(
-        args,
-        &["code", "input", "files", "output_schema", "timeout_s"],
-    )?;
+    action_from(id, args, "python")
+}
+
+/// The action `run_javascript`'s arguments describe (`main.js`; no `files`: the JavaScript
+/// check and node's permission model leave a program no file access).
+pub fn run_javascript_action(id: &str, args: JsonObject) -> Result<Value, String> {
+    action_from(id, args, "javascript")
+}
+
+fn action_from(id: &str, args: JsonObject, language: &str) -> Result<Value, String> {
+    let python = language == "python";
+    let known: &[&str] = if python {
+        &["code", "input", "files", "output_schema", "timeout_s"]
+    } else {
+        &["code", "input", "output_schema", "timeout_s"]
+    };
+    let mut a = Args::new(args, known)?;
     let code = a.code()?;
     let input = match a.take("input") {
         None | Some(Value::Null) => json!({}),
@@ -322,7 +335,8 @@ pub fn run_action(id: &str, args: JsonObject) -> Result<Value, String> {
             )
         }
     };
-    let mut action = json!({"id": id, "language": "python", "entrypoint": "main.py",
+    let entrypoint = crate::contract::entrypoint_for(language).unwrap_or("main.py");
+    let mut action = json!({"id": id, "language": language, "entrypoint": entrypoint,
                             "code": code, "input_payload": input});
     if let Some(s) = a.take("output_schema").filter(|s| !s.is_null()) {
         action["output_schema"] = s;
@@ -334,31 +348,6 @@ pub fn run_action(id: &str, args: JsonObject) -> Result<Value, String> {
     // (invalid_action:files:<what>).
     if let Some(f) = a.take("files").filter(|f| !f.is_null()) {
         action["files"] = f;
-    }
-    Ok(action)
-}
-
-/// The action `run_javascript`'s arguments describe (`main.js`; no `files`).
-pub fn run_javascript_action(id: &str, args: JsonObject) -> Result<Value, String> {
-    let mut a = Args::new(args, &["code", "input", "output_schema", "timeout_s"])?;
-    let code = a.code()?;
-    let input = match a.take("input") {
-        None | Some(Value::Null) => json!({}),
-        Some(v @ Value::Object(_)) => v,
-        Some(_) => {
-            return Err(
-                "\"input\" must be a JSON object (it reaches the program on stdin as one line)"
-                    .into(),
-            )
-        }
-    };
-    let mut action = json!({"id": id, "language": "javascript", "entrypoint": "main.js",
-                            "code": code, "input_payload": input});
-    if let Some(s) = a.take("output_schema").filter(|s| !s.is_null()) {
-        action["output_schema"] = s;
-    }
-    if let Some(t) = a.timeout()? {
-        action["policy_hints"] = json!({ "exec_timeout_seconds": t });
     }
     Ok(action)
 }
