@@ -95,6 +95,9 @@ struct Runner {
     pool: Option<Arc<Pool>>,
 }
 
+/// How long a session call waits for a session held by someone ending it (see session_exec).
+const BUSY_GRACE: Duration = Duration::from_millis(250);
+
 type Sessions = HashMap<String, (Owner, Arc<Mutex<Session>>)>;
 
 /// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
@@ -125,6 +128,9 @@ pub struct Engine {
     /// Each session with its owner kept outside the session's lock: a call holds that lock
     /// for its whole run, and finding whose a session is must never wait for a call.
     sessions: Mutex<Sessions>,
+    /// Connections ending their sessions right now: shutdown waits for them, so the process
+    /// never exits while one of their jails is half torn down.
+    closing: std::sync::atomic::AtomicUsize,
     cache: Option<Cache>,
     reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -200,6 +206,7 @@ impl Engine {
             session_plan,
             spawner,
             sessions: Mutex::new(HashMap::new()),
+            closing: std::sync::atomic::AtomicUsize::new(0),
             cache,
             reaper: Mutex::new(Some(tx)),
             reaper_thread: Mutex::new(Some(reaper_thread)),
@@ -329,12 +336,24 @@ impl Engine {
         owner: Owner,
     ) -> Result<Record, EngineError> {
         let s = self.session(id, owner)?;
-        let mut session = s.try_lock().map_err(|_| {
-            EngineError::new(
-                "session_busy",
-                "a call is already running in this session; wait for its response",
-            )
-        })?;
+        // A call holds the session's lock for its whole run; the janitor and a closing
+        // connection hold it for the milliseconds of ending it. Only the first is busy.
+        let t = Instant::now();
+        let mut session = loop {
+            match s.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if t.elapsed() < BUSY_GRACE => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return Err(EngineError::new(
+                        "session_busy",
+                        "a call is already running in this session; wait for its response",
+                    ))
+                }
+            }
+        };
         let (record, teardown) =
             session.call(code, timeout_s, Some(Interrupt::Shutdown(&self.stop_read)));
         if let Some(t) = teardown {
@@ -359,6 +378,14 @@ impl Engine {
 
     /// End every session a connection started (it closed).
     pub fn close_sessions_of(&self, connection: u64) {
+        struct Closing<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Closing<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.closing.fetch_add(1, Ordering::SeqCst);
+        let _closing = Closing(&self.closing);
         let mine: Vec<(String, Arc<Mutex<Session>>)> = self
             .lock_sessions()
             .iter()
@@ -401,6 +428,12 @@ impl Engine {
             if let Some(t) = s.lock().unwrap_or_else(|e| e.into_inner()).end("shutdown") {
                 self.teardown(t);
             }
+        }
+        // A connection that took its sessions out of the map before the drain is ending them
+        // now; its teardowns must reach the reaper before the reaper stops.
+        let t = Instant::now();
+        while self.closing.load(Ordering::SeqCst) > 0 && t.elapsed() < Duration::from_secs(15) {
+            std::thread::sleep(Duration::from_millis(5));
         }
         for r in &self.runners {
             if let Some(p) = &r.pool {
