@@ -291,15 +291,7 @@ const STACK_PER_BYTE: usize = if cfg!(debug_assertions) {
 /// empty means the check passes. Never panics and never overflows the stack.
 pub fn check_source(code: &str, rules: &JsRules) -> Vec<Violation> {
     if code.len() > MAX_SOURCE_BYTES {
-        return vec![Violation {
-            rule: "source_too_large".into(),
-            detail: format!(
-                "{} bytes; the checker reads at most {MAX_SOURCE_BYTES}",
-                code.len()
-            ),
-            line: 0,
-            column: 0,
-        }];
+        return vec![Violation::source_too_large(code.len(), MAX_SOURCE_BYTES)];
     }
     let lines = LineIndex::new(code);
     let mut out = Vec::new();

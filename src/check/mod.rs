@@ -91,6 +91,19 @@ pub struct Violation {
     pub column: u32,
 }
 
+impl Violation {
+    /// The one violation of a source longer than a checker reads (`limit` bytes): nothing of
+    /// it is parsed.
+    pub fn source_too_large(len: usize, limit: usize) -> Violation {
+        Violation {
+            rule: "source_too_large".into(),
+            detail: format!("{len} bytes; the checker reads at most {limit}"),
+            line: 0,
+            column: 0,
+        }
+    }
+}
+
 /// Decide whether `action` may run under `policy`. Apply the action's hints to the policy
 /// first ([`crate::contract::apply_hints`]) so a tightened language list counts.
 pub fn check_action(action: &Action, policy: &Policy) -> Decision {

@@ -159,15 +159,7 @@ pub fn check_source_for_version(
 
 fn check_source_for(code: &str, rules: &CheckRules, version: PythonVersion) -> Vec<Violation> {
     if code.len() > MAX_SOURCE_BYTES {
-        return vec![Violation {
-            rule: "source_too_large".into(),
-            detail: format!(
-                "{} bytes; the checker reads at most {MAX_SOURCE_BYTES}",
-                code.len()
-            ),
-            line: 0,
-            column: 0,
-        }];
+        return vec![Violation::source_too_large(code.len(), MAX_SOURCE_BYTES)];
     }
     let lines = LineIndex::new(code);
     let mut out = Vec::new();
