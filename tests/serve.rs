@@ -358,17 +358,6 @@ fn sessions_cannot_see_signal_read_or_stall_each_other() {
             "{who:?}"
         );
         assert!(h1.iter().all(|p| alive(*p)), "{who:?}: S1's processes died");
-        // S1 busy until the test says so; S2 is served meanwhile.
-        let busy = s.io().send(json!({"op": "session_exec", "session": s1,
-            "code": "n = 0\nwhile signal.SIGUSR1 not in signal.sigpending():\n    n += 1\nsignal.sigwait([signal.SIGUSR1])\nn > 0"}));
-        for i in 0..3 {
-            let rec = s.io().exec_ok(&s2, &format!("{i} * 7"));
-            assert_eq!(rec["value"], json!((i * 7).to_string()));
-        }
-        assert!(
-            s.io().try_take(&busy).is_none(),
-            "{who:?}: S1's call ended before it was released; the test proves nothing"
-        );
         let runner = h1
             .iter()
             .find(|p| {
@@ -377,6 +366,29 @@ fn sessions_cannot_see_signal_read_or_stall_each_other() {
             })
             .copied()
             .unwrap_or(h1[0]);
+        // S1 busy until the test says so; S2 is served meanwhile.
+        let busy = s.io().send(json!({"op": "session_exec", "session": s1,
+            "code": "n = 0\nwhile signal.SIGUSR1 not in signal.sigpending():\n    n += 1\nsignal.sigwait([signal.SIGUSR1])\nn > 0"}));
+        // Only once S1's runner is spinning is S1 busy: a call still on its way to the runner
+        // would let S2's calls pass without proving anything (and the signal would arrive
+        // before the loop, which a loaded CI machine showed).
+        let ticks = serve_harness::cpu_ticks(runner.0).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while serve_harness::cpu_ticks(runner.0).unwrap_or(0) < ticks + 5 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{who:?}: S1's call never started spinning"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        for i in 0..3 {
+            let rec = s.io().exec_ok(&s2, &format!("{i} * 7"));
+            assert_eq!(rec["value"], json!((i * 7).to_string()));
+        }
+        assert!(
+            s.io().try_take(&busy).is_none(),
+            "{who:?}: S1's call ended before it was released; the test proves nothing"
+        );
         assert!(alive(runner));
         // SAFETY: signalling a process of the server's jail, identified by pid and start time.
         unsafe { libc::kill(runner.0, libc::SIGUSR1) };

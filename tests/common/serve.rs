@@ -77,6 +77,14 @@ pub fn proc_stat(pid: i32) -> Option<(i32, char, u64)> {
     ))
 }
 
+/// CPU time `pid` has used so far (user + system), in clock ticks.
+pub fn cpu_ticks(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.get(s.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split(' ').collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
 /// A process as (pid, starttime): a pid alone could be reused.
 pub type Proc = (i32, u64);
 
