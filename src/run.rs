@@ -121,8 +121,9 @@ pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decis
 pub const JS_ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
 
 /// The plan of a runner jail for `policy` and `language`: the interpreter runs agentjail's
-/// runner for that language, which takes the program from the job pipe. `preload`: import
-/// the policy's preload modules before the job arrives (Python's warm jails, sessions).
+/// runner for that language, which takes the program from the job pipe. `preload`: the jail
+/// starts ahead of its job (Python's warm jails, sessions): import the policy's preload
+/// modules and warm the interpreter before the job arrives.
 /// JavaScript has only the `run` mode. `job`: the files and host inputs of one job (empty
 /// for a pooled jail).
 pub fn runner_plan(
@@ -159,7 +160,7 @@ pub fn runner_plan(
             } else {
                 Vec::new()
             };
-            runner::argv(&i.python, &i.python_args, mode, &modules)
+            runner::argv(&i.python, &i.python_args, mode, preload, &modules)
         }
         Language::JavaScript if mode == runner::Mode::Run => {
             runner::node_argv(&i.node, &i.node_args, policy.limits.memory.0)

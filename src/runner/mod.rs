@@ -84,13 +84,25 @@ impl Mode {
     }
 }
 
-/// The interpreter's argv: the policy's interpreter and flags, the runner, its mode, and the
-/// modules to import before the job arrives.
-pub fn argv(python: &str, python_args: &[String], mode: Mode, preload: &[String]) -> Vec<String> {
+/// The interpreter's argv: the policy's interpreter and flags, the runner, its mode, whether
+/// it starts ahead of its job, and the modules to import before the job arrives.
+///
+/// `ahead`: the jail is started before any job exists (a pool's warm jail, a session), so
+/// the runner also warms the interpreter (a synthetic compile and exec) off the job's
+/// critical path; a jail built for its job (`run`) skips that work, which would only add to
+/// the job's latency.
+pub fn argv(
+    python: &str,
+    python_args: &[String],
+    mode: Mode,
+    ahead: bool,
+    preload: &[String],
+) -> Vec<String> {
     let mut argv = vec![python.to_string()];
     argv.extend(python_args.iter().cloned());
     argv.push(PATH.into());
     argv.push(mode.as_str().into());
+    argv.push(if ahead { "warm" } else { "cold" }.into());
     argv.extend(preload.iter().cloned());
     argv
 }
