@@ -174,7 +174,7 @@ impl StartedJail {
             setup_us,
             ..
         } = self;
-        let outcome =
+        let (outcome, exiting) =
             supervise::supervise(spawned, limits, cgroup.as_ref(), interrupt, io, delivery);
         let run = JailRun {
             outcome,
@@ -182,7 +182,7 @@ impl StartedJail {
             enforcement,
             setup_us,
         };
-        (run, Teardown(cgroup))
+        (run, Teardown(exiting, cgroup))
     }
 
     /// The jail's /app/out, when the plan gives it one.
@@ -227,18 +227,21 @@ impl StartedJail {
             spawned, cgroup, ..
         } = self;
         let outcome = supervise::end(spawned, cgroup.as_ref());
-        (outcome, Teardown(cgroup))
+        (outcome, Teardown(supervise::Exiting::none(), cgroup))
     }
 }
 
-/// What is left of a finished jail: its cgroup (the processes are gone). Dropping it kills
-/// anything still there and removes the directories; send it to another thread to keep
-/// that off a job's critical path.
-pub struct Teardown(Option<JobCgroup>);
+/// What is left of a finished jail: its init, when it was still exiting (every other process
+/// is gone), and its cgroup. Dropping it reaps init, kills anything still in the cgroup and
+/// removes the directories; send it to another thread to keep that off a job's critical
+/// path.
+pub struct Teardown(supervise::Exiting, Option<JobCgroup>);
 
 impl Drop for Teardown {
     fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
+        // Init first: a cgroup cannot be removed while it still holds a process.
+        drop(std::mem::replace(&mut self.0, supervise::Exiting::none()));
+        if let Some(c) = self.1.as_mut() {
             c.kill_all();
             let _ = c.remove();
         }

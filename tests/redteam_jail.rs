@@ -732,3 +732,97 @@ fn program_cannot_forge_a_resource_stop() {
         );
     }
 }
+
+/// Init's final report (the program's wait status, CPU time and peak memory, see
+/// src/jail/child.rs) is what the record's verdict fields come from once init has reaped the
+/// jail. The program tries to plant a forged one, claiming a clean exit that used no CPU:
+/// through the pipe's fd number (closed at its exec), through init's /proc entry (init is
+/// non-dumpable), and by brute force over every fd number it could hold (the runner's reply
+/// pipe, fd 4, takes the bytes: it is informational by design). Then it burns CPU
+/// and exits 3: the record must say exactly that.
+#[test]
+fn init_report_cannot_be_forged() {
+    let code = r#"
+import os, struct, time
+forged = struct.pack("=iQQ", 0, 0, 0)
+tried = []
+for fd in range(3, 64):
+    try:
+        os.write(fd, forged)
+        # fd 4 is the runner's reply pipe: the program may write there by design (its
+        # reports are informational); the forged bytes go in anyway.
+        if fd != 4:
+            tried.append("BREACH wrote fd %d" % fd)
+    except OSError:
+        pass
+for path in ["/proc/1/fd/7", "/proc/1/fd/5", "/proc/1/fd/6"]:
+    try:
+        fd = os.open(path, os.O_WRONLY)
+        os.write(fd, forged)
+        tried.append("BREACH " + path)
+    except OSError:
+        pass
+end = time.process_time() + 0.3
+while time.process_time() < end:
+    pass
+print("START", tried)
+raise SystemExit(3)
+"#;
+    let action = serde_json::json!({
+        "id": "forge-init-report", "language": "python", "entrypoint": "main.py",
+        "code": code, "input_payload": {},
+    });
+    // The default jail with the static check opened up (os, struct, time), so the attack
+    // reaches the kernel.
+    let policy = shared_file(
+        "forge-init-report.toml",
+        r#"version = 1
+name = "forge-init-report"
+description = "tests/redteam_jail.rs"
+[check]
+allowed_imports = ["os", "struct", "time"]
+denied_calls = []
+denied_names = []
+denied_attributes = []
+deny_dunder = false
+[interpreter]
+python_args = ["-I", "-S", "-B", "-X", "utf8"]
+[limits]
+wall_time_ms = 10000
+cpu_time_ms = 10000
+[seccomp]
+allow_groups = [
+  "basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
+  "signals", "time", "sleep", "poll", "pipes", "exec", "system_info",
+]
+[cgroup]
+requirement = "best_effort"
+"#,
+    );
+    let policy = policy.to_str().unwrap();
+    for who in variants() {
+        let r = run_as(
+            who,
+            &["--policy", policy],
+            action.to_string().as_bytes(),
+            None,
+        );
+        let e = &r.record["execution"];
+        let stdout = e["stdout"].as_str().unwrap_or_default();
+        assert!(
+            stdout.contains("START"),
+            "{who:?}: did not run: {}",
+            r.record
+        );
+        assert!(!stdout.contains("BREACH"), "{who:?}: {stdout}");
+        assert_eq!(e["exit_code"], 3, "{who:?}: {}", r.record);
+        assert_eq!(r.stop_reason(), "code_runtime_error:3", "{who:?}");
+        let cpu = e["cpu_ms"].as_u64().unwrap_or(0);
+        assert!(cpu >= 250, "{who:?}: cpu_ms {cpu}: {}", r.record);
+        assert!(
+            e["peak_memory_bytes"].as_u64().unwrap_or(0) > 1 << 20,
+            "{who:?}: {}",
+            r.record
+        );
+    }
+}

@@ -47,6 +47,44 @@ const REPORT_FD: RawFd = 5;
 const SYNC_FD: RawFd = 6;
 const STATUS_FD: RawFd = 7;
 
+/// What init reports when the jail is over: the program's raw wait status, and the CPU time
+/// and peak RSS of everything init reaped. Fixed-size, native-endian, written at once (a pipe
+/// write under PIPE_BUF is atomic, so the supervisor reads all of it or nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InitReport {
+    pub status: i32,
+    pub cpu_us: u64,
+    pub max_rss_bytes: u64,
+}
+
+impl InitReport {
+    pub const LEN: usize = 20;
+
+    fn add(&mut self, r: &sys::Reaped) {
+        self.cpu_us = self.cpu_us.saturating_add(r.cpu_us);
+        self.max_rss_bytes = self.max_rss_bytes.max(r.max_rss_bytes);
+    }
+
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[..4].copy_from_slice(&self.status.to_ne_bytes());
+        b[4..12].copy_from_slice(&self.cpu_us.to_ne_bytes());
+        b[12..].copy_from_slice(&self.max_rss_bytes.to_ne_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Option<InitReport> {
+        if b.len() != Self::LEN {
+            return None;
+        }
+        Some(InitReport {
+            status: i32::from_ne_bytes(b[..4].try_into().ok()?),
+            cpu_us: u64::from_ne_bytes(b[4..12].try_into().ok()?),
+            max_rss_bytes: u64::from_ne_bytes(b[12..].try_into().ok()?),
+        })
+    }
+}
+
 /// Test-only fault injection (`--features fault-injection`): fail `stage` on purpose with
 /// EIO, so the tests can show every stage's failure is reported and leaves nothing behind.
 /// Without the feature `p.fault` is always None.
@@ -302,19 +340,34 @@ fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
     // init, covers the whole jail. Had init just exited, the kernel would have killed the
     // rest and discarded their accounting (a dying namespace reaps its orphans itself).
     // The supervisor ends a run it stops the same way: it kills the program, not init.
+    //
+    // Once everything is reaped, init reports the program's wait status and the kernel's
+    // account of the jail (the sum of what wait4 returned for each reaped child: their CPU
+    // time, and the largest peak RSS) in one 20-byte write, then exits. The supervisor can
+    // answer from that report without waiting for init's own exit, whose tear-down of the
+    // namespaces (the mount tree, the network namespace) takes most of a millisecond; init
+    // is reaped off the job's critical path. The report is as trustworthy as the wait
+    // status always was: the kernel's figures, relayed by agentjail's own init, which the
+    // program cannot reach (non-dumpable, its own filter, the pipe closed at the program's
+    // exec).
     let mut program_status = None;
+    let mut report = InitReport::default();
     loop {
         match sys::wait_any() {
-            Ok((pid, status)) if pid == program => {
-                program_status = Some(status);
-                let _ = sys::kill(-1, libc::SIGKILL);
+            Ok(r) => {
+                report.add(&r);
+                if r.pid == program {
+                    program_status = Some(r.status);
+                    let _ = sys::kill(-1, libc::SIGKILL);
+                }
             }
             Err(libc::ECHILD) => break,
-            _ => {}
+            Err(_) => {}
         }
     }
     if let Some(status) = program_status {
-        let _ = sys::write_all(STATUS_FD, &status.to_ne_bytes());
+        report.status = status;
+        let _ = sys::write_all(STATUS_FD, &report.encode());
     }
     sys::exit_now(0)
 }

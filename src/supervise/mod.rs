@@ -13,6 +13,7 @@
 pub mod capped;
 
 use crate::jail::cgroup::JobCgroup;
+use crate::jail::child::InitReport;
 use crate::jail::spawn::Spawned;
 use crate::jail::{seccomp, sys};
 use crate::plan::SuperviseLimits;
@@ -283,7 +284,8 @@ const P_SIGNAL: usize = 5;
 const P_PASSTHROUGH: usize = 6;
 const P_JOB: usize = 7;
 const P_REPLY: usize = 8;
-const POLL_FDS: usize = 9;
+const P_STATUS: usize = 9;
+const POLL_FDS: usize = 10;
 
 /// The loop's state between polls.
 struct Loop<'a, 'io> {
@@ -304,6 +306,10 @@ struct Loop<'a, 'io> {
     out_open: bool,
     err_open: bool,
     exited: bool,
+    /// Init's final report (see child.rs, init): the jail is over, everything in it reaped;
+    /// init itself may still be exiting.
+    init_report: Option<InitReport>,
+    status_open: bool,
     listener_live: bool,
     ncpu: u64,
     next_cpu_check: Instant,
@@ -317,8 +323,10 @@ struct Loop<'a, 'io> {
     stop: Option<Stop>,
 }
 
-/// Run the loop until the jail's init exits, a limit is crossed, or agentjail is asked to
-/// stop. The jail is always dead and reaped when this returns.
+/// Run the loop until the jail is over (init's report, or its exit), a limit is crossed, or
+/// agentjail is asked to stop. Every process of the jail but init is dead and reaped when
+/// this returns. Init is reaped too, unless it reported the end of the jail and is still
+/// exiting: then its pidfd is returned, for [`Exiting`] to reap off the job's critical path.
 pub fn supervise(
     sp: Spawned,
     limits: &SuperviseLimits,
@@ -326,14 +334,40 @@ pub fn supervise(
     interrupt: Option<Interrupt<'_>>,
     io: Io<'_>,
     delivery: Delivery,
-) -> Outcome {
+) -> (Outcome, Exiting) {
     let mut sp = sp;
     // The feeds own the write ends: dropping one is the program's EOF on it.
     let stdin = sp.stdin.take();
     let job = sp.job.take();
     let mut l = Loop::new(&sp, (stdin, job), limits, cg, interrupt, io, delivery);
     l.run();
-    l.finish()
+    let (outcome, init_left) = l.finish(true);
+    (outcome, Exiting(init_left.then_some(sp.pidfd)))
+}
+
+/// A jail's init that reported the jail over and is exiting (its namespaces being torn down).
+/// Dropping it waits for that exit and reaps init, killing it if it has not ended within
+/// [`END_GRACE`] (it cannot run anything any more: it is past its last syscall but exit).
+pub struct Exiting(Option<OwnedFd>);
+
+impl Exiting {
+    pub fn none() -> Exiting {
+        Exiting(None)
+    }
+}
+
+impl Drop for Exiting {
+    fn drop(&mut self) {
+        let Some(init) = self.0.take() else {
+            return;
+        };
+        let fd = init.as_raw_fd();
+        let grace = END_GRACE.as_millis() as i32;
+        if !sys::poll_one(fd, libc::POLLIN, grace).is_ok_and(|r| r & libc::POLLIN != 0) {
+            let _ = sys::pidfd_send_signal(fd, libc::SIGKILL);
+        }
+        let _ = sys::waitid_pidfd(fd, libc::WEXITED);
+    }
 }
 
 /// End a jail that is no longer wanted (an unused warm jail, a closed session): kill it as
@@ -354,7 +388,7 @@ pub fn end(sp: Spawned, cg: Option<&JobCgroup>) -> Outcome {
     };
     let mut l = Loop::new(&sp, (None, None), &limits, cg, None, io, Delivery::now());
     l.closing = true;
-    l.finish()
+    l.finish(false).0
 }
 
 /// How a session call ended.
@@ -412,7 +446,7 @@ pub fn call(
             return CallEnd::Done(l.end_call());
         }
     }
-    CallEnd::Ended(l.finish())
+    CallEnd::Ended(l.finish(false).0)
 }
 
 impl<'a, 'io> Loop<'a, 'io> {
@@ -480,6 +514,8 @@ impl<'a, 'io> Loop<'a, 'io> {
             out_open: true,
             err_open: true,
             exited: false,
+            init_report: None,
+            status_open: true,
             listener_live: true,
             ncpu,
             next_cpu_check,
@@ -495,7 +531,7 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// Check the deadlines, poll, handle what is ready; until the jail exits, a limit or an
     /// interrupt stops it, or (session calls) the runner reports the call done.
     fn run(&mut self) {
-        while !self.exited && self.stop.is_none() && !self.done {
+        while !self.exited && self.init_report.is_none() && self.stop.is_none() && !self.done {
             let Some(timeout) = self.check_deadlines() else {
                 break;
             };
@@ -565,6 +601,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             pf(self.stdin.passthrough_fd(), libc::POLLIN),
             pf(writable(&self.job), libc::POLLOUT),
             pf(reply, libc::POLLIN),
+            pf(open(self.status_open, &sp.status), libc::POLLIN),
         ]
     }
 
@@ -612,8 +649,24 @@ impl<'a, 'io> Loop<'a, 'io> {
         if readable(P_REPLY) {
             self.read_replies();
         }
+        if readable(P_STATUS) {
+            self.read_init_report();
+        }
         if fds[P_PIDFD].revents & libc::POLLIN != 0 {
             self.exited = true;
+        }
+    }
+
+    /// Init's report, when init has written it (all of it: one atomic write), or EOF.
+    fn read_init_report(&mut self) {
+        let mut raw = [0u8; InitReport::LEN];
+        match sys::read(self.sp.status.as_raw_fd(), &mut raw) {
+            Ok(n) => {
+                self.init_report = InitReport::decode(&raw[..n]);
+                self.status_open = false;
+            }
+            Err(libc::EAGAIN | libc::EINTR) => {}
+            Err(_) => self.status_open = false,
         }
     }
 
@@ -721,25 +774,45 @@ impl<'a, 'io> Loop<'a, 'io> {
     }
 
     /// End the jail if it still runs, reap it, drain the pipes and read the kernel's account.
-    fn finish(mut self) -> Outcome {
+    /// `may_leave_init`: when init reported the jail over on its own, leave init to finish
+    /// exiting (the returned flag says so) instead of waiting for it here.
+    fn finish(mut self, may_leave_init: bool) -> (Outcome, bool) {
         let mut usage_partial = false;
-        if self.stop.is_some() || !self.exited || self.closing {
+        let init_left = may_leave_init
+            && self.init_report.is_some()
+            && self.stop.is_none()
+            && !self.closing
+            && !self.exited;
+        if !init_left && (self.stop.is_some() || !self.exited || self.closing) {
             usage_partial = !self.end_jail();
         }
         self.stdin.fd = None;
         self.job.fd = None;
-        let waited = sys::waitid_pidfd(self.sp.pidfd.as_raw_fd(), libc::WEXITED)
-            .ok()
-            .flatten();
+        let waited = if init_left {
+            None
+        } else {
+            sys::waitid_pidfd(self.sp.pidfd.as_raw_fd(), libc::WEXITED)
+                .ok()
+                .flatten()
+        };
         let wall_elapsed = self.start.elapsed();
         self.drain_rest();
         while self.reply_open {
             self.read_replies();
         }
+        if self.init_report.is_none() && self.status_open {
+            // Init is dead: its report is in the pipe, or it never wrote one (EOF).
+            self.read_init_report();
+        }
         let (exit_code, signal) = self.exit_status(waited);
         let stats = self.cg.map(|c| c.stats()).unwrap_or_default();
-        // The kernel's account of init, which has reaped everything else in the jail.
-        let (rusage_cpu_us, rusage_rss) = waited.map_or((0, 0), |w| (w.cpu_us, w.max_rss_bytes));
+        // The kernel's account of everything init reaped: from init's report, or from init's
+        // own rusage when it was reaped here (which covers the same children).
+        let (rusage_cpu_us, rusage_rss) = match (waited, self.init_report) {
+            (Some(w), _) => (w.cpu_us, w.max_rss_bytes),
+            (None, Some(r)) => (r.cpu_us, r.max_rss_bytes),
+            (None, None) => (0, 0),
+        };
         let cpu_us = stats
             .cpu_usage_us
             .unwrap_or(rusage_cpu_us)
@@ -750,7 +823,7 @@ impl<'a, 'io> Loop<'a, 'io> {
         {
             self.stop = Some(Stop::CpuLimit);
         }
-        Outcome {
+        let outcome = Outcome {
             exit_code,
             signal,
             stop: self.stop,
@@ -764,7 +837,8 @@ impl<'a, 'io> Loop<'a, 'io> {
             stderr: self.stderr,
             replies: self.replies,
             usage_partial: usage_partial && stats.cpu_usage_us.is_none(),
-        }
+        };
+        (outcome, init_left)
     }
 
     /// End a jail that is still running; true when its init ended it (the kernel's account
@@ -825,11 +899,7 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// The program's own wait status, from init; without it (init was killed, which kills
     /// the program too), init's.
     fn exit_status(&self, waited: Option<sys::Waited>) -> (Option<i32>, Option<i32>) {
-        let mut raw = [0u8; 4];
-        let program = match sys::read(self.sp.status.as_raw_fd(), &mut raw) {
-            Ok(4) => Some(i32::from_ne_bytes(raw)),
-            _ => None,
-        };
+        let program = self.init_report.map(|r| r.status);
         match (program, waited) {
             (Some(s), _) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
             (Some(s), _) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),

@@ -148,12 +148,32 @@ pub fn waitid_pidfd(pidfd: RawFd, options: i32) -> SysResult<Option<Waited>> {
     }))
 }
 
-/// wait4(-1, __WALL) for any child: (pid, raw status). The jail's init reaps with it.
-pub fn wait_any() -> SysResult<(libc::pid_t, libc::c_int)> {
+/// One child reaped by [`wait_any`]: its pid, raw wait status, and the kernel's account of
+/// it (its own usage and that of every descendant it reaped).
+#[derive(Debug, Clone, Copy)]
+pub struct Reaped {
+    pub pid: libc::pid_t,
+    pub status: libc::c_int,
+    /// ru_utime + ru_stime in microseconds.
+    pub cpu_us: u64,
+    /// ru_maxrss in bytes.
+    pub max_rss_bytes: u64,
+}
+
+/// wait4(-1, __WALL) for any child, with its rusage. The jail's init reaps with it.
+pub fn wait_any() -> SysResult<Reaped> {
     let mut status: libc::c_int = 0;
-    // SAFETY: wait4 with valid storage for the status and no rusage.
-    let r = unsafe { libc::wait4(-1, &mut status, libc::__WALL, std::ptr::null_mut()) };
-    check(r).map(|pid| (pid, status))
+    // SAFETY: a zeroed rusage is valid storage for the kernel to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 with valid storage for the status and the rusage.
+    let r = unsafe { libc::wait4(-1, &mut status, libc::__WALL, &mut ru) };
+    let tv_us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    check(r).map(|pid| Reaped {
+        pid,
+        status,
+        cpu_us: tv_us(ru.ru_utime) + tv_us(ru.ru_stime),
+        max_rss_bytes: (ru.ru_maxrss.max(0) as u64).saturating_mul(1024),
+    })
 }
 
 /// Fork, run `probe` in the child (it must make only raw syscalls and return 0 or an errno),
