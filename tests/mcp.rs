@@ -268,46 +268,6 @@ fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots() {
 
 // ------------------------------------------------------------ the client killed mid-run
 
-/// Host pids whose parent chain reaches `ancestor`.
-fn descendants(ancestor: u32) -> Vec<u32> {
-    let mut parent = std::collections::HashMap::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Some(pp) = stat_field(pid, 1).and_then(|s| s.parse::<u32>().ok()) {
-            parent.insert(pid, pp);
-        }
-    }
-    let mut out = Vec::new();
-    for &pid in parent.keys() {
-        let mut p = pid;
-        for _ in 0..64 {
-            match parent.get(&p) {
-                Some(&pp) if pp == ancestor => {
-                    out.push(pid);
-                    break;
-                }
-                Some(&pp) if pp > 1 => p = pp,
-                _ => break,
-            }
-        }
-    }
-    out
-}
-
-/// Field `n` after the command name of /proc/<pid>/stat (0: state, 1: ppid).
-fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    rest.split(' ').nth(n).map(String::from)
-}
-
-/// Alive: present and not a zombie.
-fn alive(pid: u32) -> bool {
-    stat_field(pid, 0).is_some_and(|s| s != "Z" && s != "X")
-}
-
 /// The server's pid: `agentjail mcp` has exec'd its sibling, agentjail-mcp (same pid).
 fn server_pid(marker: &str) -> Option<u32> {
     let bin = common::agentjail_path()
@@ -396,7 +356,7 @@ fn the_client_killed_mid_run_leaves_no_jail_behind() {
                 wait_bounded(child, Duration::from_secs(5))
             );
             let server = server_pid(&marker).expect("the server process");
-            let jails = descendants(server);
+            let jails = common::descendants(server as i32);
             assert!(
                 !jails.is_empty(),
                 "{who:?}/{api}: no jail process under the server"
@@ -405,13 +365,21 @@ fn the_client_killed_mid_run_leaves_no_jail_behind() {
             child.kill().expect("kill the client");
             let _ = child.wait();
             assert!(
-                wait_until(Duration::from_secs(10), || !alive(server)),
+                wait_until(Duration::from_secs(10), || {
+                    common::proc_stat(server as i32).is_none_or(|(_, s, _)| s == 'Z' || s == 'X')
+                }),
                 "{who:?}/{api}: the server outlived its client"
             );
             let exited_after = t.elapsed();
-            let left: Vec<u32> = jails.iter().copied().filter(|&p| alive(p)).collect();
+            let left: Vec<common::Proc> = jails
+                .iter()
+                .copied()
+                .filter(|&p| common::alive(p))
+                .collect();
             assert!(
-                wait_until(Duration::from_secs(5), || jails.iter().all(|&p| !alive(p))),
+                wait_until(Duration::from_secs(5), || jails
+                    .iter()
+                    .all(|&p| !common::alive(p))),
                 "{who:?}/{api}: jail processes left: {left:?}"
             );
             assert!(
@@ -626,8 +594,10 @@ fn closing_stdin_mid_run_stops_the_job_and_exits() {
     let started = s.recv();
     assert_eq!(started["method"], "notifications/progress", "{started}");
     assert_eq!(started["params"]["progressToken"], "p1");
-    assert!(wait_until(Duration::from_secs(5), || !descendants(server).is_empty()));
-    let jails = descendants(server);
+    assert!(wait_until(Duration::from_secs(5), || {
+        !common::descendants(server as i32).is_empty()
+    }));
+    let jails = common::descendants(server as i32);
     let t = Instant::now();
     drop(s.child.stdin.take());
     let status = loop {
@@ -657,7 +627,10 @@ fn closing_stdin_mid_run_stops_the_job_and_exits() {
         }
     }
     assert_eq!(stop.as_deref(), Some("interrupted:sigterm"));
-    assert!(jails.iter().all(|&p| !alive(p)), "jail processes left");
+    assert!(
+        jails.iter().all(|&p| !common::alive(p)),
+        "jail processes left"
+    );
     assert!(job_cgroups_of(server).is_empty(), "job cgroups left");
     eprintln!(
         "stdin closed: exit 0 after {took:?}, {} jail processes gone",

@@ -582,3 +582,64 @@ pub fn run_as(who: Who, args: &[&str], action: &[u8], address_space: Option<u64>
         launcher_pid,
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Host processes (for the tests that watch what a server leaves behind)
+
+/// (ppid, state, starttime) of a host pid, from /proc/PID/stat.
+pub fn proc_stat(pid: i32) -> Option<(i32, char, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.get(s.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split(' ').collect();
+    Some((
+        f.get(1)?.parse().ok()?,
+        f.first()?.chars().next()?,
+        f.get(19)?.parse().ok()?,
+    ))
+}
+
+/// CPU time `pid` has used so far (user + system), in clock ticks.
+pub fn cpu_ticks(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.get(s.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split(' ').collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// A process as (pid, starttime): a pid alone could be reused.
+pub type Proc = (i32, u64);
+
+/// Whether `p` still runs (a zombie has exited: it holds nothing but its pid).
+pub fn alive(p: Proc) -> bool {
+    matches!(proc_stat(p.0), Some((_, state, start)) if start == p.1 && state != 'Z' && state != 'X')
+}
+
+pub fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Every live descendant of `root` on the host, `root` excluded.
+pub fn descendants(root: i32) -> Vec<Proc> {
+    let mut kids: std::collections::HashMap<i32, Vec<Proc>> = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some((ppid, state, start)) = proc_stat(pid) {
+            if state != 'Z' && state != 'X' {
+                kids.entry(ppid).or_default().push((pid, start));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &(k, s) in kids.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            out.push((k, s));
+            todo.push(k);
+        }
+    }
+    out
+}
