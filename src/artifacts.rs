@@ -64,18 +64,6 @@ pub struct Collected {
     pub skipped_more: u64,
 }
 
-/// Open /app/out of a running jail: `/proc/<init>/root` (the jail's root), then `app/out`
-/// beneath it without following any symlink. Called right after the jail starts.
-pub fn open_out(init_pid: i32) -> Option<OwnedFd> {
-    let root = CString::new(format!("/proc/{init_pid}/root")).ok()?;
-    let root = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0)
-        .ok()
-        .map(sys::owned)?;
-    sys::open_beneath(root.as_raw_fd(), c"app/out")
-        .ok()
-        .map(sys::owned)
-}
-
 /// A name fit to report and write on a host: printable UTF-8, no separator, not `.`/`..`.
 fn good_name(name: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(name).ok()?;

@@ -115,24 +115,18 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
 impl PreparedJail {
     /// clone3 into the namespaces; the child takes its ordered steps and execs the program.
     pub fn start(self) -> Result<StartedJail, JailError> {
-        let spawned = spawn::spawn(&self.prepared, self.cgroup.as_ref())?;
-        // /app/out, opened beneath the jail's root before any job code runs; held so its
-        // files can be read once every process of the jail is gone.
-        let out = if self.has_out {
-            // Through the program (pid 2), not init: init never exec'd, so its memory still
-            // belongs to the host's user namespace and a launcher without privilege there
-            // may not open its root; the program's belongs to the jail's.
-            let pid = spawned.program_pid.unwrap_or(spawned.pid);
-            Some(crate::artifacts::open_out(pid).ok_or_else(|| {
-                JailError::Setup(crate::jail::SetupError::new(
-                    "open /app/out",
-                    None,
-                    "agentjail must be able to open its jail's root through /proc/<pid>/root",
-                ))
-            })?)
-        } else {
-            None
-        };
+        let mut spawned = spawn::spawn(&self.prepared, self.cgroup.as_ref())?;
+        // /app/out, opened beneath the jail's root by the handshake while the program was
+        // stopped before its exec (spawn.rs); held so its files can be read once every
+        // process of the jail is gone.
+        let out = spawned.held_dir.take();
+        if self.has_out && out.is_none() {
+            return Err(JailError::Setup(crate::jail::SetupError::new(
+                "open /app/out",
+                None,
+                "the jail's setup did not hand over /app/out",
+            )));
+        }
         Ok(StartedJail {
             spawned,
             out,

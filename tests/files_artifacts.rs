@@ -816,7 +816,14 @@ fn no_fifo_and_no_terabyte_file_can_be_made_in_the_jail() {
             ],
             b"",
         );
-        assert!(out.stdout.contains("rc=153"), "{who:?}: {}", out.stdout);
+        assert!(
+            out.stdout.contains("rc=153"),
+            "{who:?}: exit {} stdout {:?} stderr {:?} record {}",
+            out.code,
+            out.stdout,
+            out.stderr,
+            std::fs::read_to_string(&rec).unwrap_or_default()
+        );
         let r: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
         assert_eq!(r["artifacts"][0]["bytes"], 0, "{r:#}");
     }
@@ -952,5 +959,57 @@ fn the_plot_example_draws_the_seed_incident() {
             png.len()
         );
         assert_eq!(arts[0]["sha256"], sha_hex(&png));
+    }
+}
+
+/// A program that ends the moment it starts still hands over its /app/out: the directory is
+/// opened while the program is stopped before its exec (src/jail/spawn.rs), not after, when
+/// a program like `true` could already be gone (a loaded machine turned that into
+/// `jail setup failed at open /app/out` for `exec --artifacts-dir`). Many quick runs side
+/// by side make the old race likely; every one must succeed and report its file.
+#[test]
+fn a_program_that_exits_at_once_still_hands_over_its_artifacts() {
+    let p = policy(&[]);
+    let pd = p.display().to_string();
+    for who in variants() {
+        let runs: Vec<_> = (0..4)
+            .map(|t| {
+                let pd = pd.clone();
+                std::thread::spawn(move || {
+                    for i in 0..10 {
+                        let s = scratch("quick");
+                        let rec = s.path().join("r.json");
+                        let (rs, ds) = (
+                            rec.display().to_string(),
+                            s.path().join("out").display().to_string(),
+                        );
+                        let out = agentjail(
+                            who,
+                            &[
+                                "exec",
+                                "--policy",
+                                &pd,
+                                "--record",
+                                &rs,
+                                "--artifacts-dir",
+                                &ds,
+                                "--",
+                                "/bin/sh",
+                                "-c",
+                                "echo x > a.txt",
+                            ],
+                            b"",
+                        );
+                        assert_eq!(out.code, 0, "{who:?} {t}/{i}: {}", out.stderr);
+                        let r: Value =
+                            serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+                        assert_eq!(r["artifacts"][0]["path"], "a.txt", "{who:?}: {r:#}");
+                    }
+                })
+            })
+            .collect();
+        for r in runs {
+            r.join().expect("a quick run failed");
+        }
     }
 }

@@ -32,6 +32,10 @@ pub struct Prepared {
     pub clone_flags: u64,
     /// Give the program agentjail's runner pipes (job at fd 3, reply at fd 4).
     pub runner_fds: bool,
+    /// A directory of the jail (relative to its root) the parent opens during the seccomp
+    /// handover, while the program is stopped before its exec (see spawn.rs): /app/out,
+    /// whose files are collected after the jail is gone.
+    pub hold_dir: Option<CString>,
     pub maps: userns::IdMaps,
 }
 
@@ -169,6 +173,10 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         fault: fault_stage(),
         clone_flags,
         runner_fds: plan.runner_fds,
+        hold_dir: match plan.cwd.strip_prefix('/') {
+            Some(rel) if plan.cwd == crate::plan::APP_OUT => Some(cstring("out dir", rel)?),
+            _ => None,
+        },
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
     })
 }

@@ -4,6 +4,7 @@
 use super::prepared::{fault_name, Prepared};
 use super::report::{self, Stage};
 use super::{cgroup, child, sys, userns, SetupError};
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// The running jail as the supervisor sees it.
@@ -25,6 +26,9 @@ pub struct Spawned {
     pub reply: Option<OwnedFd>,
     /// A pidfd for the program (pid 2): a stop kills it, and init then ends the rest.
     pub program_pidfd: Option<OwnedFd>,
+    /// The plan's `hold_dir` (/app/out), opened beneath the jail's root before the program
+    /// could run (and so before it could have exited).
+    pub held_dir: Option<OwnedFd>,
     /// Taken just before clone3: nothing in the jail can have run on a CPU before this.
     pub cloned_at: std::time::Instant,
 }
@@ -157,7 +161,11 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         sync: &sync.0,
     };
     match handshake.run(attach, cgroup_fd.is_some()) {
-        Ok((listener, program)) => Ok(Spawned {
+        Ok(Handover {
+            listener,
+            program,
+            held_dir,
+        }) => Ok(Spawned {
             pid,
             pidfd,
             stdin: Some(stdin.0),
@@ -166,6 +174,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             listener,
             program_pid: program.as_ref().map(|(pid, _)| *pid),
             program_pidfd: program.map(|(_, fd)| fd),
+            held_dir,
             status: status.0,
             job,
             reply,
@@ -178,9 +187,13 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
     }
 }
 
-/// What the handshake takes over from the child: the seccomp listener, and the program's
-/// pid and a pidfd for it.
-type Handover = (Option<OwnedFd>, Option<(i32, OwnedFd)>);
+/// What the handshake takes over from the child: the seccomp listener, the program's pid and
+/// a pidfd for it, and the plan's held directory.
+struct Handover {
+    listener: Option<OwnedFd>,
+    program: Option<(i32, OwnedFd)>,
+    held_dir: Option<OwnedFd>,
+}
 
 /// clone3 into the new namespaces; the child runs `child::run` and never returns here.
 fn clone_child(
@@ -222,6 +235,28 @@ fn clone_hint(errno: i32) -> &'static str {
         libc::EUSERS => "too many nested user namespaces",
         _ => "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
     }
+}
+
+/// Open `rel` beneath the root of process `pid` (no symlink, no `..` out of it).
+///
+/// Through the program (pid 2), not init: init never execs, so its memory still belongs to
+/// the host's user namespace and, being non-dumpable, its root may be opened only with
+/// CAP_SYS_PTRACE there, which an unprivileged launcher lacks. The program is dumpable and
+/// stopped before its exec while this runs.
+fn open_beneath_root(pid: i32, rel: &CString) -> Result<OwnedFd, SetupError> {
+    let fail = |e| {
+        SetupError::new(
+            format!("open /{}", rel.to_string_lossy()),
+            Some(e),
+            "agentjail must be able to open its jail's root through /proc/<pid>/root",
+        )
+    };
+    let root = CString::new(format!("/proc/{pid}/root")).map_err(|_| fail(libc::EINVAL))?;
+    let root = sys::open(&root, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(fail)?;
+    let root = sys::owned(root);
+    sys::open_beneath(root.as_raw_fd(), rel)
+        .map(sys::owned)
+        .map_err(fail)
 }
 
 /// The parent's half of the setup, talking to the child over the sync and report pipes.
@@ -278,8 +313,11 @@ impl Handshake<'_> {
 
     /// Reports until EOF (the exec happened): the listener handover, or a setup failure.
     fn read_reports(&self, released: sys::SysResult<()>) -> Result<Handover, SetupError> {
-        let mut listener = None;
-        let mut program = None;
+        let mut h = Handover {
+            listener: None,
+            program: None,
+            held_dir: None,
+        };
         loop {
             let mut msg = [0u8; report::MSG_LEN];
             let n = sys::read(self.report.as_raw_fd(), &mut msg)
@@ -288,7 +326,7 @@ impl Handshake<'_> {
                 if let Err(e) = released {
                     return Err(SetupError::new("release child", Some(e), ""));
                 }
-                return Ok((listener, program)); // EOF: execve happened
+                return Ok(h); // EOF: execve happened
             }
             if n != report::MSG_LEN {
                 return Err(SetupError::new(
@@ -302,8 +340,15 @@ impl Handshake<'_> {
                 return Err(self.child_error(kind >> 8, a, b));
             }
             let (gpid, gfd, fd) = self.take_listener(a as i32)?;
-            program = Some((gpid, gfd));
-            listener = Some(fd);
+            // The program waits for our ack before it execs: it cannot have run, let alone
+            // exited, so its root is there to open. (Opened after the exec, a program that
+            // finishes at once, like `exec -- true`, could be gone first: a loaded machine
+            // showed it.)
+            if let Some(dir) = &self.p.hold_dir {
+                h.held_dir = Some(open_beneath_root(gpid, dir)?);
+            }
+            h.program = Some((gpid, gfd));
+            h.listener = Some(fd);
             self.send(b"a", "ack listener")?;
         }
     }
