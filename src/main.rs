@@ -98,10 +98,7 @@ fn run(
             return ExitStatus::Error;
         }
     };
-    let audit = audit_log.or_else(|| {
-        let log = &loaded.policy.audit.log;
-        (!log.is_empty()).then(|| log.into())
-    });
+    let audit = loaded.audit_log(audit_log);
     let options = match run_options(&loaded, flags) {
         Ok(o) => o,
         Err(e) => {

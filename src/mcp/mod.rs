@@ -101,10 +101,7 @@ pub fn serve(args: McpArgs) -> i32 {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
-    let audit = args.audit_log.clone().or_else(|| {
-        let log = &args.engine.policy.policy.audit.log;
-        (!log.is_empty()).then(|| log.into())
-    });
+    let audit = args.engine.policy.audit_log(args.audit_log.clone());
     let engine = match Engine::start(args.engine) {
         Ok(e) => e,
         Err(e) => {

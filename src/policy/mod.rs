@@ -773,6 +773,17 @@ pub struct LoadedPolicy {
     pub sha256: String,
 }
 
+impl LoadedPolicy {
+    /// Where records are appended: the `--audit-log` flag when given, else the policy's
+    /// `audit.log`, else nowhere.
+    pub fn audit_log(&self, flag: Option<std::path::PathBuf>) -> Option<std::path::PathBuf> {
+        flag.or_else(|| {
+            let log = &self.policy.audit.log;
+            (!log.is_empty()).then(|| log.into())
+        })
+    }
+}
+
 /// Why a policy could not be loaded. Display names the file, line, column and key, then a
 /// hint saying what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -290,10 +290,7 @@ pub fn serve(args: ServeArgs) -> i32 {
         },
         None => None,
     };
-    let audit = args.audit_log.clone().or_else(|| {
-        let log = &args.engine.policy.policy.audit.log;
-        (!log.is_empty()).then(|| log.into())
-    });
+    let audit = args.engine.policy.audit_log(args.audit_log.clone());
     let engine = match Engine::start(args.engine) {
         Ok(e) => e,
         Err(e) => {
