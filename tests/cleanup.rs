@@ -2,6 +2,8 @@
 //! run ends, agentjail itself being signalled or SIGKILLed included. And 50 concurrent
 //! jails on 2 cores with separate records, /tmp and cgroups.
 
+mod common;
+
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -89,21 +91,10 @@ fn cgroups_of(pids: &[u32]) -> BTreeSet<String> {
 }
 
 fn host_state() -> HostState {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .map(|l| l.split(' ').skip(3).take(2).collect::<Vec<_>>().join(" "))
-        .collect();
-    let tmp = ["/tmp", "/dev/shm", "/var/tmp"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
-        .map(|e| e.path().display().to_string())
-        .filter(|p| p.contains("agentjail"))
-        .collect();
     HostState {
-        mounts,
+        mounts: common::mount_points(),
         cgroups: cgroups(),
-        tmp,
+        tmp: common::agentjail_temp_entries(|_| true),
     }
 }
 

@@ -643,3 +643,27 @@ pub fn descendants(root: i32) -> Vec<Proc> {
     }
     out
 }
+
+/// Every mount of this process's namespace, as "mount-point fs-root" pairs (mountinfo fields
+/// 4 and 5): compared before and after, a mount agentjail left behind shows up.
+pub fn mount_points() -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').skip(3).take(2).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// Entries under /tmp, /dev/shm and /var/tmp whose name says agentjail and that `keep`
+/// accepts (by name), as paths.
+pub fn agentjail_temp_entries(keep: impl Fn(&str) -> bool) -> std::collections::BTreeSet<String> {
+    ["/tmp", "/dev/shm", "/var/tmp"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.contains("agentjail") && keep(&n)
+        })
+        .map(|e| e.path().display().to_string())
+        .collect()
+}

@@ -143,21 +143,10 @@ pub struct HostState {
 const HARNESS_PREFIXES: &[&str] = &["agentjail-attack-", "agentjail-fa-", "ajserve-"];
 
 pub fn host_state() -> HostState {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .map(|l| l.split(' ').skip(3).take(2).collect::<Vec<_>>().join(" "))
-        .collect();
-    let tmp = ["/tmp", "/dev/shm", "/var/tmp"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.contains("agentjail") && !HARNESS_PREFIXES.iter().any(|p| n.starts_with(p))
-        })
-        .map(|e| e.path().display().to_string())
-        .collect();
-    HostState { mounts, tmp }
+    HostState {
+        mounts: common::mount_points(),
+        tmp: common::agentjail_temp_entries(|n| !HARNESS_PREFIXES.iter().any(|p| n.starts_with(p))),
+    }
 }
 
 /// Job cgroups of the agentjail process `pid` (`agentjail-<pid>-<run>`), in every hierarchy.
