@@ -271,12 +271,8 @@ impl JailSource for ColdStart {
         job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         let t = Instant::now();
-        let plan = runner_plan(policy, language, runner::Mode::Run, false, job).map_err(|e| {
-            JailError::Unavailable {
-                control: "plan".into(),
-                detail: e,
-            }
-        })?;
+        let plan = runner_plan(policy, language, runner::Mode::Run, false, job)
+            .map_err(JailError::plan)?;
         let jail = crate::launch::prepare(&plan)?.start()?;
         Ok(Acquired {
             jail,

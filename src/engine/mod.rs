@@ -505,40 +505,35 @@ impl JailSource for Engine {
             .runners
             .iter()
             .find(|r| r.language == language)
-            .ok_or_else(|| JailError::Unavailable {
-                control: "plan".into(),
-                detail: format!("this engine's policy does not execute {}", language.name()),
+            .ok_or_else(|| {
+                JailError::plan(format!(
+                    "this engine's policy does not execute {}",
+                    language.name()
+                ))
             })?;
-        if !job.is_empty() {
+        let plan = if job.is_empty() {
+            if let Some(pool) = &runner.pool {
+                // Nothing ready: a refill under way is served first (pool.rs); a jail never
+                // takes longer than READY_TIMEOUT to start, or it fails and is no longer
+                // waited on.
+                if let Some((jail, _idle)) = pool.take_or_wait(pool::READY_TIMEOUT) {
+                    return Ok(Acquired {
+                        jail,
+                        start: Start::Warm,
+                        ready: true,
+                        wait_us: t.elapsed().as_micros() as u64,
+                    });
+                }
+            }
+            Arc::clone(&runner.plan)
+        } else {
             // Inputs live in the jail's root, built before its processes: such a job gets a
             // jail built for it.
-            let plan = run::runner_plan(policy, language, Mode::Run, true, job).map_err(|e| {
-                JailError::Unavailable {
-                    control: "plan".into(),
-                    detail: e,
-                }
-            })?;
-            let jail = self.spawner.start(Arc::new(plan))?;
-            return Ok(Acquired {
-                jail,
-                start: Start::Cold,
-                ready: true,
-                wait_us: t.elapsed().as_micros() as u64,
-            });
-        }
-        if let Some(pool) = &runner.pool {
-            // Nothing ready: a refill under way is served first (pool.rs); a jail never
-            // takes longer than READY_TIMEOUT to start, or it fails and is no longer waited on.
-            if let Some((jail, _idle)) = pool.take_or_wait(pool::READY_TIMEOUT) {
-                return Ok(Acquired {
-                    jail,
-                    start: Start::Warm,
-                    ready: true,
-                    wait_us: t.elapsed().as_micros() as u64,
-                });
-            }
-        }
-        let jail = self.spawner.start(Arc::clone(&runner.plan))?;
+            let plan = run::runner_plan(policy, language, Mode::Run, true, job)
+                .map_err(JailError::plan)?;
+            Arc::new(plan)
+        };
+        let jail = self.spawner.start(plan)?;
         Ok(Acquired {
             jail,
             start: Start::Cold,

@@ -112,6 +112,14 @@ impl std::fmt::Display for JailError {
 }
 
 impl JailError {
+    /// The jail's plan could not be made for this job (`sandbox_unavailable:plan`).
+    pub fn plan(detail: impl Into<String>) -> JailError {
+        JailError::Unavailable {
+            control: "plan".into(),
+            detail: detail.into(),
+        }
+    }
+
     /// What could not be enforced: the control, or `setup` when setup failed. The record's
     /// stop reason is `sandbox_unavailable:<this>`.
     pub fn unavailable_control(&self) -> &str {
