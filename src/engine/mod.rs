@@ -222,6 +222,16 @@ impl Engine {
         Ok(engine)
     }
 
+    /// A server front end's engine (`serve`, `mcp`), and where its records are appended:
+    /// `audit_flag` (`--audit-log`), else the policy's audit.log.
+    pub fn start_server(
+        cfg: EngineConfig,
+        audit_flag: Option<PathBuf>,
+    ) -> Result<(Arc<Engine>, Option<PathBuf>), String> {
+        let audit = cfg.policy.audit_log(audit_flag);
+        Ok((Engine::start(cfg)?, audit))
+    }
+
     pub fn policy(&self) -> &LoadedPolicy {
         &self.policy
     }

@@ -101,8 +101,7 @@ pub fn serve(args: McpArgs) -> i32 {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
-    let audit = args.engine.policy.audit_log(args.audit_log.clone());
-    let engine = match Engine::start(args.engine) {
+    let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("agentjail: {e}");

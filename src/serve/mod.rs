@@ -290,8 +290,7 @@ pub fn serve(args: ServeArgs) -> i32 {
         },
         None => None,
     };
-    let audit = args.engine.policy.audit_log(args.audit_log.clone());
-    let engine = match Engine::start(args.engine) {
+    let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("agentjail: {e}");
