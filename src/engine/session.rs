@@ -332,13 +332,14 @@ impl Session {
         r.set("execution", call_execution(c));
         self.call_artifacts(r);
         let detail = json!({"program_wall_us": c.wall_us});
-        if let Some((true, value, _)) = done_report(&c.replies.data) {
-            r.set("value", value);
-            r.phase(Phase::Execute, true, t, detail);
-            return Ok(());
-        }
-        if let Some((false, _, error)) = done_report(&c.replies.data) {
-            r.set("error", error);
+        match done_report(&c.replies.data) {
+            Some((true, value, _)) => {
+                r.set("value", value);
+                r.phase(Phase::Execute, true, t, detail);
+                return Ok(());
+            }
+            Some((false, _, error)) => r.set("error", error),
+            None => {}
         }
         r.phase(Phase::Execute, false, t, detail);
         let stop = crate::run::Stopped {
