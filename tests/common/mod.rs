@@ -509,10 +509,18 @@ pub const fn case(label: &'static str, call: &'static str, stops: &'static [&'st
 }
 
 /// Copy `text` into the shared directory (readable by nobody) as a policy file; its path.
+/// Tests running in parallel write the same name (a policy named by its hash), and an
+/// agentjail may be reading it meanwhile: the text goes to a private name first and is
+/// renamed into place, so no reader ever sees a truncated or half-written file.
 pub fn shared_file(name: &str, text: &str) -> PathBuf {
-    let p = shared().dir.join(name);
-    std::fs::write(&p, text).expect("write shared file");
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = &shared().dir;
+    let p = dir.join(name);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).expect("write shared file");
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::rename(&tmp, &p).expect("rename shared file into place");
     p
 }
 
