@@ -383,7 +383,7 @@ truncate -s 200M sparse.bin
 printf 'x' > "$(printf 'bad\nname')"
 printf 'x' > "$(printf 'esc\033[31mred')"
 mkdir sub && ln -s .. sub/loop
-( sleep 0.3; echo late > late.txt ) &
+( sleep 2; echo late > late.txt ) &
 exit 0
 "#;
 

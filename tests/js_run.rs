@@ -309,7 +309,7 @@ fn limits_stop_javascript() {
         let t = Instant::now();
         let r = run(who, js_policy(), &spin);
         assert_stop(&r, "code_timeout", "execute");
-        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 
         let flood =
             "const s = \"x\".repeat(1000);\nfor (let i = 0; i < 100; i++) console.log(s);\n";

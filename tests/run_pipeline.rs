@@ -320,14 +320,27 @@ fn unreadable_policy_is_exit_2() {
 fn audit_log_holds_whole_lines_under_fifty_concurrent_runs() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
+    // The default policy's 2 s wall and CPU, raised: 50 jails started at once on a small
+    // machine each get a sliver of it, and this test is about the log's lines, not limits.
+    let policy = dir.path().join("patient.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[limits]\nwall_time_ms = 20000\ncpu_time_ms = 20000\n",
+    )
+    .unwrap();
     let action = serde_json::to_vec(&incident()).unwrap();
     let n = 50; // issue 5: 50 concurrent runs, exactly 50 whole lines
     let handles: Vec<_> = (0..n)
         .map(|_| {
             let log = log.clone();
             let action = action.clone();
+            let policy = policy.clone();
             std::thread::spawn(move || {
-                run_bytes(&action, None, &["--audit-log", log.to_str().unwrap()])
+                run_bytes(
+                    &action,
+                    Some(&policy),
+                    &["--audit-log", log.to_str().unwrap()],
+                )
             })
         })
         .collect();

@@ -158,7 +158,7 @@ async def s_denied_import(c):
 
 async def s_timeout(c):
     code = ("import json\nn = 0\nwhile True:\n    n += 1\n"
-            "    if n % 2000000 == 0:\n        print('tick', n, flush=True)\n")
+            "    if n % 200000 == 0:\n        print('tick', n, flush=True)\n")
     seen = []
 
     async def progress(p, total, message):
@@ -167,7 +167,7 @@ async def s_timeout(c):
     rec = record_of(await c.call("run_python", {"code": code, "timeout_s": 1.5}, progress))
     check(rec["stop_reason"] == "code_timeout", "stop: %s" % rec["stop_reason"])
     out = rec["execution"]["stdout"]
-    check("tick 2000000" in out, "partial stdout lost: %r" % out[:200])
+    check("tick 200000" in out, "partial stdout lost: %r" % out[:200])
     check(1400 <= rec["execution"]["wall_ms"] <= 3000, "wall %r" % rec["execution"]["wall_ms"])
     check(len(seen) >= 3, "progress: %r" % seen)
     check(seen[0][2] == "started" and seen[-1][2] == "done", "progress ends: %r" % seen)
