@@ -622,6 +622,24 @@ pub fn alive(p: Proc) -> bool {
     matches!(proc_stat(p.0), Some((_, state, start)) if start == p.1 && state != 'Z' && state != 'X')
 }
 
+/// Whether `p` has a SIGKILL pending: it will never run another instruction of its own,
+/// only the kernel's exit path (which a loaded machine may take a while to schedule).
+pub fn doomed(p: Proc) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", p.0)) else {
+        return false;
+    };
+    let pending = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    let sigkill = 1u64 << (libc::SIGKILL - 1);
+    matches!(proc_stat(p.0), Some((_, _, start)) if start == p.1)
+        && (pending("SigPnd:") | pending("ShdPnd:")) & sigkill != 0
+}
+
 pub fn cmdline(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
