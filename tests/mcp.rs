@@ -86,7 +86,7 @@ fn data_policy(who: Who) -> PathBuf {
         assert_ne!(relaxed, text, "data.toml's [cgroup] section moved");
         common::shared_file("data-nobody.toml", &relaxed)
     } else {
-        common::shared_file("data.toml", &text)
+        common::shared_file("mcp-data.toml", &text)
     }
 }
 
