@@ -139,6 +139,26 @@ fn run(who: Who, policy: &Path, extra: &[&str], action: &[u8]) -> Out {
     agentjail(who, &args, action)
 }
 
+/// `agentjail exec --policy POLICY [--record RECORD] --artifacts-dir DIR -- /bin/sh -c
+/// SCRIPT` as `who`.
+fn exec_sh(who: Who, policy: &str, record: Option<&Path>, dir: &Path, script: &str) -> Out {
+    let (rs, ds) = (
+        record.map(|r| r.display().to_string()),
+        dir.display().to_string(),
+    );
+    let mut args = vec!["exec", "--policy", policy];
+    if let Some(rs) = &rs {
+        args.extend(["--record", rs.as_str()]);
+    }
+    args.extend(["--artifacts-dir", &ds, "--", "/bin/sh", "-c", script]);
+    agentjail(who, &args, b"")
+}
+
+/// The record agentjail wrote to `path`.
+fn read_record(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
 #[test]
 fn files_arrive_exact_and_read_only() {
     let p = policy(&[]);
@@ -397,22 +417,7 @@ fn planted_links_sparse_files_and_hostile_names_stay_in_the_jail() {
     for who in variants() {
         let s = scratch("plant");
         let dir = s.path().join("out");
-        let ds = dir.display().to_string();
-        let out = agentjail(
-            who,
-            &[
-                "exec",
-                "--policy",
-                &pd,
-                "--artifacts-dir",
-                &ds,
-                "--",
-                "/bin/sh",
-                "-c",
-                PLANT,
-            ],
-            b"",
-        );
+        let out = exec_sh(who, &pd, None, &dir, PLANT);
         assert_eq!(out.code, 0, "{who:?}: {}", out.stderr);
         // Only regular files came out, each a real file inside the directory.
         let mut found = Vec::new();
@@ -460,32 +465,14 @@ fn the_record_names_every_planted_trap() {
     let pd = p.display().to_string();
     let s = scratch("traps");
     let dir = s.path().join("out");
-    let ds = dir.display().to_string();
     let rec = s.path().join("record.json");
-    let rs = rec.display().to_string();
     let who = variants()[0];
-    let exec = |script: &str, dir: &str| {
-        let out = agentjail(
-            who,
-            &[
-                "exec",
-                "--policy",
-                &pd,
-                "--record",
-                &rs,
-                "--artifacts-dir",
-                dir,
-                "--",
-                "/bin/sh",
-                "-c",
-                script,
-            ],
-            b"",
-        );
+    let exec = |script: &str, dir: &Path| {
+        let out = exec_sh(who, &pd, Some(&rec), dir, script);
         assert_eq!(out.code, 0, "{}", out.stderr);
-        serde_json::from_slice::<Value>(&std::fs::read(&rec).unwrap()).unwrap()
+        read_record(&rec)
     };
-    let deep = exec(DEEP, &s.path().join("deep").display().to_string());
+    let deep = exec(DEEP, &s.path().join("deep"));
     assert!(
         deep["artifacts_skipped"]
             .as_array()
@@ -495,7 +482,7 @@ fn the_record_names_every_planted_trap() {
         "the 17-deep tree is cut at 16: {deep:#}"
     );
     assert_eq!(deep["artifacts"].as_array().unwrap().len(), 0, "{deep:#}");
-    let r = exec(PLANT, &ds);
+    let r = exec(PLANT, &dir);
     let reason = |path: &str| {
         r["artifacts_skipped"]
             .as_array()
@@ -770,51 +757,26 @@ fn no_fifo_and_no_terabyte_file_can_be_made_in_the_jail() {
     for who in variants() {
         let s = scratch("fifo");
         let rec = s.path().join("r.json");
-        let (rs, ds) = (
-            rec.display().to_string(),
-            s.path().join("out").display().to_string(),
-        );
         // mkfifo is mknodat, outside every seccomp group: the jail is stopped.
-        let out = agentjail(
+        let out = exec_sh(
             who,
-            &[
-                "exec",
-                "--policy",
-                &pd,
-                "--record",
-                &rs,
-                "--artifacts-dir",
-                &ds,
-                "--",
-                "/bin/sh",
-                "-c",
-                "mkfifo pipe; echo survived",
-            ],
-            b"",
+            &pd,
+            Some(&rec),
+            &s.path().join("out"),
+            "mkfifo pipe; echo survived",
         );
         assert_eq!(out.code, 124, "{who:?}: {}", out.stderr);
         assert!(!out.stdout.contains("survived"));
-        let r: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+        let r = read_record(&rec);
         assert_eq!(r["stop_reason"], "code_forbidden_syscall:mknodat", "{r:#}");
         assert_eq!(r["artifacts"], json!([]), "{r:#}");
         // A 1 TB sparse file: RLIMIT_FSIZE stops truncate (SIGXFSZ); what is left is empty.
-        let ds2 = s.path().join("out2").display().to_string();
-        let out = agentjail(
+        let out = exec_sh(
             who,
-            &[
-                "exec",
-                "--policy",
-                &pd,
-                "--record",
-                &rs,
-                "--artifacts-dir",
-                &ds2,
-                "--",
-                "/bin/sh",
-                "-c",
-                "truncate -s 1T huge.bin; echo rc=$?",
-            ],
-            b"",
+            &pd,
+            Some(&rec),
+            &s.path().join("out2"),
+            "truncate -s 1T huge.bin; echo rc=$?",
         );
         assert!(
             out.stdout.contains("rc=153"),
@@ -824,7 +786,7 @@ fn no_fifo_and_no_terabyte_file_can_be_made_in_the_jail() {
             out.stderr,
             std::fs::read_to_string(&rec).unwrap_or_default()
         );
-        let r: Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+        let r = read_record(&rec);
         assert_eq!(r["artifacts"][0]["bytes"], 0, "{r:#}");
     }
 }
@@ -979,30 +941,15 @@ fn a_program_that_exits_at_once_still_hands_over_its_artifacts() {
                     for i in 0..10 {
                         let s = scratch("quick");
                         let rec = s.path().join("r.json");
-                        let (rs, ds) = (
-                            rec.display().to_string(),
-                            s.path().join("out").display().to_string(),
-                        );
-                        let out = agentjail(
+                        let out = exec_sh(
                             who,
-                            &[
-                                "exec",
-                                "--policy",
-                                &pd,
-                                "--record",
-                                &rs,
-                                "--artifacts-dir",
-                                &ds,
-                                "--",
-                                "/bin/sh",
-                                "-c",
-                                "echo x > a.txt",
-                            ],
-                            b"",
+                            &pd,
+                            Some(&rec),
+                            &s.path().join("out"),
+                            "echo x > a.txt",
                         );
                         assert_eq!(out.code, 0, "{who:?} {t}/{i}: {}", out.stderr);
-                        let r: Value =
-                            serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+                        let r = read_record(&rec);
                         assert_eq!(r["artifacts"][0]["path"], "a.txt", "{who:?}: {r:#}");
                     }
                 })
