@@ -197,17 +197,10 @@ fn signal_agentjail(sig: i32) {
     wait_gone(&m);
     if sig == libc::SIGKILL {
         // agentjail could not clean its cgroup; the next run sweeps it. (With no cgroup
-        // available, e.g. launched unprivileged here, there is none to sweep.) A dying task
-        // loses its cmdline before it leaves its cgroup, and the sweep skips a populated
-        // cgroup: launch again until the last task has left, for a while.
-        let t = Instant::now();
-        loop {
-            let _ = Command::new(BIN).args(["exec", "--", "/bin/true"]).output();
-            if cgroups_of(&[launcher]).is_empty() || t.elapsed() > Duration::from_secs(5) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        // available, e.g. launched unprivileged here, there is none to sweep.)
+        common::sweep_until(std::path::Path::new(BIN), || {
+            cgroups_of(&[launcher]).is_empty()
+        });
     } else {
         assert_eq!(
             out.status.code(),

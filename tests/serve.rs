@@ -1479,24 +1479,12 @@ fn sigkill_takes_every_warm_jail_and_session_down_within_100ms() {
             s.io().try_take(&job).is_none(),
             "a SIGKILLed serve answered"
         );
-        // Its job cgroups could not be removed by it: the next launch sweeps them. A dying
-        // task loses its cmdline before it leaves its cgroup, and the sweep skips a
-        // populated cgroup: launch again until the last task has left, for a while.
+        // Its job cgroups could not be removed by it: the next launch sweeps them.
         if common::is_root() {
-            let t = Instant::now();
-            loop {
-                let out = std::process::Command::new(common::agentjail_path())
-                    .args(["exec", "--", "/bin/true"])
-                    .output()
-                    .unwrap();
-                assert!(out.status.success());
-                if serve_harness::cgroups_of(s.pid).is_empty()
-                    || t.elapsed() > Duration::from_secs(5)
-                {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
+            let pid = s.pid;
+            assert!(common::sweep_until(common::agentjail_path(), || {
+                serve_harness::cgroups_of(pid).is_empty()
+            }));
         }
         let cg = serve_harness::cgroups_of(s.pid);
         assert!(

@@ -640,6 +640,27 @@ pub fn doomed(p: Proc) -> bool {
         && (pending("SigPnd:") | pending("ShdPnd:")) & sigkill != 0
 }
 
+/// After a SIGKILLed agentjail: launch `bin exec -- /bin/true` (each launch sweeps the stale
+/// job cgroups of dead launchers) until `swept()` holds, for at most 5 s. A dying task loses
+/// its cmdline before it leaves its cgroup, and the sweep skips a populated cgroup, so one
+/// launch right after the processes look gone can be too early. Whether every launch
+/// succeeded.
+pub fn sweep_until(bin: &Path, swept: impl Fn() -> bool) -> bool {
+    let t = Instant::now();
+    let mut all_ok = true;
+    loop {
+        let ok = Command::new(bin)
+            .args(["exec", "--", "/bin/true"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        all_ok &= ok;
+        if swept() || t.elapsed() > Duration::from_secs(5) {
+            return all_ok;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 pub fn cmdline(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
