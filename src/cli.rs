@@ -114,6 +114,10 @@ pub enum Command {
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// Spawn the warm Python jails from a zygote: one interpreter initialised ahead,
+        /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail; README "The zygote").
+        #[arg(long)]
+        zygote: bool,
     },
     /// The engine as an MCP server on stdio: tools run_python, check_python and
     /// python_session_start/exec/close for agents (Claude Code/Desktop, the OpenAI Agents

@@ -16,7 +16,7 @@
 use crate::jail::cgroup::{self, JobCgroup};
 use crate::jail::prepared::{self, CgroupCover, Prepared};
 use crate::jail::spawn::{self, Spawned};
-use crate::jail::{landlock, seccomp, Control, ControlState, JailError};
+use crate::jail::{landlock, seccomp, Control, ControlState, JailError, SetupError};
 use crate::plan::{JailPlan, RlimitKind, SuperviseLimits};
 use crate::policy::Requirement;
 use crate::supervise::{self, Interrupt, Io, Outcome};
@@ -37,6 +37,8 @@ pub struct JailRun {
 /// without), the argv, root steps, landlock ruleset and seccomp program are ready.
 pub struct PreparedJail {
     prepared: Prepared,
+    /// Which limits the job cgroup covers (the rlimits were chosen for it).
+    cover: CgroupCover,
     /// The plan gives the program /app/out (open it once the jail runs).
     has_out: bool,
     cgroup: Option<JobCgroup>,
@@ -105,6 +107,7 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
     Ok(PreparedJail {
         has_out: plan.cwd == crate::plan::APP_OUT,
         prepared,
+        cover,
         cgroup,
         enforcement,
         limits: plan.limits.clone(),
@@ -115,7 +118,17 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
 impl PreparedJail {
     /// clone3 into the namespaces; the child takes its ordered steps and execs the program.
     pub fn start(self) -> Result<StartedJail, JailError> {
-        let mut spawned = spawn::spawn(&self.prepared, self.cgroup.as_ref())?;
+        self.start_with(|p, cg, _| spawn::spawn(p, cg))
+    }
+
+    /// As [`start`](Self::start), with the clone and handshake made by `spawn` (given this
+    /// jail's prepared data, its cgroup and what the cgroup covers): the engine's zygote
+    /// spawns the jail in another process and hands it over (src/zygote).
+    pub fn start_with(
+        self,
+        spawn: impl FnOnce(&Prepared, Option<&JobCgroup>, CgroupCover) -> Result<Spawned, SetupError>,
+    ) -> Result<StartedJail, JailError> {
+        let mut spawned = spawn(&self.prepared, self.cgroup.as_ref(), self.cover)?;
         // /app/out, opened beneath the jail's root by the handshake while the program was
         // stopped before its exec (spawn.rs); held so its files can be read once every
         // process of the jail is gone.

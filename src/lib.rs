@@ -32,6 +32,7 @@ pub mod schema;
 pub mod serve;
 pub mod supervise;
 pub mod syscalls;
+pub mod zygote;
 
 use policy::LoadedPolicy;
 use record::{Record, Recorder};

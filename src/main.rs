@@ -195,12 +195,16 @@ fn dispatch(command: Command) -> i32 {
             cache,
             cache_ttl,
             audit_log,
+            zygote,
         } => {
             let Ok(loaded) = load(policy.as_deref()) else {
                 return ExitStatus::Error as i32;
             };
+            let mut engine =
+                agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl);
+            engine.zygote = zygote;
             return agentjail::serve::serve(agentjail::serve::ServeArgs {
-                engine: agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl),
+                engine,
                 jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
                 socket,
                 socket_group,

@@ -45,6 +45,10 @@ pub struct EngineConfig {
     pub spawners: usize,
     /// The result cache directory and how long an entry stays valid.
     pub cache: Option<(PathBuf, Duration)>,
+    /// Spawn the warm Python jails from a zygote template (src/zygote: a pre-initialised
+    /// interpreter forked into a new jail per job) instead of starting an interpreter in
+    /// each. Off by default; `serve --zygote`.
+    pub zygote: bool,
 }
 
 /// The default pool: one warm jail per core, at least 2 and at most 8 (each holds an
@@ -73,6 +77,7 @@ impl EngineConfig {
             pool: pool.unwrap_or_else(default_pool_size),
             spawners: 2,
             cache: cache.map(|d| (d, Duration::from_secs(cache_ttl))),
+            zygote: false,
         }
     }
 }
@@ -169,7 +174,16 @@ impl Engine {
                 Language::Python => cfg.pool,
                 Language::JavaScript => js_pool_size(cfg.pool),
             };
-            let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), size, &spawner));
+            // The zygote is started here, on the thread that starts the engine and lives
+            // as long as it: the template and its jails die with that thread (PDEATHSIG).
+            let zygote = match language {
+                Language::Python if cfg.zygote && size > 0 => Some(Arc::new(
+                    crate::zygote::Zygote::start(&cfg.policy, &plan)
+                        .map_err(|e| format!("--zygote: {e}"))?,
+                )),
+                _ => None,
+            };
+            let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), size, &spawner, zygote));
             runners.push(Runner {
                 language,
                 plan,

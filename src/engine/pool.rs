@@ -16,6 +16,7 @@
 use crate::jail::{JailError, SetupError};
 use crate::launch::{self, StartedJail};
 use crate::plan::JailPlan;
+use crate::zygote::Zygote;
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
@@ -72,9 +73,15 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
     }
 }
 
-/// Prepare, start and wait for the runner: a jail ready for its job.
-fn start_ready(plan: &JailPlan) -> Result<StartedJail, JailError> {
-    let jail = launch::prepare(plan)?.start()?;
+/// Prepare, start and wait for the runner: a jail ready for its job. With a zygote, the
+/// cgroup and the record's enforcement are made here as for any jail, and the template
+/// clones the jail into them.
+fn start_ready(plan: &JailPlan, zygote: Option<&Zygote>) -> Result<StartedJail, JailError> {
+    let prepared = launch::prepare(plan)?;
+    let jail = match zygote {
+        Some(z) => prepared.start_with(|_, cg, cover| z.spawn(cg, cover))?,
+        None => prepared.start()?,
+    };
     wait_ready(&jail, READY_TIMEOUT)?;
     Ok(jail)
 }
@@ -201,10 +208,10 @@ fn spawner_loop(queue: &(Mutex<SpawnQueue>, Condvar)) {
         };
         match task {
             Task::Request(plan, reply) => {
-                let _ = reply.send(start_ready(&plan));
+                let _ = reply.send(start_ready(&plan, None));
             }
             Task::Refill(pool) => {
-                let result = start_ready(&pool.plan);
+                let result = start_ready(&pool.plan, pool.zygote.as_deref());
                 pool.refilled(result);
             }
         }
@@ -249,6 +256,8 @@ pub const DEFER_MAX: Duration = Duration::from_millis(500);
 /// Warm single-use jails for one plan.
 pub struct Pool {
     plan: Arc<JailPlan>,
+    /// Where the pool's jails are spawned from, when the engine uses a zygote.
+    zygote: Option<Arc<Zygote>>,
     target: usize,
     state: Mutex<PoolState>,
     cv: Condvar,
@@ -257,9 +266,15 @@ pub struct Pool {
 
 impl Pool {
     /// A pool of `target` jails for `plan`, filled in the background by `spawner`.
-    pub fn new(plan: Arc<JailPlan>, target: usize, spawner: &Arc<Spawner>) -> Arc<Pool> {
+    pub fn new(
+        plan: Arc<JailPlan>,
+        target: usize,
+        spawner: &Arc<Spawner>,
+        zygote: Option<Arc<Zygote>>,
+    ) -> Arc<Pool> {
         let pool = Arc::new(Pool {
             plan,
+            zygote,
             target,
             state: Mutex::new(PoolState::default()),
             cv: Condvar::new(),

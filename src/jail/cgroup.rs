@@ -862,6 +862,41 @@ impl JobCgroup {
             .map(|f| f.as_fd())
     }
 
+    /// What another process needs to put a new jail into these cgroups (the zygote spawns
+    /// jails for the engine): each directory's `cgroup.procs`, whether it is the v2 one, and
+    /// that directory itself (for CLONE_INTO_CGROUP). See [`attach_only`](Self::attach_only).
+    pub fn attach_handles(&self) -> Vec<(bool, BorrowedFd<'_>, Option<BorrowedFd<'_>>)> {
+        self.dirs
+            .iter()
+            .filter_map(|d| {
+                let procs = d.procs.as_ref()?.as_fd();
+                Some((d.kind == Kind::V2, procs, d.dir.as_ref().map(|f| f.as_fd())))
+            })
+            .collect()
+    }
+
+    /// The other side of [`attach_handles`](Self::attach_handles): a handle that can only
+    /// attach (`v2_dir_fd`, `has_v1`, `attach`). It owns no directory: dropping it removes
+    /// nothing (the process that created the cgroups keeps them and removes them).
+    pub fn attach_only(handles: Vec<(bool, File, Option<File>)>) -> JobCgroup {
+        let dirs = handles
+            .into_iter()
+            .map(|(v2, procs, dir)| JobDir {
+                kind: if v2 { Kind::V2 } else { Kind::V1 },
+                controllers: Vec::new(),
+                path: PathBuf::new(),
+                procs: Some(procs),
+                dir: if v2 { dir } else { None },
+            })
+            .collect();
+        JobCgroup {
+            dirs,
+            outcomes: Vec::new(),
+            cpu_usage: None,
+            removed: true,
+        }
+    }
+
     /// Whether any job directory is on a v1 hierarchy: those can only be joined by a write
     /// to `cgroup.procs` after clone, even when a v2 directory was joined by
     /// CLONE_INTO_CGROUP (a host that splits controllers between v1 and v2).

@@ -275,8 +275,17 @@ fn split(p: &Prepared, rep: RawFd) -> libc::pid_t {
     if let Err(e) = sys::prctl(libc::PR_SET_DUMPABLE, 0) {
         fail(rep, Stage::Fork, 0, e);
     }
-    // The child only makes raw syscalls on prepared data before execve.
-    match sys::raw_fork() {
+    // The child only makes raw syscalls on prepared data before execve. A zygote's program
+    // does not exec: it goes on in this copy of the template, whose libc and interpreter
+    // must see a normal fork. glibc's fork records the new thread id in the thread's
+    // descriptor (raise(), pthread_kill() and the interpreter's thread state use it; the
+    // raw clone3 that made init left the template's there), and the template is
+    // single-threaded, so no lock its fork handlers take can be held by a lost thread.
+    let forked = match p.entry {
+        Some(_) => sys::fork(),
+        None => sys::raw_fork(),
+    };
+    match forked {
         Ok(0) => payload(p, rep),
         Ok(pid) => pid,
         Err(e) => fail(rep, Stage::Fork, 0, e),
@@ -312,6 +321,16 @@ fn payload(p: &Prepared, rep: RawFd) -> ! {
     }
     // 13. Exec. On success the report pipe closes (O_CLOEXEC) and the parent sees EOF.
     inject(p, rep, Stage::Exec);
+    if let Some(entry) = p.entry {
+        // A zygote's program: close what exec would have closed (report, sync, status),
+        // so the parent sees EOF as at an exec, and continue in the template's interpreter.
+        // Every step above applies to this process as to an exec'd one; what differs (the
+        // memory is the template's, not a fresh image) is argued in src/zygote/mod.rs.
+        if let Err(e) = sys::close_range_from(REPORT_FD as u32) {
+            fail(rep, Stage::Exec, 0, e);
+        }
+        entry();
+    }
     let e = sys::execve(&p.exe, &p.argv_ptrs, &p.envp_ptrs);
     fail(rep, Stage::Exec, 0, e)
 }

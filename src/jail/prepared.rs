@@ -37,6 +37,10 @@ pub struct Prepared {
     /// whose files are collected after the jail is gone.
     pub hold_dir: Option<CString>,
     pub maps: userns::IdMaps,
+    /// The zygote's program (src/zygote): instead of exec'ing `exe`, the program continues
+    /// in this process, whose interpreter the template initialised before any job existed.
+    /// None everywhere else.
+    pub entry: Option<fn() -> !>,
 }
 
 fn cstring(what: &str, s: &str) -> Result<CString, SetupError> {
@@ -178,6 +182,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
             _ => None,
         },
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
+        entry: None,
     })
 }
 

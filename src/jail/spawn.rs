@@ -52,7 +52,7 @@ fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
     sys::pipe2().map_err(|e| SetupError::new(stage, Some(e), "raise the open-files limit"))
 }
 
-fn kill_and_reap(pidfd: &OwnedFd) {
+pub fn kill_and_reap(pidfd: &OwnedFd) {
     let _ = sys::pidfd_send_signal(pidfd.as_raw_fd(), libc::SIGKILL);
     let _ = sys::waitid_pidfd(pidfd.as_raw_fd(), libc::WEXITED);
 }
@@ -119,7 +119,22 @@ const CLONE_STAGE: &str = "clone3 (new user, mount, pid, net, ipc, uts, cgroup n
 /// Start a jail: clone3 into new namespaces (the child runs `child::run` on `p`), then the
 /// parent's half of the handshake. On any failure the child is killed and reaped.
 pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, SetupError> {
-    let pipes = Pipes::new(p.runner_fds)?;
+    spawn_keeping(p, cg).map_err(|(e, pidfd)| {
+        if let Some(fd) = pidfd {
+            kill_and_reap(&fd);
+        }
+        e
+    })
+}
+
+/// As [`spawn`], but a child that failed the handshake is left to the caller (its pidfd
+/// comes with the error, the child not yet killed): with CLONE_PARENT (the zygote) the
+/// caller is not the child's parent and cannot reap it.
+pub fn spawn_keeping(
+    p: &Prepared,
+    cg: Option<&cgroup::JobCgroup>,
+) -> Result<Spawned, (SetupError, Option<OwnedFd>)> {
+    let pipes = Pipes::new(p.runner_fds).map_err(|e| (e, None))?;
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
     // With CLONE_INTO_CGROUP the child is born in the job cgroup, so its new cgroup
     // namespace is rooted there. Otherwise the parent attaches it after clone, and a
@@ -135,7 +150,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
         p.clone_flags
     };
     let cloned_at = std::time::Instant::now();
-    let (pid, pidfd) = clone_child(p, &fds, clone_flags, cgroup_fd)?;
+    let (pid, pidfd) = clone_child(p, &fds, clone_flags, cgroup_fd).map_err(|e| (e, None))?;
     let Pipes {
         stdin,
         stdout,
@@ -180,10 +195,7 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
             reply,
             cloned_at,
         }),
-        Err(e) => {
-            kill_and_reap(&pidfd);
-            Err(e)
-        }
+        Err(e) => Err((e, Some(pidfd))),
     }
 }
 

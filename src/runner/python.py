@@ -257,6 +257,22 @@ def warm_up():
     namespace.clear()
 
 
+def ready():
+    # Written by hand: importing json here would cost every run a few milliseconds.
+    posix.write(REPORT_FD, b'{"event": "ready"}\n')
+
+
+def serve_one():
+    """Single-use jail: one job frame, run once, exit."""
+    frame = read_frame()
+    if frame is None:
+        posix._exit(0)
+    kind, source = frame
+    if kind == "run":
+        run_once(source)
+    posix._exit(2)
+
+
 def main():
     global RUNNER_PID
     RUNNER_PID = posix.getpid()
@@ -266,17 +282,44 @@ def main():
         __import__(name)
     if ahead:
         warm_up()
-    # Written by hand: importing json here would cost every run a few milliseconds.
-    posix.write(REPORT_FD, b'{"event": "ready"}\n')
+    ready()
     if mode == "session":
         run_session()
-    frame = read_frame()
-    if frame is None:
-        posix._exit(0)
-    kind, source = frame
-    if mode == "run" and kind == "run":
-        run_once(source)
-    posix._exit(2)
+    serve_one()
 
 
-main()
+# The zygote (src/zygote/): agentjail-zygote loads this file as the module
+# `agentjail_runner` into an interpreter outside any jail, calls `template` once (the
+# policy's preloads and the warm-up: nothing of any job), and each jail forked from it
+# calls `zygote_job` once its jail is complete (seccomp installed). Run as a script (every
+# other jail), it is `main`.
+def template(preloads):
+    # The template is not a job: ^C at the server's terminal must not leave a pending
+    # KeyboardInterrupt for every program forked after it (zygote_job sets ^C back).
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    for name in preloads:
+        __import__(name)
+    warm_up()
+    flush()
+
+
+def zygote_job():
+    global RUNNER_PID
+    RUNNER_PID = posix.getpid()
+    # What a fresh `python3` sets up at start and the jail's setup reset (the child
+    # restores default signal dispositions before the program; `_signal` is built in,
+    # `signal` would import enum): ^C raises
+    # KeyboardInterrupt, a write to a closed pipe is an error, not a signal.
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
+    _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)
+    ready()
+    serve_one()
+
+
+if __name__ == "__main__":
+    main()

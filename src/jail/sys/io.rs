@@ -200,3 +200,108 @@ pub fn getpid() -> i32 {
     // SAFETY: getpid cannot fail.
     unsafe { libc::getpid() }
 }
+
+/// A connected pair of unix SOCK_SEQPACKET sockets (message boundaries kept), close-on-exec.
+pub fn socketpair_seqpacket() -> SysResult<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as RawFd; 2];
+    // SAFETY: fds is valid storage for the two descriptors socketpair returns.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    check(rc).map(|_| (owned(fds[0]), owned(fds[1])))
+}
+
+/// Most descriptors one message carries (the kernel's SCM_MAX_FD is 253).
+pub const MAX_PASSED_FDS: usize = 16;
+
+/// Send one message with `fds` attached (SCM_RIGHTS); the receiver gets copies.
+pub fn send_with_fds(sock: RawFd, data: &[u8], fds: &[RawFd]) -> SysResult<()> {
+    if fds.len() > MAX_PASSED_FDS {
+        return Err(libc::EINVAL);
+    }
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let payload = std::mem::size_of_val(fds) as u32;
+    // u64 storage keeps the control buffer aligned for cmsghdr.
+    let mut control = [0u64; 24];
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        msg.msg_control = control.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE only computes a size.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(payload) } as usize;
+        // SAFETY: msg_control points at a buffer of at least msg_controllen bytes (24 * 8 >=
+        // CMSG_SPACE(16 * 4)), so the first header and its data fit in it.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(payload) as usize;
+            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast(), fds.len());
+        }
+    }
+    loop {
+        // SAFETY: msg and everything it points to live across the call.
+        let rc = unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) };
+        match check_long(rc as libc::c_long) {
+            Err(libc::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(n) if n as usize != data.len() => return Err(libc::EMSGSIZE),
+            Ok(_) => return Ok(()),
+        }
+    }
+}
+
+/// Receive one message into `buf` and the descriptors attached to it (close-on-exec).
+/// Returns the message length (0 at EOF). A truncated message or control part is EMSGSIZE
+/// (the descriptors that did arrive are closed).
+pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> SysResult<(usize, Vec<OwnedFd>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 24];
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    let n = loop {
+        // SAFETY: msg points at buf and control, which outlive the call.
+        let rc = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        match check_long(rc as libc::c_long) {
+            Err(libc::EINTR) => continue,
+            r => break r? as usize,
+        }
+    };
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled msg_control with well-formed headers within msg_controllen;
+    // CMSG_FIRSTHDR/NXTHDR stay inside it and each SCM_RIGHTS payload holds whole ints.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let bytes = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let data = libc::CMSG_DATA(c) as *const RawFd;
+                for i in 0..bytes / std::mem::size_of::<RawFd>() {
+                    fds.push(owned(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+        return Err(libc::EMSGSIZE);
+    }
+    Ok((n, fds))
+}

@@ -32,7 +32,13 @@ pub fn clone3(flags: u64, pidfd_out: &mut RawFd, cgroup_fd: Option<RawFd>) -> Sy
         pidfd: pidfd_out as *mut RawFd as u64,
         child_tid: 0,
         parent_tid: 0,
-        exit_signal: libc::SIGCHLD as u64,
+        // With CLONE_PARENT the kernel requires 0: the child then takes the caller's own
+        // exit signal (SIGCHLD for a process started by fork or spawn) to our parent.
+        exit_signal: if flags & libc::CLONE_PARENT as u64 != 0 {
+            0
+        } else {
+            libc::SIGCHLD as u64
+        },
         stack: 0,
         stack_size: 0,
         tls: 0,

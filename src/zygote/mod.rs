@@ -1,0 +1,87 @@
+//! The zygote: Python jails whose interpreter was initialised before the jail existed.
+//!
+//! A warm jail (engine/pool.rs) moves the jail's setup and the interpreter's start off the
+//! job's path, but every jail still pays for both, so on a busy machine a fresh jail per
+//! job costs more CPU than bare `python3` does (docs/BENCH.md: ~55% of a saturated run's
+//! CPU was the jails' interpreters starting). The zygote removes the interpreter's start:
+//!
+//! ```text
+//!  agentjail serve ──(socketpair, SCM_RIGHTS)── agentjail-zygote (the template)
+//!   │  creates the job cgroup,                   libpython initialised once as
+//!   │  sends its cgroup.procs fds                `python3 -I -S -B -X utf8`, the runner
+//!   │                                            loaded, the policy's preloads imported,
+//!   │                                            the warm-up run; holds nothing of a job
+//!   │                                                 │ clone3(CLONE_PARENT | new user,
+//!   │                                                 │ mount, pid, net, ipc, uts, cgroup ns)
+//!   ▼                                                 ▼
+//!  init (pid 1, agentjail's) ── the same child steps as every jail (jail/child.rs):
+//!   │                           maps, root, pivot, no_new_privs, caps, landlock, fds,
+//!   │                           rlimits, signals; seccomp last
+//!   └── program (pid 2): instead of execve, the template's interpreter goes on
+//!       (`Prepared::entry`): PyOS_AfterFork_Child, then the runner takes one job on fd 3
+//! ```
+//!
+//! **Why per-job isolation stays whole.** Every job still gets a jail no other job used:
+//! new namespaces of every kind, a new root, its own cgroup, landlock and seccomp applied by
+//! the same ordered steps, and the jail is used once. What the program starts from is a copy
+//! of the template's memory instead of a fresh image, and the template never receives
+//! anything of a job: it gets the policy (which it loads itself and checks against the
+//! server's hash) and, per jail, the cgroup's descriptors; the job's code and input go from
+//! the server to the jail's pipes, never through the template. So a job can learn only what
+//! every job of the policy could learn anyway.
+//!
+//! **What differs from a cold jail, knowingly:**
+//! - *Address layout.* Every program forked from one template has the template's layout
+//!   (ASLR is per exec). A job learns addresses that are the same in other jobs, but it
+//!   cannot reach another job's memory (other namespaces, other processes).
+//! - *Hash seed.* `str` hashes are keyed once per interpreter: jobs of one template share
+//!   the key. It guards against hash flooding by input, not a secret between jobs.
+//! - *Random state.* `random` is reseeded from the kernel in each program
+//!   (PyOS_AfterFork_Child runs the fork hooks; tests/zygote.rs checks that two jobs draw
+//!   different numbers); `os.urandom` and `secrets` always ask the kernel.
+//! - */proc/self/exe* names the template's binary, and /proc/self/maps shows libpython.
+//! - The template is outside every jail and unconfined by landlock or seccomp. It never
+//!   runs job code; the jails cannot see it (another pid namespace) and are not its
+//!   children (CLONE_PARENT makes them the server's, so the server reaps them, reads their
+//!   status and they die with it, exactly as cold jails).
+//!
+//! The template cannot be linked into `agentjail` itself: that binary is a static PIE
+//! (.cargo/config.toml), and a static binary cannot load libpython and the interpreter's
+//! extension modules. `agentjail-zygote` is the `zygote/` crate (a static library over
+//! this module) linked against libpython by `scripts/build-zygote.sh`; it sits next to
+//! `agentjail`, like `agentjail-mcp`.
+
+mod client;
+mod template;
+
+pub use client::Zygote;
+pub use template::{template_main, Interpreter};
+
+/// The template's binary, looked up next to `agentjail`.
+pub const BINARY: &str = "agentjail-zygote";
+
+/// The interpreter flags the template is initialised with (src/zygote's binary sets the
+/// matching globals before Py_Initialize): a policy whose `python_args` differ cannot use
+/// the zygote, since its jobs would not run as its cold jails run them.
+pub const PYTHON_ARGS: [&str; 5] = ["-I", "-S", "-B", "-X", "utf8"];
+
+/// The Python the template's libpython is: the policy's interpreter must be this one.
+pub const PYTHON_VERSION: &str = "3.11";
+
+/// The descriptors of a spawned jail, in the order they travel (a bit set says which of the
+/// optional ones are present).
+const FD_NAMES: [&str; 10] = [
+    "pidfd",
+    "stdout",
+    "stderr",
+    "status",
+    "stdin",
+    "listener",
+    "job",
+    "reply",
+    "program_pidfd",
+    "held_dir",
+];
+
+/// Largest control message either side sends.
+const MAX_MESSAGE: usize = 64 * 1024;

@@ -1,0 +1,240 @@
+//! The template's side: runs in `agentjail-zygote`, outside any jail. It loads the policy,
+//! prepares the interpreter once, then spawns one jail per request from the server.
+//!
+//! Protocol on fd 0 (a SOCK_SEQPACKET socket whose other end the server holds):
+//! 1. server → template: `{"policy_path": …, "policy_sha256": …}`;
+//!    template → server: `{"ready": true}` or `{"error": "…"}`.
+//! 2. per jail, server → template: `{"memory": b, "pids": b, "dirs": [v2, …]}` with, per
+//!    directory, its cgroup.procs fd and (v2) the directory fd; template → server:
+//!    `{"pid": …, "program_pid": …, "cloned_ago_us": …, "fds": bits}` with the jail's
+//!    descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}, "pidfd": b}`
+//!    with the pidfd of a child that failed its setup (killed; the server reaps it).
+//!
+//! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
+
+use super::{FD_NAMES, MAX_MESSAGE, PYTHON_ARGS, PYTHON_VERSION};
+use crate::jail::cgroup::JobCgroup;
+use crate::jail::prepared::{self, CgroupCover};
+use crate::jail::spawn::{self, Spawned};
+use crate::jail::{sys, SetupError};
+use crate::plan::JailPlan;
+use crate::runner::{self, Language, Mode};
+use serde_json::{json, Value};
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// The interpreter the template binary embeds (libpython; agentjail itself cannot link it).
+pub trait Interpreter {
+    /// Load the runner (`source`, compiled with `filename`) as the module
+    /// `agentjail_runner` and call its `template(preloads)`.
+    fn load_runner(
+        &mut self,
+        source: &str,
+        filename: &str,
+        preloads: &[String],
+    ) -> Result<(), String>;
+    /// Around each jail's clone: PyOS_BeforeFork / PyOS_AfterFork_Parent.
+    fn before_fork(&mut self);
+    fn after_fork_parent(&mut self);
+}
+
+const SOCK: RawFd = 0;
+
+/// The template's main: `entry` is what each jail's program runs instead of exec (it never
+/// returns). Returns the process's exit status.
+pub fn template_main(interp: &mut dyn Interpreter, entry: fn() -> !) -> i32 {
+    match serve_template(interp, entry) {
+        Ok(()) => 0,
+        Err(msg) => {
+            let _ = send(&json!({ "error": msg }), &[]);
+            eprintln!("agentjail-zygote: {msg}");
+            1
+        }
+    }
+}
+
+fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), String> {
+    // Die with the server; and if it is already gone, the socket's EOF ends us below.
+    sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong)
+        .map_err(|e| format!("prctl(PR_SET_PDEATHSIG): errno {e}"))?;
+    let (config, _) = recv()?.ok_or("the server closed the socket before the policy")?;
+    let plan = load_plan(&config)?;
+    let preloads = preloads(&plan)?;
+    interp.load_runner(runner::PYTHON, runner::PATH, &preloads)?;
+    send(&json!({"ready": true}), &[])?;
+    while let Some((request, fds)) = recv()? {
+        let (reply, fds) = spawn_one(&plan, &request, fds, interp, entry);
+        let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+        send(&reply, &raw)?;
+        // Our copies close here: the server holds the jail now.
+    }
+    Ok(())
+}
+
+/// The policy the server runs, loaded here from the same place and checked against the
+/// server's hash (a file changed in between is refused), and the plan of its warm jails.
+fn load_plan(config: &Value) -> Result<JailPlan, String> {
+    let path = config["policy_path"].as_str().ok_or("no policy_path")?;
+    let sha = config["policy_sha256"].as_str().ok_or("no policy_sha256")?;
+    let loaded = if path == crate::policy::DEFAULT_POLICY_ORIGIN {
+        crate::policy::load_default()
+    } else {
+        crate::policy::load_file(std::path::Path::new(path)).map_err(|e| e.to_string())?
+    };
+    if loaded.sha256 != sha {
+        return Err(format!(
+            "the policy {path} changed after the server loaded it (sha256 {} now, {sha} then); restart the server",
+            loaded.sha256
+        ));
+    }
+    let p = &loaded.policy;
+    check_interpreter(&p.interpreter.python, &p.interpreter.python_args)?;
+    crate::run::runner_plan(p, Language::Python, Mode::Run, true, &Default::default())
+}
+
+/// The policy must run the Python this template embeds, with the flags it was started with.
+pub fn check_interpreter(python: &str, args: &[String]) -> Result<(), String> {
+    let real = std::fs::canonicalize(python)
+        .map_err(|e| format!("the policy's interpreter {python}: {e}"))?;
+    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name != format!("python{PYTHON_VERSION}") {
+        return Err(format!(
+            "the zygote embeds Python {PYTHON_VERSION}; the policy's interpreter {python} is {}: run without --zygote",
+            real.display()
+        ));
+    }
+    if args
+        .iter()
+        .map(String::as_str)
+        .ne(PYTHON_ARGS.iter().copied())
+    {
+        return Err(format!(
+            "the zygote runs Python as `{}`; the policy's python_args are {args:?}: run without --zygote",
+            PYTHON_ARGS.join(" ")
+        ));
+    }
+    Ok(())
+}
+
+/// The modules the plan's runner argv asks to import ahead (after the runner, its mode and
+/// "warm").
+fn preloads(plan: &JailPlan) -> Result<Vec<String>, String> {
+    let at = plan
+        .argv
+        .iter()
+        .position(|a| a == runner::PATH)
+        .ok_or("the plan's argv has no runner")?;
+    Ok(plan.argv.iter().skip(at + 3).cloned().collect())
+}
+
+/// One jail for one request: the reply and the descriptors that go with it.
+fn spawn_one(
+    plan: &JailPlan,
+    request: &Value,
+    fds: Vec<OwnedFd>,
+    interp: &mut dyn Interpreter,
+    entry: fn() -> !,
+) -> (Value, Vec<OwnedFd>) {
+    let refused = |e: SetupError| json!({"error": {"stage": e.stage, "errno": e.errno, "hint": e.hint}, "pidfd": false});
+    let cover = CgroupCover {
+        memory: request["memory"].as_bool().unwrap_or(false),
+        pids: request["pids"].as_bool().unwrap_or(false),
+    };
+    let cgroup = match attach_target(request, fds) {
+        Ok(c) => c,
+        Err(e) => return (refused(e), Vec::new()),
+    };
+    let mut prepared = match prepared::prepare(plan, cover) {
+        Ok(p) => p,
+        Err(e) => return (refused(e), Vec::new()),
+    };
+    prepared.entry = Some(entry);
+    // The jail is the server's child, as a cold jail is: the server reaps it, reads its
+    // status and rusage, and it dies with the server (its PDEATHSIG parent).
+    prepared.clone_flags |= libc::CLONE_PARENT as u64;
+    interp.before_fork();
+    let spawned = spawn::spawn_keeping(&prepared, cgroup.as_ref());
+    interp.after_fork_parent();
+    match spawned {
+        Ok(s) => handover(s),
+        Err((e, pidfd)) => {
+            let mut reply = refused(e);
+            let fds: Vec<OwnedFd> = pidfd.into_iter().collect();
+            if let Some(fd) = fds.first() {
+                let _ = sys::pidfd_send_signal(fd.as_raw_fd(), libc::SIGKILL);
+                reply["pidfd"] = json!(true);
+            }
+            (reply, fds)
+        }
+    }
+}
+
+/// The request's cgroup descriptors as an attach-only handle (None: no cgroup).
+fn attach_target(request: &Value, fds: Vec<OwnedFd>) -> Result<Option<JobCgroup>, SetupError> {
+    let bad = || {
+        SetupError::new(
+            "zygote request",
+            Some(libc::EINVAL),
+            "malformed cgroup handles",
+        )
+    };
+    let dirs = request["dirs"].as_array().ok_or_else(bad)?;
+    let mut fds = fds.into_iter();
+    let mut handles = Vec::new();
+    for d in dirs {
+        let v2 = d.as_bool().ok_or_else(bad)?;
+        let procs = File::from(fds.next().ok_or_else(bad)?);
+        let dir = if v2 {
+            Some(File::from(fds.next().ok_or_else(bad)?))
+        } else {
+            None
+        };
+        handles.push((v2, procs, dir));
+    }
+    Ok((!handles.is_empty()).then(|| JobCgroup::attach_only(handles)))
+}
+
+/// A spawned jail as the reply and its descriptors; our copies close when they are sent.
+fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
+    let optional = [
+        s.stdin,
+        s.listener,
+        s.job,
+        s.reply,
+        s.program_pidfd,
+        s.held_dir,
+    ];
+    let mut bits = 0u32;
+    let mut fds = vec![s.pidfd, s.stdout, s.stderr, s.status];
+    for (i, fd) in optional.into_iter().enumerate() {
+        if let Some(fd) = fd {
+            bits |= 1 << (i + 4);
+            fds.push(fd);
+        }
+    }
+    debug_assert!(FD_NAMES.len() == 10);
+    let reply = json!({
+        "pid": s.pid,
+        "program_pid": s.program_pid,
+        "cloned_ago_us": s.cloned_at.elapsed().as_micros() as u64,
+        "fds": bits | 0xf,
+    });
+    (reply, fds)
+}
+
+fn send(v: &Value, fds: &[RawFd]) -> Result<(), String> {
+    sys::send_with_fds(SOCK, v.to_string().as_bytes(), fds)
+        .map_err(|e| format!("send to the server: errno {e}"))
+}
+
+/// The next message, or None at EOF.
+fn recv() -> Result<Option<(Value, Vec<OwnedFd>)>, String> {
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let (n, fds) = sys::recv_with_fds(SOCK, &mut buf)
+        .map_err(|e| format!("read from the server: errno {e}"))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let v = serde_json::from_slice(&buf[..n]).map_err(|e| format!("malformed request: {e}"))?;
+    Ok(Some((v, fds)))
+}
