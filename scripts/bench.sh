@@ -29,7 +29,9 @@
 # Then `agentjail serve` (scripts/bench-serve, --short under BENCH_SHORT): the incident job
 # through a warm pool against bare cold python and a no-jail floor, throughput with 2
 # clients, a session call's overhead, the memory of 8 warm jails. Its misses count like the
-# others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one.
+# others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one,
+# then the same with `serve --zygote` (the warm jails forked from a pre-initialised
+# interpreter, src/zygote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -50,6 +52,7 @@ if ! command -v bwrap >/dev/null; then
         { apt-get update >/dev/null && apt-get install -y bubblewrap >/dev/null; }
 fi
 cargo build --release --quiet
+scripts/build-zygote.sh --release >/dev/null
 out=${BENCH_OUT:-target/bench/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 gcc -O2 -Wall -o target/bench/launch scripts/bench/launch.c
@@ -155,6 +158,10 @@ serve_args=(--out "$out/serve" --fail-on-miss)
 [ -n "${BENCH_POLICY:-}" ] && serve_args+=(--policy "$BENCH_POLICY")
 serve_status=0
 "${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" >"$out/serve.txt" || serve_status=$?
+step "agentjail serve --zygote (scripts/bench-serve --zygote)"
+serve_args[1]="$out/serve-zygote"
+zygote_status=0
+"${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" --zygote >"$out/serve-zygote.txt" || zygote_status=$?
 
 if [ "${BENCH_PROFILE:-0}" = 1 ] && perf trace -o /dev/null -- /bin/true 2>/dev/null; then
     step "profile: one launch by segment (perf trace)"
@@ -167,8 +174,13 @@ status=0
 "$PY" scripts/bench/bench.py report "$out" | tee "$out/report.txt" || status=$?
 echo
 cat "$out/serve.txt"
+echo
+cat "$out/serve-zygote.txt"
 if [ "$serve_status" != 0 ] && [ "$status" = 0 ]; then
     status=$serve_status
+fi
+if [ "$zygote_status" != 0 ] && [ "$status" = 0 ]; then
+    status=$zygote_status
 fi
 if [ "$status" != 0 ] && [ "${BENCH_NO_FAIL:-0}" = 1 ]; then
     echo "(BENCH_NO_FAIL=1: not failing on missed targets)"

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 need=()
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
+# agentjail-zygote (scripts/build-zygote.sh) embeds the interpreter the jails run.
+[ -e /usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0 ] || need+=(libpython3.11)
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v bc >/dev/null || need+=(bc)
 command -v ps >/dev/null || need+=(procps)

@@ -47,9 +47,11 @@ cargo_tests() {
 }
 
 stage "setup (packages)" scripts/setup.sh
-stage "cargo fmt --check" cargo fmt --check
-stage "cargo clippy -D warnings" cargo clippy --all-targets --quiet -- -D warnings
+stage "cargo fmt --check" cargo fmt --all --check
+stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
 stage "build (release)" cargo build --release --quiet
+# agentjail-zygote next to the debug binary the tests run (tests/zygote.rs; `serve --zygote`).
+stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 
 # Debug profile on purpose: the fault-injection build must never overwrite the release binary.

@@ -100,6 +100,44 @@ struct Runner {
     pool: Option<Arc<Pool>>,
 }
 
+impl Runner {
+    /// The language's plan and its pool (when the configured pool is not 0), filling in the
+    /// background. The zygote is started here, on the thread that starts the engine and
+    /// lives as long as it: the template and its jails die with that thread (PDEATHSIG).
+    fn start(
+        cfg: &EngineConfig,
+        language: Language,
+        spawner: &Arc<Spawner>,
+    ) -> Result<Runner, String> {
+        let policy = &cfg.policy.policy;
+        let inputs = run::JobInputs::default();
+        let plan = Arc::new(run::runner_plan(
+            policy,
+            language,
+            Mode::Run,
+            true,
+            &inputs,
+        )?);
+        let size = match language {
+            Language::Python => cfg.pool,
+            Language::JavaScript => js_pool_size(cfg.pool),
+        };
+        let zygote = match language {
+            Language::Python if cfg.zygote && size > 0 => Some(Arc::new(
+                crate::zygote::Zygote::start(&cfg.policy, &plan)
+                    .map_err(|e| format!("--zygote: {e}"))?,
+            )),
+            _ => None,
+        };
+        let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), size, spawner, zygote));
+        Ok(Runner {
+            language,
+            plan,
+            pool,
+        })
+    }
+}
+
 /// How long a session call waits for a session held by someone ending it (see session_exec).
 const BUSY_GRACE: Duration = Duration::from_millis(250);
 
@@ -163,32 +201,7 @@ impl Engine {
             .iter()
             .filter_map(|l| Language::of(l))
         {
-            let plan = Arc::new(run::runner_plan(
-                policy,
-                language,
-                Mode::Run,
-                true,
-                &run::JobInputs::default(),
-            )?);
-            let size = match language {
-                Language::Python => cfg.pool,
-                Language::JavaScript => js_pool_size(cfg.pool),
-            };
-            // The zygote is started here, on the thread that starts the engine and lives
-            // as long as it: the template and its jails die with that thread (PDEATHSIG).
-            let zygote = match language {
-                Language::Python if cfg.zygote && size > 0 => Some(Arc::new(
-                    crate::zygote::Zygote::start(&cfg.policy, &plan)
-                        .map_err(|e| format!("--zygote: {e}"))?,
-                )),
-                _ => None,
-            };
-            let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), size, &spawner, zygote));
-            runners.push(Runner {
-                language,
-                plan,
-                pool,
-            });
+            runners.push(Runner::start(&cfg, language, &spawner)?);
         }
         let session_plan = if policy.executes("python") {
             let p = run::runner_plan(

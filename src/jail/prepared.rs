@@ -113,7 +113,8 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str())
         .unwrap_or("/usr/bin:/bin");
-    let first = plan.argv.first().ok_or_else(|| {
+    let first = plan.argv.first();
+    let first = first.ok_or_else(|| {
         SetupError::new("prepare argv", Some(libc::EINVAL), "give a command to run")
     })?;
     let exe = cstring("command", &resolve_command(first, path))?;
@@ -127,16 +128,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         .iter()
         .map(|(k, v)| cstring("environment", &format!("{k}={v}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let argv_ptrs = argv
-        .iter()
-        .map(|a| a.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let envp_ptrs = envp
-        .iter()
-        .map(|a| a.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
+    let (argv_ptrs, envp_ptrs) = (null_terminated(&argv), null_terminated(&envp));
     let limits = effective_rlimits(&plan.rlimits, cover);
     // Landlock is best-effort by ABI: when the host has none and the policy allows it, the
     // run goes on without it and the record says so (jail::execute checks `required`).
@@ -184,6 +176,15 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
         entry: None,
     })
+}
+
+/// execve's form of `strings`: their pointers, then NULL.
+fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
 }
 
 /// [arg_start, arg_end) of this process, from /proc/self/stat fields 48 and 49.

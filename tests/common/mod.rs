@@ -83,6 +83,14 @@ fn shared() -> &'static Shared {
         let mcp = dir.join("agentjail-mcp");
         std::fs::copy(env!("CARGO_BIN_EXE_agentjail-mcp"), &mcp).expect("copy agentjail-mcp");
         std::fs::set_permissions(&mcp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // `serve --zygote` runs its sibling agentjail-zygote (scripts/build-zygote.sh builds
+        // it next to agentjail; scripts/test.sh does before the tests).
+        let zygote = Path::new(env!("CARGO_BIN_EXE_agentjail")).with_file_name("agentjail-zygote");
+        if zygote.is_file() {
+            let dst = dir.join("agentjail-zygote");
+            std::fs::copy(&zygote, &dst).expect("copy agentjail-zygote");
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
         let policy = std::env::var_os("AGENTJAIL_TEST_POLICY").map(|p| {
             let dst = dir.join("policy.toml");
             std::fs::copy(&p, &dst).expect("copy AGENTJAIL_TEST_POLICY");
@@ -113,6 +121,17 @@ fn shared() -> &'static Shared {
 /// The path of agentjail as launched by the tests.
 pub fn agentjail_path() -> &'static Path {
     &shared().bin
+}
+
+/// Whether `agentjail-zygote` sits next to the tested agentjail: required in CI (scripts/test.sh
+/// builds it), a loud skip elsewhere.
+pub fn zygote_built() -> bool {
+    require_feature(
+        "agentjail-zygote next to agentjail (run scripts/build-zygote.sh)",
+        agentjail_path()
+            .with_file_name("agentjail-zygote")
+            .is_file(),
+    )
 }
 
 /// A unique marker for this test run.

@@ -6,7 +6,7 @@
 //! this server even when other servers run on the host at the same time.
 //!
 //! Include it next to `mod common;` with `#[path = "common/serve.rs"] mod serve_harness;`.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use crate::common::{self, Who};
 use serde_json::{json, Value};
@@ -115,7 +115,7 @@ impl Tracker {
         self.seen.lock().unwrap().iter().copied().collect()
     }
 
-    fn stop(&mut self) {
+    pub fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
             let _ = t.join();

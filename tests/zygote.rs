@@ -1,0 +1,434 @@
+//! `agentjail serve --zygote` attacked through the real binary, as root and as nobody: the
+//! warm Python jails are forked from one pre-initialised interpreter (src/zygote), so every
+//! promise of a fresh jail is attacked again here. Jobs on one zygote pool never share
+//! anything (files, module state, environment, processes, memory, random state); the
+//! template cannot be seen, signalled or read from a jail; a zygote jail stops exactly the
+//! hostile programs a cold jail stops, with the same stop reasons; SIGKILL takes the template
+//! and every jail down at once; a dead template is replaced; a configuration the zygote
+//! cannot serve is refused at start with a clear error and leaves nothing behind.
+
+mod common;
+#[path = "common/serve.rs"]
+mod serve_harness;
+
+use common::{variants, Who};
+use serde_json::{json, Value};
+use serve_harness::{action, alive, record, Proc, Server};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The zygote's test policy: the default jail and interpreter flags (the zygote embeds
+/// exactly those), fork allowed, the static check opened up so the jail itself is attacked.
+fn policy(tag: &str, python_args: &str) -> PathBuf {
+    let text = format!(
+        r#"# tests/zygote.rs
+version = 1
+name = "zygote-test"
+description = "tests/zygote.rs"
+[budget]
+max_seconds = 30
+max_code_chars = 20000
+[check]
+allowed_imports = ["json", "os", "signal", "time", "random", "gc"]
+denied_calls = []
+denied_names = []
+denied_attributes = []
+deny_dunder = false
+[interpreter]
+python_args = {python_args}
+preload = ["json", "random"]
+[limits]
+wall_time_ms = 10000
+cpu_time_ms = 10000
+memory = "128MiB"
+pids = 64
+stdout = "64KiB"
+[seccomp]
+allow_groups = [
+  "basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
+  "signals", "time", "sleep", "poll", "pipes", "exec", "system_info", "process_spawn",
+]
+[cgroup]
+requirement = "best_effort"
+"#
+    );
+    common::shared_file(&format!("zygote-{tag}.toml"), &text)
+}
+
+const ARGS: &str = r#"["-I", "-S", "-B", "-X", "utf8"]"#;
+
+fn start(who: Who, tag: &str, extra: &[&str]) -> (Server, String) {
+    let m = common::marker(tag);
+    let p = policy(tag, ARGS);
+    let mut args = vec!["--zygote"];
+    args.extend_from_slice(extra);
+    (Server::start(who, &p, &m, &args), m)
+}
+
+/// The record's stdout as one JSON value.
+fn printed(rec: &Value) -> Value {
+    let out = rec["execution"]["stdout"].as_str().unwrap_or("");
+    serde_json::from_str(out.trim())
+        .unwrap_or_else(|e| panic!("the job did not print JSON ({e}): {rec:#}"))
+}
+
+/// The server's template: its child outside any pid namespace (a jail's processes have a
+/// pid in their own namespace too).
+fn template_of(server_pid: i32) -> Option<i32> {
+    common::descendants(server_pid)
+        .into_iter()
+        .map(|p| p.0)
+        .find(|&pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let ns = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .map(|v| v.split_whitespace().count());
+            ns == Some(1) && common::cmdline(pid).contains("agentjail-zygote")
+        })
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Jobs on one zygote pool
+
+/// Looks for everything an earlier job (or the template) could have left, then plants all
+/// of it itself, tries to reach the template, and prints what it saw and its random draws.
+const OBSERVE_AND_PLANT: &str = r#"
+import gc, json, os, random, signal, time
+args = json.loads(input())
+secret, template = args["secret"], args["template"]
+me = os.getpid()
+found = []
+for p in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+    for leaf in ("cmdline", "environ"):
+        try:
+            with open("/proc/%d/%s" % (p, leaf), "rb") as f:
+                if b"ajzsecret" in f.read():
+                    found.append("/proc/%d/%s" % (p, leaf))
+        except OSError:
+            pass
+for o in gc.get_objects():
+    if isinstance(o, (str, bytes, bytearray)) and ("ajzsecret" in o if isinstance(o, str) else b"ajzsecret" in o):
+        if secret not in (o if isinstance(o, str) else o.decode("latin-1")):
+            found.append("memory: " + repr(o)[:60])
+init_readable = []
+for leaf in ("environ", "mem", "maps"):
+    try:
+        with open("/proc/1/" + leaf, "rb") as f:
+            f.read(64)
+        init_readable.append(leaf)
+    except OSError:
+        pass
+others = []
+for pid in range(1, 400):
+    if pid in (1, me):
+        continue
+    try:
+        os.kill(pid, 0)
+        others.append(pid)
+    except ProcessLookupError:
+        pass
+    except OSError:
+        others.append(pid)
+try:
+    os.kill(template, signal.SIGKILL)
+    hit_template = True
+except OSError:
+    hit_template = False
+try:
+    planted = json.JSONDecoder.planted
+except AttributeError:
+    planted = None
+report = {
+    "secret": secret, "pid": me, "found": found, "others": others,
+    "tmp": sorted(os.listdir("/tmp")), "init_readable": init_readable,
+    "module_state": planted,
+    "env": os.environ.get("PLANTED"), "hit_template": hit_template,
+    "random": [random.getrandbits(64), random.random()], "urandom": os.urandom(16).hex(),
+}
+json.JSONDecoder.planted = secret
+os.environ["PLANTED"] = secret
+random.seed(12345)
+with open("/tmp/planted", "w") as f:
+    f.write(secret)
+keep = bytearray(secret.encode() * 4096)
+if os.fork() == 0:
+    while True:
+        time.sleep(60)
+print(json.dumps(report))
+"#;
+
+fn observe_and_plant(secret: &str, template: i32) -> Value {
+    action(
+        OBSERVE_AND_PLANT,
+        json!({"secret": secret, "template": template}),
+    )
+}
+
+/// What one job saw that it must not have seen.
+fn leaks(r: &Value) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut check = |ok: bool, what: &str| {
+        if !ok {
+            bad.push(format!("{what}: {r}"));
+        }
+    };
+    check(r["found"] == json!([]), "another job's secret");
+    check(
+        r["others"] == json!([]),
+        "processes besides init and itself",
+    );
+    check(r["tmp"] == json!([]), "files in /tmp");
+    check(
+        r["init_readable"] == json!([]),
+        "init's environ/mem/maps readable",
+    );
+    check(r["module_state"].is_null(), "module state");
+    check(r["env"].is_null(), "environment");
+    check(
+        r["hit_template"] == json!(false),
+        "signalled the template's pid",
+    );
+    bad
+}
+
+#[test]
+fn jobs_on_a_zygote_pool_share_nothing_and_cannot_reach_the_template() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        let (mut s, _) = start(who, "share", &["--pool", "2", "-j", "4"]);
+        Server::wait_pool_ready(s.io(), 2);
+        let template = template_of(s.pid).expect("the zygote template runs");
+        let mut reports = Vec::new();
+        for round in 0..4 {
+            // Two jobs in flight together, each on a jail forked from the same template.
+            let a = s.io().send(json!({"op": "run",
+                "action": observe_and_plant(&format!("ajzsecret-{round}-a"), template)}));
+            let b = s.io().send(json!({"op": "run",
+                "action": observe_and_plant(&format!("ajzsecret-{round}-b"), template)}));
+            for id in [a, b] {
+                let rec = record(&s.io().wait(&id)).clone();
+                assert_eq!(rec["status"], "ok", "{who:?}: {rec:#}");
+                assert_eq!(
+                    rec["jail_start"], "warm",
+                    "{who:?}: not a zygote jail: {rec:#}"
+                );
+                reports.push(printed(&rec));
+            }
+            Server::wait_pool_ready(s.io(), 2);
+        }
+        let bad: Vec<String> = reports.iter().flat_map(leaks).collect();
+        assert!(
+            bad.is_empty(),
+            "{who:?}: a zygote job saw another's: {bad:#?}"
+        );
+        // Every job draws its own random numbers: the template's generator state is
+        // reseeded in each fork (a job that seeds it leaves the next job unaffected).
+        let draws: BTreeSet<String> = reports.iter().map(|r| r["random"].to_string()).collect();
+        let urandom: BTreeSet<String> = reports.iter().map(|r| r["urandom"].to_string()).collect();
+        assert_eq!(
+            draws.len(),
+            reports.len(),
+            "{who:?}: repeated random draws: {reports:#?}"
+        );
+        assert_eq!(urandom.len(), reports.len(), "{who:?}: repeated os.urandom");
+        assert!(
+            common::proc_stat(template).is_some_and(|(_, state, _)| state != 'Z'),
+            "{who:?}: the template died"
+        );
+        s.finish();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. A zygote jail stops what a cold jail stops
+
+/// Hostile programs: each prints BREACH only if what it tries succeeds.
+const HOSTILE: &[(&str, &str)] = &[
+    ("mknod", "import os\nos.mknod('/tmp/dev', 0o600)\nprint('BREACH')"),
+    ("write /usr", "open('/usr/ajz-breach', 'w').write('x')\nprint('BREACH')"),
+    ("write /app", "open('/app/ajz-breach', 'w').write('x')\nprint('BREACH')"),
+    ("read host /etc/shadow", "print('BREACH', open('/etc/shadow').read()[:10])"),
+    ("chroot", "import os\nos.chroot('/tmp')\nprint('BREACH')"),
+    ("read init's memory", "print('BREACH', open('/proc/1/mem', 'rb').read(1))"),
+    ("raise the nice level", "import os\nos.nice(-5)\nprint('BREACH')"),
+    ("memory", "b = bytearray(600 * 1024 * 1024)\nprint('BREACH')"),
+    (
+        "fork bomb",
+        "import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == 0:\n            while True:\n                time.sleep(5)\n        n += 1\nexcept OSError:\n    pass\nprint('BREACH' if n >= 500 else 'capped at %d' % n)",
+    ),
+    ("setuid", "import os\nos.setuid(0)\nos.setuid(1000)\nprint('BREACH')"),
+];
+
+fn outcome(rec: &Value) -> (String, String, bool) {
+    let out = rec["execution"]["stdout"].as_str().unwrap_or("");
+    (
+        rec["status"].as_str().unwrap_or("").to_string(),
+        rec["stop_reason"].as_str().unwrap_or("").to_string(),
+        out.contains("BREACH"),
+    )
+}
+
+#[test]
+fn a_zygote_jail_stops_what_a_cold_jail_stops() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        let m = common::marker("hostile");
+        let p = policy("hostile", ARGS);
+        let mut zygote = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
+        let mut cold = Server::start(who, &p, &m, &["--pool", "1"]);
+        for (what, code) in HOSTILE {
+            Server::wait_pool_ready(zygote.io(), 1);
+            Server::wait_pool_ready(cold.io(), 1);
+            let z = zygote.io().run(action(code, json!({})));
+            let c = cold.io().run(action(code, json!({})));
+            let (zo, co) = (outcome(&z), outcome(&c));
+            assert!(!zo.2, "{who:?}: {what}: BREACH in a zygote jail: {z:#}");
+            assert!(!co.2, "{who:?}: {what}: BREACH in a cold jail: {c:#}");
+            assert_eq!(
+                (&zo.0, &zo.1),
+                (&co.0, &co.1),
+                "{who:?}: {what}: the zygote jail ended otherwise than the cold one:\nzygote {z:#}\ncold {c:#}"
+            );
+            assert_eq!(z["jail_start"], "warm", "{who:?}: {what}: {z:#}");
+            eprintln!("{who:?}: {what}: both {} / {}", zo.0, zo.1);
+        }
+        zygote.finish();
+        cold.finish();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. The template's life
+
+#[test]
+fn sigkill_takes_the_template_and_every_zygote_jail_down() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        let (mut s, _) = start(who, "kill", &["--pool", "2", "-j", "4"]);
+        Server::wait_pool_ready(s.io(), 2);
+        let job = s.io().send(json!({"op": "run",
+            "action": action("import os, time\nif os.fork() == 0:\n    time.sleep(60)\ntime.sleep(30)", json!({}))}));
+        let t = Instant::now();
+        // The template, the job's jail (init, program, its child) and two warm jails.
+        while s.tracker.sample().len() < 1 + 3 + 2 * 2 {
+            assert!(t.elapsed() < Duration::from_secs(30), "{who:?}: no refill");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server::wait_pool_ready(s.io(), 2);
+        let procs = s.tracker.sample();
+        let template = template_of(s.pid).expect("template");
+        assert!(procs.iter().any(|p| p.0 == template));
+        s.send_signal(libc::SIGKILL);
+        let t0 = Instant::now();
+        let mut left: Vec<Proc> = procs.clone();
+        while !left.is_empty() && t0.elapsed() < Duration::from_millis(100) {
+            left.retain(|p| alive(*p) && !common::doomed(*p));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        left.retain(|p| alive(*p) && !common::doomed(*p));
+        assert!(
+            left.is_empty(),
+            "{who:?}: {} of {} processes (template and jails) outlived a SIGKILLed serve by 100 ms: {left:?}",
+            left.len(),
+            procs.len()
+        );
+        let mut exiting = procs.clone();
+        while !exiting.is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            exiting.retain(|p| alive(*p));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            exiting.is_empty(),
+            "{who:?}: still not gone after 5 s: {exiting:?}"
+        );
+        assert!(s.wait_exit(Duration::from_secs(5)).is_some());
+        assert!(
+            s.io().try_take(&job).is_none(),
+            "a SIGKILLed serve answered"
+        );
+        if common::is_root() {
+            let pid = s.pid;
+            assert!(common::sweep_until(common::agentjail_path(), || {
+                serve_harness::cgroups_of(pid).is_empty()
+            }));
+        }
+        assert!(serve_harness::cgroups_of(s.pid).is_empty());
+        assert_eq!(serve_harness::host_state().mounts, s.before().mounts);
+    }
+}
+
+#[test]
+fn a_dead_template_is_replaced_and_jobs_go_on() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        let (mut s, _) = start(who, "restart", &["--pool", "1"]);
+        Server::wait_pool_ready(s.io(), 1);
+        let first = template_of(s.pid).expect("template");
+        // SAFETY: kill(2) on a pid of our own test's server tree.
+        assert_eq!(unsafe { libc::kill(first, libc::SIGKILL) }, 0);
+        for i in 0..4 {
+            let rec = s
+                .io()
+                .run(action("print('{\"n\": %d}' % (6 * 7))", json!({})));
+            assert_eq!(
+                rec["status"], "ok",
+                "{who:?}: job {i} after the template died: {rec:#}"
+            );
+            assert_eq!(rec["execution"]["stdout"], "{\"n\": 42}\n");
+        }
+        Server::wait_pool_ready(s.io(), 1);
+        let second = template_of(s.pid).expect("a new template");
+        assert_ne!(first, second, "{who:?}: the dead template was not replaced");
+        let rec = s.io().run(action("print('{}')", json!({})));
+        assert_eq!(rec["jail_start"], "warm", "{who:?}: {rec:#}");
+        s.finish();
+    }
+}
+
+#[test]
+fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        // Other interpreter flags: the template could not run jobs as the cold jails do.
+        let p = policy("flags", r#"["-I", "-S", "-B", "-X", "utf8", "-O"]"#);
+        let m = common::marker("flags");
+        let mut s = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
+        let status = s.wait_exit(Duration::from_secs(30)).expect("serve exits");
+        assert_eq!(status.code(), Some(2), "{who:?}: {}", s.stderr());
+        let err = s.stderr();
+        assert!(
+            err.contains("--zygote") && err.contains("python_args"),
+            "{who:?}: unclear error: {err}"
+        );
+        s.tracker.stop();
+        let seen = s.tracker.seen();
+        serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
+    }
+    // No template binary next to agentjail.
+    let dir = serve_harness::scratch("nozygote");
+    let bin = dir.path().join("agentjail");
+    std::fs::copy(common::agentjail_path(), &bin).unwrap();
+    let out = std::process::Command::new(&bin)
+        .args(["serve", "--zygote", "--pool", "1"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("agentjail-zygote") && err.contains("build-zygote"),
+        "{err}"
+    );
+}
