@@ -317,6 +317,7 @@ def zygote_job():
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
     _signal.signal(_signal.SIGXFSZ, _signal.SIG_IGN)
+    warm_up()
     ready()
     serve_one()
 
