@@ -210,6 +210,12 @@ impl StartedJail {
         &self.enforcement
     }
 
+    /// Add a line to the record's `enforcement` for this jail (how it was started, when
+    /// that changes what the record may claim: the zygote's).
+    pub fn add_control(&mut self, c: Control) {
+        self.enforcement.push(c);
+    }
+
     pub fn setup_us(&self) -> u64 {
         self.setup_us
     }

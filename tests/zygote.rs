@@ -395,6 +395,94 @@ fn a_dead_template_is_replaced_and_jobs_go_on() {
     }
 }
 
+/// The server's children that are zombies now (exited, not reaped).
+fn zombie_children(server: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()))
+        .filter(|&p| common::proc_stat(p).is_some_and(|(ppid, st, _)| ppid == server && st == 'Z'))
+        .collect()
+}
+
+#[test]
+fn templates_killed_mid_spawn_leave_no_child_behind() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        let (mut s, _) = start(who, "storm", &["--pool", "2", "-j", "4"]);
+        Server::wait_pool_ready(s.io(), 2);
+        // Kill whichever template runs, every few milliseconds, while jobs take jails and
+        // refills clone new ones: templates die before, during and after handshakes.
+        let server = s.pid;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let killer = std::thread::spawn(move || {
+            let (mut kills, mut mid_spawn, mut last) = (0, 0, Instant::now());
+            while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+                // A jail still in its setup: the server's child with no child of its own
+                // yet (init forks the program at the end of the setup).
+                let setting_up = common::descendants(server).into_iter().any(|p| {
+                    common::proc_stat(p.0).is_some_and(|(ppid, st, _)| ppid == server && st != 'Z')
+                        && common::cmdline(p.0).is_empty()
+                        && common::descendants(p.0).is_empty()
+                });
+                // Mostly in the middle of a spawn; now and then an idle one.
+                let idle_turn = kills < 3 || last.elapsed() > Duration::from_millis(300);
+                if let Some(t) = template_of(server).filter(|_| setting_up || idle_turn) {
+                    // SAFETY: kill(2) on a process of our own test's server tree.
+                    if unsafe { libc::kill(t, libc::SIGKILL) } == 0 {
+                        kills += 1;
+                        mid_spawn += usize::from(setting_up);
+                        last = Instant::now();
+                    }
+                }
+            }
+            (kills, mid_spawn)
+        });
+        let t = Instant::now();
+        let mut jobs = 0;
+        while t.elapsed() < Duration::from_secs(3) {
+            jobs += 1;
+            let rec = s.io().run(action("print('{}')", json!({})));
+            let reason = rec["stop_reason"].as_str().unwrap_or("");
+            assert!(
+                rec["status"] == "ok" || reason.starts_with("sandbox_unavailable"),
+                "{who:?}: job {jobs} during the storm: {rec:#}"
+            );
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (kills, mid_spawn) = killer.join().unwrap();
+        assert!(
+            kills >= 5,
+            "{who:?}: the storm killed only {kills} templates"
+        );
+        Server::wait_pool_ready(s.io(), 2);
+        // A job takes a warm jail; its refill finds the last template dead (if it is) and
+        // reaps it. Then every child a dying template had cloned must be reaped too.
+        let rec = s.io().run(action("print('{}')", json!({})));
+        assert_eq!(rec["status"], "ok", "{who:?}: after the storm: {rec:#}");
+        assert_eq!(
+            rec["jail_start"], "warm",
+            "{who:?}: after the storm: {rec:#}"
+        );
+        Server::wait_pool_ready(s.io(), 2);
+        let t = Instant::now();
+        while !zombie_children(s.pid).is_empty() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            zombie_children(s.pid),
+            Vec::<i32>::new(),
+            "{who:?}: unreaped children"
+        );
+        eprintln!("{who:?}: {kills} templates killed ({mid_spawn} with a jail in setup), {jobs} jobs answered");
+        s.finish();
+    }
+}
+
 #[test]
 fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
     if !common::zygote_built() {
@@ -407,6 +495,11 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
         let mut s = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
         let status = s.wait_exit(Duration::from_secs(30)).expect("serve exits");
         assert_eq!(status.code(), Some(2), "{who:?}: {}", s.stderr());
+        // The harness reads stderr on a thread of its own: let it reach the end.
+        let t = Instant::now();
+        while !s.stderr().contains('\n') && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let err = s.stderr();
         assert!(
             err.contains("--zygote") && err.contains("python_args"),

@@ -102,8 +102,7 @@ struct Runner {
 
 impl Runner {
     /// The language's plan and its pool (when the configured pool is not 0), filling in the
-    /// background. The zygote is started here, on the thread that starts the engine and
-    /// lives as long as it: the template and its jails die with that thread (PDEATHSIG).
+    /// background; with `--zygote`, the zygote the pool's jails are spawned from.
     fn start(
         cfg: &EngineConfig,
         language: Language,

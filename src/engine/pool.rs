@@ -79,7 +79,11 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
 fn start_ready(plan: &JailPlan, zygote: Option<&Zygote>) -> Result<StartedJail, JailError> {
     let prepared = launch::prepare(plan)?;
     let jail = match zygote {
-        Some(z) => prepared.start_with(|_, cg, cover| z.spawn(cg, cover))?,
+        Some(z) => {
+            let mut jail = prepared.start_with(|_, cg, cover| z.spawn(cg, cover))?;
+            jail.add_control(crate::zygote::control());
+            jail
+        }
         None => prepared.start()?,
     };
     wait_ready(&jail, READY_TIMEOUT)?;

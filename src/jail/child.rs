@@ -195,10 +195,32 @@ fn die_with_parent(sync: RawFd) -> StepResult {
     }
 }
 
+/// Step 0 of a zygote's child: send a pidfd of this process (pid 1 in its new namespace)
+/// to the server on the template's control socket, then close that socket. Best effort: a
+/// server that is gone takes the child with it (PDEATHSIG, step 3).
+fn announce(sock: RawFd) {
+    if let Ok(me) = sys::pidfd_open(1) {
+        let _ = sys::send_with_fds(sock, ANNOUNCE, &[me]);
+        sys::close(me);
+    }
+    sys::close(sock);
+}
+
+/// What a zygote's child sends with its pidfd (src/zygote/client.rs reads it).
+pub const ANNOUNCE: &[u8] = b"{\"cloned\": true}";
+
 /// The steps of the module doc, one line each; the comments say why each is where it is.
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     let rep = fds.report_w;
     let sync = fds.sync_r;
+    // 0. Only the parent holds its ends: its death is then EOF on the sync pipe. A zygote
+    //    jail tells the server (its parent) of itself before anything else can go wrong.
+    for fd in fds.parent_ends.into_iter().filter(|&fd| fd >= 0) {
+        sys::close(fd);
+    }
+    if let Some(sock) = p.announce {
+        announce(sock);
+    }
     // 1. Nothing runs unmapped: wait for the parent's "g" (maps written). The fault point
     //    is after the read: a child that failed before it would fail the parent's map write.
     wait_parent(rep, sync, None);

@@ -41,6 +41,10 @@ pub struct Prepared {
     /// in this process, whose interpreter the template initialised before any job existed.
     /// None everywhere else.
     pub entry: Option<fn() -> !>,
+    /// The zygote's control socket: the child sends a pidfd of itself on it first thing,
+    /// so the server, whose child it is (CLONE_PARENT), can kill and reap it even when the
+    /// template dies right after the clone. None everywhere else.
+    pub announce: Option<std::os::fd::RawFd>,
 }
 
 fn cstring(what: &str, s: &str) -> Result<CString, SetupError> {
@@ -175,6 +179,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         },
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
         entry: None,
+        announce: None,
     })
 }
 

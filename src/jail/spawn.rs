@@ -46,6 +46,11 @@ pub struct ChildFds {
     /// Unshare the cgroup namespace in the child after the parent attached it (v1 or no
     /// CLONE_INTO_CGROUP), so the namespace's root is the job cgroup, not the launcher's.
     pub late_cgroup_ns: bool,
+    /// The parent's ends of the same pipes (-1: none), copied into the child by clone: the
+    /// child closes them first, so a parent that dies mid-handshake is an EOF on the sync
+    /// pipe. (For the launcher, PDEATHSIG would end the child anyway; the zygote's template
+    /// is not the child's parent, and its death must not leave a child waiting forever.)
+    pub parent_ends: [RawFd; 8],
 }
 
 fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
@@ -110,6 +115,20 @@ impl Pipes {
                 .as_ref()
                 .map(|(job, reply)| (job.1.as_raw_fd(), reply.1.as_raw_fd())),
             late_cgroup_ns,
+            parent_ends: [
+                self.stdin.0.as_raw_fd(),
+                self.stdout.0.as_raw_fd(),
+                self.stderr.0.as_raw_fd(),
+                self.report.0.as_raw_fd(),
+                self.sync.0.as_raw_fd(),
+                self.status.0.as_raw_fd(),
+                self.runner
+                    .as_ref()
+                    .map_or(-1, |(job, _)| job.0.as_raw_fd()),
+                self.runner
+                    .as_ref()
+                    .map_or(-1, |(_, reply)| reply.0.as_raw_fd()),
+            ],
         }
     }
 }
@@ -129,7 +148,8 @@ pub fn spawn(p: &Prepared, cg: Option<&cgroup::JobCgroup>) -> Result<Spawned, Se
 
 /// As [`spawn`], but a child that failed the handshake is left to the caller (its pidfd
 /// comes with the error, the child not yet killed): with CLONE_PARENT (the zygote) the
-/// caller is not the child's parent and cannot reap it.
+/// caller is not the child's parent and cannot reap it (`Prepared::announce` tells the
+/// parent of the child).
 pub fn spawn_keeping(
     p: &Prepared,
     cg: Option<&cgroup::JobCgroup>,

@@ -12,11 +12,15 @@ use serde_json::{json, Value};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long the template may take to load the policy, its preloads and the warm-up.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one jail's clone and handshake may take (milliseconds, normally): past it the
+/// template is taken for stuck, ended and started again.
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One running template: its control socket and process.
 struct Template {
@@ -33,42 +37,23 @@ impl Drop for Template {
 
 /// The engine's zygote for one policy: spawns that policy's warm Python jails.
 pub struct Zygote {
-    exe: PathBuf,
-    config: Value,
-    env: Vec<(String, String)>,
+    /// Asks the keeper thread for a new template.
+    launch: Mutex<Option<mpsc::Sender<LaunchReply>>>,
+    keeper: Mutex<Option<JoinHandle<()>>>,
     template: Mutex<Option<Template>>,
 }
 
-impl Zygote {
-    /// Start the template for `policy` (whose warm jails are `plan`'s) and wait until it is
-    /// ready. The template must be started by a thread that lives as long as the engine:
-    /// it and every jail it spawns die when that thread does (PDEATHSIG).
-    pub fn start(policy: &LoadedPolicy, plan: &JailPlan) -> Result<Zygote, String> {
-        let p = &policy.policy;
-        super::template::check_interpreter(&p.interpreter.python, &p.interpreter.python_args)?;
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find agentjail's own path: {e}"))?
-            .with_file_name(BINARY);
-        if !exe.is_file() {
-            return Err(format!(
-                "--zygote needs {} next to agentjail; build it with scripts/build-zygote.sh",
-                exe.display()
-            ));
-        }
-        let z = Zygote {
-            exe,
-            config: json!({"policy_path": policy.path, "policy_sha256": policy.sha256}),
-            env: plan.env.clone(),
-            template: Mutex::new(None),
-        };
-        *z.lock() = Some(z.launch()?);
-        Ok(z)
-    }
+/// Where the keeper thread sends a new template.
+type LaunchReply = mpsc::SyncSender<Result<Template, String>>;
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Template>> {
-        self.template.lock().unwrap_or_else(|e| e.into_inner())
-    }
+/// What starting a template takes.
+struct Launcher {
+    exe: PathBuf,
+    config: Value,
+    env: Vec<(String, String)>,
+}
 
+impl Launcher {
     /// Exec the template with the jail's environment (its interpreter's `os.environ` is what
     /// every program will see) and wait for its ready message.
     fn launch(&self) -> Result<Template, String> {
@@ -95,6 +80,70 @@ impl Zygote {
         }
         Ok(t)
     }
+}
+
+impl Zygote {
+    /// Start the template for `policy` (whose warm jails are `plan`'s) and wait until it is
+    /// ready.
+    ///
+    /// Every template is started by one thread of the zygote's own (the keeper), which lives
+    /// until the zygote is dropped: a template dies with the thread that started it
+    /// (PDEATHSIG), and so does every jail it clones (CLONE_PARENT makes that same thread
+    /// their parent). Started by whichever thread asked, a template replaced by a spawner
+    /// thread would tie its jails to that thread's life.
+    pub fn start(policy: &LoadedPolicy, plan: &JailPlan) -> Result<Zygote, String> {
+        let p = &policy.policy;
+        super::template::check_interpreter(&p.interpreter.python, &p.interpreter.python_args)?;
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find agentjail's own path: {e}"))?
+            .with_file_name(BINARY);
+        if !exe.is_file() {
+            return Err(format!(
+                "--zygote needs {} next to agentjail; build it with scripts/build-zygote.sh",
+                exe.display()
+            ));
+        }
+        let launcher = Launcher {
+            exe,
+            config: json!({"policy_path": policy.path, "policy_sha256": policy.sha256}),
+            env: plan.env.clone(),
+        };
+        let (tx, rx) = mpsc::channel::<LaunchReply>();
+        let keeper = std::thread::Builder::new()
+            .name("agentjail-zygote".into())
+            .spawn(move || {
+                for reply in rx {
+                    let _ = reply.send(launcher.launch());
+                }
+            })
+            .map_err(|e| format!("cannot start the zygote's thread: {e}"))?;
+        let z = Zygote {
+            launch: Mutex::new(Some(tx)),
+            keeper: Mutex::new(Some(keeper)),
+            template: Mutex::new(None),
+        };
+        let t = z.new_template()?;
+        *z.lock() = Some(t);
+        Ok(z)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Template>> {
+        self.template.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new template, started by the keeper thread.
+    fn new_template(&self) -> Result<Template, String> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let sent = match &*self.launch.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(l) => l.send(tx).is_ok(),
+            None => false,
+        };
+        if !sent {
+            return Err("the zygote is shut down".into());
+        }
+        rx.recv()
+            .unwrap_or_else(|_| Err("the zygote's thread is gone".into()))
+    }
 
     /// Spawn one jail in the template, into `cg`. A template that died is started again
     /// once; a jail that fails its setup is reaped here (it is our child).
@@ -104,7 +153,7 @@ impl Zygote {
         let mut restarted = false;
         loop {
             if guard.is_none() {
-                *guard = Some(self.launch().map_err(|e| unavailable(&e))?);
+                *guard = Some(self.new_template().map_err(|e| unavailable(&e))?);
                 restarted = true;
             }
             let Some(t) = guard.as_ref() else { continue };
@@ -118,10 +167,17 @@ impl Zygote {
             }
         }
     }
+}
 
-    /// The template's pid (tests and benchmarks).
-    pub fn template_pid(&self) -> Option<u32> {
-        self.lock().as_ref().map(|t| t.child.id())
+impl Drop for Zygote {
+    /// The template first (its jails are ended by now: the engine drops the zygote with its
+    /// pools), then the keeper thread, whose exit would take them down anyway.
+    fn drop(&mut self) {
+        drop(self.lock().take());
+        drop(self.launch.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(t) = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -153,11 +209,34 @@ fn request(cg: Option<&JobCgroup>, cover: CgroupCover) -> (Vec<u8>, Vec<RawFd>) 
     (r.to_string().into_bytes(), fds)
 }
 
-/// One request and its reply (the template answers each request before the next).
+/// One request and its reply (the template answers each request before the next). The
+/// template first reports the clone with the child's pidfd: when the handshake then fails,
+/// or the template dies or stalls in it, the child (ours by CLONE_PARENT) is killed and
+/// reaped here, never left behind.
 fn exchange(t: &Template, request: &[u8], fds: &[RawFd]) -> Result<(Value, Vec<OwnedFd>), String> {
     sys::send_with_fds(t.sock.as_raw_fd(), request, fds)
         .map_err(|e| format!("send to {BINARY}: errno {e}"))?;
-    recv(&t.sock, None)
+    let mut cloned: Option<OwnedFd> = None;
+    let end = |cloned: Option<OwnedFd>| {
+        if let Some(fd) = cloned {
+            spawn::kill_and_reap(&fd);
+        }
+    };
+    loop {
+        match recv(&t.sock, Some(SPAWN_TIMEOUT)) {
+            Ok((v, mut fds)) if v.get("cloned").is_some() => cloned = fds.pop(),
+            Ok((v, fds)) => {
+                if v.get("error").is_some() {
+                    end(cloned);
+                }
+                return Ok((v, fds));
+            }
+            Err(e) => {
+                end(cloned);
+                return Err(e);
+            }
+        }
+    }
 }
 
 fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(Value, Vec<OwnedFd>), String> {
@@ -185,15 +264,10 @@ fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(Value, Vec<OwnedFd
     Ok((v, fds))
 }
 
-/// The template's reply as the jail it spawned, or its setup error (after reaping the
-/// failed child, which CLONE_PARENT made ours).
+/// The template's reply as the jail it spawned, or its setup error (the failed child was
+/// reaped by `exchange`).
 fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
     if let Some(e) = reply.get("error") {
-        if reply["pidfd"] == json!(true) {
-            if let Some(fd) = fds.first() {
-                spawn::kill_and_reap(fd);
-            }
-        }
         return Err(SetupError::new(
             format!("zygote: {}", e["stage"].as_str().unwrap_or("?")),
             e["errno"].as_i64().map(|v| v as i32),

@@ -68,6 +68,18 @@ pub const PYTHON_ARGS: [&str; 5] = ["-I", "-S", "-B", "-X", "utf8"];
 /// The Python the template's libpython is: the policy's interpreter must be this one.
 pub const PYTHON_VERSION: &str = "3.11";
 
+/// The record's account of a zygote jail: every control is its own, but its interpreter's
+/// address layout and `str` hash key are the template's, the same in every job of this
+/// server (see the module documentation for why that is a fair trade).
+pub fn control() -> crate::jail::Control {
+    crate::jail::Control::new(
+        "address_space_layout",
+        crate::jail::ControlState::Degraded,
+        "zygote fork",
+        "the interpreter was forked from agentjail's zygote template (serve --zygote): its address layout and str hash key are the template's, shared by every job of this server; random is reseeded per job",
+    )
+}
+
 /// The descriptors of a spawned jail, in the order they travel (a bit set says which of the
 /// optional ones are present).
 const FD_NAMES: [&str; 10] = [

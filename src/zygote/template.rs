@@ -7,12 +7,14 @@
 //! 2. per jail, server → template: `{"memory": b, "pids": b, "dirs": [v2, …]}` with, per
 //!    directory, its cgroup.procs fd and (v2) the directory fd; template → server:
 //!    `{"pid": …, "program_pid": …, "cloned_ago_us": …, "fds": bits}` with the jail's
-//!    descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}, "pidfd": b}`
-//!    with the pidfd of a child that failed its setup (killed; the server reaps it).
+//!    descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}}`. Before either,
+//!    the cloned child itself sends `{"cloned": true}` with a pidfd of itself (jail/child.rs,
+//!    step 0), so the server can kill and reap it (its own, by CLONE_PARENT) if the template
+//!    dies or stalls in the handshake, or the handshake fails.
 //!
 //! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
 
-use super::{FD_NAMES, MAX_MESSAGE, PYTHON_ARGS, PYTHON_VERSION};
+use super::{MAX_MESSAGE, PYTHON_ARGS, PYTHON_VERSION};
 use crate::jail::cgroup::JobCgroup;
 use crate::jail::prepared::{self, CgroupCover};
 use crate::jail::spawn::{self, Spawned};
@@ -152,19 +154,20 @@ fn spawn_one(
     // The jail is the server's child, as a cold jail is: the server reaps it, reads its
     // status and rusage, and it dies with the server (its PDEATHSIG parent).
     prepared.clone_flags |= libc::CLONE_PARENT as u64;
+    // The child tells the server of itself first (child.rs, step 0): should this process
+    // die in the handshake, the server kills and reaps it (its own, by CLONE_PARENT).
+    prepared.announce = Some(SOCK);
     interp.before_fork();
     let spawned = spawn::spawn_keeping(&prepared, cgroup.as_ref());
     interp.after_fork_parent();
     match spawned {
         Ok(s) => handover(s),
         Err((e, pidfd)) => {
-            let mut reply = refused(e);
-            let fds: Vec<OwnedFd> = pidfd.into_iter().collect();
-            if let Some(fd) = fds.first() {
+            // The server reaps it, with the pidfd it was sent at the clone.
+            if let Some(fd) = pidfd {
                 let _ = sys::pidfd_send_signal(fd.as_raw_fd(), libc::SIGKILL);
-                reply["pidfd"] = json!(true);
             }
-            (reply, fds)
+            (refused(e), Vec::new())
         }
     }
 }
@@ -194,7 +197,8 @@ fn attach_target(request: &Value, fds: Vec<OwnedFd>) -> Result<Option<JobCgroup>
     Ok((!handles.is_empty()).then(|| JobCgroup::attach_only(handles)))
 }
 
-/// A spawned jail as the reply and its descriptors; our copies close when they are sent.
+/// A spawned jail as the reply and its descriptors (`FD_NAMES` order: the four always
+/// there, then a bit per optional one); our copies close when they are sent.
 fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
     let optional = [
         s.stdin,
@@ -212,7 +216,6 @@ fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
             fds.push(fd);
         }
     }
-    debug_assert!(FD_NAMES.len() == 10);
     let reply = json!({
         "pid": s.pid,
         "program_pid": s.program_pid,
