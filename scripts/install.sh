@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install agentjail: the binaries (agentjail, and agentjail-mcp, which `agentjail mcp` runs),
+# Install agentjail: the binaries (agentjail, agentjail-mcp, which `agentjail mcp` runs, and
+# agentjail-zygote, which `serve --zygote` runs, when scripts/build-zygote.sh built it),
 # the policies, the man pages, the shell completions, and —
 # where the host has them — the systemd unit and the AppArmor profile.
 #
@@ -78,6 +79,11 @@ put() {
 
 put 0755 "$bin" "$prefix/bin/agentjail"
 put 0755 "$bin-mcp" "$prefix/bin/agentjail-mcp"
+# `serve --zygote` needs agentjail-zygote next to agentjail (scripts/build-zygote.sh --release
+# builds it; without it every other command works and `agentjail doctor` says it is absent).
+if [ -x "$bin-zygote" ]; then
+    put 0755 "$bin-zygote" "$prefix/bin/agentjail-zygote"
+fi
 for p in policies/*.toml; do
     put 0644 "$p" "$prefix/share/agentjail/policies/$(basename "$p")"
 done

@@ -140,6 +140,9 @@ pub enum Command {
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// Spawn the warm Python jails from a zygote, as `serve --zygote` does.
+        #[arg(long)]
+        zygote: bool,
     },
     /// Show the effective policy or lint it.
     Policy {

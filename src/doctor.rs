@@ -191,6 +191,7 @@ pub fn run() -> DoctorReport {
     landlock_check(&mut checks);
     pidfd_checks(&mut checks);
     checks.extend(cgroup_checks(&cgroup::detect_host()));
+    checks.push(zygote_check());
     DoctorReport {
         kernel,
         euid,
@@ -364,6 +365,27 @@ fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
         },
         Some("kernel >= 5.0; not needed by the default policy"),
     ));
+}
+
+/// `serve --zygote` (src/zygote): its template binary next to this one. Optional: without
+/// it every warm jail starts its own interpreter.
+fn zygote_check() -> Check {
+    let bin = std::env::current_exe()
+        .map(|p| p.with_file_name(crate::zygote::BINARY))
+        .ok();
+    let found = bin.as_ref().is_some_and(|b| b.is_file());
+    let detail = match &bin {
+        Some(b) if found => format!("{} (serve --zygote available)", b.display()),
+        Some(b) => format!("no {} (serve --zygote unavailable)", b.display()),
+        None => "cannot find agentjail's own path".to_string(),
+    };
+    check(
+        "zygote",
+        found,
+        false,
+        detail,
+        Some("build it with scripts/build-zygote.sh (links libpython3.11), or install it next to agentjail"),
+    )
 }
 
 fn landlock_check(checks: &mut Vec<Check>) {

@@ -20,6 +20,7 @@ fn main() {
         cache,
         cache_ttl,
         audit_log,
+        zygote,
     } = cli.command
     else {
         eprintln!(
@@ -34,8 +35,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let mut engine = agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl);
+    engine.zygote = zygote;
     std::process::exit(agentjail::mcp::serve(agentjail::mcp::McpArgs {
-        engine: agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl),
+        engine,
         jobs: agentjail::engine::default_jobs(),
         audit_log,
     }));
