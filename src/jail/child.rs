@@ -1,5 +1,8 @@
 //! The child's steps, in order. The order is the security argument:
 //!
+//! 0. close our copies of the parent's pipe ends (a parent that dies mid-setup is then an
+//!    EOF on the sync pipe, never a wait forever); a zygote's child (src/zygote) also sends
+//!    the server a pidfd of itself, so the server can reap it whatever the template does;
 //! 1. wait until the parent has written our uid/gid maps — nothing runs unmapped (the parent
 //!    puts us in the job cgroup meanwhile: see 5b);
 //! 2. become the jail uid/gid (setgroups is already "deny");
@@ -23,11 +26,13 @@
 //!     disposition would survive execve);
 //! 11. fork: this process stays as the jail's init (pid 1, its own strict seccomp filter,
 //!     reaps orphans, ends the namespace when the program ends, reports the program's wait
-//!     status); the program becomes pid 2;
+//!     status); the program becomes pid 2 (a raw clone; glibc's fork for a zygote's
+//!     program, which goes on in the template's libc and interpreter);
 //! 12. in pid 2, seccomp, last: every syscall above is one the jailed program may not make,
 //!     so the filter cannot be installed earlier. The listener fd is handed to the
 //!     supervisor and closed before exec;
-//! 13. execve with the prepared, clean environment.
+//! 13. execve with the prepared, clean environment (a zygote's program instead closes what
+//!     exec would have closed and continues in the template's interpreter).
 //!
 //! Nothing here allocates; every failure is reported as (stage, errno) and ends in _exit.
 
@@ -195,19 +200,17 @@ fn die_with_parent(sync: RawFd) -> StepResult {
     }
 }
 
-/// Step 0 of a zygote's child: send a pidfd of this process (pid 1 in its new namespace)
-/// to the server on the template's control socket, then close that socket. Best effort: a
-/// server that is gone takes the child with it (PDEATHSIG, step 3).
-fn announce(sock: RawFd) {
+/// Step 0 of a zygote's child: send `msg` (prepared by the template: which spawn this is)
+/// with a pidfd of this process (pid 1 in its new namespace) to the server on the
+/// template's control socket, then close that socket. Best effort: a server that is gone
+/// takes the child with it (PDEATHSIG, step 3).
+fn announce(sock: RawFd, msg: &[u8]) {
     if let Ok(me) = sys::pidfd_open(1) {
-        let _ = sys::send_with_fds(sock, ANNOUNCE, &[me]);
+        let _ = sys::send_with_fds(sock, msg, &[me]);
         sys::close(me);
     }
     sys::close(sock);
 }
-
-/// What a zygote's child sends with its pidfd (src/zygote/client.rs reads it).
-pub const ANNOUNCE: &[u8] = b"{\"cloned\": true}";
 
 /// The steps of the module doc, one line each; the comments say why each is where it is.
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
@@ -218,8 +221,8 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     for fd in fds.parent_ends.into_iter().filter(|&fd| fd >= 0) {
         sys::close(fd);
     }
-    if let Some(sock) = p.announce {
-        announce(sock);
+    if let Some((sock, msg)) = &p.announce {
+        announce(*sock, msg);
     }
     // 1. Nothing runs unmapped: wait for the parent's "g" (maps written). The fault point
     //    is after the read: a child that failed before it would fail the parent's map write.

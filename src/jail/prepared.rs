@@ -41,10 +41,11 @@ pub struct Prepared {
     /// in this process, whose interpreter the template initialised before any job existed.
     /// None everywhere else.
     pub entry: Option<fn() -> !>,
-    /// The zygote's control socket: the child sends a pidfd of itself on it first thing,
-    /// so the server, whose child it is (CLONE_PARENT), can kill and reap it even when the
-    /// template dies right after the clone. None everywhere else.
-    pub announce: Option<std::os::fd::RawFd>,
+    /// The zygote's control socket and the message to send on it: the child sends it
+    /// with a pidfd of itself first thing, so the server, whose child it is
+    /// (CLONE_PARENT), can kill and reap it even when the template dies right after the
+    /// clone. None everywhere else.
+    pub announce: Option<(std::os::fd::RawFd, Vec<u8>)>,
 }
 
 fn cstring(what: &str, s: &str) -> Result<CString, SetupError> {

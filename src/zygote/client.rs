@@ -20,7 +20,13 @@ use std::time::{Duration, Instant};
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one jail's clone and handshake may take (milliseconds, normally): past it the
 /// template is taken for stuck, ended and started again.
-const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Templates per zygote: one per spawner thread (engine/pool.rs starts two), so a refill
+/// never waits for another's handshake, nor for a stuck template.
+const TEMPLATES: usize = 2;
+/// The largest policy file the zygote takes (it travels in one message; policies are a few
+/// KiB).
+const MAX_POLICY_TEXT: usize = 96 * 1024;
 
 /// One running template: its control socket and process.
 struct Template {
@@ -29,9 +35,18 @@ struct Template {
 }
 
 impl Drop for Template {
+    /// Kill and reap the template, then every child it cloned whose announcement (its
+    /// pidfd) is still in the socket: the template can no longer answer for them.
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        while sys::poll_one(self.sock.as_raw_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+            let mut buf = [0u8; 256];
+            match sys::recv_with_fds(self.sock.as_raw_fd(), &mut buf) {
+                Ok((0, _)) | Err(_) => break,
+                Ok((_, fds)) => fds.iter().for_each(spawn::kill_and_reap),
+            }
+        }
     }
 }
 
@@ -40,7 +55,9 @@ pub struct Zygote {
     /// Asks the keeper thread for a new template.
     launch: Mutex<Option<mpsc::Sender<LaunchReply>>>,
     keeper: Mutex<Option<JoinHandle<()>>>,
-    template: Mutex<Option<Template>>,
+    templates: Vec<Mutex<Option<Template>>>,
+    /// Numbers the spawn requests (a late announcement names the spawn it belongs to).
+    next: std::sync::atomic::AtomicU64,
 }
 
 /// Where the keeper thread sends a new template.
@@ -50,6 +67,10 @@ type LaunchReply = mpsc::SyncSender<Result<Template, String>>;
 struct Launcher {
     exe: PathBuf,
     config: Value,
+    /// The policy file's bytes, read once by the server (None: the embedded default).
+    text: Option<Vec<u8>>,
+    /// The server's plan of the warm jails, which the template's must equal.
+    plan_sha256: String,
     env: Vec<(String, String)>,
 }
 
@@ -69,13 +90,25 @@ impl Launcher {
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
         let t = Template { sock: ours, child };
-        sys::send_with_fds(t.sock.as_raw_fd(), self.config.to_string().as_bytes(), &[])
-            .map_err(|e| format!("{BINARY}: send the policy: errno {e}"))?;
+        let sock = t.sock.as_raw_fd();
+        let send = |b: &[u8]| {
+            sys::send_with_fds(sock, b, &[])
+                .map_err(|e| format!("{BINARY}: send the policy: errno {e}"))
+        };
+        send(self.config.to_string().as_bytes())?;
+        if let Some(text) = &self.text {
+            send(text)?;
+        }
         let reply = recv(&t.sock, Some(READY_TIMEOUT))?.0;
         if reply["ready"] != json!(true) {
             return Err(format!(
                 "{BINARY} did not start: {}",
                 reply["error"].as_str().unwrap_or("no reason given")
+            ));
+        }
+        if reply["plan_sha256"] != json!(self.plan_sha256) {
+            return Err(format!(
+                "{BINARY} built another jail plan than the server's (did the host change?); restart the server"
             ));
         }
         Ok(t)
@@ -103,9 +136,13 @@ impl Zygote {
                 exe.display()
             ));
         }
+        let text = policy_text(policy)?;
         let launcher = Launcher {
             exe,
-            config: json!({"policy_path": policy.path, "policy_sha256": policy.sha256}),
+            config: json!({"policy_path": policy.path, "policy_sha256": policy.sha256,
+                           "text": text.is_some()}),
+            text,
+            plan_sha256: super::template::plan_sha256(plan),
             env: plan.env.clone(),
         };
         let (tx, rx) = mpsc::channel::<LaunchReply>();
@@ -120,15 +157,23 @@ impl Zygote {
         let z = Zygote {
             launch: Mutex::new(Some(tx)),
             keeper: Mutex::new(Some(keeper)),
-            template: Mutex::new(None),
+            templates: (0..TEMPLATES).map(|_| Mutex::new(None)).collect(),
+            next: std::sync::atomic::AtomicU64::new(1),
         };
+        // The first template now: a policy it cannot serve fails the start, not each job.
         let t = z.new_template()?;
-        *z.lock() = Some(t);
+        *lock(&z.templates[0]) = Some(t);
         Ok(z)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Template>> {
-        self.template.lock().unwrap_or_else(|e| e.into_inner())
+    /// A free template slot (or, when all are busy, the first one, waited for).
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Template>> {
+        for m in &self.templates {
+            if let Ok(g) = m.try_lock() {
+                return g;
+            }
+        }
+        lock(&self.templates[0])
     }
 
     /// A new template, started by the keeper thread.
@@ -148,8 +193,9 @@ impl Zygote {
     /// Spawn one jail in the template, into `cg`. A template that died is started again
     /// once; a jail that fails its setup is reaped here (it is our child).
     pub fn spawn(&self, cg: Option<&JobCgroup>, cover: CgroupCover) -> Result<Spawned, SetupError> {
-        let (request, fds) = request(cg, cover);
-        let mut guard = self.lock();
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (request, fds) = request(n, cg, cover);
+        let mut guard = self.slot();
         let mut restarted = false;
         loop {
             if guard.is_none() {
@@ -157,7 +203,7 @@ impl Zygote {
                 restarted = true;
             }
             let Some(t) = guard.as_ref() else { continue };
-            match exchange(t, &request, &fds) {
+            match exchange(t, n, &request, &fds) {
                 Ok(reply) => return spawned(reply),
                 Err(e) if restarted => {
                     *guard = None;
@@ -173,12 +219,42 @@ impl Drop for Zygote {
     /// The template first (its jails are ended by now: the engine drops the zygote with its
     /// pools), then the keeper thread, whose exit would take them down anyway.
     fn drop(&mut self) {
-        drop(self.lock().take());
+        for m in &self.templates {
+            drop(lock(m).take());
+        }
         drop(self.launch.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(t) = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = t.join();
         }
     }
+}
+
+fn lock(m: &Mutex<Option<Template>>) -> std::sync::MutexGuard<'_, Option<Template>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The policy file's bytes for the template, read here, where a relative path means what
+/// it meant to the server, and checked against what the server loaded (None: the embedded
+/// default, which the template has compiled in).
+fn policy_text(policy: &LoadedPolicy) -> Result<Option<Vec<u8>>, String> {
+    if policy.path == crate::policy::DEFAULT_POLICY_ORIGIN {
+        return Ok(None);
+    }
+    let text = std::fs::read(&policy.path).map_err(|e| format!("{}: {e}", policy.path))?;
+    if crate::run::sha256_hex(&text) != policy.sha256 {
+        return Err(format!(
+            "{} changed after the server loaded it; restart the server",
+            policy.path
+        ));
+    }
+    if text.len() > MAX_POLICY_TEXT {
+        return Err(format!(
+            "{} is {} bytes; the zygote takes policies up to {MAX_POLICY_TEXT}",
+            policy.path,
+            text.len()
+        ));
+    }
+    Ok(Some(text))
 }
 
 fn unavailable(message: &str) -> SetupError {
@@ -189,8 +265,8 @@ fn unavailable(message: &str) -> SetupError {
     )
 }
 
-/// The request for one jail: what the cgroup covers and its attach descriptors.
-fn request(cg: Option<&JobCgroup>, cover: CgroupCover) -> (Vec<u8>, Vec<RawFd>) {
+/// The request for spawn `n`: what the cgroup covers and its attach descriptors.
+fn request(n: u64, cg: Option<&JobCgroup>, cover: CgroupCover) -> (Vec<u8>, Vec<RawFd>) {
     let mut dirs = Vec::new();
     let mut fds = Vec::new();
     for (v2, procs, dir) in cg.map(|c| c.attach_handles()).unwrap_or_default() {
@@ -205,32 +281,42 @@ fn request(cg: Option<&JobCgroup>, cover: CgroupCover) -> (Vec<u8>, Vec<RawFd>) 
             None => dirs.push(false),
         }
     }
-    let r = json!({"memory": cover.memory, "pids": cover.pids, "dirs": dirs});
+    let r = json!({"n": n, "memory": cover.memory, "pids": cover.pids, "dirs": dirs});
     (r.to_string().into_bytes(), fds)
 }
 
-/// One request and its reply (the template answers each request before the next). The
-/// template first reports the clone with the child's pidfd: when the handshake then fails,
-/// or the template dies or stalls in it, the child (ours by CLONE_PARENT) is killed and
-/// reaped here, never left behind.
-fn exchange(t: &Template, request: &[u8], fds: &[RawFd]) -> Result<(Value, Vec<OwnedFd>), String> {
+/// One request and its reply (the template answers each request before the next).
+///
+/// Every child a template clones is ours (CLONE_PARENT), and announces itself with a pidfd
+/// before its handshake (`{"cloned": n}`). A child is reaped here unless it is handed over:
+/// when the handshake fails (the template's error reply carries its pidfd too), when the
+/// template dies or stalls in it, and when an announcement names an earlier spawn (that
+/// spawn failed before its child's announcement arrived).
+fn exchange(
+    t: &Template,
+    n: u64,
+    request: &[u8],
+    fds: &[RawFd],
+) -> Result<(Value, Vec<OwnedFd>), String> {
     sys::send_with_fds(t.sock.as_raw_fd(), request, fds)
         .map_err(|e| format!("send to {BINARY}: errno {e}"))?;
-    let mut cloned: Option<OwnedFd> = None;
-    let end = |cloned: Option<OwnedFd>| {
-        if let Some(fd) = cloned {
-            spawn::kill_and_reap(&fd);
-        }
-    };
+    let mut cloned: Vec<OwnedFd> = Vec::new();
+    let end = |fds: Vec<OwnedFd>| fds.iter().for_each(spawn::kill_and_reap);
     loop {
         match recv(&t.sock, Some(SPAWN_TIMEOUT)) {
-            Ok((v, mut fds)) if v.get("cloned").is_some() => cloned = fds.pop(),
-            Ok((v, fds)) => {
-                if v.get("error").is_some() {
-                    end(cloned);
+            Ok((v, fds)) if v.get("cloned").is_some() => {
+                if v["cloned"].as_u64() == Some(n) {
+                    cloned.extend(fds);
+                } else {
+                    end(fds);
                 }
-                return Ok((v, fds));
             }
+            Ok((v, fds)) if v.get("error").is_some() => {
+                end(cloned);
+                end(fds);
+                return Ok((v, Vec::new()));
+            }
+            Ok(reply) => return Ok(reply),
             Err(e) => {
                 end(cloned);
                 return Err(e);

@@ -25,10 +25,10 @@
 //! new namespaces of every kind, a new root, its own cgroup, landlock and seccomp applied by
 //! the same ordered steps, and the jail is used once. What the program starts from is a copy
 //! of the template's memory instead of a fresh image, and the template never receives
-//! anything of a job: it gets the policy (which it loads itself and checks against the
-//! server's hash) and, per jail, the cgroup's descriptors; the job's code and input go from
-//! the server to the jail's pipes, never through the template. So a job can learn only what
-//! every job of the policy could learn anyway.
+//! anything of a job: it gets the policy file's bytes (checked against the server's hash)
+//! and, per jail, the cgroup's descriptors; the job's code and input go from the server to
+//! the jail's pipes, never through the template. What a job can find in its own memory is
+//! therefore the same for every job of the server: the template's.
 //!
 //! **What differs from a cold jail, knowingly:**
 //! - *Address layout.* Every program forked from one template has the template's layout
@@ -39,9 +39,21 @@
 //! - *Random state.* `random` is reseeded from the kernel in each program
 //!   (PyOS_AfterFork_Child runs the fork hooks; tests/zygote.rs checks that two jobs draw
 //!   different numbers); `os.urandom` and `secrets` always ask the kernel.
-//! - */proc/self/exe* names the template's binary, and /proc/self/maps shows libpython.
-//! - The template is outside every jail and unconfined by landlock or seccomp. It never
-//!   runs job code; the jails cannot see it (another pid namespace) and are not its
+//! - *The template's memory*: a program can read its own memory, which is a copy of the
+//!   template's: the policy (its text, and the parsed check rules and redaction patterns),
+//!   the host paths of the jail's mounts, the host pids of earlier jails in freed buffers.
+//!   A cold job cannot read those (its interpreter is a fresh image; init is non-dumpable).
+//!   None is another job's, and a policy is not a secret (reviewers read it; `policy
+//!   show`), but a job can learn the rules it is checked and redacted by.
+//! - *Memory accounting*: pages the program shares with the template stay charged to the
+//!   template's cgroup (the server's). The job's cgroup limit and peak count what the job
+//!   writes or allocates, which is all it can grow.
+//! - */proc/self/exe* names the template's binary, outside the jail's root; without
+//!   landlock (a `best_effort` policy on a host without it) a job could read or exec that
+//!   file through the link (it runs inside the same jail). /proc/self/maps shows libpython.
+//! - The template is outside every jail and unconfined by landlock or seccomp. It must be
+//!   single-threaded when it clones (checked after the preloads: a preload that starts a
+//!   thread is refused). It never runs job code; the jails cannot see it (another pid namespace) and are not its
 //!   children (CLONE_PARENT makes them the server's, so the server reaps them, reads their
 //!   status and they die with it, exactly as cold jails).
 //!

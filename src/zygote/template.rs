@@ -2,15 +2,18 @@
 //! prepares the interpreter once, then spawns one jail per request from the server.
 //!
 //! Protocol on fd 0 (a SOCK_SEQPACKET socket whose other end the server holds):
-//! 1. server → template: `{"policy_path": …, "policy_sha256": …}`;
-//!    template → server: `{"ready": true}` or `{"error": "…"}`.
-//! 2. per jail, server → template: `{"memory": b, "pids": b, "dirs": [v2, …]}` with, per
-//!    directory, its cgroup.procs fd and (v2) the directory fd; template → server:
-//!    `{"pid": …, "program_pid": …, "cloned_ago_us": …, "fds": bits}` with the jail's
-//!    descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}}`. Before either,
-//!    the cloned child itself sends `{"cloned": true}` with a pidfd of itself (jail/child.rs,
-//!    step 0), so the server can kill and reap it (its own, by CLONE_PARENT) if the template
-//!    dies or stalls in the handshake, or the handshake fails.
+//! 1. server → template: `{"policy_path": …, "policy_sha256": …, "text": b}` and, when
+//!    `text`, the policy file's bytes as the next message (the server read them; a path
+//!    is never reopened here). template → server: `{"ready": true, "plan_sha256": …}` (the
+//!    server checks that both built the same plan) or `{"error": "…"}`.
+//! 2. per jail, server → template: `{"n": …, "memory": b, "pids": b, "dirs": [v2, …]}`
+//!    with, per directory, its cgroup.procs fd and (v2) the directory fd; template →
+//!    server: `{"pid": …, "program_pid": …, "cloned_ago_us": …, "fds": bits}` with the
+//!    jail's descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}, "pidfd":
+//!    b}` with the failed child's pidfd (killed here; the server reaps it). Before either,
+//!    the cloned child itself sends `{"cloned": n}` with a pidfd of itself (jail/child.rs,
+//!    step 0), so the server can kill and reap it (its own, by CLONE_PARENT) if the
+//!    template dies or stalls mid-handshake.
 //!
 //! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
 
@@ -60,10 +63,18 @@ fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), 
     sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong)
         .map_err(|e| format!("prctl(PR_SET_PDEATHSIG): errno {e}"))?;
     let (config, _) = recv()?.ok_or("the server closed the socket before the policy")?;
-    let plan = load_plan(&config)?;
+    let text = match config["text"].as_bool() {
+        Some(true) => Some(recv_bytes()?),
+        _ => None,
+    };
+    let plan = load_plan(&config, text.as_deref())?;
     let preloads = preloads(&plan)?;
     interp.load_runner(runner::PYTHON, runner::PATH, &preloads)?;
-    send(&json!({"ready": true}), &[])?;
+    single_threaded()?;
+    send(
+        &json!({"ready": true, "plan_sha256": plan_sha256(&plan)}),
+        &[],
+    )?;
     while let Some((request, fds)) = recv()? {
         let (reply, fds) = spawn_one(&plan, &request, fds, interp, entry);
         let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
@@ -73,25 +84,49 @@ fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), 
     Ok(())
 }
 
-/// The policy the server runs, loaded here from the same place and checked against the
-/// server's hash (a file changed in between is refused), and the plan of its warm jails.
-fn load_plan(config: &Value) -> Result<JailPlan, String> {
+/// The policy the server runs, from the bytes it read (or the embedded default), checked
+/// against the server's hash, and the plan of its warm jails.
+fn load_plan(config: &Value, text: Option<&[u8]>) -> Result<JailPlan, String> {
     let path = config["policy_path"].as_str().ok_or("no policy_path")?;
     let sha = config["policy_sha256"].as_str().ok_or("no policy_sha256")?;
-    let loaded = if path == crate::policy::DEFAULT_POLICY_ORIGIN {
-        crate::policy::load_default()
-    } else {
-        crate::policy::load_file(std::path::Path::new(path)).map_err(|e| e.to_string())?
+    let loaded = match text {
+        None if path == crate::policy::DEFAULT_POLICY_ORIGIN => crate::policy::load_default(),
+        None => return Err(format!("no policy text for {path}")),
+        Some(t) => {
+            let t = std::str::from_utf8(t).map_err(|_| "the policy text is not UTF-8")?;
+            crate::policy::load_str(t, path).map_err(|e| e.to_string())?
+        }
     };
     if loaded.sha256 != sha {
         return Err(format!(
-            "the policy {path} changed after the server loaded it (sha256 {} now, {sha} then); restart the server",
+            "the policy text has sha256 {}, the server's {sha}",
             loaded.sha256
         ));
     }
     let p = &loaded.policy;
     check_interpreter(&p.interpreter.python, &p.interpreter.python_args)?;
     crate::run::runner_plan(p, Language::Python, Mode::Run, true, &Default::default())
+}
+
+/// What the template and the server compare, so the jails are built from the plan whose
+/// enforcement the records state (both probe the host for it).
+pub fn plan_sha256(plan: &JailPlan) -> String {
+    crate::run::sha256_hex(serde_json::to_string(plan).unwrap_or_default().as_bytes())
+}
+
+/// The clone of a multi-threaded process keeps one thread: a lock another thread held
+/// (a preload's thread, inside malloc) would stay held in every jail. A preload that
+/// starts a thread is refused.
+fn single_threaded() -> Result<(), String> {
+    let threads = std::fs::read_dir("/proc/self/task")
+        .map_err(|e| format!("/proc/self/task: {e}"))?
+        .count();
+    if threads != 1 {
+        return Err(format!(
+            "the template has {threads} threads after the preloads (a preloaded module started one); the zygote needs one: run without --zygote or drop that preload"
+        ));
+    }
+    Ok(())
 }
 
 /// The policy must run the Python this template embeds, with the flags it was started with.
@@ -156,18 +191,22 @@ fn spawn_one(
     prepared.clone_flags |= libc::CLONE_PARENT as u64;
     // The child tells the server of itself first (child.rs, step 0): should this process
     // die in the handshake, the server kills and reaps it (its own, by CLONE_PARENT).
-    prepared.announce = Some(SOCK);
+    let n = request["n"].as_u64().unwrap_or(0);
+    prepared.announce = Some((SOCK, json!({ "cloned": n }).to_string().into_bytes()));
     interp.before_fork();
     let spawned = spawn::spawn_keeping(&prepared, cgroup.as_ref());
     interp.after_fork_parent();
     match spawned {
         Ok(s) => handover(s),
         Err((e, pidfd)) => {
-            // The server reaps it, with the pidfd it was sent at the clone.
-            if let Some(fd) = pidfd {
+            let mut reply = refused(e);
+            let fds: Vec<OwnedFd> = pidfd.into_iter().collect();
+            if let Some(fd) = fds.first() {
+                // Killed here, reaped by the server (whose child it is).
                 let _ = sys::pidfd_send_signal(fd.as_raw_fd(), libc::SIGKILL);
+                reply["pidfd"] = json!(true);
             }
-            (refused(e), Vec::new())
+            (reply, fds)
         }
     }
 }
@@ -228,6 +267,15 @@ fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
 fn send(v: &Value, fds: &[RawFd]) -> Result<(), String> {
     sys::send_with_fds(SOCK, v.to_string().as_bytes(), fds)
         .map_err(|e| format!("send to the server: errno {e}"))
+}
+
+/// The next message as raw bytes (the policy text).
+fn recv_bytes() -> Result<Vec<u8>, String> {
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let (n, _) = sys::recv_with_fds(SOCK, &mut buf)
+        .map_err(|e| format!("read the policy from the server: errno {e}"))?;
+    buf.truncate(n);
+    Ok(buf)
 }
 
 /// The next message, or None at EOF.
