@@ -21,6 +21,11 @@ use std::time::{Duration, Instant};
 /// The zygote's test policy: the default jail and interpreter flags (the zygote embeds
 /// exactly those), fork allowed, the static check opened up so the jail itself is attacked.
 fn policy(tag: &str, python_args: &str) -> PathBuf {
+    policy_with(tag, python_args, 64)
+}
+
+/// As [`policy`], with at most `pids` processes per jail.
+fn policy_with(tag: &str, python_args: &str, pids: u32) -> PathBuf {
     let text = format!(
         r#"# tests/zygote.rs
 version = 1
@@ -42,7 +47,7 @@ preload = ["json", "random"]
 wall_time_ms = 10000
 cpu_time_ms = 10000
 memory = "128MiB"
-pids = 64
+pids = {pids}
 stdout = "64KiB"
 [seccomp]
 allow_groups = [
@@ -475,6 +480,46 @@ fn a_relative_policy_path_means_what_it_meant_to_the_server() {
             .unwrap_or_else(|e| panic!("{who:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
         assert_eq!(resp["record"]["status"], "ok", "{who:?}: {resp:#}");
         assert!(from_zygote(&resp["record"]), "{who:?}: {resp:#}");
+    }
+}
+
+#[test]
+fn jails_that_fail_their_setup_in_the_template_are_reaped_and_fail_closed() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        // One process per jail: init is cloned, then its fork of the program is refused
+        // (pids.max, or RLIMIT_NPROC without a pids cgroup). Every jail fails in its setup,
+        // inside the template's handshake; the server must reap each failed child.
+        let m = common::marker("pids1");
+        let p = policy_with("pids1", ARGS, 1);
+        let mut s = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
+        for i in 0..4 {
+            let rec = s.io().run(action("print('{}')", json!({})));
+            let reason = rec["stop_reason"].as_str().unwrap_or("");
+            let stage = rec["error"]["stage"].as_str().unwrap_or("");
+            assert!(
+                reason.starts_with("sandbox_unavailable") && stage.contains("fork"),
+                "{who:?}: job {i} did not fail closed at the fork: {rec:#}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let stats = s.io().stats();
+        assert!(
+            stats["pool"]["refill_failures"].as_u64() > Some(0),
+            "{who:?}: no refill failed: {stats}"
+        );
+        let t = Instant::now();
+        while !zombie_children(s.pid).is_empty() && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            zombie_children(s.pid),
+            Vec::<i32>::new(),
+            "{who:?}: unreaped children"
+        );
+        s.finish();
     }
 }
 
