@@ -478,8 +478,10 @@ fn a_relative_policy_path_means_what_it_meant_to_the_server() {
         assert_eq!(out.status.code(), Some(0), "{who:?}: {err}");
         let resp: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{who:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+        // The server starts its first template before it serves (a policy the template
+        // could not load would have failed the start, exit 2); the job itself may have
+        // found the pool not yet filled and run cold.
         assert_eq!(resp["record"]["status"], "ok", "{who:?}: {resp:#}");
-        assert!(from_zygote(&resp["record"]), "{who:?}: {resp:#}");
     }
 }
 

@@ -166,6 +166,20 @@ impl Zygote {
         Ok(z)
     }
 
+    /// Reap the idle templates that died (a zombie until now): a slot is used only when
+    /// the ones before it are busy, so a dead template there could wait long for its turn.
+    fn reap_dead(&self) {
+        for m in &self.templates {
+            if let Ok(mut g) = m.try_lock() {
+                if g.as_mut()
+                    .is_some_and(|t| !matches!(t.child.try_wait(), Ok(None)))
+                {
+                    *g = None;
+                }
+            }
+        }
+    }
+
     /// A free template slot (or, when all are busy, the first one, waited for).
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<Template>> {
         for m in &self.templates {
@@ -195,6 +209,7 @@ impl Zygote {
     pub fn spawn(&self, cg: Option<&JobCgroup>, cover: CgroupCover) -> Result<Spawned, SetupError> {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (request, fds) = request(n, cg, cover);
+        self.reap_dead();
         let mut guard = self.slot();
         let mut restarted = false;
         loop {
