@@ -132,7 +132,7 @@ fn assert_gone(procs: &[Proc], what: &str) {
 /// Every job observes what a previous or concurrent job could have left it, then plants all
 /// of that itself (files in /tmp and /app/out, a class attribute in a preloaded module, an
 /// environment variable, memory, a child process that never exits) and prints its secret.
-const OBSERVE_AND_PLANT: &str = r#"
+const OBSERVE_HEAD: &str = r#"
 import json, os, signal, time
 secret = json.loads(input())["secret"]
 me = os.getpid()
@@ -158,17 +158,10 @@ for d in ("/tmp", "/app/out", "/app", "/app/in"):
     listing[d] = names
     for n in names or []:
         look(d + "/" + n)
-others = []
-for pid in range(1, 400):
-    if pid in (1, me):
-        continue
-    try:
-        os.kill(pid, 0)
-        others.append(pid)
-    except ProcessLookupError:
-        pass
-    except OSError:
-        others.append(pid)
+"#;
+
+/// The rest of the job's program, after `common::PY_OTHER_PIDS`.
+const OBSERVE_TAIL: &str = r#"
 report = {"secret": secret, "pid": me, "procs": procs, "found": found, "others": others,
           "listing": listing, "module_state": None, "env": os.environ.get("PLANTED")}
 try:
@@ -189,6 +182,11 @@ if child == 0:
 print(json.dumps(report))
 "#;
 
+/// The program of [`OBSERVE_HEAD`], `common::PY_OTHER_PIDS` and [`OBSERVE_TAIL`].
+fn observe_and_plant_code() -> String {
+    [OBSERVE_HEAD, common::PY_OTHER_PIDS, OBSERVE_TAIL].concat()
+}
+
 #[test]
 fn jobs_on_one_pool_never_share_a_jail() {
     for who in variants() {
@@ -205,7 +203,7 @@ fn jobs_on_one_pool_never_share_a_jail() {
                 .iter()
                 .map(|who| {
                     let secret = format!("ajsecret-{who}{round}-{}", common::marker("s"));
-                    let a = action(OBSERVE_AND_PLANT, json!({ "secret": secret }));
+                    let a = action(&observe_and_plant_code(), json!({ "secret": secret }));
                     let id = s.io().send(json!({"op": "run", "action": a}));
                     (secret, id)
                 })
@@ -216,9 +214,10 @@ fn jobs_on_one_pool_never_share_a_jail() {
             }
             if round % 3 == 2 {
                 let secret = format!("ajsecret-solo{round}-{}", common::marker("s"));
-                let rec = s
-                    .io()
-                    .run(action(OBSERVE_AND_PLANT, json!({ "secret": secret })));
+                let rec = s.io().run(action(
+                    &observe_and_plant_code(),
+                    json!({ "secret": secret }),
+                ));
                 records.push((secret, rec));
             }
         }

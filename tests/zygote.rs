@@ -112,7 +112,7 @@ fn from_zygote(rec: &Value) -> bool {
 
 /// Looks for everything an earlier job (or the template) could have left, then plants all
 /// of it itself, tries to reach the template, and prints what it saw and its random draws.
-const OBSERVE_AND_PLANT: &str = r#"
+const OBSERVE_HEAD: &str = r#"
 import gc, json, os, random, signal, time
 args = json.loads(input())
 secret, template = args["secret"], args["template"]
@@ -158,17 +158,10 @@ for leaf in ("environ", "mem", "maps"):
         init_readable.append(leaf)
     except OSError:
         pass
-others = []
-for pid in range(1, 400):
-    if pid in (1, me):
-        continue
-    try:
-        os.kill(pid, 0)
-        others.append(pid)
-    except ProcessLookupError:
-        pass
-    except OSError:
-        others.append(pid)
+"#;
+
+/// The rest of the job's program, after `common::PY_OTHER_PIDS`.
+const OBSERVE_TAIL: &str = r#"
 try:
     os.kill(template, signal.SIGKILL)
     hit_template = True
@@ -197,9 +190,14 @@ if os.fork() == 0:
 print(json.dumps(report))
 "#;
 
+/// The program of [`OBSERVE_HEAD`], `common::PY_OTHER_PIDS` and [`OBSERVE_TAIL`].
+fn observe_and_plant_code() -> String {
+    [OBSERVE_HEAD, common::PY_OTHER_PIDS, OBSERVE_TAIL].concat()
+}
+
 fn observe_and_plant(secret: &str, template: i32) -> Value {
     action(
-        OBSERVE_AND_PLANT,
+        &observe_and_plant_code(),
         json!({"secret": secret, "template": template}),
     )
 }
@@ -512,17 +510,23 @@ fn jails_that_fail_their_setup_in_the_template_are_reaped_and_fail_closed() {
             stats["pool"]["refill_failures"].as_u64() > Some(0),
             "{who:?}: no refill failed: {stats}"
         );
-        let t = Instant::now();
-        while !zombie_children(s.pid).is_empty() && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(
-            zombie_children(s.pid),
-            Vec::<i32>::new(),
-            "{who:?}: unreaped children"
-        );
+        assert_all_reaped(s.pid, who);
         s.finish();
     }
+}
+
+/// Within 5 s, the server has reaped every child that exited (a reap is prompt, not
+/// instant: the kill and the wait may be on their way).
+fn assert_all_reaped(server: i32, who: Who) {
+    let t = Instant::now();
+    while !zombie_children(server).is_empty() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        zombie_children(server),
+        Vec::<i32>::new(),
+        "{who:?}: unreaped children"
+    );
 }
 
 /// The server's children that are zombies now (exited, not reaped).
@@ -601,15 +605,7 @@ fn templates_killed_mid_spawn_leave_no_child_behind() {
         assert_eq!(rec["status"], "ok", "{who:?}: after the storm: {rec:#}");
         assert!(from_zygote(&rec), "{who:?}: after the storm: {rec:#}");
         Server::wait_pool_ready(s.io(), 2);
-        let t = Instant::now();
-        while !zombie_children(s.pid).is_empty() && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(
-            zombie_children(s.pid),
-            Vec::<i32>::new(),
-            "{who:?}: unreaped children"
-        );
+        assert_all_reaped(s.pid, who);
         eprintln!("{who:?}: {kills} templates killed ({mid_spawn} with a jail in setup), {jobs} jobs answered");
         s.finish();
     }

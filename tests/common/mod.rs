@@ -134,6 +134,23 @@ pub fn zygote_built() -> bool {
     )
 }
 
+/// Python for a jailed job: `others`, every pid of its namespace (1-399) it can see besides
+/// init and itself (`me`), signalled with 0 (needs `os` and `me`). In a jail of its own a
+/// job sees none.
+pub const PY_OTHER_PIDS: &str = r#"
+others = []
+for pid in range(1, 400):
+    if pid in (1, me):
+        continue
+    try:
+        os.kill(pid, 0)
+        others.append(pid)
+    except ProcessLookupError:
+        pass
+    except OSError:
+        others.append(pid)
+"#;
+
 /// A unique marker for this test run.
 pub fn marker(tag: &str) -> String {
     let mut b = [0u8; 8];
