@@ -13,7 +13,7 @@ mod serve_harness;
 
 use common::{variants, Who};
 use serde_json::{json, Value};
-use serve_harness::{action, alive, record, Proc, Server};
+use serve_harness::{action, record, Server};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -380,42 +380,7 @@ fn sigkill_takes_the_template_and_every_zygote_jail_down() {
         let procs = s.tracker.sample();
         let template = template_of(s.pid).expect("template");
         assert!(procs.iter().any(|p| p.0 == template));
-        s.send_signal(libc::SIGKILL);
-        let t0 = Instant::now();
-        let mut left: Vec<Proc> = procs.clone();
-        while !left.is_empty() && t0.elapsed() < Duration::from_millis(100) {
-            left.retain(|p| alive(*p) && !common::doomed(*p));
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        left.retain(|p| alive(*p) && !common::doomed(*p));
-        assert!(
-            left.is_empty(),
-            "{who:?}: {} of {} processes (template and jails) outlived a SIGKILLed serve by 100 ms: {left:?}",
-            left.len(),
-            procs.len()
-        );
-        let mut exiting = procs.clone();
-        while !exiting.is_empty() && t0.elapsed() < Duration::from_secs(5) {
-            exiting.retain(|p| alive(*p));
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(
-            exiting.is_empty(),
-            "{who:?}: still not gone after 5 s: {exiting:?}"
-        );
-        assert!(s.wait_exit(Duration::from_secs(5)).is_some());
-        assert!(
-            s.io().try_take(&job).is_none(),
-            "a SIGKILLed serve answered"
-        );
-        if common::is_root() {
-            let pid = s.pid;
-            assert!(common::sweep_until(common::agentjail_path(), || {
-                serve_harness::cgroups_of(pid).is_empty()
-            }));
-        }
-        assert!(serve_harness::cgroups_of(s.pid).is_empty());
-        assert_eq!(serve_harness::host_state().mounts, s.before().mounts);
+        s.sigkill_takes_everything(&procs, &job);
     }
 }
 

@@ -749,6 +749,70 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGKILL the server, then require: within 100 ms every process of `procs` is gone or
+    /// has SIGKILL pending (it never runs another instruction of its own; its exit is the
+    /// kernel's, which a loaded machine may take longer to schedule), and all are gone
+    /// within 5 s (PDEATHSIG takes them with the server); the server exits without
+    /// answering `job`; its job cgroups are swept by the next launch (as root) and the
+    /// host's mounts are as before. Returns how long until every process was down.
+    pub fn sigkill_takes_everything(&mut self, procs: &[Proc], job: &Value) -> Duration {
+        let who = self.who;
+        self.send_signal(libc::SIGKILL);
+        let t0 = Instant::now();
+        let down = |p: &Proc| !alive(*p) || common::doomed(*p);
+        while !procs.iter().all(down) && t0.elapsed() < Duration::from_millis(100) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let took = t0.elapsed();
+        let left: Vec<String> = procs
+            .iter()
+            .filter(|p| !down(p))
+            .map(|p| format!("{} {}", p.0, cmdline(p.0)))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{who:?}: {} of {} processes outlived a SIGKILLed serve by 100 ms \
+             (PDEATHSIG must take them with it): {left:?}",
+            left.len(),
+            procs.len()
+        );
+        let mut exiting = procs.to_vec();
+        while !exiting.is_empty() && t0.elapsed() < Duration::from_secs(5) {
+            exiting.retain(|p| alive(*p));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            exiting.is_empty(),
+            "{who:?}: killed processes still not gone after 5 s: {exiting:?}"
+        );
+        eprintln!(
+            "{who:?}: {} processes down within {took:?} after SIGKILL, all gone in {:?}",
+            procs.len(),
+            t0.elapsed()
+        );
+        assert!(self.wait_exit(Duration::from_secs(5)).is_some());
+        assert!(
+            self.io().try_take(job).is_none(),
+            "a SIGKILLed serve answered"
+        );
+        // Its job cgroups could not be removed by it: the next launch sweeps them.
+        let pid = self.pid;
+        if common::is_root() {
+            assert!(common::sweep_until(common::agentjail_path(), || {
+                cgroups_of(pid).is_empty()
+            }));
+        }
+        let cg = cgroups_of(pid);
+        assert!(
+            cg.is_empty(),
+            "{who:?}: cgroups left after the sweep: {cg:?}"
+        );
+        assert_eq!(host_state().mounts, self.before().mounts);
+        took
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         // A failed test must not leave a server behind.
