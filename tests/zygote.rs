@@ -420,9 +420,11 @@ fn a_relative_policy_path_means_what_it_meant_to_the_server() {
         return;
     }
     for who in variants() {
-        // The template never opens the path: the server sends the bytes it read.
+        // The template never opens the path: the server sends the bytes it read. Padded to
+        // 90 KiB with comments: the text travels in one message, up to 96 KiB.
         let dir = serve_harness::scratch("relpolicy");
-        std::fs::copy(policy("relpolicy", ARGS), dir.path().join("p.toml")).unwrap();
+        let text = std::fs::read_to_string(policy("relpolicy", ARGS)).unwrap();
+        std::fs::write(dir.path().join("p.toml"), padded(&text, 90 * 1024)).unwrap();
         let mut c = serve_harness::command(who, common::agentjail_path());
         c.args(["serve", "--zygote", "--pool", "1", "--policy", "p.toml"])
             .current_dir(dir.path())
@@ -478,6 +480,15 @@ fn jails_that_fail_their_setup_in_the_template_are_reaped_and_fail_closed() {
         assert_all_reaped(s.pid, who);
         s.finish();
     }
+}
+
+/// `text` with comment lines appended up to `len` bytes.
+fn padded(text: &str, len: usize) -> String {
+    let mut t = text.to_string();
+    while t.len() + 80 < len {
+        t.push_str(&format!("# {}\n", "p".repeat(76)));
+    }
+    t
 }
 
 /// Within 5 s, the server has reaped every child that exited (a reap is prompt, not
@@ -602,6 +613,19 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
         let seen = s.tracker.seen();
         serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
     }
+    // A policy too large for the template's one message: refused at start, clearly.
+    let big = serve_harness::scratch("bigpolicy");
+    let text = std::fs::read_to_string(policy("bigpolicy", ARGS)).unwrap();
+    std::fs::write(big.path().join("p.toml"), padded(&text, 100 * 1024)).unwrap();
+    let out = std::process::Command::new(common::agentjail_path())
+        .args(["serve", "--zygote", "--pool", "1", "--policy", "p.toml"])
+        .current_dir(big.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the zygote takes policies up to"), "{err}");
     // No template binary next to agentjail.
     let dir = serve_harness::scratch("nozygote");
     let bin = dir.path().join("agentjail");

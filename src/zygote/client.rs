@@ -1,7 +1,7 @@
 //! The server's side: starts `agentjail-zygote`, hands it each jail's cgroup, and takes the
 //! jail it spawned (its pidfd and pipes) back as the [`Spawned`] a local clone would give.
 
-use super::{BINARY, FD_NAMES, MAX_MESSAGE};
+use super::{BINARY, FD_NAMES, MAX_MESSAGE, MAX_POLICY_TEXT};
 use crate::jail::cgroup::JobCgroup;
 use crate::jail::prepared::CgroupCover;
 use crate::jail::spawn::{self, Spawned};
@@ -24,9 +24,6 @@ const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Templates per zygote: one per spawner thread (engine/pool.rs starts two), so a refill
 /// never waits for another's handshake, nor for a stuck template.
 const TEMPLATES: usize = 2;
-/// The largest policy file the zygote takes (it travels in one message; policies are a few
-/// KiB).
-const MAX_POLICY_TEXT: usize = 96 * 1024;
 
 /// One running template: its control socket and process.
 struct Template {

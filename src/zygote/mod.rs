@@ -107,5 +107,10 @@ const FD_NAMES: [&str; 10] = [
     "held_dir",
 ];
 
-/// Largest control message either side sends.
-const MAX_MESSAGE: usize = 64 * 1024;
+/// Largest control message either side sends but the policy text (requests and replies
+/// are a few hundred bytes of JSON; a setup error's hint is the longest).
+const MAX_MESSAGE: usize = 8 * 1024;
+
+/// The largest policy file the zygote takes: it travels in one message (policies are a few
+/// KiB; a unix socket's default send buffer holds ~200 KiB).
+const MAX_POLICY_TEXT: usize = 96 * 1024;

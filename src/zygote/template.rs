@@ -17,7 +17,7 @@
 //!
 //! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
 
-use super::{MAX_MESSAGE, PYTHON_ARGS, PYTHON_VERSION};
+use super::{MAX_MESSAGE, MAX_POLICY_TEXT, PYTHON_ARGS, PYTHON_VERSION};
 use crate::jail::cgroup::JobCgroup;
 use crate::jail::prepared::{self, CgroupCover};
 use crate::jail::spawn::{self, Spawned};
@@ -271,7 +271,7 @@ fn send(v: &Value, fds: &[RawFd]) -> Result<(), String> {
 
 /// The next message as raw bytes (the policy text).
 fn recv_bytes() -> Result<Vec<u8>, String> {
-    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut buf = vec![0u8; MAX_POLICY_TEXT];
     let (n, _) = sys::recv_with_fds(SOCK, &mut buf)
         .map_err(|e| format!("read the policy from the server: errno {e}"))?;
     buf.truncate(n);
