@@ -342,31 +342,49 @@ pub fn supervise(
     let mut l = Loop::new(&sp, (stdin, job), limits, cg, interrupt, io, delivery);
     l.run();
     let (outcome, init_left) = l.finish(true);
-    (outcome, Exiting(init_left.then_some(sp.pidfd)))
+    let exiting = Exiting {
+        init: init_left.then_some(sp.pidfd),
+        listener: sp.listener,
+    };
+    (outcome, exiting)
 }
 
-/// A jail's init that reported the jail over and is exiting (its namespaces being torn down).
-/// Dropping it waits for that exit and reaps init, killing it if it has not ended within
-/// [`END_GRACE`] (it cannot run anything any more: it is past its last syscall but exit).
-pub struct Exiting(Option<OwnedFd>);
+/// What of a finished jail is left to release off the job's critical path: its init, when
+/// it reported the jail over and is exiting (its namespaces being torn down), and the
+/// seccomp listener. Dropping it waits for init's exit and reaps it, killing it if it has
+/// not ended within [`END_GRACE`] (it cannot run anything any more: it is past its last
+/// syscall but exit); then the listener is closed.
+///
+/// Why the listener waits: its close frees the jail's seccomp filter when it holds the
+/// last reference, which measured ~0.13 ms (median of 60 paced jobs, as long as the record
+/// takes to build) on the job's path. Every task the filter covered is gone by then
+/// (init reported, or the jail was ended), so no syscall can be waiting on it.
+pub struct Exiting {
+    init: Option<OwnedFd>,
+    listener: Option<OwnedFd>,
+}
 
 impl Exiting {
     pub fn none() -> Exiting {
-        Exiting(None)
+        Exiting {
+            init: None,
+            listener: None,
+        }
     }
 }
 
 impl Drop for Exiting {
     fn drop(&mut self) {
-        let Some(init) = self.0.take() else {
-            return;
-        };
-        let fd = init.as_raw_fd();
-        let grace = END_GRACE.as_millis() as i32;
-        if !sys::poll_one(fd, libc::POLLIN, grace).is_ok_and(|r| r & libc::POLLIN != 0) {
-            let _ = sys::pidfd_send_signal(fd, libc::SIGKILL);
+        if let Some(init) = self.init.take() {
+            let fd = init.as_raw_fd();
+            let grace = END_GRACE.as_millis() as i32;
+            if !sys::poll_one(fd, libc::POLLIN, grace).is_ok_and(|r| r & libc::POLLIN != 0) {
+                let _ = sys::pidfd_send_signal(fd, libc::SIGKILL);
+            }
+            let _ = sys::waitid_pidfd(fd, libc::WEXITED);
         }
-        let _ = sys::waitid_pidfd(fd, libc::WEXITED);
+        // Init is reaped: the listener can have nothing left to report.
+        drop(self.listener.take());
     }
 }
 
