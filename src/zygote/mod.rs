@@ -80,6 +80,12 @@ pub const PYTHON_ARGS: [&str; 5] = ["-I", "-S", "-B", "-X", "utf8"];
 /// The Python the template's libpython is: the policy's interpreter must be this one.
 pub const PYTHON_VERSION: &str = "3.11";
 
+/// Where that Python is installed: the template sets its home to /usr (zygote/src/lib.rs),
+/// so it imports from /usr/lib/python3.11. The policy's interpreter must resolve to this
+/// file: a python3.11 built elsewhere (/usr/local, a venv's copy) has its own prefix and
+/// standard library, and its cold jails would not run what the template runs.
+pub const PYTHON_BINARY: &str = "/usr/bin/python3.11";
+
 /// The record's account of a zygote jail: every control is its own, but its interpreter's
 /// address layout and `str` hash key are the template's, the same in every job of this
 /// server (see the module documentation for why that is a fair trade).

@@ -17,7 +17,7 @@
 //!
 //! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
 
-use super::{MAX_MESSAGE, MAX_POLICY_TEXT, PYTHON_ARGS, PYTHON_VERSION};
+use super::{MAX_MESSAGE, MAX_POLICY_TEXT, PYTHON_ARGS, PYTHON_BINARY, PYTHON_VERSION};
 use crate::jail::cgroup::JobCgroup;
 use crate::jail::prepared::{self, CgroupCover};
 use crate::jail::spawn::{self, Spawned};
@@ -133,10 +133,9 @@ fn single_threaded() -> Result<(), String> {
 pub fn check_interpreter(python: &str, args: &[String]) -> Result<(), String> {
     let real = std::fs::canonicalize(python)
         .map_err(|e| format!("the policy's interpreter {python}: {e}"))?;
-    let name = real.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name != format!("python{PYTHON_VERSION}") {
+    if real != std::path::Path::new(PYTHON_BINARY) {
         return Err(format!(
-            "the zygote embeds Python {PYTHON_VERSION}; the policy's interpreter {python} is {}: run without --zygote",
+            "the zygote embeds Python {PYTHON_VERSION} as installed at {PYTHON_BINARY}; the policy's interpreter {python} is {}: run without --zygote",
             real.display()
         ));
     }
@@ -288,4 +287,48 @@ fn recv() -> Result<Option<(Value, Vec<OwnedFd>)>, String> {
     }
     let v = serde_json::from_slice(&buf[..n]).map_err(|e| format!("malformed request: {e}"))?;
     Ok(Some((v, fds)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> Vec<String> {
+        PYTHON_ARGS.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn only_the_embedded_python_with_its_flags_is_accepted() {
+        if !std::path::Path::new(PYTHON_BINARY).exists() {
+            // The zygote is built against it: in CI (scripts/setup.sh installs it) it is there.
+            assert_ne!(
+                std::env::var("CI").as_deref(),
+                Ok("true"),
+                "no {PYTHON_BINARY} in CI"
+            );
+            eprintln!("SKIP: no {PYTHON_BINARY} on this host");
+            return;
+        }
+        // /usr/bin/python3 is a link to it on Debian: what it resolves to is what counts.
+        check_interpreter("/usr/bin/python3", &args()).expect("the host's python3");
+        check_interpreter(PYTHON_BINARY, &args()).expect("the embedded python");
+        // A python3.11 of the same name elsewhere: another prefix, another stdlib.
+        let dir = std::env::temp_dir().join(format!("agentjail-zygote-ut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("python3.11");
+        std::fs::copy(PYTHON_BINARY, &copy).unwrap();
+        let e = check_interpreter(copy.to_str().unwrap(), &args()).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains(PYTHON_BINARY) && e.contains("without --zygote"),
+            "{e}"
+        );
+        // Other flags.
+        let mut optimized = args();
+        optimized.push("-O".into());
+        let e = check_interpreter(PYTHON_BINARY, &optimized).unwrap_err();
+        assert!(e.contains("python_args"), "{e}");
+        let e = check_interpreter("/nonexistent/python3.11", &args()).unwrap_err();
+        assert!(e.contains("/nonexistent/python3.11"), "{e}");
+    }
 }
