@@ -356,8 +356,8 @@ pub fn supervise(
 /// syscall but exit); then the listener is closed.
 ///
 /// Why the listener waits: its close frees the jail's seccomp filter when it holds the
-/// last reference, which measured ~0.13 ms (median of 60 paced jobs, as long as the record
-/// takes to build) on the job's path. Every task the filter covered is gone by then
+/// last reference, which measured ~0.13 ms (median of 60 paced jobs) between init's report
+/// and the record when it was closed there. Every task the filter covered is gone by then
 /// (init reported, or the jail was ended), so no syscall can be waiting on it.
 pub struct Exiting {
     init: Option<OwnedFd>,
