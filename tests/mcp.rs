@@ -401,16 +401,8 @@ fn the_client_killed_mid_run_leaves_no_jail_behind() {
 /// fix, and agentjail-mcp serves nothing but `mcp`.
 #[test]
 fn agentjail_mcp_needs_its_sibling_and_the_sibling_serves_only_mcp() {
-    let dir = tempfile::tempdir().unwrap();
-    let alone = dir.path().join("agentjail");
-    std::fs::copy(common::agentjail_path(), &alone).unwrap();
-    let out = Command::new(&alone)
-        .arg("mcp")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = common::run_alone(&["mcp"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("agentjail-mcp") && err.contains("install"),
         "{err}"

@@ -627,16 +627,8 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the zygote takes policies up to"), "{err}");
     // No template binary next to agentjail.
-    let dir = serve_harness::scratch("nozygote");
-    let bin = dir.path().join("agentjail");
-    std::fs::copy(common::agentjail_path(), &bin).unwrap();
-    let out = std::process::Command::new(&bin)
-        .args(["serve", "--zygote", "--pool", "1"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = common::run_alone(&["serve", "--zygote", "--pool", "1"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("agentjail-zygote") && err.contains("build-zygote"),
         "{err}"

@@ -123,6 +123,23 @@ pub fn agentjail_path() -> &'static Path {
     &shared().bin
 }
 
+/// A copy of agentjail alone in a fresh directory (none of the binaries it looks for next to
+/// itself), run with `args` and stdin closed: its exit code and its stderr.
+pub fn run_alone(args: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("agentjail");
+    std::fs::copy(agentjail_path(), &alone).unwrap();
+    let out = Command::new(&alone)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Whether `agentjail-zygote` sits next to the tested agentjail: required in CI (scripts/test.sh
 /// builds it), a loud skip elsewhere.
 pub fn zygote_built() -> bool {
