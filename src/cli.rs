@@ -96,6 +96,9 @@ pub enum Command {
         /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
         #[arg(long, value_name = "N")]
         pool: Option<usize>,
+        /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
+        #[arg(long, value_name = "N")]
+        session_pool: Option<usize>,
         /// Requests run concurrently (default: 2 per core, at least 4).
         #[arg(short = 'j', long = "jobs", value_name = "N")]
         jobs: Option<usize>,
@@ -131,6 +134,9 @@ pub enum Command {
         /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
         #[arg(long, value_name = "N")]
         pool: Option<usize>,
+        /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
+        #[arg(long, value_name = "N")]
+        session_pool: Option<usize>,
         /// Keep a result cache in this directory (created 0700; must be ours).
         #[arg(long, value_name = "DIR")]
         cache: Option<PathBuf>,

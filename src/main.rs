@@ -186,31 +186,7 @@ fn dispatch(command: Command) -> i32 {
             },
             &action,
         )),
-        Command::Serve {
-            policy,
-            pool,
-            jobs,
-            socket,
-            socket_group,
-            cache,
-            cache_ttl,
-            audit_log,
-            zygote,
-        } => {
-            let Ok(loaded) = load(policy.as_deref()) else {
-                return ExitStatus::Error as i32;
-            };
-            let mut engine =
-                agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl);
-            engine.zygote = zygote;
-            return agentjail::serve::serve(agentjail::serve::ServeArgs {
-                engine,
-                jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
-                socket,
-                socket_group,
-                audit_log,
-            });
-        }
+        serve @ Command::Serve { .. } => return serve_command(serve),
         // The MCP server is its own binary (src/mcp/mod.rs says why); this one execs it.
         Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
         Command::Check { policy, action } => check(policy.as_deref(), &action),
@@ -245,6 +221,38 @@ fn dispatch(command: Command) -> i32 {
         Command::Doctor { json } => return agentjail::doctor_command(json),
     };
     status.unwrap_or_else(|e| e) as i32
+}
+
+/// `serve`: load the policy, start the engine and serve until EOF or a signal.
+fn serve_command(command: Command) -> i32 {
+    let Command::Serve {
+        policy,
+        pool,
+        session_pool,
+        jobs,
+        socket,
+        socket_group,
+        cache,
+        cache_ttl,
+        audit_log,
+        zygote,
+    } = command
+    else {
+        unreachable!("serve_command is called with Command::Serve only");
+    };
+    let Ok(loaded) = load(policy.as_deref()) else {
+        return ExitStatus::Error as i32;
+    };
+    let mut engine =
+        agentjail::engine::EngineConfig::for_server(loaded, pool, session_pool, cache, cache_ttl);
+    engine.zygote = zygote;
+    agentjail::serve::serve(agentjail::serve::ServeArgs {
+        engine,
+        jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
+        socket,
+        socket_group,
+        audit_log,
+    })
 }
 
 /// `exec`: load the policy, open the artifacts directory (unless only printing the plan),

@@ -285,12 +285,21 @@ fn jobs_on_one_pool_never_share_a_jail() {
 
 // ---------------------------------------------------------------------------------------
 // 2. Sessions
+//
+// The tests that count a session's processes on the host run with `--session-pool 0`: a
+// warm session jail waiting for the next session would be counted with them. The pool has
+// its own test (warm_session_jails_are_used_once_and_hold_nothing_of_another_session).
 
 #[test]
 fn sessions_cannot_see_signal_read_or_stall_each_other() {
     for who in variants() {
         let (m, p) = setup("sess", &Knobs::default());
-        let mut s = Server::start(who, &p, &m, &["--pool", "1", "-j", "4"]);
+        let mut s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "--session-pool", "0", "-j", "4"],
+        );
         let s1 = s.io().start_session();
         let secret = format!("ajsecret-{}", common::marker("s1"));
         let rec = s.io().exec_ok(
@@ -401,13 +410,164 @@ fn sessions_cannot_see_signal_read_or_stall_each_other() {
     }
 }
 
+/// What a session plants, for the next session to look for.
+fn plant_in_session(secret: &str) -> String {
+    format!(
+        "import json, os, time\n\
+         secret = {secret:?}\n\
+         json.JSONDecoder.planted = secret\n\
+         os.environ['PLANTED'] = secret\n\
+         with open('/tmp/planted', 'w') as f:\n    f.write(secret)\n\
+         child = os.fork()\n\
+         if child == 0:\n    while True:\n        time.sleep(60)\n\
+         print(json.dumps(os.getpid()))"
+    )
+}
+
+/// A new session's first call: everything an earlier session could have left it.
+const OBSERVE_IN_SESSION: &str = r#"
+import json, os
+me = os.getpid()
+procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
+leaked = []
+try:
+    leaked.append(secret)
+except NameError:
+    pass
+try:
+    leaked.append(json.JSONDecoder.planted)
+except AttributeError:
+    pass
+print(json.dumps({'me': me, 'procs': procs, 'leaked': leaked,
+                  'env': os.environ.get('PLANTED'), 'tmp': sorted(os.listdir('/tmp'))}))
+"#;
+
+/// Poll `stats` until the session pool has `n` ready jails and none starting (at most 30 s).
+fn wait_session_pool(s: &mut Server, n: u64) {
+    let t = Instant::now();
+    loop {
+        let st = s.io().stats();
+        let p = &st["session_pool"];
+        if p["ready"].as_u64() == Some(n) && p["starting"] == 0 {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the session pool never had {n} ready jails: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Warm session jails (`--session-pool`): a session takes a jail started before it, which
+/// no session used and none will use after it. A session plants everything it can (a file
+/// in /tmp, module state, an environment variable, a process that never exits) while the
+/// next session's jail already waits in the pool, and again before the pool refills; the
+/// sessions that take those jails find none of it, and see no process but their own.
+#[test]
+fn warm_session_jails_are_used_once_and_hold_nothing_of_another_session() {
+    for who in variants() {
+        let (m, p) = setup("spool", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "2"]);
+        wait_session_pool(&mut s, 2);
+        let waiting = s.session_runners();
+        assert_eq!(
+            waiting.len(),
+            2,
+            "{who:?}: two warm session jails: {waiting:?}"
+        );
+
+        let s1 = s.io().start_session();
+        let secret = format!("ajsecret-{}", common::marker("spool"));
+        let rec = s.io().exec_ok(&s1, &plant_in_session(&secret));
+        assert_eq!(rec["session"]["jail_start"], "warm", "{who:?}: {rec:#}");
+        // S1's processes on the host: the warm runner it took (one of the two that waited)
+        // and the child it forked, whose parent that runner is.
+        let parent = |p: &Proc| serve_harness::proc_stat(p.0).map(|st| st.0);
+        let children: Vec<Proc> = s
+            .session_runners()
+            .into_iter()
+            .filter(|c| waiting.iter().any(|w| parent(c) == Some(w.0)))
+            .collect();
+        assert_eq!(children.len(), 1, "{who:?}: S1's child: {children:?}");
+        let s1_runner = *waiting
+            .iter()
+            .find(|w| parent(&children[0]) == Some(w.0))
+            .unwrap();
+        let s1_procs = [s1_runner, children[0]];
+        let other = *waiting.iter().find(|w| **w != s1_runner).unwrap();
+        assert!(alive(other), "{who:?}: the other warm jail died");
+        // The observer sees every plant where it was made: its empty findings below mean
+        // the plants did not travel, not that it looked in the wrong places.
+        let o = printed(&s.io().exec_ok(&s1, OBSERVE_IN_SESSION));
+        assert_eq!(o["leaked"], json!([secret, secret]), "{who:?}: {o:#}");
+        assert_eq!(o["env"], json!(secret), "{who:?}: {o:#}");
+        assert_eq!(o["tmp"], json!(["planted"]), "{who:?}: {o:#}");
+        assert_eq!(o["procs"].as_array().unwrap().len(), 3, "{who:?}: {o:#}");
+
+        // S2 takes the jail that waited while S1 planted.
+        let s2 = s.io().start_session();
+        let rec = s.io().exec_ok(&s2, OBSERVE_IN_SESSION);
+        assert_eq!(rec["session"]["jail_start"], "warm", "{who:?}: {rec:#}");
+        assert!(alive(other), "{who:?}: S2's jail (the other warm one) died");
+        let o = printed(&rec);
+        let me = o["me"].as_i64().unwrap();
+        assert_eq!(
+            o["procs"],
+            json!([1, me]),
+            "{who:?}: S2 sees other processes: {o:#}"
+        );
+        assert_eq!(o["leaked"], json!([]), "{who:?}: S1's state in S2: {o:#}");
+        assert_eq!(
+            o["env"],
+            Value::Null,
+            "{who:?}: S1's environment in S2: {o:#}"
+        );
+        assert_eq!(o["tmp"], json!([]), "{who:?}: S1's /tmp in S2: {o:#}");
+
+        // S1 ends; its jail (runner and the child it left) goes and is never handed out
+        // again: the session that comes after the pool refilled gets a new jail.
+        let closed = s.io().call(json!({"op": "session_close", "session": s1}));
+        assert_eq!(closed["closed"], true, "{who:?}: {closed}");
+        assert_gone(&s1_procs, "the closed session's jail");
+        wait_session_pool(&mut s, 2);
+        let s3 = s.io().start_session();
+        let rec = s.io().exec_ok(&s3, OBSERVE_IN_SESSION);
+        assert_eq!(rec["session"]["jail_start"], "warm", "{who:?}: {rec:#}");
+        let o = printed(&rec);
+        let me = o["me"].as_i64().unwrap();
+        assert_eq!(
+            o["procs"],
+            json!([1, me]),
+            "{who:?}: S3 sees other processes: {o:#}"
+        );
+        assert_eq!(o["leaked"], json!([]), "{who:?}: {o:#}");
+        assert_eq!(o["env"], Value::Null, "{who:?}: {o:#}");
+        assert_eq!(o["tmp"], json!([]), "{who:?}: {o:#}");
+        s.finish();
+
+        // Without the pool, a session's jail is started for it, and the record says so.
+        let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "0"]);
+        assert_eq!(s.io().stats()["session_pool"], Value::Null);
+        let cold = s.io().start_session();
+        let rec = s.io().exec_ok(&cold, "1");
+        assert_eq!(rec["session"]["jail_start"], "cold", "{who:?}: {rec:#}");
+        s.finish();
+    }
+}
+
 /// A session that breaks a limit: the call's record names the stop, the session is over and
 /// its jail gone; the other session, and new runs, go on.
 #[test]
 fn a_session_that_breaks_a_limit_ends_only_itself() {
     for who in variants() {
         let (m, p) = setup("limits", &Knobs::default());
-        let mut s = Server::start(who, &p, &m, &["--pool", "1", "-j", "4"]);
+        let mut s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "--session-pool", "0", "-j", "4"],
+        );
         let witness = s.io().start_session();
         s.io().exec_ok(&witness, "import os\ncount = 0");
         let mut count = 0;
@@ -586,7 +746,7 @@ fn session_budget_and_idle_timeout_end_the_session_with_a_record() {
             ..Default::default()
         };
         let (m, p) = setup("budget", &k);
-        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "0"]);
         let a = s.io().start_session();
         let mine = s.session_runners();
         for i in 1..=3 {
@@ -691,7 +851,14 @@ fn a_session_belongs_to_the_connection_that_started_it() {
             who,
             &p,
             &m,
-            &["--pool", "1", "--socket", sock.to_str().unwrap()],
+            &[
+                "--pool",
+                "1",
+                "--session-pool",
+                "0",
+                "--socket",
+                sock.to_str().unwrap(),
+            ],
         );
         let meta = std::fs::symlink_metadata(&sock).unwrap();
         assert_eq!(meta.mode() & 0o777, 0o600, "{who:?}: socket mode");
@@ -1344,6 +1511,7 @@ fn a_pool_that_cannot_start_jails_fails_closed_and_recovers() {
         let ok = s.io().run(action("print('{\"n\": 0}')", json!({})));
         assert_eq!(ok["stop_reason"], "success");
         Server::wait_pool_ready(s.io(), 2);
+        wait_session_pool(&mut s, 1);
         let stored = entries(&cache).len();
         // No new process for this uid: every jail start (clone3) fails with EAGAIN.
         let orig = soft_limit(s.pid, "Max processes");
@@ -1375,6 +1543,11 @@ fn a_pool_that_cannot_start_jails_fails_closed_and_recovers() {
         let st = s.io().stats();
         assert_eq!(st["pool"]["ready"], 0, "{who:?}: {st}");
         assert!(st["pool"]["refill_failures"].as_u64().unwrap() >= 1, "{st}");
+        // The warm session jail started before the fault serves one session; the next
+        // session's jail cannot start, and its start fails closed.
+        let warm = s.io().start_session();
+        let rec = s.io().exec_ok(&warm, "1");
+        assert_eq!(rec["session"]["jail_start"], "warm", "{who:?}: {rec:#}");
         let resp = s.io().call(json!({"op": "session_start"}));
         assert_eq!(error_code(&resp), "unavailable", "{resp}");
         assert!(resp["error"]["message"]

@@ -17,6 +17,7 @@ fn main() {
     let Command::Mcp {
         policy,
         pool,
+        session_pool,
         cache,
         cache_ttl,
         audit_log,
@@ -35,7 +36,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let mut engine = agentjail::engine::EngineConfig::for_server(loaded, pool, cache, cache_ttl);
+    let mut engine =
+        agentjail::engine::EngineConfig::for_server(loaded, pool, session_pool, cache, cache_ttl);
     engine.zygote = zygote;
     std::process::exit(agentjail::mcp::serve(agentjail::mcp::McpArgs {
         engine,

@@ -38,6 +38,8 @@ pub struct Session {
     pub id: String,
     pub owner: Owner,
     jail: Option<StartedJail>,
+    /// Whether the jail was a warm one from the session pool or started for this session.
+    start: crate::run::Start,
     policy: Policy,
     policy_ref: Value,
     started: Instant,
@@ -57,7 +59,7 @@ impl Session {
     pub fn new(
         id: String,
         owner: Owner,
-        jail: StartedJail,
+        (jail, start): (StartedJail, crate::run::Start),
         policy: Policy,
         policy_ref: Value,
     ) -> Session {
@@ -66,6 +68,7 @@ impl Session {
             id,
             owner,
             jail: Some(jail),
+            start,
             policy,
             policy_ref,
             started: now,
@@ -137,6 +140,7 @@ impl Session {
             "id": self.id,
             "calls": self.calls,
             "exec_ms": self.exec.as_millis() as u64,
+            "jail_start": self.start,
             "ended": self.ended.is_some(),
             "ended_reason": self.ended,
         })

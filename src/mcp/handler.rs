@@ -92,6 +92,7 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let progress = Progress::of(&context);
+        let release = request.name != SESSION_START;
         let result = match request.name.as_ref() {
             RUN_PYTHON => self.run_python(args, progress).await?,
             RUN_JAVASCRIPT if self.0.engine.policy().policy.executes("javascript") => {
@@ -118,6 +119,12 @@ impl ServerHandler for Handler {
                 ));
             }
         };
+        // rmcp serialises and writes the response after this returns; the held refills are
+        // released just before (Engine::answered says why they wait), except after a session
+        // start, whose first call usually follows at once.
+        if release {
+            self.0.engine.answered();
+        }
         Ok(result.into())
     }
 }

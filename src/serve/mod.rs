@@ -250,8 +250,14 @@ fn read_requests<R: BufRead>(
                 let (engine, conn2, audit) = (Arc::clone(engine), conn.clone(), audit.clone());
                 *conn.pending.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 workers.submit(Box::new(move || {
+                    // A session's first call usually follows its start at once: the session
+                    // pool's refill waits for that call's answer, not the start's.
+                    let release = !matches!(req.op, Op::SessionStart { .. });
                     let resp = handle(&engine, req, &conn2, audit.as_ref());
                     respond(&conn2.out, &resp);
+                    if release {
+                        engine.answered();
+                    }
                     let (lock, cv) = &*conn2.pending;
                     *lock.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
                     cv.notify_all();
