@@ -252,7 +252,7 @@ pub struct PoolStats {
     pub refill_failures: u32,
 }
 
-/// Longest a refill waits for the job that took a warm jail to end (see `Pool::pop_ready`):
+/// Longest a refill waits for the job that took a warm jail to be answered (`Pool::pop_ready`):
 /// longer than the short jobs the deferral is for, short enough that a long job leaves the
 /// pool full again within a second.
 pub const DEFER_MAX: Duration = Duration::from_millis(500);
@@ -406,9 +406,10 @@ impl Pool {
     /// even while the job runs (the spawner threads look at least every 250 ms).
     ///
     /// While another jail is still ready after this one is taken, the refill this take is
-    /// owed waits until a job ends ([`job_ended`](Self::job_ended)): started now, the new
-    /// jail's interpreter start-up would compete for the CPU with the job that is about to
-    /// run, and the next job has a ready jail anyway. At most one refill waits so, and none
+    /// owed waits until a job has been answered ([`job_ended`](Self::job_ended), called by
+    /// `Engine::answered` once the front end wrote the response): started now, the new
+    /// jail's clone and interpreter start-up would compete for the CPU with the job that is
+    /// about to run and with its record being sent, and the next job has a ready jail anyway. At most one refill waits so, and none
     /// once the pool has nothing ready: then every refill may start at once (unless the pool
     /// holds its refills, [`holding_refills`](Self::holding_refills)).
     fn pop_ready(&self, s: &mut PoolState) -> Option<Warm> {
@@ -425,7 +426,8 @@ impl Pool {
         found
     }
 
-    /// A job ended: the refill deferred at the last take (if any) may start.
+    /// A job ended and its response is out: the refill deferred at the last take (if any) may
+    /// start.
     pub fn job_ended(&self) {
         let deferred = self.lock().deferred.take();
         if deferred.is_some() {
