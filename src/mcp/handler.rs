@@ -92,7 +92,8 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let progress = Progress::of(&context);
-        let release = request.name != SESSION_START;
+        let ends_work = [RUN_PYTHON, RUN_JAVASCRIPT, SESSION_EXEC, SESSION_CLOSE]
+            .contains(&request.name.as_ref());
         let result = match request.name.as_ref() {
             RUN_PYTHON => self.run_python(args, progress).await?,
             RUN_JAVASCRIPT if self.0.engine.policy().policy.executes("javascript") => {
@@ -119,10 +120,10 @@ impl ServerHandler for Handler {
                 ));
             }
         };
-        // rmcp serialises and writes the response after this returns; the held refills are
-        // released just before (Engine::answered says why they wait), except after a session
-        // start, whose first call usually follows at once.
-        if release {
+        // rmcp serialises and writes the response after this returns; the refills held for a
+        // job or a session call are released just before (Engine::answered says why they
+        // wait). Not after a session start: its first call usually follows at once.
+        if ends_work {
             self.0.engine.answered();
         }
         Ok(result.into())

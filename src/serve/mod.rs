@@ -250,12 +250,16 @@ fn read_requests<R: BufRead>(
                 let (engine, conn2, audit) = (Arc::clone(engine), conn.clone(), audit.clone());
                 *conn.pending.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 workers.submit(Box::new(move || {
-                    // A session's first call usually follows its start at once: the session
-                    // pool's refill waits for that call's answer, not the start's.
-                    let release = !matches!(req.op, Op::SessionStart { .. });
+                    // The answer to a job or a session call releases the refills held back
+                    // for it (Engine::answered). A session start's does not: the session's
+                    // first call usually follows at once, and the refill waits for its answer.
+                    let ends_work = matches!(
+                        req.op,
+                        Op::Run { .. } | Op::SessionExec { .. } | Op::SessionClose { .. }
+                    );
                     let resp = handle(&engine, req, &conn2, audit.as_ref());
                     respond(&conn2.out, &resp);
-                    if release {
+                    if ends_work {
                         engine.answered();
                     }
                     let (lock, cv) = &*conn2.pending;
