@@ -442,6 +442,37 @@ print(json.dumps({'me': me, 'procs': procs, 'leaked': leaked,
                   'env': os.environ.get('PLANTED'), 'tmp': sorted(os.listdir('/tmp'))}))
 "#;
 
+/// A session's first call ran [`OBSERVE_IN_SESSION`] in a warm jail and found nothing of
+/// any other session: no process but its own, no planted state, environment or file.
+fn assert_warm_and_clean(rec: &Value, who: Who, which: &str) {
+    assert_eq!(
+        rec["session"]["jail_start"], "warm",
+        "{who:?}: {which}: {rec:#}"
+    );
+    let o = printed(rec);
+    let me = o["me"].as_i64().unwrap();
+    assert_eq!(
+        o["procs"],
+        json!([1, me]),
+        "{who:?}: {which} sees other processes: {o:#}"
+    );
+    assert_eq!(
+        o["leaked"],
+        json!([]),
+        "{who:?}: another session's state in {which}: {o:#}"
+    );
+    assert_eq!(
+        o["env"],
+        Value::Null,
+        "{who:?}: another session's environment in {which}: {o:#}"
+    );
+    assert_eq!(
+        o["tmp"],
+        json!([]),
+        "{who:?}: another session's /tmp in {which}: {o:#}"
+    );
+}
+
 /// Poll `stats` until the session pool has `n` ready jails and none starting (at most 30 s).
 fn wait_session_pool(s: &mut Server, n: u64) {
     let t = Instant::now();
@@ -505,25 +536,11 @@ fn warm_session_jails_are_used_once_and_hold_nothing_of_another_session() {
         assert_eq!(o["tmp"], json!(["planted"]), "{who:?}: {o:#}");
         assert_eq!(o["procs"].as_array().unwrap().len(), 3, "{who:?}: {o:#}");
 
-        // S2 takes the jail that waited while S1 planted.
+        // S2 takes a jail that waited while S1's plants were in place (the pool is first in,
+        // first out: the one that has waited since before S1 started).
         let s2 = s.io().start_session();
-        let rec = s.io().exec_ok(&s2, OBSERVE_IN_SESSION);
-        assert_eq!(rec["session"]["jail_start"], "warm", "{who:?}: {rec:#}");
+        assert_warm_and_clean(&s.io().exec_ok(&s2, OBSERVE_IN_SESSION), who, "S2");
         assert!(alive(other), "{who:?}: S2's jail (the other warm one) died");
-        let o = printed(&rec);
-        let me = o["me"].as_i64().unwrap();
-        assert_eq!(
-            o["procs"],
-            json!([1, me]),
-            "{who:?}: S2 sees other processes: {o:#}"
-        );
-        assert_eq!(o["leaked"], json!([]), "{who:?}: S1's state in S2: {o:#}");
-        assert_eq!(
-            o["env"],
-            Value::Null,
-            "{who:?}: S1's environment in S2: {o:#}"
-        );
-        assert_eq!(o["tmp"], json!([]), "{who:?}: S1's /tmp in S2: {o:#}");
 
         // S1 ends; its jail (runner and the child it left) goes and is never handed out
         // again: the session that comes after the pool refilled gets a new jail.
@@ -532,18 +549,7 @@ fn warm_session_jails_are_used_once_and_hold_nothing_of_another_session() {
         assert_gone(&s1_procs, "the closed session's jail");
         wait_session_pool(&mut s, 2);
         let s3 = s.io().start_session();
-        let rec = s.io().exec_ok(&s3, OBSERVE_IN_SESSION);
-        assert_eq!(rec["session"]["jail_start"], "warm", "{who:?}: {rec:#}");
-        let o = printed(&rec);
-        let me = o["me"].as_i64().unwrap();
-        assert_eq!(
-            o["procs"],
-            json!([1, me]),
-            "{who:?}: S3 sees other processes: {o:#}"
-        );
-        assert_eq!(o["leaked"], json!([]), "{who:?}: {o:#}");
-        assert_eq!(o["env"], Value::Null, "{who:?}: {o:#}");
-        assert_eq!(o["tmp"], json!([]), "{who:?}: {o:#}");
+        assert_warm_and_clean(&s.io().exec_ok(&s3, OBSERVE_IN_SESSION), who, "S3");
         s.finish();
 
         // Without the pool, a session's jail is started for it, and the record says so.
