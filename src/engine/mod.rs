@@ -61,8 +61,9 @@ pub fn default_pool_size() -> usize {
 }
 
 /// The default number of warm session jails: one, unless the pool is off (`--pool 0`: every
-/// jail is started for its job). A session's jail is its owner's for the session's life, so
-/// one ready jail serves a burst of session starts only once; the refill follows at once.
+/// jail is started for its job). Sessions start far less often than jobs run, and each warm
+/// jail is an idle interpreter's memory; a burst of session starts gets the first one warm
+/// and the others started for them, as without a pool.
 pub fn default_session_pool(pool: usize) -> usize {
     usize::from(pool > 0)
 }

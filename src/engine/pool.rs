@@ -409,9 +409,10 @@ impl Pool {
     /// owed waits until a job has been answered ([`job_ended`](Self::job_ended), called by
     /// `Engine::answered` once the front end wrote the response): started now, the new
     /// jail's clone and interpreter start-up would compete for the CPU with the job that is
-    /// about to run and with its record being sent, and the next job has a ready jail anyway. At most one refill waits so, and none
-    /// once the pool has nothing ready: then every refill may start at once (unless the pool
-    /// holds its refills, [`holding_refills`](Self::holding_refills)).
+    /// about to run and with its record being sent, and the next job has a ready jail
+    /// anyway. At most one refill waits so, and none once the pool has nothing ready: then
+    /// every refill may start at once (unless the pool holds its refills,
+    /// [`holding_refills`](Self::holding_refills)).
     fn pop_ready(&self, s: &mut PoolState) -> Option<Warm> {
         let mut found = None;
         while let Some(w) = s.ready.pop_front() {
