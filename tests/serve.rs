@@ -473,23 +473,6 @@ fn assert_warm_and_clean(rec: &Value, who: Who, which: &str) {
     );
 }
 
-/// Poll `stats` until the session pool has `n` ready jails and none starting (at most 30 s).
-fn wait_session_pool(s: &mut Server, n: u64) {
-    let t = Instant::now();
-    loop {
-        let st = s.io().stats();
-        let p = &st["session_pool"];
-        if p["ready"].as_u64() == Some(n) && p["starting"] == 0 {
-            return;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "the session pool never had {n} ready jails: {st}"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
 /// Warm session jails (`--session-pool`): a session takes a jail started before it, which
 /// no session used and none will use after it. A session plants everything it can (a file
 /// in /tmp, module state, an environment variable, a process that never exits) while the
@@ -500,7 +483,7 @@ fn warm_session_jails_are_used_once_and_hold_nothing_of_another_session() {
     for who in variants() {
         let (m, p) = setup("spool", &Knobs::default());
         let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "2"]);
-        wait_session_pool(&mut s, 2);
+        Server::wait_ready(s.io(), "session_pool", 2);
         let waiting = s.session_runners();
         assert_eq!(
             waiting.len(),
@@ -547,7 +530,7 @@ fn warm_session_jails_are_used_once_and_hold_nothing_of_another_session() {
         let closed = s.io().call(json!({"op": "session_close", "session": s1}));
         assert_eq!(closed["closed"], true, "{who:?}: {closed}");
         assert_gone(&s1_procs, "the closed session's jail");
-        wait_session_pool(&mut s, 2);
+        Server::wait_ready(s.io(), "session_pool", 2);
         let s3 = s.io().start_session();
         assert_warm_and_clean(&s.io().exec_ok(&s3, OBSERVE_IN_SESSION), who, "S3");
         s.finish();
@@ -1517,7 +1500,7 @@ fn a_pool_that_cannot_start_jails_fails_closed_and_recovers() {
         let ok = s.io().run(action("print('{\"n\": 0}')", json!({})));
         assert_eq!(ok["stop_reason"], "success");
         Server::wait_pool_ready(s.io(), 2);
-        wait_session_pool(&mut s, 1);
+        Server::wait_ready(s.io(), "session_pool", 1);
         let stored = entries(&cache).len();
         // No new process for this uid: every jail start (clone3) fails with EAGAIN.
         let orig = soft_limit(s.pid, "Max processes");

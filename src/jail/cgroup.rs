@@ -747,9 +747,19 @@ impl JobCgroup {
         Ok(outcomes)
     }
 
+    /// One of the kernel's counter files, opened once to be read with pread. O_CREAT is a
+    /// no-op on cgroupfs (the kernel made the file with the directory) and lets a temp-dir
+    /// mock work.
+    fn open_counter(path: &Path) -> Option<File> {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_CREAT)
+            .open(path)
+            .ok()
+    }
+
     /// The CPU usage counter, opened once: v2 cpu.stat (always present), else v1
-    /// cpuacct.usage. O_CREAT is a no-op on cgroupfs (the kernel made the file) and lets a
-    /// temp-dir mock work.
+    /// cpuacct.usage.
     fn open_cpu_usage(b: &Builder) -> Option<(Kind, File)> {
         let usage_src = match b.dirs.iter().position(|d| d.kind == Kind::V2) {
             Some(i) => Some((Kind::V2, b.dirs[i].path.join("cpu.stat"))),
@@ -759,19 +769,11 @@ impl JobCgroup {
                 .find(|d| d.has("cpuacct"))
                 .map(|d| (Kind::V1, d.path.join("cpuacct.usage"))),
         };
-        usage_src.and_then(|(k, p)| {
-            OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_CLOEXEC | libc::O_CREAT)
-                .open(p)
-                .ok()
-                .map(|f| (k, f))
-        })
+        usage_src.and_then(|(k, p)| Self::open_counter(&p).map(|f| (k, f)))
     }
 
     /// The files `stats` reads, opened once. A file that cannot be opened is left out, and
     /// its figure is then absent from the account, as a failed read always made it.
-    /// O_CREAT as for the CPU counter: a no-op on cgroupfs, and a temp-dir mock works.
     fn open_accounts(b: &Builder) -> Vec<(Account, File)> {
         let mut files = Vec::new();
         for d in &b.dirs {
@@ -788,11 +790,7 @@ impl JobCgroup {
                 wanted.push((Account::PidsLimitHits, "pids.events"));
             }
             for (what, name) in wanted {
-                let opened = OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_CLOEXEC | libc::O_CREAT)
-                    .open(d.path.join(name));
-                if let Ok(f) = opened {
+                if let Some(f) = Self::open_counter(&d.path.join(name)) {
                     files.push((what, f));
                 }
             }

@@ -655,15 +655,21 @@ impl Server {
 
     /// Poll `stats` until the pool has `n` ready jails (at most 30 s).
     pub fn wait_pool_ready(conn: &mut Conn, n: u64) {
+        Server::wait_ready(conn, "pool", n);
+    }
+
+    /// Poll `stats` until the pool under `key` (`pool`, `session_pool`) has `n` ready jails
+    /// (at most 30 s).
+    pub fn wait_ready(conn: &mut Conn, key: &str, n: u64) {
         let t = Instant::now();
         loop {
             let s = conn.stats();
-            if s["pool"]["ready"].as_u64() >= Some(n) {
+            if s[key]["ready"].as_u64() >= Some(n) {
                 return;
             }
             assert!(
                 t.elapsed() < Duration::from_secs(30),
-                "the pool never had {n} ready jails: {s}"
+                "the {key} never had {n} ready jails: {s}"
             );
             std::thread::sleep(Duration::from_millis(25));
         }
