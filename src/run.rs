@@ -410,8 +410,7 @@ fn deliver(
     let delivery = if ready {
         Delivery {
             at: Instant::now(),
-            cpu_base_us: jail.cpu_used_us(),
-            fresh: false,
+            cpu_base_us: Some(jail.cpu_used_us()),
         }
     } else {
         Delivery::now()

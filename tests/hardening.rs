@@ -406,6 +406,55 @@ fn usage_after_a_timeout_kill_is_the_kernels_account() {
     });
 }
 
+/// Pin the calling thread, and so every process it spawns from now on, to the first CPU it
+/// may run on; returns the old mask.
+fn pin_to_one_cpu() -> nix::sched::CpuSet {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let me = nix::unistd::Pid::from_raw(0);
+    let old = sched_getaffinity(me).expect("sched_getaffinity");
+    let first = (0..CpuSet::count())
+        .find(|&i| old.is_set(i).unwrap_or(false))
+        .expect("some CPU");
+    let mut one = CpuSet::new();
+    one.set(first).expect("cpu index");
+    sched_setaffinity(me, &one).expect("sched_setaffinity");
+    old
+}
+
+#[test]
+fn one_thread_never_reports_more_cpu_than_wall_time() {
+    // CPU and wall time count from the same instant (the delivery). When the CPU counter
+    // started at the clone instead, the jail's own setup (mounts, landlock, seccomp, all in
+    // the job's cgroup) was billed to the program: a single-threaded program showed up to
+    // 4 ms more CPU than wall time, and the seed's infinite loop (wall 2 s, CPU 2 s) was
+    // reported as `code_cpu_limit` instead of `code_timeout`, now and then on a busy host
+    // and 3 times in 4 on one CPU. Pinned to one CPU, agentjail and its jail share it: the
+    // setup runs while the launcher waits, and the program can never run faster than the
+    // clock, so the old count failed here every time. Both numbers come from the kernel;
+    // the program can forge neither. One ms of slack covers the two roundings to ms.
+    let old = pin_to_one_cpu();
+    let code = "x = 0\nfor i in range(3_000_000):\n    x += i\nprint('{\"n\": 1}')\n";
+    let spin = "while True:\n    pass\n";
+    each(|who| {
+        for _ in 0..3 {
+            let r = run_as(who, &[], &action(code, json!({}), None), None);
+            expect(&r, "success");
+            let e = &r.record["execution"];
+            let cpu = e["cpu_ms"].as_u64().unwrap();
+            let wall = e["wall_ms"].as_u64().unwrap();
+            assert!(
+                cpu <= wall + 1,
+                "{who:?}: cpu_ms {cpu} > wall_ms {wall}: {e}"
+            );
+        }
+        for _ in 0..2 {
+            let r = run_as(who, &[], &action(spin, json!({}), None), None);
+            expect(&r, "code_timeout");
+        }
+    });
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &old).expect("restore");
+}
+
 #[test]
 fn any_output_the_program_prints_makes_a_record_every_parser_reads() {
     use proptest::prelude::*;

@@ -45,34 +45,39 @@ pub struct Io<'a> {
     pub stderr_sink: Option<&'a mut dyn Write>,
 }
 
-/// When the work was handed to the jail, and the jail's CPU time by then: the limits count
-/// from here, and the record's CPU time is what the jail used after it. A cold launch is
-/// delivered the moment it starts (`Delivery::now()`); a warm jail's interpreter start and
-/// preloads are not the job's.
+/// When the work was handed to the jail, and the jail's CPU time by then: both limits count
+/// from here, and the record's CPU time is what the jail used after it. A warm jail's
+/// interpreter start and preloads are not the job's; neither is a cold jail's own setup
+/// (its mounts, landlock and seccomp, done in the job's cgroup before the program's exec).
+///
+/// Why a cold launch reads its base too: the wall clock starts when the handshake is done,
+/// but the cgroup counts from the clone. Counting CPU from the clone let a single-threaded
+/// loop reach the CPU limit a few ms before the equal wall limit, so the seed's infinite
+/// loop was sometimes reported as `code_cpu_limit` instead of `code_timeout`. Counted from
+/// the same instant, one thread can never use more CPU than the wall time that has passed,
+/// and a CPU verdict always means the program really ran on more than one CPU at once or
+/// outlasted a CPU limit lower than the wall limit.
 #[derive(Debug, Clone, Copy)]
 pub struct Delivery {
     pub at: Instant,
-    pub cpu_base_us: u64,
-    /// A fresh jail: nothing in it has run before `cloned_at`, so the first CPU check can
-    /// wait until the limit could first be crossed.
-    pub fresh: bool,
+    /// The jail's CPU time at `at`; None: read it as supervision starts (a cold launch,
+    /// whose program is still stopped before its exec until then).
+    pub cpu_base_us: Option<u64>,
 }
 
 impl Delivery {
+    /// A cold launch, delivered now.
     pub fn now() -> Delivery {
         Delivery {
             at: Instant::now(),
-            cpu_base_us: 0,
-            fresh: true,
+            cpu_base_us: None,
         }
     }
 }
 
-/// The jail's CPU time so far, in µs (the cgroup's counter, else procfs of init and the
-/// program): what a warm delivery subtracts.
+/// The jail's CPU time so far, in µs (see [`cpu_usage_us`]): what a delivery subtracts.
 pub fn jail_cpu_us(sp: &Spawned, cg: Option<&JobCgroup>) -> u64 {
-    let pids: Vec<i32> = std::iter::once(sp.pid).chain(sp.program_pid).collect();
-    cpu_usage_us(&pids, cg).unwrap_or(0)
+    cpu_usage_us((sp.pid, sp.program_pid), cg)
 }
 
 #[derive(Debug, Clone)]
@@ -145,23 +150,31 @@ pub fn block_termination_signals() -> Option<OwnedFd> {
     sys::block_into_signalfd(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]).ok()
 }
 
-/// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail),
-/// otherwise utime+stime of the jail's init and its reaped children from procfs (10 ms
-/// ticks; the RLIMIT_CPU backstop catches the rest).
-fn cpu_usage_us(pids: &[i32], cg: Option<&JobCgroup>) -> Option<u64> {
+/// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail).
+/// Otherwise, from the kernel's per-process accounts: the program's own time, exact (its
+/// process CPU clock), plus what the program and init have reaped (cutime + cstime in
+/// /proc/<pid>/stat, in 10 ms ticks: init reaps the orphans; the RLIMIT_CPU backstop
+/// catches the rest). Init's own time is left out: it is the jail's setup, all spent before
+/// delivery, and init's final report (which the record's figure comes from) sums only what
+/// init reaped, so a base that held init's time would make the record come out short.
+/// Without the program's pid, init's own time stands in for it.
+fn cpu_usage_us((init, program): (i32, Option<i32>), cg: Option<&JobCgroup>) -> u64 {
     if let Some(us) = cg.and_then(|c| c.cpu_usage_us()) {
-        return Some(us);
+        return us;
     }
-    let total: u64 = pids.iter().filter_map(|p| proc_cpu_us(*p)).sum();
-    Some(total)
+    let own = sys::process_cpu_us(program.unwrap_or(init)).unwrap_or(0);
+    let reaped = |pid: i32| reaped_children_us(pid).unwrap_or(0);
+    own + reaped(init) + program.map_or(0, reaped)
 }
 
-fn proc_cpu_us(pid: i32) -> Option<u64> {
+/// The CPU time of the children `pid` has waited for (cutime + cstime), from procfs; no
+/// other interface has them while it lives.
+fn reaped_children_us(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split(' ').collect();
-    // fields after ')' start at field 3 (state); utime is field 14 → index 11.
-    let ticks: u64 = [11, 12, 13, 14]
+    // Fields after ')' start at field 3 (state); cutime is field 16 → index 13.
+    let ticks: u64 = [13, 14]
         .iter()
         .filter_map(|&i| f.get(i)?.parse::<u64>().ok())
         .sum();
@@ -313,7 +326,8 @@ struct Loop<'a, 'io> {
     listener_live: bool,
     ncpu: u64,
     next_cpu_check: Instant,
-    cpu_pids: Vec<i32>,
+    /// The jail's init and its program (the CPU account without a cgroup).
+    cpu_pids: (i32, Option<i32>),
     cpu_base_us: u64,
     /// Session calls end when the runner reports `done`; single runs when the jail exits.
     until_done: bool,
@@ -404,7 +418,12 @@ pub fn end(sp: Spawned, cg: Option<&JobCgroup>) -> Outcome {
         stdout_sink: None,
         stderr_sink: None,
     };
-    let mut l = Loop::new(&sp, (None, None), &limits, cg, None, io, Delivery::now());
+    // The whole jail's account: nothing was delivered, so nothing is subtracted.
+    let whole = Delivery {
+        at: Instant::now(),
+        cpu_base_us: Some(0),
+    };
+    let mut l = Loop::new(&sp, (None, None), &limits, cg, None, io, whole);
     l.closing = true;
     l.finish(false).0
 }
@@ -445,8 +464,7 @@ pub fn call(
     let job = sp.job.as_ref().and_then(|fd| fd.try_clone().ok());
     let delivery = Delivery {
         at: Instant::now(),
-        cpu_base_us: jail_cpu_us(sp, cg),
-        fresh: false,
+        cpu_base_us: Some(jail_cpu_us(sp, cg)),
     };
     let io = Io {
         stdin_bytes: None,
@@ -503,13 +521,10 @@ impl<'a, 'io> Loop<'a, 'io> {
             io.stdin_passthrough,
         );
         let job = Feed::new(job, io.job_bytes.take().unwrap_or_default(), None);
-        // First check: the jail's CPU usage (cgroup counter of a fresh job cgroup, or procfs
-        // times of processes created by our clone3) started at 0 no earlier than `cloned_at`
-        // and grows at most `ncpu` times faster than wall time, so the limit cannot be crossed
-        // before cloned_at + limit/ncpu. A check at t = 0 (one more procfs/cgroup read on the
-        // launch's critical path) could only ever find usage below the limit.
-        let from = if delivery.fresh { sp.cloned_at } else { start };
-        let next_cpu_check = from
+        let cpu_base_us = delivery.cpu_base_us.unwrap_or_else(|| jail_cpu_us(sp, cg));
+        // First check: the jail's CPU usage since `start` grows at most `ncpu` times faster
+        // than wall time, so the limit cannot be crossed before start + limit/ncpu.
+        let next_cpu_check = start
             .checked_add(Duration::from_micros(
                 limits.cpu_time_ms.saturating_mul(1000) / ncpu,
             ))
@@ -537,8 +552,8 @@ impl<'a, 'io> Loop<'a, 'io> {
             listener_live: true,
             ncpu,
             next_cpu_check,
-            cpu_pids: std::iter::once(sp.pid).chain(sp.program_pid).collect(),
-            cpu_base_us: delivery.cpu_base_us,
+            cpu_pids: (sp.pid, sp.program_pid),
+            cpu_base_us,
             until_done: false,
             done: false,
             closing: false,
@@ -571,19 +586,14 @@ impl<'a, 'io> Loop<'a, 'io> {
         // CPU: usage grows at most `ncpu` times faster than wall time, so the earliest the
         // limit can be crossed is remaining/ncpu from now; check exactly then.
         if now >= self.next_cpu_check {
-            match cpu_usage_us(&self.cpu_pids, self.cg) {
-                Some(total) => {
-                    let us = total.saturating_sub(self.cpu_base_us);
-                    let limit_us = self.limits.cpu_time_ms * 1000;
-                    if us > limit_us {
-                        self.stop = Some(Stop::CpuLimit);
-                        return None;
-                    }
-                    let remaining = Duration::from_micros((limit_us - us) / self.ncpu);
-                    self.next_cpu_check = now + remaining.max(Duration::from_millis(1));
-                }
-                None => self.next_cpu_check = now + Duration::from_millis(10),
+            let us = cpu_usage_us(self.cpu_pids, self.cg).saturating_sub(self.cpu_base_us);
+            let limit_us = self.limits.cpu_time_ms * 1000;
+            if us > limit_us {
+                self.stop = Some(Stop::CpuLimit);
+                return None;
             }
+            let remaining = Duration::from_micros((limit_us - us) / self.ncpu);
+            self.next_cpu_check = now + remaining.max(Duration::from_millis(1));
         }
         Some((self.wall - elapsed).min(self.next_cpu_check.saturating_duration_since(now)))
     }
@@ -751,7 +761,7 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// A session call that the runner reported done: what it printed and what it cost; the
     /// jail keeps running.
     fn end_call(self) -> CallOutcome {
-        let total = cpu_usage_us(&self.cpu_pids, self.cg).unwrap_or(0);
+        let total = cpu_usage_us(self.cpu_pids, self.cg);
         CallOutcome {
             wall_us: self.start.elapsed().as_micros() as u64,
             cpu_us: total.saturating_sub(self.cpu_base_us),
@@ -824,11 +834,13 @@ impl<'a, 'io> Loop<'a, 'io> {
         }
         let (exit_code, signal) = self.exit_status(waited);
         let stats = self.cg.map(|c| c.stats()).unwrap_or_default();
-        // The kernel's account of everything init reaped: from init's report, or from init's
-        // own rusage when it was reaped here (which covers the same children).
-        let (rusage_cpu_us, rusage_rss) = match (waited, self.init_report) {
-            (Some(w), _) => (w.cpu_us, w.max_rss_bytes),
-            (None, Some(r)) => (r.cpu_us, r.max_rss_bytes),
+        // The kernel's account of everything init reaped: from init's report, else from init's
+        // own rusage when it was reaped here without one (which covers the same children, and
+        // init's own setup time besides; the report is preferred because the base a delivery
+        // subtracts leaves init's time out, see `cpu_usage_us`).
+        let (rusage_cpu_us, rusage_rss) = match (self.init_report, waited) {
+            (Some(r), _) => (r.cpu_us, r.max_rss_bytes),
+            (None, Some(w)) => (w.cpu_us, w.max_rss_bytes),
             (None, None) => (0, 0),
         };
         let cpu_us = stats
