@@ -85,7 +85,15 @@ fn each(f: impl Fn(Who)) {
 }
 
 fn expect(r: &RunRecord, reason: &str) {
-    assert_eq!(r.stop_reason(), reason, "{:#}", r.record);
+    // What decides the case first, on one line: CI shows only the start of a long message.
+    assert_eq!(
+        r.stop_reason(),
+        reason,
+        "stop_reason {} (want {reason}), execution {}; record: {:#}",
+        r.stop_reason(),
+        r.record["execution"],
+        r.record
+    );
     assert_sound(r);
 }
 

@@ -62,7 +62,14 @@ fn action_with(code: &str) -> Value {
 }
 
 fn assert_stop(rec: &Value, code: i32, reason: &str, want_phase: &str) {
-    assert_eq!(rec["stop_reason"], json!(reason), "record: {rec:#}");
+    // What decides the case first, on one line: CI shows only the start of a long message.
+    assert_eq!(
+        rec["stop_reason"],
+        json!(reason),
+        "stop_reason {} (want {reason}), execution {}; record: {rec:#}",
+        rec["stop_reason"],
+        rec["execution"]
+    );
     assert_eq!(
         rec["status"],
         json!(if reason == "success" { "ok" } else { "stopped" })
