@@ -512,6 +512,52 @@ fn assert_stopped_in_time(r: &Run, limit: Duration, reasons: &[&str]) {
 }
 
 #[test]
+fn cpu_burnt_by_threads_is_stopped_by_the_supervisor_not_the_backstop() {
+    // The main thread sleeps; two other threads burn the CPU. The supervisor must count
+    // every thread (the cgroup's counter as root; without a cgroup, as nobody, the
+    // program's process CPU clock, which sums all its threads) and kill the jail at the
+    // 1 s CPU limit: signal SIGKILL. Were a thread missed, nothing would stop it before
+    // the RLIMIT_CPU backstop (2 s, SIGXCPU) or the 20 s wall limit.
+    let policy = shared_file(
+        "cpu-one-second.toml",
+        r#"version = 1
+name = "cpu-one-second"
+description = "tests/redteam_jail.rs: a short CPU limit under a long wall limit"
+[limits]
+wall_time_ms = 20000
+cpu_time_ms = 1000
+[cgroup]
+requirement = "best_effort"
+"#,
+    );
+    let policy = policy.to_str().unwrap();
+    let body = r#"
+import threading, time
+def spin():
+    while True:
+        pass
+for _ in range(2):
+    threading.Thread(target=spin, daemon=True).start()
+print("SPINNING", flush=True)
+while True:
+    time.sleep(1)
+"#;
+    for who in variants() {
+        let r = py(who, &["--policy", policy], body);
+        r.assert_ran("SPINNING");
+        let rec = r.record.as_ref().expect("a record");
+        let e = &rec["execution"];
+        assert_eq!(r.stop_reason(), Some("code_cpu_limit"), "{who:?}: {rec}");
+        assert_eq!(
+            e["signal"], "SIGKILL",
+            "{who:?}: the backstop, not the supervisor: {e}"
+        );
+        let cpu = e["cpu_ms"].as_u64().unwrap_or(0);
+        assert!((1000..1800).contains(&cpu), "{who:?}: cpu_ms {cpu}: {e}");
+    }
+}
+
+#[test]
 fn main_thread_exit_with_a_live_thread_is_stopped_and_reaped() {
     // SYS_exit (not exit_group) on the main thread: the process lives on in its other thread,
     // with stdout still open. The wall limit must end it and nothing may survive.
