@@ -29,8 +29,6 @@ pub struct Spawned {
     /// The plan's `hold_dir` (/app/out), opened beneath the jail's root before the program
     /// could run (and so before it could have exited).
     pub held_dir: Option<OwnedFd>,
-    /// Taken just before clone3: nothing in the jail can have run on a CPU before this.
-    pub cloned_at: std::time::Instant,
 }
 
 /// Fds the child uses; raw numbers valid in the child after clone.
@@ -169,7 +167,6 @@ pub fn spawn_keeping(
     } else {
         p.clone_flags
     };
-    let cloned_at = std::time::Instant::now();
     let (pid, pidfd) = clone_child(p, &fds, clone_flags, cgroup_fd).map_err(|e| (e, None))?;
     let Pipes {
         stdin,
@@ -213,7 +210,6 @@ pub fn spawn_keeping(
             status: status.0,
             job,
             reply,
-            cloned_at,
         }),
         Err(e) => Err((e, Some(pidfd))),
     }

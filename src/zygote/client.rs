@@ -387,7 +387,6 @@ fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
     else {
         return Err(malformed("descriptors"));
     };
-    let ago = Duration::from_micros(reply["cloned_ago_us"].as_u64().unwrap_or(0));
     Ok(Spawned {
         pid: reply["pid"].as_i64().ok_or_else(|| malformed("pid"))? as i32,
         pidfd,
@@ -401,6 +400,5 @@ fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
         reply: reply_fd,
         program_pidfd,
         held_dir,
-        cloned_at: Instant::now().checked_sub(ago).unwrap_or_else(Instant::now),
     })
 }

@@ -8,7 +8,7 @@
 //!    server checks that both built the same plan) or `{"error": "…"}`.
 //! 2. per jail, server → template: `{"n": …, "memory": b, "pids": b, "dirs": [v2, …]}`
 //!    with, per directory, its cgroup.procs fd and (v2) the directory fd; template →
-//!    server: `{"pid": …, "program_pid": …, "cloned_ago_us": …, "fds": bits}` with the
+//!    server: `{"pid": …, "program_pid": …, "fds": bits}` with the
 //!    jail's descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}, "pidfd":
 //!    b}` with the failed child's pidfd (killed here; the server reaps it). Before either,
 //!    the cloned child itself sends `{"cloned": n}` with a pidfd of itself (jail/child.rs,
@@ -257,7 +257,6 @@ fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
     let reply = json!({
         "pid": s.pid,
         "program_pid": s.program_pid,
-        "cloned_ago_us": s.cloned_at.elapsed().as_micros() as u64,
         "fds": bits | 0xf,
     });
     (reply, fds)
