@@ -75,11 +75,6 @@ impl Delivery {
     }
 }
 
-/// The jail's CPU time so far, in µs (see [`cpu_usage_us`]): what a delivery subtracts.
-pub fn jail_cpu_us(sp: &Spawned, cg: Option<&JobCgroup>) -> u64 {
-    cpu_usage_us((sp.pid, sp.program_pid), cg)
-}
-
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub exit_code: Option<i32>,
@@ -150,7 +145,8 @@ pub fn block_termination_signals() -> Option<OwnedFd> {
     sys::block_into_signalfd(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]).ok()
 }
 
-/// CPU time of the jail: the cgroup's counter when there is one (exact, whole jail).
+/// The jail's CPU time so far, in µs: what a delivery subtracts, and what the limit checks
+/// and a session call's account read. The cgroup's counter when there is one (exact, whole jail).
 /// Otherwise, from the kernel's per-process accounts: the program's own time, exact (its
 /// process CPU clock), plus what the program and init have reaped (cutime + cstime in
 /// /proc/<pid>/stat, in 10 ms ticks: init reaps the orphans; the RLIMIT_CPU backstop
@@ -158,10 +154,11 @@ pub fn block_termination_signals() -> Option<OwnedFd> {
 /// delivery, and init's final report (which the record's figure comes from) sums only what
 /// init reaped, so a base that held init's time would make the record come out short.
 /// Without the program's pid, init's own time stands in for it.
-fn cpu_usage_us((init, program): (i32, Option<i32>), cg: Option<&JobCgroup>) -> u64 {
+pub fn jail_cpu_us(sp: &Spawned, cg: Option<&JobCgroup>) -> u64 {
     if let Some(us) = cg.and_then(|c| c.cpu_usage_us()) {
         return us;
     }
+    let (init, program) = (sp.pid, sp.program_pid);
     let own = sys::process_cpu_us(program.unwrap_or(init)).unwrap_or(0);
     let reaped = |pid: i32| reaped_children_us(pid).unwrap_or(0);
     own + reaped(init) + program.map_or(0, reaped)
@@ -326,8 +323,6 @@ struct Loop<'a, 'io> {
     listener_live: bool,
     ncpu: u64,
     next_cpu_check: Instant,
-    /// The jail's init and its program (the CPU account without a cgroup).
-    cpu_pids: (i32, Option<i32>),
     cpu_base_us: u64,
     /// Session calls end when the runner reports `done`; single runs when the jail exits.
     until_done: bool,
@@ -552,7 +547,6 @@ impl<'a, 'io> Loop<'a, 'io> {
             listener_live: true,
             ncpu,
             next_cpu_check,
-            cpu_pids: (sp.pid, sp.program_pid),
             cpu_base_us,
             until_done: false,
             done: false,
@@ -586,7 +580,7 @@ impl<'a, 'io> Loop<'a, 'io> {
         // CPU: usage grows at most `ncpu` times faster than wall time, so the earliest the
         // limit can be crossed is remaining/ncpu from now; check exactly then.
         if now >= self.next_cpu_check {
-            let us = cpu_usage_us(self.cpu_pids, self.cg).saturating_sub(self.cpu_base_us);
+            let us = jail_cpu_us(self.sp, self.cg).saturating_sub(self.cpu_base_us);
             let limit_us = self.limits.cpu_time_ms * 1000;
             if us > limit_us {
                 self.stop = Some(Stop::CpuLimit);
@@ -761,7 +755,7 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// A session call that the runner reported done: what it printed and what it cost; the
     /// jail keeps running.
     fn end_call(self) -> CallOutcome {
-        let total = cpu_usage_us(self.cpu_pids, self.cg);
+        let total = jail_cpu_us(self.sp, self.cg);
         CallOutcome {
             wall_us: self.start.elapsed().as_micros() as u64,
             cpu_us: total.saturating_sub(self.cpu_base_us),
@@ -837,7 +831,7 @@ impl<'a, 'io> Loop<'a, 'io> {
         // The kernel's account of everything init reaped: from init's report, else from init's
         // own rusage when it was reaped here without one (which covers the same children, and
         // init's own setup time besides; the report is preferred because the base a delivery
-        // subtracts leaves init's time out, see `cpu_usage_us`).
+        // subtracts leaves init's time out, see `jail_cpu_us`).
         let (rusage_cpu_us, rusage_rss) = match (self.init_report, waited) {
             (Some(r), _) => (r.cpu_us, r.max_rss_bytes),
             (None, Some(w)) => (w.cpu_us, w.max_rss_bytes),
