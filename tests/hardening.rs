@@ -507,3 +507,39 @@ fn any_output_the_program_prints_makes_a_record_every_parser_reads() {
         })
         .unwrap();
 }
+
+#[test]
+fn a_wait_interrupted_by_an_ignored_signal_resumes_instead_of_stopping_the_run() {
+    // A thread waiting with a relative timeout (poll, or futex under a lock acquired with a
+    // timeout) is woken when a signal it does not block arrives; when that signal's
+    // disposition is "ignore", the kernel resumes the wait by making the thread call
+    // `restart_syscall`, which the filter sees like any other syscall. The signal reaches
+    // the waiting thread only because another thread has it blocked: exactly what CPython's
+    // subprocess does around its vfork (every signal blocked), so a child's SIGCHLD landing
+    // then woke a waiting thread of matplotlib's and the seed's plot example was stopped as
+    // `code_forbidden_syscall:restart_syscall` (every time on one CPU, now and then on two).
+    // restart_syscall continues only the call the filter already let through (the kernel's
+    // own restart block; without one it returns EINTR), so it is allowed with the basics.
+    let code = r#"
+import os, select, signal, sys, threading, time
+lock = threading.Lock()
+lock.acquire()
+waits = {"futex": lambda: lock.acquire(timeout=0.4), "poll": lambda: select.poll().poll(400)}
+for kind, wait in waits.items():
+    t = threading.Thread(target=wait)
+    t.start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGCHLD)
+    t.join()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    print("resumed", kind, flush=True)
+"#;
+    let _g = serial();
+    for who in variants() {
+        let r = common::python(who, &[], code);
+        assert_eq!(r.code, 0, "{who:?}: {r:#?}");
+        assert_eq!(r.stop_reason(), Some("success"), "{who:?}: {r:#?}");
+        r.assert_ran("resumed futex\nresumed poll\n");
+    }
+}

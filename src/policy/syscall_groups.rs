@@ -120,6 +120,13 @@ pub static GROUPS: &[(&str, &[&str])] = &[
             "rseq",
             "exit",
             "exit_group",
+            // Not asked for by the program: the kernel makes a thread call it to resume a
+            // wait with a relative timeout (poll, futex, nanosleep) that a signal with no
+            // handler interrupted. It continues only the call the filter already allowed
+            // (the kernel's own restart block; without one it returns EINTR). Refused, a
+            // program that waits in one thread while another blocks a signal (CPython's
+            // subprocess does, around its vfork) is stopped for a call it never made.
+            "restart_syscall",
             "sched_getaffinity",
             "getcpu",
         ],
