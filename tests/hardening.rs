@@ -534,12 +534,16 @@ for kind, wait in waits.items():
     t.join()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
     print("resumed", kind, flush=True)
+# Called directly, with no interrupted call to continue, it only fails with EINTR.
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("direct", libc.syscall(219), ctypes.get_errno(), flush=True)
 "#;
     let _g = serial();
     for who in variants() {
         let r = common::python(who, &[], code);
         assert_eq!(r.code, 0, "{who:?}: {r:#?}");
         assert_eq!(r.stop_reason(), Some("success"), "{who:?}: {r:#?}");
-        r.assert_ran("resumed futex\nresumed poll\n");
+        r.assert_ran("resumed futex\nresumed poll\ndirect -1 4\n");
     }
 }
