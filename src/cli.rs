@@ -1,6 +1,7 @@
-//! Command-line definitions only (clap). The spellings are a fixed contract (docs/ARCHITECTURE.md).
+//! Command-line definitions (clap), and the one step from the server front ends' shared flags
+//! to the engine they configure. The spellings are a fixed contract (docs/ARCHITECTURE.md).
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -93,12 +94,8 @@ pub enum Command {
     Serve {
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
-        /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
-        #[arg(long, value_name = "N")]
-        pool: Option<usize>,
-        /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
-        #[arg(long, value_name = "N")]
-        session_pool: Option<usize>,
+        #[command(flatten)]
+        engine: EngineFlags,
         /// Requests run concurrently (default: 2 per core, at least 4).
         #[arg(short = 'j', long = "jobs", value_name = "N")]
         jobs: Option<usize>,
@@ -108,19 +105,9 @@ pub enum Command {
         /// Make the socket 0660 and give it to this group.
         #[arg(long, value_name = "GROUP", requires = "socket")]
         socket_group: Option<String>,
-        /// Keep a result cache in this directory (created 0700; must be ours).
-        #[arg(long, value_name = "DIR")]
-        cache: Option<PathBuf>,
-        /// How long a cache entry stays valid, seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
-        cache_ttl: u64,
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
-        /// Spawn the warm Python jails from a zygote: one interpreter initialised ahead,
-        /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail; README "The zygote").
-        #[arg(long)]
-        zygote: bool,
     },
     /// The engine as an MCP server on stdio: tools run_python, check_python and
     /// python_session_start/exec/close for agents (Claude Code/Desktop, the OpenAI Agents
@@ -131,24 +118,11 @@ pub enum Command {
     Mcp {
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
-        /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
-        #[arg(long, value_name = "N")]
-        pool: Option<usize>,
-        /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
-        #[arg(long, value_name = "N")]
-        session_pool: Option<usize>,
-        /// Keep a result cache in this directory (created 0700; must be ours).
-        #[arg(long, value_name = "DIR")]
-        cache: Option<PathBuf>,
-        /// How long a cache entry stays valid, seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
-        cache_ttl: u64,
+        #[command(flatten)]
+        engine: EngineFlags,
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
-        /// Spawn the warm Python jails from a zygote, as `serve --zygote` does.
-        #[arg(long)]
-        zygote: bool,
     },
     /// Show the effective policy or lint it.
     Policy {
@@ -164,6 +138,42 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The engine's flags, the same for both server front ends (`serve`, `mcp`).
+#[derive(Debug, Args)]
+pub struct EngineFlags {
+    /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
+    #[arg(long, value_name = "N")]
+    pool: Option<usize>,
+    /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
+    #[arg(long, value_name = "N")]
+    session_pool: Option<usize>,
+    /// Keep a result cache in this directory (created 0700; must be ours).
+    #[arg(long, value_name = "DIR")]
+    cache: Option<PathBuf>,
+    /// How long a cache entry stays valid, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+    cache_ttl: u64,
+    /// Spawn the warm Python jails from a zygote: one interpreter initialised ahead,
+    /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail; README "The zygote").
+    #[arg(long)]
+    zygote: bool,
+}
+
+impl EngineFlags {
+    /// The engine these flags ask for, on `policy`.
+    pub fn config(self, policy: crate::policy::LoadedPolicy) -> crate::engine::EngineConfig {
+        let mut engine = crate::engine::EngineConfig::for_server(
+            policy,
+            self.pool,
+            self.session_pool,
+            self.cache,
+            self.cache_ttl,
+        );
+        engine.zygote = self.zygote;
+        engine
+    }
 }
 
 #[derive(Debug, Subcommand)]

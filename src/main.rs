@@ -227,15 +227,11 @@ fn dispatch(command: Command) -> i32 {
 fn serve_command(command: Command) -> i32 {
     let Command::Serve {
         policy,
-        pool,
-        session_pool,
+        engine,
         jobs,
         socket,
         socket_group,
-        cache,
-        cache_ttl,
         audit_log,
-        zygote,
     } = command
     else {
         unreachable!("serve_command is called with Command::Serve only");
@@ -243,11 +239,8 @@ fn serve_command(command: Command) -> i32 {
     let Ok(loaded) = load(policy.as_deref()) else {
         return ExitStatus::Error as i32;
     };
-    let mut engine =
-        agentjail::engine::EngineConfig::for_server(loaded, pool, session_pool, cache, cache_ttl);
-    engine.zygote = zygote;
     agentjail::serve::serve(agentjail::serve::ServeArgs {
-        engine,
+        engine: engine.config(loaded),
         jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
         socket,
         socket_group,

@@ -16,12 +16,8 @@ fn main() {
     };
     let Command::Mcp {
         policy,
-        pool,
-        session_pool,
-        cache,
-        cache_ttl,
+        engine,
         audit_log,
-        zygote,
     } = cli.command
     else {
         eprintln!(
@@ -36,11 +32,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let mut engine =
-        agentjail::engine::EngineConfig::for_server(loaded, pool, session_pool, cache, cache_ttl);
-    engine.zygote = zygote;
     std::process::exit(agentjail::mcp::serve(agentjail::mcp::McpArgs {
-        engine,
+        engine: engine.config(loaded),
         jobs: agentjail::engine::default_jobs(),
         audit_log,
     }));
