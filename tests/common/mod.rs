@@ -675,11 +675,32 @@ pub fn alive(p: Proc) -> bool {
     matches!(proc_stat(p.0), Some((_, state, start)) if start == p.1 && state != 'Z' && state != 'X')
 }
 
-/// Whether `p` has a SIGKILL pending: it will never run another instruction of its own,
-/// only the kernel's exit path (which a loaded machine may take a while to schedule).
-pub fn doomed(p: Proc) -> bool {
+/// Whether `p` will never run another instruction of its own: it is gone (or its pid was
+/// reused), a zombie, already in the kernel's exit path (PF_EXITING: the kernel dequeues
+/// the SIGKILL as it starts exiting, and tearing down an address space takes a while), or
+/// has a SIGKILL pending. One pass over /proc in which any missing file counts as gone:
+/// checking "alive" and "doomed" in two separate reads would call a process that exits
+/// between them neither.
+pub fn down(p: Proc) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", p.0)) else {
+        return true;
+    };
+    let Some(f) = stat
+        .rfind(')')
+        .and_then(|i| stat.get(i + 2..))
+        .map(|r| r.split(' ').collect::<Vec<_>>())
+    else {
+        return true;
+    };
+    let state = f.first().and_then(|s| s.chars().next());
+    let flags: u64 = f.get(6).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let start: Option<u64> = f.get(19).and_then(|v| v.parse().ok());
+    if start != Some(p.1) || matches!(state, Some('Z' | 'X')) || flags & PF_EXITING != 0 {
+        return true;
+    }
     let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", p.0)) else {
-        return false;
+        return true;
     };
     let pending = |key: &str| {
         status
@@ -689,8 +710,7 @@ pub fn doomed(p: Proc) -> bool {
             .unwrap_or(0)
     };
     let sigkill = 1u64 << (libc::SIGKILL - 1);
-    matches!(proc_stat(p.0), Some((_, _, start)) if start == p.1)
-        && (pending("SigPnd:") | pending("ShdPnd:")) & sigkill != 0
+    (pending("SigPnd:") | pending("ShdPnd:")) & sigkill != 0
 }
 
 /// After a SIGKILLed agentjail: launch `bin exec -- /bin/true` (each launch sweeps the stale

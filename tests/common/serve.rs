@@ -756,9 +756,10 @@ impl Server {
 }
 
 impl Server {
-    /// SIGKILL the server, then require: within 100 ms every process of `procs` is gone or
-    /// has SIGKILL pending (it never runs another instruction of its own; its exit is the
-    /// kernel's, which a loaded machine may take longer to schedule), and all are gone
+    /// SIGKILL the server, then require: within 100 ms every process of `procs` is down
+    /// (`common::down`: gone, exiting or with SIGKILL pending, so it never runs another
+    /// instruction of its own; its exit is the kernel's, which a loaded machine may take
+    /// longer to schedule), and all are gone
     /// within 5 s (PDEATHSIG takes them with the server); the server exits without
     /// answering `job`; its job cgroups are swept by the next launch (as root) and the
     /// host's mounts are as before. Returns how long until every process was down.
@@ -766,15 +767,28 @@ impl Server {
         let who = self.who;
         self.send_signal(libc::SIGKILL);
         let t0 = Instant::now();
-        let down = |p: &Proc| !alive(*p) || common::doomed(*p);
-        while !procs.iter().all(down) && t0.elapsed() < Duration::from_millis(100) {
+        // Once down, a process stays down: it is counted at the first look that finds it so,
+        // and described, when it is not, as that same look saw it.
+        let mut left: Vec<Proc> = procs.to_vec();
+        let mut last_seen = HashMap::new();
+        loop {
+            left.retain(|p| {
+                let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.0));
+                let up = !common::down(*p);
+                if up {
+                    last_seen.insert(p.0, stat.unwrap_or_default());
+                }
+                up
+            });
+            if left.is_empty() || t0.elapsed() >= Duration::from_millis(100) {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(1));
         }
         let took = t0.elapsed();
-        let left: Vec<String> = procs
+        let left: Vec<String> = left
             .iter()
-            .filter(|p| !down(p))
-            .map(|p| format!("{} {}", p.0, cmdline(p.0)))
+            .map(|p| format!("{} {:?}: {:?}", p.0, cmdline(p.0), last_seen.get(&p.0)))
             .collect();
         assert!(
             left.is_empty(),
