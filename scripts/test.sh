@@ -43,7 +43,19 @@ cargo_tests() {
         [ -s "${AGENTJAIL_VM_ASSETS:-target/vm-assets}/base.cpio" ] || scripts/vm.sh setup || return 1
     fi
     # Dev profile: the same code paths, and the ~20 test binaries link without LTO.
-    cargo test -- --test-threads=2
+    local stamp rc=0 left
+    stamp=$(mktemp /tmp/agentjail-test-stamp.XXXXXX)
+    cargo test -- --test-threads=2 || rc=1
+    # The tests clean up after themselves: nothing they made under /tmp or /dev/shm (every
+    # name starts "agentjail-" or "aj") may outlive the run, or each run would eat disk.
+    left=$(find /tmp /dev/shm -mindepth 1 -maxdepth 1 \( -name 'agentjail-*' -o -name 'aj*' \) \
+        -newer "$stamp" ! -path "$stamp" 2>/dev/null)
+    rm -f "$stamp"
+    if [ -n "$left" ]; then
+        printf 'the tests left these behind:\n%s\n' "$left"
+        rc=1
+    fi
+    return $rc
 }
 
 stage "setup (packages)" scripts/setup.sh

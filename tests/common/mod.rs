@@ -58,8 +58,9 @@ pub fn require_feature(name: &str, available: bool) -> bool {
 }
 
 struct Shared {
-    _dir: tempfile::TempDir,
     dir: PathBuf,
+    /// The test process that made `dir`: only it removes it.
+    owner: u32,
     bin: PathBuf,
     policy: Option<PathBuf>,
     data_policy: PathBuf,
@@ -74,7 +75,21 @@ fn shared() -> &'static Shared {
             .prefix("agentjail-attack-")
             .tempdir_in("/tmp")
             .expect("tempdir");
+        // A static is never dropped, so the directory (some 100 MB of binaries) is removed
+        // at exit instead: a TempDir held here would leave one behind per test binary run.
         let dir = td.path().to_path_buf();
+        extern "C" fn remove_shared() {
+            if let Some(s) = S.get() {
+                if s.owner == std::process::id() {
+                    let _ = std::fs::remove_dir_all(&s.dir);
+                }
+            }
+        }
+        // SAFETY: registers a plain function with no arguments; it only reads the
+        // initialised static and removes files.
+        if unsafe { libc::atexit(remove_shared) } != 0 {
+            eprintln!("note: could not register the removal of {dir:?} at exit");
+        }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let bin = dir.join("agentjail");
         std::fs::copy(env!("CARGO_BIN_EXE_agentjail"), &bin).expect("copy agentjail");
@@ -108,9 +123,11 @@ fn shared() -> &'static Shared {
         if policy.is_none() {
             eprintln!("note: tests use the embedded default policy (AGENTJAIL_TEST_POLICY unset)");
         }
+        // From here on `remove_shared` owns the directory.
+        let _ = td.keep();
         Shared {
-            _dir: td,
             dir,
+            owner: std::process::id(),
             bin,
             policy,
             data_policy,
