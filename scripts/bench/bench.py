@@ -13,8 +13,10 @@ process (run vs bare interpreter, timeout precision, output cap), and the final 
 Every timed launch goes through subprocess with the same arguments shape, so the
 harness overhead is the same on both sides of each comparison.
 """
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,6 +53,7 @@ def cmd_run(argv):
         # (NODE_EXTRA_CA_CERTS loads a CA bundle), python3 -I ignores its own.
         bare_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
         d = tempfile.mkdtemp(prefix="agentjail-bench-")
+        atexit.register(shutil.rmtree, d, True)
         main = os.path.join(d, "main.js")
         with open(main, "w") as f:
             f.write(NODE_INPUT_SHIM + code)
