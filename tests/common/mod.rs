@@ -664,11 +664,17 @@ pub fn run_as(who: Who, args: &[&str], action: &[u8], address_space: Option<u64>
 // ---------------------------------------------------------------------------------------
 // Host processes (for the tests that watch what a server leaves behind)
 
-/// (ppid, state, starttime) of a host pid, from /proc/PID/stat.
-pub fn proc_stat(pid: i32) -> Option<(i32, char, u64)> {
+/// The fields of /proc/<pid>/stat after the command name (which may hold spaces and
+/// parentheses): index 0 is the state, the stat file's third field.
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = s.get(s.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split(' ').collect();
+    Some(rest.split(' ').map(String::from).collect())
+}
+
+/// (ppid, state, starttime) of a host pid, from /proc/PID/stat.
+pub fn proc_stat(pid: i32) -> Option<(i32, char, u64)> {
+    let f = stat_fields(pid)?;
     Some((
         f.get(1)?.parse().ok()?,
         f.first()?.chars().next()?,
@@ -678,9 +684,7 @@ pub fn proc_stat(pid: i32) -> Option<(i32, char, u64)> {
 
 /// CPU time `pid` has used so far (user + system), in clock ticks.
 pub fn cpu_ticks(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = s.get(s.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split(' ').collect();
+    let f = stat_fields(pid)?;
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
@@ -700,14 +704,7 @@ pub fn alive(p: Proc) -> bool {
 /// between them neither.
 pub fn down(p: Proc) -> bool {
     const PF_EXITING: u64 = 0x4;
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", p.0)) else {
-        return true;
-    };
-    let Some(f) = stat
-        .rfind(')')
-        .and_then(|i| stat.get(i + 2..))
-        .map(|r| r.split(' ').collect::<Vec<_>>())
-    else {
+    let Some(f) = stat_fields(p.0) else {
         return true;
     };
     let state = f.first().and_then(|s| s.chars().next());
