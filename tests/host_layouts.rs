@@ -267,6 +267,85 @@ EOF
 }
 
 #[test]
+fn a_masked_proc_fails_closed_with_the_containers_fix() {
+    if !can_build_layouts() {
+        return;
+    }
+    // What Docker, containerd and Kubernetes do by default: files over /proc entries.
+    let setup = "set -e
+mount --bind /dev/null /proc/keys
+mount --bind /dev/null /proc/timer_list
+";
+    for who in variants() {
+        let (code, out, err) = in_layout(who, setup, &["run", "-"], &seed_action());
+        let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        assert_eq!(code, 1, "{who:?}: {r:#}");
+        assert_eq!(
+            r["stop_reason"], "sandbox_unavailable:setup",
+            "{who:?}: {r:#}"
+        );
+        assert!(r.get("output").is_none(), "{who:?}: it ran: {r:#}");
+        let hint = r["error"]["hint"].as_str().unwrap_or_default();
+        assert!(hint.contains("hides parts of /proc"), "{who:?}: {hint}");
+        assert!(hint.contains("/proc/keys"), "{who:?}: {hint}");
+        assert!(
+            hint.contains("never binds the host's /proc"),
+            "{who:?}: {hint}"
+        );
+        assert!(
+            r["error"]["stage"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("proc"),
+            "{who:?}: {r:#}"
+        );
+
+        // doctor: the probe jail fails, and says why and what to change.
+        let (code, out, err) = in_layout(who, setup, &["doctor", "--json"], b"");
+        assert_eq!(
+            code, 1,
+            "{who:?}: doctor must not say all is well: {out}\n{err}"
+        );
+        let d: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(d["all_required_ok"], false);
+        let probe = d["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["control"] == "probe_jail")
+            .unwrap_or_else(|| panic!("no probe_jail check: {d:#}"));
+        assert_eq!(probe["available"], false, "{probe}");
+        assert!(
+            probe["fix"].as_str().unwrap_or_default().contains("/proc"),
+            "{probe}"
+        );
+    }
+}
+
+#[test]
+fn doctor_runs_a_probe_jail_on_the_gpu_node_layout() {
+    if !can_build_layouts() {
+        return;
+    }
+    for who in variants() {
+        let (code, out, err) = in_layout(who, &gpu_layout(), &["doctor", "--json"], b"");
+        let d: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        let probe = d["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["control"] == "probe_jail")
+            .unwrap_or_else(|| panic!("no probe_jail check: {d:#}"));
+        assert_eq!(probe["available"], true, "{who:?}: {probe}");
+        assert_eq!(
+            code,
+            i32::from(d["all_required_ok"] != true),
+            "{who:?}: {d:#}"
+        );
+    }
+}
+
+#[test]
 fn a_missing_bind_source_is_a_clear_error_before_any_jail() {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("p.toml");
