@@ -135,6 +135,14 @@ class AsyncClient:
         self._fail(err)
         if self._socket is not None and self._writer is not None:
             self._writer.close()
+        elif self._proc is not None:
+            # After a broken line, keep reading (and dropping) what the server writes, so
+            # it never blocks on a full pipe while close() waits for it.
+            try:
+                while await self._reader.read(65536):
+                    pass
+            except (OSError, ValueError):
+                pass
 
     def _fail(self, err: E.AgentjailError) -> None:
         if self._dead is None:

@@ -112,6 +112,14 @@ class _Conn:
         except (OSError, ValueError) as e:
             err = E.ConnectionClosed(f"reading from agentjail serve failed: {e}")
         self.fail(err)
+        if self.proc is not None:
+            # After a broken line, keep reading (and dropping) what the server writes, so
+            # it never blocks on a full pipe while close() waits for it.
+            try:
+                while self.rfile.read(65536):
+                    pass
+            except (OSError, ValueError):
+                pass
         if self.proc is None and self.sock is not None:
             # The server may not close first: make sure our side is shut.
             try:
