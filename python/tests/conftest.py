@@ -63,3 +63,12 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def needs_cgroups():
+    """policies/data.toml and smolagents.toml require the memory cgroup (fail closed). Root
+    has it here; another user needs delegation (systemd Delegate=yes). Outside CI a run as
+    another user skips those tests, saying why; under CI=true they always run."""
+    if os.getuid() != 0 and os.environ.get("CI") != "true":
+        pytest.skip("SKIPPED LOUDLY: not root, so policies requiring the memory cgroup stop with "
+                    "sandbox_unavailable:cgroup_memory here (run as root, or under Delegate=yes)")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, needs_cgroups
 
 EXAMPLES = sorted((REPO / "examples" / "python").glob("*.py"))
 
@@ -17,6 +17,8 @@ def test_there_are_examples():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path, binary):
+    if path.name == "smolagents_agent.py":
+        needs_cgroups()
     env = dict(os.environ, AGENTJAIL_BINARY=binary)
     p = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

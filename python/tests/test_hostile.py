@@ -109,8 +109,10 @@ def test_bool_id_is_not_an_int_id():
 def test_server_error_codes():
     with pytest.raises(agentjail.UnknownSession):
         P.result("session_exec", {"id": 1, "error": {"code": "unknown_session", "message": "x"}})
-    with pytest.raises(agentjail.SandboxUnavailable):
+    with pytest.raises(agentjail.SandboxUnavailable) as e:
         P.result("session_start", {"id": 1, "error": {"code": "unavailable", "message": "sandbox_unavailable:setup"}})
+    assert str(e.value) == "unavailable: sandbox_unavailable:setup"
+    assert isinstance(e.value, agentjail.ServerError) and e.value.record is None
     with pytest.raises(agentjail.ServerError):
         P.result("run", {"id": 1, "error": {"code": {"x": 1}, "message": None}})
     with pytest.raises(ProtocolError):

@@ -3,6 +3,7 @@
 import gc
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -98,10 +99,18 @@ def test_socket_server(binary, tmp_path):
     server = subprocess.Popen([binary, "serve", "--socket", path, "--pool", "1"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
+        # The socket file appears at bind(), before listen(): wait until a connect works.
         end = time.monotonic() + 20
-        while not os.path.exists(path) and time.monotonic() < end and server.poll() is None:
-            time.sleep(0.02)
-        assert os.path.exists(path), server.stderr.read().decode()
+        while time.monotonic() < end and server.poll() is None:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(path)
+                break
+            except OSError:
+                time.sleep(0.02)
+            finally:
+                probe.close()
+        assert server.poll() is None, server.stderr.read().decode()
         with agentjail.Client(socket=path) as c:
             assert c.pid is None
             r = c.run("print(2+2)", output_mode="text")

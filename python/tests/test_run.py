@@ -118,6 +118,10 @@ def test_a_contract_error_is_a_record(client):
 def test_files_in_and_artifacts_out(binary):
     import pathlib
 
+    from conftest import needs_cgroups
+
+    needs_cgroups()
+
     policy = pathlib.Path(__file__).resolve().parents[2] / "policies" / "data.toml"
     code = (
         "import json\n"

@@ -15,7 +15,12 @@ from smolagents.models import ChatMessage, MessageRole, Model  # noqa: E402
 import agentjail  # noqa: E402
 from agentjail import StopKind  # noqa: E402
 from agentjail.smolagents import POLICY, AgentjailExecutor  # noqa: E402
-from conftest import REPO, alive, descendants  # noqa: E402
+from conftest import REPO, alive, descendants, needs_cgroups  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cgroups():
+    needs_cgroups()  # policies/smolagents.toml requires the memory cgroup
 
 
 @tool

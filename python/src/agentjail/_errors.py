@@ -29,7 +29,9 @@ class ServerError(AgentjailError):
     """The server answered a request with ``{"error": {"code", "message"}}``."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
+        # Not super(): a subclass may also be a StoppedError (SessionUnavailable), whose
+        # __init__ takes a record.
+        Exception.__init__(self, f"{code}: {message}")
         self.code = code
         self.message = message
 
