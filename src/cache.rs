@@ -13,9 +13,10 @@
 //!   no jail sees it): a temp file created `O_EXCL|O_NOFOLLOW` mode 0600 in the directory,
 //!   fsync'd, renamed into place. The directory must be ours and not group- or
 //!   world-writable, or the cache is refused.
-//! - A hit is the stored record with `cache: {"hit": true, "key", "stored_at",
-//!   "original_run_id"}`; its run_id stays the original's. A corrupt, foreign or expired
-//!   entry is ignored with a warning on stderr and the job runs.
+//! - A hit is a new record of the request that asked (its own run_id, caller, action id,
+//!   timing; `run::hit_record`) citing the stored outcome, with `cache: {"hit": true, "key",
+//!   "stored_at", "original_run_id"}`. A corrupt, foreign or expired entry is ignored with a
+//!   warning on stderr and the job runs.
 
 use crate::record::StopReason;
 use serde_json::{json, Value};
@@ -27,6 +28,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Largest entry read back (a record with outputs at their caps fits easily).
 const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A stored entry found for a key: the stored run's record as it was written.
+pub struct Hit {
+    pub key: String,
+    pub stored_at: u64,
+    pub record: Value,
+}
 
 pub struct Cache {
     dir: PathBuf,
@@ -101,8 +109,8 @@ impl Cache {
         self.dir.join(format!("{key}.json"))
     }
 
-    /// The stored record for `key`, marked as a hit; None on a miss or a bad entry.
-    pub fn get(&self, key: &str) -> Option<Value> {
+    /// The stored record for `key`; None on a miss or a bad entry.
+    pub fn get(&self, key: &str) -> Option<Hit> {
         let path = self.path(key);
         let warn = |why: &str| {
             eprintln!("agentjail: cache: ignoring {}: {why}", path.display());
@@ -147,11 +155,11 @@ impl Cache {
             let _ = std::fs::remove_file(&path);
             return None;
         }
-        let mut record = record.clone();
-        let original = record.get("run_id").cloned().unwrap_or(Value::Null);
-        record["cache"] =
-            json!({"hit": true, "key": key, "stored_at": stored_at, "original_run_id": original});
-        Some(record)
+        Some(Hit {
+            key: key.to_string(),
+            stored_at,
+            record: record.clone(),
+        })
     }
 
     /// Store `record` under `key`: a private temp file, fsync, atomic rename.

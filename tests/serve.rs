@@ -1050,11 +1050,98 @@ print(json.dumps({"attempts": attempts}))
         let hit = s.io().run(victim);
         assert!(is_hit(&hit), "{who:?}: {hit:#}");
         assert_eq!(hit["output"], json!({"v": 1}));
-        assert_eq!(hit["run_id"], first["run_id"]);
+        assert_ne!(
+            hit["run_id"], first["run_id"],
+            "a hit is a record of its own"
+        );
         assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
         assert_eq!(hit["cache"]["key"], key);
         s.finish();
         assert_cache_sound(&cache, uid_of(who));
+    }
+}
+
+/// A cache hit is a record of the request that asked: its own run_id, caller, action id and
+/// timing, the stored run named only in `cache.original_run_id`; the audit log's line names
+/// who asked. Attack: a second uid asks for the same action a first uid ran, and must not
+/// get the first one's identity or run id.
+#[test]
+fn a_cache_hit_names_the_caller_who_asked_not_the_first_one() {
+    if !common::is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED: a second uid needs root !!!!!!!!\n");
+        return;
+    }
+    for who in variants() {
+        let (m, p) = setup("hitcaller", &Knobs::default());
+        let (d, cache) = cache_dir("hitcaller");
+        let sock = d.path().join("s.sock");
+        let audit = d.path().join("audit.jsonl");
+        // The second client: another uid in the socket's group (root's server), or the
+        // server's own uid (nobody's server: the first client is root, the test process).
+        let (second, group) = match who {
+            Who::Root => (12345u32, Some("12345")),
+            _ => (uid_of(who), None),
+        };
+        let mut args = vec![
+            "--pool",
+            "1",
+            "--cache",
+            cache.to_str().unwrap(),
+            "--audit-log",
+            audit.to_str().unwrap(),
+            "--socket",
+            sock.to_str().unwrap(),
+        ];
+        if let Some(g) = group {
+            args.extend(["--socket-group", g]);
+        }
+        let s = Server::start(who, &p, &m, &args);
+        let mut a = s.connect("A");
+        let mut act = action("print('{\"v\": 1}')", json!({}));
+        act["id"] = json!("first-asker");
+        let first = a.run(act.clone());
+        assert_eq!(first["stop_reason"], "success", "{who:?}: {first:#}");
+        assert_eq!(first["caller"]["uid"], 0);
+        act["id"] = json!("second-asker");
+        let resp = foreign_client(
+            second,
+            &sock,
+            &[json!({"id": 7, "op": "run", "action": act})],
+        );
+        let hit = record(&resp[0]);
+        assert!(is_hit(hit), "{who:?}: {hit:#}");
+        assert_eq!(
+            hit["caller"]["uid"], second,
+            "{who:?}: the hit names who asked"
+        );
+        assert_eq!(hit["action"]["id"], "second-asker", "{who:?}");
+        assert_ne!(hit["run_id"], first["run_id"], "{who:?}");
+        assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
+        assert_eq!(hit["output"], first["output"]);
+        assert_eq!(hit["stop_reason"], "success");
+        assert!(
+            !hit["trace"]
+                .to_string()
+                .contains(&first["run_id"].to_string())
+                && hit["trace"] != first["trace"],
+            "{who:?}: the hit's timing is its own"
+        );
+        a.close();
+        a.assert_all_answered();
+        s.finish();
+        let lines: Vec<Value> = std::fs::read_to_string(&audit)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{who:?}: {lines:?}");
+        assert_eq!(lines[0]["caller"]["uid"], 0);
+        assert_eq!(
+            lines[1]["caller"]["uid"], second,
+            "{who:?}: the audit names who asked"
+        );
+        assert_eq!(lines[1]["run_id"], hit["run_id"]);
+        assert_eq!(lines[1]["cache"]["original_run_id"], first["run_id"]);
     }
 }
 
