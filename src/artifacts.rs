@@ -245,9 +245,14 @@ pub fn media_type(b: &[u8]) -> &'static str {
     {
         return "application/octet-stream";
     }
-    let head = text.trim_start();
-    if head.starts_with("<svg") || (head.starts_with("<?xml") && head.contains("<svg")) {
-        return "image/svg+xml";
+    let head = text.trim_start_matches('\u{feff}').trim_start();
+    if head.starts_with('<') {
+        return match xml_root(head) {
+            Some("svg") => "image/svg+xml",
+            Some(root) if root.eq_ignore_ascii_case("html") => "text/html",
+            Some(_) => "application/xml",
+            None => "text/plain",
+        };
     }
     if (head.starts_with('{') || head.starts_with('['))
         && crate::json::parse_strict(b, &crate::json::ReadLimits::default()).is_ok()
@@ -258,6 +263,43 @@ pub fn media_type(b: &[u8]) -> &'static str {
         return "text/csv";
     }
     "text/plain"
+}
+
+/// The name of a markup document's root element: the first element after the prolog (an
+/// XML declaration, comments, processing instructions, whitespace and a doctype without an
+/// internal subset, naming the root). None when the prolog holds anything else (text, an
+/// internal subset, a doctype naming another element, something unterminated): such a
+/// document is not typed by its root, so an HTML or XHTML page is never an SVG however
+/// much `<svg` it embeds.
+fn xml_root(mut rest: &str) -> Option<&str> {
+    let mut doctype: Option<&str> = None;
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("<!--") {
+            rest = &r[r.find("-->")? + 3..];
+        } else if let Some(r) = rest.strip_prefix("<?") {
+            rest = &r[r.find("?>")? + 2..];
+        } else if rest.len() >= 9 && rest[..9].eq_ignore_ascii_case("<!doctype") {
+            let end = rest.find('>')?;
+            if rest[..end].contains('[') || doctype.is_some() {
+                return None;
+            }
+            doctype = rest[9..end].split_ascii_whitespace().next();
+            rest = &rest[end + 1..];
+        } else {
+            let r = rest.strip_prefix('<')?;
+            let end = r
+                .find(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/')
+                .unwrap_or(r.len());
+            let name = &r[..end];
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+            let declared = doctype.is_none_or(|d| d.eq_ignore_ascii_case(name));
+            return (valid && declared).then_some(name);
+        }
+    }
 }
 
 fn looks_like_csv(text: &str) -> bool {
@@ -426,6 +468,41 @@ mod tests {
         assert_eq!(media_type(b"a,b\n1,2\n3,4\n"), "text/csv");
         assert_eq!(media_type(b"hello\n"), "text/plain");
         assert_eq!(media_type(b"<svg xmlns='x'></svg>"), "image/svg+xml");
+        assert_eq!(
+            media_type(b"<?xml version='1.0'?>\n<!-- c -->\n<!DOCTYPE svg>\n<svg/>"),
+            "image/svg+xml"
+        );
+    }
+
+    /// Polyglots: a page that embeds an `<svg>` (or names one in a comment or a doctype) is
+    /// typed by its root element, never as an image.
+    #[test]
+    fn only_a_document_whose_root_is_svg_is_an_svg() {
+        let xhtml = b"<?xml version='1.0'?><html xmlns='http://www.w3.org/1999/xhtml'>\
+            <script>alert(1)</script><svg/></html>";
+        assert_eq!(media_type(xhtml), "text/html");
+        assert_eq!(
+            media_type(b"<!DOCTYPE html><html><svg></svg></html>"),
+            "text/html"
+        );
+        assert_eq!(media_type(b"<!DOCTYPE html><svg></svg>"), "text/plain");
+        assert_eq!(
+            media_type(b"<!-- <svg> --><html><svg/></html>"),
+            "text/html"
+        );
+        assert_eq!(
+            media_type(b"<?xml version='1.0'?><x><svg/></x>"),
+            "application/xml"
+        );
+        assert_eq!(media_type(b"<svgx/>"), "application/xml");
+        assert_eq!(media_type(b"<svg:svg xmlns:svg='s'/>"), "application/xml");
+        assert_eq!(media_type(b"hello <svg/>"), "text/plain");
+        // An internal subset (entities) or an unterminated prolog is not typed by its root.
+        assert_eq!(
+            media_type(b"<?xml version='1.0'?><!DOCTYPE svg [<!ENTITY a 'b'>]><svg/>"),
+            "text/plain"
+        );
+        assert_eq!(media_type(b"<!-- <svg/>"), "text/plain");
         assert_eq!(media_type(b"\x00\x01\x02"), "application/octet-stream");
         // A name says nothing: a PNG called notes.txt is still a PNG.
     }

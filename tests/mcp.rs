@@ -548,6 +548,59 @@ fn garbage_on_stdin_gets_json_rpc_errors_and_the_server_goes_on() {
     assert_eq!(r["result"]["isError"], json!(false));
 }
 
+/// Polyglot artifacts: an XHTML page with a script and an inline `<svg>` (named `.svg`) is
+/// typed by its root element (text/html) and travels as a resource; a real SVG (it can
+/// hold script) also travels as a resource; only a raster image is MCP image content.
+#[test]
+fn active_artifacts_never_travel_as_images() {
+    let policy = data_policy(Who::Root);
+    let mut s = Raw::start(&["--pool", "0", "--policy", policy.to_str().unwrap()]);
+    s.initialize();
+    let code = r#"
+page = "<?xml version='1.0'?><html xmlns='x'><head><script>alert(1)</script></head><body><svg/></body></html>"
+with open('/app/out/page.svg', 'w') as f:
+    f.write(page)
+with open('/app/out/real.svg', 'w') as f:
+    f.write("<svg xmlns='y'><script>alert(2)</script></svg>")
+with open('/app/out/note.xml', 'w') as f:
+    f.write("<?xml version='1.0'?><!-- <svg> --><note><svg/></note>")
+with open('/app/out/dot.png', 'wb') as f:
+    f.write(b'\x89PNG\r\n\x1a\n' + bytes(16))
+print('{}')
+"#;
+    let r = s.call(1, "run_python", json!({ "code": code }));
+    let rec = &r["result"]["structuredContent"];
+    assert_eq!(rec["stop_reason"], "success", "{r:#}");
+    let types: std::collections::BTreeMap<String, String> = rec["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let t = a["media_type"].as_str().unwrap().to_string();
+            (a["path"].as_str().unwrap().to_string(), t)
+        })
+        .collect();
+    assert_eq!(types["page.svg"], "text/html", "{types:?}");
+    assert_eq!(types["real.svg"], "image/svg+xml");
+    assert_eq!(types["note.xml"], "application/xml");
+    assert_eq!(types["dot.png"], "image/png");
+    let blocks = r["result"]["content"].as_array().unwrap();
+    let images: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "image").collect();
+    assert_eq!(images.len(), 1, "only the PNG is an image: {blocks:#?}");
+    assert_eq!(images[0]["mimeType"], "image/png");
+    for name in ["page.svg", "real.svg", "note.xml"] {
+        let res = blocks
+            .iter()
+            .find(|b| {
+                b["type"] == "resource"
+                    && b["resource"]["uri"].as_str().unwrap_or("").ends_with(name)
+            })
+            .unwrap_or_else(|| panic!("{name} is not a resource: {blocks:#?}"));
+        assert_eq!(res["resource"]["mimeType"], types[name]);
+        assert!(res["resource"]["text"].is_string(), "{res}");
+    }
+}
+
 #[test]
 fn mcp_zygote_jails_serve_run_python_one_job_each() {
     if !common::zygote_built() {
