@@ -526,6 +526,28 @@ fn garbage_on_stdin_gets_json_rpc_errors_and_the_server_goes_on() {
     s.send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}"#);
     let e = s.response(&json!(6));
     assert_eq!(error_code(&e), -32602, "unknown tool: {e}");
+    // A tools/call whose params do not fit is invalid params, with a message that says why.
+    for (i, params) in [
+        "",
+        r#","params":{"name":"run_python","arguments":7}"#,
+        r#","params":{"arguments":{}}"#,
+        r#","params":{"name":5,"arguments":{}}"#,
+        r#","params":[]"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = 100 + i as i64;
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call"{params}}}"#);
+        s.send(line.as_bytes());
+        let e = s.response(&json!(id));
+        assert_eq!(error_code(&e), -32602, "{line}: {e}");
+        let m = e["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            m.starts_with("Invalid params: ") && m.contains("name"),
+            "{m}"
+        );
+    }
     s.send(&vec![b'x'; 200_000]);
     assert_eq!(error_code(&s.recv()), -32700);
     s.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);

@@ -42,6 +42,7 @@ const QUEUE: usize = 64;
 /// JSON-RPC 2.0 error codes used here.
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
+pub const INVALID_PARAMS: i32 = -32602;
 
 /// Called once when the client is gone: stdin reached EOF or stdout broke.
 pub type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
@@ -302,6 +303,15 @@ pub fn classify(line: &[u8]) -> Line {
         }
     };
     let id = usable_id(&v);
+    if let Some(why) = tools_call_params_error(&v) {
+        return Line::Error(error_response(
+            &id,
+            INVALID_PARAMS,
+            &format!(
+                "Invalid params: {why}; tools/call takes \"params\": {{\"name\": \"<tool, e.g. run_python>\", \"arguments\": {{...}}}}"
+            ),
+        ));
+    }
     // From the text, not from `v`: serde_json hands a big integer inside a buffered
     // (flattened) value to serde as u128, which serde's buffer refuses; read from text with
     // `arbitrary_precision` it is buffered as the literal and reaches the payload intact.
@@ -315,6 +325,30 @@ pub fn classify(line: &[u8]) -> Line {
                 crate::json::safe_text(&e.to_string(), 300)
             ),
         )),
+    }
+}
+
+/// Why a `tools/call` request's params cannot be a tool call, if they cannot: rmcp reads
+/// such a message as some other request and answers "method not found", which tells the
+/// model nothing about what it got wrong.
+fn tools_call_params_error(v: &Value) -> Option<&'static str> {
+    if v.get("method").and_then(Value::as_str) != Some("tools/call") || v.get("id").is_none() {
+        return None;
+    }
+    let Some(params) = v.get("params") else {
+        return Some("no params");
+    };
+    let Some(params) = params.as_object() else {
+        return Some("params is not an object");
+    };
+    match params.get("name") {
+        None => return Some("no tool name"),
+        Some(Value::String(_)) => {}
+        Some(_) => return Some("the tool name is not a string"),
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => None,
+        Some(_) => Some("arguments is not an object"),
     }
 }
 
@@ -384,7 +418,7 @@ mod tests {
         fn any_line_is_answered_or_passed(line in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
             if let Line::Error(e) = classify(&line) {
                 let code = e["error"]["code"].as_i64();
-                proptest::prop_assert!(code == Some(-32700) || code == Some(-32600), "{}", e);
+                proptest::prop_assert!(matches!(code, Some(-32700 | -32600 | -32602)), "{}", e);
                 proptest::prop_assert!(e["id"].is_null() || e["id"].is_string() || e["id"].is_i64() || e["id"].is_u64());
                 proptest::prop_assert_eq!(&e["jsonrpc"], "2.0");
             }
@@ -408,7 +442,7 @@ mod tests {
             line.push('}');
             if let Line::Error(e) = classify(line.as_bytes()) {
                 let code = e["error"]["code"].as_i64();
-                proptest::prop_assert!(code == Some(-32700) || code == Some(-32600), "{}", e);
+                proptest::prop_assert!(matches!(code, Some(-32700 | -32600 | -32602)), "{}", e);
             }
         }
     }
@@ -419,9 +453,42 @@ mod tests {
         assert_eq!(error_of(b"[1,2,3]"), (-32600, Value::Null));
         assert_eq!(error_of(b"42"), (-32600, Value::Null));
         let (code, id) =
-            error_of(br#"{"jsonrpc":"2.0","id":"r9","method":"tools/call","params":7}"#);
+            error_of(br#"{"jsonrpc":"2.0","id":"r9","method":"tools/list","params":7}"#);
         assert_eq!((code, id), (-32600, json!("r9")));
         let (_, id) = error_of(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#);
         assert_eq!(id, json!(5));
+    }
+
+    #[test]
+    fn a_tools_call_that_is_not_a_tool_call_is_invalid_params() {
+        for (params, why) in [
+            ("", "no params"),
+            (r#","params":7"#, "params is not an object"),
+            (r#","params":[1]"#, "params is not an object"),
+            (r#","params":{"arguments":{}}"#, "no tool name"),
+            (r#","params":{"name":5,"arguments":{}}"#, "not a string"),
+            (
+                r#","params":{"name":"run_python","arguments":7}"#,
+                "arguments is not",
+            ),
+            (
+                r#","params":{"name":"run_python","arguments":"x"}"#,
+                "arguments is not",
+            ),
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":"c","method":"tools/call"{params}}}"#);
+            let Line::Error(e) = classify(line.as_bytes()) else {
+                panic!("{line} passed");
+            };
+            assert_eq!(e["error"]["code"], -32602, "{line}: {e}");
+            assert_eq!(e["id"], "c");
+            let m = e["error"]["message"].as_str().unwrap();
+            assert!(
+                m.contains(why) && m.contains("\"arguments\""),
+                "{line}: {m}"
+            );
+        }
+        let ok = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"1"}}}"#;
+        assert!(matches!(classify(ok), Line::Message(_)));
     }
 }
