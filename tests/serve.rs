@@ -697,8 +697,11 @@ fn a_session_that_breaks_a_limit_ends_only_itself() {
             if ended {
                 assert_eq!(rec["session"]["ended_reason"], reason, "{who:?}");
                 assert_gone(&mine, "the ended session's jail");
-                let again = s.io().exec(&bad, "1");
-                assert_eq!(error_code(&again), "unknown_session", "{who:?}");
+                // However it ended, its owner is told why (README: for ten minutes).
+                for _ in 0..2 {
+                    let again = s.io().exec(&bad, "1");
+                    assert_session_ended(&again, &reason, who);
+                }
             } else if followup_ended {
                 assert_gone(&mine, "the session ended by the fork bomb's aftermath");
             } else {
@@ -724,6 +727,22 @@ fn a_session_that_breaks_a_limit_ends_only_itself() {
         }
         s.finish();
     }
+}
+
+/// A call on an ended session: a record `invalid_request:session_ended` naming why it
+/// ended, never `unknown_session`.
+fn assert_session_ended(resp: &Value, why: &str, who: Who) {
+    let rec = record(resp);
+    assert_eq!(
+        rec["stop_reason"], "invalid_request:session_ended",
+        "{who:?}: {rec:#}"
+    );
+    assert_eq!(rec["session"]["ended"], true, "{who:?}: {rec:#}");
+    assert_eq!(rec["session"]["ended_reason"], why, "{who:?}: {rec:#}");
+    assert!(
+        rec["error"]["message"].as_str().unwrap().contains(why),
+        "{who:?}: {rec:#}"
+    );
 }
 
 #[test]
@@ -754,7 +773,9 @@ fn session_budget_and_idle_timeout_end_the_session_with_a_record() {
             .unwrap()
             .contains("max_calls"));
         assert_gone(&mine, "the spent session's jail");
-        assert_eq!(error_code(&s.io().exec(&a, "5")), "unknown_session");
+        for _ in 0..2 {
+            assert_session_ended(&s.io().exec(&a, "5"), "max_calls", who);
+        }
 
         // Idle: the janitor ends it (its jail goes at once); the next call is told why.
         let b = s.io().start_session();
@@ -780,7 +801,7 @@ fn session_budget_and_idle_timeout_end_the_session_with_a_record() {
             .as_str()
             .unwrap()
             .contains("idle_timeout"));
-        assert_eq!(error_code(&s.io().exec(&b, "x")), "unknown_session");
+        assert_session_ended(&s.io().exec(&b, "x"), "idle_timeout", who);
         assert_eq!(s.io().stats()["sessions"], 0);
         s.finish();
     }

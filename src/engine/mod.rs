@@ -448,9 +448,8 @@ impl Engine {
         if let Some(t) = teardown {
             self.teardown(t);
         }
-        if session.is_ended() {
-            self.lock_sessions().remove(id);
-        }
+        // An ended session stays known to its owner (the janitor forgets it ENDED_KEPT
+        // after it ended): its next calls get a record saying why, however it ended.
         Ok(record)
     }
 

@@ -31,6 +31,10 @@ pub struct Owner {
     pub uid: Option<u32>,
 }
 
+/// How long an ended session still answers its owner's calls with a record saying why it
+/// ended, before its id is forgotten (`unknown_session`).
+pub const ENDED_KEPT: Duration = Duration::from_secs(600);
+
 /// The most source a session's check reads (all calls so far); past it a call is refused.
 pub const MAX_SESSION_SOURCE_BYTES: usize = python::MAX_SOURCE_BYTES;
 
@@ -49,6 +53,8 @@ pub struct Session {
     /// Every allowed call so far, in order (what the check reads before a new call).
     source: String,
     ended: Option<String>,
+    /// When it ended (however: a call's hard limit, its budget, a timer, a close).
+    ended_at: Option<Instant>,
     /// Artifacts already reported, by path, with the (size, mtime) they had: a call reports
     /// what is new or changed since.
     reported: std::collections::HashMap<String, (u64, i64, i64)>,
@@ -77,6 +83,7 @@ impl Session {
             exec: Duration::ZERO,
             source: String::new(),
             ended: None,
+            ended_at: None,
             reported: Default::default(),
             skipped_reported: Default::default(),
         }
@@ -94,11 +101,10 @@ impl Session {
         None
     }
 
-    /// Whether an ended session may be forgotten: its owner has had ten minutes past the
-    /// idle timeout to learn why it ended.
+    /// Whether an ended session may be forgotten: its owner has had [`ENDED_KEPT`] since it
+    /// ended, however it ended, to learn why (`invalid_request:session_ended`).
     pub fn forgotten(&self) -> bool {
-        let idle = Duration::from_secs(self.policy.session.idle_timeout_seconds);
-        self.is_ended() && self.last_used.elapsed() >= idle + Duration::from_secs(600)
+        self.ended_at.is_some_and(|t| t.elapsed() >= ENDED_KEPT)
     }
 
     pub fn is_ended(&self) -> bool {
@@ -108,6 +114,7 @@ impl Session {
     /// End the session: kill its jail; the cgroup goes to the caller's teardown.
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
+        self.ended_at.get_or_insert_with(Instant::now);
         self.jail.take().map(|j| j.end().1)
     }
 
