@@ -1557,6 +1557,18 @@ fn only_outcomes_of_the_code_are_stored() {
             ));
             assert!(!is_hit(&again));
             assert_eq!(entries(&cache).len(), n, "{who:?}: an OOM kill was stored");
+        } else {
+            // No memory cgroup: RLIMIT_AS makes the allocation fail, and the program's
+            // MemoryError is its own word, not the kernel's (README's stop-reason table).
+            assert_eq!(
+                rec["stop_reason"], "code_runtime_error:1",
+                "{who:?}: {rec:#}"
+            );
+            let said = rec["error"]["type"] == "MemoryError"
+                || rec["execution"]["stderr"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("MemoryError"));
+            assert!(said, "{who:?}: {rec:#}");
         }
         s.finish();
         assert_cache_sound(&cache, uid_of(who));
