@@ -1213,7 +1213,8 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
             is_hit(&hit),
             "{who:?}: the id is not part of the key: {hit:#}"
         );
-        assert_eq!(hit["run_id"], first["run_id"]);
+        assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
+        assert_eq!(hit["action"]["id"], "another id", "the hit names this request's id");
         assert_eq!(entries(&cache).len(), 1);
         let variants_of: Vec<(&str, Value)> = vec![
             ("code", {
@@ -1260,7 +1261,7 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
                 is_hit(&again),
                 "{who:?}: {what} not answered from the cache"
             );
-            assert_eq!(again["run_id"], rec["run_id"]);
+            assert_eq!(again["cache"]["original_run_id"], rec["run_id"]);
         }
         // Another language never reaches the cache (and is never stored).
         let mut js = base.clone();
@@ -1279,7 +1280,7 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
             is_hit(&r.record),
             "{who:?}: run --cache missed serve's entry"
         );
-        assert_eq!(r.record["run_id"], first["run_id"]);
+        assert_eq!(r.record["cache"]["original_run_id"], first["run_id"]);
         // ...and another policy (one byte apart) misses.
         let (_, p2) = setup("key2", &Knobs::default());
         let r = common::run_as(
