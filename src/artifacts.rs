@@ -317,6 +317,9 @@ fn looks_like_csv(text: &str) -> bool {
 /// are created O_EXCL|O_NOFOLLOW under the directory's fd, so nothing outside it is touched.
 pub struct ArtifactsDir {
     path: std::path::PathBuf,
+    /// Its parent directory and its name there (to remove it again, under the fd).
+    parent: OwnedFd,
+    name: CString,
     fd: OwnedFd,
     /// We created it (and so may remove it again while it is empty).
     created: bool,
@@ -324,55 +327,70 @@ pub struct ArtifactsDir {
 
 impl ArtifactsDir {
     pub fn open(path: &std::path::Path) -> Result<ArtifactsDir, String> {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let shown = path.display();
-        let mut created = false;
-        match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(path)
-                    .map_err(|e| format!("--artifacts-dir {shown}: cannot create it: {e}"))?;
-                created = true;
-            }
-            Err(e) => return Err(format!("--artifacts-dir {shown}: {e}")),
-            Ok(m) if m.file_type().is_symlink() => {
+        // The parent is walked and checked (crate::hostpath: no directory on the way that
+        // another user can change), then everything is done under its fd: the directory is
+        // made or opened with O_NOFOLLOW and judged by what was opened, never by a second
+        // look at the path.
+        if path
+            .parent()
+            .is_some_and(|p| !p.as_os_str().is_empty() && !p.exists())
+        {
+            return Err(format!(
+                "--artifacts-dir {shown}: cannot create it: its parent does not exist"
+            ));
+        }
+        let (parent, name) = crate::hostpath::parent_and_name(path, "--artifacts-dir")?;
+        let created = match sys::mkdirat(parent.as_raw_fd(), &name, 0o700) {
+            Ok(()) => true,
+            Err(libc::EEXIST) => false,
+            Err(e) => {
                 return Err(format!(
-                    "--artifacts-dir {shown} is a symlink; give a real directory"
+                    "--artifacts-dir {shown}: cannot create it: {}",
+                    std::io::Error::from_raw_os_error(e)
                 ))
             }
-            Ok(m) if !m.is_dir() => {
-                return Err(format!("--artifacts-dir {shown} is not a directory"))
+        };
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        let fd = crate::hostpath::openat(&parent, &name, flags, 0).map_err(|e| {
+            let is_link = sys::fstatat_file(parent.as_raw_fd(), &name)
+                .is_ok_and(|st| st.mode & libc::S_IFMT == libc::S_IFLNK);
+            if is_link {
+                format!("--artifacts-dir {shown} is a symlink; give a real directory")
+            } else if e.raw_os_error() == Some(libc::ENOTDIR) {
+                format!("--artifacts-dir {shown} is not a directory")
+            } else {
+                format!("--artifacts-dir {shown}: {e}")
             }
-            Ok(m) if m.uid() != sys::geteuid() => {
+        })?;
+        let st = sys::fstat_file(fd.as_raw_fd())
+            .map_err(|e| format!("--artifacts-dir {shown}: errno {e}"))?;
+        if st.uid != sys::geteuid() {
+            return Err(format!(
+                "--artifacts-dir {shown} belongs to uid {}, not to us",
+                st.uid
+            ));
+        }
+        if !created {
+            let empty = std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if !empty {
                 return Err(format!(
-                    "--artifacts-dir {shown} belongs to uid {}, not to us",
-                    m.uid()
-                ))
-            }
-            Ok(_) => {
-                let empty = std::fs::read_dir(path)
-                    .map(|mut d| d.next().is_none())
-                    .unwrap_or(false);
-                if !empty {
-                    return Err(format!(
-                        "--artifacts-dir {shown} is not empty; give a new or empty directory"
-                    ));
-                }
+                    "--artifacts-dir {shown} is not empty; give a new or empty directory"
+                ));
             }
         }
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| format!("--artifacts-dir {shown}: NUL in path"))?;
-        let fd = sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map(sys::owned)
-            .map_err(|e| {
-                format!(
-                    "--artifacts-dir {shown}: {}",
-                    std::io::Error::from_raw_os_error(e)
-                )
-            })?;
+        if st.mode & 0o022 != 0 {
+            return Err(format!(
+                "--artifacts-dir {shown} can be written by group or others (mode {:o}); give a directory only we can write",
+                st.mode & 0o7777
+            ));
+        }
         Ok(ArtifactsDir {
             path: path.to_path_buf(),
+            parent,
+            name,
             fd,
             created,
         })
@@ -382,7 +400,7 @@ impl ArtifactsDir {
     /// directory we created is removed again (only while it is empty).
     pub fn discard(self) {
         if self.created {
-            let _ = std::fs::remove_dir(&self.path);
+            let _ = sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR);
         }
     }
 

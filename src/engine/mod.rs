@@ -278,6 +278,11 @@ impl Engine {
         audit_flag: Option<PathBuf>,
     ) -> Result<(Arc<Engine>, Option<PathBuf>), String> {
         let audit = cfg.policy.audit_log(audit_flag);
+        if let Some(path) = &audit {
+            // Refused now, not at the first record: a directory on its way that another
+            // user can change (crate::hostpath).
+            crate::hostpath::parent_and_name(path, "the audit log")?;
+        }
         Ok((Engine::start(cfg)?, audit))
     }
 

@@ -284,21 +284,17 @@ pub fn serve(args: ServeArgs) -> i32 {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
-    // Whether the socket file is ours to remove at exit: not when systemd made it (socket
-    // activation), since the .socket unit keeps listening on it for the next start.
-    let mut created = false;
-    let listener = match &args.socket {
+    // The socket file ours to remove at exit (when it drops): not when systemd made it
+    // (socket activation), since the .socket unit keeps listening on it for the next start.
+    let (listener, _created) = match &args.socket {
         Some(path) => match listen(path, args.socket_group.as_deref()) {
-            Ok((l, ours)) => {
-                created = ours;
-                Some(l)
-            }
+            Ok((l, ours)) => (Some(l), ours),
             Err(e) => {
                 eprintln!("agentjail: {e}");
                 return 2;
             }
         },
-        None => None,
+        None => (None, None),
     };
     let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
@@ -320,9 +316,6 @@ pub fn serve(args: ServeArgs) -> i32 {
         Some(l) => serve_socket(&engine, &workers, &sigfd, &audit, &l),
     }
     finish(&engine, workers);
-    if let Some(path) = args.socket.as_ref().filter(|_| created) {
-        let _ = std::fs::remove_file(path);
-    }
     0
 }
 
@@ -396,11 +389,38 @@ fn next_connection() -> u64 {
     NEXT.fetch_add(1, Ordering::SeqCst)
 }
 
-/// The listening socket and whether we created its file: systemd's (socket activation:
-/// LISTEN_PID is us and LISTEN_FDS ≥ 1, fd 3; its file is the .socket unit's), or a new one
-/// at `path`, 0600 (0660 with `group`). An existing socket file of ours is replaced; any
-/// other file there is refused.
-fn listen(path: &std::path::Path, group: Option<&str>) -> Result<(UnixListener, bool), String> {
+/// The socket file we created: where it is (the directory's fd, its name) and which inode
+/// it is, so that only that file is removed at exit.
+struct Created {
+    dir: OwnedFd,
+    name: std::ffi::CString,
+    ino: (u64, u64),
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        let ours = sys::fstatat_file(self.dir.as_raw_fd(), &self.name)
+            .is_ok_and(|st| (st.dev, st.ino) == self.ino);
+        if ours {
+            let _ = sys::unlinkat(self.dir.as_raw_fd(), &self.name, 0);
+        }
+    }
+}
+
+/// The listening socket and the file we created for it: systemd's (socket activation:
+/// LISTEN_PID is us and LISTEN_FDS ≥ 1, fd 3; its file is the .socket unit's, None), or a
+/// new one at `path`, 0600 (0660 with `group`). An existing socket file of ours is
+/// replaced; any other file there is refused.
+///
+/// Nothing here follows a path another user can swap (crate::hostpath): the directory is
+/// walked and checked once (ours or root's, and sticky if others may write it) and used by
+/// its fd from then on; the socket is bound in a private 0700 directory made in it, given
+/// its group and mode there, where no one else can reach it, and only then renamed into
+/// place, whole.
+fn listen(
+    path: &std::path::Path,
+    group: Option<&str>,
+) -> Result<(UnixListener, Option<Created>), String> {
     let activated = std::env::var("LISTEN_PID")
         .ok()
         .and_then(|p| p.parse::<i32>().ok())
@@ -411,32 +431,82 @@ fn listen(path: &std::path::Path, group: Option<&str>) -> Result<(UnixListener, 
             .unwrap_or(0)
             >= 1;
     if activated {
-        return activated_listener().map(|l| (l, false));
+        return activated_listener().map(|l| (l, None));
     }
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        if !meta.file_type().is_socket() || meta.uid() != sys::geteuid() {
+    let gid = group.map(group_id).transpose()?;
+    let (dir, name) = crate::hostpath::parent_and_name(path, "--socket")?;
+    match sys::fstatat_file(dir.as_raw_fd(), &name) {
+        Err(libc::ENOENT) => {}
+        Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == sys::geteuid() => {}
+        Ok(_) => {
             return Err(format!(
                 "{} exists and is not a socket of ours; remove it or choose another path",
                 path.display()
-            ));
+            ))
         }
-        std::fs::remove_file(path)
-            .map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
+        Err(e) => return Err(format!("--socket {}: errno {e}", path.display())),
     }
-    let gid = group.map(group_id).transpose()?;
-    // Created 0600 (umask 0177 around bind: no moment when others could connect).
-    let old = sys::umask(0o177);
-    let bound = UnixListener::bind(path);
-    sys::umask(old);
-    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
-    if let Some(gid) = gid {
-        use std::os::unix::fs::PermissionsExt;
-        std::os::unix::fs::chown(path, None, Some(gid))
-            .and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)))
-            .map_err(|e| format!("cannot give {} to group {gid}: {e}", path.display()))?;
-    }
-    Ok((listener, true))
+    let private = std::ffi::CString::new(format!(".agentjail-{}", crate::ids::random_hex(8)))
+        .map_err(|e| e.to_string())?;
+    sys::mkdirat(dir.as_raw_fd(), &private, 0o700).map_err(|e| {
+        format!(
+            "--socket: cannot make a private directory in {}: {}",
+            path.parent().unwrap_or(path).display(),
+            std::io::Error::from_raw_os_error(e)
+        )
+    })?;
+    let made = (|| -> Result<(UnixListener, Created), String> {
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let pdir = sys::openat(dir.as_raw_fd(), &private, flags, 0)
+            .map(sys::owned)
+            .map_err(|e| format!("--socket: errno {e}"))?;
+        let st = sys::fstat_file(pdir.as_raw_fd()).map_err(|e| format!("--socket: errno {e}"))?;
+        if st.uid != sys::geteuid() || st.mode & 0o077 != 0 {
+            return Err("--socket: the private directory was replaced".into());
+        }
+        let inner = c"s";
+        let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
+        // Created 0600 (umask 0177 around bind), in a directory only we can reach.
+        let old = sys::umask(0o177);
+        let bound = UnixListener::bind(&at);
+        sys::umask(old);
+        let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+        let cleanup = |e: String| {
+            let _ = sys::unlinkat(pdir.as_raw_fd(), inner, 0);
+            e
+        };
+        if let Some(gid) = gid {
+            sys::fchownat_nofollow(pdir.as_raw_fd(), inner, u32::MAX, gid)
+                .and_then(|_| sys::fchmodat(pdir.as_raw_fd(), inner, 0o660))
+                .map_err(|e| {
+                    cleanup(format!(
+                        "cannot give {} to group {gid}: {}",
+                        path.display(),
+                        std::io::Error::from_raw_os_error(e)
+                    ))
+                })?;
+        }
+        let st = sys::fstatat_file(pdir.as_raw_fd(), inner)
+            .map_err(|e| cleanup(format!("--socket: errno {e}")))?;
+        sys::renameat(pdir.as_raw_fd(), inner, dir.as_raw_fd(), &name).map_err(|e| {
+            cleanup(format!(
+                "cannot put the socket at {}: {}",
+                path.display(),
+                std::io::Error::from_raw_os_error(e)
+            ))
+        })?;
+        Ok((
+            listener,
+            Created {
+                dir: dir.try_clone().map_err(|e| e.to_string())?,
+                name: name.clone(),
+                ino: (st.dev, st.ino),
+            },
+        ))
+    })();
+    let _ = sys::unlinkat(dir.as_raw_fd(), &private, libc::AT_REMOVEDIR);
+    let (listener, created) = made?;
+    Ok((listener, Some(created)))
 }
 
 /// fd 3 from systemd, checked to be what the .socket unit promises (a listening AF_UNIX
