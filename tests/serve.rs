@@ -1214,7 +1214,10 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
             "{who:?}: the id is not part of the key: {hit:#}"
         );
         assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
-        assert_eq!(hit["action"]["id"], "another id", "the hit names this request's id");
+        assert_eq!(
+            hit["action"]["id"], "another id",
+            "the hit names this request's id"
+        );
         assert_eq!(entries(&cache).len(), 1);
         let variants_of: Vec<(&str, Value)> = vec![
             ("code", {
@@ -1925,6 +1928,94 @@ fn a_forked_copy_of_the_session_runner_cannot_answer_for_it() {
         // The next call is the runner's own: its value, and the globals it kept.
         let rec = s.io().exec_ok(&sid, "(6 * 7, pid > 0)");
         assert_eq!(rec["value"], "(42, True)", "{who:?}: {rec:#}");
+        s.finish();
+    }
+}
+
+/// A process call 1 leaves running attacks call 2: it writes forged `done` reports (with
+/// and without a guessed nonce) to the runner's report pipe and tries to read the job pipe
+/// to steal call 2's frame, over and over while call 2 runs. Call 2 must end with its own
+/// value after its own code ran whole; the leftover only ever got EBADF on fds 3 and 4, and
+/// what it printed lands in call 2's stdout.
+#[test]
+fn a_process_left_from_call_1_cannot_answer_call_2_or_read_its_code() {
+    const LEFTOVER: &str = r#"
+import os, time, json
+if os.fork() == 0:
+    seen = {"forged": 0, "stolen": b"", "errors": set()}
+    forged = [b'{"event": "done", "ok": true, "value": "\'forged\'"}\n',
+              b'{"event": "done", "call": null, "ok": true, "value": "\'forged\'"}\n',
+              b'{"event": "done", "call": "0000000000000000", "ok": true, "value": "\'forged\'"}\n']
+    for i in range(300):
+        for f in forged:
+            try:
+                os.write(4, f)
+                seen["forged"] += 1
+            except OSError as e:
+                seen["errors"].add(("w", e.errno))
+        try:
+            os.set_blocking(3, False)
+            seen["stolen"] += os.read(3, 1 << 16)
+        except OSError as e:
+            seen["errors"].add(("r", e.errno))
+        time.sleep(0.005)
+    print("LEFTOVER", json.dumps({"forged": seen["forged"], "stolen": seen["stolen"].decode("latin-1"),
+                                  "errors": sorted(seen["errors"])}), flush=True)
+    raise SystemExit(0)
+leftover = 'started'
+leftover
+"#;
+    for who in variants() {
+        let (m, p) = setup("leftover", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let sid = s.io().start_session();
+        let rec = s.io().exec_ok(&sid, LEFTOVER);
+        assert_eq!(rec["value"], "'started'", "{who:?}: {rec:#}");
+        // Call 2 runs for a while, so the leftover's loop overlaps it; its own code must run
+        // to its end and answer.
+        let rec = s.io().exec_ok(
+            &sid,
+            "import time\nmarks = []\nfor i in range(10):\n    time.sleep(0.1)\n    marks.append(i)\n'call 2 ran whole: %d' % len(marks)",
+        );
+        assert_eq!(
+            rec["value"], "'call 2 ran whole: 10'",
+            "{who:?}: a forged done answered call 2: {rec:#}"
+        );
+        // The next call is the runner's own, and call 2's globals are there.
+        let rec = s
+            .io()
+            .exec_ok(&sid, "import time\ntime.sleep(2)\nlen(marks)");
+        assert_eq!(rec["value"], "10", "{who:?}: {rec:#}");
+        // The leftover's report, printed into whichever call ran when it finished.
+        let mut out = rec["execution"]["stdout"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        for _ in 0..20 {
+            if out.contains("LEFTOVER") {
+                break;
+            }
+            let r = s.io().exec_ok(&sid, "import time\ntime.sleep(0.2)");
+            out.push_str(r["execution"]["stdout"].as_str().unwrap_or(""));
+        }
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("LEFTOVER "))
+            .unwrap_or_else(|| panic!("{who:?}: the leftover never reported: {out}"));
+        let seen: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            seen["forged"], 0,
+            "{who:?}: the leftover wrote reports: {seen}"
+        );
+        assert_eq!(
+            seen["stolen"], "",
+            "{who:?}: the leftover read a frame: {seen}"
+        );
+        assert_eq!(
+            seen["errors"],
+            json!([["r", libc::EBADF], ["w", libc::EBADF]]),
+            "{who:?}: {seen}"
+        );
         s.finish();
     }
 }

@@ -321,12 +321,22 @@ impl Session {
             };
             return Err((s, None));
         };
-        let frame = runner::frame("exec", code.as_bytes());
-        let end = supervise::call(jail.spawned(), frame, limits, jail.cgroup(), interrupt);
+        // A nonce per call: only the runner, which alone reads the frame (python.py keeps
+        // fds 3 and 4 from every child), can repeat it in this call's `done`.
+        let nonce = crate::ids::random_hex(16);
+        let frame = runner::call_frame(code.as_bytes(), &nonce);
+        let end = supervise::call(
+            jail.spawned(),
+            frame,
+            &nonce,
+            limits,
+            jail.cgroup(),
+            interrupt,
+        );
         self.calls += 1;
         r.set_enforcement(jail.enforcement());
         match end {
-            CallEnd::Done(c) => self.call_done(r, &c, t),
+            CallEnd::Done(c) => self.call_done(r, &c, &nonce, t),
             CallEnd::Ended(o) => self.call_ended(r, &o, t),
         }
     }
@@ -337,13 +347,14 @@ impl Session {
         &mut self,
         r: &mut Recorder,
         c: &supervise::CallOutcome,
+        nonce: &str,
         t: Instant,
     ) -> Result<(), (crate::run::Stopped, Option<String>)> {
         self.exec += Duration::from_micros(c.wall_us);
         r.set("execution", call_execution(c));
         self.call_artifacts(r);
         let detail = json!({"program_wall_us": c.wall_us});
-        match done_report(&c.replies.data) {
+        match done_report(&c.replies.data, nonce) {
             Some((true, value, _)) => {
                 r.set("value", value);
                 r.phase(Phase::Execute, true, t, detail);
@@ -454,14 +465,15 @@ fn call_execution(c: &supervise::CallOutcome) -> Value {
     })
 }
 
-/// The runner's last done report: (ok, value text, error object marked source: runner).
-fn done_report(replies: &[u8]) -> Option<(bool, Value, Value)> {
+/// The runner's done report of the call with nonce `call`: (ok, value text, error object
+/// marked source: runner).
+fn done_report(replies: &[u8], call: &str) -> Option<(bool, Value, Value)> {
     let text = String::from_utf8_lossy(replies);
     text.lines().rev().find_map(|line| {
-        let v = runner::parse_reply(line.as_bytes())?;
-        if v.get("event")?.as_str()? != "done" {
+        if !runner::is_done_of(line.as_bytes(), call) {
             return None;
         }
+        let v = runner::parse_reply(line.as_bytes())?;
         let ok = v.get("ok")?.as_bool()?;
         let value = match v.get("value") {
             Some(Value::String(s)) => Value::String(s.chars().take(10_000).collect()),

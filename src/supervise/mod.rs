@@ -180,13 +180,6 @@ fn reaped_children_us(pid: i32) -> Option<u64> {
 
 const CHUNK: usize = 64 * 1024;
 
-/// A reply line that says the runner finished a session call.
-fn is_done_reply(line: &[u8]) -> bool {
-    crate::runner::parse_reply(line)
-        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(|e| e == "done"))
-        .unwrap_or(false)
-}
-
 /// One read from an output pipe into its capped buffer (and the sink). Returns (eof,
 /// cap_exceeded).
 fn drain(
@@ -324,8 +317,9 @@ struct Loop<'a, 'io> {
     ncpu: u64,
     next_cpu_check: Instant,
     cpu_base_us: u64,
-    /// Session calls end when the runner reports `done`; single runs when the jail exits.
-    until_done: bool,
+    /// Session calls end when the runner reports `done` with this call's nonce; single runs
+    /// when the jail exits.
+    until_done: Option<String>,
     done: bool,
     /// Ended by agentjail because the jail is no longer wanted (not a stop).
     closing: bool,
@@ -444,12 +438,14 @@ pub struct CallOutcome {
     pub replies: Capped,
 }
 
-/// Send one job frame to a session's runner and supervise until it reports `done`, under the
-/// call's limits. A call that breaks a limit ends the session: the jail is killed and reaped
-/// (and the returned `Outcome` says why).
+/// Send one job frame to a session's runner and supervise until it reports `done` with the
+/// frame's nonce `call` (any other `done` is not this call's answer), under the call's
+/// limits. A call that breaks a limit ends the session: the jail is killed and reaped (and
+/// the returned `Outcome` says why).
 pub fn call(
     sp: &Spawned,
     frame: Vec<u8>,
+    call: &str,
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
     interrupt: Option<Interrupt<'_>>,
@@ -469,7 +465,7 @@ pub fn call(
         stderr_sink: None,
     };
     let mut l = Loop::new(sp, (None, job), limits, cg, interrupt, io, delivery);
-    l.until_done = true;
+    l.until_done = Some(call.to_string());
     l.run();
     if l.done && l.stop.is_none() && !l.exited {
         l.drain_now();
@@ -548,7 +544,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             ncpu,
             next_cpu_check,
             cpu_base_us,
-            until_done: false,
+            until_done: None,
             done: false,
             closing: false,
             stop: None,
@@ -722,7 +718,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             &mut self.scratch,
         );
         self.reply_open &= !eof;
-        if self.until_done && !self.done {
+        if let Some(call) = self.until_done.as_deref().filter(|_| !self.done) {
             // Look from the start of the last line that was incomplete before this read.
             let from = self.replies.data[..before]
                 .iter()
@@ -731,7 +727,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             self.done = self.replies.data[from..]
                 .split(|b| *b == b'\n')
                 .filter(|l| !l.is_empty())
-                .any(is_done_reply);
+                .any(|l| crate::runner::is_done_of(l, call));
         }
     }
 
