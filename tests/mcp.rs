@@ -623,6 +623,87 @@ print('{}')
     }
 }
 
+/// The server's peak resident memory (VmHWM), in KiB; None once it is gone.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A client that stops reading stdout while its calls return ~2 MiB records: the server
+/// queues at most 32 MiB of them, then treats the client as gone (running calls stopped,
+/// input ended) and exits by itself; its memory stays bounded (unbounded, 60 such records
+/// would be ~120 MiB).
+#[test]
+fn a_client_that_stops_reading_is_treated_as_gone() {
+    let policy = data_policy(Who::Root);
+    let mut child = Command::new(common::agentjail_path())
+        .args(["mcp", "--pool", "1", "--policy", policy.to_str().unwrap()])
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut err = child.stderr.take().unwrap();
+    let err_text = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    stdin.write_all(br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#).unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("protocolVersion"), "{line}");
+    let base = peak_rss_kib(pid).unwrap();
+    // From here on nothing is read from stdout.
+    let code = "import json\nprint(json.dumps({'x': 'y' * 900000}))";
+    for i in 0..60 {
+        let req = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                         "params": {"name": "run_python", "arguments": {"code": code}}});
+        if stdin.write_all(format!("{req}\n").as_bytes()).is_err() {
+            break;
+        }
+    }
+    let t = Instant::now();
+    let mut peak = base;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if let Some(p) = peak_rss_kib(pid) {
+            peak = peak.max(p);
+        }
+        if t.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            let _ = child.wait();
+            drop(stdin);
+            panic!(
+                "agentjail mcp never gave up on a client that does not read: {}",
+                err_text.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let err = err_text.join().unwrap();
+    assert!(err.contains("unread"), "{status:?}: {err}");
+    let grown = peak - base;
+    assert!(
+        grown < 100 * 1024,
+        "agentjail mcp grew by {grown} KiB: {err}"
+    );
+    eprintln!("mcp: grew {grown} KiB before giving up; {status:?}");
+    drop(stdout);
+}
+
 #[test]
 fn mcp_zygote_jails_serve_run_python_one_job_each() {
     if !common::zygote_built() {

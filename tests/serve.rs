@@ -35,6 +35,10 @@ struct Knobs {
     idle_s: Option<u64>,
     /// Another interpreter (a copy under /opt, for the environment digest).
     python: Option<PathBuf>,
+    /// limits.stdout (default 64KiB).
+    stdout: Option<&'static str>,
+    /// [session] max_per_client (default: the policy's default).
+    max_per_client: Option<u64>,
 }
 
 /// The test policy (see the module documentation) with `marker` in the interpreter's argv.
@@ -72,7 +76,7 @@ wall_time_ms = {wall}
 cpu_time_ms = {wall}
 memory = "128MiB"
 pids = 64
-stdout = "64KiB"
+stdout = "{stdout}"
 {binds}[seccomp]
 allow_groups = [
   "basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
@@ -83,10 +87,14 @@ requirement = "best_effort"
 [session]
 max_calls = {max_calls}
 idle_timeout_seconds = {idle}
-"#,
+{per_client}"#,
         max_seconds = wall / 1000 + 15,
         max_calls = k.max_calls.unwrap_or(200),
         idle = k.idle_s.unwrap_or(600),
+        stdout = k.stdout.unwrap_or("64KiB"),
+        per_client = k
+            .max_per_client
+            .map_or(String::new(), |n| format!("max_per_client = {n}\n")),
     );
     common::shared_file(&format!("serve-{marker}.toml"), &text)
 }
@@ -2021,6 +2029,175 @@ leftover
 }
 
 // ---------------------------------------------------------------------------------------
+// 7. What one client can cost the others
+
+/// The server's peak resident memory (VmHWM), in KiB.
+fn peak_rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A client that sends jobs with ~2 MiB records and never reads, beside a client that
+/// does: the second gets every answer (stats included) while the first is outstanding; the
+/// first is dropped once 16 MiB of its responses wait (its connection shut down, its
+/// session ended, its queued jobs never started); the server's memory stays bounded.
+#[test]
+fn a_client_that_stops_reading_costs_only_itself() {
+    for who in variants() {
+        let k = Knobs {
+            stdout: Some("1MiB"),
+            ..Default::default()
+        };
+        let (m, p) = setup("hog", &k);
+        let dir = scratch("hog");
+        let sock = dir.path().join("s.sock");
+        let audit = dir.path().join("audit.jsonl");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &[
+                "--pool",
+                "2",
+                "-j",
+                "4",
+                "--socket",
+                sock.to_str().unwrap(),
+                "--audit-log",
+                audit.to_str().unwrap(),
+            ],
+        );
+        let mut good = s.connect("good");
+        good.run(action("print('{}')", json!({})));
+        let sid_good = good.start_session();
+        let base = peak_rss_kib(s.pid);
+        // The hog: a session, then 200 jobs that each print ~900 KiB of JSON (stdout and
+        // output: ~2 MiB per record), all sent at once; it never reads a byte.
+        let mut hog = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        use std::io::Write as _;
+        hog.write_all(b"{\"id\": \"hs\", \"op\": \"session_start\"}\n")
+            .unwrap();
+        let big = "import json\nprint(json.dumps({'x': 'y' * 900000}))";
+        let mut lines = Vec::new();
+        for i in 0..200 {
+            let req = json!({"id": format!("h{i}"), "op": "run", "action": action(big, json!({}))});
+            lines.extend(serde_json::to_vec(&req).unwrap());
+            lines.push(b'\n');
+        }
+        hog.write_all(&lines).unwrap();
+        // The good client is answered meanwhile, every time.
+        for i in 0..10 {
+            let rec = good.run(action(&format!("print('{{\"i\": {i}}}')"), json!({})));
+            assert_eq!(rec["output"], json!({"i": i}), "{who:?}: {rec:#}");
+            assert!(good.stats()["sessions"].is_number());
+            good.exec_ok(&sid_good, "1");
+        }
+        // The hog is dropped: what it can still read ends in EOF, with far fewer than 200
+        // answers.
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut hog, &mut got).unwrap();
+        let answered = got.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+        assert!(answered < 100, "{who:?}: the hog got {answered} answers");
+        assert!(s.stderr().contains("dropped"), "{who:?}: {}", s.stderr());
+        // Its session ended; the good client's lives on.
+        let t = Instant::now();
+        while good.stats()["sessions"] != 1 {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "{who:?}: the hog's session stays"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        good.exec_ok(&sid_good, "2");
+        let grown = peak_rss_kib(s.pid).saturating_sub(base);
+        // Unbounded, 200 queued 2 MiB records would be ~400 MiB; the queue holds 16 MiB,
+        // the 4 workers a few records each.
+        assert!(grown < 160 * 1024, "{who:?}: serve grew by {grown} KiB");
+        // Every record of the hog's jobs that ran is in the audit log, whole.
+        let text = std::fs::read_to_string(&audit).unwrap();
+        let ran = text.lines().count();
+        assert!(
+            ran < 200,
+            "{who:?}: {ran} of the hog's jobs ran after it was dropped"
+        );
+        for l in text.lines() {
+            let _: Value = serde_json::from_str(l).unwrap();
+        }
+        eprintln!("{who:?}: hog answered {answered}, {ran} records, serve grew {grown} KiB");
+        good.close();
+        good.assert_all_answered();
+        s.finish();
+    }
+}
+
+/// Per-client limits: requests in flight (one worker busy, 300 requests queued behind it:
+/// the ones past the limit are answered `too_many_requests` at once, the rest are answered
+/// in full) and open sessions (`[session] max_per_client`, counted per uid across
+/// connections).
+#[test]
+fn a_flood_from_one_client_gets_clear_errors_and_the_server_goes_on() {
+    for who in variants() {
+        let k = Knobs {
+            max_per_client: Some(2),
+            ..Default::default()
+        };
+        let (m, p) = setup("flood", &k);
+        let dir = scratch("flood");
+        let sock = dir.path().join("s.sock");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "-j", "1", "--socket", sock.to_str().unwrap()],
+        );
+        let mut a = s.connect("A");
+        let slow = a.send(json!({"op": "run", "action": action("import time\ntime.sleep(3)\nprint('{}')", json!({}))}));
+        let ids: Vec<Value> = (0..300).map(|_| a.send(json!({"op": "stats"}))).collect();
+        let mut refused = 0;
+        for id in &ids {
+            let r = a.wait(id);
+            if r.get("error").is_some() {
+                assert_eq!(error_code(&r), "too_many_requests", "{who:?}: {r}");
+                assert!(r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unanswered"));
+                refused += 1;
+            } else {
+                assert!(r["stats"].is_object(), "{who:?}: {r}");
+            }
+        }
+        assert_eq!(record(&a.wait(&slow))["stop_reason"], "success");
+        assert!(
+            (40..=50).contains(&refused),
+            "{who:?}: {refused} of 300 refused with 256 in flight"
+        );
+        // Sessions: two per client, whichever connection of the uid asks.
+        let mut b = s.connect("B");
+        let s1 = a.start_session();
+        let _s2 = b.start_session();
+        let third = b.call(json!({"op": "session_start"}));
+        assert_eq!(error_code(&third), "too_many_sessions", "{who:?}: {third}");
+        assert!(third["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_per_client"));
+        a.call(json!({"op": "session_close", "session": s1}));
+        let s3 = b.start_session();
+        b.exec_ok(&s3, "1");
+        a.close();
+        b.close();
+        a.assert_all_answered();
+        b.assert_all_answered();
+        s.finish();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Soak
 
 /// One soak job: its action and the stop reason it must end with.
@@ -2072,7 +2249,13 @@ fn a_thousand_mixed_jobs_and_a_hundred_sessions_leave_nothing_behind() {
     const SESSIONS: usize = 100;
     for who in variants() {
         let t = Instant::now();
-        let (m, p) = setup("soak", &Knobs::default());
+        // Half the sessions stay open until EOF: 50 on one client, past the default
+        // [session] max_per_client (16).
+        let k = Knobs {
+            max_per_client: Some(SESSIONS as u64),
+            ..Default::default()
+        };
+        let (m, p) = setup("soak", &k);
         let mut s = Server::start(who, &p, &m, &["--pool", "2", "-j", "4"]);
         let mut run_ids = std::collections::HashSet::new();
         let mut sessions_seen = std::collections::HashSet::new();

@@ -73,20 +73,50 @@ impl Input {
     }
 }
 
-/// Where response lines go: the writer thread's queue.
+/// Bytes of response lines queued for a client that is not reading stdout. Past this the
+/// client is treated as gone (as when stdout breaks): running calls are stopped, the input
+/// ends, nothing more is queued. One line larger than this is still sent whole when nothing
+/// else is queued.
+pub const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
+
+/// Where response lines go: the writer thread's queue, bounded by [`MAX_QUEUED_BYTES`].
 #[derive(Clone)]
 pub struct Writer {
     tx: Arc<Mutex<Option<mpsc::Sender<Vec<u8>>>>>,
+    /// Bytes queued and not yet written.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// What a stalled client sets off: the client-gone hook and the end of the input.
+    stalled: Arc<dyn Fn() + Send + Sync>,
+    /// Whether it was set off (the writer may then be blocked on stdout for good).
+    is_stalled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Writer {
-    /// Queue one message as one safe JSON line.
+    /// Queue one message as one safe JSON line; a client with MAX_QUEUED_BYTES unread is
+    /// gone.
     pub fn send_value(&self, v: &Value) {
+        use std::sync::atomic::Ordering;
         let mut line = crate::json::to_safe_string(v).into_bytes();
         line.push(b'\n');
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            let _ = tx.send(line);
+        let n = line.len();
+        let before = self.queued.fetch_add(n, Ordering::SeqCst);
+        if before > 0 && before + n > MAX_QUEUED_BYTES {
+            self.queued.fetch_sub(n, Ordering::SeqCst);
+            self.close();
+            (self.stalled)();
+            return;
         }
+        match self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(tx) if tx.send(line).is_ok() => {}
+            _ => {
+                self.queued.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether the client left MAX_QUEUED_BYTES unread (then nobody waits for the writer).
+    pub fn stalled(&self) -> bool {
+        self.is_stalled.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stop accepting lines; the writer thread ends once it has written what was queued.
@@ -103,15 +133,30 @@ where
     W: Write + Send + 'static,
 {
     let (line_tx, line_rx) = mpsc::channel::<Vec<u8>>();
-    let out = Writer {
-        tx: Arc::new(Mutex::new(Some(line_tx))),
-    };
     let (msg_tx, msg_rx) = tokio::sync::mpsc::channel(QUEUE);
     let incoming = Input(Arc::new(Mutex::new(Some(msg_tx))));
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (g, i) = (Arc::clone(&gone), incoming.clone());
+    let stalled_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let out = Writer {
+        tx: Arc::new(Mutex::new(Some(line_tx))),
+        queued: Arc::clone(&queued),
+        is_stalled: Arc::clone(&stalled_once),
+        stalled: Arc::new(move || {
+            if !stalled_once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                eprintln!(
+                    "agentjail: the client left {} MiB of responses unread; stopping",
+                    MAX_QUEUED_BYTES >> 20
+                );
+                g("stdout stalled");
+                i.close();
+            }
+        }),
+    };
+    let (g, i, q) = (Arc::clone(&gone), incoming.clone(), Arc::clone(&queued));
     let writer = std::thread::Builder::new()
         .name("agentjail-mcp-out".into())
-        .spawn(move || write_lines(output, &line_rx, &g, &i))
+        .spawn(move || write_lines(output, &line_rx, &g, &i, &q))
         .map_err(|e| format!("cannot start the stdout writer: {e}"))?;
     let (w, i) = (out.clone(), incoming.clone());
     std::thread::Builder::new()
@@ -185,9 +230,11 @@ fn write_lines<W: Write>(
     lines: &mpsc::Receiver<Vec<u8>>,
     gone: &Hook,
     input: &Input,
+    queued: &std::sync::atomic::AtomicUsize,
 ) {
     let mut broken = false;
     for line in lines {
+        queued.fetch_sub(line.len(), std::sync::atomic::Ordering::SeqCst);
         if broken {
             continue;
         }

@@ -111,12 +111,18 @@ pub const END_GRACE: Duration = Duration::from_millis(250);
 pub enum Interrupt<'a> {
     Signals(&'a OwnedFd),
     Shutdown(&'a OwnedFd),
+    /// A client's own stop (serve: one socket of a pair per connection): the first byte
+    /// waiting says which signal it stands for (`T` SIGTERM: the server stops; `H` SIGHUP:
+    /// the client is gone), left in place for every job of the client to read.
+    Scoped(&'a OwnedFd),
 }
 
 impl Interrupt<'_> {
     fn fd(&self) -> RawFd {
         match self {
-            Interrupt::Signals(fd) | Interrupt::Shutdown(fd) => fd.as_raw_fd(),
+            Interrupt::Signals(fd) | Interrupt::Shutdown(fd) | Interrupt::Scoped(fd) => {
+                fd.as_raw_fd()
+            }
         }
     }
 
@@ -135,6 +141,10 @@ impl Interrupt<'_> {
         match self {
             Interrupt::Signals(fd) => sys::read_signalfd(fd.as_raw_fd()).map(|(sig, _)| sig),
             Interrupt::Shutdown(_) => Some(libc::SIGTERM),
+            Interrupt::Scoped(fd) => match sys::peek_byte(fd.as_raw_fd())? {
+                b'H' => Some(libc::SIGHUP),
+                _ => Some(libc::SIGTERM),
+            },
         }
     }
 }
