@@ -7,6 +7,7 @@ plus exactly the syscalls agentjail needs to build its jail, each addition comme
     scripts/gen-container-seccomp.py --without NAME[,NAME]  write the profile minus those
                                                 additions to stdout (scripts/test-container.sh
                                                 uses it to prove each addition is needed)
+    --deb FILE.deb                              take the base from this downloaded package
 
 The base is Docker's default profile (moby profiles/seccomp/default.json) as Debian ships it
 in the package golang-github-docker-docker-dev; containerd's built-in default (Kubernetes'
@@ -79,6 +80,14 @@ ADDITIONS = [
 ]
 
 
+def base_from_deb(deb):
+    with tempfile.TemporaryDirectory(prefix="agentjail-seccomp-") as td:
+        ver = subprocess.run(["dpkg-deb", "-f", deb, "Version"], capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(["dpkg-deb", "-x", deb, td], check=True)
+        with open(os.path.join(td, BASE_IN_PACKAGE), "rb") as f:
+            return f.read(), ver
+
+
 def base_from_package():
     installed = "/" + BASE_IN_PACKAGE
     if os.path.isfile(installed):
@@ -93,12 +102,7 @@ def base_from_package():
         debs = glob.glob(os.path.join(td, "*.deb"))
         if r.returncode != 0 or not debs:
             sys.exit(f"gen-container-seccomp: apt-get download {PACKAGE} failed: {r.stderr.strip()}")
-        ver = subprocess.run(
-            ["dpkg-deb", "-f", debs[0], "Version"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        subprocess.run(["dpkg-deb", "-x", debs[0], os.path.join(td, "x")], check=True)
-        with open(os.path.join(td, "x", BASE_IN_PACKAGE), "rb") as f:
-            return f.read(), ver
+        return base_from_deb(debs[0])
 
 
 def generate(raw, version, without=()):
@@ -133,10 +137,13 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--without", default="")
     ap.add_argument("--base", help="a default.json to use instead of the Debian package's")
+    ap.add_argument("--deb", help=f"an already downloaded {PACKAGE} .deb to take the base from")
     args = ap.parse_args()
     if args.base:
         with open(args.base, "rb") as f:
             raw, version = f.read(), "(local file)"
+    elif args.deb:
+        raw, version = base_from_deb(args.deb)
     else:
         raw, version = base_from_package()
     if args.without:

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# agentjail inside a real container: runc (Debian's package) running a Debian bookworm
+# rootfs made by debootstrap (cached outside the clone: scripts/container-rootfs.sh), with
+# the release binaries, policies and examples copied in as contrib/containers/Dockerfile
+# does. The containers are what Docker (and containerd, Kubernetes) make by default: Docker's
+# capability set, masked and read-only /proc paths, read-only /sys/fs/cgroup, and Docker's
+# default seccomp profile (compiled for those capabilities as Docker does:
+# scripts/container-bundle.py).
+#
+#   1. default settings: `run` fails closed (sandbox_unavailable:setup, exit 1), `exec`
+#      exits 125, `doctor` exits 1 and names what to change; as root and as uid 65534.
+#   2. the shipped profile, /proc still masked: fails closed at the fresh /proc mount; the
+#      host's /proc is never bound in its place.
+#   3. the shipped profile with /proc unmasked (`systempaths=unconfined`, `procMount:
+#      Unmasked`): the seed job gives the seed's numbers as root and as uid 65534, `doctor`
+#      passes, `serve --socket` answers a run, and the escape tests (tests/jail_attacks.rs,
+#      tests/redteam_jail.rs, launching agentjail as root and as nobody) pass with CI=true,
+#      so none may skip.
+#   4. each rule the profile adds is needed: without any one, the jail fails at setup.
+#   5. contrib/containers/seccomp.json is what scripts/gen-container-seccomp.py makes.
+#
+# Needs root (runc). Installs runc and debootstrap from Debian when missing. Leaves nothing
+# behind on any exit path: containers deleted (their cgroups with them), the scratch
+# directory removed; checked at the end.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# ---- What agentjail must say; every expected string of this test is here. ----
+# The seed's numbers (README "The two commands").
+SEED_EXPECT='{"incident_severity": "P1", "sample_size": 60, "avg_latency_ms": 167.0, "p95_latency_ms": 187.0, "chargeback_alerts": 1}'
+STOP_SETUP=sandbox_unavailable:setup
+# Docker's default profile answers clone3 with ENOSYS (no CAP_SYS_ADMIN).
+DEFAULT_STAGE=clone3
+DEFAULT_ERRNO=38
+# A masked /proc: the kernel refuses the jail's fresh procfs (EPERM).
+MASKED_STAGE='mount proc on /proc'
+MASKED_ERRNO=1
+# Container-aware advice (issue 24, item 2). Required once the binary's doctor has the
+# check named $PROBE_CHECK (it starts a real jail); before that, reported as PENDING.
+PROBE_CHECK=probe_jail
+HINT_SECCOMP=contrib/containers/seccomp.json
+HINT_PROC_RE='procMount: Unmasked|systempaths=unconfined'
+
+[ "$(id -u)" = 0 ] || { echo "test-container: needs root (runc)" >&2; exit 2; }
+need=()
+command -v runc >/dev/null || need+=(runc)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v dpkg-deb >/dev/null || need+=(dpkg)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null ||
+        { echo "test-container: apt-get install ${need[*]} failed" >&2; exit 1; }
+fi
+cache=${AGENTJAIL_ROOTFS_CACHE:-/var/cache/agentjail}
+rootfs_tar=$(scripts/container-rootfs.sh) || { echo "test-container: no rootfs" >&2; exit 1; }
+
+# Docker's default profile, from the Debian package the shipped profile is generated from
+# (downloaded once into the cache; the version apt offers names the file).
+pkg=golang-github-docker-docker-dev
+ver=$(apt-cache policy "$pkg" 2>/dev/null | sed -n 's/^  Candidate: //p')
+if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
+    apt-get update -q >/dev/null
+    ver=$(apt-cache policy "$pkg" | sed -n 's/^  Candidate: //p')
+fi
+deb=$cache/${pkg}_${ver//:/%3a}_all.deb
+if [ ! -s "$deb" ]; then
+    dl=$(mktemp -d "$cache/.dl.XXXXXX")
+    chmod 755 "$dl"
+    (cd "$dl" && apt-get download -q "$pkg" >/dev/null 2>&1) && mv "$dl"/*.deb "$deb"
+    rm -rf "$dl"
+    [ -s "$deb" ] || { echo "test-container: apt-get download $pkg failed" >&2; exit 1; }
+fi
+
+echo "# building the release binaries and the escape-test binaries"
+cargo build --release --quiet || exit 1
+mapfile -t test_bins < <(cargo test --test jail_attacks --test redteam_jail --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["executable"])')
+[ ${#test_bins[@]} = 2 ] || { echo "test-container: could not build the escape tests" >&2; exit 1; }
+rel=target/x86_64-unknown-linux-gnu/release
+
+work=$(mktemp -d /tmp/agentjail-ctr.XXXXXX)
+state=$work/runc
+tag=agentjail-ctr-$$
+cleanup() {
+    local id
+    for id in $(runc --root "$state" list -q 2>/dev/null); do
+        runc --root "$state" delete -f "$id" >/dev/null 2>&1
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "# rootfs: $rootfs_tar"
+mkdir -p "$work/rootfs" "$state"
+tar -C "$work/rootfs" -xf "$rootfs_tar" || exit 1
+install -m 0755 "$rel/agentjail" "$rel/agentjail-mcp" "$work/rootfs/usr/local/bin/"
+mkdir -p "$work/rootfs/usr/local/share/agentjail"
+cp -r policies examples "$work/rootfs/usr/local/share/agentjail/"
+docker_profile=$work/docker-default.json
+mkdir -p "$work/deb" && dpkg-deb -x "$deb" "$work/deb" &&
+    cp "$work/deb/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json" "$docker_profile" || exit 1
+rm -rf "$work/deb"
+shipped=contrib/containers/seccomp.json
+SEED=(/usr/local/bin/agentjail run /usr/local/share/agentjail/examples/incident/action.json)
+
+pass=0
+failed=0
+ok() { pass=$((pass + 1)); printf 'ok   - %s\n' "$*"; }
+fail() { failed=$((failed + 1)); printf 'FAIL - %s\n' "$*"; }
+pending() { printf 'PENDING - %s\n' "$*"; }
+
+n=0
+# ctr NAME [container-bundle.py options] -- ARGS...: run ARGS in a fresh container; sets
+# $rc and leaves $work/NAME.out and $work/NAME.err.
+ctr() {
+    local name=$1 limit=${CTR_LIMIT:-120}
+    shift
+    n=$((n + 1))
+    local id=$tag-$n b=$work/bundle-$n
+    mkdir -p "$b"
+    python3 scripts/container-bundle.py --rootfs "$work/rootfs" --out "$b/config.json" \
+        --cgroups-path "/$id" "$@" || { rc=99; return; }
+    timeout -k 5 "$limit" runc --root "$state" run --bundle "$b" "$id" \
+        </dev/null >"$work/$name.out" 2>"$work/$name.err"
+    rc=$?
+    runc --root "$state" delete -f "$id" >/dev/null 2>&1
+    rm -rf "$b"
+}
+# rec FILE PYEXPR: evaluate PYEXPR on the first JSON object in FILE (as `r`).
+rec() {
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+t = open(sys.argv[1]).read()
+try:
+    r = json.JSONDecoder().raw_decode(t[t.index("{"):])[0]
+except ValueError:
+    r = {}
+v = eval(sys.argv[2], {"r": r, "json": json})
+print(v if isinstance(v, str) else json.dumps(v))
+EOF
+}
+show() { sed 's/^/       | /' "$work/$1.out" "$work/$1.err" | head -n "${2:-12}"; }
+doctor_has_probe() { grep -q "$PROBE_CHECK" "$work/$1.out"; }
+
+expect_seed() {
+    local name=$1 what=$2
+    local got
+    got=$(rec "$work/$name.out" "{k: (r.get('output') or {}).get(k) for k in json.loads('$SEED_EXPECT')}")
+    if [ "$rc" = 0 ] && [ "$(rec "$work/$name.out" "r.get('status')")" != stopped ] &&
+        python3 -c "import json,sys; sys.exit(json.loads(sys.argv[1]) != json.loads(sys.argv[2]))" "$got" "$SEED_EXPECT"; then
+        ok "$what: the seed's numbers ($got)"
+    else
+        fail "$what: rc $rc, output $got"
+        show "$name"
+    fi
+}
+# expect_fail_closed NAME WHAT STAGE ERRNO: run exited 1, stopped at setup at STAGE.
+expect_fail_closed() {
+    local name=$1 what=$2 stage=$3 errno=$4
+    local reason st en out
+    reason=$(rec "$work/$name.out" "r.get('stop_reason')")
+    st=$(rec "$work/$name.out" "(r.get('error') or {}).get('stage', '')")
+    en=$(rec "$work/$name.out" "(r.get('error') or {}).get('errno')")
+    out=$(rec "$work/$name.out" "r.get('output')")
+    if [ "$rc" = 1 ] && [ "$reason" = "$STOP_SETUP" ] && [[ "$st" == *"$stage"* ]] && [ "$en" = "$errno" ] &&
+        [ "$out" = null ]; then
+        ok "$what: fails closed (exit 1, $reason at '$st', errno $en)"
+    else
+        fail "$what: want exit 1, $STOP_SETUP at '$stage' errno $errno; got exit $rc, $reason at '$st' errno $en, output $out"
+        show "$name"
+    fi
+}
+# expect_hint NAME WHAT REGEX: once doctor has the probe check, the record's error.hint
+# must carry the container fix.
+expect_hint() {
+    local name=$1 what=$2 re=$3 hint
+    hint=$(rec "$work/$name.out" "(r.get('error') or {}).get('hint', '')")
+    if [ "$probe" = 1 ]; then
+        if grep -Eq -- "$re" <<<"$hint"; then ok "$what: error.hint names the container fix"; else fail "$what: error.hint lacks /$re/: $hint"; fi
+    else
+        pending "$what: error.hint should name /$re/ (container-aware hints not in this build): '$hint'"
+    fi
+}
+
+default=(--seccomp "$docker_profile" --proc masked)
+fixed=(--seccomp "$shipped" --proc unmasked --no-new-privs)
+
+echo "# 1. Docker's default settings"
+ctr doctor-default "${default[@]}" -- /usr/local/bin/agentjail doctor
+probe=0
+doctor_has_probe doctor-default && probe=1
+[ "$probe" = 1 ] || pending "doctor has no '$PROBE_CHECK' check yet: container-aware advice is not asserted"
+if [ "$rc" = 1 ] && grep -q MISSING "$work/doctor-default.out"; then
+    ok "default: doctor exits 1 and marks $(grep -c '^MISSING' "$work/doctor-default.out") checks MISSING"
+else
+    fail "default: doctor exit $rc (want 1 with MISSING checks)"
+    show doctor-default 40
+fi
+if [ "$probe" = 1 ]; then
+    grep -q -- "$HINT_SECCOMP" "$work/doctor-default.out" && ok "default: doctor names $HINT_SECCOMP" ||
+        fail "default: doctor does not name $HINT_SECCOMP"
+fi
+for who in 0:0 65534:65534; do
+    ctr "seed-default-$who" "${default[@]}" --user "$who" -- "${SEED[@]}"
+    expect_fail_closed "seed-default-$who" "default, uid ${who%%:*}: run" "$DEFAULT_STAGE" "$DEFAULT_ERRNO"
+    expect_hint "seed-default-$who" "default, uid ${who%%:*}" "$HINT_SECCOMP"
+done
+ctr exec-default "${default[@]}" -- /usr/local/bin/agentjail exec -- /bin/echo BREACH
+if [ "$rc" = 125 ] && ! grep -q BREACH "$work/exec-default.out"; then
+    ok "default: exec exits 125 and runs nothing"
+else
+    fail "default: exec exit $rc"
+    show exec-default
+fi
+
+echo "# 2. the shipped profile, /proc masked"
+for who in 0:0 65534:65534; do
+    ctr "seed-masked-$who" --seccomp "$shipped" --proc masked --no-new-privs --user "$who" -- "${SEED[@]}"
+    expect_fail_closed "seed-masked-$who" "masked /proc, uid ${who%%:*}: run" "$MASKED_STAGE" "$MASKED_ERRNO"
+    expect_hint "seed-masked-$who" "masked /proc, uid ${who%%:*}" "$HINT_PROC_RE"
+done
+ctr doctor-masked --seccomp "$shipped" --proc masked --no-new-privs -- /usr/local/bin/agentjail doctor
+if [ "$probe" = 1 ]; then
+    if [ "$rc" = 1 ] && grep -Eq -- "$HINT_PROC_RE" "$work/doctor-masked.out"; then
+        ok "masked /proc: doctor exits 1 and names the /proc fix"
+    else
+        fail "masked /proc: doctor exit $rc, or no /$HINT_PROC_RE/"
+        show doctor-masked 40
+    fi
+else
+    pending "masked /proc: doctor exits $rc (must be 1 naming /$HINT_PROC_RE/ once it starts a real jail)"
+fi
+
+echo "# 3. the shipped profile, /proc unmasked"
+for who in 0:0 65534:65534; do
+    ctr "seed-fixed-$who" "${fixed[@]}" --user "$who" -- "${SEED[@]}"
+    expect_seed "seed-fixed-$who" "shipped profile, uid ${who%%:*}: run"
+    ctr "doctor-fixed-$who" "${fixed[@]}" --user "$who" -- /usr/local/bin/agentjail doctor
+    if [ "$rc" = 0 ] && grep -q 'all required protections are available' "$work/doctor-fixed-$who.out"; then
+        ok "shipped profile, uid ${who%%:*}: doctor exits 0"
+    else
+        fail "shipped profile, uid ${who%%:*}: doctor exit $rc"
+        show "doctor-fixed-$who" 40
+    fi
+done
+# serve --socket as in contrib/containers/kubernetes.yaml, as uid 65534, one run request.
+cat >"$work/rootfs/usr/local/share/agentjail/socket-client.py" <<'EOF'
+import json, os, socket, sys, time
+path = sys.argv[1]
+for _ in range(200):  # the server binds the socket once its pool is warm
+    if os.path.exists(path):
+        break
+    time.sleep(0.05)
+action = json.load(open("/usr/local/share/agentjail/examples/incident/action.json"))
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.sendall((json.dumps({"id": "k1", "op": "run", "action": action}) + "\n").encode())
+buf = b""
+while not buf.endswith(b"\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(json.dumps(json.loads(buf)["record"]))
+EOF
+ctr serve-fixed "${fixed[@]}" --user 65534:65534 -- sh -c \
+    '/usr/local/bin/agentjail serve --socket /tmp/agentjail.sock & s=$!; python3 /usr/local/share/agentjail/socket-client.py /tmp/agentjail.sock; rc=$?; kill -TERM $s; wait $s; exit $rc'
+expect_seed serve-fixed "shipped profile, uid 65534: serve --socket"
+
+for bin in "${test_bins[@]}"; do
+    name=$(basename "$bin")
+    name=${name%-*}
+    listed=$("$bin" --list 2>/dev/null | grep -c ': test$')
+    CTR_LIMIT=600 ctr "tests-$name" "${fixed[@]}" --bind "$repo:$repo" --cwd "$repo" --env CI=true -- \
+        "$bin" --test-threads=2
+    summary=$(grep '^test result:' "$work/tests-$name.out" | tail -1)
+    passed=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' <<<"$summary")
+    if [ "$rc" = 0 ] && [ "${passed:-0}" = "$listed" ] && ! grep -q 'SKIPPED\|NOT exercised' "$work/tests-$name.out" "$work/tests-$name.err"; then
+        ok "shipped profile: $name in the container, launched as root and as nobody: $passed/$listed passed, none skipped"
+    else
+        fail "shipped profile: $name: exit $rc, $summary (listed $listed)"
+        grep -E '^(test .* FAILED|---- |thread .* panicked)|SKIPPED|NOT exercised' "$work/tests-$name.out" "$work/tests-$name.err" | head -40 | sed 's/^/       | /'
+    fi
+done
+
+echo "# 4. each addition of the shipped profile is needed"
+for name in $(python3 -c '
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("g", "scripts/gen-container-seccomp.py")
+g = importlib.util.module_from_spec(spec); spec.loader.exec_module(g)
+print(" ".join(n for a in g.ADDITIONS for n in a["names"]))'); do
+    python3 scripts/gen-container-seccomp.py --deb "$deb" --without "$name" >"$work/without-$name.json" || { fail "generate without $name"; continue; }
+    ctr "without-$name" --seccomp "$work/without-$name.json" --proc unmasked --no-new-privs -- "${SEED[@]}"
+    reason=$(rec "$work/without-$name.out" "r.get('stop_reason')")
+    if [ "$rc" = 1 ] && [ "$reason" = "$STOP_SETUP" ]; then
+        ok "without $name: fails closed at '$(rec "$work/without-$name.out" "(r.get('error') or {}).get('stage', '')")'"
+    else
+        fail "without $name the jail still ran (exit $rc, $reason): the addition is not needed"
+    fi
+done
+
+echo "# 5. the committed profile is the generator's output"
+if python3 scripts/gen-container-seccomp.py --check --deb "$deb"; then ok "$shipped is current"; else fail "$shipped is stale"; fi
+
+cleanup
+trap - EXIT
+# (runc list would create its state directory: look at the directory instead.)
+left=$(find /sys/fs/cgroup -maxdepth 2 -name "$tag-*" 2>/dev/null; [ -e "$work" ] && echo "$work")
+if [ -z "$left" ]; then ok "nothing left behind (containers, cgroups, scratch)"; else fail "left behind: $left"; fi
+printf '# test-container: %d passed, %d failed\n' "$pass" "$failed"
+[ "$failed" = 0 ]
