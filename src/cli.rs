@@ -131,12 +131,15 @@ pub enum Command {
     },
     /// Which protections this host can enforce, each with the fix when it cannot.
     #[command(
-        after_help = "Exit status: 0 when every control the default policy requires is available, 1 otherwise.\n\nExample:\n  agentjail doctor --json"
+        after_help = "Starts a real probe jail from the policy's own plan (every mount, procfs, landlock, seccomp, cgroup, the interpreter) and reports the first step that fails, with the fix; says when it runs in a container and gives that container's fix.\n\nExit status: 0 when the probe jail ran and every control the policy requires is available, 1 otherwise, 2 when the policy cannot be loaded.\n\nExamples:\n  agentjail doctor\n  agentjail doctor --json --policy policies/data.toml"
     )]
     Doctor {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+        /// The policy whose jail is probed (default: the embedded default policy).
+        #[arg(long)]
+        policy: Option<PathBuf>,
     },
 }
 
