@@ -4,7 +4,8 @@ Docker makes one by default, with the settings agentjail's container guide chang
 
     container-bundle.py --rootfs DIR --out FILE [--seccomp PROFILE.json|unconfined]
         [--proc masked|unmasked] [--user UID:GID] [--caps docker|none] [--no-new-privs]
-        [--bind SRC:DST[:rw]]... [--env K=V]... [--cwd DIR] [--cgroups-path P] -- ARGS...
+        [--bind SRC:DST[:rw]]... [--env K=V]... [--cwd DIR] [--cgroups-path P]
+        [--readonly-root] [--userns] -- ARGS...
 
 --seccomp takes a profile in Docker's format (contrib/containers/seccomp.json, Docker's
 default.json) and compiles it the way Docker does for this container: a rule is kept when
@@ -13,6 +14,9 @@ its `excludes.caps`, and its architectures match amd64. runc reads only the comp
 
 --proc masked is Docker's default (the paths below masked or read-only; also runc's and
 containerd's); unmasked is `--security-opt systempaths=unconfined` / `procMount: Unmasked`.
+
+--userns runs the container in its own user namespace (container uid 0-65535 = host uid
+100000-165535), as Kubernetes does for a pod with `hostUsers: false`.
 """
 import argparse
 import json
@@ -102,6 +106,8 @@ def main():
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--cwd", default="/")
     ap.add_argument("--cgroups-path")
+    ap.add_argument("--readonly-root", action="store_true")
+    ap.add_argument("--userns", action="store_true")
     ap.add_argument("args", nargs="+")
     a = ap.parse_args()
 
@@ -131,6 +137,10 @@ def main():
         "maskedPaths": MASKED if a.proc == "masked" else [],
         "readonlyPaths": READONLY if a.proc == "masked" else [],
     }
+    if a.userns:
+        linux["namespaces"].append({"type": "user"})
+        linux["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+        linux["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
     if a.cgroups_path:
         linux["cgroupsPath"] = a.cgroups_path
     if a.seccomp != "unconfined":
@@ -148,7 +158,7 @@ def main():
             "capabilities": {"bounding": caps, "effective": live, "permitted": live, "inheritable": [], "ambient": []},
             "noNewPrivileges": a.no_new_privs,
         },
-        "root": {"path": a.rootfs, "readonly": False},
+        "root": {"path": a.rootfs, "readonly": a.readonly_root},
         "hostname": "agentjail-ctr",
         "mounts": mounts,
         "linux": linux,

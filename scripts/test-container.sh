@@ -13,13 +13,18 @@
 #      host's /proc is never bound in its place.
 #   3. the shipped profile with /proc unmasked (`systempaths=unconfined`, `procMount:
 #      Unmasked`): the seed job gives the seed's numbers as root and as uid 65534, `doctor`
-#      passes, `serve --socket` answers a run, and the escape tests (tests/jail_attacks.rs,
+#      passes; under contrib/containers/pod.yaml's settings (a user-namespaced container as
+#      with hostUsers: false, uid 65534, no capability, read-only root) `serve --socket`
+#      answers a run and doctor passes; the escape tests (tests/jail_attacks.rs,
 #      tests/redteam_jail.rs, launching agentjail as root and as nobody) pass with CI=true,
-#      so none may skip.
+#      so none may skip, in both kinds of container.
 #   4. each rule the profile adds is needed: without any one, the jail fails at setup.
 #   5. contrib/containers/seccomp.json is what scripts/gen-container-seccomp.py makes.
+#   6. podman (Debian's, on runc): contrib/containers/Dockerfile builds on the same rootfs,
+#      podman's defaults fail closed with podman's fix, contrib/containers/README.md's
+#      podman line gives the seed's numbers (AGENTJAIL_CONTAINER_PODMAN=0 skips this part).
 #
-# Needs root (runc). Installs runc and debootstrap from Debian when missing. Leaves nothing
+# Needs root (runc). Installs runc, debootstrap and podman from Debian when missing. Leaves nothing
 # behind on any exit path: containers deleted (their cgroups with them), the scratch
 # directory removed; checked at the end.
 set -uo pipefail
@@ -39,9 +44,13 @@ MASKED_STAGE='mount proc on /proc'
 MASKED_ERRNO=1
 # Container-aware advice (issue 24, item 2). Required once the binary's doctor has the
 # check named $PROBE_CHECK (it starts a real jail); before that, reported as PENDING.
+# The containers carry Docker's mark (/.dockerenv); the Kubernetes runs add the variable
+# kubelet sets (KUBERNETES_SERVICE_HOST), so each runtime's own fix is asserted.
 PROBE_CHECK=probe_jail
-HINT_SECCOMP=contrib/containers/seccomp.json
-HINT_PROC_RE='procMount: Unmasked|systempaths=unconfined'
+HINT_SECCOMP_DOCKER='--security-opt seccomp=contrib/containers/seccomp.json'
+HINT_SECCOMP_K8S='seccompProfile {type: Localhost'
+HINT_PROC_DOCKER='systempaths=unconfined'
+HINT_PROC_K8S='procMount: Unmasked'
 
 [ "$(id -u)" = 0 ] || { echo "test-container: needs root (runc)" >&2; exit 2; }
 need=()
@@ -86,13 +95,21 @@ for line in sys.stdin:
 rel=target/x86_64-unknown-linux-gnu/release
 
 work=$(mktemp -d /tmp/agentjail-ctr.XXXXXX)
+chmod 755 "$work" # the user-namespaced containers' root (host uid 100000) must reach its rootfs
 state=$work/runc
 tag=agentjail-ctr-$$
+podman_images=()
 cleanup() {
     local id
-    for id in $(runc --root "$state" list -q 2>/dev/null); do
-        runc --root "$state" delete -f "$id" >/dev/null 2>&1
-    done
+    if [ -d "$state" ]; then
+        for id in $(runc --root "$state" list -q 2>/dev/null); do
+            runc --root "$state" delete -f "$id" >/dev/null 2>&1
+        done
+    fi
+    if [ ${#podman_images[@]} -gt 0 ]; then
+        podman rmi -f "${podman_images[@]}" >/dev/null 2>&1
+        podman_images=()
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -104,6 +121,7 @@ tar -C "$work/rootfs" -xf "$rootfs_tar" || exit 1
 install -m 0755 "$rel/agentjail" "$rel/agentjail-mcp" "$work/rootfs/usr/local/bin/"
 mkdir -p "$work/rootfs/usr/local/share/agentjail"
 cp -r policies examples "$work/rootfs/usr/local/share/agentjail/"
+: >"$work/rootfs/.dockerenv" # what Docker puts in every container
 docker_profile=$work/docker-default.json
 mkdir -p "$work/deb" && dpkg-deb -x "$deb" "$work/deb" &&
     cp "$work/deb/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json" "$docker_profile" || exit 1
@@ -178,15 +196,15 @@ expect_fail_closed() {
         show "$name"
     fi
 }
-# expect_hint NAME WHAT REGEX: once doctor has the probe check, the record's error.hint
+# expect_hint NAME WHAT TEXT: once doctor has the probe check, the record's error.hint
 # must carry the container fix.
 expect_hint() {
     local name=$1 what=$2 re=$3 hint
     hint=$(rec "$work/$name.out" "(r.get('error') or {}).get('hint', '')")
     if [ "$probe" = 1 ]; then
-        if grep -Eq -- "$re" <<<"$hint"; then ok "$what: error.hint names the container fix"; else fail "$what: error.hint lacks /$re/: $hint"; fi
+        if grep -qF -- "$re" <<<"$hint"; then ok "$what: error.hint names '$re'"; else fail "$what: error.hint lacks '$re': $hint"; fi
     else
-        pending "$what: error.hint should name /$re/ (container-aware hints not in this build): '$hint'"
+        pending "$what: error.hint should name '$re' (container-aware hints not in this build): '$hint'"
     fi
 }
 
@@ -205,14 +223,19 @@ else
     show doctor-default 40
 fi
 if [ "$probe" = 1 ]; then
-    grep -q -- "$HINT_SECCOMP" "$work/doctor-default.out" && ok "default: doctor names $HINT_SECCOMP" ||
-        fail "default: doctor does not name $HINT_SECCOMP"
+    grep -qF -- "$HINT_SECCOMP_DOCKER" "$work/doctor-default.out" && ok "default: doctor names '$HINT_SECCOMP_DOCKER'" ||
+        { fail "default: doctor does not name '$HINT_SECCOMP_DOCKER'"; show doctor-default 60; }
+    grep -q "^MISSING *$PROBE_CHECK" "$work/doctor-default.out" && ok "default: doctor's $PROBE_CHECK is MISSING" ||
+        fail "default: doctor's $PROBE_CHECK is not MISSING"
 fi
 for who in 0:0 65534:65534; do
     ctr "seed-default-$who" "${default[@]}" --user "$who" -- "${SEED[@]}"
     expect_fail_closed "seed-default-$who" "default, uid ${who%%:*}: run" "$DEFAULT_STAGE" "$DEFAULT_ERRNO"
-    expect_hint "seed-default-$who" "default, uid ${who%%:*}" "$HINT_SECCOMP"
+    expect_hint "seed-default-$who" "default, uid ${who%%:*}" "$HINT_SECCOMP_DOCKER"
 done
+ctr seed-default-k8s "${default[@]}" --user 65534:65534 --env KUBERNETES_SERVICE_HOST=10.0.0.1 -- "${SEED[@]}"
+expect_fail_closed seed-default-k8s "default, as a Kubernetes pod: run" "$DEFAULT_STAGE" "$DEFAULT_ERRNO"
+expect_hint seed-default-k8s "default, as a Kubernetes pod" "$HINT_SECCOMP_K8S"
 ctr exec-default "${default[@]}" -- /usr/local/bin/agentjail exec -- /bin/echo BREACH
 if [ "$rc" = 125 ] && ! grep -q BREACH "$work/exec-default.out"; then
     ok "default: exec exits 125 and runs nothing"
@@ -225,27 +248,38 @@ echo "# 2. the shipped profile, /proc masked"
 for who in 0:0 65534:65534; do
     ctr "seed-masked-$who" --seccomp "$shipped" --proc masked --no-new-privs --user "$who" -- "${SEED[@]}"
     expect_fail_closed "seed-masked-$who" "masked /proc, uid ${who%%:*}: run" "$MASKED_STAGE" "$MASKED_ERRNO"
-    expect_hint "seed-masked-$who" "masked /proc, uid ${who%%:*}" "$HINT_PROC_RE"
+    expect_hint "seed-masked-$who" "masked /proc, uid ${who%%:*}" "$HINT_PROC_DOCKER"
 done
-ctr doctor-masked --seccomp "$shipped" --proc masked --no-new-privs -- /usr/local/bin/agentjail doctor
-if [ "$probe" = 1 ]; then
-    if [ "$rc" = 1 ] && grep -Eq -- "$HINT_PROC_RE" "$work/doctor-masked.out"; then
-        ok "masked /proc: doctor exits 1 and names the /proc fix"
+ctr seed-masked-k8s --seccomp "$shipped" --proc masked --no-new-privs --user 65534:65534 \
+    --env KUBERNETES_SERVICE_HOST=10.0.0.1 -- "${SEED[@]}"
+expect_fail_closed seed-masked-k8s "masked /proc, as a Kubernetes pod: run" "$MASKED_STAGE" "$MASKED_ERRNO"
+expect_hint seed-masked-k8s "masked /proc, as a Kubernetes pod" "$HINT_PROC_K8S"
+for flavour in docker k8s; do
+    env=()
+    hint=$HINT_PROC_DOCKER
+    if [ $flavour = k8s ]; then env=(--env KUBERNETES_SERVICE_HOST=10.0.0.1); hint=$HINT_PROC_K8S; fi
+    ctr "doctor-masked-$flavour" --seccomp "$shipped" --proc masked --no-new-privs "${env[@]}" -- /usr/local/bin/agentjail doctor
+    if [ "$probe" = 1 ]; then
+        if [ "$rc" = 1 ] && grep -qF -- "$hint" "$work/doctor-masked-$flavour.out" &&
+            grep -q "^MISSING *$PROBE_CHECK" "$work/doctor-masked-$flavour.out"; then
+            ok "masked /proc ($flavour): doctor exits 1, $PROBE_CHECK MISSING, names '$hint'"
+        else
+            fail "masked /proc ($flavour): doctor exit $rc, or no '$hint' / MISSING $PROBE_CHECK"
+            show "doctor-masked-$flavour" 60
+        fi
     else
-        fail "masked /proc: doctor exit $rc, or no /$HINT_PROC_RE/"
-        show doctor-masked 40
+        pending "masked /proc ($flavour): doctor exits $rc (must be 1 naming '$hint' once it starts a real jail)"
     fi
-else
-    pending "masked /proc: doctor exits $rc (must be 1 naming /$HINT_PROC_RE/ once it starts a real jail)"
-fi
+done
 
 echo "# 3. the shipped profile, /proc unmasked"
 for who in 0:0 65534:65534; do
     ctr "seed-fixed-$who" "${fixed[@]}" --user "$who" -- "${SEED[@]}"
     expect_seed "seed-fixed-$who" "shipped profile, uid ${who%%:*}: run"
     ctr "doctor-fixed-$who" "${fixed[@]}" --user "$who" -- /usr/local/bin/agentjail doctor
-    if [ "$rc" = 0 ] && grep -q 'all required protections are available' "$work/doctor-fixed-$who.out"; then
-        ok "shipped profile, uid ${who%%:*}: doctor exits 0"
+    if [ "$rc" = 0 ] && grep -q 'all required protections are available' "$work/doctor-fixed-$who.out" &&
+        { [ "$probe" = 0 ] || grep -q "^ok *$PROBE_CHECK" "$work/doctor-fixed-$who.out"; }; then
+        ok "shipped profile, uid ${who%%:*}: doctor exits 0$([ "$probe" = 1 ] && echo ", its $PROBE_CHECK ran")"
     else
         fail "shipped profile, uid ${who%%:*}: doctor exit $rc"
         show "doctor-fixed-$who" 40
@@ -271,24 +305,40 @@ while not buf.endswith(b"\n"):
     buf += chunk
 print(json.dumps(json.loads(buf)["record"]))
 EOF
-ctr serve-fixed "${fixed[@]}" --user 65534:65534 -- sh -c \
+# contrib/containers/pod.yaml's settings: a user-namespaced pod (hostUsers: false), uid
+# 65534, no capability at all, read-only root, no_new_privs; serve --socket answers a run.
+pod=(--seccomp "$shipped" --proc unmasked --no-new-privs --userns --caps none --readonly-root)
+ctr serve-pod "${pod[@]}" --user 65534:65534 --env KUBERNETES_SERVICE_HOST=10.0.0.1 -- sh -c \
     '/usr/local/bin/agentjail serve --socket /tmp/agentjail.sock & s=$!; python3 /usr/local/share/agentjail/socket-client.py /tmp/agentjail.sock; rc=$?; kill -TERM $s; wait $s; exit $rc'
-expect_seed serve-fixed "shipped profile, uid 65534: serve --socket"
+expect_seed serve-pod "pod.yaml's settings (userns, uid 65534, no caps, read-only root): serve --socket"
+ctr doctor-pod "${pod[@]}" --user 65534:65534 --env KUBERNETES_SERVICE_HOST=10.0.0.1 -- /usr/local/bin/agentjail doctor
+if [ "$rc" = 0 ] && { [ "$probe" = 0 ] || grep -q "^ok *$PROBE_CHECK" "$work/doctor-pod.out"; }; then
+    ok "pod.yaml's settings: doctor exits 0"
+else
+    fail "pod.yaml's settings: doctor exit $rc"
+    show doctor-pod 40
+fi
 
-for bin in "${test_bins[@]}"; do
-    name=$(basename "$bin")
-    name=${name%-*}
-    listed=$("$bin" --list 2>/dev/null | grep -c ': test$')
-    CTR_LIMIT=600 ctr "tests-$name" "${fixed[@]}" --bind "$repo:$repo" --cwd "$repo" --env CI=true -- \
-        "$bin" --test-threads=2
-    summary=$(grep '^test result:' "$work/tests-$name.out" | tail -1)
-    passed=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' <<<"$summary")
-    if [ "$rc" = 0 ] && [ "${passed:-0}" = "$listed" ] && ! grep -q 'SKIPPED\|NOT exercised' "$work/tests-$name.out" "$work/tests-$name.err"; then
-        ok "shipped profile: $name in the container, launched as root and as nobody: $passed/$listed passed, none skipped"
-    else
-        fail "shipped profile: $name: exit $rc, $summary (listed $listed)"
-        grep -E '^(test .* FAILED|---- |thread .* panicked)|SKIPPED|NOT exercised' "$work/tests-$name.out" "$work/tests-$name.err" | head -40 | sed 's/^/       | /'
-    fi
+# The escape tests launch agentjail as root and as nobody (setpriv) from a root test
+# process: in Docker's kind of container and in the pod's (user-namespaced) kind.
+for setting in docker pod; do
+    if [ $setting = docker ]; then opts=("${fixed[@]}"); else opts=(--seccomp "$shipped" --proc unmasked --no-new-privs --userns); fi
+    for bin in "${test_bins[@]}"; do
+        name=$(basename "$bin")
+        name=${name%-*}
+        listed=$("$bin" --list 2>/dev/null | grep -c ': test$')
+        CTR_LIMIT=600 ctr "tests-$setting-$name" "${opts[@]}" --bind "$repo:$repo" --cwd "$repo" --env CI=true -- \
+            "$bin" --test-threads=2
+        out=$work/tests-$setting-$name
+        summary=$(grep '^test result:' "$out.out" | tail -1)
+        passed=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' <<<"$summary")
+        if [ "$rc" = 0 ] && [ "${passed:-0}" = "$listed" ] && ! grep -q 'SKIPPED\|NOT exercised' "$out.out" "$out.err"; then
+            ok "shipped profile, $setting container: $name, launched as root and as nobody: $passed/$listed passed, none skipped"
+        else
+            fail "shipped profile, $setting container: $name: exit $rc, $summary (listed $listed)"
+            grep -E '^(test .* FAILED|---- |thread .* panicked)|SKIPPED|NOT exercised' "$out.out" "$out.err" | head -40 | sed 's/^/       | /'
+        fi
+    done
 done
 
 echo "# 4. each addition of the shipped profile is needed"
@@ -309,6 +359,47 @@ done
 
 echo "# 5. the committed profile is the generator's output"
 if python3 scripts/gen-container-seccomp.py --check --deb "$deb"; then ok "$shipped is current"; else fail "$shipped is stale"; fi
+
+echo "# 6. podman: contrib/containers/Dockerfile built on the same rootfs, README's run lines"
+if [ "${AGENTJAIL_CONTAINER_PODMAN:-1}" = 1 ]; then
+    if ! command -v podman >/dev/null; then
+        apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman >/dev/null ||
+            fail "apt-get install podman"
+    fi
+    base=localhost/agentjail-test-base:$tag
+    image=localhost/agentjail-test:$tag
+    podman_images=("$image" "$base")
+    # podman's default rlimits (nofile 1048576, nproc 4194304) are above this machine's hard
+    # limits, which runc refuses to raise: pass ones it allows.
+    prun=(podman run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096)
+    if podman import -q "$rootfs_tar" "$base" >/dev/null &&
+        podman build -q --layers=false --network host --build-arg "BASE=$base" \
+            --ignorefile contrib/containers/Dockerfile.dockerignore \
+            -f contrib/containers/Dockerfile -t "$image" . >"$work/podman-build.log" 2>&1; then
+        ok "podman build -f contrib/containers/Dockerfile (on the debootstrap rootfs)"
+        "${prun[@]}" "$image" run "${SEED[2]}" >"$work/podman-default.out" 2>"$work/podman-default.err"
+        rc=$?
+        expect_fail_closed podman-default "podman defaults, uid 65534 (the image's USER)" "$MASKED_STAGE" "$MASKED_ERRNO"
+        expect_hint podman-default "podman defaults" "unmask=/proc/*"
+        "${prun[@]}" --security-opt unmask=/proc/* "$image" run "${SEED[2]}" >"$work/podman-unmask.out" 2>"$work/podman-unmask.err"
+        rc=$?
+        # podman's own default profile (containers-common) allows clone3, unshare, mount and
+        # pivot_root but not sethostname without CAP_SYS_ADMIN.
+        expect_fail_closed podman-unmask "podman, /proc unmasked, podman's default seccomp" sethostname 1
+        for who in 65534:65534 0:0; do
+            "${prun[@]}" --user "$who" --security-opt seccomp=contrib/containers/seccomp.json --security-opt unmask=/proc/* \
+                "$image" run "${SEED[2]}" >"$work/podman-fixed-$who.out" 2>"$work/podman-fixed-$who.err"
+            rc=$?
+            expect_seed "podman-fixed-$who" "podman with README's flags, uid ${who%%:*}: run"
+        done
+    else
+        fail "podman build -f contrib/containers/Dockerfile"
+        tail -20 "$work/podman-build.log" | sed 's/^/       | /'
+    fi
+    podman rmi -f "${podman_images[@]}" >/dev/null 2>&1
+    if podman image exists "$image" || podman image exists "$base"; then fail "podman images left"; fi
+fi
 
 cleanup
 trap - EXIT
