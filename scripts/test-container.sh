@@ -328,7 +328,9 @@ for setting in docker pod; do
             ok "shipped profile, $setting container: $name, launched as root and as nobody: $passed/$listed passed, none skipped"
         else
             fail "shipped profile, $setting container: $name: exit $rc, $summary (listed $listed)"
-            grep -E '^(test .* FAILED|---- |thread .* panicked)|SKIPPED|NOT exercised' "$out.out" "$out.err" | head -40 | sed 's/^/       | /'
+            grep -E 'SKIPPED|NOT exercised' "$out.out" "$out.err" | head -10 | sed 's/^/       | /'
+            # libtest's "failures:" section: each failed test's own output and panic message.
+            sed -n '/^failures:$/,$p' "$out.out" | grep -v '^ *$' | head -80 | sed 's/^/       | /'
         fi
     done
 done
