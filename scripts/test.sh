@@ -2,7 +2,8 @@
 # The project's test command (README; .ci/run calls it).
 #
 #   scripts/test.sh            everything, in this order: lints; unit and integration tests
-#                              (jail tests launched as root AND as nobody); cgroup v2 and jail
+#                              (jail tests launched as root AND as nobody); the Python client
+#                              (python/tests, pytest); cgroup v2 and jail
 #                              tests in a QEMU VM with a real cgroup v2 kernel; the systemd
 #                              unit, AppArmor profile and install/uninstall; agentjail in a runc
 #                              container (default and contrib/containers settings); fuzzing (bounded);
@@ -66,6 +67,10 @@ stage "build (release)" cargo build --release --quiet
 # agentjail-zygote next to the debug binary the tests run (tests/zygote.rs; `serve --zygote`).
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
+
+if [ "${QUICK:-0}" != 1 ]; then
+    stage "Python client (scripts/test-python.sh: pytest against the release binary)" scripts/test-python.sh
+fi
 
 # Debug profile on purpose: the fault-injection build must never overwrite the release binary.
 stage "fault injection at every setup stage, and the submount walk (tests/faults.rs, tests/host_layouts.rs)" cargo test --features fault-injection --test faults --test host_layouts

@@ -146,9 +146,12 @@ pub enum Command {
 /// The engine's flags, the same for both server front ends (`serve`, `mcp`).
 #[derive(Debug, Args)]
 pub struct EngineFlags {
-    /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
+    /// Warm jails kept ready (default: one per usable core — affinity and cgroup CPU quota — 2 to 64; 0: start each job's jail for it).
     #[arg(long, value_name = "N")]
     pool: Option<usize>,
+    /// Threads that start jails (default: one per usable core, at least 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    spawners: Option<u16>,
     /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
     #[arg(long, value_name = "N")]
     session_pool: Option<usize>,
@@ -175,6 +178,9 @@ impl EngineFlags {
             self.cache_ttl,
         );
         engine.zygote = self.zygote;
+        if let Some(n) = self.spawners {
+            engine.spawners = usize::from(n);
+        }
         engine
     }
 }
