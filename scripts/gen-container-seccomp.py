@@ -71,6 +71,15 @@ ADDITIONS = [
         "untouched). The default allows it only with CAP_SYS_ADMIN.",
     },
     {
+        "names": ["mount_setattr"],
+        "optional": True,
+        "comment": "The jail makes each recursive read-only bind read-only, nosuid and nodev "
+        "all the way down with one atomic mount_setattr(AT_RECURSIVE), setting flags only. "
+        "The default allows it only with CAP_SYS_ADMIN; without it agentjail remounts each "
+        "submount one by one instead (the same result, not atomic), so this rule is the "
+        "better path, not a requirement.",
+    },
+    {
         "names": ["pidfd_getfd"],
         "comment": "The supervisor takes the jail's seccomp user-notification listener from "
         "the jailed program through its pidfd. The default allows it only with "
