@@ -196,6 +196,7 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
     pidfd_checks(&mut checks);
     checks.extend(cgroup_checks(&cgroup::detect_host()));
     checks.push(zygote_check());
+    containerise_fixes(&mut checks);
     checks.push(container_check());
     if let Some(p) = policy {
         checks.extend(probe_jail(p));
@@ -204,6 +205,30 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
         kernel,
         euid,
         checks,
+    }
+}
+
+/// In a container, a namespace or pidfd probe that fails is the runtime's seccomp profile
+/// (or AppArmor) refusing the syscall, not the host's sysctls or kernel: give the container's
+/// fix instead of the host's.
+fn containerise_fixes(checks: &mut [Check]) {
+    const REFUSED_BY_PROFILES: &[&str] = &[
+        "user_namespace",
+        "mount_namespace",
+        "pid_namespace",
+        "net_namespace",
+        "ipc_namespace",
+        "uts_namespace",
+        "cgroup_namespace",
+        "pidfd_getfd",
+    ];
+    for c in checks.iter_mut() {
+        if !c.available && REFUSED_BY_PROFILES.contains(&c.control.as_str()) {
+            let what = c.control.replace('_', " ");
+            if let Some(hint) = container::seccomp_hint(&what, libc::EPERM) {
+                c.fix = Some(hint);
+            }
+        }
     }
 }
 

@@ -96,13 +96,18 @@ pub fn doctor_command(json: bool, policy: Option<&std::path::Path>) -> i32 {
         }
     };
     let report = doctor::run(Some(&policy));
-    if json {
-        match serde_json::to_string_pretty(&report.to_json()) {
-            Ok(s) => println!("{s}"),
-            Err(e) => eprintln!("agentjail: {e}"),
-        }
+    let text = if json {
+        serde_json::to_string_pretty(&report.to_json()).map(|s| s + "\n")
     } else {
-        print!("{}", report.to_text());
+        Ok(report.to_text())
+    };
+    // Written, not println!: a reader that goes away (`doctor | head`) is not a panic.
+    use std::io::Write;
+    match text {
+        Ok(t) => {
+            let _ = std::io::stdout().lock().write_all(t.as_bytes());
+        }
+        Err(e) => eprintln!("agentjail: {e}"),
     }
     i32::from(!report.all_required_ok())
 }

@@ -465,7 +465,10 @@ while True:
             reason == "code_timeout" || reason == "code_pids_limit" || reason == "code_cpu_limit",
             "{r:#?}"
         );
-        assert!(r.wall < Duration::from_secs(6), "{r:#?}");
+        // Stopped by the jail's limits, long before the policy's 40 s run budget: a bound
+        // on correctness, not speed (on a loaded 2-core host, inside a container, the stop
+        // took up to 6 s; how fast it is belongs to the benchmarks).
+        assert!(r.wall < Duration::from_secs(20), "{r:#?}");
         let left = survivors(&m, Duration::from_secs(2));
         assert!(
             left.is_empty(),
