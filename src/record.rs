@@ -381,22 +381,17 @@ pub fn error_record(reason: StopReason, message: &str) -> Value {
     })
 }
 
-/// Append one record as one line: O_APPEND, a single write under an exclusive lock, fsync.
-/// Concurrent runs never interleave lines.
-pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<()> {
-    use std::io::Write;
+/// The audit log, opened for appending (created 0600 if missing), reached without following
+/// anything another user can swap (crate::hostpath): the directory walked and checked, the
+/// file opened under its fd with O_NOFOLLOW, and it must be a regular file of ours with one
+/// name that only we can write. Servers call it once at start, so a bad path is refused
+/// before any job.
+pub fn open_audit(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
-    // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
-    // for a line-based reader or steer a terminal.
-    let mut line = crate::json::to_safe_string(record).into_bytes();
-    line.push(b'\n');
-    // Reached without following anything another user can swap (crate::hostpath): the
-    // directory walked and checked, the file opened under its fd with O_NOFOLLOW, and it
-    // must be a regular file of ours with one name that only we can write.
     let (dir, name) =
         crate::hostpath::parent_and_name(path, "the audit log").map_err(std::io::Error::other)?;
     let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK;
-    let mut f = std::fs::File::from(crate::hostpath::openat(&dir, &name, flags, 0o600)?);
+    let f = std::fs::File::from(crate::hostpath::openat(&dir, &name, flags, 0o600)?);
     let st =
         crate::jail::sys::fstat_file(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
     if st.mode & libc::S_IFMT != libc::S_IFREG
@@ -408,6 +403,19 @@ pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<(
             "not a regular file of ours with one name that only we can write",
         ));
     }
+    Ok(f)
+}
+
+/// Append one record as one line: O_APPEND, a single write under an exclusive lock, fsync.
+/// Concurrent runs never interleave lines.
+pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
+    // for a line-based reader or steer a terminal.
+    let mut line = crate::json::to_safe_string(record).into_bytes();
+    line.push(b'\n');
+    let mut f = open_audit(path)?;
     // Released when the file closes.
     crate::jail::sys::flock_exclusive(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
     f.write_all(&line)?;

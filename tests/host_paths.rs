@@ -154,6 +154,8 @@ fn refused_as_planted(err: &str) -> bool {
     [
         "not a socket of ours",
         "symlink",
+        "symbolic link",
+        "not a regular file of ours",
         "not a directory",
         "changed while",
         "File exists",

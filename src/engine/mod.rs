@@ -330,8 +330,9 @@ impl Engine {
         let audit = cfg.policy.audit_log(audit_flag);
         if let Some(path) = &audit {
             // Refused now, not at the first record: a directory on its way that another
-            // user can change (crate::hostpath).
-            crate::hostpath::parent_and_name(path, "the audit log")?;
+            // user can change (crate::hostpath), a symlink or another's file in its place.
+            crate::record::open_audit(path)
+                .map_err(|e| format!("the audit log {}: {e}", path.display()))?;
         }
         Ok((Engine::start(cfg)?, audit))
     }

@@ -205,6 +205,30 @@ pub fn error_report(replies: &[u8]) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_the_done_that_repeats_the_calls_nonce_ends_it() {
+        let f = call_frame(b"x = 1", "00ff");
+        assert_eq!(f, b"AJ1 exec 5 00ff\nx = 1");
+        assert!(is_done_of(
+            br#"{"event": "done", "call": "00ff", "ok": true}"#,
+            "00ff"
+        ));
+        for forged in [
+            &br#"{"event": "done", "ok": true}"#[..],
+            br#"{"event": "done", "call": null, "ok": true}"#,
+            br#"{"event": "done", "call": "00fe", "ok": true}"#,
+            br#"{"event": "error", "call": "00ff"}"#,
+            br#"{"event": "done", "call": "00ff", "call": "00ff"}"#,
+            b"garbage{\"event\": \"done\", \"call\": \"00ff\"}",
+        ] {
+            assert!(
+                !is_done_of(forged, "00ff"),
+                "{}",
+                String::from_utf8_lossy(forged)
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -889,3 +889,53 @@ fn client(
     }
     Some(conn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_queue_holds_at_most_its_limit_then_drops_the_client() {
+        let q = OutQueue::default();
+        // One line larger than the limit still goes when nothing else waits.
+        assert!(q.push(vec![b'x'; MAX_QUEUED_RESPONSE_BYTES + 1]));
+        let q = OutQueue::default();
+        let line = vec![b'x'; 1024 * 1024];
+        for _ in 0..MAX_QUEUED_RESPONSE_BYTES / line.len() {
+            assert!(q.push(line.clone()));
+        }
+        assert!(!q.is_dropped());
+        assert!(!q.push(vec![b'y']), "past the limit");
+        assert!(q.is_dropped());
+        let st = q.lock();
+        assert_eq!(
+            (st.lines.len(), st.bytes),
+            (0, 0),
+            "a dropped client's queue is freed"
+        );
+        drop(st);
+        assert!(!q.push(vec![b'z']), "nothing more is queued");
+    }
+
+    #[test]
+    fn the_writer_writes_lines_whole_and_in_order_then_ends() {
+        let q = Arc::new(OutQueue::default());
+        let out = Arc::new(Mutex::new(Vec::<u8>::new()));
+        struct W(Arc<Mutex<Vec<u8>>>);
+        impl Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        q.push(b"a\n".to_vec());
+        q.push(b"b\n".to_vec());
+        q.close();
+        q.write_loop(Box::new(W(Arc::clone(&out))), &|| panic!("not dropped"));
+        assert_eq!(&*out.lock().unwrap(), b"a\nb\n");
+        q.flushed(Instant::now());
+    }
+}
