@@ -90,7 +90,9 @@ fn load_plan(config: &Value, text: Option<&[u8]>) -> Result<JailPlan, String> {
     let path = config["policy_path"].as_str().ok_or("no policy_path")?;
     let sha = config["policy_sha256"].as_str().ok_or("no policy_sha256")?;
     let loaded = match text {
-        None if path == crate::policy::DEFAULT_POLICY_ORIGIN => crate::policy::load_default(),
+        None if path == crate::policy::DEFAULT_POLICY_ORIGIN => {
+            crate::policy::load_default().map_err(|e| e.to_string())?
+        }
         None => return Err(format!("no policy text for {path}")),
         Some(t) => {
             let t = std::str::from_utf8(t).map_err(|_| "the policy text is not UTF-8")?;
