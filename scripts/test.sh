@@ -67,7 +67,7 @@ stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 
 # Debug profile on purpose: the fault-injection build must never overwrite the release binary.
-stage "fault injection at every setup stage (tests/faults.rs)" cargo test --features fault-injection --test faults
+stage "fault injection at every setup stage, and the submount walk (tests/faults.rs, tests/host_layouts.rs)" cargo test --features fault-injection --test faults --test host_layouts
 
 if [ "${QUICK:-0}" != 1 ]; then
     stage "cgroup v2 and jail tests in a VM (scripts/vm-test.sh)" scripts/vm-test.sh

@@ -131,21 +131,27 @@ pub enum Command {
     },
     /// Which protections this host can enforce, each with the fix when it cannot.
     #[command(
-        after_help = "Exit status: 0 when every control the default policy requires is available, 1 otherwise.\n\nExample:\n  agentjail doctor --json"
+        after_help = "Starts a real probe jail from the policy's own plan (every mount, procfs, landlock, seccomp, cgroup, the interpreter) and reports the first step that fails, with the fix; says when it runs in a container and gives that container's fix.\n\nExit status: 0 when the probe jail ran and every control the policy requires is available, 1 otherwise, 2 when the policy cannot be loaded.\n\nExamples:\n  agentjail doctor\n  agentjail doctor --json --policy policies/data.toml"
     )]
     Doctor {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+        /// The policy whose jail is probed (default: the embedded default policy).
+        #[arg(long)]
+        policy: Option<PathBuf>,
     },
 }
 
 /// The engine's flags, the same for both server front ends (`serve`, `mcp`).
 #[derive(Debug, Args)]
 pub struct EngineFlags {
-    /// Warm jails kept ready (default: one per core, 2 to 8; 0: start each job's jail for it).
+    /// Warm jails kept ready (default: one per usable core — affinity and cgroup CPU quota — 2 to 64; 0: start each job's jail for it).
     #[arg(long, value_name = "N")]
     pool: Option<usize>,
+    /// Threads that start jails (default: one per usable core, at least 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    spawners: Option<u16>,
     /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
     #[arg(long, value_name = "N")]
     session_pool: Option<usize>,
@@ -172,6 +178,9 @@ impl EngineFlags {
             self.cache_ttl,
         );
         engine.zygote = self.zygote;
+        if let Some(n) = self.spawners {
+            engine.spawners = usize::from(n);
+        }
         engine
     }
 }

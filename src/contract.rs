@@ -9,10 +9,22 @@
 //! | `language`      | yes      | non-blank string, trimmed and lowercased                   |
 //! | `entrypoint`    | yes      | the language's file: `main.py`, `main.js` (see below)      |
 //! | `code`          | yes      | non-blank string, at most `max_code_chars` characters      |
-//! | `input_payload` | yes      | object, at most `max_payload_bytes` serialized             |
-//! | `output_schema` | no       | JSON Schema (draft 2020-12) for what the program prints    |
+//! | `input_payload` | yes¹     | object, at most `max_payload_bytes` serialized             |
+//! | `stdin`         | no¹      | string: the program's stdin, byte for byte (UTF-8), at most `max_payload_bytes` |
+//! | `output_mode`   | no       | `json` (default: one JSON object on stdout) or `text` (judge mode) |
+//! | `output_schema` | no       | JSON Schema (draft 2020-12) for what the program prints (`json` mode only) |
 //! | `policy_hints`  | no       | requests that may only tighten the policy (see [`apply_hints`]) |
 //! | `files`         | no       | input files, read-only under /app/in (see [`parse_files`])  |
+//!
+//! ¹ exactly one of `input_payload` and `stdin`.
+//!
+//! # Judge mode
+//!
+//! RL and evaluation pipelines run programs that read plain stdin and print plain text.
+//! `"stdin": "..."` gives the program those bytes instead of the payload's JSON line, and
+//! `"output_mode": "text"` makes exit 0 the success: stdout and stderr are the result and
+//! the record has no `output`. Every stop reason, cap and limit is unchanged. A policy may
+//! refuse text mode (`languages.output_modes`): `invalid_request:output_mode_denied`.
 //!
 //! # Order of validation
 //!
@@ -25,10 +37,13 @@
 //! 4. `policy_hints` (shape, then `network_access`), **before** the code-size check, so a
 //!    tighter `max_code_chars` hint applies to this very action;
 //! 5. `code_too_long` against the tighter of the policy and the hint;
-//! 6. `input_payload` (object), then `payload_too_large`;
+//! 6. `stdin` (a string, never beside `input_payload`) or `input_payload` (object), then
+//!    `payload_too_large`;
 //! 7. `entrypoint_path`, `entrypoint_denied` (the seed checks these after the payload);
 //! 8. `files` (paths, contents, caps);
-//! 9. `output_schema` last, because compiling a schema is the most expensive step.
+//! 9. `output_mode`, then whether the policy accepts it (`invalid_request:output_mode_denied`);
+//! 10. `output_schema` last, because compiling a schema is the most expensive step (refused
+//!     in `text` mode, which has no output to validate).
 //!
 //! # The entrypoint
 //!
@@ -66,16 +81,42 @@ pub fn entrypoint_for(language: &str) -> Option<&'static str> {
 /// Values of `policy_hints.network_access` that mean "no network".
 pub const NETWORK_DENIED_VALUES: [&str; 3] = ["denied", "none", "off"];
 
-const KNOWN_FIELDS: [&str; 8] = [
+const KNOWN_FIELDS: [&str; 10] = [
     "files",
     "id",
     "language",
     "entrypoint",
     "code",
     "input_payload",
+    "stdin",
+    "output_mode",
     "output_schema",
     "policy_hints",
 ];
+
+/// What a successful run's result is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputMode {
+    /// One JSON object on stdout, validated against `output_schema` (the seed's contract).
+    #[default]
+    Json,
+    /// Judge mode: exit 0 is success; stdout and stderr are the result.
+    Text,
+}
+
+impl OutputMode {
+    pub fn is_json(&self) -> bool {
+        *self == OutputMode::Json
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputMode::Json => "json",
+            OutputMode::Text => "text",
+        }
+    }
+}
 
 const KNOWN_HINTS: [&str; 4] = [
     "allowed_languages",
@@ -96,8 +137,14 @@ pub struct Action {
     pub entrypoint: String,
     /// The source exactly as sent (not trimmed: the hash covers these bytes).
     pub code: String,
-    /// A JSON object, fed to the program on stdin.
+    /// A JSON object, fed to the program on stdin as one line; null when `stdin` is given.
     pub input_payload: Value,
+    /// The program's stdin, byte for byte, instead of the payload's line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
+    /// Left out of the serialization (and so of cache keys) when it is the default.
+    #[serde(skip_serializing_if = "OutputMode::is_json")]
+    pub output_mode: OutputMode,
     /// A JSON Schema that compiled under draft 2020-12, or a boolean schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
@@ -267,14 +314,24 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
         Some(v) => Some(parse_hints(v)?),
     };
     code_size(&code, policy, policy_hints.as_ref())?;
-    let input_payload = payload(obj.remove("input_payload"), policy)?;
+    let (input_payload, stdin) = match obj.remove("stdin") {
+        None => (payload(obj.remove("input_payload"), policy)?, None),
+        Some(v) => (Value::Null, Some(stdin_field(v, &obj, policy)?)),
+    };
     check_entrypoint(&entrypoint, &language, policy)?;
     let files = match obj.remove("files") {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => parse_files(&v, &policy.files)?,
     };
+    let output_mode = output_mode(obj.remove("output_mode"), policy)?;
     let output_schema = match obj.remove("output_schema") {
         None => None,
+        Some(_) if !output_mode.is_json() => {
+            return Err(ContractError::action(
+                "output_schema",
+                "output_schema applies to output_mode \"json\" only: a text-mode run has no output object to validate",
+            ))
+        }
         Some(schema) => Some(validate_schema(schema)?),
     };
     Ok(Action {
@@ -283,6 +340,8 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
         entrypoint,
         code,
         input_payload,
+        stdin,
+        output_mode,
         output_schema,
         policy_hints,
         files,
@@ -349,6 +408,61 @@ fn payload(v: Option<Value>, policy: &Policy) -> Result<Value, ContractError> {
         ));
     }
     Ok(input_payload)
+}
+
+/// `stdin`: a string (its UTF-8 bytes are the program's stdin), never beside
+/// `input_payload`, within the policy's payload size.
+fn stdin_field(
+    v: Value,
+    obj: &Map<String, Value>,
+    policy: &Policy,
+) -> Result<String, ContractError> {
+    if obj.contains_key("input_payload") {
+        return Err(ContractError::action(
+            "stdin",
+            "stdin and input_payload are exclusive: send the program's input one way",
+        ));
+    }
+    let Value::String(text) = v else {
+        return Err(ContractError::action(
+            "stdin",
+            "stdin must be a string (its UTF-8 bytes are given to the program on stdin)",
+        ));
+    };
+    let max_payload = policy.budget.max_payload_bytes.0;
+    if text.len() as u64 > max_payload {
+        return Err(ContractError::action(
+            "payload_too_large",
+            format!("stdin is {} bytes; the limit is {max_payload}", text.len()),
+        ));
+    }
+    Ok(text)
+}
+
+/// `output_mode`: `json` (the default) or `text`, and one the policy accepts.
+fn output_mode(v: Option<Value>, policy: &Policy) -> Result<OutputMode, ContractError> {
+    let mode = match v.as_ref().map(|v| v.as_str()) {
+        None => OutputMode::Json,
+        Some(Some("json")) => OutputMode::Json,
+        Some(Some("text")) => OutputMode::Text,
+        Some(_) => {
+            return Err(ContractError::action(
+                "output_mode",
+                "output_mode must be \"json\" (one JSON object on stdout) or \"text\" (exit 0 is success)",
+            ))
+        }
+    };
+    if !policy.allows_output_mode(mode.name()) {
+        return Err(ContractError::InvalidRequest {
+            what: "output_mode_denied".into(),
+            message: format!(
+                "this policy does not accept output_mode {:?} (languages.output_modes = {:?})",
+                mode.name(),
+                policy.languages.output_modes
+            ),
+        });
+    }
+    Ok(mode)
 }
 
 /// Longest input file path, and path component.

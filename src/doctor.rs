@@ -8,8 +8,11 @@
 //! The syscalls themselves are the shared wrappers of `jail::sys`, the same ones the jail uses.
 
 use crate::jail::cgroup::{self, HostCgroups, Layout};
+use crate::jail::container;
 use crate::jail::sys;
+use crate::policy::LoadedPolicy;
 use serde::Serialize;
+use serde_json::Value;
 use std::os::fd::OwnedFd;
 
 /// One line of the report.
@@ -176,8 +179,9 @@ const FIX_CGROUP_V2: &str =
     "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2), and run agentjail under a systemd unit with Delegate=yes (or systemd-run -p Delegate=yes)";
 
 /// Probe this host for this user: each protection the jail uses, tried for real where
-/// trying changes nothing (or only a forked child).
-pub fn run() -> DoctorReport {
+/// trying changes nothing (or only a forked child); then, with a policy, a real jail from
+/// that policy's own plan ([`probe_jail`]), which is what decides "all well".
+pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
     let euid = sys::geteuid();
     let root = euid == 0;
     let kernel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
@@ -192,11 +196,150 @@ pub fn run() -> DoctorReport {
     pidfd_checks(&mut checks);
     checks.extend(cgroup_checks(&cgroup::detect_host()));
     checks.push(zygote_check());
+    checks.push(container_check());
+    if let Some(p) = policy {
+        checks.extend(probe_jail(p));
+    }
     DoctorReport {
         kernel,
         euid,
         checks,
     }
+}
+
+/// Whether agentjail runs in a container, and whether that container masks /proc (which
+/// stops every jail: the kernel then refuses a fresh procfs).
+fn container_check() -> Check {
+    let rt = container::runtime();
+    let over = container::proc_overmounts();
+    let place = rt.map_or("not in a container, as far as can be seen", |r| r.name());
+    if over.is_empty() {
+        return check(
+            "container",
+            true,
+            false,
+            format!("{place}; /proc is not masked"),
+            None,
+        );
+    }
+    let fix = container::proc_hint(libc::EPERM);
+    check(
+        "container",
+        false,
+        true,
+        format!("{place}; mounts hide parts of /proc: {}", over.join(", ")),
+        Some(&fix),
+    )
+}
+
+/// The program a probe jail runs, per language: prints one JSON object, imports nothing.
+fn probe_action(policy: &LoadedPolicy) -> Option<Vec<u8>> {
+    let p = &policy.policy;
+    let (language, entrypoint, code) = if p.executes("python") {
+        ("python", "main.py", "print('{\"probe\": \"ok\"}')\n")
+    } else if p.executes("javascript") {
+        (
+            "javascript",
+            "main.js",
+            "console.log('{\"probe\": \"ok\"}');\n",
+        )
+    } else {
+        return None;
+    };
+    let action = serde_json::json!({
+        "id": "doctor-probe",
+        "language": language,
+        "entrypoint": entrypoint,
+        "code": code,
+        "input_payload": {},
+    });
+    serde_json::to_vec(&action).ok()
+}
+
+/// Start a real jail from the policy's own plan (every mount, procfs, landlock, seccomp,
+/// cgroup, rlimits, the interpreter) through the same pipeline as `agentjail run`, and
+/// report what it did: the first step that failed with its fix, or each control's state
+/// as the record states it. A probe that features alone cannot give: a host can have
+/// every feature and still refuse the jail (a mount beneath /usr, a masked /proc).
+pub fn probe_jail(policy: &LoadedPolicy) -> Vec<Check> {
+    let Some(action) = probe_action(policy) else {
+        return vec![check(
+            "probe_jail",
+            false,
+            true,
+            "the policy executes no language agentjail can probe (languages.execute)",
+            Some("list python or javascript in languages.execute"),
+        )];
+    };
+    let source = crate::run::ColdStart::new();
+    let record = crate::run::job(
+        crate::record::Recorder::new(),
+        &action,
+        policy,
+        &source,
+        None,
+    );
+    probe_checks(&record.value, &policy.path)
+}
+
+/// The checks a probe jail's record gives.
+fn probe_checks(record: &Value, policy_path: &str) -> Vec<Check> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let stop = text(&record["stop_reason"]);
+    let interpreter = text(&record["environment"]["resolved"]);
+    let mut checks = Vec::new();
+    if record["status"] == "ok" {
+        let setup = record["trace"]
+            .as_array()
+            .and_then(|t| t.iter().find(|e| e["phase"] == "execute"))
+            .and_then(|e| e["detail"]["setup_us"].as_u64())
+            .unwrap_or(0);
+        checks.push(check(
+            "probe_jail",
+            true,
+            true,
+            format!(
+                "a jail from policy {policy_path} started and ran {interpreter} (setup {} ms): \
+                 every mount, procfs, landlock, seccomp, cgroup and rlimit of its plan",
+                setup / 1000
+            ),
+            None,
+        ));
+    } else {
+        let error = &record["error"];
+        let what = match error["message"].as_str() {
+            Some(message) => format!("{stop}: {message}"),
+            None => format!("{stop}: {}", text(&record["execution"]["stderr"])),
+        };
+        let fix = error["hint"]
+            .as_str()
+            .filter(|h| !h.is_empty())
+            .unwrap_or("run the job with `agentjail run` and read the record's error");
+        checks.push(check(
+            "probe_jail",
+            false,
+            true,
+            format!("a jail from policy {policy_path} could not run: {what}"),
+            Some(fix),
+        ));
+    }
+    // The controls exactly as the probe's record states them: a degraded or unavailable
+    // one is listed with its reason (it did not stop the run: the policy makes it
+    // best-effort).
+    for c in record["enforcement"].as_array().into_iter().flatten() {
+        let state = text(&c["state"]);
+        if state != "enforced" {
+            let detail = format!("{state} in the probe jail: {}", text(&c["detail"]));
+            checks.push(check(
+                &format!("jail_{}", text(&c["control"])),
+                false,
+                false,
+                detail,
+                Some("best-effort in this policy; see the cgroup and landlock checks above for the fix"),
+            ));
+        }
+    }
+    checks
 }
 
 fn identity_check(checks: &mut Vec<Check>, euid: u32) {
@@ -551,7 +694,7 @@ mod tests {
 
     #[test]
     fn doctor_runs_and_prints() {
-        let r = run();
+        let r = run(None);
         eprintln!("{}", r.to_text());
         let j = r.to_json();
         assert_eq!(

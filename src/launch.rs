@@ -85,6 +85,7 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
         memory: enforced("cgroup_memory"),
         pids: enforced("cgroup_pids"),
     };
+    let cpu_cgroup = enforced("cgroup_cpu");
     let prepared = prepared::prepare(plan, cover)?;
     let ll = landlock::enforcement(&plan.landlock, prepared.landlock.as_ref());
     if plan.landlock.requirement == Requirement::Required && ll.state != ControlState::Enforced {
@@ -96,6 +97,15 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
     enforcement.push(sc);
     enforcement.extend(cg_controls);
     enforcement.push(rlimit_control(plan, cover));
+    if !cpu_cgroup {
+        // The CPU limit still holds, counted by the supervisor (supervise::jail_cpu_us).
+        enforcement.push(Control::new(
+            "cpu_time",
+            ControlState::Enforced,
+            "supervisor: process CPU clocks + procfs",
+            "no cpu cgroup: the CPU limit is checked on the sum of every process of the jail, live ones included (their CPU clocks and what each reaped, from procfs); no CPU bandwidth cap, so a job may use every core it can get until the limit",
+        ));
+    }
     if !cover.memory {
         enforcement.push(Control::new(
             "memory",

@@ -83,9 +83,18 @@ pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> R
     )
 }
 
-/// `agentjail doctor`: exit 0 when every control the default policy requires is available.
-pub fn doctor_command(json: bool) -> i32 {
-    let report = doctor::run();
+/// `agentjail doctor [--policy FILE]`: exit 0 when the probe jail of that policy (the
+/// embedded default without one) ran and every control it requires is available, 1
+/// otherwise, 2 when the policy cannot be loaded.
+pub fn doctor_command(json: bool, policy: Option<&std::path::Path>) -> i32 {
+    let policy = match load_policy(policy) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("agentjail doctor: {e}");
+            return 2;
+        }
+    };
+    let report = doctor::run(Some(&policy));
     if json {
         match serde_json::to_string_pretty(&report.to_json()) {
             Ok(s) => println!("{s}"),

@@ -218,7 +218,9 @@ fn dispatch(command: Command) -> i32 {
             )
         }
         Command::Policy { action } => policy_command(action),
-        Command::Doctor { json } => return agentjail::doctor_command(json),
+        Command::Doctor { json, policy } => {
+            return agentjail::doctor_command(json, policy.as_deref())
+        }
     };
     status.unwrap_or_else(|e| e) as i32
 }

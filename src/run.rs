@@ -392,8 +392,14 @@ fn deliver(
     acquired: Acquired,
     source: &dyn JailSource,
 ) -> (JailRun, (Start, u64)) {
-    let mut stdin = serde_json::to_vec(&action.input_payload).unwrap_or_default();
-    stdin.push(b'\n');
+    let stdin = match &action.stdin {
+        Some(text) => text.as_bytes().to_vec(),
+        None => {
+            let mut line = serde_json::to_vec(&action.input_payload).unwrap_or_default();
+            line.push(b'\n');
+            line
+        }
+    };
     let io = Io {
         stdin_bytes: Some(stdin),
         job_bytes: Some(runner::frame("run", action.code.as_bytes())),
@@ -455,6 +461,14 @@ pub fn validate(
 ) -> Result<(), Stopped> {
     let t = Instant::now();
     let budget = std::time::Duration::from_secs(policy.budget.max_seconds);
+    if !action.output_mode.is_json() {
+        // Judge mode: the exit status was the verdict; stdout and stderr are the result.
+        r.phase(Phase::Validate, true, t, json!({ "output_mode": "text" }));
+        if r.started().elapsed() > budget {
+            return Err(stopped(StopReason::MaxSeconds, Phase::Validate));
+        }
+        return Ok(());
+    }
     let deadline = r.started() + budget;
     let mut poll = || {
         if Instant::now() >= deadline {

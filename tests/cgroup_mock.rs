@@ -456,3 +456,45 @@ fn split_host_joins_v1_even_when_cloned_into_v2() {
     }
     job.remove().unwrap();
 }
+
+#[test]
+fn the_cpu_quota_of_our_cgroup_and_its_ancestors_bounds_the_engine() {
+    // v2: the tighter of our cgroup's and its parent's cpu.max, rounded up to whole cores.
+    let t = tempfile::tempdir().unwrap();
+    let host = v2_host(t.path(), "cpu memory pids\n");
+    let own = t.path().join("sys/fs/cgroup/user.slice/svc");
+    assert_eq!(host.cpu_quota_cores(), None, "no cpu.max: no quota");
+    put(&own.join("cpu.max"), "max 100000\n");
+    assert_eq!(host.cpu_quota_cores(), None, "max: no quota");
+    put(&own.join("cpu.max"), "350000 100000\n");
+    assert_eq!(host.cpu_quota_cores(), Some(4));
+    put(
+        &t.path().join("sys/fs/cgroup/user.slice/cpu.max"),
+        "200000 100000\n",
+    );
+    assert_eq!(
+        host.cpu_quota_cores(),
+        Some(2),
+        "the parent's quota binds too"
+    );
+
+    // v1: cfs_quota_us / cfs_period_us; -1 is no quota.
+    let t = tempfile::tempdir().unwrap();
+    let host = v1_host(t.path());
+    let cpu = host
+        .v1
+        .iter()
+        .find(|h| h.controllers.iter().any(|c| c == "cpu"))
+        .expect("a v1 cpu hierarchy")
+        .base
+        .clone();
+    put(&cpu.join("cpu.cfs_quota_us"), "-1\n");
+    put(&cpu.join("cpu.cfs_period_us"), "100000\n");
+    assert_eq!(host.cpu_quota_cores(), None);
+    put(&cpu.join("cpu.cfs_quota_us"), "50000\n");
+    assert_eq!(
+        host.cpu_quota_cores(),
+        Some(1),
+        "half a core rounds up to one"
+    );
+}

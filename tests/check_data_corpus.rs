@@ -26,6 +26,8 @@ fn action(code: &str) -> Action {
         entrypoint: "main.py".into(),
         code: code.into(),
         input_payload: json!({}),
+        stdin: None,
+        output_mode: Default::default(),
         output_schema: None,
         policy_hints: None,
         files: Vec::new(),

@@ -558,6 +558,61 @@ while True:
 }
 
 #[test]
+fn forked_workers_burning_cpu_are_counted_while_they_live() {
+    // Forked processes (not threads) spin while the program sleeps. Where the jail has no
+    // cpu controller (nobody here; a host with only `memory` delegated), the supervisor
+    // must count every live process of the jail: counting only the program and what was
+    // reaped let 4 workers burn 12 s under a 2 s limit until each hit its own RLIMIT_CPU.
+    let spawn = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/policies/spawn.toml"
+    ))
+    .unwrap()
+    .replace("wall_time_ms = 30000", "wall_time_ms = 20000")
+    .replace("cpu_time_ms = 30000", "cpu_time_ms = 1000")
+    .replace("name = \"data\"", "name = \"forked-cpu\"");
+    let policy = shared_file("forked-cpu.toml", &spawn);
+    let policy = policy.to_str().unwrap();
+    let body = r#"
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        while True:
+            pass
+print("SPINNING", flush=True)
+while True:
+    time.sleep(1)
+"#;
+    for who in variants() {
+        let r = py(who, &["--policy", policy], body);
+        r.assert_ran("SPINNING");
+        let rec = r.record.as_ref().expect("a record");
+        let e = &rec["execution"];
+        assert_eq!(r.stop_reason(), Some("code_cpu_limit"), "{who:?}: {rec}");
+        let cpu = e["cpu_ms"].as_u64().unwrap_or(0);
+        // The limit is checked where it can first be crossed (usage grows at most
+        // ncpu times faster than wall time): never far past it.
+        assert!((1000..1800).contains(&cpu), "{who:?}: cpu_ms {cpu}: {e}");
+        let wall = e["wall_ms"].as_u64().unwrap_or(u64::MAX);
+        assert!(
+            wall < 5000,
+            "{who:?}: stopped by the wall clock, not the CPU account: {e}"
+        );
+        if who == Who::Nobody {
+            let cpu_cg = rec["enforcement"]
+                .as_array()
+                .and_then(|a| a.iter().find(|c| c["control"] == "cgroup_cpu"))
+                .map(|c| c["state"].clone());
+            assert_ne!(
+                cpu_cg,
+                Some(serde_json::json!("enforced")),
+                "nobody has no cpu cgroup here: this variant must exercise the procfs account"
+            );
+        }
+    }
+}
+
+#[test]
 fn main_thread_exit_with_a_live_thread_is_stopped_and_reaped() {
     // SYS_exit (not exit_group) on the main thread: the process lives on in its other thread,
     // with stdout still open. The wall limit must end it and nothing may survive.

@@ -13,6 +13,9 @@
 #   2. pids bomb, policy pids = 16, fork allowed -> code_pids_limit (pids.max)
 #   3. CPU burner, policy cpu_time_ms = 1500, wall 60 s -> code_cpu_limit (cpu.stat usage_usec)
 #   4. a plain run exits 0 with every cgroup control enforced by v2; doctor --json: delegated v2
+#   5. partial delegation (only memory granted to the launcher, as on Ubuntu 24.04 hosts):
+#      the record and doctor say exactly which controls v2 enforces; four forked CPU
+#      burners under cpu_time_ms = 1500 stop with code_cpu_limit, counted by the supervisor
 # and after every run: no agentjail-<pid>-<run> cgroup anywhere.
 # Prints PASS/FAIL lines and ends with "N passed, M failed"; exits 1 on any failure.
 # Not run on the host: it moves processes between cgroups of the root hierarchy.
@@ -55,9 +58,10 @@ bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 now() { cut -d' ' -f1 /proc/uptime; }
 t_all=$(now)
 
-# policy FILE PIDS CPU_MS: a policy for this guest: binds what exists here (/usr the payloads,
-# /lib and /lib64 their libraries); interpreter.python only has to lie
-# under a bind (exec never runs it); cgroups required so a missing v2 control fails the case.
+# policy FILE PIDS CPU_MS [REQUIREMENT]: a policy for this guest: binds what exists here (/usr
+# the payloads, /lib and /lib64 their libraries); interpreter.python only has to lie under a
+# bind (exec never runs it); cgroups required (unless REQUIREMENT says best_effort) so a
+# missing v2 control fails the case.
 policy() {
     cat > "$1" <<EOF
 version = 1
@@ -82,12 +86,13 @@ optional = ["/bin", "/lib64"]
 allow_groups = ["basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
                 "signals", "time", "sleep", "poll", "pipes", "exec", "system_info", "process_spawn"]
 [cgroup]
-requirement = "required"
+requirement = "${4:-required}"
 EOF
 }
 policy $work/vm.toml 32 60000
 policy $work/pids.toml 16 60000
 policy $work/cpu.toml 32 1500
+policy $work/partial.toml 32 1500 best_effort
 
 # launched NAME CMD...: run CMD as the only process of the fresh cgroup $cg/NAME (stdout and
 # stderr to $work/NAME.out / .err, status to $work/NAME.rc, seconds to $work/NAME.s).
@@ -221,6 +226,50 @@ for c in memory pids cpu; do
     case "$e" in
         *'"available": true'*'via cgroup v2'* | *'via cgroup v2'*'"available": true'*) ok "doctor: cgroup_$c via cgroup v2" ;;
         *) bad "doctor: cgroup_$c: ${e:-missing}" ;;
+    esac
+done
+
+# 5. partial delegation: the launcher's parent grants memory only (pids and cpu are not in
+# its cgroup.controllers), as a host that delegates just memory does.
+mkdir -p $cg/partial && echo +memory > $cg/partial/cgroup.subtree_control
+mkdir -p $work/partial
+launched partial/cpu "$aj" exec --policy $work/partial.toml --record $work/partial-cpu.json \
+    -- "$sh_" -c 'for i in 1 2 3 4; do (while :; do :; done) & done; while :; do '"$sleep_"' 1; done'
+rc=$(cat $work/partial/cpu.rc)
+reason=$(field $work/partial-cpu.json stop_reason)
+cpu_ms=$(field $work/partial-cpu.json cpu_ms)
+wall_ms=$(field $work/partial-cpu.json wall_ms)
+if [ "$rc" = 124 ] && [ "$reason" = code_cpu_limit ] && [ "$cpu_ms" -ge 1500 ] 2>/dev/null \
+    && [ "$cpu_ms" -lt 3000 ] && [ "$wall_ms" -lt 10000 ]; then
+    ok "partial: forked burners stopped by the supervisor's count: cpu_ms $cpu_ms, wall_ms $wall_ms"
+else
+    bad "partial: exit $rc, stop_reason ${reason:-none}, cpu_ms ${cpu_ms:-none}, wall_ms ${wall_ms:-none}"
+    [ -s $work/partial-cpu.json ] && sed 's/^/    record: /' $work/partial-cpu.json | head -n 80
+fi
+expect_v2 partial $work/partial-cpu.json cgroup_memory "cgroup v2 memory.max"
+for c in cgroup_pids cgroup_cpu; do
+    e=$(control $work/partial-cpu.json $c)
+    case "$e" in
+        *'"state": "enforced"'*) bad "partial: $c claims enforced without the controller: $e" ;;
+        *'"state": '*) ok "partial: $c not claimed: $(echo "$e" | grep -o '"state": *"[a-z]*"')" ;;
+        *) bad "partial: no $c entry" ;;
+    esac
+done
+e=$(control $work/partial-cpu.json cpu_time)
+case "$e" in
+    *'"state": "enforced"'*) ok "partial: cpu_time enforced by the supervisor" ;;
+    *) bad "partial: cpu_time: ${e:-missing}" ;;
+esac
+left=$(find $cg -name 'agentjail-[0-9]*' 2>/dev/null)
+if [ -z "$left" ]; then ok "partial: no agentjail-* cgroup left"; else bad "partial: left behind: $left"; fi
+launched partial/doctor "$aj" doctor --json
+tr -d '\n' < $work/partial/doctor.out | sed 's/  */ /g' > $work/partial-doctor.flat
+for c in memory pids cpu; do
+    e=$(grep -o "{[^{}]*\"control\": *\"cgroup_$c\"[^{}]*}" $work/partial-doctor.flat)
+    case "$c:$e" in
+        memory:*'"available": true'*) ok "doctor (partial): cgroup_memory available" ;;
+        pids:*'"available": false'* | cpu:*'"available": false'*) ok "doctor (partial): cgroup_$c not available" ;;
+        *) bad "doctor (partial): cgroup_$c: ${e:-missing}" ;;
     esac
 done
 

@@ -322,6 +322,65 @@ pub fn detect_host() -> HostCgroups {
     detect(Path::new("/sys/fs/cgroup"), &cg, &mounts)
 }
 
+impl HostCgroups {
+    /// The CPUs' worth of bandwidth our own cgroup and its ancestors allow (`cpu.max` in v2,
+    /// `cpu.cfs_quota_us / cpu.cfs_period_us` in v1), rounded up; None when no quota binds
+    /// us. A container given `--cpus 4` on a 64-core host has 4 here, not 64.
+    pub fn cpu_quota_cores(&self) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        let mut take = |quota: u64, period: u64| {
+            if quota > 0 && period > 0 {
+                let cores = quota.div_ceil(period).max(1) as usize;
+                best = Some(best.map_or(cores, |b| b.min(cores)));
+            }
+        };
+        if let Some(v2) = &self.v2 {
+            for dir in up_to(&v2.base, &v2.mount) {
+                let text = std::fs::read_to_string(dir.join("cpu.max")).unwrap_or_default();
+                let mut f = text.split_whitespace();
+                if let (Some(q), Some(p)) = (f.next(), f.next()) {
+                    if let (Ok(q), Ok(p)) = (q.parse(), p.parse()) {
+                        take(q, p);
+                    }
+                }
+            }
+        }
+        for h in self
+            .v1
+            .iter()
+            .filter(|h| h.controllers.iter().any(|c| c == "cpu"))
+        {
+            for dir in up_to(&h.base, &h.mount) {
+                let read = |f: &str| {
+                    std::fs::read_to_string(dir.join(f))
+                        .ok()
+                        .and_then(|t| t.trim().parse::<i64>().ok())
+                };
+                if let (Some(q), Some(p)) = (read("cpu.cfs_quota_us"), read("cpu.cfs_period_us")) {
+                    if q > 0 && p > 0 {
+                        take(q as u64, p as u64);
+                    }
+                }
+            }
+        }
+        best
+    }
+}
+
+/// `dir` and each of its parents, up to and including `top`.
+fn up_to(dir: &Path, top: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut d = Some(dir);
+    while let Some(p) = d {
+        if !p.starts_with(top) {
+            break;
+        }
+        out.push(p.to_path_buf());
+        d = p.parent();
+    }
+    out
+}
+
 /// Which hierarchy a job directory belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

@@ -7,6 +7,7 @@
 pub mod caps;
 pub mod cgroup;
 pub mod child;
+pub mod container;
 pub mod landlock;
 pub mod mount;
 pub mod prepared;

@@ -106,6 +106,12 @@ pub enum Step {
         flags: libc::c_ulong,
         data: Option<CString>,
     },
+    /// Set mount attributes on `target` and every mount beneath it (mount_setattr with
+    /// AT_RECURSIVE): how a recursive bind becomes read-only all the way down.
+    SetAttrRecursive {
+        target: CString,
+        attr: u64,
+    },
     /// Bind a host input through the fd `open_inputs` put in `input_fds[slot]`.
     BindInput {
         root: CString,
@@ -263,10 +269,8 @@ fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
             contents: contents.clone(),
             mode: *mode,
         }],
-        MountOp::BindReadOnly { source, target } => {
-            bind_steps(source, target, libc::MS_RDONLY | libc::MS_NODEV)?
-        }
-        MountOp::BindDevice { source, target } => bind_steps(source, target, libc::MS_NOEXEC)?,
+        MountOp::BindReadOnly { source, target } => bind_steps(source, target, READ_ONLY)?,
+        MountOp::BindDevice { source, target } => bind_steps(source, target, DEVICE)?,
         MountOp::BindInput { target, .. } => {
             return Err(format!("input {target}: prepared by `prepare`, not here"))
         }
@@ -326,9 +330,46 @@ fn mount(
     })
 }
 
-/// A host path bound at the same place, then remounted with `extra` flags and nosuid (and
-/// the flags the kernel locks on it, which a remount must repeat).
-fn bind_steps(source: &str, target: &str, extra: libc::c_ulong) -> Result<Vec<Step>, String> {
+/// What a bind of a host path becomes: the mount flags (for a remount) and the
+/// `MOUNT_ATTR_*` bits (for mount_setattr) of the same protection. nosuid always.
+#[derive(Clone, Copy)]
+struct BindKind {
+    flags: libc::c_ulong,
+    attr: u64,
+}
+
+/// The policy's host paths: read-only, nosuid, nodev.
+const READ_ONLY: BindKind = BindKind {
+    flags: libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+    attr: sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV,
+};
+/// /dev/null and friends: writable device nodes, so never nodev; nosuid, noexec.
+const DEVICE: BindKind = BindKind {
+    flags: libc::MS_NOSUID | libc::MS_NOEXEC,
+    attr: sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NOEXEC,
+};
+
+/// Whether this kernel (and any container seccomp profile above us) has mount_setattr:
+/// asked once per process.
+fn setattr_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // `AGENTJAIL_FAULT=no_mount_setattr` (fault-injection builds only) takes the walk that
+    // kernels before 5.12 get, so the tests run it here too.
+    let forced_off = super::prepared::fault_name().as_deref() == Some("no_mount_setattr");
+    *AVAILABLE.get_or_init(|| !forced_off && sys::mount_setattr_available())
+}
+
+/// A host path bound at the same place, recursively, and then made `kind` all the way down.
+///
+/// Recursive, because inside a user namespace the kernel locks the mounts beneath a
+/// directory together with it: a plain bind of a tree that has mounts beneath it (a GPU
+/// node's `/usr/local/nvidia`, a pod's `/usr/lib/...`) is refused with EINVAL, since it
+/// would reveal what those mounts cover. A recursive bind brings the submounts along, and
+/// each keeps its own flags, so each must be made read-only too: one mount_setattr with
+/// AT_RECURSIVE where the kernel has it (atomic: all of them or none), otherwise a remount
+/// of the bind and of every submount the host shows beneath the source, each repeating
+/// the flags the kernel locks on it. Never a submount left writable or suid.
+fn bind_steps(source: &str, target: &str, kind: BindKind) -> Result<Vec<Step>, String> {
     let meta = std::fs::metadata(source)
         .map_err(|e| format!("bind source {source} is not usable: {e}"))?;
     let tgt = staged(target)?;
@@ -340,13 +381,96 @@ fn bind_steps(source: &str, target: &str, extra: libc::c_ulong) -> Result<Vec<St
     } else {
         Step::Touch { path: tgt.clone() }
     };
-    let remount =
-        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | extra | locked_flags(source)?;
-    Ok(vec![
+    let mut steps = vec![
         make,
-        mount(Some(source), tgt.clone(), None, libc::MS_BIND, None)?,
-        mount(None, tgt, None, remount, None)?,
-    ])
+        mount(
+            Some(source),
+            tgt.clone(),
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        )?,
+    ];
+    if setattr_available() {
+        steps.push(Step::SetAttrRecursive {
+            target: tgt,
+            attr: kind.attr,
+        });
+        return Ok(steps);
+    }
+    let mut under = vec![source.to_string()];
+    if meta.is_dir() {
+        under.extend(submounts(source)?);
+    }
+    for host in under {
+        let inside = format!("{target}{}", &host[source.len()..]);
+        let remount = libc::MS_BIND | libc::MS_REMOUNT | kind.flags | locked_flags(&host)?;
+        steps.push(mount(None, staged(&inside)?, None, remount, None)?);
+    }
+    Ok(steps)
+}
+
+/// `MOUNT_ATTR_*` bits as mount options, for error messages.
+fn attr_names(attr: u64) -> String {
+    [
+        (sys::MOUNT_ATTR_RDONLY, "ro"),
+        (sys::MOUNT_ATTR_NOSUID, "nosuid"),
+        (sys::MOUNT_ATTR_NODEV, "nodev"),
+        (sys::MOUNT_ATTR_NOEXEC, "noexec"),
+    ]
+    .iter()
+    .filter(|(bit, _)| attr & bit != 0)
+    .map(|(_, name)| *name)
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+/// The mount points strictly beneath `dir` in this process's mount namespace, parents
+/// before children (mountinfo's order), for kernels without mount_setattr.
+fn submounts(dir: &str) -> Result<Vec<String>, String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
+        format!("cannot read /proc/self/mountinfo to find the mounts under {dir}: {e}")
+    })?;
+    Ok(mount_points_under(&info, dir))
+}
+
+/// From mountinfo text: the mount points strictly beneath `dir`, once each, in order.
+fn mount_points_under(info: &str, dir: &str) -> Vec<String> {
+    let prefix = format!("{}/", dir.trim_end_matches('/'));
+    let mut out: Vec<String> = Vec::new();
+    for line in info.lines() {
+        let Some(field) = line.split(' ').nth(4) else {
+            continue;
+        };
+        let point = unescape_mountinfo(field);
+        if point.starts_with(&prefix) && !out.contains(&point) {
+            out.push(point);
+        }
+    }
+    out
+}
+
+/// mountinfo writes space, tab, newline and backslash in paths as `\ooo` (octal).
+fn unescape_mountinfo(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A file is hidden behind the host's /dev/null (reads empty, writes vanish); a directory
@@ -442,6 +566,7 @@ pub fn apply_steps(root: &PreparedRoot) -> Result<(), (usize, i32)> {
                 *flags,
                 data.as_deref(),
             ),
+            Step::SetAttrRecursive { target, attr } => sys::mount_setattr_recursive(target, *attr),
             Step::BindInput { target, slot, .. } => bind_input(&root.input_fds[*slot], target),
         };
         r.map_err(|e| (i, e))?;
@@ -538,6 +663,11 @@ pub fn enter_root(root: &PreparedRoot) -> Result<(), (super::report::Stage, i32)
 }
 
 impl PreparedRoot {
+    /// Whether step `i` mounts a fresh procfs.
+    pub fn is_proc_mount(&self, i: usize) -> bool {
+        matches!(self.steps.get(i), Some(Step::Mount { fstype: Some(t), .. }) if t.as_c_str() == c"proc")
+    }
+
     /// A human description of step `i`, for error messages (parent only).
     pub fn describe(&self, i: usize) -> String {
         let s = |c: &CString| c.to_string_lossy().trim_start_matches(STAGING).to_string();
@@ -565,6 +695,11 @@ impl PreparedRoot {
                     .map(|c| c.to_string_lossy().into_owned())
                     .unwrap_or_else(|| "bind".into())
             ),
+            Some(Step::SetAttrRecursive { target, attr }) => format!(
+                "set {} on {} and every mount beneath it (mount_setattr)",
+                attr_names(*attr),
+                s(target)
+            ),
             Some(Step::BindInput {
                 root,
                 relative,
@@ -587,6 +722,52 @@ impl PreparedRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn submounts_are_found_beneath_the_bind_and_unescaped() {
+        let info = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw
+40 22 0:50 / /usr/local rw,relatime - tmpfs tmpfs rw
+41 40 0:51 / /usr/local/nvidia ro,relatime - tmpfs tmpfs ro
+42 22 0:52 / /usr/lib/x86_64-linux-gnu/with\\040space rw - tmpfs tmpfs rw
+43 22 0:53 / /usrx rw - tmpfs tmpfs rw
+44 22 0:54 / /usr rw - tmpfs tmpfs rw
+45 40 0:51 / /usr/local/nvidia ro,relatime - tmpfs tmpfs ro
+";
+        assert_eq!(
+            mount_points_under(info, "/usr"),
+            [
+                "/usr/local",
+                "/usr/local/nvidia",
+                "/usr/lib/x86_64-linux-gnu/with space"
+            ]
+        );
+        assert_eq!(
+            mount_points_under(info, "/usr/local/"),
+            ["/usr/local/nvidia"]
+        );
+        assert!(mount_points_under(info, "/lib").is_empty());
+    }
+
+    #[test]
+    fn a_policy_bind_is_recursive_then_read_only_all_the_way_down() {
+        let steps = bind_steps("/usr", "/usr", READ_ONLY).unwrap();
+        assert!(
+            matches!(&steps[1], Step::Mount { flags, .. } if *flags == libc::MS_BIND | libc::MS_REC)
+        );
+        if setattr_available() {
+            assert!(matches!(&steps[2], Step::SetAttrRecursive { attr, .. }
+                if *attr == sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV));
+            assert_eq!(steps.len(), 3);
+        } else {
+            // The walk: one remount per mount, each read-only, nosuid, nodev.
+            assert!(steps[2..]
+                .iter()
+                .all(|s| matches!(s, Step::Mount { flags, .. }
+                if flags & (libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_REMOUNT)
+                    == libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_REMOUNT)));
+        }
+    }
 
     #[test]
     fn proc_fd_path_formats_without_allocating() {

@@ -3,7 +3,7 @@
 
 use super::prepared::{fault_name, Prepared};
 use super::report::{self, Stage};
-use super::{cgroup, child, sys, userns, SetupError};
+use super::{cgroup, child, container, sys, userns, SetupError};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
@@ -238,8 +238,17 @@ fn clone_child(
         ));
     }
     let mut pidfd_raw: RawFd = -1;
-    let pid = sys::clone3(flags, &mut pidfd_raw, cgroup_fd)
-        .map_err(|e| SetupError::new(CLONE_STAGE, Some(e), clone_hint(e)))?;
+    let pid = sys::clone3(flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
+        let hint = match e {
+            libc::ENOSYS | libc::EPERM => container::seccomp_hint("clone3", e),
+            _ => None,
+        };
+        SetupError::new(
+            CLONE_STAGE,
+            Some(e),
+            hint.unwrap_or_else(|| clone_hint(e).into()),
+        )
+    })?;
     if pid == 0 {
         child::run(p, fds);
     }
@@ -261,6 +270,10 @@ fn clone_hint(errno: i32) -> &'static str {
              namespace's init is gone"
         }
         libc::EUSERS => "too many nested user namespaces",
+        libc::ENOSYS => {
+            "this kernel has no clone3 (Linux >= 5.3 has), or a seccomp filter above agentjail \
+             refuses it: run `agentjail doctor`"
+        }
         _ => "this host refuses unprivileged user namespaces: run `agentjail doctor` for the fix",
     }
 }
@@ -409,6 +422,17 @@ impl Handshake<'_> {
             format!("mount: {}", self.p.root.describe(detail as usize))
         } else {
             name
+        };
+        let hint = match stage {
+            Some(Stage::MountOp) if self.p.root.is_proc_mount(detail as usize) => {
+                container::proc_hint(errno)
+            }
+            Some(Stage::MountOp | Stage::MountRoot | Stage::MountPrivate | Stage::PivotRoot)
+                if errno == libc::EPERM || errno == libc::ENOSYS =>
+            {
+                container::seccomp_hint("mount", errno).unwrap_or_else(|| hint.to_string())
+            }
+            _ => hint.to_string(),
         };
         SetupError::new(format!("child: {name}"), Some(errno), hint)
     }

@@ -327,9 +327,24 @@ pub fn run_javascript_action(id: &str, args: JsonObject) -> Result<Value, String
 fn action_from(id: &str, args: JsonObject, language: &str) -> Result<Value, String> {
     let python = language == "python";
     let known: &[&str] = if python {
-        &["code", "input", "files", "output_schema", "timeout_s"]
+        &[
+            "code",
+            "input",
+            "stdin",
+            "output_mode",
+            "files",
+            "output_schema",
+            "timeout_s",
+        ]
     } else {
-        &["code", "input", "output_schema", "timeout_s"]
+        &[
+            "code",
+            "input",
+            "stdin",
+            "output_mode",
+            "output_schema",
+            "timeout_s",
+        ]
     };
     let mut a = Args::new(args, known)?;
     let code = a.code()?;
@@ -345,7 +360,22 @@ fn action_from(id: &str, args: JsonObject, language: &str) -> Result<Value, Stri
     };
     let entrypoint = crate::contract::entrypoint_for(language).unwrap_or("main.py");
     let mut action = json!({"id": id, "language": language, "entrypoint": entrypoint,
-                            "code": code, "input_payload": input});
+                            "code": code});
+    // Judge mode: raw stdin instead of the input line (the contract checks its type and
+    // size), and the output mode as given.
+    let stdin = a.take("stdin").filter(|s| !s.is_null());
+    if stdin.is_some() && input != json!({}) {
+        return Err(
+            "\"input\" and \"stdin\" are exclusive: send the program's input one way".into(),
+        );
+    }
+    match stdin {
+        Some(stdin) => action["stdin"] = stdin,
+        None => action["input_payload"] = input,
+    }
+    if let Some(m) = a.take("output_mode").filter(|m| !m.is_null()) {
+        action["output_mode"] = m;
+    }
     if let Some(s) = a.take("output_schema").filter(|s| !s.is_null()) {
         action["output_schema"] = s;
     }

@@ -149,6 +149,8 @@ fn run_javascript_input_schema() -> Value {
         "properties": {
             "code": {"type": "string", "description": "The JavaScript program (a CommonJS script, runs as main.js under node)."},
             "input": {"type": "object", "description": "JSON object given to the program on stdin as one line; read it with JSON.parse(input()). Default {}."},
+            "stdin": {"type": "string", "description": "Raw text for the program's stdin instead of `input` (judge mode: plain-text programs)."},
+            "output_mode": {"enum": ["json", "text"], "description": "json (default): print one JSON object, the result. text: exit 0 is success and stdout is the result (no output object)."},
             "output_schema": {"type": ["object", "boolean"], "description": "JSON Schema (2020-12) the printed JSON object must match."},
             "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Wall-clock limit in seconds; may only lower the policy's."}
         },
@@ -196,6 +198,8 @@ fn run_input_schema() -> Value {
         "properties": {
             "code": {"type": "string", "description": "The Python program (runs as main.py)."},
             "input": {"type": "object", "description": "JSON object given to the program on stdin as one line; read it with json.loads(input()). Default {}."},
+            "stdin": {"type": "string", "description": "Raw text for the program's stdin instead of `input` (judge mode: plain-text programs)."},
+            "output_mode": {"enum": ["json", "text"], "description": "json (default): print one JSON object, the result. text: exit 0 is success and stdout is the result (no output object)."},
             "files": {
                 "type": "array",
                 "description": "Input files for the program: {path, content} for text or {path, content_base64} for bytes.",

@@ -358,6 +358,9 @@ impl Root {
             }
             match host.probe(path) {
                 HostPath::Dir | HostPath::File => {
+                    // Every directory above the bind (an interpreter under /opt/py312 needs
+                    // /opt in a root that has none).
+                    self.parents(path);
                     self.mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });
                     self.read_exec.push(path.clone());
                 }

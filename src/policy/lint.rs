@@ -220,7 +220,8 @@ fn requirement_lints(p: &Policy, w: &mut Vec<LintWarning>) {
             format!(
                 "best_effort: on a host without a delegated cgroup, memory is bounded only per \
                  process by RLIMIT_AS (memfd pages written without mapping escape it), pids \
-                 only by RLIMIT_NPROC and CPU by RLIMIT_CPU per process{spawn}; use \"required\" \
+                 only by RLIMIT_NPROC, and CPU by the supervisor's count over every process \
+                 of the jail with no bandwidth cap{spawn}; use \"required\" \
                  where systemd Delegate=yes is available"
             ),
         );

@@ -231,6 +231,11 @@ pub struct Languages {
     /// `policy_block:language_denied_execution`. Only languages the binary can run
     /// ([`crate::check::EXECUTION_LANGUAGES`]) are accepted.
     pub execute: Vec<String>,
+    /// The action `output_mode`s this policy accepts: `json` (the program prints one JSON
+    /// object, validated against the action's schema) and `text` (judge mode: exit 0 is
+    /// success, stdout and stderr are the result). An action asking for another stops with
+    /// `invalid_request:output_mode_denied`.
+    pub output_modes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -512,6 +517,7 @@ impl Default for Languages {
         Languages {
             allowed: strings(&["python", "javascript"]),
             execute: strings(&["python"]),
+            output_modes: strings(&["json", "text"]),
         }
     }
 }
@@ -666,6 +672,11 @@ impl Policy {
         })?;
         self.interpreter.found = Some(found);
         Ok(())
+    }
+
+    /// Whether this policy accepts actions in `mode` (`json` or `text`).
+    pub fn allows_output_mode(&self, mode: &str) -> bool {
+        self.languages.output_modes.iter().any(|m| m == mode)
     }
 
     /// The preload modules the program may import (the others are never loaded).

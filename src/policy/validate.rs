@@ -327,6 +327,23 @@ fn languages(p: &Policy) -> Result<(), Invalid> {
             ));
         }
     }
+    for mode in &p.languages.output_modes {
+        if mode != "json" && mode != "text" {
+            return Err(invalid_item(
+                "languages.output_modes",
+                mode,
+                format!("{mode:?} is not an output mode"),
+                "list \"json\", \"text\" or both",
+            ));
+        }
+    }
+    if p.languages.output_modes.is_empty() {
+        return Err(invalid(
+            "languages.output_modes",
+            "no output mode is accepted: no action could run",
+            "list \"json\", \"text\" or both",
+        ));
+    }
     Ok(())
 }
 

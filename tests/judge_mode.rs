@@ -1,0 +1,198 @@
+//! Judge mode: `"stdin"` (raw bytes on the program's stdin) and `"output_mode": "text"` (exit
+//! 0 is success, stdout and stderr are the result), as RL and evaluation pipelines run plain
+//! programs. Every stop reason, cap and limit must hold exactly as in JSON mode, and the
+//! verdict still comes from the kernel's wait status, never from what was printed. Through
+//! the real binary, as root and as nobody.
+
+mod common;
+
+use common::{run_as, shared_file, variants, RunRecord, Who};
+use serde_json::{json, Value};
+
+fn action(code: &str, extra: Value) -> Vec<u8> {
+    let mut a = json!({"id": "judge", "language": "python", "entrypoint": "main.py", "code": code});
+    for (k, v) in extra.as_object().unwrap() {
+        a[k] = v.clone();
+    }
+    serde_json::to_vec(&a).unwrap()
+}
+
+fn text(code: &str, stdin: &str) -> Vec<u8> {
+    action(code, json!({"stdin": stdin, "output_mode": "text"}))
+}
+
+/// tests/policies/spawn.toml (16 MiB payloads, 1 MiB stdout), readable by nobody.
+fn big_policy() -> String {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/policies/spawn.toml"
+    ))
+    .unwrap();
+    shared_file("judge-big.toml", &text)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+fn assert_stop(who: Who, r: &RunRecord, reason: &str) {
+    assert_eq!(r.stop_reason(), reason, "{who:?}: {}", r.record);
+}
+
+#[test]
+fn print_two_plus_two_in_text_mode_is_success_with_its_stdout() {
+    for who in variants() {
+        let r = run_as(who, &[], &text("print(2+2)", ""), None);
+        assert_stop(who, &r, "success");
+        assert_eq!(r.code, 0, "{who:?}: {}", r.record);
+        assert_eq!(r.record["status"], "ok");
+        assert_eq!(r.record["execution"]["stdout"], "4\n");
+        assert!(
+            r.record.get("output").is_none(),
+            "text mode has no output: {}",
+            r.record
+        );
+        // JSON mode, the seed's contract, is unchanged: the same program is refused there.
+        let r = run_as(
+            who,
+            &[],
+            &action("print(2+2)", json!({"input_payload": {}})),
+            None,
+        );
+        assert_stop(who, &r, "invalid_code_output:not_object");
+    }
+}
+
+#[test]
+fn stdin_arrives_byte_for_byte() {
+    let policy = big_policy();
+    let report = "s = input()\nprint(len(s), s.count('x'), repr(s[:4]), repr(s[-1]))";
+    let mib_line = format!("a{}z", "x".repeat((1 << 20) - 2));
+    for who in variants() {
+        let r = run_as(who, &[], &text(report, "a\u{0}b\u{7f}\nsecond line"), None);
+        assert_stop(who, &r, "success");
+        assert_eq!(
+            r.record["execution"]["stdout"],
+            "4 0 'a\\x00b\\x7f' '\\x7f'\n"
+        );
+
+        let r = run_as(
+            who,
+            &["--policy", &policy],
+            &text(report, &(mib_line.clone() + "\n")),
+            None,
+        );
+        assert_stop(who, &r, "success");
+        let expected = format!("{} {} 'axxx' 'z'\n", 1 << 20, (1 << 20) - 2);
+        assert_eq!(
+            r.record["execution"]["stdout"],
+            expected.as_str(),
+            "{who:?}"
+        );
+    }
+}
+
+#[test]
+fn every_stop_and_cap_holds_in_text_mode() {
+    for who in variants() {
+        // The static check still judges the code.
+        let r = run_as(who, &[], &text("import os", ""), None);
+        assert_stop(
+            who,
+            &r,
+            "policy_block:static_policy_violation:import_not_allowed:os",
+        );
+        // A non-zero exit is a runtime error whatever was printed.
+        let r = run_as(
+            who,
+            &[],
+            &text("print('ok, all tests passed')\nraise SystemExit(3)", ""),
+            None,
+        );
+        assert_stop(who, &r, "code_runtime_error:3");
+        assert_eq!(r.record["status"], "stopped");
+        // The stdout cap (4 KiB in the default policy) stops the run.
+        let r = run_as(who, &[], &text("print('x' * 100000)", ""), None);
+        assert_stop(who, &r, "code_output_too_large");
+        // The wall clock.
+        let r = run_as(who, &[], &text("while True:\n    pass", ""), None);
+        assert_stop(who, &r, "code_timeout");
+        // Memory: the kernel's counters (cgroup) or the address-space rlimit decide; a
+        // MemoryError the program reports is not evidence on its own.
+        let r = run_as(
+            who,
+            &[],
+            &text("b = bytearray(1 << 30)\nprint(len(b))", ""),
+            None,
+        );
+        assert_ne!(r.stop_reason(), "success", "{who:?}: {}", r.record);
+    }
+}
+
+#[test]
+fn bad_judge_fields_are_clear_contract_errors() {
+    let cases: &[(Value, &str)] = &[
+        (
+            json!({"stdin": "x", "input_payload": {}}),
+            "invalid_action:stdin",
+        ),
+        (json!({"stdin": 42}), "invalid_action:stdin"),
+        (
+            json!({"input_payload": {}, "output_mode": "xml"}),
+            "invalid_action:output_mode",
+        ),
+        (
+            json!({"input_payload": {}, "output_mode": 1}),
+            "invalid_action:output_mode",
+        ),
+        (
+            json!({"stdin": "", "output_mode": "text", "output_schema": {"type": "object"}}),
+            "invalid_action:output_schema",
+        ),
+        (
+            json!({"stdin": "y".repeat((1 << 20) + 1)}),
+            "invalid_action:payload_too_large",
+        ),
+        (json!({}), "invalid_action:input_payload"),
+    ];
+    for who in variants() {
+        for (extra, reason) in cases {
+            let r = run_as(who, &[], &action("print(1)", extra.clone()), None);
+            assert_stop(who, &r, reason);
+            assert_eq!(r.code, 1, "{who:?}: {}", r.record);
+            assert_eq!(r.record["phase"], "plan", "{who:?}: {}", r.record);
+            assert!(r.record["execution"].is_null(), "nothing ran: {}", r.record);
+        }
+    }
+}
+
+#[test]
+fn a_policy_may_refuse_text_mode() {
+    let policy = shared_file(
+        "json-only.toml",
+        "version = 1\nname = \"json-only\"\n[languages]\noutput_modes = [\"json\"]\n",
+    );
+    let policy = policy.to_str().unwrap();
+    for who in variants() {
+        let r = run_as(who, &["--policy", policy], &text("print(2+2)", ""), None);
+        assert_stop(who, &r, "invalid_request:output_mode_denied");
+        let r = run_as(
+            who,
+            &["--policy", policy],
+            &action("print('{}')", json!({"input_payload": {}})),
+            None,
+        );
+        assert_stop(who, &r, "success");
+    }
+    // A policy naming an unknown mode is refused at load.
+    let bad = shared_file(
+        "bad-mode.toml",
+        "version = 1\nname = \"bad\"\n[languages]\noutput_modes = [\"yaml\"]\n",
+    );
+    let r = run_as(
+        Who::Current,
+        &["--policy", bad.to_str().unwrap()],
+        &text("print(1)", ""),
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
