@@ -46,6 +46,17 @@ attacks_python312() {
         cargo test --test jail_attacks -- --test-threads=2
 }
 
+# The zygote's attack suite (tests/zygote.rs) with the template built for Python 3.12, then
+# the template rebuilt for the host's python3 whatever happened.
+zygote_python312() {
+    local rc=0
+    scripts/build-zygote.sh --python /opt/agentjail-py/3.12/bin/python3 >/dev/null || return 1
+    AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3 \
+        cargo test --test zygote -- --test-threads=2 || rc=1
+    scripts/build-zygote.sh >/dev/null || rc=1
+    return $rc
+}
+
 cargo_tests() {
     # The cgroup v2 test re-runs itself inside the VM under CI=true: have the VM ready.
     if [ "${CI:-}" = true ] && [ "${QUICK:-0}" != 1 ]; then
@@ -78,6 +89,7 @@ stage "build (release)" cargo build --release --quiet
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 stage "escape tests under Python 3.12 (tests/jail_attacks.rs, /opt/agentjail-py/3.12)" attacks_python312
+stage "zygote built for Python 3.12 (tests/zygote.rs)" zygote_python312
 
 # Debug profile on purpose: the fault-injection build must never overwrite the release binary.
 stage "fault injection at every setup stage, and the submount walk (tests/faults.rs, tests/host_layouts.rs)" cargo test --features fault-injection --test faults --test host_layouts
