@@ -527,7 +527,7 @@ fn zygote_check() -> Check {
         found,
         false,
         detail,
-        Some("build it with scripts/build-zygote.sh (links libpython3.11), or install it next to agentjail"),
+        Some("build it with scripts/build-zygote.sh --python <the policy's interpreter> (links that Python's libpython), or install it next to agentjail"),
     )
 }
 

@@ -340,7 +340,10 @@ pub fn package_denied_attribute(package: &str, attr: &str) -> bool {
 }
 
 /// Safe lists: the whole API a program may use, for small modules whose namespace
-/// re-exports dangerous things (Python 3.11). Only the documented API (`__all__`) is listed.
+/// re-exports dangerous things. Only the documented API (`__all__`) is listed, as of 3.11;
+/// the lists allow names, so a name a version lacks is an AttributeError and a name a later
+/// version adds (3.13's `statistics.kde`) is denied until listed. Whether an allowed name
+/// is a module is asked of the version's own graph ([`Modules`]).
 /// * `json` re-exports `codecs`, `decoder`, `encoder`, `scanner`;
 /// * `statistics` re-exports `sys`, `random`, `math`, `numbers`, `Fraction`, `Decimal`, ...;
 /// * `copy` exposes `dispatch_table` (copyreg's global reduce table, which pickle shares:
