@@ -202,3 +202,96 @@ print("BLOCKED opt" if opt == ["agentjail-py"] else "BREACH opt %r" % opt, flush
         }
     }
 }
+
+/// An interpreter that is not Python, or a version the policy pins wrongly, is refused when
+/// the policy loads: exit 2, the reason and the fix on stderr, an error record stopped at
+/// the plan, and nothing started or left behind (no jail, no temporary file), as root and as nobody.
+#[test]
+fn what_is_not_the_python_it_claims_is_refused_at_load() {
+    let cases = [
+        // An ELF binary whose name says nothing of Python.
+        (
+            "python = \"/usr/bin/sh\"\n".to_string(),
+            "not a Python interpreter",
+        ),
+        // A script (python3-config is a shell script on Debian).
+        (
+            "python = \"/usr/bin/python3-config\"\n".to_string(),
+            "not an ELF executable",
+        ),
+        // A pinned version that is not the interpreter's.
+        (
+            format!(
+                "python_version = \"{}\"\n",
+                if agentjail::policy::load_default()
+                    .expect("default")
+                    .policy
+                    .python_version()
+                    == "3.12"
+                {
+                    "3.13"
+                } else {
+                    "3.12"
+                }
+            ),
+            "but /usr/bin/python3 is Python",
+        ),
+        // A version the checker has no tables for.
+        (
+            "python_version = \"3.9\"\n".to_string(),
+            "module tables for Python 3.10, 3.11, 3.12, 3.13 only",
+        ),
+    ];
+    let seed = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/incident/action.json"
+    ))
+    .expect("the seed action");
+    for (i, (line, why)) in cases.iter().enumerate() {
+        let text = format!("version = 1\n[interpreter]\n{line}");
+        let policy = shared_file(&format!("not-python-{i}.toml"), &text);
+        let policy = policy.to_str().expect("utf-8 path");
+        let before = agentjail_temp_entries(|_| true);
+        for who in variants() {
+            let mut c = match who {
+                Who::Nobody => {
+                    let mut c = std::process::Command::new("/usr/bin/setpriv");
+                    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+                    c.arg(agentjail_path());
+                    c
+                }
+                _ => std::process::Command::new(agentjail_path()),
+            };
+            let mut child = c
+                .args(["run", "--policy", policy, "-"])
+                .current_dir("/")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn agentjail");
+            use std::io::Write;
+            let _ = child.stdin.take().expect("stdin").write_all(&seed);
+            let out = child.wait_with_output().expect("wait");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{who:?} {line}: {err}");
+            assert!(
+                err.contains(why) && err.contains("hint:"),
+                "{who:?} {line}: {err}"
+            );
+            // `run` answers with its error record: stopped at the plan, nothing ran.
+            let rec: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("an error record");
+            assert_eq!(rec["stop_reason"], "agentjail_error:policy", "{rec:#}");
+            assert_eq!(rec["phase"], "plan", "{rec:#}");
+        }
+        let (code, err) = run_alone(&["policy", "show", policy]);
+        assert_eq!(code, Some(2), "policy show {line}: {err}");
+        assert!(err.contains(why), "{err}");
+        assert_eq!(
+            agentjail_temp_entries(|_| true),
+            before,
+            "{line}: left temporary files"
+        );
+    }
+}
