@@ -1372,4 +1372,8 @@ fn data_policy_is_refused_where_the_tables_do_not_hold() {
     assert_eq!(e.key.as_deref(), Some("check.allowed_imports"), "{e}");
     assert!(e.message.contains("numpy"), "{e}");
     assert!(e.hint.contains("scripts/gen-stdlib-graph.py"), "{e}");
+    // The error points at the package in the list.
+    let (line, _) = e.position.expect("a position");
+    let at = other.lines().nth(line - 1).unwrap_or("");
+    assert!(at.contains("\"numpy\""), "line {line}: {at}");
 }

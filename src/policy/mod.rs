@@ -635,8 +635,7 @@ impl Policy {
             return Ok(());
         }
         let i = &self.interpreter;
-        let found = python::detect(&i.python)
-            .map_err(|r| validate::invalid_owned("interpreter.python", r.message, r.hint))?;
+        let found = python::detect(&i.python).map_err(validate::refused)?;
         if let Some(given) = &i.python_version {
             if given.trim() != found.version {
                 return Err(validate::invalid_owned(
@@ -662,14 +661,8 @@ impl Policy {
                     .any(|b| validate::is_under(d, b))
             })
             .collect();
-        python::tables_hold(&found, &self.check.allowed_imports, &dirs).map_err(|r| {
-            let key = if r.message.contains("is allowed") {
-                "check.allowed_imports"
-            } else {
-                "interpreter.python"
-            };
-            validate::invalid_owned(key, r.message, r.hint)
-        })?;
+        python::tables_hold(&found, &self.check.allowed_imports, &dirs)
+            .map_err(validate::refused)?;
         self.interpreter.found = Some(found);
         Ok(())
     }

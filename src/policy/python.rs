@@ -50,15 +50,31 @@ pub struct Found {
     pub resolved: String,
 }
 
-/// Why an interpreter is refused: what, and how to fix it.
+/// Why an interpreter is refused: the policy key (and list item) it is about, what, and
+/// how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
+    pub key: &'static str,
+    pub item: Option<String>,
     pub message: String,
     pub hint: String,
 }
 
+/// A refusal about `interpreter.python`.
 fn refused(message: impl Into<String>, hint: impl Into<String>) -> Refused {
     Refused {
+        key: "interpreter.python",
+        item: None,
+        message: message.into(),
+        hint: hint.into(),
+    }
+}
+
+/// A refusal about `package` in `check.allowed_imports`.
+fn refused_package(package: &str, message: impl Into<String>, hint: impl Into<String>) -> Refused {
+    Refused {
+        key: "check.allowed_imports",
+        item: Some(package.to_string()),
         message: message.into(),
         hint: hint.into(),
     }
@@ -365,7 +381,8 @@ pub fn tables_hold(
             "regenerate the tables on this host with `/usr/bin/python3 {REGENERATE}` and rebuild agentjail, or remove {package} from check.allowed_imports"
         );
         if found.version != PACKAGE_TABLE.python {
-            return Err(refused(
+            return Err(refused_package(
+                package,
                 format!(
                     "{package} is allowed, but agentjail's {package} table holds for Python {} ({}) and the interpreter is Python {}",
                     PACKAGE_TABLE.python, PACKAGE_TABLE.built_from, found.version
@@ -376,7 +393,8 @@ pub fn tables_hold(
         match installed_version_cached(package, dirs) {
             Ok(Some((version, _))) if version == *table_version => {}
             Ok(Some((version, dir))) => {
-                return Err(refused(
+                return Err(refused_package(
+                package,
                     format!(
                         "{package} is allowed, but the installed {package} is {version} ({dir}) and agentjail's table was generated for {package} {table_version}: the checker would judge it with another version's module graph"
                     ),
@@ -384,7 +402,8 @@ pub fn tables_hold(
                 ))
             }
             Ok(None) => {
-                return Err(refused(
+                return Err(refused_package(
+                package,
                     format!(
                         "{package} is allowed, but no {package} is installed where the jail's interpreter imports from ({})",
                         dirs.join(", ")
@@ -392,7 +411,7 @@ pub fn tables_hold(
                     format!("install {package} {table_version}, or remove it from check.allowed_imports"),
                 ))
             }
-            Err(why) => return Err(refused(why, regenerate)),
+            Err(why) => return Err(refused_package(package, why, regenerate)),
         }
     }
     Ok(())

@@ -17,6 +17,16 @@ pub(super) fn invalid_owned(key: &str, message: String, hint: String) -> Invalid
     invalid(key, message, hint)
 }
 
+/// The loader's error for what `policy::python` refused.
+pub(super) fn refused(r: super::python::Refused) -> Invalid {
+    Invalid {
+        key: r.key.into(),
+        item: r.item,
+        message: r.message,
+        hint: r.hint,
+    }
+}
+
 fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> Invalid {
     Invalid {
         key: key.into(),
