@@ -2,7 +2,8 @@
 # The project's test command (README; .ci/run calls it).
 #
 #   scripts/test.sh            everything, in this order: lints; unit and integration tests
-#                              (jail tests launched as root AND as nobody); cgroup v2 and jail
+#                              (jail tests launched as root AND as nobody); the Python client
+#                              (python/tests, pytest); cgroup v2 and jail
 #                              tests in a QEMU VM with a real cgroup v2 kernel; the systemd
 #                              unit, AppArmor profile and install/uninstall; fuzzing (bounded);
 #                              a 1000-run soak; a short benchmark (printed, never fails CI)
@@ -90,6 +91,10 @@ stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 stage "escape tests under Python 3.12 (tests/jail_attacks.rs, /opt/agentjail-py/3.12)" attacks_python312
 stage "zygote built for Python 3.12 (tests/zygote.rs)" zygote_python312
+
+if [ "${QUICK:-0}" != 1 ]; then
+    stage "Python client (scripts/test-python.sh: pytest against the release binary)" scripts/test-python.sh
+fi
 
 # Debug profile on purpose: the fault-injection build must never overwrite the release binary.
 stage "fault injection at every setup stage, and the submount walk (tests/faults.rs, tests/host_layouts.rs)" cargo test --features fault-injection --test faults --test host_layouts

@@ -245,9 +245,14 @@ pub fn media_type(b: &[u8]) -> &'static str {
     {
         return "application/octet-stream";
     }
-    let head = text.trim_start();
-    if head.starts_with("<svg") || (head.starts_with("<?xml") && head.contains("<svg")) {
-        return "image/svg+xml";
+    let head = text.trim_start_matches('\u{feff}').trim_start();
+    if head.starts_with('<') {
+        return match xml_root(head) {
+            Some("svg") => "image/svg+xml",
+            Some(root) if root.eq_ignore_ascii_case("html") => "text/html",
+            Some(_) => "application/xml",
+            None => "text/plain",
+        };
     }
     if (head.starts_with('{') || head.starts_with('['))
         && crate::json::parse_strict(b, &crate::json::ReadLimits::default()).is_ok()
@@ -258,6 +263,43 @@ pub fn media_type(b: &[u8]) -> &'static str {
         return "text/csv";
     }
     "text/plain"
+}
+
+/// The name of a markup document's root element: the first element after the prolog (an
+/// XML declaration, comments, processing instructions, whitespace and a doctype without an
+/// internal subset, naming the root). None when the prolog holds anything else (text, an
+/// internal subset, a doctype naming another element, something unterminated): such a
+/// document is not typed by its root, so an HTML or XHTML page is never an SVG however
+/// much `<svg` it embeds.
+fn xml_root(mut rest: &str) -> Option<&str> {
+    let mut doctype: Option<&str> = None;
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("<!--") {
+            rest = &r[r.find("-->")? + 3..];
+        } else if let Some(r) = rest.strip_prefix("<?") {
+            rest = &r[r.find("?>")? + 2..];
+        } else if rest.len() >= 9 && rest[..9].eq_ignore_ascii_case("<!doctype") {
+            let end = rest.find('>')?;
+            if rest[..end].contains('[') || doctype.is_some() {
+                return None;
+            }
+            doctype = rest[9..end].split_ascii_whitespace().next();
+            rest = &rest[end + 1..];
+        } else {
+            let r = rest.strip_prefix('<')?;
+            let end = r
+                .find(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/')
+                .unwrap_or(r.len());
+            let name = &r[..end];
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+            let declared = doctype.is_none_or(|d| d.eq_ignore_ascii_case(name));
+            return (valid && declared).then_some(name);
+        }
+    }
 }
 
 fn looks_like_csv(text: &str) -> bool {
@@ -275,6 +317,9 @@ fn looks_like_csv(text: &str) -> bool {
 /// are created O_EXCL|O_NOFOLLOW under the directory's fd, so nothing outside it is touched.
 pub struct ArtifactsDir {
     path: std::path::PathBuf,
+    /// Its parent directory and its name there (to remove it again, under the fd).
+    parent: OwnedFd,
+    name: CString,
     fd: OwnedFd,
     /// We created it (and so may remove it again while it is empty).
     created: bool,
@@ -282,55 +327,70 @@ pub struct ArtifactsDir {
 
 impl ArtifactsDir {
     pub fn open(path: &std::path::Path) -> Result<ArtifactsDir, String> {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let shown = path.display();
-        let mut created = false;
-        match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(path)
-                    .map_err(|e| format!("--artifacts-dir {shown}: cannot create it: {e}"))?;
-                created = true;
-            }
-            Err(e) => return Err(format!("--artifacts-dir {shown}: {e}")),
-            Ok(m) if m.file_type().is_symlink() => {
+        // The parent is walked and checked (crate::hostpath: no directory on the way that
+        // another user can change), then everything is done under its fd: the directory is
+        // made or opened with O_NOFOLLOW and judged by what was opened, never by a second
+        // look at the path.
+        if path
+            .parent()
+            .is_some_and(|p| !p.as_os_str().is_empty() && !p.exists())
+        {
+            return Err(format!(
+                "--artifacts-dir {shown}: cannot create it: its parent does not exist"
+            ));
+        }
+        let (parent, name) = crate::hostpath::parent_and_name(path, "--artifacts-dir")?;
+        let created = match sys::mkdirat(parent.as_raw_fd(), &name, 0o700) {
+            Ok(()) => true,
+            Err(libc::EEXIST) => false,
+            Err(e) => {
                 return Err(format!(
-                    "--artifacts-dir {shown} is a symlink; give a real directory"
+                    "--artifacts-dir {shown}: cannot create it: {}",
+                    std::io::Error::from_raw_os_error(e)
                 ))
             }
-            Ok(m) if !m.is_dir() => {
-                return Err(format!("--artifacts-dir {shown} is not a directory"))
+        };
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        let fd = crate::hostpath::openat(&parent, &name, flags, 0).map_err(|e| {
+            let is_link = sys::fstatat_file(parent.as_raw_fd(), &name)
+                .is_ok_and(|st| st.mode & libc::S_IFMT == libc::S_IFLNK);
+            if is_link {
+                format!("--artifacts-dir {shown} is a symlink; give a real directory")
+            } else if e.raw_os_error() == Some(libc::ENOTDIR) {
+                format!("--artifacts-dir {shown} is not a directory")
+            } else {
+                format!("--artifacts-dir {shown}: {e}")
             }
-            Ok(m) if m.uid() != sys::geteuid() => {
+        })?;
+        let st = sys::fstat_file(fd.as_raw_fd())
+            .map_err(|e| format!("--artifacts-dir {shown}: errno {e}"))?;
+        if st.uid != sys::geteuid() {
+            return Err(format!(
+                "--artifacts-dir {shown} belongs to uid {}, not to us",
+                st.uid
+            ));
+        }
+        if !created {
+            let empty = std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if !empty {
                 return Err(format!(
-                    "--artifacts-dir {shown} belongs to uid {}, not to us",
-                    m.uid()
-                ))
-            }
-            Ok(_) => {
-                let empty = std::fs::read_dir(path)
-                    .map(|mut d| d.next().is_none())
-                    .unwrap_or(false);
-                if !empty {
-                    return Err(format!(
-                        "--artifacts-dir {shown} is not empty; give a new or empty directory"
-                    ));
-                }
+                    "--artifacts-dir {shown} is not empty; give a new or empty directory"
+                ));
             }
         }
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| format!("--artifacts-dir {shown}: NUL in path"))?;
-        let fd = sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map(sys::owned)
-            .map_err(|e| {
-                format!(
-                    "--artifacts-dir {shown}: {}",
-                    std::io::Error::from_raw_os_error(e)
-                )
-            })?;
+        if st.mode & 0o022 != 0 {
+            return Err(format!(
+                "--artifacts-dir {shown} can be written by group or others (mode {:o}); give a directory only we can write",
+                st.mode & 0o7777
+            ));
+        }
         Ok(ArtifactsDir {
             path: path.to_path_buf(),
+            parent,
+            name,
             fd,
             created,
         })
@@ -340,7 +400,7 @@ impl ArtifactsDir {
     /// directory we created is removed again (only while it is empty).
     pub fn discard(self) {
         if self.created {
-            let _ = std::fs::remove_dir(&self.path);
+            let _ = sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR);
         }
     }
 
@@ -426,6 +486,41 @@ mod tests {
         assert_eq!(media_type(b"a,b\n1,2\n3,4\n"), "text/csv");
         assert_eq!(media_type(b"hello\n"), "text/plain");
         assert_eq!(media_type(b"<svg xmlns='x'></svg>"), "image/svg+xml");
+        assert_eq!(
+            media_type(b"<?xml version='1.0'?>\n<!-- c -->\n<!DOCTYPE svg>\n<svg/>"),
+            "image/svg+xml"
+        );
+    }
+
+    /// Polyglots: a page that embeds an `<svg>` (or names one in a comment or a doctype) is
+    /// typed by its root element, never as an image.
+    #[test]
+    fn only_a_document_whose_root_is_svg_is_an_svg() {
+        let xhtml = b"<?xml version='1.0'?><html xmlns='http://www.w3.org/1999/xhtml'>\
+            <script>alert(1)</script><svg/></html>";
+        assert_eq!(media_type(xhtml), "text/html");
+        assert_eq!(
+            media_type(b"<!DOCTYPE html><html><svg></svg></html>"),
+            "text/html"
+        );
+        assert_eq!(media_type(b"<!DOCTYPE html><svg></svg>"), "text/plain");
+        assert_eq!(
+            media_type(b"<!-- <svg> --><html><svg/></html>"),
+            "text/html"
+        );
+        assert_eq!(
+            media_type(b"<?xml version='1.0'?><x><svg/></x>"),
+            "application/xml"
+        );
+        assert_eq!(media_type(b"<svgx/>"), "application/xml");
+        assert_eq!(media_type(b"<svg:svg xmlns:svg='s'/>"), "application/xml");
+        assert_eq!(media_type(b"hello <svg/>"), "text/plain");
+        // An internal subset (entities) or an unterminated prolog is not typed by its root.
+        assert_eq!(
+            media_type(b"<?xml version='1.0'?><!DOCTYPE svg [<!ENTITY a 'b'>]><svg/>"),
+            "text/plain"
+        );
+        assert_eq!(media_type(b"<!-- <svg/>"), "text/plain");
         assert_eq!(media_type(b"\x00\x01\x02"), "application/octet-stream");
         // A name says nothing: a PNG called notes.txt is still a PNG.
     }

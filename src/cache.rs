@@ -11,56 +11,84 @@
 //!   timeout, a resource limit, an interrupt, a setup failure or a stop before the jail.
 //! - Entries are written only by agentjail, never by a job (the directory is on the host, and
 //!   no jail sees it): a temp file created `O_EXCL|O_NOFOLLOW` mode 0600 in the directory,
-//!   fsync'd, renamed into place. The directory must be ours and not group- or
-//!   world-writable, or the cache is refused.
-//! - A hit is the stored record with `cache: {"hit": true, "key", "stored_at",
-//!   "original_run_id"}`; its run_id stays the original's. A corrupt, foreign or expired
-//!   entry is ignored with a warning on stderr and the job runs.
+//!   fsync'd, renamed into place, every step under the directory's fd. The directory must be
+//!   ours and not group- or world-writable, and reached through directories no other user
+//!   can change (crate::hostpath), or the cache is refused.
+//! - A hit is a new record of the request that asked (its own run_id, caller, action id,
+//!   timing; `run::hit_record`) citing the stored outcome, with `cache: {"hit": true, "key",
+//!   "stored_at", "original_run_id"}`. A corrupt, foreign or expired entry is ignored with a
+//!   warning on stderr and the job runs.
 
+use crate::jail::sys;
 use crate::record::StopReason;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::ffi::CString;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Largest entry read back (a record with outputs at their caps fits easily).
 const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
 
+/// A stored entry found for a key: the stored run's record as it was written.
+pub struct Hit {
+    pub key: String,
+    pub stored_at: u64,
+    pub record: Value,
+}
+
 pub struct Cache {
+    /// The directory as given (for messages).
     dir: PathBuf,
+    /// The directory itself, opened once: entries are read, written and renamed under this
+    /// fd, so a path swapped after `open` is never followed.
+    fd: OwnedFd,
     ttl: Duration,
 }
 
 impl Cache {
-    /// Open (creating it 0700 if missing) a cache directory that only we can write.
+    /// Open (creating it 0700 if missing) a cache directory that only we can write, reached
+    /// without following anything another user can swap (crate::hostpath).
     pub fn open(dir: &Path, ttl: Duration) -> Result<Cache, String> {
-        if !dir.exists() {
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| format!("cannot create the cache directory {}: {e}", dir.display()))?;
+        let what = format!("cache directory {}", dir.display());
+        let (parent, name) = crate::hostpath::parent_and_name(dir, "--cache")?;
+        match sys::mkdirat(parent.as_raw_fd(), &name, 0o700) {
+            Ok(()) | Err(libc::EEXIST) => {}
+            Err(e) => {
+                return Err(format!(
+                    "cannot create the {what}: {}",
+                    std::io::Error::from_raw_os_error(e)
+                ))
+            }
         }
-        let meta = std::fs::symlink_metadata(dir)
-            .map_err(|e| format!("cache directory {}: {e}", dir.display()))?;
-        let mode = meta.permissions().mode();
-        if !meta.is_dir() {
-            return Err(format!(
-                "cache {} is not a directory (symlinks are refused)",
-                dir.display()
-            ));
-        }
-        if meta.uid() != crate::jail::sys::geteuid() || mode & 0o022 != 0 {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        let fd = crate::hostpath::openat(&parent, &name, flags, 0).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ELOOP | libc::ENOTDIR) => {
+                    format!(
+                        "cache {} is not a directory (symlinks are refused)",
+                        dir.display()
+                    )
+                }
+                _ => format!("{what}: {e}"),
+            }
+        })?;
+        let st = sys::fstat_file(fd.as_raw_fd()).map_err(|e| format!("{what}: errno {e}"))?;
+        let mode = st.mode & 0o7777;
+        if st.uid != sys::geteuid() || mode & 0o022 != 0 {
             return Err(format!(
                 "cache directory {} must be owned by uid {} and not group- or world-writable (mode {:o}): anyone who can write it could plant records",
                 dir.display(),
-                crate::jail::sys::geteuid(),
-                mode & 0o7777
+                sys::geteuid(),
+                mode
             ));
         }
         Ok(Cache {
             dir: dir.to_path_buf(),
+            fd,
             ttl,
         })
     }
@@ -98,30 +126,28 @@ impl Cache {
     }
 
     fn path(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.json"))
+        self.dir.join(entry_name(key))
     }
 
-    /// The stored record for `key`, marked as a hit; None on a miss or a bad entry.
-    pub fn get(&self, key: &str) -> Option<Value> {
+    /// The stored record for `key`; None on a miss or a bad entry.
+    pub fn get(&self, key: &str) -> Option<Hit> {
         let path = self.path(key);
         let warn = |why: &str| {
             eprintln!("agentjail: cache: ignoring {}: {why}", path.display());
             None
         };
+        let name = CString::new(entry_name(key)).ok()?;
         // O_NONBLOCK: a FIFO planted under the key's name must not block the open (it is
-        // then refused as not a regular file); a regular file ignores the flag.
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => return warn(&e.to_string()),
-        };
+        // then refused as not a regular file); a regular file ignores the flag. O_NOFOLLOW
+        // (hostpath::openat): a symlink is refused.
+        let file =
+            match crate::hostpath::openat(&self.fd, &name, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
+                Ok(f) => std::fs::File::from(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(e) => return warn(&e.to_string()),
+            };
         let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.uid() != crate::jail::sys::geteuid() || meta.mode() & 0o077 != 0
-        {
+        if !meta.is_file() || meta.uid() != sys::geteuid() || meta.mode() & 0o077 != 0 {
             return warn("not a private regular file of ours");
         }
         let mut bytes = Vec::new();
@@ -144,42 +170,44 @@ impl Cache {
             return warn("corrupt");
         };
         if now_secs().saturating_sub(stored_at) > self.ttl.as_secs() {
-            let _ = std::fs::remove_file(&path);
+            let _ = sys::unlinkat(self.fd.as_raw_fd(), &name, 0);
             return None;
         }
-        let mut record = record.clone();
-        let original = record.get("run_id").cloned().unwrap_or(Value::Null);
-        record["cache"] =
-            json!({"hit": true, "key": key, "stored_at": stored_at, "original_run_id": original});
-        Some(record)
+        Some(Hit {
+            key: key.to_string(),
+            stored_at,
+            record: record.clone(),
+        })
     }
 
-    /// Store `record` under `key`: a private temp file, fsync, atomic rename.
+    /// Store `record` under `key`: a private temp file, fsync, atomic rename, all under the
+    /// directory's fd.
     pub fn put(&self, key: &str, record: &Value) -> Result<(), String> {
         let entry = json!({"key": key, "stored_at": now_secs(), "record": record});
         let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
-        let tmp = self
-            .dir
-            .join(format!(".{key}.{}.tmp", crate::ids::random_hex(8)));
+        let tmp = CString::new(format!(".{key}.{}.tmp", crate::ids::random_hex(8)))
+            .map_err(|e| e.to_string())?;
+        let name = CString::new(entry_name(key)).map_err(|e| e.to_string())?;
+        let dir = self.fd.as_raw_fd();
         let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&tmp)?;
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+            let mut f = std::fs::File::from(crate::hostpath::openat(&self.fd, &tmp, flags, 0o600)?);
             f.write_all(&bytes)?;
             f.sync_data()?;
-            std::fs::rename(&tmp, self.path(key))
+            sys::renameat(dir, &tmp, dir, &name).map_err(std::io::Error::from_raw_os_error)
         };
         write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = sys::unlinkat(dir, &tmp, 0);
             format!(
                 "cannot store the cache entry {}: {e}",
                 self.path(key).display()
             )
         })
     }
+}
+
+fn entry_name(key: &str) -> String {
+    format!("{key}.json")
 }
 
 fn now_secs() -> u64 {

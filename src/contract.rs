@@ -16,7 +16,7 @@
 //! | `policy_hints`  | no       | requests that may only tighten the policy (see [`apply_hints`]) |
 //! | `files`         | no       | input files, read-only under /app/in (see [`parse_files`])  |
 //!
-//! ¹ exactly one of `input_payload` and `stdin`.
+//! ¹ exactly one of `input_payload` and `stdin`; in `text` mode neither is an empty stdin.
 //!
 //! # Judge mode
 //!
@@ -314,7 +314,12 @@ fn validate_object(mut obj: Map<String, Value>, policy: &Policy) -> Result<Actio
         Some(v) => Some(parse_hints(v)?),
     };
     code_size(&code, policy, policy_hints.as_ref())?;
+    // A text-mode program given neither reads an empty stdin: plain programs often take none.
+    let text_mode = obj.get("output_mode").and_then(Value::as_str) == Some("text");
     let (input_payload, stdin) = match obj.remove("stdin") {
+        None if text_mode && !obj.contains_key("input_payload") => {
+            (Value::Null, Some(String::new()))
+        }
         None => (payload(obj.remove("input_payload"), policy)?, None),
         Some(v) => (Value::Null, Some(stdin_field(v, &obj, policy)?)),
     };

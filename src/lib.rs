@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod engine;
 pub mod environment;
 pub mod exec;
+pub mod hostpath;
 pub mod ids;
 pub mod inputs;
 pub mod jail;

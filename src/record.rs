@@ -386,17 +386,28 @@ pub fn error_record(reason: StopReason, message: &str) -> Value {
 pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
     // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
     // for a line-based reader or steer a terminal.
     let mut line = crate::json::to_safe_string(record).into_bytes();
     line.push(b'\n');
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)?;
+    // Reached without following anything another user can swap (crate::hostpath): the
+    // directory walked and checked, the file opened under its fd with O_NOFOLLOW, and it
+    // must be a regular file of ours with one name that only we can write.
+    let (dir, name) =
+        crate::hostpath::parent_and_name(path, "the audit log").map_err(std::io::Error::other)?;
+    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK;
+    let mut f = std::fs::File::from(crate::hostpath::openat(&dir, &name, flags, 0o600)?);
+    let st =
+        crate::jail::sys::fstat_file(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
+    if st.mode & libc::S_IFMT != libc::S_IFREG
+        || st.uid != crate::jail::sys::geteuid()
+        || st.nlink != 1
+        || st.mode & 0o022 != 0
+    {
+        return Err(std::io::Error::other(
+            "not a regular file of ours with one name that only we can write",
+        ));
+    }
     // Released when the file closes.
     crate::jail::sys::flock_exclusive(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
     f.write_all(&line)?;

@@ -517,7 +517,7 @@ pub fn job(
     // cannot write artifacts into a directory: such jobs never use the cache.
     let cache = cache.filter(|_| source.inputs().is_empty() && source.artifacts_dir().is_none());
     let mut key: Option<String> = None;
-    let ended = (|| -> Result<Option<Value>, Stopped> {
+    let ended = (|| -> Result<Option<crate::cache::Hit>, Stopped> {
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;
         check(&mut r, &action, &effective)?;
         let env = crate::environment::of(&effective, &action.language);
@@ -535,7 +535,7 @@ pub fn job(
         Ok(None)
     })();
     let mut record = match ended {
-        Ok(Some(hit)) => hit_record(hit),
+        Ok(Some(hit)) => hit_record(r, hit),
         Ok(None) => r.finish(StopReason::Success, Phase::Finalize),
         Err(stop) => r.finish(stop.reason, stop.phase),
     };
@@ -550,14 +550,51 @@ pub fn job(
     record
 }
 
-/// A cache hit as a record (its stop reason read back from the stored record).
-fn hit_record(value: Value) -> Record {
-    let reason = value
+/// The fields of a record that belong to the request that asked, never to the stored run a
+/// cache hit cites: who asked, which action (its `id`), under which policy and environment,
+/// when and how long, and the verdict fields `finish` writes.
+const REQUEST_FIELDS: &[&str] = &[
+    "run_id",
+    "caller",
+    "action",
+    "decision",
+    "policy",
+    "environment",
+    "trace",
+    "status",
+    "stop_reason",
+    "phase",
+    "agentjail_version",
+    "cache",
+];
+
+/// A cache hit as a new record of this request: its own `run_id`, `caller`, `action` (with
+/// this request's `id`), decision and timing, citing the stored run's outcome (output,
+/// streams, error, execution, artifacts) and verdict; `cache.original_run_id` names the
+/// stored run. Nothing of the first caller's request travels to this one.
+fn hit_record(r: Recorder, hit: crate::cache::Hit) -> Record {
+    let stored = hit.record;
+    let reason = stored
         .get("stop_reason")
         .and_then(Value::as_str)
         .and_then(StopReason::parse_stored)
         .unwrap_or(StopReason::Success);
-    Record::new(reason, value)
+    let phase = stored.get("phase").cloned().unwrap_or(Value::Null);
+    let mut record = r.finish(reason, Phase::Finalize);
+    if let (Some(out), Some(from)) = (record.value.as_object_mut(), stored.as_object()) {
+        for (k, v) in from {
+            if !REQUEST_FIELDS.contains(&k.as_str()) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        out.insert("phase".into(), phase);
+        out.insert(
+            "cache".into(),
+            json!({"hit": true, "key": hit.key, "stored_at": hit.stored_at,
+                   "original_run_id": stored.get("run_id").cloned().unwrap_or(Value::Null)}),
+        );
+    }
+    record
 }
 
 /// `agentjail check`: contract and static check only. Returns (decision JSON, exit code).

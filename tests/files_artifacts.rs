@@ -21,7 +21,9 @@ fn scratch(tag: &str) -> tempfile::TempDir {
         .prefix(&format!("agentjail-fa-{tag}-"))
         .tempdir_in("/tmp")
         .unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // Sticky, like /tmp: agentjail refuses to create its files in a directory other users
+    // can change (src/hostpath.rs).
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     d
 }
 

@@ -368,7 +368,8 @@ fn raw_controls_in_output_never_reach_the_record_or_split_the_audit_log() {
             .tempdir_in("/tmp")
             .unwrap();
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        // Sticky: agentjail refuses an audit log in a directory others can change.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
         let log = dir.path().join("audit.jsonl");
         let r = run_as(
             who,

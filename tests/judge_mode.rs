@@ -51,6 +51,15 @@ fn print_two_plus_two_in_text_mode_is_success_with_its_stdout() {
             "text mode has no output: {}",
             r.record
         );
+        // In text mode, no input at all is an empty stdin.
+        let r = run_as(
+            who,
+            &[],
+            &action("print(2+2)", json!({"output_mode": "text"})),
+            None,
+        );
+        assert_stop(who, &r, "success");
+        assert_eq!(r.record["execution"]["stdout"], "4\n");
         // JSON mode, the seed's contract, is unchanged: the same program is refused there.
         let r = run_as(
             who,

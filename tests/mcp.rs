@@ -526,6 +526,28 @@ fn garbage_on_stdin_gets_json_rpc_errors_and_the_server_goes_on() {
     s.send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}"#);
     let e = s.response(&json!(6));
     assert_eq!(error_code(&e), -32602, "unknown tool: {e}");
+    // A tools/call whose params do not fit is invalid params, with a message that says why.
+    for (i, params) in [
+        "",
+        r#","params":{"name":"run_python","arguments":7}"#,
+        r#","params":{"arguments":{}}"#,
+        r#","params":{"name":5,"arguments":{}}"#,
+        r#","params":[]"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = 100 + i as i64;
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call"{params}}}"#);
+        s.send(line.as_bytes());
+        let e = s.response(&json!(id));
+        assert_eq!(error_code(&e), -32602, "{line}: {e}");
+        let m = e["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            m.starts_with("Invalid params: ") && m.contains("name"),
+            "{m}"
+        );
+    }
     s.send(&vec![b'x'; 200_000]);
     assert_eq!(error_code(&s.recv()), -32700);
     s.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
@@ -546,6 +568,140 @@ fn garbage_on_stdin_gets_json_rpc_errors_and_the_server_goes_on() {
         "{r}"
     );
     assert_eq!(r["result"]["isError"], json!(false));
+}
+
+/// Polyglot artifacts: an XHTML page with a script and an inline `<svg>` (named `.svg`) is
+/// typed by its root element (text/html) and travels as a resource; a real SVG (it can
+/// hold script) also travels as a resource; only a raster image is MCP image content.
+#[test]
+fn active_artifacts_never_travel_as_images() {
+    let policy = data_policy(Who::Root);
+    let mut s = Raw::start(&["--pool", "0", "--policy", policy.to_str().unwrap()]);
+    s.initialize();
+    let code = r#"
+page = "<?xml version='1.0'?><html xmlns='x'><head><script>alert(1)</script></head><body><svg/></body></html>"
+with open('/app/out/page.svg', 'w') as f:
+    f.write(page)
+with open('/app/out/real.svg', 'w') as f:
+    f.write("<svg xmlns='y'><script>alert(2)</script></svg>")
+with open('/app/out/note.xml', 'w') as f:
+    f.write("<?xml version='1.0'?><!-- <svg> --><note><svg/></note>")
+with open('/app/out/dot.png', 'wb') as f:
+    f.write(b'\x89PNG\r\n\x1a\n' + bytes(16))
+print('{}')
+"#;
+    let r = s.call(1, "run_python", json!({ "code": code }));
+    let rec = &r["result"]["structuredContent"];
+    assert_eq!(rec["stop_reason"], "success", "{r:#}");
+    let types: std::collections::BTreeMap<String, String> = rec["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let t = a["media_type"].as_str().unwrap().to_string();
+            (a["path"].as_str().unwrap().to_string(), t)
+        })
+        .collect();
+    assert_eq!(types["page.svg"], "text/html", "{types:?}");
+    assert_eq!(types["real.svg"], "image/svg+xml");
+    assert_eq!(types["note.xml"], "application/xml");
+    assert_eq!(types["dot.png"], "image/png");
+    let blocks = r["result"]["content"].as_array().unwrap();
+    let images: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "image").collect();
+    assert_eq!(images.len(), 1, "only the PNG is an image: {blocks:#?}");
+    assert_eq!(images[0]["mimeType"], "image/png");
+    for name in ["page.svg", "real.svg", "note.xml"] {
+        let res = blocks
+            .iter()
+            .find(|b| {
+                b["type"] == "resource"
+                    && b["resource"]["uri"].as_str().unwrap_or("").ends_with(name)
+            })
+            .unwrap_or_else(|| panic!("{name} is not a resource: {blocks:#?}"));
+        assert_eq!(res["resource"]["mimeType"], types[name]);
+        assert!(res["resource"]["text"].is_string(), "{res}");
+    }
+}
+
+/// The server's peak resident memory (VmHWM), in KiB; None once it is gone.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A client that stops reading stdout while its calls return ~2 MiB records: the server
+/// queues at most 32 MiB of them, then treats the client as gone (running calls stopped,
+/// input ended) and exits by itself; its memory stays bounded (unbounded, 60 such records
+/// would be ~120 MiB).
+#[test]
+fn a_client_that_stops_reading_is_treated_as_gone() {
+    let policy = data_policy(Who::Root);
+    let mut child = Command::new(common::agentjail_path())
+        .args(["mcp", "--pool", "1", "--policy", policy.to_str().unwrap()])
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut err = child.stderr.take().unwrap();
+    let err_text = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    stdin.write_all(br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#).unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("protocolVersion"), "{line}");
+    let base = peak_rss_kib(pid).unwrap();
+    // From here on nothing is read from stdout.
+    let code = "import json\nprint(json.dumps({'x': 'y' * 900000}))";
+    for i in 0..60 {
+        let req = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                         "params": {"name": "run_python", "arguments": {"code": code}}});
+        if stdin.write_all(format!("{req}\n").as_bytes()).is_err() {
+            break;
+        }
+    }
+    let t = Instant::now();
+    let mut peak = base;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if let Some(p) = peak_rss_kib(pid) {
+            peak = peak.max(p);
+        }
+        if t.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            let _ = child.wait();
+            drop(stdin);
+            panic!(
+                "agentjail mcp never gave up on a client that does not read: {}",
+                err_text.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let err = err_text.join().unwrap();
+    assert!(err.contains("unread"), "{status:?}: {err}");
+    let grown = peak - base;
+    assert!(
+        grown < 100 * 1024,
+        "agentjail mcp grew by {grown} KiB: {err}"
+    );
+    eprintln!("mcp: grew {grown} KiB before giving up; {status:?}");
+    drop(stdout);
 }
 
 #[test]

@@ -35,6 +35,10 @@ struct Knobs {
     idle_s: Option<u64>,
     /// Another interpreter (a copy under /opt, for the environment digest).
     python: Option<PathBuf>,
+    /// limits.stdout (default 64KiB).
+    stdout: Option<&'static str>,
+    /// [session] max_per_client (default: the policy's default).
+    max_per_client: Option<u64>,
 }
 
 /// The test policy (see the module documentation) with `marker` in the interpreter's argv.
@@ -72,7 +76,7 @@ wall_time_ms = {wall}
 cpu_time_ms = {wall}
 memory = "128MiB"
 pids = 64
-stdout = "64KiB"
+stdout = "{stdout}"
 {binds}[seccomp]
 allow_groups = [
   "basic_io", "files_read", "files_write_tmp", "memory", "process_self", "threads",
@@ -83,10 +87,14 @@ requirement = "best_effort"
 [session]
 max_calls = {max_calls}
 idle_timeout_seconds = {idle}
-"#,
+{per_client}"#,
         max_seconds = wall / 1000 + 15,
         max_calls = k.max_calls.unwrap_or(200),
         idle = k.idle_s.unwrap_or(600),
+        stdout = k.stdout.unwrap_or("64KiB"),
+        per_client = k
+            .max_per_client
+            .map_or(String::new(), |n| format!("max_per_client = {n}\n")),
     );
     common::shared_file(&format!("serve-{marker}.toml"), &text)
 }
@@ -697,8 +705,11 @@ fn a_session_that_breaks_a_limit_ends_only_itself() {
             if ended {
                 assert_eq!(rec["session"]["ended_reason"], reason, "{who:?}");
                 assert_gone(&mine, "the ended session's jail");
-                let again = s.io().exec(&bad, "1");
-                assert_eq!(error_code(&again), "unknown_session", "{who:?}");
+                // However it ended, its owner is told why (README: for ten minutes).
+                for _ in 0..2 {
+                    let again = s.io().exec(&bad, "1");
+                    assert_session_ended(&again, &reason, who);
+                }
             } else if followup_ended {
                 assert_gone(&mine, "the session ended by the fork bomb's aftermath");
             } else {
@@ -724,6 +735,22 @@ fn a_session_that_breaks_a_limit_ends_only_itself() {
         }
         s.finish();
     }
+}
+
+/// A call on an ended session: a record `invalid_request:session_ended` naming why it
+/// ended, never `unknown_session`.
+fn assert_session_ended(resp: &Value, why: &str, who: Who) {
+    let rec = record(resp);
+    assert_eq!(
+        rec["stop_reason"], "invalid_request:session_ended",
+        "{who:?}: {rec:#}"
+    );
+    assert_eq!(rec["session"]["ended"], true, "{who:?}: {rec:#}");
+    assert_eq!(rec["session"]["ended_reason"], why, "{who:?}: {rec:#}");
+    assert!(
+        rec["error"]["message"].as_str().unwrap().contains(why),
+        "{who:?}: {rec:#}"
+    );
 }
 
 #[test]
@@ -754,7 +781,9 @@ fn session_budget_and_idle_timeout_end_the_session_with_a_record() {
             .unwrap()
             .contains("max_calls"));
         assert_gone(&mine, "the spent session's jail");
-        assert_eq!(error_code(&s.io().exec(&a, "5")), "unknown_session");
+        for _ in 0..2 {
+            assert_session_ended(&s.io().exec(&a, "5"), "max_calls", who);
+        }
 
         // Idle: the janitor ends it (its jail goes at once); the next call is told why.
         let b = s.io().start_session();
@@ -780,7 +809,7 @@ fn session_budget_and_idle_timeout_end_the_session_with_a_record() {
             .as_str()
             .unwrap()
             .contains("idle_timeout"));
-        assert_eq!(error_code(&s.io().exec(&b, "x")), "unknown_session");
+        assert_session_ended(&s.io().exec(&b, "x"), "idle_timeout", who);
         assert_eq!(s.io().stats()["sessions"], 0);
         s.finish();
     }
@@ -1050,11 +1079,98 @@ print(json.dumps({"attempts": attempts}))
         let hit = s.io().run(victim);
         assert!(is_hit(&hit), "{who:?}: {hit:#}");
         assert_eq!(hit["output"], json!({"v": 1}));
-        assert_eq!(hit["run_id"], first["run_id"]);
+        assert_ne!(
+            hit["run_id"], first["run_id"],
+            "a hit is a record of its own"
+        );
         assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
         assert_eq!(hit["cache"]["key"], key);
         s.finish();
         assert_cache_sound(&cache, uid_of(who));
+    }
+}
+
+/// A cache hit is a record of the request that asked: its own run_id, caller, action id and
+/// timing, the stored run named only in `cache.original_run_id`; the audit log's line names
+/// who asked. Attack: a second uid asks for the same action a first uid ran, and must not
+/// get the first one's identity or run id.
+#[test]
+fn a_cache_hit_names_the_caller_who_asked_not_the_first_one() {
+    if !common::is_root() {
+        eprintln!("\n!!!!!!!! SKIPPED: a second uid needs root !!!!!!!!\n");
+        return;
+    }
+    for who in variants() {
+        let (m, p) = setup("hitcaller", &Knobs::default());
+        let (d, cache) = cache_dir("hitcaller");
+        let sock = d.path().join("s.sock");
+        let audit = d.path().join("audit.jsonl");
+        // The second client: another uid in the socket's group (root's server), or the
+        // server's own uid (nobody's server: the first client is root, the test process).
+        let (second, group) = match who {
+            Who::Root => (12345u32, Some("12345")),
+            _ => (uid_of(who), None),
+        };
+        let mut args = vec![
+            "--pool",
+            "1",
+            "--cache",
+            cache.to_str().unwrap(),
+            "--audit-log",
+            audit.to_str().unwrap(),
+            "--socket",
+            sock.to_str().unwrap(),
+        ];
+        if let Some(g) = group {
+            args.extend(["--socket-group", g]);
+        }
+        let s = Server::start(who, &p, &m, &args);
+        let mut a = s.connect("A");
+        let mut act = action("print('{\"v\": 1}')", json!({}));
+        act["id"] = json!("first-asker");
+        let first = a.run(act.clone());
+        assert_eq!(first["stop_reason"], "success", "{who:?}: {first:#}");
+        assert_eq!(first["caller"]["uid"], 0);
+        act["id"] = json!("second-asker");
+        let resp = foreign_client(
+            second,
+            &sock,
+            &[json!({"id": 7, "op": "run", "action": act})],
+        );
+        let hit = record(&resp[0]);
+        assert!(is_hit(hit), "{who:?}: {hit:#}");
+        assert_eq!(
+            hit["caller"]["uid"], second,
+            "{who:?}: the hit names who asked"
+        );
+        assert_eq!(hit["action"]["id"], "second-asker", "{who:?}");
+        assert_ne!(hit["run_id"], first["run_id"], "{who:?}");
+        assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
+        assert_eq!(hit["output"], first["output"]);
+        assert_eq!(hit["stop_reason"], "success");
+        assert!(
+            !hit["trace"]
+                .to_string()
+                .contains(&first["run_id"].to_string())
+                && hit["trace"] != first["trace"],
+            "{who:?}: the hit's timing is its own"
+        );
+        a.close();
+        a.assert_all_answered();
+        s.finish();
+        let lines: Vec<Value> = std::fs::read_to_string(&audit)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{who:?}: {lines:?}");
+        assert_eq!(lines[0]["caller"]["uid"], 0);
+        assert_eq!(
+            lines[1]["caller"]["uid"], second,
+            "{who:?}: the audit names who asked"
+        );
+        assert_eq!(lines[1]["run_id"], hit["run_id"]);
+        assert_eq!(lines[1]["cache"]["original_run_id"], first["run_id"]);
     }
 }
 
@@ -1116,7 +1232,11 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
             is_hit(&hit),
             "{who:?}: the id is not part of the key: {hit:#}"
         );
-        assert_eq!(hit["run_id"], first["run_id"]);
+        assert_eq!(hit["cache"]["original_run_id"], first["run_id"]);
+        assert_eq!(
+            hit["action"]["id"], "another id",
+            "the hit names this request's id"
+        );
         assert_eq!(entries(&cache).len(), 1);
         let variants_of: Vec<(&str, Value)> = vec![
             ("code", {
@@ -1163,7 +1283,7 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
                 is_hit(&again),
                 "{who:?}: {what} not answered from the cache"
             );
-            assert_eq!(again["run_id"], rec["run_id"]);
+            assert_eq!(again["cache"]["original_run_id"], rec["run_id"]);
         }
         // Another language never reaches the cache (and is never stored).
         let mut js = base.clone();
@@ -1182,7 +1302,7 @@ fn the_cache_key_covers_everything_that_decides_the_outcome() {
             is_hit(&r.record),
             "{who:?}: run --cache missed serve's entry"
         );
-        assert_eq!(r.record["run_id"], first["run_id"]);
+        assert_eq!(r.record["cache"]["original_run_id"], first["run_id"]);
         // ...and another policy (one byte apart) misses.
         let (_, p2) = setup("key2", &Knobs::default());
         let r = common::run_as(
@@ -1460,6 +1580,18 @@ fn only_outcomes_of_the_code_are_stored() {
             ));
             assert!(!is_hit(&again));
             assert_eq!(entries(&cache).len(), n, "{who:?}: an OOM kill was stored");
+        } else {
+            // No memory cgroup: RLIMIT_AS makes the allocation fail, and the program's
+            // MemoryError is its own word, not the kernel's (README's stop-reason table).
+            assert_eq!(
+                rec["stop_reason"], "code_runtime_error:1",
+                "{who:?}: {rec:#}"
+            );
+            let said = rec["error"]["type"] == "MemoryError"
+                || rec["execution"]["stderr"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("MemoryError"));
+            assert!(said, "{who:?}: {rec:#}");
         }
         s.finish();
         assert_cache_sound(&cache, uid_of(who));
@@ -1819,6 +1951,263 @@ fn a_forked_copy_of_the_session_runner_cannot_answer_for_it() {
     }
 }
 
+/// A process call 1 leaves running attacks call 2: it writes forged `done` reports (with
+/// and without a guessed nonce) to the runner's report pipe and tries to read the job pipe
+/// to steal call 2's frame, over and over while call 2 runs. Call 2 must end with its own
+/// value after its own code ran whole; the leftover only ever got EBADF on fds 3 and 4, and
+/// what it printed lands in call 2's stdout.
+#[test]
+fn a_process_left_from_call_1_cannot_answer_call_2_or_read_its_code() {
+    const LEFTOVER: &str = r#"
+import os, time, json
+if os.fork() == 0:
+    seen = {"forged": 0, "stolen": b"", "errors": set()}
+    forged = [b'{"event": "done", "ok": true, "value": "\'forged\'"}\n',
+              b'{"event": "done", "call": null, "ok": true, "value": "\'forged\'"}\n',
+              b'{"event": "done", "call": "0000000000000000", "ok": true, "value": "\'forged\'"}\n']
+    for i in range(300):
+        for f in forged:
+            try:
+                os.write(4, f)
+                seen["forged"] += 1
+            except OSError as e:
+                seen["errors"].add(("w", e.errno))
+        try:
+            os.set_blocking(3, False)
+            seen["stolen"] += os.read(3, 1 << 16)
+        except OSError as e:
+            seen["errors"].add(("r", e.errno))
+        time.sleep(0.005)
+    print("LEFTOVER", json.dumps({"forged": seen["forged"], "stolen": seen["stolen"].decode("latin-1"),
+                                  "errors": sorted(seen["errors"])}), flush=True)
+    raise SystemExit(0)
+leftover = 'started'
+leftover
+"#;
+    for who in variants() {
+        let (m, p) = setup("leftover", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let sid = s.io().start_session();
+        let rec = s.io().exec_ok(&sid, LEFTOVER);
+        assert_eq!(rec["value"], "'started'", "{who:?}: {rec:#}");
+        // Call 2 runs for a while, so the leftover's loop overlaps it; its own code must run
+        // to its end and answer.
+        let rec = s.io().exec_ok(
+            &sid,
+            "import time\nmarks = []\nfor i in range(10):\n    time.sleep(0.1)\n    marks.append(i)\n'call 2 ran whole: %d' % len(marks)",
+        );
+        assert_eq!(
+            rec["value"], "'call 2 ran whole: 10'",
+            "{who:?}: a forged done answered call 2: {rec:#}"
+        );
+        // The next call is the runner's own, and call 2's globals are there.
+        let rec = s
+            .io()
+            .exec_ok(&sid, "import time\ntime.sleep(2)\nlen(marks)");
+        assert_eq!(rec["value"], "10", "{who:?}: {rec:#}");
+        // The leftover's report, printed into whichever call ran when it finished.
+        let mut out = rec["execution"]["stdout"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        for _ in 0..20 {
+            if out.contains("LEFTOVER") {
+                break;
+            }
+            let r = s.io().exec_ok(&sid, "import time\ntime.sleep(0.2)");
+            out.push_str(r["execution"]["stdout"].as_str().unwrap_or(""));
+        }
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("LEFTOVER "))
+            .unwrap_or_else(|| panic!("{who:?}: the leftover never reported: {out}"));
+        let seen: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            seen["forged"], 0,
+            "{who:?}: the leftover wrote reports: {seen}"
+        );
+        assert_eq!(
+            seen["stolen"], "",
+            "{who:?}: the leftover read a frame: {seen}"
+        );
+        assert_eq!(
+            seen["errors"],
+            json!([["r", libc::EBADF], ["w", libc::EBADF]]),
+            "{who:?}: {seen}"
+        );
+        s.finish();
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. What one client can cost the others
+
+/// The server's peak resident memory (VmHWM), in KiB.
+fn peak_rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A client that sends jobs with ~2 MiB records and never reads, beside a client that
+/// does: the second gets every answer (stats included) while the first is outstanding; the
+/// first is dropped once 16 MiB of its responses wait (its connection shut down, its
+/// session ended, its queued jobs never started); the server's memory stays bounded.
+#[test]
+fn a_client_that_stops_reading_costs_only_itself() {
+    for who in variants() {
+        let k = Knobs {
+            stdout: Some("1MiB"),
+            ..Default::default()
+        };
+        let (m, p) = setup("hog", &k);
+        let dir = scratch("hog");
+        let sock = dir.path().join("s.sock");
+        let audit = dir.path().join("audit.jsonl");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &[
+                "--pool",
+                "2",
+                "-j",
+                "4",
+                "--socket",
+                sock.to_str().unwrap(),
+                "--audit-log",
+                audit.to_str().unwrap(),
+            ],
+        );
+        let mut good = s.connect("good");
+        good.run(action("print('{}')", json!({})));
+        let sid_good = good.start_session();
+        let base = peak_rss_kib(s.pid);
+        // The hog: a session, then 200 jobs that each print ~900 KiB of JSON (stdout and
+        // output: ~2 MiB per record), all sent at once; it never reads a byte.
+        let mut hog = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        use std::io::Write as _;
+        hog.write_all(b"{\"id\": \"hs\", \"op\": \"session_start\"}\n")
+            .unwrap();
+        let big = "import json\nprint(json.dumps({'x': 'y' * 900000}))";
+        let mut lines = Vec::new();
+        for i in 0..200 {
+            let req = json!({"id": format!("h{i}"), "op": "run", "action": action(big, json!({}))});
+            lines.extend(serde_json::to_vec(&req).unwrap());
+            lines.push(b'\n');
+        }
+        hog.write_all(&lines).unwrap();
+        // The good client is answered meanwhile, every time.
+        for i in 0..10 {
+            let rec = good.run(action(&format!("print('{{\"i\": {i}}}')"), json!({})));
+            assert_eq!(rec["output"], json!({"i": i}), "{who:?}: {rec:#}");
+            assert!(good.stats()["sessions"].is_number());
+            good.exec_ok(&sid_good, "1");
+        }
+        // The hog is dropped: what it can still read ends in EOF, with far fewer than 200
+        // answers.
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut hog, &mut got).unwrap();
+        let answered = got.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+        assert!(answered < 100, "{who:?}: the hog got {answered} answers");
+        assert!(s.stderr().contains("dropped"), "{who:?}: {}", s.stderr());
+        // Its session ended; the good client's lives on.
+        let t = Instant::now();
+        while good.stats()["sessions"] != 1 {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "{who:?}: the hog's session stays"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        good.exec_ok(&sid_good, "2");
+        let grown = peak_rss_kib(s.pid).saturating_sub(base);
+        // Unbounded, 200 queued 2 MiB records would be ~400 MiB; the queue holds 16 MiB,
+        // the 4 workers a few records each.
+        assert!(grown < 160 * 1024, "{who:?}: serve grew by {grown} KiB");
+        // Every record of the hog's jobs that ran is in the audit log, whole.
+        let text = std::fs::read_to_string(&audit).unwrap();
+        let ran = text.lines().count();
+        assert!(
+            ran < 200,
+            "{who:?}: {ran} of the hog's jobs ran after it was dropped"
+        );
+        for l in text.lines() {
+            let _: Value = serde_json::from_str(l).unwrap();
+        }
+        eprintln!("{who:?}: hog answered {answered}, {ran} records, serve grew {grown} KiB");
+        good.close();
+        good.assert_all_answered();
+        s.finish();
+    }
+}
+
+/// Per-client limits: requests in flight (one worker busy, 300 requests queued behind it:
+/// the ones past the limit are answered `too_many_requests` at once, the rest are answered
+/// in full) and open sessions (`[session] max_per_client`, counted per uid across
+/// connections).
+#[test]
+fn a_flood_from_one_client_gets_clear_errors_and_the_server_goes_on() {
+    for who in variants() {
+        let k = Knobs {
+            max_per_client: Some(2),
+            ..Default::default()
+        };
+        let (m, p) = setup("flood", &k);
+        let dir = scratch("flood");
+        let sock = dir.path().join("s.sock");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "-j", "1", "--socket", sock.to_str().unwrap()],
+        );
+        let mut a = s.connect("A");
+        let slow = a.send(json!({"op": "run", "action": action("import time\ntime.sleep(3)\nprint('{}')", json!({}))}));
+        let ids: Vec<Value> = (0..300).map(|_| a.send(json!({"op": "stats"}))).collect();
+        let mut refused = 0;
+        for id in &ids {
+            let r = a.wait(id);
+            if r.get("error").is_some() {
+                assert_eq!(error_code(&r), "too_many_requests", "{who:?}: {r}");
+                assert!(r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unanswered"));
+                refused += 1;
+            } else {
+                assert!(r["stats"].is_object(), "{who:?}: {r}");
+            }
+        }
+        assert_eq!(record(&a.wait(&slow))["stop_reason"], "success");
+        assert!(
+            (40..=50).contains(&refused),
+            "{who:?}: {refused} of 300 refused with 256 in flight"
+        );
+        // Sessions: two per client, whichever connection of the uid asks.
+        let mut b = s.connect("B");
+        let s1 = a.start_session();
+        let _s2 = b.start_session();
+        let third = b.call(json!({"op": "session_start"}));
+        assert_eq!(error_code(&third), "too_many_sessions", "{who:?}: {third}");
+        assert!(third["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_per_client"));
+        a.call(json!({"op": "session_close", "session": s1}));
+        let s3 = b.start_session();
+        b.exec_ok(&s3, "1");
+        a.close();
+        b.close();
+        a.assert_all_answered();
+        b.assert_all_answered();
+        s.finish();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Soak
 
@@ -1871,7 +2260,13 @@ fn a_thousand_mixed_jobs_and_a_hundred_sessions_leave_nothing_behind() {
     const SESSIONS: usize = 100;
     for who in variants() {
         let t = Instant::now();
-        let (m, p) = setup("soak", &Knobs::default());
+        // Half the sessions stay open until EOF: 50 on one client, past the default
+        // [session] max_per_client (16).
+        let k = Knobs {
+            max_per_client: Some(SESSIONS as u64),
+            ..Default::default()
+        };
+        let (m, p) = setup("soak", &k);
         let mut s = Server::start(who, &p, &m, &["--pool", "2", "-j", "4"]);
         let mut run_ids = std::collections::HashSet::new();
         let mut sessions_seen = std::collections::HashSet::new();

@@ -175,11 +175,37 @@ const BUSY_GRACE: Duration = Duration::from_millis(250);
 
 type Sessions = HashMap<String, (Owner, Arc<Mutex<Session>>)>;
 
+/// One client's own stop (a connection of `serve`): its jobs and calls poll `read`
+/// (Interrupt::Scoped), so a client that is dropped stops its own work and nobody else's.
+pub struct ClientStop {
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+impl ClientStop {
+    fn new() -> Result<ClientStop, String> {
+        let (read, write) = crate::jail::sys::socketpair_seqpacket()
+            .map_err(|e| format!("cannot create a socket pair: errno {e}"))?;
+        Ok(ClientStop { read, write })
+    }
+
+    /// Stop every job and call of the client: `H` (the client is gone, `interrupted:sighup`)
+    /// or `T` (the server stops, `interrupted:sigterm`); the first one sent is what they see.
+    fn send(&self, why: u8) {
+        let _ = crate::jail::sys::write(self.write.as_raw_fd(), &[why]);
+    }
+
+    fn interrupt(&self) -> Interrupt<'_> {
+        Interrupt::Scoped(&self.read)
+    }
+}
+
 /// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
 /// turn it into an error response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineError {
-    /// A stable code: `unknown_session`, `session_busy`, `bad_request`, `unavailable`.
+    /// A stable code: `unknown_session`, `session_busy`, `too_many_sessions`, `bad_request`,
+    /// `unavailable`.
     pub code: &'static str,
     pub message: String,
 }
@@ -214,6 +240,10 @@ pub struct Engine {
     /// Readable once the engine stops its running jobs (every job's supervisor polls it).
     stop_read: OwnedFd,
     stop_write: Mutex<Option<OwnedFd>>,
+    /// Every client's own stop (serve's connections), by connection.
+    clients: Mutex<HashMap<u64, Arc<ClientStop>>>,
+    /// stop_jobs was called: a client registered after it is stopped at once.
+    stopping: AtomicBool,
     closed: AtomicBool,
 }
 
@@ -279,6 +309,8 @@ impl Engine {
             reaper_thread: Mutex::new(Some(reaper_thread)),
             stop_read,
             stop_write: Mutex::new(Some(stop_write)),
+            clients: Mutex::new(HashMap::new()),
+            stopping: AtomicBool::new(false),
             closed: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&engine);
@@ -296,6 +328,11 @@ impl Engine {
         audit_flag: Option<PathBuf>,
     ) -> Result<(Arc<Engine>, Option<PathBuf>), String> {
         let audit = cfg.policy.audit_log(audit_flag);
+        if let Some(path) = &audit {
+            // Refused now, not at the first record: a directory on its way that another
+            // user can change (crate::hostpath).
+            crate::hostpath::parent_and_name(path, "the audit log")?;
+        }
         Ok((Engine::start(cfg)?, audit))
     }
 
@@ -336,7 +373,19 @@ impl Engine {
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
     ) -> Record {
-        if inputs.is_empty() {
+        self.run_for_client(action, caller, inputs, None)
+    }
+
+    /// A job of one client: as [`Engine::run_with_inputs`], stopped by the client's own
+    /// stop (`stop`) as well as by the server's.
+    pub fn run_for_client(
+        &self,
+        action: &[u8],
+        caller: Option<u32>,
+        inputs: Vec<crate::plan::HostInput>,
+        stop: Option<&ClientStop>,
+    ) -> Record {
+        if inputs.is_empty() && stop.is_none() {
             return self.run(action, caller);
         }
         let mut r = Recorder::new();
@@ -346,8 +395,43 @@ impl Engine {
         let source = WithInputs {
             engine: self,
             inputs,
+            stop,
         };
         run::job(r, action, &self.policy, &source, self.cache.as_ref())
+    }
+
+    /// A new client's own stop (`serve`: one per connection), registered so that
+    /// [`Engine::stop_jobs`] reaches its jobs too; [`Engine::forget_client`] when it is gone.
+    pub fn client_stop(&self, connection: u64) -> Result<Arc<ClientStop>, String> {
+        let stop = Arc::new(ClientStop::new()?);
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(connection, Arc::clone(&stop));
+        if self.stopping.load(Ordering::SeqCst) {
+            stop.send(b'T');
+        }
+        Ok(stop)
+    }
+
+    /// The client is gone (dropped): stop its running jobs and calls now, each with its
+    /// record (`interrupted:sighup`).
+    pub fn hang_up(&self, connection: u64) {
+        if let Some(s) = self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&connection)
+        {
+            s.send(b'H');
+        }
+    }
+
+    pub fn forget_client(&self, connection: u64) {
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&connection);
     }
 
     /// `agentjail check` on these action bytes: the decision, and whether it allows.
@@ -372,6 +456,24 @@ impl Engine {
             let parsed = crate::contract::parse_hints(h)
                 .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
             policy = crate::contract::apply_hints(&policy, &parsed).0;
+        }
+        // A client's open sessions (ended ones hold no jail): a uid on a socket is one client
+        // however many connections it opens; without a uid, the connection is.
+        let max = self.policy.policy.session.max_per_client;
+        let same_client = |o: &Owner| match owner.uid {
+            Some(uid) => o.uid == Some(uid),
+            None => o.connection == owner.connection,
+        };
+        let open = self
+            .lock_sessions()
+            .values()
+            .filter(|(o, s)| same_client(o) && s.try_lock().map(|s| !s.is_ended()).unwrap_or(true))
+            .count() as u64;
+        if open >= max {
+            return Err(EngineError::new(
+                "too_many_sessions",
+                format!("this client holds {open} open sessions, the most the policy allows ([session] max_per_client); close one first"),
+            ));
         }
         let Some(plan) = &self.session_plan else {
             return Err(EngineError::new(
@@ -434,13 +536,25 @@ impl Engine {
         Ok(s)
     }
 
-    /// One call in a session; its record. A call that ends the session removes it.
+    /// One call in a session; its record.
     pub fn session_exec(
         &self,
         id: &str,
         code: &str,
         timeout_s: Option<f64>,
         owner: Owner,
+    ) -> Result<Record, EngineError> {
+        self.session_exec_for(id, code, timeout_s, owner, None)
+    }
+
+    /// One call in a session of a client with its own stop (see [`Engine::run_for_client`]).
+    pub fn session_exec_for(
+        &self,
+        id: &str,
+        code: &str,
+        timeout_s: Option<f64>,
+        owner: Owner,
+        stop: Option<&ClientStop>,
     ) -> Result<Record, EngineError> {
         let s = self.session(id, owner)?;
         // A call holds the session's lock for its whole run; the janitor and a closing
@@ -461,14 +575,13 @@ impl Engine {
                 }
             }
         };
-        let (record, teardown) =
-            session.call(code, timeout_s, Some(Interrupt::Shutdown(&self.stop_read)));
+        let interrupt = stop.map_or(Interrupt::Shutdown(&self.stop_read), ClientStop::interrupt);
+        let (record, teardown) = session.call(code, timeout_s, Some(interrupt));
         if let Some(t) = teardown {
             self.teardown(t);
         }
-        if session.is_ended() {
-            self.lock_sessions().remove(id);
-        }
+        // An ended session stays known to its owner (the janitor forgets it ENDED_KEPT
+        // after it ended): its next calls get a record saying why, however it ended.
         Ok(record)
     }
 
@@ -513,6 +626,15 @@ impl Engine {
 
     /// Stop every running job and call now: each ends with an `interrupted:sigterm` record.
     pub fn stop_jobs(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        for s in self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            s.send(b'T');
+        }
         if let Some(w) = self
             .stop_write
             .lock()
@@ -660,10 +782,11 @@ impl JailSource for Engine {
     }
 }
 
-/// The engine, for one job that brings host inputs.
+/// The engine, for one job that brings host inputs or belongs to a client with its own stop.
 struct WithInputs<'a> {
     engine: &'a Engine,
     inputs: Vec<crate::plan::HostInput>,
+    stop: Option<&'a ClientStop>,
 }
 
 impl JailSource for WithInputs<'_> {
@@ -677,7 +800,10 @@ impl JailSource for WithInputs<'_> {
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {
-        self.engine.interrupt()
+        match self.stop {
+            Some(s) => Some(s.interrupt()),
+            None => self.engine.interrupt(),
+        }
     }
 
     fn inputs(&self) -> &[crate::plan::HostInput] {

@@ -31,6 +31,10 @@ pub struct Owner {
     pub uid: Option<u32>,
 }
 
+/// How long an ended session still answers its owner's calls with a record saying why it
+/// ended, before its id is forgotten (`unknown_session`).
+pub const ENDED_KEPT: Duration = Duration::from_secs(600);
+
 /// The most source a session's check reads (all calls so far); past it a call is refused.
 pub const MAX_SESSION_SOURCE_BYTES: usize = python::MAX_SOURCE_BYTES;
 
@@ -49,6 +53,8 @@ pub struct Session {
     /// Every allowed call so far, in order (what the check reads before a new call).
     source: String,
     ended: Option<String>,
+    /// When it ended (however: a call's hard limit, its budget, a timer, a close).
+    ended_at: Option<Instant>,
     /// Artifacts already reported, by path, with the (size, mtime) they had: a call reports
     /// what is new or changed since.
     reported: std::collections::HashMap<String, (u64, i64, i64)>,
@@ -77,6 +83,7 @@ impl Session {
             exec: Duration::ZERO,
             source: String::new(),
             ended: None,
+            ended_at: None,
             reported: Default::default(),
             skipped_reported: Default::default(),
         }
@@ -94,11 +101,10 @@ impl Session {
         None
     }
 
-    /// Whether an ended session may be forgotten: its owner has had ten minutes past the
-    /// idle timeout to learn why it ended.
+    /// Whether an ended session may be forgotten: its owner has had [`ENDED_KEPT`] since it
+    /// ended, however it ended, to learn why (`invalid_request:session_ended`).
     pub fn forgotten(&self) -> bool {
-        let idle = Duration::from_secs(self.policy.session.idle_timeout_seconds);
-        self.is_ended() && self.last_used.elapsed() >= idle + Duration::from_secs(600)
+        self.ended_at.is_some_and(|t| t.elapsed() >= ENDED_KEPT)
     }
 
     pub fn is_ended(&self) -> bool {
@@ -108,6 +114,7 @@ impl Session {
     /// End the session: kill its jail; the cgroup goes to the caller's teardown.
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
+        self.ended_at.get_or_insert_with(Instant::now);
         self.jail.take().map(|j| j.end().1)
     }
 
@@ -314,12 +321,22 @@ impl Session {
             };
             return Err((s, None));
         };
-        let frame = runner::frame("exec", code.as_bytes());
-        let end = supervise::call(jail.spawned(), frame, limits, jail.cgroup(), interrupt);
+        // A nonce per call: only the runner, which alone reads the frame (python.py keeps
+        // fds 3 and 4 from every child), can repeat it in this call's `done`.
+        let nonce = crate::ids::random_hex(16);
+        let frame = runner::call_frame(code.as_bytes(), &nonce);
+        let end = supervise::call(
+            jail.spawned(),
+            frame,
+            &nonce,
+            limits,
+            jail.cgroup(),
+            interrupt,
+        );
         self.calls += 1;
         r.set_enforcement(jail.enforcement());
         match end {
-            CallEnd::Done(c) => self.call_done(r, &c, t),
+            CallEnd::Done(c) => self.call_done(r, &c, &nonce, t),
             CallEnd::Ended(o) => self.call_ended(r, &o, t),
         }
     }
@@ -330,13 +347,14 @@ impl Session {
         &mut self,
         r: &mut Recorder,
         c: &supervise::CallOutcome,
+        nonce: &str,
         t: Instant,
     ) -> Result<(), (crate::run::Stopped, Option<String>)> {
         self.exec += Duration::from_micros(c.wall_us);
         r.set("execution", call_execution(c));
         self.call_artifacts(r);
         let detail = json!({"program_wall_us": c.wall_us});
-        match done_report(&c.replies.data) {
+        match done_report(&c.replies.data, nonce) {
             Some((true, value, _)) => {
                 r.set("value", value);
                 r.phase(Phase::Execute, true, t, detail);
@@ -447,14 +465,15 @@ fn call_execution(c: &supervise::CallOutcome) -> Value {
     })
 }
 
-/// The runner's last done report: (ok, value text, error object marked source: runner).
-fn done_report(replies: &[u8]) -> Option<(bool, Value, Value)> {
+/// The runner's done report of the call with nonce `call`: (ok, value text, error object
+/// marked source: runner).
+fn done_report(replies: &[u8], call: &str) -> Option<(bool, Value, Value)> {
     let text = String::from_utf8_lossy(replies);
     text.lines().rev().find_map(|line| {
-        let v = runner::parse_reply(line.as_bytes())?;
-        if v.get("event")?.as_str()? != "done" {
+        if !runner::is_done_of(line.as_bytes(), call) {
             return None;
         }
+        let v = runner::parse_reply(line.as_bytes())?;
         let ok = v.get("ok")?.as_bool()?;
         let value = match v.get("value") {
             Some(Value::String(s)) => Value::String(s.chars().take(10_000).collect()),

@@ -155,7 +155,11 @@ pub fn serve(args: McpArgs) -> i32 {
     runtime.shutdown_timeout(DRAIN);
     engine.shutdown();
     writer.close();
-    writer_thread.join();
+    // A client that stopped reading is not waited for: the writer may be blocked on its
+    // stdout for good, and the process's exit ends it.
+    if !writer.stalled() {
+        writer_thread.join();
+    }
     0
 }
 

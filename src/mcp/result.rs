@@ -7,8 +7,9 @@
 //! did not, and the model should read why.
 //!
 //! Artifacts (the record's `artifacts: [{path, bytes, sha256, media_type,
-//! content_base64?}]`) become content blocks of their own: an image with inline content is
-//! MCP image content (mimeType = media_type), any other inline artifact an embedded
+//! content_base64?}]`) become content blocks of their own: a raster image (PNG, JPEG, GIF,
+//! WebP) with inline content is MCP image content (mimeType = media_type); any other inline
+//! artifact, SVG and HTML included (they can be active), is an embedded
 //! resource, and one without inline content a resource link
 //! (`agentjail-artifact://<run_id>/<path>`, with its size). Inline bytes travel once: the
 //! block holds them, and the record's copy of the entry keeps path, bytes, sha256,
@@ -111,13 +112,22 @@ fn take_artifacts(record: &mut Value) -> Vec<ContentBlock> {
     blocks
 }
 
-/// An artifact's bytes as a block: image content for images, text for textual media that
-/// decodes as UTF-8, a blob otherwise.
+/// The media types sent as MCP image content: raster formats, which hold no markup, script
+/// or links. Everything else, SVG included (it can hold script, event handlers and foreign
+/// HTML), travels as a resource, which a client does not render as an image.
+const RASTER_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// An artifact's bytes as a block: image content for raster images, text for textual media
+/// that decodes as UTF-8, a blob otherwise.
 fn inline_block(uri: &str, media: &str, data: String) -> ContentBlock {
-    if media.starts_with("image/") {
+    if RASTER_IMAGES.contains(&media) {
         return ContentBlock::image(data, media);
     }
-    let textual = media.starts_with("text/") || media == "application/json";
+    let textual = media.starts_with("text/")
+        || matches!(
+            media,
+            "application/json" | "application/xml" | "image/svg+xml"
+        );
     if textual {
         if let Some(text) = base64_decode(&data).and_then(|b| String::from_utf8(b).ok()) {
             return ContentBlock::resource(ResourceContents::TextResourceContents {

@@ -42,6 +42,7 @@ const QUEUE: usize = 64;
 /// JSON-RPC 2.0 error codes used here.
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
+pub const INVALID_PARAMS: i32 = -32602;
 
 /// Called once when the client is gone: stdin reached EOF or stdout broke.
 pub type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
@@ -72,20 +73,50 @@ impl Input {
     }
 }
 
-/// Where response lines go: the writer thread's queue.
+/// Bytes of response lines queued for a client that is not reading stdout. Past this the
+/// client is treated as gone (as when stdout breaks): running calls are stopped, the input
+/// ends, nothing more is queued. One line larger than this is still sent whole when nothing
+/// else is queued.
+pub const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
+
+/// Where response lines go: the writer thread's queue, bounded by [`MAX_QUEUED_BYTES`].
 #[derive(Clone)]
 pub struct Writer {
     tx: Arc<Mutex<Option<mpsc::Sender<Vec<u8>>>>>,
+    /// Bytes queued and not yet written.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// What a stalled client sets off: the client-gone hook and the end of the input.
+    stalled: Arc<dyn Fn() + Send + Sync>,
+    /// Whether it was set off (the writer may then be blocked on stdout for good).
+    is_stalled: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Writer {
-    /// Queue one message as one safe JSON line.
+    /// Queue one message as one safe JSON line; a client with MAX_QUEUED_BYTES unread is
+    /// gone.
     pub fn send_value(&self, v: &Value) {
+        use std::sync::atomic::Ordering;
         let mut line = crate::json::to_safe_string(v).into_bytes();
         line.push(b'\n');
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            let _ = tx.send(line);
+        let n = line.len();
+        let before = self.queued.fetch_add(n, Ordering::SeqCst);
+        if before > 0 && before + n > MAX_QUEUED_BYTES {
+            self.queued.fetch_sub(n, Ordering::SeqCst);
+            self.close();
+            (self.stalled)();
+            return;
         }
+        match self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(tx) if tx.send(line).is_ok() => {}
+            _ => {
+                self.queued.fetch_sub(n, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether the client left MAX_QUEUED_BYTES unread (then nobody waits for the writer).
+    pub fn stalled(&self) -> bool {
+        self.is_stalled.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stop accepting lines; the writer thread ends once it has written what was queued.
@@ -102,15 +133,30 @@ where
     W: Write + Send + 'static,
 {
     let (line_tx, line_rx) = mpsc::channel::<Vec<u8>>();
-    let out = Writer {
-        tx: Arc::new(Mutex::new(Some(line_tx))),
-    };
     let (msg_tx, msg_rx) = tokio::sync::mpsc::channel(QUEUE);
     let incoming = Input(Arc::new(Mutex::new(Some(msg_tx))));
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (g, i) = (Arc::clone(&gone), incoming.clone());
+    let stalled_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let out = Writer {
+        tx: Arc::new(Mutex::new(Some(line_tx))),
+        queued: Arc::clone(&queued),
+        is_stalled: Arc::clone(&stalled_once),
+        stalled: Arc::new(move || {
+            if !stalled_once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                eprintln!(
+                    "agentjail: the client left {} MiB of responses unread; stopping",
+                    MAX_QUEUED_BYTES >> 20
+                );
+                g("stdout stalled");
+                i.close();
+            }
+        }),
+    };
+    let (g, i, q) = (Arc::clone(&gone), incoming.clone(), Arc::clone(&queued));
     let writer = std::thread::Builder::new()
         .name("agentjail-mcp-out".into())
-        .spawn(move || write_lines(output, &line_rx, &g, &i))
+        .spawn(move || write_lines(output, &line_rx, &g, &i, &q))
         .map_err(|e| format!("cannot start the stdout writer: {e}"))?;
     let (w, i) = (out.clone(), incoming.clone());
     std::thread::Builder::new()
@@ -184,9 +230,11 @@ fn write_lines<W: Write>(
     lines: &mpsc::Receiver<Vec<u8>>,
     gone: &Hook,
     input: &Input,
+    queued: &std::sync::atomic::AtomicUsize,
 ) {
     let mut broken = false;
     for line in lines {
+        queued.fetch_sub(line.len(), std::sync::atomic::Ordering::SeqCst);
         if broken {
             continue;
         }
@@ -302,6 +350,15 @@ pub fn classify(line: &[u8]) -> Line {
         }
     };
     let id = usable_id(&v);
+    if let Some(why) = tools_call_params_error(&v) {
+        return Line::Error(error_response(
+            &id,
+            INVALID_PARAMS,
+            &format!(
+                "Invalid params: {why}; tools/call takes \"params\": {{\"name\": \"<tool, e.g. run_python>\", \"arguments\": {{...}}}}"
+            ),
+        ));
+    }
     // From the text, not from `v`: serde_json hands a big integer inside a buffered
     // (flattened) value to serde as u128, which serde's buffer refuses; read from text with
     // `arbitrary_precision` it is buffered as the literal and reaches the payload intact.
@@ -315,6 +372,30 @@ pub fn classify(line: &[u8]) -> Line {
                 crate::json::safe_text(&e.to_string(), 300)
             ),
         )),
+    }
+}
+
+/// Why a `tools/call` request's params cannot be a tool call, if they cannot: rmcp reads
+/// such a message as some other request and answers "method not found", which tells the
+/// model nothing about what it got wrong.
+fn tools_call_params_error(v: &Value) -> Option<&'static str> {
+    if v.get("method").and_then(Value::as_str) != Some("tools/call") || v.get("id").is_none() {
+        return None;
+    }
+    let Some(params) = v.get("params") else {
+        return Some("no params");
+    };
+    let Some(params) = params.as_object() else {
+        return Some("params is not an object");
+    };
+    match params.get("name") {
+        None => return Some("no tool name"),
+        Some(Value::String(_)) => {}
+        Some(_) => return Some("the tool name is not a string"),
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => None,
+        Some(_) => Some("arguments is not an object"),
     }
 }
 
@@ -384,7 +465,7 @@ mod tests {
         fn any_line_is_answered_or_passed(line in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
             if let Line::Error(e) = classify(&line) {
                 let code = e["error"]["code"].as_i64();
-                proptest::prop_assert!(code == Some(-32700) || code == Some(-32600), "{}", e);
+                proptest::prop_assert!(matches!(code, Some(-32700 | -32600 | -32602)), "{}", e);
                 proptest::prop_assert!(e["id"].is_null() || e["id"].is_string() || e["id"].is_i64() || e["id"].is_u64());
                 proptest::prop_assert_eq!(&e["jsonrpc"], "2.0");
             }
@@ -408,7 +489,7 @@ mod tests {
             line.push('}');
             if let Line::Error(e) = classify(line.as_bytes()) {
                 let code = e["error"]["code"].as_i64();
-                proptest::prop_assert!(code == Some(-32700) || code == Some(-32600), "{}", e);
+                proptest::prop_assert!(matches!(code, Some(-32700 | -32600 | -32602)), "{}", e);
             }
         }
     }
@@ -419,9 +500,42 @@ mod tests {
         assert_eq!(error_of(b"[1,2,3]"), (-32600, Value::Null));
         assert_eq!(error_of(b"42"), (-32600, Value::Null));
         let (code, id) =
-            error_of(br#"{"jsonrpc":"2.0","id":"r9","method":"tools/call","params":7}"#);
+            error_of(br#"{"jsonrpc":"2.0","id":"r9","method":"tools/list","params":7}"#);
         assert_eq!((code, id), (-32600, json!("r9")));
         let (_, id) = error_of(br#"{"jsonrpc":"1.0","id":5,"method":"ping"}"#);
         assert_eq!(id, json!(5));
+    }
+
+    #[test]
+    fn a_tools_call_that_is_not_a_tool_call_is_invalid_params() {
+        for (params, why) in [
+            ("", "no params"),
+            (r#","params":7"#, "params is not an object"),
+            (r#","params":[1]"#, "params is not an object"),
+            (r#","params":{"arguments":{}}"#, "no tool name"),
+            (r#","params":{"name":5,"arguments":{}}"#, "not a string"),
+            (
+                r#","params":{"name":"run_python","arguments":7}"#,
+                "arguments is not",
+            ),
+            (
+                r#","params":{"name":"run_python","arguments":"x"}"#,
+                "arguments is not",
+            ),
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":"c","method":"tools/call"{params}}}"#);
+            let Line::Error(e) = classify(line.as_bytes()) else {
+                panic!("{line} passed");
+            };
+            assert_eq!(e["error"]["code"], -32602, "{line}: {e}");
+            assert_eq!(e["id"], "c");
+            let m = e["error"]["message"].as_str().unwrap();
+            assert!(
+                m.contains(why) && m.contains("\"arguments\""),
+                "{line}: {m}"
+            );
+        }
+        let ok = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"1"}}}"#;
+        assert!(matches!(classify(ok), Line::Message(_)));
     }
 }

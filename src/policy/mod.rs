@@ -389,6 +389,9 @@ pub struct SessionLimits {
     pub idle_timeout_seconds: u64,
     /// A session is closed this long after it started, whatever it is doing.
     pub lifetime_seconds: u64,
+    /// Sessions one client may hold open at once (a client: a uid on serve's socket, else a
+    /// connection); one more is refused with `too_many_sessions`.
+    pub max_per_client: u64,
 }
 
 impl Default for SessionLimits {
@@ -398,6 +401,7 @@ impl Default for SessionLimits {
             max_exec_seconds: 300,
             idle_timeout_seconds: 600,
             lifetime_seconds: 3600,
+            max_per_client: 16,
         }
     }
 }

@@ -274,6 +274,13 @@ fn session(p: &Policy) -> Result<(), Invalid> {
         1,
         7 * 86_400,
         "a session's whole life; 1 s to 1 week",
+    )?;
+    in_range(
+        "session.max_per_client",
+        s.max_per_client,
+        1,
+        10_000,
+        "sessions one client holds open at once; 1 to 10000",
     )
 }
 

@@ -133,6 +133,22 @@ pub fn frame(kind: &str, source: &[u8]) -> Vec<u8> {
     f
 }
 
+/// A session call's frame: as [`frame`], with `call`, the nonce its `done` report must
+/// repeat (a report without it is not this call's answer).
+pub fn call_frame(source: &[u8], call: &str) -> Vec<u8> {
+    let mut f = format!("AJ1 exec {} {call}\n", source.len()).into_bytes();
+    f.extend_from_slice(source);
+    f
+}
+
+/// Whether a reply line is the `done` report of the call with nonce `call`.
+pub fn is_done_of(line: &[u8], call: &str) -> bool {
+    parse_reply(line).is_some_and(|v| {
+        v.get("event").and_then(Value::as_str) == Some("done")
+            && v.get("call").and_then(Value::as_str) == Some(call)
+    })
+}
+
 /// Longest exception type and message kept from a report.
 const MAX_TYPE_CHARS: usize = 200;
 const MAX_MESSAGE_CHARS: usize = 2000;

@@ -3,8 +3,14 @@
 #
 #   fd 0  the program's stdin (the input payload, as today)
 #   fd 1, 2  the program's stdout and stderr (captured under the caps by the supervisor)
-#   fd 3  jobs from agentjail: "AJ1 <kind> <length>\n" then <length> bytes of source
+#   fd 3  jobs from agentjail: "AJ1 <kind> <length>[ <call>]\n" then <length> bytes of
+#         source; a session call carries <call>, a nonce its `done` report must repeat
 #   fd 4  reports to agentjail: one JSON object per line
+#
+# fds 3 and 4 are the runner's alone: close-on-exec, and closed in every child the program
+# forks (os.register_at_fork), so a process the program leaves running can neither read a
+# later call's frame nor write a report; it can only print (stdout/stderr, under the caps
+# of whichever call is running).
 #
 # The source arrives as the exact bytes the checker judged and is compiled from bytes, so a
 # PEP 263 declaration means what it means to CPython; it runs as __main__ from /app/main.py.
@@ -39,11 +45,32 @@ def read_frame():
         if not c or len(header) > 64:
             return None
         header += c
-    magic, kind, length = header.decode("ascii").split()
-    if magic != "AJ1":
+    fields = header.decode("ascii").split()
+    if len(fields) not in (3, 4) or fields[0] != "AJ1":
         return None
+    kind, length = fields[1], fields[2]
+    call = fields[3] if len(fields) == 4 else None
     source = read_exact(int(length))
-    return None if source is None else (kind, source)
+    return None if source is None else (kind, source, call)
+
+
+def close_channels():
+    """In a child the program forked: the job and report pipes are the runner's alone."""
+    for fd in (JOB_FD, REPORT_FD):
+        try:
+            posix.close(fd)
+        except OSError:
+            pass
+
+
+def keep_channels():
+    """fds 3 and 4 reach no program the code executes and no child it forks."""
+    for fd in (JOB_FD, REPORT_FD):
+        try:
+            posix.set_inheritable(fd, False)
+        except OSError:
+            pass
+    posix.register_at_fork(after_in_child=close_channels)
 
 
 # The runner's own pid, set in main(). A process the program forks is a copy of the runner:
@@ -200,12 +227,12 @@ def run_session():
         frame = read_frame()
         if frame is None or frame[0] != "exec":
             posix._exit(0)
-        source = frame[1]
+        source, call = frame[1], frame[2]
         try:
             value = session_call(source, module.__dict__)
             leave_if_forked_copy(0)
             flush()
-            report({"event": "done", "ok": True, "value": value_text(value)})
+            report({"event": "done", "call": call, "ok": True, "value": value_text(value)})
         except SystemExit as e:
             flush()
             code = e.code
@@ -218,7 +245,7 @@ def run_session():
             flush()
             error = error_report(e)
             del error["event"]
-            report({"event": "done", "ok": False, "error": error})
+            report({"event": "done", "call": call, "ok": False, "error": error})
 
 
 # Run once before the job arrives, in a jail started ahead of its job only (argv "warm";
@@ -267,7 +294,7 @@ def serve_one():
     frame = read_frame()
     if frame is None:
         posix._exit(0)
-    kind, source = frame
+    kind, source, _ = frame
     if kind == "run":
         run_once(source)
     posix._exit(2)
@@ -276,6 +303,7 @@ def serve_one():
 def main():
     global RUNNER_PID
     RUNNER_PID = posix.getpid()
+    keep_channels()
     mode = sys.argv[1] if len(sys.argv) > 1 else "run"
     ahead = len(sys.argv) > 2 and sys.argv[2] == "warm"
     for name in sys.argv[3:]:
@@ -312,6 +340,9 @@ def template(preloads):
 def zygote_job():
     global RUNNER_PID
     RUNNER_PID = posix.getpid()
+    # Here, in the job's own process: registered in the template, the hook would run in
+    # every jail the zygote forks.
+    keep_channels()
     # What a fresh `python3` sets up at start and the jail's setup reset (the child
     # restores default signal dispositions before the program; `_signal` is built in,
     # `signal` would import enum): ^C raises

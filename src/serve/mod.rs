@@ -35,15 +35,201 @@ pub struct ServeArgs {
     pub audit_log: Option<PathBuf>,
 }
 
-type Output = Arc<Mutex<Box<dyn Write + Send>>>;
+/// Bytes of responses queued for one client that is not reading them. Past this the client
+/// is dropped: its connection shut down, its running jobs and calls stopped (each with its
+/// record, `interrupted:sighup`, in the audit log), its queued requests never started, its
+/// sessions ended. A single response larger than this is still sent whole when nothing
+/// else is queued. Workers never write to a client: one writer thread per client does.
+pub const MAX_QUEUED_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// Requests of one client read and not yet answered (queued or running); one more is
+/// answered `too_many_requests` at once and not queued.
+pub const MAX_REQUESTS_IN_FLIGHT: usize = 256;
+/// Bytes of one client's request lines read and not yet answered; past this, as above.
+pub const MAX_QUEUED_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
-/// One client: its responses' destination and who it is.
+/// One client's responses on their way out: queued by the workers, written by the client's
+/// writer thread.
+#[derive(Default)]
+struct OutQueue {
+    st: Mutex<OutState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct OutState {
+    lines: std::collections::VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// The writer is writing a line now.
+    busy: bool,
+    /// No more lines will come (the client's requests are all answered).
+    closed: bool,
+    /// The client is dropped: nothing more is queued or written.
+    dropped: bool,
+}
+
+impl OutQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutState> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_dropped(&self) -> bool {
+        self.lock().dropped
+    }
+
+    /// Queue one line; false when that would pass MAX_QUEUED_RESPONSE_BYTES (the client is
+    /// then marked dropped and the queue emptied) or the client is already dropped.
+    fn push(&self, line: Vec<u8>) -> bool {
+        let mut st = self.lock();
+        if st.dropped {
+            return false;
+        }
+        if st.bytes > 0 && st.bytes + line.len() > MAX_QUEUED_RESPONSE_BYTES {
+            st.dropped = true;
+            st.lines.clear();
+            st.bytes = 0;
+            self.cv.notify_all();
+            return false;
+        }
+        st.bytes += line.len();
+        st.lines.push_back(line);
+        self.cv.notify_all();
+        true
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.cv.notify_all();
+    }
+
+    /// Wait until every queued line is written (or the client dropped), at most until
+    /// `deadline`.
+    fn flushed(&self, deadline: Instant) {
+        let mut st = self.lock();
+        while !st.dropped && (st.busy || !st.lines.is_empty()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            st = self
+                .cv
+                .wait_timeout(st, left.min(Duration::from_millis(50)))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// The writer thread: write line after line, whole; a write that fails drops the client.
+    fn write_loop(&self, mut w: Box<dyn Write + Send>, on_drop: &dyn Fn()) {
+        loop {
+            let line = {
+                let mut st = self.lock();
+                loop {
+                    if st.dropped {
+                        return;
+                    }
+                    if let Some(l) = st.lines.pop_front() {
+                        st.bytes -= l.len();
+                        st.busy = true;
+                        break l;
+                    }
+                    if st.closed {
+                        return;
+                    }
+                    st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+            };
+            let ok = w.write_all(&line).and_then(|_| w.flush()).is_ok();
+            let mut st = self.lock();
+            st.busy = false;
+            if !ok {
+                st.dropped = true;
+                st.lines.clear();
+                st.bytes = 0;
+            }
+            self.cv.notify_all();
+            drop(st);
+            if !ok {
+                on_drop();
+                return;
+            }
+        }
+    }
+}
+
+/// Requests of one client not yet answered: how many, and their lines' bytes.
+#[derive(Default)]
+struct Pending {
+    count: usize,
+    bytes: usize,
+}
+
+/// One client: who it is, its responses' queue, its own stop, and how it is dropped.
 #[derive(Clone)]
 struct Conn {
     owner: Owner,
-    out: Output,
+    out: Arc<OutQueue>,
     /// Requests of this client not yet answered.
-    pending: Arc<(Mutex<usize>, Condvar)>,
+    pending: Arc<(Mutex<Pending>, Condvar)>,
+    /// Stops this client's jobs and calls alone (Engine::hang_up).
+    stop: Option<Arc<crate::engine::ClientStop>>,
+    /// Drop the client: shut its connection down, stop its work (idempotent).
+    hang_up: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Conn {
+    fn new(
+        engine: &Arc<Engine>,
+        uid: Option<u32>,
+        shut: impl Fn() + Send + Sync + 'static,
+    ) -> Conn {
+        let connection = next_connection();
+        let stop = match engine.client_stop(connection) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("agentjail: {e}; this client's jobs stop only with the server");
+                None
+            }
+        };
+        let out = Arc::new(OutQueue::default());
+        let (e, o) = (Arc::downgrade(engine), Arc::clone(&out));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hang_up = move || {
+            if done.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            eprintln!(
+                "agentjail: client {connection} dropped (its responses went unread past {} MiB, or its connection broke): its jobs and sessions are stopped",
+                MAX_QUEUED_RESPONSE_BYTES >> 20
+            );
+            {
+                let mut st = o.lock();
+                st.dropped = true;
+                st.lines.clear();
+                st.bytes = 0;
+                o.cv.notify_all();
+            }
+            shut();
+            if let Some(e) = e.upgrade() {
+                e.hang_up(connection);
+            }
+        };
+        Conn {
+            owner: Owner { connection, uid },
+            out,
+            pending: Arc::new((Mutex::new(Pending::default()), Condvar::new())),
+            stop,
+            hang_up: Arc::new(hang_up),
+        }
+    }
+
+    /// Start the client's writer thread on `w`.
+    fn start_writer(&self, w: Box<dyn Write + Send>) -> Option<std::thread::JoinHandle<()>> {
+        let (out, hang_up) = (Arc::clone(&self.out), Arc::clone(&self.hang_up));
+        std::thread::Builder::new()
+            .name("agentjail-client-out".into())
+            .spawn(move || out.write_loop(w, &*hang_up))
+            .ok()
+    }
 }
 
 type Task = Box<dyn FnOnce() + Send>;
@@ -138,13 +324,14 @@ fn worker_loop(
     }
 }
 
-/// Write one response line, whole (one write under the connection's lock).
-fn respond(out: &Output, v: &Value) {
+/// Queue one response line for the client's writer; a client whose queue is full is
+/// dropped (see MAX_QUEUED_RESPONSE_BYTES). Never blocks on the client.
+fn respond(conn: &Conn, v: &Value) {
     let mut line = crate::json::to_safe_string(v).into_bytes();
     line.push(b'\n');
-    let mut w = out.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.write_all(&line);
-    let _ = w.flush();
+    if !conn.out.push(line) {
+        (conn.hang_up)();
+    }
 }
 
 /// Run one request on the engine; its response.
@@ -171,7 +358,12 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
                 .collect::<Result<Vec<_>, _>>();
             match resolved {
                 Ok(inputs) => {
-                    let record = engine.run_with_inputs(&action, conn.owner.uid, inputs);
+                    let record = engine.run_for_client(
+                        &action,
+                        conn.owner.uid,
+                        inputs,
+                        conn.stop.as_deref(),
+                    );
                     audited(&record);
                     json!({"id": id, "record": record.value})
                 }
@@ -190,7 +382,13 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
             session,
             code,
             timeout_s,
-        } => match engine.session_exec(&session, &code, timeout_s, conn.owner) {
+        } => match engine.session_exec_for(
+            &session,
+            &code,
+            timeout_s,
+            conn.owner,
+            conn.stop.as_deref(),
+        ) {
             Ok(mut record) => {
                 if let Some(uid) = conn.owner.uid {
                     record.value["caller"] = json!({ "uid": uid });
@@ -208,8 +406,9 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
     }
 }
 
-/// Read request lines from `input` until EOF or until `stop` says so, submitting each to the
-/// workers; then wait for this client's requests to be answered.
+/// Read request lines from `input` until EOF (or until the client is dropped), submitting
+/// each to the workers within the client's limits; then wait for this client's requests to
+/// be answered.
 fn read_requests<R: BufRead>(
     engine: &Arc<Engine>,
     workers: &Workers,
@@ -218,6 +417,9 @@ fn read_requests<R: BufRead>(
     audit: &Option<PathBuf>,
 ) {
     loop {
+        if conn.out.is_dropped() {
+            break;
+        }
         let mut line = Vec::new();
         let mut limited = std::io::Read::take(&mut *input, protocol::MAX_LINE_BYTES as u64 + 2);
         let n = match limited.read_until(b'\n', &mut line) {
@@ -234,7 +436,7 @@ fn read_requests<R: BufRead>(
                     protocol::MAX_LINE_BYTES
                 ),
             };
-            respond(&conn.out, &protocol::error_response(&e));
+            respond(conn, &protocol::error_response(&e));
             let _ = input.read_until(b'\n', &mut Vec::new());
             continue;
         }
@@ -244,11 +446,30 @@ fn read_requests<R: BufRead>(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        let size = line.len();
         match protocol::parse_request(&line) {
-            Err(e) => respond(&conn.out, &protocol::error_response(&e)),
+            Err(e) => respond(conn, &protocol::error_response(&e)),
             Ok(req) => {
+                drop(line);
+                let admitted = {
+                    let mut p = conn.pending.0.lock().unwrap_or_else(|e| e.into_inner());
+                    let ok = p.count < MAX_REQUESTS_IN_FLIGHT
+                        && p.bytes + size <= MAX_QUEUED_REQUEST_BYTES;
+                    if ok {
+                        p.count += 1;
+                        p.bytes += size;
+                    }
+                    ok
+                };
+                if !admitted {
+                    respond(
+                        conn,
+                        &json!({"id": req.id, "error": {"code": "too_many_requests",
+                            "message": format!("this client has {MAX_REQUESTS_IN_FLIGHT} requests or {} MiB of requests unanswered, the most one client may; wait for responses before sending more", MAX_QUEUED_REQUEST_BYTES >> 20)}}),
+                    );
+                    continue;
+                }
                 let (engine, conn2, audit) = (Arc::clone(engine), conn.clone(), audit.clone());
-                *conn.pending.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 workers.submit(Box::new(move || {
                     // The answer to a job or a session call releases the refills held back
                     // for it (Engine::answered). A session start's does not: the session's
@@ -257,13 +478,18 @@ fn read_requests<R: BufRead>(
                         req.op,
                         Op::Run { .. } | Op::SessionExec { .. } | Op::SessionClose { .. }
                     );
-                    let resp = handle(&engine, req, &conn2, audit.as_ref());
-                    respond(&conn2.out, &resp);
-                    if ends_work {
-                        engine.answered();
+                    // A dropped client's queued requests are never started.
+                    if !conn2.out.is_dropped() {
+                        let resp = handle(&engine, req, &conn2, audit.as_ref());
+                        respond(&conn2, &resp);
+                        if ends_work {
+                            engine.answered();
+                        }
                     }
                     let (lock, cv) = &*conn2.pending;
-                    *lock.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+                    let mut p = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    p.count -= 1;
+                    p.bytes -= size;
                     cv.notify_all();
                 }));
             }
@@ -271,7 +497,7 @@ fn read_requests<R: BufRead>(
     }
     let (lock, cv) = &*conn.pending;
     let mut pending = lock.lock().unwrap_or_else(|e| e.into_inner());
-    while *pending > 0 {
+    while pending.count > 0 {
         pending = cv.wait(pending).unwrap_or_else(|e| e.into_inner());
     }
 }
@@ -284,21 +510,17 @@ pub fn serve(args: ServeArgs) -> i32 {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
-    // Whether the socket file is ours to remove at exit: not when systemd made it (socket
-    // activation), since the .socket unit keeps listening on it for the next start.
-    let mut created = false;
-    let listener = match &args.socket {
+    // The socket file ours to remove at exit (when it drops): not when systemd made it
+    // (socket activation), since the .socket unit keeps listening on it for the next start.
+    let (listener, _created) = match &args.socket {
         Some(path) => match listen(path, args.socket_group.as_deref()) {
-            Ok((l, ours)) => {
-                created = ours;
-                Some(l)
-            }
+            Ok((l, ours)) => (Some(l), ours),
             Err(e) => {
                 eprintln!("agentjail: {e}");
                 return 2;
             }
         },
-        None => None,
+        None => (None, None),
     };
     let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
@@ -315,14 +537,19 @@ pub fn serve(args: ServeArgs) -> i32 {
             return 2;
         }
     };
+    let clients = Clients::default();
     match listener {
-        None => serve_stdin(&engine, &workers, &sigfd, &audit),
-        Some(l) => serve_socket(&engine, &workers, &sigfd, &audit, &l),
+        None => {
+            if let Some(c) = serve_stdin(&engine, &workers, &sigfd, &audit) {
+                clients.add(&c);
+            }
+        }
+        Some(l) => serve_socket(&engine, &workers, &sigfd, &audit, &l, &clients),
     }
     finish(&engine, workers);
-    if let Some(path) = args.socket.as_ref().filter(|_| created) {
-        let _ = std::fs::remove_file(path);
-    }
+    // The records of jobs stopped at the end are queued: let the writers send them (a
+    // client that does not read is not waited for past the grace).
+    clients.flush(Instant::now() + GRACE);
     0
 }
 
@@ -349,15 +576,14 @@ fn serve_stdin(
     workers: &Arc<Workers>,
     sigfd: &OwnedFd,
     audit: &Option<PathBuf>,
-) {
-    let conn = Conn {
-        owner: Owner {
-            connection: next_connection(),
-            uid: None,
-        },
-        out: Arc::new(Mutex::new(Box::new(std::io::stdout()))),
-        pending: Arc::new((Mutex::new(0), Condvar::new())),
-    };
+) -> Option<Conn> {
+    // Dropped (stdout stopped taking responses): stop reading; the main loop sees it.
+    let conn = Conn::new(engine, None, || {});
+    let writer = conn.start_writer(Box::new(std::io::stdout()));
+    if writer.is_none() {
+        eprintln!("agentjail: cannot start the stdout writer");
+        return None;
+    }
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let (e, w, c, a) = (
         Arc::clone(engine),
@@ -374,19 +600,50 @@ fn serve_stdin(
         });
     if reader.is_err() {
         eprintln!("agentjail: cannot start the stdin reader");
-        return;
+        return Some(conn);
     }
-    // Until stdin's EOF has been answered in full, or a termination signal.
+    // Until stdin's EOF has been answered in full, or a termination signal, or stdout
+    // stopped taking responses.
     loop {
         if done_rx.recv_timeout(Duration::from_millis(50)).is_ok() {
-            // Every response is written: no call runs, the sessions end now.
+            // Every response is queued: no call runs, the sessions end now.
             engine.close_sessions_of(conn.owner.connection);
-            return;
+            return Some(conn);
         }
         if signalled(sigfd, 0) {
             // Not here: a session call may be running, and ending its session would wait
             // for it. finish() gives it the grace, then stops it with a record.
-            return;
+            return Some(conn);
+        }
+        if conn.out.is_dropped() {
+            eprintln!("agentjail: stdout stopped taking responses; stopping");
+            return Some(conn);
+        }
+    }
+}
+
+/// Every client's response queue, so that the records of the last jobs are written before
+/// the server exits.
+#[derive(Default)]
+struct Clients(Mutex<Vec<std::sync::Weak<OutQueue>>>);
+
+impl Clients {
+    fn add(&self, c: &Conn) {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(&c.out));
+    }
+
+    fn flush(&self, deadline: Instant) {
+        let all: Vec<Arc<OutQueue>> = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        for q in all {
+            q.flushed(deadline);
         }
     }
 }
@@ -396,11 +653,38 @@ fn next_connection() -> u64 {
     NEXT.fetch_add(1, Ordering::SeqCst)
 }
 
-/// The listening socket and whether we created its file: systemd's (socket activation:
-/// LISTEN_PID is us and LISTEN_FDS ≥ 1, fd 3; its file is the .socket unit's), or a new one
-/// at `path`, 0600 (0660 with `group`). An existing socket file of ours is replaced; any
-/// other file there is refused.
-fn listen(path: &std::path::Path, group: Option<&str>) -> Result<(UnixListener, bool), String> {
+/// The socket file we created: where it is (the directory's fd, its name) and which inode
+/// it is, so that only that file is removed at exit.
+struct Created {
+    dir: OwnedFd,
+    name: std::ffi::CString,
+    ino: (u64, u64),
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        let ours = sys::fstatat_file(self.dir.as_raw_fd(), &self.name)
+            .is_ok_and(|st| (st.dev, st.ino) == self.ino);
+        if ours {
+            let _ = sys::unlinkat(self.dir.as_raw_fd(), &self.name, 0);
+        }
+    }
+}
+
+/// The listening socket and the file we created for it: systemd's (socket activation:
+/// LISTEN_PID is us and LISTEN_FDS ≥ 1, fd 3; its file is the .socket unit's, None), or a
+/// new one at `path`, 0600 (0660 with `group`). An existing socket file of ours is
+/// replaced; any other file there is refused.
+///
+/// Nothing here follows a path another user can swap (crate::hostpath): the directory is
+/// walked and checked once (ours or root's, and sticky if others may write it) and used by
+/// its fd from then on; the socket is bound in a private 0700 directory made in it, given
+/// its group and mode there, where no one else can reach it, and only then renamed into
+/// place, whole.
+fn listen(
+    path: &std::path::Path,
+    group: Option<&str>,
+) -> Result<(UnixListener, Option<Created>), String> {
     let activated = std::env::var("LISTEN_PID")
         .ok()
         .and_then(|p| p.parse::<i32>().ok())
@@ -411,32 +695,82 @@ fn listen(path: &std::path::Path, group: Option<&str>) -> Result<(UnixListener, 
             .unwrap_or(0)
             >= 1;
     if activated {
-        return activated_listener().map(|l| (l, false));
+        return activated_listener().map(|l| (l, None));
     }
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        if !meta.file_type().is_socket() || meta.uid() != sys::geteuid() {
+    let gid = group.map(group_id).transpose()?;
+    let (dir, name) = crate::hostpath::parent_and_name(path, "--socket")?;
+    match sys::fstatat_file(dir.as_raw_fd(), &name) {
+        Err(libc::ENOENT) => {}
+        Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == sys::geteuid() => {}
+        Ok(_) => {
             return Err(format!(
                 "{} exists and is not a socket of ours; remove it or choose another path",
                 path.display()
-            ));
+            ))
         }
-        std::fs::remove_file(path)
-            .map_err(|e| format!("cannot replace {}: {e}", path.display()))?;
+        Err(e) => return Err(format!("--socket {}: errno {e}", path.display())),
     }
-    let gid = group.map(group_id).transpose()?;
-    // Created 0600 (umask 0177 around bind: no moment when others could connect).
-    let old = sys::umask(0o177);
-    let bound = UnixListener::bind(path);
-    sys::umask(old);
-    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
-    if let Some(gid) = gid {
-        use std::os::unix::fs::PermissionsExt;
-        std::os::unix::fs::chown(path, None, Some(gid))
-            .and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)))
-            .map_err(|e| format!("cannot give {} to group {gid}: {e}", path.display()))?;
-    }
-    Ok((listener, true))
+    let private = std::ffi::CString::new(format!(".agentjail-{}", crate::ids::random_hex(8)))
+        .map_err(|e| e.to_string())?;
+    sys::mkdirat(dir.as_raw_fd(), &private, 0o700).map_err(|e| {
+        format!(
+            "--socket: cannot make a private directory in {}: {}",
+            path.parent().unwrap_or(path).display(),
+            std::io::Error::from_raw_os_error(e)
+        )
+    })?;
+    let made = (|| -> Result<(UnixListener, Created), String> {
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let pdir = sys::openat(dir.as_raw_fd(), &private, flags, 0)
+            .map(sys::owned)
+            .map_err(|e| format!("--socket: errno {e}"))?;
+        let st = sys::fstat_file(pdir.as_raw_fd()).map_err(|e| format!("--socket: errno {e}"))?;
+        if st.uid != sys::geteuid() || st.mode & 0o077 != 0 {
+            return Err("--socket: the private directory was replaced".into());
+        }
+        let inner = c"s";
+        let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
+        // Created 0600 (umask 0177 around bind), in a directory only we can reach.
+        let old = sys::umask(0o177);
+        let bound = UnixListener::bind(&at);
+        sys::umask(old);
+        let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+        let cleanup = |e: String| {
+            let _ = sys::unlinkat(pdir.as_raw_fd(), inner, 0);
+            e
+        };
+        if let Some(gid) = gid {
+            sys::fchownat_nofollow(pdir.as_raw_fd(), inner, u32::MAX, gid)
+                .and_then(|_| sys::fchmodat(pdir.as_raw_fd(), inner, 0o660))
+                .map_err(|e| {
+                    cleanup(format!(
+                        "cannot give {} to group {gid}: {}",
+                        path.display(),
+                        std::io::Error::from_raw_os_error(e)
+                    ))
+                })?;
+        }
+        let st = sys::fstatat_file(pdir.as_raw_fd(), inner)
+            .map_err(|e| cleanup(format!("--socket: errno {e}")))?;
+        sys::renameat(pdir.as_raw_fd(), inner, dir.as_raw_fd(), &name).map_err(|e| {
+            cleanup(format!(
+                "cannot put the socket at {}: {}",
+                path.display(),
+                std::io::Error::from_raw_os_error(e)
+            ))
+        })?;
+        Ok((
+            listener,
+            Created {
+                dir: dir.try_clone().map_err(|e| e.to_string())?,
+                name: name.clone(),
+                ino: (st.dev, st.ino),
+            },
+        ))
+    })();
+    let _ = sys::unlinkat(dir.as_raw_fd(), &private, libc::AT_REMOVEDIR);
+    let (listener, created) = made?;
+    Ok((listener, Some(created)))
 }
 
 /// fd 3 from systemd, checked to be what the .socket unit promises (a listening AF_UNIX
@@ -484,6 +818,7 @@ fn serve_socket(
     sigfd: &OwnedFd,
     audit: &Option<PathBuf>,
     listener: &UnixListener,
+    clients: &Clients,
 ) {
     let _ = listener.set_nonblocking(true);
     loop {
@@ -511,35 +846,46 @@ fn serve_socket(
         };
         let _ = stream.set_nonblocking(false);
         let uid = sys::peer_uid(stream.as_raw_fd()).ok();
-        client(engine, workers, audit, stream, uid);
+        if let Some(c) = client(engine, workers, audit, stream, uid) {
+            clients.add(&c);
+        }
     }
 }
 
-/// One client connection on its own reader thread.
+/// One client connection: its reader thread and its writer thread.
 fn client(
     engine: &Arc<Engine>,
     workers: &Arc<Workers>,
     audit: &Option<PathBuf>,
     stream: UnixStream,
     uid: Option<u32>,
-) {
-    let Ok(write_half) = stream.try_clone() else {
-        return;
-    };
-    let conn = Conn {
-        owner: Owner {
-            connection: next_connection(),
-            uid,
-        },
-        out: Arc::new(Mutex::new(Box::new(write_half))),
-        pending: Arc::new((Mutex::new(0), Condvar::new())),
-    };
-    let (e, w, a) = (Arc::clone(engine), Arc::clone(workers), audit.clone());
-    let _ = std::thread::Builder::new()
+) -> Option<Conn> {
+    let write_half = stream.try_clone().ok()?;
+    let shut_half = stream.try_clone().ok()?;
+    // Dropping the client shuts its socket down both ways: the reader sees EOF, a writer
+    // blocked on it fails.
+    let conn = Conn::new(engine, uid, move || {
+        let _ = shut_half.shutdown(std::net::Shutdown::Both);
+    });
+    conn.start_writer(Box::new(write_half))?;
+    let (e, w, a, c) = (
+        Arc::clone(engine),
+        Arc::clone(workers),
+        audit.clone(),
+        conn.clone(),
+    );
+    let started = std::thread::Builder::new()
         .name("agentjail-client".into())
         .spawn(move || {
             let mut input = std::io::BufReader::new(stream);
-            read_requests(&e, &w, &mut input, &conn, &a);
-            e.close_sessions_of(conn.owner.connection);
+            read_requests(&e, &w, &mut input, &c, &a);
+            e.close_sessions_of(c.owner.connection);
+            e.forget_client(c.owner.connection);
+            c.out.close();
         });
+    if started.is_err() {
+        (conn.hang_up)();
+        return None;
+    }
+    Some(conn)
 }

@@ -111,12 +111,18 @@ pub const END_GRACE: Duration = Duration::from_millis(250);
 pub enum Interrupt<'a> {
     Signals(&'a OwnedFd),
     Shutdown(&'a OwnedFd),
+    /// A client's own stop (serve: one socket of a pair per connection): the first byte
+    /// waiting says which signal it stands for (`T` SIGTERM: the server stops; `H` SIGHUP:
+    /// the client is gone), left in place for every job of the client to read.
+    Scoped(&'a OwnedFd),
 }
 
 impl Interrupt<'_> {
     fn fd(&self) -> RawFd {
         match self {
-            Interrupt::Signals(fd) | Interrupt::Shutdown(fd) => fd.as_raw_fd(),
+            Interrupt::Signals(fd) | Interrupt::Shutdown(fd) | Interrupt::Scoped(fd) => {
+                fd.as_raw_fd()
+            }
         }
     }
 
@@ -135,6 +141,10 @@ impl Interrupt<'_> {
         match self {
             Interrupt::Signals(fd) => sys::read_signalfd(fd.as_raw_fd()).map(|(sig, _)| sig),
             Interrupt::Shutdown(_) => Some(libc::SIGTERM),
+            Interrupt::Scoped(fd) => match sys::peek_byte(fd.as_raw_fd())? {
+                b'H' => Some(libc::SIGHUP),
+                _ => Some(libc::SIGTERM),
+            },
         }
     }
 }
@@ -220,13 +230,6 @@ fn reaped_children_us(pid: i32) -> Option<u64> {
 }
 
 const CHUNK: usize = 64 * 1024;
-
-/// A reply line that says the runner finished a session call.
-fn is_done_reply(line: &[u8]) -> bool {
-    crate::runner::parse_reply(line)
-        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(|e| e == "done"))
-        .unwrap_or(false)
-}
 
 /// One read from an output pipe into its capped buffer (and the sink). Returns (eof,
 /// cap_exceeded).
@@ -365,8 +368,9 @@ struct Loop<'a, 'io> {
     ncpu: u64,
     next_cpu_check: Instant,
     cpu_base_us: u64,
-    /// Session calls end when the runner reports `done`; single runs when the jail exits.
-    until_done: bool,
+    /// Session calls end when the runner reports `done` with this call's nonce; single runs
+    /// when the jail exits.
+    until_done: Option<String>,
     done: bool,
     /// Ended by agentjail because the jail is no longer wanted (not a stop).
     closing: bool,
@@ -485,12 +489,14 @@ pub struct CallOutcome {
     pub replies: Capped,
 }
 
-/// Send one job frame to a session's runner and supervise until it reports `done`, under the
-/// call's limits. A call that breaks a limit ends the session: the jail is killed and reaped
-/// (and the returned `Outcome` says why).
+/// Send one job frame to a session's runner and supervise until it reports `done` with the
+/// frame's nonce `call` (any other `done` is not this call's answer), under the call's
+/// limits. A call that breaks a limit ends the session: the jail is killed and reaped (and
+/// the returned `Outcome` says why).
 pub fn call(
     sp: &Spawned,
     frame: Vec<u8>,
+    call: &str,
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
     interrupt: Option<Interrupt<'_>>,
@@ -510,7 +516,7 @@ pub fn call(
         stderr_sink: None,
     };
     let mut l = Loop::new(sp, (None, job), limits, cg, interrupt, io, delivery);
-    l.until_done = true;
+    l.until_done = Some(call.to_string());
     l.run();
     if l.done && l.stop.is_none() && !l.exited {
         l.drain_now();
@@ -589,7 +595,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             ncpu,
             next_cpu_check,
             cpu_base_us,
-            until_done: false,
+            until_done: None,
             done: false,
             closing: false,
             stop: None,
@@ -763,7 +769,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             &mut self.scratch,
         );
         self.reply_open &= !eof;
-        if self.until_done && !self.done {
+        if let Some(call) = self.until_done.as_deref().filter(|_| !self.done) {
             // Look from the start of the last line that was incomplete before this read.
             let from = self.replies.data[..before]
                 .iter()
@@ -772,7 +778,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             self.done = self.replies.data[from..]
                 .split(|b| *b == b'\n')
                 .filter(|l| !l.is_empty())
-                .any(is_done_reply);
+                .any(|l| crate::runner::is_done_of(l, call));
         }
     }
 

@@ -45,14 +45,15 @@ pub fn uid_of(who: Who) -> u32 {
     }
 }
 
-/// A scratch directory every launch variant can write: created 0777 under /tmp.
+/// A scratch directory every launch variant can write: created 01777 under /tmp (sticky,
+/// like /tmp: agentjail refuses to create its files where other users can change them).
 pub fn scratch(tag: &str) -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let d = tempfile::Builder::new()
         .prefix(&format!("ajserve-{tag}-"))
         .tempdir_in("/tmp")
         .unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     d
 }
 

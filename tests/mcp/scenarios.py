@@ -102,7 +102,7 @@ async def s_tools(c):
     run = tools["run_python"]
     check(run.input_schema["required"] == ["code"], "run_python requires %r" % run.input_schema.get("required"))
     check(run.input_schema.get("additionalProperties") is False, "run_python takes extra arguments")
-    check(set(run.input_schema["properties"]) == {"code", "input", "files", "output_schema", "timeout_s"},
+    check(set(run.input_schema["properties"]) == {"code", "input", "stdin", "output_mode", "files", "output_schema", "timeout_s"},
           "run_python arguments: %r" % sorted(run.input_schema["properties"]))
     for name in ("run_python", "python_session_exec"):
         out = tools[name].output_schema

@@ -238,3 +238,76 @@ pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> SysResult<()> {
     // SAFETY: name is a valid NUL-terminated string.
     check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) }).map(drop)
 }
+
+/// What `fstat`/`fstatat` say about a host file, for the checks of paths the servers touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u64,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+fn file_stat(st: &libc::stat) -> FileStat {
+    FileStat {
+        mode: st.st_mode,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        nlink: st.st_nlink,
+        dev: st.st_dev,
+        ino: st.st_ino,
+    }
+}
+
+/// fstat(2) as a [`FileStat`].
+pub fn fstat_file(fd: RawFd) -> SysResult<FileStat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one `struct stat` into `st`.
+    check(unsafe { libc::fstat(fd, st.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so it initialised `st`.
+    Ok(file_stat(&unsafe { st.assume_init() }))
+}
+
+/// fstatat(2) of a directory entry, never following it, as a [`FileStat`].
+pub fn fstatat_file(dir: RawFd, name: &CStr) -> SysResult<FileStat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: name is NUL-terminated; fstatat writes one `struct stat` into `st`.
+    check(unsafe {
+        libc::fstatat(
+            dir,
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: fstatat succeeded, so it initialised `st`.
+    Ok(file_stat(&unsafe { st.assume_init() }))
+}
+
+/// renameat(2): `from` in `from_dir` replaces `to` in `to_dir` (neither is followed).
+pub fn renameat(from_dir: RawFd, from: &CStr, to_dir: RawFd, to: &CStr) -> SysResult<()> {
+    // SAFETY: both names are valid NUL-terminated strings.
+    check(unsafe { libc::renameat(from_dir, from.as_ptr(), to_dir, to.as_ptr()) }).map(drop)
+}
+
+/// unlinkat(2) (`AT_REMOVEDIR` in `flags` for a directory).
+pub fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) -> SysResult<()> {
+    // SAFETY: name is a valid NUL-terminated string.
+    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(drop)
+}
+
+/// fchownat(2) of a directory entry, never following it.
+pub fn fchownat_nofollow(dir: RawFd, name: &CStr, uid: u32, gid: u32) -> SysResult<()> {
+    // SAFETY: name is a valid NUL-terminated string.
+    check(unsafe { libc::fchownat(dir, name.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW) })
+        .map(drop)
+}
+
+/// fchmodat(2) of a directory entry (the caller knows it is not a symlink: Linux cannot
+/// change a symlink's mode, and follows one here).
+pub fn fchmodat(dir: RawFd, name: &CStr, mode: u32) -> SysResult<()> {
+    // SAFETY: name is a valid NUL-terminated string.
+    check(unsafe { libc::fchmodat(dir, name.as_ptr(), mode, 0) }).map(drop)
+}

@@ -305,3 +305,19 @@ pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> SysResult<(usize, Vec<Owned
     }
     Ok((n, fds))
 }
+
+/// The first byte waiting on a socket, left there (recv with MSG_PEEK | MSG_DONTWAIT); None
+/// when nothing waits.
+pub fn peek_byte(sock: RawFd) -> Option<u8> {
+    let mut b = [0u8; 1];
+    // SAFETY: b is valid storage for one byte for the call.
+    let n = unsafe {
+        libc::recv(
+            sock,
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    (n == 1).then_some(b[0])
+}

@@ -1,0 +1,51 @@
+"""agentjail-client: run AI-written code in an agentjail jail from Python.
+
+    import agentjail
+    with agentjail.Client() as client:
+        record = client.run("print(2 + 2)", output_mode="text")
+        print(record.ok, record.stdout)
+
+``Client`` starts and owns ``agentjail serve`` (or connects to one with ``socket=``);
+``AsyncClient`` is its asyncio twin. Pure standard library.
+"""
+
+from ._errors import (
+    AgentjailError,
+    AgentjailInternalError,
+    BudgetExceeded,
+    CodeError,
+    CodeKilled,
+    CodeRuntimeError,
+    CodeTimeout,
+    ConnectionClosed,
+    ForbiddenSyscall,
+    Interrupted,
+    InvalidAction,
+    InvalidOutput,
+    InvalidRequest,
+    PolicyBlocked,
+    ProtocolError,
+    ResourceLimit,
+    SandboxUnavailable,
+    ServerError,
+    SessionBusy,
+    StoppedError,
+    UnknownSession,
+    UnknownStop,
+)
+from ._record import Artifact, Decision, Record, Stop, StopKind
+from ._protocol import SessionUnavailable, build_action
+from ._client import Client, NotSupportedYet, Session, find_binary
+from ._async import AsyncClient, AsyncSession
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentjailError", "AgentjailInternalError", "Artifact", "AsyncClient", "AsyncSession",
+    "BudgetExceeded", "Client", "CodeError", "CodeKilled", "CodeRuntimeError", "CodeTimeout",
+    "ConnectionClosed", "Decision", "ForbiddenSyscall", "Interrupted", "InvalidAction",
+    "InvalidOutput", "InvalidRequest", "NotSupportedYet", "PolicyBlocked", "ProtocolError",
+    "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
+    "SessionUnavailable", "Stop", "StopKind", "StoppedError", "UnknownSession", "UnknownStop",
+    "build_action", "find_binary",
+]

@@ -1,0 +1,292 @@
+"""The asyncio twin of :class:`~agentjail.Client`: the same methods, as coroutines."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
+
+from . import _errors as E
+from . import _protocol as P
+from ._client import reject_url, serve_argv, STDERR_KEEP
+from ._record import Decision, Record
+
+
+class AsyncClient:
+    """``async with AsyncClient() as c: record = await c.run(code)``.
+
+    The server starts (or the socket connects) on ``await c.connect()``, on entering
+    ``async with``, or on the first request. Arguments as :class:`~agentjail.Client`.
+    """
+
+    def __init__(
+        self,
+        *,
+        binary: Optional[str] = None,
+        policy: Optional[Union[str, "os.PathLike[str]"]] = None,
+        args: Sequence[str] = (),
+        socket: Optional[Union[str, "os.PathLike[str]"]] = None,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        max_line: int = P.DEFAULT_MAX_LINE,
+        close_timeout: float = 30.0,
+    ) -> None:
+        reject_url(url, token)
+        if socket is not None and (policy is not None or args or binary is not None):
+            raise ValueError("socket= connects to a running server: binary, policy and args are its own")
+        self._argv = None if socket is not None else serve_argv(binary, policy, args)
+        self._socket = None if socket is None else os.fspath(socket)
+        self._env = None if env is None else dict(env)
+        self._max_line = max_line
+        self.close_timeout = close_timeout
+        self._ids = itertools.count(1)
+        self._pending: Dict[int, asyncio.Future] = {}
+        self._proc: Optional[asyncio.subprocess.Process] = None
+        self._reader: Optional[asyncio.StreamReader] = None
+        self._writer: Any = None
+        self._tasks: list = []
+        self._stderr = bytearray()
+        self._dead: Optional[E.AgentjailError] = None
+        self._closed = False
+        self._connecting: Optional[asyncio.Lock] = None
+        self._write_lock: Optional[asyncio.Lock] = None
+
+    async def connect(self) -> "AsyncClient":
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+            self._write_lock = asyncio.Lock()
+        async with self._connecting:
+            if self._reader is not None or self._closed:
+                return self
+            limit = self._max_line + 1
+            if self._socket is not None:
+                try:
+                    self._reader, self._writer = await asyncio.open_unix_connection(self._socket, limit=limit)
+                except OSError as e:
+                    raise E.ConnectionClosed(f"cannot connect to {self._socket!r}: {e}") from None
+            else:
+                assert self._argv is not None
+                try:
+                    self._proc = await asyncio.create_subprocess_exec(
+                        *self._argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                        stderr=asyncio.subprocess.PIPE, env=self._env, limit=limit,
+                    )
+                except OSError as e:
+                    raise E.AgentjailError(f"cannot start {self._argv[0]!r}: {e}") from None
+                self._reader, self._writer = self._proc.stdout, self._proc.stdin
+                self._tasks.append(asyncio.ensure_future(self._drain_stderr(self._proc.stderr)))
+            self._tasks.insert(0, asyncio.ensure_future(self._read_loop()))
+        return self
+
+    async def _drain_stderr(self, r: Any) -> None:
+        try:
+            while True:
+                chunk = await r.read(4096)
+                if not chunk:
+                    return
+                self._stderr += chunk
+                del self._stderr[:-STDERR_KEEP]
+        except (OSError, ValueError):
+            return
+
+    def _gone(self) -> str:
+        what = "agentjail serve closed the connection"
+        if self._proc is not None:
+            rc = self._proc.returncode
+            what = "agentjail serve exited" + (f" (status {rc})" if rc is not None else "")
+        tail = bytes(self._stderr[-2000:]).decode("utf-8", "replace").strip()
+        return what + (f"; its stderr ends:\n{tail}" if tail else "")
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        err: E.AgentjailError
+        while True:
+            try:
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as e:
+                if e.partial:
+                    err = E.ProtocolError("the connection ended inside a response line")
+                else:
+                    if self._proc is not None:
+                        try:
+                            await asyncio.wait_for(self._proc.wait(), 1.0)
+                        except asyncio.TimeoutError:
+                            pass
+                    err = E.ConnectionClosed(self._gone())
+                break
+            except asyncio.LimitOverrunError:
+                err = E.ProtocolError(f"a response line is over {self._max_line} bytes; connection closed")
+                break
+            except (OSError, ValueError) as e:
+                err = E.ConnectionClosed(f"reading from agentjail serve failed: {e}")
+                break
+            try:
+                obj = P.decode(line)
+            except E.ProtocolError as e:
+                err = E.ProtocolError(f"{e}; connection closed")
+                break
+            rid = P.response_id(obj)
+            fut = self._pending.pop(rid, None) if rid is not None else None
+            if fut is not None and not fut.done():
+                fut.set_result(obj)
+        self._fail(err)
+        if self._socket is not None and self._writer is not None:
+            self._writer.close()
+        elif self._proc is not None:
+            # After a broken line, keep reading (and dropping) what the server writes, so
+            # it never blocks on a full pipe while close() waits for it.
+            try:
+                while await self._reader.read(65536):
+                    pass
+            except (OSError, ValueError):
+                pass
+
+    def _fail(self, err: E.AgentjailError) -> None:
+        if self._dead is None:
+            self._dead = err
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+
+    async def _request(self, op: str, **fields: Any) -> Any:
+        if self._closed:
+            raise E.ConnectionClosed("the client is closed")
+        await self.connect()
+        if self._dead is not None:
+            raise E.ConnectionClosed(str(self._dead))
+        rid = next(self._ids)
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        line = P.encode(rid, op, **fields)
+        assert self._write_lock is not None
+        try:
+            async with self._write_lock:
+                self._writer.write(line)
+                await self._writer.drain()
+        except (OSError, ValueError, RuntimeError):
+            self._pending.pop(rid, None)
+            raise E.ConnectionClosed(self._gone()) from None
+        try:
+            obj = await fut
+        finally:
+            self._pending.pop(rid, None)
+        return P.result(op, obj)
+
+    async def run(
+        self,
+        code: str,
+        *,
+        input: Optional[Mapping[str, Any]] = None,
+        stdin: Union[str, bytes, None] = None,
+        files: P.FilesArg = None,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_mode: str = "json",
+        timeout: Optional[float] = None,
+        language: str = "python",
+        entrypoint: Optional[str] = None,
+        policy_hints: Optional[Mapping[str, Any]] = None,
+        inputs: Optional[Sequence[str]] = None,
+    ) -> Record:
+        action = P.build_action(
+            code, input=input, stdin=stdin, files=files, output_schema=output_schema,
+            output_mode=output_mode, timeout=timeout, language=language,
+            entrypoint=entrypoint, policy_hints=policy_hints,
+        )
+        return await self._request("run", action=action, inputs=list(inputs) if inputs else None)
+
+    async def check(self, code: str, *, language: str = "python", **action: Any) -> Decision:
+        return await self._request("check", action=P.build_action(code, language=language, **action))
+
+    def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "AsyncSession":
+        """``async with client.session() as s: await s.exec(code)`` (or ``await client.session()``)."""
+        return AsyncSession(self, None if policy_hints is None else dict(policy_hints))
+
+    async def stats(self) -> Dict[str, Any]:
+        return await self._request("stats")
+
+    async def close(self, timeout: Optional[float] = None) -> None:
+        """As :meth:`Client.close`: running requests finish, then the server ends."""
+        if self._closed:
+            return
+        self._closed = True
+        timeout = self.close_timeout if timeout is None else timeout
+        if self._writer is not None:
+            try:
+                if self._socket is not None:
+                    self._writer.write_eof()
+                else:
+                    self._writer.close()
+            except (OSError, RuntimeError):
+                pass
+        if self._proc is not None:
+            for sig, wait in ((None, timeout), (signal.SIGTERM, 15.0), (signal.SIGKILL, None)):
+                if sig is not None and self._proc.returncode is None:
+                    try:
+                        self._proc.send_signal(sig)
+                    except (OSError, ProcessLookupError):
+                        pass
+                try:
+                    await asyncio.wait_for(self._proc.wait(), wait)
+                    break
+                except asyncio.TimeoutError:
+                    continue
+        if self._tasks:
+            done, running = await asyncio.wait(self._tasks, timeout=timeout if self._proc is None else 5.0)
+            for t in running:
+                t.cancel()
+        if self._writer is not None:
+            self._writer.close()
+        self._fail(E.ConnectionClosed("the client is closed"))
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._proc.pid if self._proc is not None else None
+
+    async def __aenter__(self) -> "AsyncClient":
+        return await self.connect()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class AsyncSession:
+    def __init__(self, client: AsyncClient, policy_hints: Optional[Dict[str, Any]]) -> None:
+        self._client = client
+        self._hints = policy_hints
+        self.id: Optional[str] = None
+        self.closed = False
+
+    async def start(self) -> "AsyncSession":
+        if self.id is None:
+            self.id = await self._client._request("session_start", policy_hints=self._hints)
+        return self
+
+    def __await__(self) -> Any:
+        return self.start().__await__()
+
+    async def exec(self, code: str, *, timeout: Optional[float] = None) -> Record:
+        if not isinstance(code, str):
+            raise TypeError("code must be a str")
+        await self.start()
+        t = P._positive(timeout, "timeout") if timeout is not None else None
+        return await self._client._request("session_exec", session=self.id, code=code, timeout_s=t)
+
+    async def close(self) -> bool:
+        if self.closed or self.id is None:
+            self.closed = True
+            return False
+        self.closed = True
+        try:
+            return await self._client._request("session_close", session=self.id)
+        except (E.UnknownSession, E.ConnectionClosed):
+            return False
+
+    async def __aenter__(self) -> "AsyncSession":
+        return await self.start()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

@@ -1,0 +1,382 @@
+"""The synchronous client: one connection to ``agentjail serve`` (a subprocess it owns,
+or a unix socket), shared by any number of threads.
+
+Requests are written whole under a lock; one reader thread reads the response lines and
+hands each to the request with its id (responses come back in the order the jobs finish).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import shutil
+import signal
+import socket as _socket
+import subprocess
+import threading
+import weakref
+from concurrent.futures import Future
+from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _errors as E
+from . import _protocol as P
+from ._record import Decision, Record
+
+STDERR_KEEP = 64 * 1024
+
+
+class NotSupportedYet(E.AgentjailError, NotImplementedError):
+    """A part of the interface that a coming server front end will serve."""
+
+
+def find_binary(binary: Optional[str] = None) -> str:
+    """``binary``, else ``$AGENTJAIL_BINARY``, else ``agentjail`` on PATH."""
+    for cand in (binary, os.environ.get("AGENTJAIL_BINARY")):
+        if cand:
+            path = shutil.which(cand) if os.sep not in cand else cand
+            if not path or not os.access(path, os.X_OK):
+                raise E.AgentjailError(f"agentjail binary {cand!r} is not an executable file")
+            return path
+    path = shutil.which("agentjail")
+    if not path:
+        raise E.AgentjailError(
+            "agentjail is not on PATH: install it (scripts/install.sh), or pass "
+            "Client(binary='/path/to/agentjail'), or set AGENTJAIL_BINARY"
+        )
+    return path
+
+
+def serve_argv(binary: Optional[str], policy: Optional[str], args: Iterable[str]) -> List[str]:
+    argv = [find_binary(binary), "serve"]
+    if policy is not None:
+        argv += ["--policy", os.fspath(policy)]
+    extra = list(args)
+    if any(not isinstance(a, str) for a in extra):
+        raise TypeError("args must be strings")
+    return argv + extra
+
+
+def reject_url(url: Optional[str], token: Optional[str]) -> None:
+    if url is not None or token is not None:
+        raise NotSupportedYet(
+            "Client(url=..., token=...) is for `agentjail serve --http`, which is not built yet; "
+            "use Client() (a private server) or Client(socket=PATH) (`agentjail serve --socket PATH`)"
+        )
+
+
+class _Conn:
+    """The connection's state. Threads hold this, never the Client, so an abandoned
+    Client is collected and its finalizer ends the server."""
+
+    def __init__(self, max_line: int) -> None:
+        self.max_line = max_line
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+        self.write_lock = threading.Lock()
+        self.pending: Dict[int, Tuple[str, Future]] = {}
+        self.closed = False  # no new requests
+        self.dead: Optional[E.AgentjailError] = None  # the connection is gone, and why
+        self.stderr: Deque[bytes] = collections.deque()
+        self.stderr_len = 0
+        self.proc: Optional[subprocess.Popen] = None
+        self.sock: Optional[_socket.socket] = None
+        self.rfile: Any = None
+        self.wfile: Any = None
+        self.threads: List[threading.Thread] = []
+
+    # -- the reader ---------------------------------------------------------------
+    def read_loop(self) -> None:
+        err: E.AgentjailError
+        try:
+            while True:
+                line = self.rfile.readline(self.max_line + 1)
+                if not line:
+                    err = E.ConnectionClosed(self.gone_message())
+                    break
+                if len(line) > self.max_line:
+                    err = E.ProtocolError(f"a response line is over {self.max_line} bytes; connection closed")
+                    break
+                try:
+                    obj = P.decode(line)
+                except E.ProtocolError as e:
+                    err = E.ProtocolError(f"{e}; connection closed")
+                    break
+                rid = P.response_id(obj)
+                if rid is None:
+                    continue  # an error for a line we did not send whole: nobody waits on it
+                with self.lock:
+                    entry = self.pending.pop(rid, None)
+                if entry is not None and not entry[1].done():
+                    entry[1].set_result(obj)
+        except (OSError, ValueError) as e:
+            err = E.ConnectionClosed(f"reading from agentjail serve failed: {e}")
+        self.fail(err)
+        if self.proc is not None:
+            # After a broken line, keep reading (and dropping) what the server writes, so
+            # it never blocks on a full pipe while close() waits for it.
+            try:
+                while self.rfile.read(65536):
+                    pass
+            except (OSError, ValueError):
+                pass
+        if self.proc is None and self.sock is not None:
+            # The server may not close first: make sure our side is shut.
+            try:
+                self.sock.shutdown(_socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def fail(self, err: E.AgentjailError) -> None:
+        with self.lock:
+            if self.dead is None:
+                self.dead = err
+            pending, self.pending = self.pending, {}
+        for _, fut in pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+
+    def drain_stderr(self, f: Any) -> None:
+        try:
+            for chunk in iter(lambda: f.read1(4096) if hasattr(f, "read1") else f.read(4096), b""):
+                self.stderr.append(chunk)
+                self.stderr_len += len(chunk)
+                while self.stderr_len > STDERR_KEEP and len(self.stderr) > 1:
+                    self.stderr_len -= len(self.stderr.popleft())
+        except (OSError, ValueError):
+            pass
+
+    def gone_message(self) -> str:
+        what = "agentjail serve closed the connection"
+        if self.proc is not None:
+            rc = self.proc.poll()
+            what = "agentjail serve exited" + (f" (status {rc})" if rc is not None else "")
+        tail = b"".join(self.stderr)[-2000:].decode("utf-8", "replace").strip()
+        return what + (f"; its stderr ends:\n{tail}" if tail else "")
+
+    # -- requests -------------------------------------------------------------------
+    def request(self, op: str, **fields: Any) -> Any:
+        fut: Future = Future()
+        with self.lock:
+            if self.dead is not None:
+                raise E.ConnectionClosed(str(self.dead))
+            if self.closed:
+                raise E.ConnectionClosed("the client is closed")
+            rid = next(self.ids)
+            self.pending[rid] = (op, fut)
+        line = P.encode(rid, op, **fields)
+        try:
+            with self.write_lock:
+                self.wfile.write(line)
+                self.wfile.flush()
+        except (OSError, ValueError):
+            with self.lock:
+                self.pending.pop(rid, None)
+            raise E.ConnectionClosed(self.gone_message()) from None
+        return P.result(op, fut.result())
+
+    # -- the end ----------------------------------------------------------------------
+    def shutdown(self, timeout: float) -> None:
+        with self.lock:
+            self.closed = True
+        try:
+            with self.write_lock:
+                if self.sock is not None:
+                    self.sock.shutdown(_socket.SHUT_WR)
+                elif self.wfile is not None:
+                    self.wfile.close()  # EOF: serve finishes what runs, answers, exits 0
+        except OSError:
+            pass
+        proc = self.proc
+        if proc is not None:
+            _reap(proc, timeout)
+        for t in self.threads:
+            t.join(timeout if proc is None else 5.0)
+        if self.sock is not None:
+            self.sock.close()
+        for f in (self.rfile, self.wfile):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        self.fail(E.ConnectionClosed("the client is closed"))
+
+
+def _reap(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for the server; then SIGTERM (running jobs get records, jails end); then SIGKILL
+    (the jails die with it through PDEATHSIG)."""
+    for sig, wait in ((None, timeout), (signal.SIGTERM, 15.0), (signal.SIGKILL, None)):
+        if sig is not None and proc.poll() is None:
+            try:
+                proc.send_signal(sig)
+            except OSError:
+                pass
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _finalize(conn: _Conn) -> None:
+    if not conn.closed:
+        conn.shutdown(5.0)
+
+
+class Client:
+    """A connection to ``agentjail serve``.
+
+    ``Client()`` starts ``agentjail serve`` as a subprocess and owns it (``binary=`` or
+    ``$AGENTJAIL_BINARY`` or PATH; ``policy=`` is ``--policy``; ``args`` more options, e.g.
+    ``["--pool", "2"]``). ``Client(socket=PATH)`` connects to ``agentjail serve --socket
+    PATH``. ``Client(url=..., token=...)`` is for the HTTP front end, not built yet: it
+    raises :class:`NotSupportedYet`.
+
+    Thread-safe: any number of threads may call it at once. ``close()`` (or leaving the
+    ``with`` block) lets running requests finish, then ends the subprocess.
+    """
+
+    def __init__(
+        self,
+        *,
+        binary: Optional[str] = None,
+        policy: Optional[Union[str, "os.PathLike[str]"]] = None,
+        args: Sequence[str] = (),
+        socket: Optional[Union[str, "os.PathLike[str]"]] = None,
+        url: Optional[str] = None,
+        token: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        max_line: int = P.DEFAULT_MAX_LINE,
+        close_timeout: float = 30.0,
+    ) -> None:
+        reject_url(url, token)
+        self.close_timeout = close_timeout
+        conn = _Conn(max_line)
+        if socket is not None:
+            if policy is not None or args or binary is not None:
+                raise ValueError("socket= connects to a running server: binary, policy and args are its own")
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            try:
+                s.connect(os.fspath(socket))
+            except OSError as e:
+                s.close()
+                raise E.ConnectionClosed(f"cannot connect to {os.fspath(socket)!r}: {e}") from None
+            conn.sock = s
+            conn.rfile = s.makefile("rb")
+            conn.wfile = s.makefile("wb")
+        else:
+            argv = serve_argv(binary, policy, args)
+            try:
+                conn.proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=None if env is None else dict(env),
+                    close_fds=True,
+                )
+            except OSError as e:
+                raise E.AgentjailError(f"cannot start {argv[0]!r}: {e}") from None
+            conn.rfile = conn.proc.stdout
+            conn.wfile = conn.proc.stdin
+            t = threading.Thread(target=conn.drain_stderr, args=(conn.proc.stderr,),
+                                 name="agentjail-stderr", daemon=True)
+            t.start()
+            conn.threads.append(t)
+        reader = threading.Thread(target=conn.read_loop, name="agentjail-reader", daemon=True)
+        reader.start()
+        conn.threads.insert(0, reader)
+        self._conn = conn
+        self._finalizer = weakref.finalize(self, _finalize, conn)
+
+    # -- the API ----------------------------------------------------------------------
+    def run(
+        self,
+        code: str,
+        *,
+        input: Optional[Mapping[str, Any]] = None,
+        stdin: Union[str, bytes, None] = None,
+        files: P.FilesArg = None,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        output_mode: str = "json",
+        timeout: Optional[float] = None,
+        language: str = "python",
+        entrypoint: Optional[str] = None,
+        policy_hints: Optional[Mapping[str, Any]] = None,
+        inputs: Optional[Sequence[str]] = None,
+    ) -> Record:
+        """Run ``code`` in a fresh jail and return its record (a stopped run is a record
+        too: see :meth:`Record.raise_for_status`)."""
+        action = P.build_action(
+            code, input=input, stdin=stdin, files=files, output_schema=output_schema,
+            output_mode=output_mode, timeout=timeout, language=language,
+            entrypoint=entrypoint, policy_hints=policy_hints,
+        )
+        return self._conn.request("run", action=action, inputs=list(inputs) if inputs else None)
+
+    def check(self, code: str, *, language: str = "python", **action: Any) -> Decision:
+        """The static check's decision on ``code``, without running it (``action`` takes
+        the same keywords as :meth:`run`)."""
+        return self._conn.request("check", action=P.build_action(code, language=language, **action))
+
+    def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "Session":
+        """Start a session: one interpreter whose globals survive between calls."""
+        return Session(self, self._conn.request("session_start", policy_hints=_opt_dict(policy_hints)))
+
+    def stats(self) -> Dict[str, Any]:
+        """The server's pools and sessions (``{"pool", "pools", "session_pool", "sessions"}``)."""
+        return self._conn.request("stats")
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Stop taking requests, let running ones finish (``timeout`` seconds, default
+        ``close_timeout``), then end the server: SIGTERM, then SIGKILL. Idempotent."""
+        if self._finalizer.detach() is not None:
+            self._conn.shutdown(self.close_timeout if timeout is None else timeout)
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The server subprocess's pid (None on a socket)."""
+        return self._conn.proc.pid if self._conn.proc is not None else None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Session:
+    """A session of a :class:`Client` (``with client.session() as s: s.exec(code)``)."""
+
+    def __init__(self, client: Client, session_id: str) -> None:
+        self._client = client
+        self.id = session_id
+        self.closed = False
+
+    def exec(self, code: str, *, timeout: Optional[float] = None) -> Record:
+        """Run ``code`` in the session; ``record.value`` is the repr of a trailing expression."""
+        if not isinstance(code, str):
+            raise TypeError("code must be a str")
+        t = P._positive(timeout, "timeout") if timeout is not None else None
+        return self._client._conn.request("session_exec", session=self.id, code=code, timeout_s=t)
+
+    def close(self) -> bool:
+        """End the session (its jail and interpreter). True if the server closed it now."""
+        if self.closed:
+            return False
+        self.closed = True
+        try:
+            return self._client._conn.request("session_close", session=self.id)
+        except (E.UnknownSession, E.ConnectionClosed):
+            return False
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _opt_dict(d: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    return None if d is None else dict(d)

@@ -1,0 +1,130 @@
+//! Host paths agentjail creates or writes for its operator (the serve socket, the cache
+//! directory, the audit log, the artifacts directory), reached without following anything
+//! another user can swap.
+//!
+//! The rule, for every directory on the way to such a path (resolved once, then walked from
+//! `/` one component at a time with `O_NOFOLLOW`, each checked through its own fd): it
+//! belongs to root or to us, and if its group or others may write it, it is sticky (as
+//! `/tmp` is), so nobody else can rename, replace or remove what we put there. A directory
+//! that breaks the rule is refused with a message naming it. Past the walk every operation
+//! is relative to the directory's fd (`openat`, `mkdirat`, `renameat`, `unlinkat`), so a
+//! symlink swapped in afterwards, anywhere on the path, is never followed.
+
+use crate::jail::sys;
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// Whether a directory with this owner and mode is safe to create things in: ours or
+/// root's, and not writable by group or others unless sticky.
+pub fn dir_is_safe(st: &sys::FileStat) -> bool {
+    let owner = st.uid == 0 || st.uid == sys::geteuid();
+    let shared = st.mode & 0o022 != 0;
+    owner && (!shared || st.mode & libc::S_ISVTX != 0)
+}
+
+/// The directory `dir` (which must exist), walked from `/` under the rule above; an
+/// `O_PATH` fd of it. `what` names the flag in errors.
+pub fn open_dir(dir: &Path, what: &str) -> Result<OwnedFd, String> {
+    let real = std::fs::canonicalize(dir).map_err(|e| format!("{what}: {}: {e}", dir.display()))?;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let mut fd = sys::open(c"/", flags, 0)
+        .map(sys::owned)
+        .map_err(|e| format!("{what}: cannot open /: errno {e}"))?;
+    let mut walked = PathBuf::from("/");
+    check_dir(&fd, &walked, what)?;
+    for c in real.components() {
+        let Component::Normal(name) = c else { continue };
+        walked.push(name);
+        let cname = CString::new(name.as_bytes())
+            .map_err(|_| format!("{what}: NUL in {}", dir.display()))?;
+        fd = sys::openat(fd.as_raw_fd(), &cname, flags, 0)
+            .map(sys::owned)
+            .map_err(|e| {
+                format!(
+                    "{what}: {} changed while it was opened, or cannot be opened: {}",
+                    walked.display(),
+                    std::io::Error::from_raw_os_error(e)
+                )
+            })?;
+        check_dir(&fd, &walked, what)?;
+    }
+    Ok(fd)
+}
+
+fn check_dir(fd: &OwnedFd, path: &Path, what: &str) -> Result<(), String> {
+    let st = sys::fstat_file(fd.as_raw_fd())
+        .map_err(|e| format!("{what}: {}: errno {e}", path.display()))?;
+    if dir_is_safe(&st) {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: {} (uid {}, mode {:o}) can be changed by another user: a directory on the \
+         way must belong to root or to uid {} and, if group or others may write it, be \
+         sticky (like /tmp); choose another path or fix its owner or mode",
+        path.display(),
+        st.uid,
+        st.mode & 0o7777,
+        sys::geteuid()
+    ))
+}
+
+/// The parent directory of `path` (walked and checked by [`open_dir`]) and the last
+/// component's name, for `*at` calls. The name must be a plain file name.
+pub fn parent_and_name(path: &Path, what: &str) -> Result<(OwnedFd, CString), String> {
+    let name = match path.components().next_back() {
+        Some(Component::Normal(n)) => n,
+        _ => {
+            return Err(format!(
+                "{what}: {} does not end in a file name",
+                path.display()
+            ))
+        }
+    };
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let fd = open_dir(parent, what)?;
+    let name =
+        CString::new(name.as_bytes()).map_err(|_| format!("{what}: NUL in {}", path.display()))?;
+    Ok((fd, name))
+}
+
+/// Open `name` in `dir` with `flags` (always `O_NOFOLLOW` and close-on-exec).
+pub fn openat(
+    dir: &OwnedFd,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: u32,
+) -> std::io::Result<OwnedFd> {
+    sys::openat(dir.as_raw_fd(), name, flags | libc::O_NOFOLLOW, mode)
+        .map(sys::owned)
+        .map_err(std::io::Error::from_raw_os_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_or_roots_directories_that_others_cannot_change_are_safe() {
+        let me = sys::geteuid();
+        let st = |uid, mode| sys::FileStat {
+            mode: libc::S_IFDIR | mode,
+            uid,
+            gid: 0,
+            nlink: 2,
+            dev: 0,
+            ino: 0,
+        };
+        assert!(dir_is_safe(&st(0, 0o755)));
+        assert!(dir_is_safe(&st(me, 0o700)));
+        assert!(dir_is_safe(&st(0, 0o1777)));
+        assert!(!dir_is_safe(&st(0, 0o777)));
+        assert!(!dir_is_safe(&st(0, 0o775)));
+        assert!(!dir_is_safe(&st(me.wrapping_add(12345), 0o755)));
+        assert!(!dir_is_safe(&st(me.wrapping_add(12345), 0o1777)));
+    }
+}
