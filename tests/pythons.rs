@@ -285,8 +285,13 @@ fn what_is_not_the_python_it_claims_is_refused_at_load() {
             assert_eq!(rec["stop_reason"], "agentjail_error:policy", "{rec:#}");
             assert_eq!(rec["phase"], "plan", "{rec:#}");
         }
-        let (code, err) = run_alone(&["policy", "show", policy]);
-        assert_eq!(code, Some(2), "policy show {line}: {err}");
+        let out = std::process::Command::new(agentjail_path())
+            .args(["policy", "show", policy])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("policy show");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "policy show {line}: {err}");
         assert!(err.contains(why), "{err}");
         assert_eq!(
             agentjail_temp_entries(|_| true),
