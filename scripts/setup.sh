@@ -7,8 +7,13 @@ cd "$(dirname "$0")/.."
 need=()
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
-# agentjail-zygote (scripts/build-zygote.sh) embeds the interpreter the jails run.
-[ -e /usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0 ] || need+=(libpython3.11)
+# agentjail-zygote (scripts/build-zygote.sh) embeds the interpreter the jails run: the
+# libpython of whichever 3.N /usr/bin/python3 is.
+pyver=$(readlink -f /usr/bin/python3 2>/dev/null | sed -n 's|.*/python\(3\.[0-9]*\)$|\1|p')
+if [ -n "$pyver" ]; then
+    [ -e "/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libpython$pyver.so.1.0" ] ||
+        need+=("libpython$pyver")
+fi
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v bc >/dev/null || need+=(bc)
 command -v ps >/dev/null || need+=(procps)

@@ -39,6 +39,26 @@ stage() {
     fi
 }
 
+# The whole escape-test suite again, with the default policy's interpreter swapped for the
+# copy of Python 3.12 (its prefix bound read-only at /opt/agentjail-py/3.12).
+attacks_python312() {
+    local policy
+    policy=$(scripts/setup-pythons.sh --policy 3.12) || return 1
+    AGENTJAIL_TEST_POLICY=$policy AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3 \
+        cargo test --test jail_attacks -- --test-threads=2
+}
+
+# The zygote's attack suite (tests/zygote.rs) with the template built for Python 3.12, then
+# the template rebuilt for the host's python3 whatever happened.
+zygote_python312() {
+    local rc=0
+    scripts/build-zygote.sh --python /opt/agentjail-py/3.12/bin/python3 >/dev/null || return 1
+    AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3 \
+        cargo test --test zygote -- --test-threads=2 || rc=1
+    scripts/build-zygote.sh >/dev/null || rc=1
+    return $rc
+}
+
 cargo_tests() {
     # The cgroup v2 test re-runs itself inside the VM under CI=true: have the VM ready.
     if [ "${CI:-}" = true ] && [ "${QUICK:-0}" != 1 ]; then
@@ -61,12 +81,17 @@ cargo_tests() {
 }
 
 stage "setup (packages)" scripts/setup.sh
+# The pyenv builds of Python 3.10-3.13 copied to /opt/agentjail-py (cached; tests/pythons.rs
+# and the 3.12 escape-test stage below bind them into jails).
+stage "Pythons 3.10-3.13 under /opt/agentjail-py (scripts/setup-pythons.sh)" scripts/setup-pythons.sh
 stage "cargo fmt --check" cargo fmt --all --check
 stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
 stage "build (release)" cargo build --release --quiet
 # agentjail-zygote next to the debug binary the tests run (tests/zygote.rs; `serve --zygote`).
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
+stage "escape tests under Python 3.12 (tests/jail_attacks.rs, /opt/agentjail-py/3.12)" attacks_python312
+stage "zygote built for Python 3.12 (tests/zygote.rs)" zygote_python312
 
 if [ "${QUICK:-0}" != 1 ]; then
     stage "Python client (scripts/test-python.sh: pytest against the release binary)" scripts/test-python.sh
@@ -93,6 +118,9 @@ if [ "${QUICK:-0}" != 1 ]; then
         stage "check benchmark vs CPython ast.parse (printed; never fails)" bash -c 'scripts/bench-check.sh tests/data/bench_main.py 2000 || true'
     fi
 fi
+
+# A CI run leaves nothing outside its clone; a developer keeps the cache (--clean removes it).
+if [ "${CI:-}" = true ]; then scripts/setup-pythons.sh --clean; fi
 
 printf '\nscripts/test.sh: %d s in all\n' $(($(date +%s) - t_all))
 for f in "${failures[@]}"; do printf 'FAILED: %s\n' "$f"; done

@@ -199,6 +199,9 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
     containerise_fixes(&mut checks);
     checks.push(container_check());
     if let Some(p) = policy {
+        if let Some(c) = python_check(&p.policy) {
+            checks.push(c);
+        }
         checks.extend(probe_jail(p));
     }
     DoctorReport {
@@ -537,6 +540,27 @@ fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
 
 /// `serve --zygote` (src/zygote): its template binary next to this one. Optional: without
 /// it every warm jail starts its own interpreter.
+/// Which Python the policy's interpreter is, as the loader found it (a policy whose
+/// interpreter is not a Python with module tables did not load, and doctor said so).
+fn python_check(p: &crate::policy::Policy) -> Option<Check> {
+    if !p.executes("python") {
+        return None;
+    }
+    Some(check(
+        "python",
+        true,
+        true,
+        format!(
+            "{} is Python {} ({}); the checker has module tables for {}",
+            p.interpreter.python,
+            p.python_version(),
+            p.python_version_source(),
+            crate::check::stdlib::supported_versions().join(", ")
+        ),
+        None,
+    ))
+}
+
 fn zygote_check() -> Check {
     let bin = std::env::current_exe()
         .map(|p| p.with_file_name(crate::zygote::BINARY))
@@ -552,7 +576,7 @@ fn zygote_check() -> Check {
         found,
         false,
         detail,
-        Some("build it with scripts/build-zygote.sh (links libpython3.11), or install it next to agentjail"),
+        Some("build it with scripts/build-zygote.sh --python <the policy's interpreter> (links that Python's libpython), or install it next to agentjail"),
     )
 }
 

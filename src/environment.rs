@@ -30,9 +30,14 @@ pub struct Environment {
     pub interpreter: String,
     /// Where that path resolves on the host (the file the jail really runs).
     pub resolved: String,
-    /// The Python grammar the checker parses for (empty, and not shown, for JavaScript).
+    /// The Python version the checker parses for and judges with (empty, and not shown,
+    /// for JavaScript).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub python_version: String,
+    /// How that version was found: detected from the interpreter (the link chain or the
+    /// standard library beside its `bin/`) or given by the policy and confirmed.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub python_version_source: String,
     /// Directories the interpreter imports from (those the jail can see).
     pub import_roots: Vec<String>,
     /// `sha256:<hex>` of the manifest described in the module documentation.
@@ -46,7 +51,7 @@ fn interpreter_of<'p>(policy: &'p Policy, language: &str) -> (&'p str, &'p [Stri
     if language == "javascript" {
         (&i.node, &i.node_args, "")
     } else {
-        (&i.python, &i.python_args, &i.python_version)
+        (&i.python, &i.python_args, policy.python_version())
     }
 }
 
@@ -56,9 +61,10 @@ pub fn of(policy: &Policy, language: &str) -> Environment {
     static CACHE: OnceLock<Mutex<HashMap<String, Environment>>> = OnceLock::new();
     let (interpreter, args, version) = interpreter_of(policy, language);
     let key = format!(
-        "{language}\0{interpreter}\0{version}\0{}\0{:?}",
+        "{language}\0{interpreter}\0{version}\0{}\0{:?}\0{}",
         args.join(" "),
-        policy.filesystem.read_only
+        policy.filesystem.read_only,
+        policy.python_version_source()
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(env) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
@@ -71,9 +77,20 @@ pub fn of(policy: &Policy, language: &str) -> Environment {
     env
 }
 
-/// The import directories of CPython `version` on a Debian-style layout; dist-packages only
-/// when `site` runs (no `-S`).
-fn import_roots(version: &str, with_site: bool) -> Vec<String> {
+/// The import directories of CPython `version`: those of the installation the loader found
+/// (its standard library, lib-dynload, and its package directories when `site` runs, no
+/// `-S`), else a Debian-style layout.
+fn import_roots(policy: &Policy, version: &str, with_site: bool) -> Vec<String> {
+    if let Some(found) = &policy.interpreter.found {
+        let mut roots = vec![
+            found.stdlib.clone(),
+            format!("{}/lib-dynload", found.stdlib),
+        ];
+        if with_site {
+            roots.extend(crate::policy::python::package_dirs(found));
+        }
+        return roots;
+    }
     let mut roots = vec![
         format!("/usr/lib/python{version}"),
         format!("/usr/lib/python{version}/lib-dynload"),
@@ -120,7 +137,7 @@ fn compute(policy: &Policy, language: &str) -> Environment {
         Vec::new()
     } else {
         let with_site = !args.iter().any(|a| a == "-S");
-        import_roots(version, with_site)
+        import_roots(policy, version, with_site)
             .into_iter()
             .filter(|r| under_binds(r, policy) && std::path::Path::new(r).is_dir())
             .collect()
@@ -144,6 +161,11 @@ fn compute(policy: &Policy, language: &str) -> Environment {
         interpreter: interpreter.to_string(),
         resolved,
         python_version: version.to_string(),
+        python_version_source: if language == "javascript" {
+            String::new()
+        } else {
+            policy.python_version_source()
+        },
         import_roots: roots,
         digest: format!("sha256:{:x}", Sha256::digest(manifest.as_bytes())),
     }

@@ -42,7 +42,7 @@ use serde_json::json;
 /// The policy to use: a file, or the embedded default.
 pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, String> {
     match path {
-        None => Ok(policy::load_default()),
+        None => policy::load_default().map_err(|e| e.to_string()),
         Some(p) => policy::load_file(p).map_err(|e| e.to_string()),
     }
 }

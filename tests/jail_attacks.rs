@@ -68,7 +68,9 @@ fn each_blocked(cases: &[Case], o: CaseOpts) {
                 "{PRELUDE}\n{SYSC}\nprint(\"ATTEMPT\", flush=True)\nattempt({:?}, lambda: {})\n",
                 c.label, c.call
             );
-            let cmd = [PY, "-I", "-S", "-c", code.as_str()];
+            // The data policy runs the host's python3; the default policy the test interpreter.
+            let python = if o.data { PY } else { test_python() };
+            let cmd = [python, "-I", "-S", "-c", code.as_str()];
             let flags = vec!["--time-limit".to_string(), "5".to_string()];
             let r = if o.pty {
                 let pty = nix::pty::openpty(None, None).unwrap();
@@ -111,6 +113,18 @@ fn host_files_are_not_reachable() {
     let vartmp_secret = format!("/var/tmp/{m}.secret");
     std::fs::write(&tmp_secret, &m).unwrap();
     std::fs::write(&vartmp_secret, &m).unwrap();
+    // /opt is empty in the jail unless the test interpreter is bound under it
+    // (AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3): then it holds that path only.
+    let under_opt: Vec<String> = test_python()
+        .strip_prefix("/opt/")
+        .and_then(|rest| rest.split('/').next())
+        .map(|first| vec![first.to_string()])
+        .unwrap_or_default();
+    let opt_prefix = if under_opt.is_empty() {
+        String::new()
+    } else {
+        format!("/opt/{}", under_opt[0])
+    };
     let body = format!(
         r#"
 def read(p):
@@ -121,17 +135,22 @@ def read(p):
     return data
 for p in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_ed25519_key",
           "/root/.bashrc", "/root", "/home", "/work", "/var/log", "/run", "/sys/kernel",
-          "/var", "/srv", "/opt", "/mnt", "/boot", "{tmp_secret}", "{vartmp_secret}",
+          "/var", "/srv", "/mnt", "/boot", "{tmp_secret}", "{vartmp_secret}",
           "/proc/kcore", "/proc/kallsyms", "/proc/keys", "/proc/sysrq-trigger"]:
     attempt("read " + p, (lambda p=p: os.listdir(p) if os.path.isdir(p) and os.listdir(p) else read(p)))
+opt = sorted(os.listdir("/opt")) if os.path.isdir("/opt") else []
+print("BLOCKED opt" if opt == {under_opt:?} else "BREACH opt %r" % opt)
 # /etc is synthesized: exactly three files.
 e = sorted(os.listdir("/etc"))
 print("BLOCKED etc-listing" if e == ["group", "hosts", "passwd"] else "BREACH etc-listing %r" % e)
-# Nothing outside /usr and /proc carries the secret.
+# Nothing outside /usr (and the test interpreter's read-only prefix) and /proc carries the
+# secret.
 hits = []
 for root, dirs, files in os.walk("/"):
     if root == "/":
         dirs[:] = [d for d in dirs if d not in ("usr", "proc", "sys", "dev")]
+    if root == "/opt" and "{opt_prefix}":
+        dirs[:] = []
     for f in files:
         try:
             if b"{m}" in open(os.path.join(root, f), "rb").read(1 << 20):
@@ -538,7 +557,13 @@ print("BREACH held", held, flush=True)
                 who,
                 data,
                 &["--memory-limit", "64MiB", "--time-limit", "10"],
-                &[PY, "-I", "-S", "-c", &format!("import os, sys\n{body}")],
+                &[
+                    if data { PY } else { test_python() },
+                    "-I",
+                    "-S",
+                    "-c",
+                    &format!("import os, sys\n{body}"),
+                ],
             );
             assert!(!r.stdout.contains("HELD"), "data={data}: {r:#?}");
             r.assert_stopped_on("START", &["memfd_create"]);
@@ -921,7 +946,13 @@ print("BLOCKED sid" if os.getsid(0) == 1 else "BREACH sid %d" % os.getsid(0))
                 record: true,
                 ..Default::default()
             },
-            &[PY, "-I", "-S", "-c", &format!("{PRELUDE}\n{body}")],
+            &[
+                test_python(),
+                "-I",
+                "-S",
+                "-c",
+                &format!("{PRELUDE}\n{body}"),
+            ],
         );
         r.assert_blocked("START");
         assert!(r.stdout.contains("BLOCKED sid"), "{r:#?}");
@@ -954,7 +985,13 @@ attempt("open /proc/self/fd/7", lambda: open("/proc/self/fd/7", "rb"))
                 record: true,
                 ..Default::default()
             },
-            &[PY, "-I", "-S", "-c", &format!("{PRELUDE}\n{body}")],
+            &[
+                test_python(),
+                "-I",
+                "-S",
+                "-c",
+                &format!("{PRELUDE}\n{body}"),
+            ],
         );
         r.assert_blocked("START");
         assert!(r.stdout.contains("BLOCKED fds"), "{r:#?}");
@@ -964,11 +1001,12 @@ attempt("open /proc/self/fd/7", lambda: open("/proc/self/fd/7", "rb"))
 #[test]
 fn proc_self_exe_does_not_lead_to_agentjail() {
     let aj = agentjail_path().display().to_string();
+    let py_path = test_python();
     let body = format!(
         r#"
 exe = os.readlink("/proc/self/exe")
 print("EXE", exe, flush=True)
-print("BLOCKED exe" if exe.startswith("/usr/bin/python3") else "BREACH exe %s" % exe)
+print("BLOCKED exe" if exe.startswith("{py_path}") else "BREACH exe %s" % exe)
 attempt("open exe for write", lambda: os.open("/proc/self/exe", os.O_WRONLY))
 attempt("open /proc/1/exe for write", lambda: os.open("/proc/1/exe", os.O_WRONLY))
 attempt("reach agentjail", lambda: open("{aj}", "rb").read(4))
@@ -980,7 +1018,8 @@ for p in os.listdir("/proc"):
             exes.append(os.readlink("/proc/%s/exe" % p))
         except OSError:
             pass
-bad = [e for e in exes if "agentjail" in e]
+bad = [e for e in exes if e.startswith(os.path.dirname("{aj}") + "/")
+       or os.path.basename(e).startswith("agentjail")]
 print("BREACH agentjail in jail %r" % bad if bad else "BLOCKED no-agentjail")
 "#
     );
@@ -1081,7 +1120,7 @@ fn environment_is_clean() {
                 ..Default::default()
             },
             &[
-                PY,
+                test_python(),
                 "-I",
                 "-S",
                 "-c",

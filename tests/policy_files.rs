@@ -55,9 +55,9 @@ fn every_shipped_policy_loads_and_round_trips() {
 fn embedded_default_is_the_shipped_file() {
     let file = std::fs::read(policies_dir().join("default.toml")).expect("read");
     assert_eq!(DEFAULT_POLICY_TOML.as_bytes(), &file[..]);
-    let d = load_default();
+    let d = load_default().expect("the default loads on this host");
     assert_eq!(d.sha256, format!("{:x}", Sha256::digest(&file)));
-    assert_eq!(d.sha256, load_default().sha256, "stable");
+    assert_eq!(d.sha256, load_default().expect("default").sha256, "stable");
     assert_eq!(d.path, "<embedded default>");
     let shown = show(&d);
     assert!(shown.contains(&d.sha256));
@@ -67,8 +67,68 @@ fn embedded_default_is_the_shipped_file() {
 
 #[test]
 fn minimal_file_gets_every_default() {
-    let p = load_str(BASE, "min").expect("loads").policy;
+    let mut p = load_str(BASE, "min").expect("loads").policy;
+    // What the loader found the interpreter to be is the one thing added.
+    let found = p
+        .interpreter
+        .found
+        .take()
+        .expect("the interpreter was detected");
     assert_eq!(p, Policy::default());
+    assert!(found.how.contains("/usr/bin/python3"), "{found:?}");
+}
+
+/// The interpreter's version is detected when the policy does not give it, must match when
+/// it does, and an interpreter that is not Python, or a version without module tables, is
+/// refused with the key, the reason and the fix (`agentjail` exits 2; nothing is started).
+#[test]
+fn python_version_is_detected_or_refused() {
+    let d = load_str(BASE, "min").expect("loads");
+    let found = d.policy.interpreter.found.clone().expect("detected");
+    assert!(["3.10", "3.11", "3.12", "3.13"].contains(&found.version.as_str()));
+    assert_eq!(d.policy.python_version(), found.version);
+    assert!(show(&d).contains(&format!(
+        "# interpreter.python_version = \"{}\": detected from /usr/bin/python3",
+        found.version
+    )));
+    // Named and right: loads, and says it was given.
+    let named = format!(
+        "version = 1\n[interpreter]\npython_version = \"{}\"\n",
+        found.version
+    );
+    let p = load_str(&named, "named").expect("loads").policy;
+    assert!(p
+        .python_version_source()
+        .starts_with("given by the policy; detected"));
+    // Named and wrong.
+    let other = if found.version == "3.12" {
+        "3.13"
+    } else {
+        "3.12"
+    };
+    let e = assert_err(
+        &format!("version = 1\n[interpreter]\npython_version = \"{other}\"\n"),
+        "interpreter.python_version",
+        3,
+    );
+    assert!(
+        e.message.contains(&format!("is Python {}", found.version)),
+        "{e}"
+    );
+    // No tables for it.
+    let e = assert_err(
+        "version = 1\n[interpreter]\npython_version = \"3.9\"\n",
+        "interpreter.python_version",
+        3,
+    );
+    assert!(e.message.contains("3.10, 3.11, 3.12, 3.13"), "{e}");
+    // Not Python: a shell, a script.
+    let e = assert_err(
+        "version = 1\n[interpreter]\npython = \"/usr/bin/sh\"\n",
+        "interpreter.python",
+        3,
+    );
+    assert!(e.message.contains("not a Python interpreter"), "{e}");
 }
 
 #[test]
@@ -395,7 +455,7 @@ const DEFAULT_WARNINGS: [&str; 2] = ["cgroup.requirement", "landlock.requirement
 
 #[test]
 fn lint_default_only_explained_warnings() {
-    let w = lint(&load_default().policy);
+    let w = lint(&load_default().expect("default").policy);
     let keys: Vec<&str> = w.iter().map(|w| w.key.as_str()).collect();
     assert_eq!(keys, DEFAULT_WARNINGS, "{w:?}");
 }

@@ -1175,16 +1175,25 @@ fn a_cache_hit_names_the_caller_who_asked_not_the_first_one() {
 }
 
 /// A copy of the host's python3 under /opt (a bindable root), removed on drop: its mtime is
-/// part of the environment digest, which the policy cannot see.
+/// part of the environment digest, which the policy cannot see. Laid out as an installation
+/// (`bin/python3`, and `lib/python3.N` a link to the host's standard library), as the policy
+/// loader requires to tell which Python it is.
 struct OptPython(PathBuf);
 
 impl OptPython {
     fn new() -> OptPython {
         let dir = PathBuf::from(format!("/opt/ajserve-python-{}", common::marker("py")));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let bin = dir.join("python3");
-        std::fs::copy(std::fs::canonicalize(common::PY).unwrap(), &bin).unwrap();
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::create_dir_all(dir.join("lib")).unwrap();
+        for d in [dir.clone(), dir.join("bin"), dir.join("lib")] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let real = std::fs::canonicalize(common::PY).unwrap();
+        let name = real.file_name().unwrap().to_str().unwrap().to_string();
+        std::os::unix::fs::symlink(format!("/usr/lib/{name}"), dir.join("lib").join(&name))
+            .unwrap();
+        let bin = dir.join("bin/python3");
+        std::fs::copy(&real, &bin).unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
         OptPython(bin)
     }
@@ -1198,7 +1207,9 @@ impl OptPython {
 
 impl Drop for OptPython {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
+        if let Some(dir) = self.0.parent().and_then(|b| b.parent()) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 

@@ -24,8 +24,33 @@ fn policy(tag: &str, python_args: &str) -> PathBuf {
     policy_with(tag, python_args, 64)
 }
 
+/// The `[interpreter]` python and `[filesystem]` lines for the test interpreter
+/// (`AGENTJAIL_TEST_PYTHON`, bound with its prefix), or none for the host's /usr/bin/python3.
+fn interpreter_lines(python: &str) -> (String, String) {
+    if python == common::PY {
+        return (String::new(), String::new());
+    }
+    let prefix = std::path::Path::new(python)
+        .parent()
+        .and_then(|b| b.parent())
+        .expect("the interpreter's prefix");
+    (
+        format!("python = {python:?}\n"),
+        format!(
+            "[filesystem]\nread_only = [{:?}, \"/usr\", \"/bin\", \"/lib\", \"/lib64\"]\n",
+            prefix.display().to_string()
+        ),
+    )
+}
+
 /// As [`policy`], with at most `pids` processes per jail.
 fn policy_with(tag: &str, python_args: &str, pids: u32) -> PathBuf {
+    policy_for(common::test_python(), tag, python_args, pids)
+}
+
+/// As [`policy_with`], running `python`.
+fn policy_for(python: &str, tag: &str, python_args: &str, pids: u32) -> PathBuf {
+    let (python_line, filesystem) = interpreter_lines(python);
     let text = format!(
         r#"# tests/zygote.rs
 version = 1
@@ -41,7 +66,7 @@ denied_names = []
 denied_attributes = []
 deny_dunder = false
 [interpreter]
-python_args = {python_args}
+{python_line}python_args = {python_args}
 preload = ["json", "random"]
 [limits]
 wall_time_ms = 10000
@@ -56,9 +81,14 @@ allow_groups = [
 ]
 [cgroup]
 requirement = "best_effort"
-"#
+{filesystem}"#
     );
-    common::shared_file(&format!("zygote-{tag}.toml"), &text)
+    let name = if python == common::PY {
+        format!("zygote-{tag}.toml")
+    } else {
+        format!("zygote-{tag}-{}.toml", python.replace('/', "_"))
+    };
+    common::shared_file(&name, &text)
 }
 
 const ARGS: &str = r#"["-I", "-S", "-B", "-X", "utf8"]"#;
@@ -612,6 +642,41 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
         s.tracker.stop();
         let seen = s.tracker.seen();
         serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
+    }
+    // Another Python than the template embeds (built by scripts/build-zygote.sh for the
+    // test interpreter): refused at start, saying which and how to rebuild.
+    let other = if common::test_python() == common::PY {
+        "/opt/agentjail-py/3.12/bin/python3"
+    } else {
+        common::PY
+    };
+    if std::path::Path::new(other).exists() {
+        for who in variants() {
+            let p = policy_for(other, "otherpython", ARGS, 64);
+            let m = common::marker("otherpython");
+            let mut s = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
+            let status = s.wait_exit(Duration::from_secs(30)).expect("serve exits");
+            assert_eq!(status.code(), Some(2), "{who:?}: {}", s.stderr());
+            let t = Instant::now();
+            while !s.stderr().contains('\n') && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let err = s.stderr();
+            assert!(
+                err.contains("was built for Python")
+                    && err.contains(&format!("scripts/build-zygote.sh --python {other}")),
+                "{who:?}: unclear error: {err}"
+            );
+            s.tracker.stop();
+            let seen = s.tracker.seen();
+            serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
+        }
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{other} is missing: run scripts/setup-pythons.sh"
+        );
+        eprintln!("SKIPPED the other-Python refusal: no {other} (scripts/setup-pythons.sh)");
     }
     // A policy too large for the template's one message: refused at start, clearly.
     let big = serve_harness::scratch("bigpolicy");

@@ -18,6 +18,7 @@
 pub mod javascript;
 pub mod python;
 pub mod stdlib;
+pub mod tables;
 
 use crate::contract::Action;
 use crate::policy::Policy;
@@ -121,11 +122,7 @@ pub fn check_action(action: &Action, policy: &Policy) -> Decision {
     }
     let violations = match language.as_str() {
         "javascript" => javascript::check_source(&action.code, &policy.check.javascript),
-        _ => python::check_source_for_version(
-            &action.code,
-            &policy.check,
-            &policy.interpreter.python_version,
-        ),
+        _ => python::check_source_for_version(&action.code, &policy.check, policy.python_version()),
     };
     if violations.is_empty() {
         return Decision {

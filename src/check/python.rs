@@ -11,7 +11,8 @@
 //! * bracket depth above `max_nesting_depth`, counted on the raw text before parsing
 //!   (strings and comments included, which only errs towards denying): `nesting_too_deep`.
 //!
-//! The parser is ruff's, targeting the policy's `interpreter.python_version` (3.11 by default);
+//! The parser is ruff's, targeting the policy's `interpreter.python_version` (detected from
+//! the interpreter when the policy does not name it, `policy::python`);
 //! syntax newer than that is a `syntax_error`, because ruff's 3.12 reading of e.g. nested
 //! f-string quotes differs from 3.11's. ruff normalises identifiers with NFKC exactly as
 //! CPython does, so `ｅｖａｌ` reaches the rules as `eval`.
@@ -79,6 +80,7 @@ mod fields;
 mod prepass;
 mod visit;
 
+use crate::check::stdlib::Modules;
 use crate::check::Violation;
 use crate::policy::CheckRules;
 use prepass::Prepass;
@@ -137,27 +139,54 @@ const BASE_STACK: usize = 512 * 1024;
 /// Stack reserved per source byte (an AST can be at most about one level deep per byte).
 const STACK_PER_BYTE: usize = 256;
 
-/// Check Python source against the policy's rules. Returns every violation, sorted;
-/// empty means the check passes. Never panics and never overflows the stack.
+/// Check Python source against the policy's rules, for [`DEFAULT_PYTHON`]. Returns every
+/// violation, sorted; empty means the check passes. Never panics and never overflows the
+/// stack.
 pub fn check_source(code: &str, rules: &CheckRules) -> Vec<Violation> {
-    check_source_for(code, rules, DEFAULT_PYTHON)
+    check_source_for_version(code, rules, "")
 }
 
-/// The version parsed for when the policy names none we understand.
+/// The version parsed for when the policy names none: only a `Policy` built in code (tests)
+/// has none, since the policy loader fills in the interpreter's detected version
+/// (`policy::python`).
 pub const DEFAULT_PYTHON: PythonVersion = PythonVersion::PY311;
 
 /// As [`check_source`], parsing for the interpreter's version (`policy.interpreter
-/// .python_version`, e.g. "3.11"): syntax newer than the interpreter is a `syntax_error`.
+/// .python_version`, e.g. "3.12") and judging with that version's module tables: syntax
+/// newer than the interpreter is a `syntax_error`. A version without tables (the loader
+/// refuses those) is denied as `python_version_unsupported`, never judged with another
+/// version's tables.
 pub fn check_source_for_version(
     code: &str,
     rules: &CheckRules,
     python_version: &str,
 ) -> Vec<Violation> {
-    let version = python_version.trim().parse().unwrap_or(DEFAULT_PYTHON);
-    check_source_for(code, rules, version)
+    let given = python_version.trim();
+    let name = if given.is_empty() {
+        DEFAULT_PYTHON.to_string()
+    } else {
+        given.to_string()
+    };
+    match (name.parse::<PythonVersion>(), Modules::for_version(&name)) {
+        (Ok(version), Some(tables)) => check_source_for(code, rules, version, tables),
+        _ => vec![Violation {
+            rule: "python_version_unsupported".into(),
+            detail: format!(
+                "the interpreter is Python {name:?}; the checker has module tables for {}",
+                crate::check::stdlib::supported_versions().join(", ")
+            ),
+            line: 0,
+            column: 0,
+        }],
+    }
 }
 
-fn check_source_for(code: &str, rules: &CheckRules, version: PythonVersion) -> Vec<Violation> {
+fn check_source_for(
+    code: &str,
+    rules: &CheckRules,
+    version: PythonVersion,
+    tables: Modules,
+) -> Vec<Violation> {
     if code.len() > MAX_SOURCE_BYTES {
         return vec![Violation::source_too_large(code.len(), MAX_SOURCE_BYTES)];
     }
@@ -173,7 +202,7 @@ fn check_source_for(code: &str, rules: &CheckRules, version: PythonVersion) -> V
     }
     let needed = BASE_STACK.saturating_add(code.len().saturating_mul(STACK_PER_BYTE));
     stacker::maybe_grow(needed, needed, || {
-        check_parsed(code, rules, version, &lines, &mut out)
+        check_parsed(code, rules, version, tables, &lines, &mut out)
     });
     finish(&mut out);
     out
@@ -384,6 +413,7 @@ fn check_parsed(
     code: &str,
     rules: &CheckRules,
     version: PythonVersion,
+    tables: Modules,
     lines: &LineIndex<'_>,
     out: &mut Vec<Violation>,
 ) {
@@ -406,7 +436,7 @@ fn check_parsed(
             out,
             lines,
             "syntax_error".into(),
-            format!("{err} (the interpreter is Python 3.11)"),
+            format!("{err} (the interpreter is Python {version})"),
             err.range.start().to_usize(),
         );
         return;
@@ -416,7 +446,7 @@ fn check_parsed(
         return;
     };
     let body = &module.syntax().body;
-    let pre = Prepass::new(body, rules);
+    let pre = Prepass::new(body, rules, tables);
     let mut checker = Checker::new(rules, lines, out, code, version, pre);
     checker.visit_body(body);
     checker.finish_dispatch();

@@ -268,7 +268,7 @@ impl Session {
     fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), crate::run::Stopped> {
         let t = Instant::now();
         let rules = &self.policy.check;
-        let version = &self.policy.interpreter.python_version;
+        let version = self.policy.python_version();
         let mut violations = python::check_source_for_version(code, rules, version);
         if violations.is_empty() && !self.source.is_empty() {
             let prefix = format!("{}\n", self.source);

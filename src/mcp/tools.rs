@@ -330,7 +330,7 @@ pub fn policy_rules(p: &Policy) -> String {
     format!(
         "Policy \"{name}\" (Python {pyver}). Imports allowed: {imports}; any other import is refused before anything runs (policy_block:static_policy_violation:import_not_allowed:<module>, with line and column). Calls refused: {calls}. Names refused: {names}. Attributes refused: {attrs}.{dunder}{urls} {open} Limits per run: wall {wall} (timeout_s may only lower it), CPU {cpu}, memory {mem}, {pids} processes/threads, stdout {out}, stderr {err}, code {chars} characters. No network. The static check is not the boundary: the program also runs inside a Linux namespace jail with seccomp, landlock and cgroup limits.",
         name = p.name,
-        pyver = p.interpreter.python_version,
+        pyver = p.python_version(),
         imports = c.allowed_imports.join(", "),
         calls = c.denied_calls.join(", "),
         names = c.denied_names.join(", "),
@@ -429,7 +429,7 @@ mod tests {
 
     #[test]
     fn descriptions_come_from_the_policy() {
-        let p = crate::policy::load_default().policy;
+        let p = crate::policy::load_default().expect("default").policy;
         let tools = all(&p, Capabilities::probe(&p));
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
@@ -480,7 +480,7 @@ mod tests {
 
     #[test]
     fn the_files_probe_reads_the_contract() {
-        let p = crate::policy::load_default().policy;
+        let p = crate::policy::load_default().expect("default").policy;
         // Today's contract refuses the field; the probe must say so rather than assume.
         let caps = Capabilities::probe(&p);
         let accepted = crate::contract::parse_action(

@@ -2,7 +2,7 @@
 
 use super::validate::is_under;
 use super::*;
-use crate::check::stdlib::{reachable_dangerous_modules, DANGEROUS_MODULES, FRAME_ATTRIBUTES};
+use crate::check::stdlib::{Modules, DANGEROUS_MODULES, FRAME_ATTRIBUTES};
 
 /// A weak choice in a policy: the key and what it allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,7 +29,7 @@ fn warn(out: &mut Vec<LintWarning>, key: &str, message: impl Into<String>) {
 pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     let mut w = Vec::new();
     jail_lints(policy, &mut w);
-    check_lints(&policy.check, &mut w);
+    check_lints(&policy.check, policy.python_version(), &mut w);
     javascript_lints(policy, &mut w);
     w
 }
@@ -237,7 +237,21 @@ fn requirement_lints(p: &Policy, w: &mut Vec<LintWarning>) {
 }
 
 /// The static check's rules (defence in depth, but a weak list still deserves a warning).
-fn check_lints(c: &CheckRules, w: &mut Vec<LintWarning>) {
+fn check_lints(c: &CheckRules, python_version: &str, w: &mut Vec<LintWarning>) {
+    let version = if python_version.is_empty() {
+        crate::check::python::DEFAULT_PYTHON.to_string()
+    } else {
+        python_version.to_string()
+    };
+    let Some(tables) = Modules::for_version(&version) else {
+        // The loader refuses such a policy; a Policy built in code can still get here.
+        warn(
+            w,
+            "interpreter.python_version",
+            format!("no module tables for Python {version}: every Python job is denied"),
+        );
+        return;
+    };
     for m in &c.allowed_imports {
         let top = m.split('.').next().unwrap_or(m);
         if DANGEROUS_MODULES.contains(&top) {
@@ -248,7 +262,7 @@ fn check_lints(c: &CheckRules, w: &mut Vec<LintWarning>) {
             );
             continue;
         }
-        match reachable_dangerous_modules(m, &c.denied_attributes, c.deny_dunder) {
+        match tables.reachable_dangerous_modules(m, &c.denied_attributes, c.deny_dunder) {
             Some(reached) => {
                 for (danger, chain) in reached {
                     warn(

@@ -8,6 +8,7 @@
 
 mod lint;
 mod locate;
+pub mod python;
 pub mod syscall_groups;
 mod validate;
 
@@ -278,8 +279,16 @@ pub struct Interpreter {
     pub python: String,
     /// Arguments placed before the script path.
     pub python_args: Vec<String>,
-    /// Python version the checker parses for ("3.11").
-    pub python_version: String,
+    /// Python version of `python` ("3.12"). Not given (the default): detected from the
+    /// interpreter at load, without running it ([`python::detect`]); given: must be what is
+    /// detected. The checker parses for it and judges with its module tables. Read it with
+    /// [`Policy::python_version`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_version: Option<String>,
+    /// What the loader found `python` to be (filled at load when the policy executes
+    /// Python; never read from or written to a policy file).
+    #[serde(skip)]
+    pub found: Option<python::Found>,
     /// Modules a warm jail's interpreter imports before its job arrives. Only those the
     /// program may import (check.allowed_imports) are preloaded; `policy lint` names the
     /// others. Every warm jail holds them in memory, so cheap ones by default.
@@ -599,6 +608,69 @@ impl Policy {
             .any(|l| l.trim().eq_ignore_ascii_case(language))
     }
 
+    /// The Python version jobs run with: what the loader detected, else what the policy
+    /// names, else "" (a `Policy` built in code; the checker then parses for
+    /// [`crate::check::python::DEFAULT_PYTHON`]).
+    pub fn python_version(&self) -> &str {
+        let i = &self.interpreter;
+        i.found
+            .as_ref()
+            .map(|f| f.version.as_str())
+            .or(i.python_version.as_deref())
+            .unwrap_or("")
+    }
+
+    /// How [`Policy::python_version`] was found, for records and `policy show`.
+    pub fn python_version_source(&self) -> String {
+        let i = &self.interpreter;
+        match (&i.found, &i.python_version) {
+            (Some(f), Some(_)) => format!("given by the policy; {}", f.how),
+            (Some(f), None) => f.how.clone(),
+            (None, Some(_)) => "given by the policy".into(),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// Detect the interpreter's Python version and check that the module tables hold for
+    /// it and the packages the policy allows ([`python`]). Only for a policy that executes
+    /// Python.
+    fn resolve_python(&mut self) -> Result<(), validate::Invalid> {
+        if !self.executes("python") {
+            return Ok(());
+        }
+        let i = &self.interpreter;
+        let found = python::detect(&i.python).map_err(validate::refused)?;
+        if let Some(given) = &i.python_version {
+            if given.trim() != found.version {
+                return Err(validate::invalid_owned(
+                    "interpreter.python_version",
+                    format!(
+                        "{given:?}, but {} is Python {} ({})",
+                        i.python, found.version, found.how
+                    ),
+                    format!(
+                        "remove the key to use the detected version, or set \"{}\"",
+                        found.version
+                    ),
+                ));
+            }
+        }
+        let dirs: Vec<String> = python::package_dirs(&found)
+            .into_iter()
+            .filter(|d| {
+                self.filesystem
+                    .read_only
+                    .iter()
+                    .chain(&self.filesystem.optional)
+                    .any(|b| validate::is_under(d, b))
+            })
+            .collect();
+        python::tables_hold(&found, &self.check.allowed_imports, &dirs)
+            .map_err(validate::refused)?;
+        self.interpreter.found = Some(found);
+        Ok(())
+    }
+
     /// Whether this policy accepts actions in `mode` (`json` or `text`).
     pub fn allows_output_mode(&self, mode: &str) -> bool {
         self.languages.output_modes.iter().any(|m| m == mode)
@@ -624,7 +696,8 @@ impl Default for Interpreter {
         Interpreter {
             python: "/usr/bin/python3".into(),
             python_args: strings(&["-I", "-S", "-B", "-X", "utf8"]),
-            python_version: "3.11".into(),
+            python_version: None,
+            found: None,
             preload: strings(&["json", "statistics"]),
             node: "/usr/bin/node".into(),
             node_args: strings(DEFAULT_NODE_ARGS),
@@ -845,12 +918,26 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// parse at run time saves ~1.7 M instructions per launch (a third of the launcher's user
 /// time, measured with callgrind). The record's `policy_sha256` is still the hash of the
 /// embedded bytes, so a reviewer can match it against the file.
-pub fn load_default() -> LoadedPolicy {
-    LoadedPolicy {
-        policy: Policy::default(),
+///
+/// The interpreter's version is detected as for any policy ([`Policy::python_version`]), so
+/// this fails, as a file would, on a host whose python3 is not a Python agentjail has
+/// tables for.
+pub fn load_default() -> Result<LoadedPolicy, PolicyError> {
+    let mut policy = Policy::default();
+    if let Err(v) = policy.resolve_python() {
+        return Err(PolicyError {
+            origin: DEFAULT_POLICY_ORIGIN.to_string(),
+            position: find_key(DEFAULT_POLICY_TOML, &v.key),
+            key: Some(v.key),
+            message: v.message,
+            hint: v.hint,
+        });
+    }
+    Ok(LoadedPolicy {
+        policy,
         path: DEFAULT_POLICY_ORIGIN.to_string(),
         sha256: sha256_hex(DEFAULT_POLICY_TOML.as_bytes()),
-    }
+    })
 }
 
 /// Read and load a policy file (at most [`MAX_POLICY_FILE_BYTES`], UTF-8).
@@ -901,7 +988,7 @@ pub fn load_file(path: &Path) -> Result<LoadedPolicy, PolicyError> {
 
 /// Parse and validate policy text. `origin` names it in errors and becomes `path`.
 pub fn load_str(text: &str, origin: &str) -> Result<LoadedPolicy, PolicyError> {
-    let policy: Policy = toml::from_str(text).map_err(|e| parse_error(text, origin, &e))?;
+    let mut policy: Policy = toml::from_str(text).map_err(|e| parse_error(text, origin, &e))?;
     // `version` is the one key that must be written: it makes an empty or unrelated file an
     // error, and a future format change detectable.
     let table: toml::Table = toml::from_str(text).map_err(|e| parse_error(text, origin, &e))?;
@@ -914,7 +1001,7 @@ pub fn load_str(text: &str, origin: &str) -> Result<LoadedPolicy, PolicyError> {
             hint: "start the file with `version = 1`".into(),
         });
     }
-    if let Err(v) = validate::validate(&policy) {
+    if let Err(v) = validate::validate(&policy).and_then(|()| policy.resolve_python()) {
         let pos = v
             .item
             .as_deref()
@@ -974,6 +1061,13 @@ pub fn show(loaded: &LoadedPolicy) -> String {
         loaded.path
     ));
     out.push_str(&format!("# sha256: {}\n", loaded.sha256));
+    let source = loaded.policy.python_version_source();
+    if !source.is_empty() {
+        out.push_str(&format!(
+            "# interpreter.python_version = \"{}\": {source}\n",
+            loaded.policy.python_version()
+        ));
+    }
     out.push_str(
         "# Every key is shown with its effective value, defaults included.\n\
          # The static check ([check]) is defence in depth; the jail (everything else) is the\n\
@@ -995,8 +1089,11 @@ mod tests {
     #[test]
     fn embedded_default_loads_and_equals_compiled_defaults() {
         let loaded = load_str(DEFAULT_POLICY_TOML, DEFAULT_POLICY_ORIGIN).expect("default loads");
-        assert_eq!(loaded.policy, Policy::default());
-        assert_eq!(load_default(), loaded);
+        // Equal but for what the loader detected about the interpreter.
+        let mut parsed = loaded.policy.clone();
+        assert!(parsed.interpreter.found.take().is_some(), "detected");
+        assert_eq!(parsed, Policy::default());
+        assert_eq!(load_default().expect("default loads"), loaded);
         assert_eq!(loaded.path, "<embedded default>");
         let p = &loaded.policy;
         assert_eq!(p.languages.allowed, ["python", "javascript"]);

@@ -13,6 +13,20 @@ pub(super) struct Invalid {
     pub(super) hint: String,
 }
 
+pub(super) fn invalid_owned(key: &str, message: String, hint: String) -> Invalid {
+    invalid(key, message, hint)
+}
+
+/// The loader's error for what `policy::python` refused.
+pub(super) fn refused(r: super::python::Refused) -> Invalid {
+    Invalid {
+        key: r.key.into(),
+        item: r.item,
+        message: r.message,
+        hint: r.hint,
+    }
+}
+
 fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> Invalid {
     Invalid {
         key: key.into(),
@@ -513,20 +527,17 @@ fn interpreter(p: &Policy) -> Result<(), Invalid> {
             "remove it",
         ));
     }
-    let version_ok = i
-        .python_version
-        .strip_prefix("3.")
-        .and_then(|m| m.parse::<u32>().ok())
-        .is_some_and(|m| (7..=13).contains(&m));
-    if !version_ok {
-        return Err(invalid(
-            "interpreter.python_version",
-            format!(
-                "{:?} is not a Python version the checker can parse for",
-                i.python_version
-            ),
-            "use \"3.7\" to \"3.13\", matching the interpreter the jail runs",
-        ));
+    if let Some(given) = &i.python_version {
+        if crate::check::stdlib::stdlib_table(given.trim()).is_none() {
+            return Err(invalid(
+                "interpreter.python_version",
+                format!(
+                    "{given:?}: agentjail's checker has module tables for Python {} only",
+                    crate::check::stdlib::supported_versions().join(", ")
+                ),
+                "remove the key to detect the interpreter's version, or name one of those (matching the interpreter the jail runs)",
+            ));
+        }
     }
     if let Some(m) = i.preload.iter().find(|m| !m.split('.').all(is_identifier)) {
         return Err(invalid_item(

@@ -123,7 +123,9 @@ impl Zygote {
     /// thread would tie its jails to that thread's life.
     pub fn start(policy: &LoadedPolicy, plan: &JailPlan) -> Result<Zygote, String> {
         let p = &policy.policy;
-        super::template::check_interpreter(&p.interpreter.python, &p.interpreter.python_args)?;
+        // Which Python the template binary embeds only it knows (its build fixed it): it
+        // checks the interpreter itself and its refusal is this start's error.
+        super::template::check_args(&p.interpreter.python_args)?;
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find agentjail's own path: {e}"))?
             .with_file_name(BINARY);
@@ -356,7 +358,9 @@ fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(Value, Vec<OwnedFd
     let (n, fds) =
         sys::recv_with_fds(sock.as_raw_fd(), &mut buf).map_err(|e| format!("recv: errno {e}"))?;
     if n == 0 {
-        return Err(format!("{BINARY} exited"));
+        return Err(format!(
+            "{BINARY} exited (its error is on stderr; one that cannot load its libpython was built for another Python: rebuild it with scripts/build-zygote.sh --python <the policy's interpreter>)"
+        ));
     }
     let v = serde_json::from_slice(&buf[..n]).map_err(|e| format!("malformed reply: {e}"))?;
     Ok((v, fds))

@@ -77,14 +77,21 @@ pub const BINARY: &str = "agentjail-zygote";
 /// the zygote, since its jobs would not run as its cold jails run them.
 pub const PYTHON_ARGS: [&str; 5] = ["-I", "-S", "-B", "-X", "utf8"];
 
-/// The Python the template's libpython is: the policy's interpreter must be this one.
-pub const PYTHON_VERSION: &str = "3.11";
-
-/// Where that Python is installed: the template sets its home to /usr (zygote/src/lib.rs),
-/// so it imports from /usr/lib/python3.11. The policy's interpreter must resolve to this
-/// file: a python3.11 built elsewhere (/usr/local, a venv's copy) has its own prefix and
-/// standard library, and its cold jails would not run what the template runs.
-pub const PYTHON_BINARY: &str = "/usr/bin/python3.11";
+/// The Python a template binary embeds, fixed when scripts/build-zygote.sh built it for one
+/// interpreter (`--python PATH`, the host's /usr/bin/python3 by default): its libpython,
+/// its home (so the template imports that installation's standard library) and the file
+/// the policy's interpreter must resolve to. A python3.N built elsewhere (/usr/local, a
+/// venv's copy, another pyenv build) has its own prefix and standard library, and its cold
+/// jails would not run what the template runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddedPython {
+    /// `3.N`.
+    pub version: &'static str,
+    /// The interpreter file whose libpython this is (resolved: no symlink).
+    pub binary: &'static str,
+    /// Its installation prefix (`/usr`, `/opt/agentjail-py/3.12`).
+    pub home: &'static str,
+}
 
 /// The record's account of a zygote jail: every control is its own, but its interpreter's
 /// address layout and `str` hash key are the template's, the same in every job of this

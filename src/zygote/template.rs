@@ -17,7 +17,7 @@
 //!
 //! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
 
-use super::{MAX_MESSAGE, MAX_POLICY_TEXT, PYTHON_ARGS, PYTHON_BINARY, PYTHON_VERSION};
+use super::{EmbeddedPython, MAX_MESSAGE, MAX_POLICY_TEXT, PYTHON_ARGS};
 use crate::jail::cgroup::JobCgroup;
 use crate::jail::prepared::{self, CgroupCover};
 use crate::jail::spawn::{self, Spawned};
@@ -40,6 +40,8 @@ pub trait Interpreter {
     ) -> Result<(), String>;
     /// Around each jail's clone: PyOS_BeforeFork / PyOS_AfterFork_Parent.
     fn before_fork(&mut self);
+    /// Which Python this is (scripts/build-zygote.sh fixed it at build time).
+    fn python(&self) -> EmbeddedPython;
     fn after_fork_parent(&mut self);
 }
 
@@ -67,7 +69,7 @@ fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), 
         Some(true) => Some(recv_bytes()?),
         _ => None,
     };
-    let plan = load_plan(&config, text.as_deref())?;
+    let plan = load_plan(&config, text.as_deref(), &interp.python())?;
     let preloads = preloads(&plan)?;
     interp.load_runner(runner::PYTHON, runner::PATH, &preloads)?;
     single_threaded()?;
@@ -86,11 +88,17 @@ fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), 
 
 /// The policy the server runs, from the bytes it read (or the embedded default), checked
 /// against the server's hash, and the plan of its warm jails.
-fn load_plan(config: &Value, text: Option<&[u8]>) -> Result<JailPlan, String> {
+fn load_plan(
+    config: &Value,
+    text: Option<&[u8]>,
+    embedded: &EmbeddedPython,
+) -> Result<JailPlan, String> {
     let path = config["policy_path"].as_str().ok_or("no policy_path")?;
     let sha = config["policy_sha256"].as_str().ok_or("no policy_sha256")?;
     let loaded = match text {
-        None if path == crate::policy::DEFAULT_POLICY_ORIGIN => crate::policy::load_default(),
+        None if path == crate::policy::DEFAULT_POLICY_ORIGIN => {
+            crate::policy::load_default().map_err(|e| e.to_string())?
+        }
         None => return Err(format!("no policy text for {path}")),
         Some(t) => {
             let t = std::str::from_utf8(t).map_err(|_| "the policy text is not UTF-8")?;
@@ -104,7 +112,12 @@ fn load_plan(config: &Value, text: Option<&[u8]>) -> Result<JailPlan, String> {
         ));
     }
     let p = &loaded.policy;
-    check_interpreter(&p.interpreter.python, &p.interpreter.python_args)?;
+    check_interpreter(
+        embedded,
+        &p.interpreter.python,
+        p.python_version(),
+        &p.interpreter.python_args,
+    )?;
     crate::run::runner_plan(p, Language::Python, Mode::Run, true, &Default::default())
 }
 
@@ -129,16 +142,32 @@ fn single_threaded() -> Result<(), String> {
     Ok(())
 }
 
-/// The policy must run the Python this template embeds, with the flags it was started with.
-pub fn check_interpreter(python: &str, args: &[String]) -> Result<(), String> {
+/// The policy must run the Python this template embeds (`version`: the policy's detected
+/// version), with the flags it was started with.
+pub fn check_interpreter(
+    embedded: &EmbeddedPython,
+    python: &str,
+    version: &str,
+    args: &[String],
+) -> Result<(), String> {
     let real = std::fs::canonicalize(python)
         .map_err(|e| format!("the policy's interpreter {python}: {e}"))?;
-    if real != std::path::Path::new(PYTHON_BINARY) {
+    let embedded_real = std::fs::canonicalize(embedded.binary)
+        .unwrap_or_else(|_| std::path::PathBuf::from(embedded.binary));
+    if real != embedded_real || version != embedded.version {
         return Err(format!(
-            "the zygote embeds Python {PYTHON_VERSION} as installed at {PYTHON_BINARY}; the policy's interpreter {python} is {}: run without --zygote",
+            "{} was built for Python {} ({}); the policy's interpreter {python} is Python {version} ({}): rebuild the zygote for it with `scripts/build-zygote.sh --python {python}`, or run without --zygote",
+            super::BINARY,
+            embedded.version,
+            embedded.binary,
             real.display()
         ));
     }
+    check_args(args)
+}
+
+/// The policy's python_args must be the flags the template was initialised with.
+pub fn check_args(args: &[String]) -> Result<(), String> {
     if args
         .iter()
         .map(String::as_str)
@@ -296,38 +325,45 @@ mod tests {
         PYTHON_ARGS.iter().map(|a| a.to_string()).collect()
     }
 
+    /// The host's Debian python3.11, as scripts/build-zygote.sh embeds it by default.
+    const HOST: EmbeddedPython = EmbeddedPython {
+        version: "3.11",
+        binary: "/usr/bin/python3.11",
+        home: "/usr",
+    };
+
     #[test]
     fn only_the_embedded_python_with_its_flags_is_accepted() {
-        if !std::path::Path::new(PYTHON_BINARY).exists() {
-            // The zygote is built against it: in CI (scripts/setup.sh installs it) it is there.
-            assert_ne!(
-                std::env::var("CI").as_deref(),
-                Ok("true"),
-                "no {PYTHON_BINARY} in CI"
-            );
-            eprintln!("SKIP: no {PYTHON_BINARY} on this host");
+        if !std::path::Path::new(HOST.binary).exists() {
+            eprintln!("SKIP: no {} on this host", HOST.binary);
             return;
         }
         // /usr/bin/python3 is a link to it on Debian: what it resolves to is what counts.
-        check_interpreter("/usr/bin/python3", &args()).expect("the host's python3");
-        check_interpreter(PYTHON_BINARY, &args()).expect("the embedded python");
+        check_interpreter(&HOST, "/usr/bin/python3", "3.11", &args()).expect("the host's python3");
+        check_interpreter(&HOST, HOST.binary, "3.11", &args()).expect("the embedded python");
+        // The same file said to be another version (a policy pinning it wrongly is refused
+        // at load; the template does not trust that either).
+        let e = check_interpreter(&HOST, HOST.binary, "3.12", &args()).unwrap_err();
+        assert!(e.contains("Python 3.12"), "{e}");
         // A python3.11 of the same name elsewhere: another prefix, another stdlib.
         let dir = std::env::temp_dir().join(format!("agentjail-zygote-ut-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let copy = dir.join("python3.11");
-        std::fs::copy(PYTHON_BINARY, &copy).unwrap();
-        let e = check_interpreter(copy.to_str().unwrap(), &args()).unwrap_err();
+        std::fs::copy(HOST.binary, &copy).unwrap();
+        let e = check_interpreter(&HOST, copy.to_str().unwrap(), "3.11", &args()).unwrap_err();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
-            e.contains(PYTHON_BINARY) && e.contains("without --zygote"),
+            e.contains(HOST.binary)
+                && e.contains("without --zygote")
+                && e.contains("scripts/build-zygote.sh --python"),
             "{e}"
         );
         // Other flags.
         let mut optimized = args();
         optimized.push("-O".into());
-        let e = check_interpreter(PYTHON_BINARY, &optimized).unwrap_err();
+        let e = check_interpreter(&HOST, HOST.binary, "3.11", &optimized).unwrap_err();
         assert!(e.contains("python_args"), "{e}");
-        let e = check_interpreter("/nonexistent/python3.11", &args()).unwrap_err();
+        let e = check_interpreter(&HOST, "/nonexistent/python3.11", "3.11", &args()).unwrap_err();
         assert!(e.contains("/nonexistent/python3.11"), "{e}");
     }
 }

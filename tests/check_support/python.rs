@@ -8,6 +8,16 @@ use std::process::{Command, Stdio};
 /// The interpreter every policy names.
 pub const PYTHON: &str = "/usr/bin/python3";
 
+/// Where scripts/setup-pythons.sh copies the pyenv builds of 3.10 to 3.13.
+pub const TEST_PYTHONS: &str = "/opt/agentjail-py";
+
+/// The copy of Python `version` made by scripts/setup-pythons.sh, when it is there.
+pub fn opt_python(version: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(TEST_PYTHONS).join(version);
+    let exe = dir.join(format!("bin/python{version}"));
+    (dir.join(".agentjail-source").is_file() && exe.is_file()).then_some(exe)
+}
+
 /// What a run printed.
 pub struct Run {
     pub ok: bool,

@@ -11,6 +11,14 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub const PY: &str = "/usr/bin/python3";
+
+/// The interpreter the default-policy jail tests run: [`PY`], or `AGENTJAIL_TEST_PYTHON`
+/// when `AGENTJAIL_TEST_POLICY` binds another one (scripts/test.sh runs the escape tests
+/// again under /opt/agentjail-py/3.12, made by scripts/setup-pythons.sh).
+pub fn test_python() -> &'static str {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| std::env::var("AGENTJAIL_TEST_PYTHON").unwrap_or_else(|_| PY.to_string()))
+}
 pub const NOBODY: u32 = 65534;
 
 /// Who launches agentjail.
@@ -347,7 +355,7 @@ fn rec_file() -> PathBuf {
 }
 
 pub fn python(who: Who, flags: &[&str], code: &str) -> Run {
-    jail(who, flags, &[PY, "-I", "-S", "-c", code])
+    jail(who, flags, &[test_python(), "-I", "-S", "-c", code])
 }
 
 pub fn sh(who: Who, flags: &[&str], script: &str) -> Run {
@@ -393,9 +401,11 @@ pub fn launch(who: Who, l: Launch<'_>, cmd: &[&str]) -> Run {
         _ => Command::new(&s.bin),
     };
     c.arg("exec");
+    // A test that names its own policy in its flags gets only that one.
+    let own_policy = l.flags.iter().any(|f| f == "--policy");
     if l.data {
         c.arg("--policy").arg(&s.data_policy);
-    } else if let Some(p) = &s.policy {
+    } else if let (Some(p), false) = (&s.policy, own_policy) {
         c.arg("--policy").arg(p);
     }
     let rec = l.record.then(rec_file);

@@ -2,12 +2,40 @@
 //! protocol and the jail side are in agentjail's src/zygote/). This crate is only the part
 //! agentjail cannot hold: libpython, embedded through its C API.
 //!
-//! The interpreter is initialised as `/usr/bin/python3 -I -S -B -X utf8` would be
+//! The interpreter is initialised as `PYTHON -I -S -B -X utf8` would be
 //! (`agentjail::zygote::PYTHON_ARGS`): isolated (no environment, no user site, no script
 //! directory on sys.path), no `site`, no bytecode writes, UTF-8 mode. Then
 //! `agentjail::zygote::template_main` takes over; each jail's program calls [`entry`].
+//!
+//! Which Python is fixed at build time by scripts/build-zygote.sh (`--python PATH`, the
+//! host's /usr/bin/python3 by default), through the environment this crate is compiled in:
+//! `AGENTJAIL_ZYGOTE_PYTHON` (the path as a policy names it: sys.executable),
+//! `AGENTJAIL_ZYGOTE_PYTHON_BINARY` (the file it resolves to), `AGENTJAIL_ZYGOTE_PYTHON_HOME`
+//! (its prefix) and `AGENTJAIL_ZYGOTE_PYTHON_VERSION`; the script links the matching
+//! libpython. Without them (a plain `cargo build` of the workspace) Debian's 3.11.
 
+use agentjail::zygote::EmbeddedPython;
 use std::ffi::{c_char, c_int, CString};
+
+/// `option_env!(name)`, or `default` when the build did not set it.
+macro_rules! build_env {
+    ($name:literal, $default:literal) => {
+        match option_env!($name) {
+            Some(v) => v,
+            None => $default,
+        }
+    };
+}
+
+/// The interpreter path the template presents as sys.executable (a policy's `python`).
+const PROGRAM: &str = build_env!("AGENTJAIL_ZYGOTE_PYTHON", "/usr/bin/python3");
+
+/// The Python this binary embeds (see the crate documentation).
+const PYTHON: EmbeddedPython = EmbeddedPython {
+    version: build_env!("AGENTJAIL_ZYGOTE_PYTHON_VERSION", "3.11"),
+    binary: build_env!("AGENTJAIL_ZYGOTE_PYTHON_BINARY", "/usr/bin/python3.11"),
+    home: build_env!("AGENTJAIL_ZYGOTE_PYTHON_HOME", "/usr"),
+};
 
 /// Py_file_input (Include/compile.h): compile a module.
 const PY_FILE_INPUT: c_int = 257;
@@ -53,10 +81,10 @@ fn init_python() {
         Py_NoSiteFlag = 1;
         Py_DontWriteBytecodeFlag = 1;
         Py_UTF8Mode = 1;
-        // sys.executable and sys.prefix as /usr/bin/python3's: this binary's own path
-        // would be the interpreter's name in every jail and would not find the stdlib.
-        Py_SetProgramName(wide("/usr/bin/python3"));
-        Py_SetPythonHome(wide("/usr"));
+        // sys.executable and sys.prefix as the embedded interpreter's: this binary's own
+        // path would be the interpreter's name in every jail and would not find the stdlib.
+        Py_SetProgramName(wide(PROGRAM));
+        Py_SetPythonHome(wide(PYTHON.home));
         // 1: the signal set-up a python3 process gets (SIGPIPE and SIGXFSZ ignored, SIGINT
         // raising KeyboardInterrupt); the jail's child resets the dispositions and the
         // runner's zygote_job sets them again.
@@ -101,6 +129,10 @@ impl agentjail::zygote::Interpreter for Embedded {
             return Err("the runner's template step failed (the traceback is above)".into());
         }
         Ok(())
+    }
+
+    fn python(&self) -> EmbeddedPython {
+        PYTHON
     }
 
     fn before_fork(&mut self) {

@@ -3,14 +3,15 @@
 //! bound (a function defined above an import can use the module; a call inside a function
 //! can reach a class defined further down).
 
-use crate::check::stdlib::{self, ENUM_BASES, FIELD_NAME_FACTORIES};
+use crate::check::stdlib::{Modules, ENUM_BASES, FIELD_NAME_FACTORIES};
 use crate::policy::CheckRules;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use std::collections::HashMap;
 
 /// Facts gathered from every statement of the program.
-#[derive(Default)]
 pub(super) struct Prepass {
+    /// The module tables of the interpreter's version.
+    pub tables: Modules,
     /// Bound name -> dotted module it refers to (`np` -> `numpy`, `la` -> `numpy.linalg`).
     pub modules: HashMap<String, String>,
     /// Names of callables that make attributes from strings: [`FIELD_NAME_FACTORIES`] and
@@ -21,8 +22,9 @@ pub(super) struct Prepass {
 }
 
 impl Prepass {
-    pub fn new(body: &[Stmt], rules: &CheckRules) -> Self {
+    pub fn new(body: &[Stmt], rules: &CheckRules, tables: Modules) -> Self {
         let mut p = Prepass {
+            tables,
             modules: HashMap::new(),
             factories: FIELD_NAME_FACTORIES
                 .iter()
@@ -72,7 +74,10 @@ impl Prepass {
     fn import_from(&mut self, import: &ast::StmtImportFrom) {
         let Some(module) = &import.module else { return };
         for alias in &import.names {
-            if let Some(target) = stdlib::module_edge(module.id.as_str(), alias.name.id.as_str()) {
+            if let Some(target) = self
+                .tables
+                .module_edge(module.id.as_str(), alias.name.id.as_str())
+            {
                 let bound = alias.asname.as_ref().unwrap_or(&alias.name);
                 self.modules
                     .insert(bound.id.to_string(), target.to_string());

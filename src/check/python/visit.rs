@@ -280,7 +280,7 @@ impl<'a, 'o> Checker<'a, 'o> {
     pub(super) fn check_attribute(&mut self, attr: &str, base: Base<'_>, range: TextRange) {
         let dunder = self.rules.deny_dunder && attr.starts_with("__");
         let module_edge = match base {
-            Base::Module(m) => stdlib::module_edge(m, attr),
+            Base::Module(m) => self.pre.tables.module_edge(m, attr),
             _ => None,
         };
         if base == Base::Keyword && (dunder || self.is_denied_name(attr)) {
@@ -380,7 +380,7 @@ impl<'a, 'o> Checker<'a, 'o> {
         let Expr::Name(name) = node else { return None };
         let mut module = self.pre.modules.get(name.id.as_str())?.clone();
         for attr in attrs.iter().rev() {
-            module = stdlib::module_edge(&module, attr)?.to_string();
+            module = self.pre.tables.module_edge(&module, attr)?.to_string();
         }
         Some(module)
     }
@@ -399,7 +399,7 @@ impl<'a, 'o> Checker<'a, 'o> {
         if !as_base {
             if let Some(module) = base_module
                 .as_deref()
-                .and_then(|m| stdlib::module_edge(m, a))
+                .and_then(|m| self.pre.tables.module_edge(m, a))
             {
                 self.report(
                     format!("module_reference_not_allowed:{module}"),
@@ -1129,7 +1129,7 @@ impl Checker<'_, '_> {
                     detail,
                     alias.range,
                 );
-            } else if let Some(target) = stdlib::module_edge(module, name) {
+            } else if let Some(target) = self.pre.tables.module_edge(module, name) {
                 if !self.import_allowed(target) {
                     self.deny_import(target, "submodule not allowed", alias.range);
                 }
