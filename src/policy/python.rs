@@ -149,13 +149,10 @@ fn display_chain(chain: &[PathBuf]) -> String {
     out
 }
 
-/// Find which Python `interpreter` is, without running it.
-pub fn detect(interpreter: &str) -> Result<Found, Refused> {
-    let chain = link_chain(Path::new(interpreter))?;
-    let file = chain.last().cloned().unwrap_or_else(|| interpreter.into());
-    // The prefix is what the final file's directory is in, with `..` resolved by the kernel.
-    let file = std::fs::canonicalize(&file).unwrap_or(file);
-    let meta = std::fs::metadata(&file)
+/// The interpreter's real file is an executable ELF file (a script, such as a pyenv shim,
+/// runs another program).
+fn check_executable(interpreter: &str, file: &Path) -> Result<(), Refused> {
+    let meta = std::fs::metadata(file)
         .map_err(|e| refused(format!("{}: {e}", file.display()), "check the path"))?;
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
         return Err(refused(
@@ -166,7 +163,7 @@ pub fn detect(interpreter: &str) -> Result<Found, Refused> {
             "give the path of an installed Python 3 interpreter, e.g. /usr/bin/python3",
         ));
     }
-    match is_elf(&file) {
+    match is_elf(file) {
         Ok(true) => {}
         Ok(false) => {
             return Err(refused(
@@ -184,6 +181,50 @@ pub fn detect(interpreter: &str) -> Result<Found, Refused> {
             ))
         }
     }
+    Ok(())
+}
+
+/// The version of the one standard library under `lib`, for an interpreter named plain
+/// `python` or `python3`.
+fn only_stdlib_in(interpreter: &str, lib: &Path) -> Result<(String, String), Refused> {
+    let has_stdlib = |version: &str| lib.join(format!("python{version}")).join("os.py").is_file();
+    let mut versions: Vec<String> = std::fs::read_dir(lib)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| version_in_name(e.file_name().to_str()?))
+                .filter(|v| has_stdlib(v))
+                .collect()
+        })
+        .unwrap_or_default();
+    versions.sort();
+    versions.dedup();
+    match versions.as_slice() {
+        [one] => Ok((one.clone(), format!("the one standard library in {}", lib.display()))),
+        [] => Err(refused(
+                format!(
+                    "{interpreter} is not a Python interpreter: neither its name nor {} (no lib/python3.N/os.py) says which Python it is",
+                    lib.display()
+                ),
+                "give the path of an installed Python 3 interpreter, e.g. /usr/bin/python3",
+            )),
+        many => Err(refused(
+                format!(
+                    "{interpreter}: cannot tell which Python it is: {} holds the standard libraries of {}",
+                    lib.display(),
+                    many.join(", ")
+                ),
+                "name the versioned binary (bin/python3.N) of the installation the jobs should run",
+            )),
+    }
+}
+
+/// Find which Python `interpreter` is, without running it.
+pub fn detect(interpreter: &str) -> Result<Found, Refused> {
+    let chain = link_chain(Path::new(interpreter))?;
+    let file = chain.last().cloned().unwrap_or_else(|| interpreter.into());
+    // The prefix is what the final file's directory is in, with `..` resolved by the kernel.
+    let file = std::fs::canonicalize(&file).unwrap_or(file);
+    check_executable(interpreter, &file)?;
     let bin = file.parent().unwrap_or(Path::new("/"));
     let prefix = bin.parent().unwrap_or(Path::new("/")).to_path_buf();
     let lib = prefix.join("lib");
@@ -219,40 +260,7 @@ pub fn detect(interpreter: &str) -> Result<Found, Refused> {
                 "give the path of an installed Python 3 interpreter, e.g. /usr/bin/python3",
             ))
         }
-        None => {
-            let mut versions: Vec<String> = std::fs::read_dir(&lib)
-                .map(|d| {
-                    d.filter_map(|e| e.ok())
-                        .filter_map(|e| version_in_name(e.file_name().to_str()?))
-                        .filter(|v| has_stdlib(v))
-                        .collect()
-                })
-                .unwrap_or_default();
-            versions.sort();
-            versions.dedup();
-            match versions.as_slice() {
-                [one] => (one.clone(), format!("the one standard library in {}", lib.display())),
-                [] => {
-                    return Err(refused(
-                        format!(
-                            "{interpreter} is not a Python interpreter: neither its name nor {} (no lib/python3.N/os.py) says which Python it is",
-                            lib.display()
-                        ),
-                        "give the path of an installed Python 3 interpreter, e.g. /usr/bin/python3",
-                    ))
-                }
-                many => {
-                    return Err(refused(
-                        format!(
-                            "{interpreter}: cannot tell which Python it is: {} holds the standard libraries of {}",
-                            lib.display(),
-                            many.join(", ")
-                        ),
-                        "name the versioned binary (bin/python3.N) of the installation the jobs should run",
-                    ))
-                }
-            }
-        }
+        None => only_stdlib_in(interpreter, &lib)?,
     };
     let stdlib = lib.join(format!("python{version}"));
     Ok(Found {

@@ -406,6 +406,49 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
     }
 }
 
+/// One request line as read from a client.
+enum Line {
+    /// End of input, or a read error: the client is done.
+    End,
+    /// Longer than the protocol allows; skipped to its end.
+    TooLong,
+    /// Only whitespace.
+    Blank,
+    Request(Vec<u8>),
+}
+
+/// Read the next line, at most [`protocol::MAX_LINE_BYTES`] (a longer one is skipped).
+fn read_line<R: BufRead>(input: &mut R) -> Line {
+    let mut line = Vec::new();
+    let mut limited = std::io::Read::take(&mut *input, protocol::MAX_LINE_BYTES as u64 + 2);
+    let n = match limited.read_until(b'\n', &mut line) {
+        Ok(0) | Err(_) => return Line::End,
+        Ok(n) => n,
+    };
+    if line.last() != Some(&b'\n') && n > protocol::MAX_LINE_BYTES {
+        let _ = input.read_until(b'\n', &mut Vec::new());
+        return Line::TooLong;
+    }
+    while matches!(line.last(), Some(b'\n' | b'\r')) {
+        line.pop();
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Line::Blank;
+    }
+    Line::Request(line)
+}
+
+/// Count a request of `size` bytes against the client's limits; false when it is over them.
+fn admit(conn: &Conn, size: usize) -> bool {
+    let mut p = conn.pending.0.lock().unwrap_or_else(|e| e.into_inner());
+    let ok = p.count < MAX_REQUESTS_IN_FLIGHT && p.bytes + size <= MAX_QUEUED_REQUEST_BYTES;
+    if ok {
+        p.count += 1;
+        p.bytes += size;
+    }
+    ok
+}
+
 /// Read request lines from `input` until EOF (or until the client is dropped), submitting
 /// each to the workers within the client's limits; then wait for this client's requests to
 /// be answered.
@@ -416,90 +459,83 @@ fn read_requests<R: BufRead>(
     conn: &Conn,
     audit: &Option<PathBuf>,
 ) {
-    loop {
-        if conn.out.is_dropped() {
-            break;
-        }
-        let mut line = Vec::new();
-        let mut limited = std::io::Read::take(&mut *input, protocol::MAX_LINE_BYTES as u64 + 2);
-        let n = match limited.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if line.last() != Some(&b'\n') && n > protocol::MAX_LINE_BYTES {
-            // Too long: answer once and skip to the end of that line.
-            let e = protocol::ProtocolError {
-                id: Value::Null,
-                code: "line_too_long",
-                message: format!(
-                    "a request line is at most {} bytes",
-                    protocol::MAX_LINE_BYTES
-                ),
-            };
-            respond(conn, &protocol::error_response(&e));
-            let _ = input.read_until(b'\n', &mut Vec::new());
-            continue;
-        }
-        while matches!(line.last(), Some(b'\n' | b'\r')) {
-            line.pop();
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let size = line.len();
-        match protocol::parse_request(&line) {
-            Err(e) => respond(conn, &protocol::error_response(&e)),
-            Ok(req) => {
-                drop(line);
-                let admitted = {
-                    let mut p = conn.pending.0.lock().unwrap_or_else(|e| e.into_inner());
-                    let ok = p.count < MAX_REQUESTS_IN_FLIGHT
-                        && p.bytes + size <= MAX_QUEUED_REQUEST_BYTES;
-                    if ok {
-                        p.count += 1;
-                        p.bytes += size;
-                    }
-                    ok
+    while !conn.out.is_dropped() {
+        let line = match read_line(input) {
+            Line::End => break,
+            Line::Blank => continue,
+            Line::TooLong => {
+                let e = protocol::ProtocolError {
+                    id: Value::Null,
+                    code: "line_too_long",
+                    message: format!(
+                        "a request line is at most {} bytes",
+                        protocol::MAX_LINE_BYTES
+                    ),
                 };
-                if !admitted {
-                    respond(
-                        conn,
-                        &json!({"id": req.id, "error": {"code": "too_many_requests",
-                            "message": format!("this client has {MAX_REQUESTS_IN_FLIGHT} requests or {} MiB of requests unanswered, the most one client may; wait for responses before sending more", MAX_QUEUED_REQUEST_BYTES >> 20)}}),
-                    );
-                    continue;
-                }
-                let (engine, conn2, audit) = (Arc::clone(engine), conn.clone(), audit.clone());
-                workers.submit(Box::new(move || {
-                    // The answer to a job or a session call releases the refills held back
-                    // for it (Engine::answered). A session start's does not: the session's
-                    // first call usually follows at once, and the refill waits for its answer.
-                    let ends_work = matches!(
-                        req.op,
-                        Op::Run { .. } | Op::SessionExec { .. } | Op::SessionClose { .. }
-                    );
-                    // A dropped client's queued requests are never started.
-                    if !conn2.out.is_dropped() {
-                        let resp = handle(&engine, req, &conn2, audit.as_ref());
-                        respond(&conn2, &resp);
-                        if ends_work {
-                            engine.answered();
-                        }
-                    }
-                    let (lock, cv) = &*conn2.pending;
-                    let mut p = lock.lock().unwrap_or_else(|e| e.into_inner());
-                    p.count -= 1;
-                    p.bytes -= size;
-                    cv.notify_all();
-                }));
+                respond(conn, &protocol::error_response(&e));
+                continue;
             }
+            Line::Request(line) => line,
+        };
+        let size = line.len();
+        let req = match protocol::parse_request(&line) {
+            Err(e) => {
+                respond(conn, &protocol::error_response(&e));
+                continue;
+            }
+            Ok(req) => req,
+        };
+        drop(line);
+        if !admit(conn, size) {
+            respond(
+                conn,
+                &json!({"id": req.id, "error": {"code": "too_many_requests",
+                    "message": format!("this client has {MAX_REQUESTS_IN_FLIGHT} requests or {} MiB of requests unanswered, the most one client may; wait for responses before sending more", MAX_QUEUED_REQUEST_BYTES >> 20)}}),
+            );
+            continue;
         }
+        submit(engine, workers, conn, audit, req, size);
     }
     let (lock, cv) = &*conn.pending;
     let mut pending = lock.lock().unwrap_or_else(|e| e.into_inner());
     while pending.count > 0 {
         pending = cv.wait(pending).unwrap_or_else(|e| e.into_inner());
     }
+}
+
+/// Hand an admitted request to the workers; its answer goes to the client's queue, and its
+/// share of the client's limits is given back when it is done.
+fn submit(
+    engine: &Arc<Engine>,
+    workers: &Workers,
+    conn: &Conn,
+    audit: &Option<PathBuf>,
+    req: protocol::Request,
+    size: usize,
+) {
+    let (engine, conn, audit) = (Arc::clone(engine), conn.clone(), audit.clone());
+    workers.submit(Box::new(move || {
+        // The answer to a job or a session call releases the refills held back for it
+        // (Engine::answered). A session start's does not: the session's first call usually
+        // follows at once, and the refill waits for its answer.
+        let ends_work = matches!(
+            req.op,
+            Op::Run { .. } | Op::SessionExec { .. } | Op::SessionClose { .. }
+        );
+        // A dropped client's queued requests are never started.
+        if !conn.out.is_dropped() {
+            let resp = handle(&engine, req, &conn, audit.as_ref());
+            respond(&conn, &resp);
+            if ends_work {
+                engine.answered();
+            }
+        }
+        let (lock, cv) = &*conn.pending;
+        let mut p = lock.lock().unwrap_or_else(|e| e.into_inner());
+        p.count -= 1;
+        p.bytes -= size;
+        cv.notify_all();
+    }));
 }
 
 /// `agentjail serve`; returns the exit code.
@@ -685,16 +721,7 @@ fn listen(
     path: &std::path::Path,
     group: Option<&str>,
 ) -> Result<(UnixListener, Option<Created>), String> {
-    let activated = std::env::var("LISTEN_PID")
-        .ok()
-        .and_then(|p| p.parse::<i32>().ok())
-        == Some(sys::getpid())
-        && std::env::var("LISTEN_FDS")
-            .ok()
-            .and_then(|n| n.parse::<u32>().ok())
-            .unwrap_or(0)
-            >= 1;
-    if activated {
+    if socket_activated() {
         return activated_listener().map(|l| (l, None));
     }
     let gid = group.map(group_id).transpose()?;
@@ -719,58 +746,80 @@ fn listen(
             std::io::Error::from_raw_os_error(e)
         )
     })?;
-    let made = (|| -> Result<(UnixListener, Created), String> {
-        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-        let pdir = sys::openat(dir.as_raw_fd(), &private, flags, 0)
-            .map(sys::owned)
-            .map_err(|e| format!("--socket: errno {e}"))?;
-        let st = sys::fstat_file(pdir.as_raw_fd()).map_err(|e| format!("--socket: errno {e}"))?;
-        if st.uid != sys::geteuid() || st.mode & 0o077 != 0 {
-            return Err("--socket: the private directory was replaced".into());
-        }
-        let inner = c"s";
-        let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
-        // Created 0600 (umask 0177 around bind), in a directory only we can reach.
-        let old = sys::umask(0o177);
-        let bound = UnixListener::bind(&at);
-        sys::umask(old);
-        let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
-        let cleanup = |e: String| {
-            let _ = sys::unlinkat(pdir.as_raw_fd(), inner, 0);
-            e
-        };
-        if let Some(gid) = gid {
-            sys::fchownat_nofollow(pdir.as_raw_fd(), inner, u32::MAX, gid)
-                .and_then(|_| sys::fchmodat(pdir.as_raw_fd(), inner, 0o660))
-                .map_err(|e| {
-                    cleanup(format!(
-                        "cannot give {} to group {gid}: {}",
-                        path.display(),
-                        std::io::Error::from_raw_os_error(e)
-                    ))
-                })?;
-        }
-        let st = sys::fstatat_file(pdir.as_raw_fd(), inner)
-            .map_err(|e| cleanup(format!("--socket: errno {e}")))?;
-        sys::renameat(pdir.as_raw_fd(), inner, dir.as_raw_fd(), &name).map_err(|e| {
-            cleanup(format!(
-                "cannot put the socket at {}: {}",
-                path.display(),
-                std::io::Error::from_raw_os_error(e)
-            ))
-        })?;
-        Ok((
-            listener,
-            Created {
-                dir: dir.try_clone().map_err(|e| e.to_string())?,
-                name: name.clone(),
-                ino: (st.dev, st.ino),
-            },
-        ))
-    })();
+    let made = bind_in_private(&dir, &private, &name, path, gid);
     let _ = sys::unlinkat(dir.as_raw_fd(), &private, libc::AT_REMOVEDIR);
     let (listener, created) = made?;
     Ok((listener, Some(created)))
+}
+
+/// Whether systemd passed us a listening socket (LISTEN_PID is ours, LISTEN_FDS >= 1).
+fn socket_activated() -> bool {
+    let var = |k: &str| std::env::var(k).ok();
+    var("LISTEN_PID").and_then(|p| p.parse::<i32>().ok()) == Some(sys::getpid())
+        && var("LISTEN_FDS")
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0)
+            >= 1
+}
+
+/// Bind and listen in the private directory `private` (0700, ours) under `dir`, give the
+/// socket its group and mode there, then rename it to `name`: it appears at `path` whole,
+/// already listening, with its final owner and mode, and no path another user can swap is
+/// followed on the way.
+fn bind_in_private(
+    dir: &OwnedFd,
+    private: &std::ffi::CStr,
+    name: &std::ffi::CString,
+    path: &std::path::Path,
+    gid: Option<u32>,
+) -> Result<(UnixListener, Created), String> {
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let pdir = sys::openat(dir.as_raw_fd(), private, flags, 0)
+        .map(sys::owned)
+        .map_err(|e| format!("--socket: errno {e}"))?;
+    let st = sys::fstat_file(pdir.as_raw_fd()).map_err(|e| format!("--socket: errno {e}"))?;
+    if st.uid != sys::geteuid() || st.mode & 0o077 != 0 {
+        return Err("--socket: the private directory was replaced".into());
+    }
+    let inner = c"s";
+    let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
+    // Created 0600 (umask 0177 around bind), in a directory only we can reach.
+    let old = sys::umask(0o177);
+    let bound = UnixListener::bind(&at);
+    sys::umask(old);
+    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    let cleanup = |e: String| {
+        let _ = sys::unlinkat(pdir.as_raw_fd(), inner, 0);
+        e
+    };
+    if let Some(gid) = gid {
+        sys::fchownat_nofollow(pdir.as_raw_fd(), inner, u32::MAX, gid)
+            .and_then(|_| sys::fchmodat(pdir.as_raw_fd(), inner, 0o660))
+            .map_err(|e| {
+                cleanup(format!(
+                    "cannot give {} to group {gid}: {}",
+                    path.display(),
+                    std::io::Error::from_raw_os_error(e)
+                ))
+            })?;
+    }
+    let st = sys::fstatat_file(pdir.as_raw_fd(), inner)
+        .map_err(|e| cleanup(format!("--socket: errno {e}")))?;
+    sys::renameat(pdir.as_raw_fd(), inner, dir.as_raw_fd(), name).map_err(|e| {
+        cleanup(format!(
+            "cannot put the socket at {}: {}",
+            path.display(),
+            std::io::Error::from_raw_os_error(e)
+        ))
+    })?;
+    Ok((
+        listener,
+        Created {
+            dir: dir.try_clone().map_err(|e| e.to_string())?,
+            name: name.clone(),
+            ino: (st.dev, st.ino),
+        },
+    ))
 }
 
 /// fd 3 from systemd, checked to be what the .socket unit promises (a listening AF_UNIX
