@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Build the Debian package: dist/agentjail_<version>_amd64.deb.
 #
-#   scripts/package.sh [--no-build] [--no-zygote] [--out DIR]
+#   scripts/package.sh [--no-build] [--zygote | --no-zygote] [--out DIR]
 #
 #   --no-build    package the release binaries in target/ as they are (default: cargo build
-#                 --release first, and rebuild agentjail-zygote when a release one exists).
+#                 --release first).
+#   --zygote      build agentjail-zygote (scripts/build-zygote.sh --release) and put it in.
+#                 Without this flag a release zygote is put in when one exists and none of
+#                 its sources (src/, zygote/, Cargo.*) is newer; a stale one is left out,
+#                 with a warning: the package never pairs an agentjail with an older zygote.
+#                 (Building the zygote and agentjail one after the other rebuilds the shared
+#                 dependencies each time, minutes each, hence not by default.)
 #   --no-zygote   leave agentjail-zygote out even when it was built: the package then holds
 #                 only static binaries and depends on nothing, so it installs on any amd64
 #                 Linux with dpkg (`serve --zygote` is then unavailable; doctor says so).
@@ -29,10 +35,11 @@ out=dist
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-build) build=0; shift ;;
+        --zygote) zygote=2; shift ;;
         --no-zygote) zygote=0; shift ;;
         --out) out=${2:?--out needs a directory}; shift 2 ;;
         --out=*) out=${1#*=}; shift ;;
-        -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -43,10 +50,15 @@ done
 rel=target/x86_64-unknown-linux-gnu/release
 if [ "$build" = 1 ]; then
     cargo build --release --quiet
-    # Only a zygote someone chose to build is rebuilt (a no-op build and a relink when the
-    # sources did not change), so the package never pairs a new agentjail with an old one.
-    if [ "$zygote" = 1 ] && [ -e "$rel/agentjail-zygote" ]; then
-        scripts/build-zygote.sh --release >/dev/null
+fi
+if [ "$zygote" = 2 ]; then
+    scripts/build-zygote.sh --release >/dev/null
+elif [ "$zygote" = 1 ] && [ -e "$rel/agentjail-zygote" ]; then
+    newer=$(find src zygote Cargo.toml Cargo.lock build.rs -newer "$rel/agentjail-zygote" -type f -print -quit)
+    if [ -n "$newer" ]; then
+        echo "package.sh: WARNING: $rel/agentjail-zygote is older than $newer: left out" \
+            "(scripts/build-zygote.sh --release, or package.sh --zygote, puts a current one in)" >&2
+        zygote=0
     fi
 fi
 

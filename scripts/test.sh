@@ -4,7 +4,7 @@
 #   scripts/test.sh            everything, in this order: lints; unit and integration tests
 #                              (jail tests launched as root AND as nobody); cgroup v2 and jail
 #                              tests in a QEMU VM with a real cgroup v2 kernel; the systemd
-#                              unit, AppArmor profile and install/uninstall; fuzzing (bounded);
+#                              unit, AppArmor profile, install/uninstall and the .deb; fuzzing (bounded);
 #                              a 1000-run soak; a short benchmark (printed, never fails CI)
 #   QUICK=1 scripts/test.sh    lints and cargo tests only
 #
@@ -74,6 +74,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     stage "systemd unit (scripts/test-systemd.sh)" scripts/test-systemd.sh
     stage "systemd socket + serve service (scripts/test-systemd-serve.sh)" scripts/test-systemd-serve.sh
     stage "install/uninstall (scripts/test-install.sh)" scripts/test-install.sh
+    stage "Debian package: dpkg -i, run installed, dpkg -r/-P (scripts/test-deb.sh)" scripts/test-deb.sh
     stage "AppArmor profile (scripts/test-apparmor.sh)" scripts/test-apparmor.sh
     if [ -x scripts/fuzz.sh ]; then
         stage "fuzz (scripts/fuzz.sh, bounded)" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
