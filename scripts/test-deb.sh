@@ -198,8 +198,32 @@ if command -v man >/dev/null; then
         pass "man agentjail-run (installed, gzipped) documents --policy" || bad "man agentjail-run does not render"
 fi
 
+# The maintainer scripts' AppArmor steps, with stand-ins for aa-enabled and apparmor_parser
+# first in PATH (this host has no AppArmor; dpkg hands PATH on to the scripts). Running
+# postinst again also shows it is idempotent: no second group, no error.
+stubs=$tmp/stubs
+mkdir -p "$stubs"
+printf '#!/bin/sh\necho "apparmor_parser $*" >>%s/aa.log\n' "$tmp" >"$stubs/apparmor_parser"
+printf '#!/bin/sh\n[ -e %s/aa-on ]\n' "$tmp" >"$stubs/aa-enabled"
+chmod 0755 "$stubs"/*
+groups_before=$(getent group | cut -d: -f1 | sort)
+PATH=$stubs:$PATH /var/lib/dpkg/info/agentjail.postinst configure "$version" || bad "postinst configure, run again, failed"
+[ ! -e "$tmp/aa.log" ] && pass "postinst: AppArmor disabled (aa-enabled says no): no apparmor_parser call" ||
+    bad "postinst called apparmor_parser with AppArmor disabled: $(cat "$tmp/aa.log")"
+touch "$tmp/aa-on"
+PATH=$stubs:$PATH /var/lib/dpkg/info/agentjail.postinst configure "$version" || bad "postinst configure (AppArmor on) failed"
+[ "$(cat "$tmp/aa.log" 2>/dev/null)" = "apparmor_parser -r -T -W /etc/apparmor.d/agentjail" ] &&
+    pass "postinst: AppArmor enabled: apparmor_parser -r -T -W /etc/apparmor.d/agentjail" ||
+    bad "postinst with AppArmor on: $(cat "$tmp/aa.log" 2>/dev/null)"
+[ "$(getent group | cut -d: -f1 | sort)" = "$groups_before" ] && pass "postinst run twice more: no new group" ||
+    bad "postinst run again changed the groups"
+rm -f "$tmp/aa.log"
+
 # --- 4. remove, purge, compare ------------------------------------------------------------
-dpkg_retry --remove agentjail || bad "dpkg -r failed"
+PATH=$stubs:$PATH dpkg_retry --remove agentjail || bad "dpkg -r failed"
+[ "$(cat "$tmp/aa.log" 2>/dev/null)" = "apparmor_parser -R /etc/apparmor.d/agentjail" ] &&
+    pass "prerm remove: apparmor_parser -R /etc/apparmor.d/agentjail (AppArmor enabled)" ||
+    bad "prerm remove with AppArmor on: $(cat "$tmp/aa.log" 2>/dev/null)"
 [ "$(pkg_state)" = config-files ] && [ -f /etc/apparmor.d/agentjail ] && [ ! -e /usr/bin/agentjail ] &&
     pass "dpkg -r: binaries gone, the conffile /etc/apparmor.d/agentjail kept (config-files)" ||
     bad "after dpkg -r: status $(pkg_state), conffile $([ -f /etc/apparmor.d/agentjail ] && echo kept || echo gone)"
