@@ -31,14 +31,17 @@ die() { echo "FAIL - $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "test-deb.sh installs a package: run it as root"
 command -v dpkg-deb >/dev/null || die "dpkg-deb missing"
+# package.sh needs dpkg-shlibdeps (dpkg-dev, which build-essential brings).
+if ! command -v dpkg-shlibdeps >/dev/null && [ "${CI:-}" = true ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends dpkg-dev >/dev/null 2>&1 || true
+fi
 
 tmp=$(mktemp -d /tmp/agentjail-test-deb.XXXXXX)
 chmod 0755 "$tmp"
 pkg_state() { dpkg-query -W -f='${db:Status-Status}' agentjail 2>/dev/null || true; }
 # dpkg with a wait for its lock: other work on this host may run apt at the same time.
 dpkg_retry() {
-    local i
-    for i in $(seq 1 60); do
+    for _ in $(seq 1 60); do
         if dpkg "$@" >"$tmp/dpkg.log" 2>&1; then return 0; fi
         grep -q 'locked' "$tmp/dpkg.log" || { cat "$tmp/dpkg.log"; return 1; }
         sleep 2
