@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package, installed for real on this host and removed again (run as root):
 #
-#   scripts/test-deb.sh
+#   scripts/test-deb.sh [PACKAGE.SH FLAGS]     e.g. --no-zygote, --zygote
 #
 # 1. scripts/package.sh builds the .deb (the release build is reused, or built), lintian
 #    finds no error and no warning in it.
@@ -94,7 +94,7 @@ if [ -x "$bin" ] && [ -x "$bin-mcp" ] &&
     [ -z "$(find src Cargo.toml Cargo.lock build.rs policies -newer "$bin" -type f -print -quit)" ]; then
     flags=(--no-build)
 fi
-scripts/package.sh "${flags[@]}" --out "$tmp/dist" >"$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; die "package.sh failed"; }
+scripts/package.sh "${flags[@]}" "$@" --out "$tmp/dist" >"$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; die "package.sh failed"; }
 grep -i warning "$tmp/package.log" || true
 deb=$(ls "$tmp"/dist/agentjail_*_amd64.deb)
 pass "built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB): $(tail -1 "$tmp/package.log" | sed 's/^[^(]*//')"
