@@ -4,13 +4,21 @@
 # the policies, the man pages, the shell completions, and —
 # where the host has them — the systemd unit and the AppArmor profile.
 #
-#   scripts/install.sh [--prefix /usr/local] [--destdir DIR] [--with-systemd] [--no-build]
+#   scripts/install.sh [--prefix /usr/local] [--destdir DIR] [--with-systemd] [--no-build] [--package]
 #
 #   --prefix DIR     where bin/ and share/ go (default /usr/local). The unit's ExecStart and
 #                    the AppArmor attachment path are rewritten to DIR/bin/agentjail.
 #   --destdir DIR    stage everything under DIR (packaging; also read from $DESTDIR).
 #   --with-systemd   install the unit even when DESTDIR/etc/systemd/system does not exist.
 #   --no-build       use target/x86_64-unknown-linux-gnu/release/agentjail as it is.
+#   --package        stage for a distribution package (needs --destdir; scripts/package.sh):
+#                    no install manifest (the package manager keeps the file list); every
+#                    systemd unit (the job template, the serve socket and service) under
+#                    PREFIX/lib/systemd/system and the sysusers.d file as
+#                    PREFIX/lib/sysusers.d/agentjail.conf, where a distribution ships them
+#                    (/etc/systemd/system is the administrator's); the AppArmor profile in
+#                    /etc/apparmor.d always. Nothing is loaded or reloaded: the package's
+#                    maintainer scripts do that on the target host.
 #
 # Every path written (files, and the directories install created) is listed in
 # PREFIX/share/agentjail/install-manifest.txt; scripts/uninstall.sh removes exactly those.
@@ -22,6 +30,7 @@ prefix=/usr/local
 destdir=${DESTDIR:-}
 with_systemd=0
 build=1
+package=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
@@ -30,7 +39,8 @@ while [ $# -gt 0 ]; do
         --destdir=*) destdir=${1#*=}; shift ;;
         --with-systemd) with_systemd=1; shift ;;
         --no-build) build=0; shift ;;
-        -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --package) package=1; shift ;;
+        -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -40,6 +50,10 @@ case "$prefix" in
 esac
 prefix=${prefix%/}
 destdir=${destdir%/}
+if [ "$package" = 1 ] && [ -z "$destdir" ]; then
+    echo "install.sh: --package stages files for a package and needs --destdir" >&2
+    exit 2
+fi
 
 if [ "$build" = 1 ]; then
     cargo build --release --quiet
@@ -57,6 +71,11 @@ manifest_rel=$prefix/share/agentjail/install-manifest.txt
 manifest_new=$(mktemp)
 trap 'rm -rf "$docs" "$manifest_new"' EXIT
 
+# A DESTDIR that does not exist yet is created first: the walk up in mkdirs stops at a
+# directory that exists, and "$destdir/" is the last one it can reach.
+if [ -n "$destdir" ]; then
+    mkdir -p "$destdir"
+fi
 # mkdir -p that records each directory it creates, outermost first.
 mkdirs() {
     local d=$1 missing=()
@@ -99,20 +118,32 @@ done
 
 # The unit and the profile name the binary by path; point them at this prefix.
 rewrite() { sed "s#/usr/local/bin/agentjail#$prefix/bin/agentjail#g" "$1" >"$2"; }
-if [ "$with_systemd" = 1 ] || [ -d "$destdir/etc/systemd/system" ]; then
+if [ "$package" = 1 ]; then
+    for u in agentjail-job@.service agentjail.service agentjail.socket; do
+        rewrite "contrib/systemd/$u" "$docs/$u"
+        put 0644 "$docs/$u" "$prefix/lib/systemd/system/$u"
+    done
+    put 0644 contrib/systemd/agentjail.sysusers "$prefix/lib/sysusers.d/agentjail.conf"
+elif [ "$with_systemd" = 1 ] || [ -d "$destdir/etc/systemd/system" ]; then
     rewrite contrib/systemd/agentjail-job@.service "$docs/unit"
     put 0644 "$docs/unit" /etc/systemd/system/agentjail-job@.service
     if [ -z "$destdir" ] && [ -d /run/systemd/system ]; then
         systemctl daemon-reload || echo "install.sh: systemctl daemon-reload failed; run it yourself" >&2
     fi
 fi
-if [ -d "$destdir/etc/apparmor.d" ]; then
+if [ "$package" = 1 ] || [ -d "$destdir/etc/apparmor.d" ]; then
     rewrite contrib/apparmor/agentjail "$docs/aa"
     put 0644 "$docs/aa" /etc/apparmor.d/agentjail
     if [ -z "$destdir" ] && [ -d /sys/kernel/security/apparmor ] && command -v apparmor_parser >/dev/null; then
         apparmor_parser -r /etc/apparmor.d/agentjail ||
             echo "install.sh: apparmor_parser -r /etc/apparmor.d/agentjail failed (needs AppArmor >= 4.0 for 'userns')" >&2
     fi
+fi
+
+if [ "$package" = 1 ]; then
+    # The package manager keeps the file list; a manifest in the package would be a file
+    # that lists itself and that no one reads.
+    exit 0
 fi
 
 # The manifest lists itself last, so uninstall removes it too. A re-install merges with the

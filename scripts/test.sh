@@ -5,8 +5,9 @@
 #                              (jail tests launched as root AND as nobody); the Python client
 #                              (python/tests, pytest); cgroup v2 and jail
 #                              tests in a QEMU VM with a real cgroup v2 kernel; the systemd
-#                              unit, AppArmor profile and install/uninstall; agentjail in a runc
-#                              container (default and contrib/containers settings); fuzzing (bounded);
+#                              unit, AppArmor profile, install/uninstall and the .deb; agentjail
+#                              in a runc container (default and contrib/containers settings);
+#                              fuzzing (bounded);
 #                              a 1000-run soak; a short benchmark (printed, never fails CI)
 #   QUICK=1 scripts/test.sh    lints and cargo tests only
 #
@@ -105,6 +106,7 @@ if [ "${QUICK:-0}" != 1 ]; then
     stage "systemd unit (scripts/test-systemd.sh)" scripts/test-systemd.sh
     stage "systemd socket + serve service (scripts/test-systemd-serve.sh)" scripts/test-systemd-serve.sh
     stage "install/uninstall (scripts/test-install.sh)" scripts/test-install.sh
+    stage "Debian package: dpkg -i, run installed, dpkg -r/-P (scripts/test-deb.sh)" scripts/test-deb.sh
     stage "AppArmor profile (scripts/test-apparmor.sh)" scripts/test-apparmor.sh
     stage "in a container: runc + Debian rootfs, default vs shipped settings (scripts/test-container.sh)" scripts/test-container.sh
     if [ -x scripts/fuzz.sh ]; then
