@@ -554,7 +554,7 @@ mod tests {
         assert_eq!(f.version, "3.12");
         assert!(f.how.contains("virtual environment"), "{}", f.how);
         let site = format!("{}/lib/python3.12/site-packages", venv.display());
-        assert_eq!(package_dirs(&f), [site.clone()]);
+        assert_eq!(package_dirs(&f), std::slice::from_ref(&site));
         std::fs::write(
             venv.join("pyvenv.cfg"),
             "include-system-site-packages = true\n",
