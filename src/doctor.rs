@@ -540,6 +540,21 @@ fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
 
 /// `serve --zygote` (src/zygote): its template binary next to this one. Optional: without
 /// it every warm jail starts its own interpreter.
+/// The host's checks when the embedded default policy cannot be loaded here (its
+/// `/usr/bin/python3` is missing or not a Python agentjail has tables for): every host
+/// check, no probe jail, and a failed `policy` check with the loader's error and its fix.
+pub fn run_without_default_policy(error: &str) -> DoctorReport {
+    let mut report = run(None);
+    report.checks.push(check(
+        "policy",
+        false,
+        true,
+        format!("the embedded default policy does not load on this host: {error}"),
+        Some("install Python 3.10-3.13 as /usr/bin/python3, or give --policy FILE naming this host's interpreter"),
+    ));
+    report
+}
+
 /// Which Python the policy's interpreter is, as the loader found it (a policy whose
 /// interpreter is not a Python with module tables did not load, and doctor said so).
 fn python_check(p: &crate::policy::Policy) -> Option<Check> {

@@ -86,16 +86,20 @@ pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> R
 
 /// `agentjail doctor [--policy FILE]`: exit 0 when the probe jail of that policy (the
 /// embedded default without one) ran and every control it requires is available, 1
-/// otherwise, 2 when the policy cannot be loaded.
+/// otherwise (also when the embedded default does not load on this host: a failed `policy`
+/// check says why), 2 when a policy file given cannot be loaded.
 pub fn doctor_command(json: bool, policy: Option<&std::path::Path>) -> i32 {
-    let policy = match load_policy(policy) {
-        Ok(p) => p,
+    let report = match load_policy(policy) {
+        Ok(p) => doctor::run(Some(&p)),
+        // No --policy: the default does not fit this host (no python3 agentjail can use):
+        // a finding about the host, reported with the others.
+        Err(e) if policy.is_none() => doctor::run_without_default_policy(&e),
+        // A policy file given that does not load: bad input.
         Err(e) => {
             eprintln!("agentjail doctor: {e}");
             return 2;
         }
     };
-    let report = doctor::run(Some(&policy));
     let text = if json {
         serde_json::to_string_pretty(&report.to_json()).map(|s| s + "\n")
     } else {

@@ -300,3 +300,50 @@ fn what_is_not_the_python_it_claims_is_refused_at_load() {
         );
     }
 }
+
+/// A host where the embedded default's /usr/bin/python3 is not a Python agentjail can use
+/// (here its standard library hidden by a tmpfs in a private mount namespace): `run` refuses
+/// with exit 2 and the reason, and `doctor` still reports every host check and adds a failed
+/// `policy` check saying why (exit 1), so a broken interpreter is diagnosed, not a crash.
+#[test]
+fn a_host_without_a_usable_python3_is_diagnosed() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root for a private mount namespace");
+        return;
+    }
+    let stdlib = std::fs::canonicalize(PY)
+        .ok()
+        .and_then(|p| {
+            p.file_name()
+                .map(|n| format!("/usr/lib/{}", n.to_string_lossy()))
+        })
+        .expect("the host's python3");
+    let aj = agentjail_path().display().to_string();
+    let script = format!(
+        "mount --make-rprivate / && mount -t tmpfs none {stdlib} && \
+         {aj} doctor --json; echo \"doctor-rc=$?\"; {aj} policy show >/dev/null 2>&1; echo \"show-rc=$?\""
+    );
+    let out = std::process::Command::new("/usr/bin/unshare")
+        .args(["-m", "/bin/sh", "-c", &script])
+        .output()
+        .expect("unshare");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("doctor-rc=1"), "{stdout}");
+    assert!(stdout.contains("show-rc=2"), "{stdout}");
+    let json = &stdout[..stdout.find("doctor-rc=").expect("rc line")];
+    let report: serde_json::Value = serde_json::from_str(json).expect("doctor's JSON");
+    let checks = report["checks"].as_array().expect("checks");
+    let policy = checks
+        .iter()
+        .find(|c| c["control"] == "policy")
+        .expect("a policy check");
+    assert_eq!(policy["available"], false, "{policy:#}");
+    let detail = policy["detail"].as_str().unwrap_or("");
+    assert!(detail.contains("standard library"), "{detail}");
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["control"] == "cgroup_v2" || c["control"] == "landlock"),
+        "the host checks are still there: {checks:#?}"
+    );
+}

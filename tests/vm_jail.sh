@@ -59,9 +59,10 @@ now() { cut -d' ' -f1 /proc/uptime; }
 t_all=$(now)
 
 # policy FILE PIDS CPU_MS [REQUIREMENT]: a policy for this guest: binds what exists here (/usr
-# the payloads, /lib and /lib64 their libraries); interpreter.python only has to lie under a
-# bind (exec never runs it); cgroups required (unless REQUIREMENT says best_effort) so a
-# missing v2 control fails the case.
+# the payloads, /lib and /lib64 their libraries); it executes no language (the busybox guest
+# has no Python, whose version the loader would detect; exec runs the payloads directly), so
+# interpreter.python only has to lie under a bind; cgroups required (unless REQUIREMENT says
+# best_effort) so a missing v2 control fails the case.
 policy() {
     cat > "$1" <<EOF
 version = 1
@@ -69,6 +70,8 @@ name = "vm"
 description = "vm_jail.sh: busybox guest, fork allowed, cgroups required"
 [budget]
 max_seconds = 90
+[languages]
+execute = []
 [interpreter]
 python = "/usr/bin/python3"
 [limits]

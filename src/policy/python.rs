@@ -48,6 +48,10 @@ pub struct Found {
     pub stdlib: String,
     /// The file the interpreter path resolves to.
     pub resolved: String,
+    /// The virtual environment the path is in (a `pyvenv.cfg` beside it or one level up, as
+    /// CPython looks for it), and whether it sees the installation's packages too
+    /// (`include-system-site-packages = true`).
+    pub venv: Option<(String, bool)>,
 }
 
 /// Why an interpreter is refused: the policy key (and list item) it is about, what, and
@@ -263,9 +267,21 @@ pub fn detect(interpreter: &str) -> Result<Found, Refused> {
         None => only_stdlib_in(interpreter, &lib)?,
     };
     let stdlib = lib.join(format!("python{version}"));
+    let venv = venv_of(Path::new(interpreter));
+    let venv_note = match &venv {
+        Some((dir, system)) => format!(
+            ", virtual environment {dir}{}",
+            if *system {
+                " (with the system's packages)"
+            } else {
+                ""
+            }
+        ),
+        None => String::new(),
+    };
     Ok(Found {
         how: format!(
-            "detected from {}: {how}, standard library {}",
+            "detected from {}: {how}, standard library {}{venv_note}",
             display_chain(&chain),
             stdlib.display()
         ),
@@ -273,12 +289,44 @@ pub fn detect(interpreter: &str) -> Result<Found, Refused> {
         prefix: prefix.display().to_string(),
         stdlib: stdlib.display().to_string(),
         resolved: file.display().to_string(),
+        venv,
     })
 }
 
+/// The virtual environment `interpreter` (as named, before links are followed) belongs to:
+/// CPython reads `pyvenv.cfg` beside the executable or one directory up.
+fn venv_of(interpreter: &Path) -> Option<(String, bool)> {
+    let bin = interpreter.parent()?;
+    let cfg = [bin.join("pyvenv.cfg"), bin.parent()?.join("pyvenv.cfg")]
+        .into_iter()
+        .find(|c| c.is_file())?;
+    let text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    let system = text.lines().any(|l| {
+        let mut kv = l.splitn(2, '=');
+        kv.next().map(str::trim) == Some("include-system-site-packages")
+            && kv.next().map(|v| v.trim().eq_ignore_ascii_case("true")) == Some(true)
+    });
+    Some((cfg.parent()?.display().to_string(), system))
+}
+
 /// The directories an interpreter installed at `found` imports packages from when `site`
-/// runs, in sys.path order (Debian's layout for /usr, `site-packages` otherwise).
+/// runs, in sys.path order: a virtual environment's own site-packages first (then the
+/// installation's only when the venv includes them), the installation's (Debian's layout for
+/// /usr, `site-packages` otherwise).
 pub fn package_dirs(found: &Found) -> Vec<String> {
+    let v = &found.version;
+    let mut dirs = Vec::new();
+    if let Some((venv, system)) = &found.venv {
+        dirs.push(format!("{venv}/lib/python{v}/site-packages"));
+        if !system {
+            return dirs;
+        }
+    }
+    dirs.extend(installation_package_dirs(found));
+    dirs
+}
+
+fn installation_package_dirs(found: &Found) -> Vec<String> {
     let v = &found.version;
     if found.prefix == "/usr" {
         vec![
@@ -498,6 +546,35 @@ mod tests {
     }
 
     #[test]
+    fn a_virtual_environment_has_its_own_packages() {
+        let d = tempfile::tempdir().unwrap();
+        tree(&d.path().join("py"), "python3.12", Some("3.12"), true);
+        let venv = d.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("py/bin/python3.12"), venv.join("bin/python3"))
+            .unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            "home = /x\ninclude-system-site-packages = false\n",
+        )
+        .unwrap();
+        let f = detect(venv.join("bin/python3").to_str().unwrap()).unwrap();
+        assert_eq!(f.version, "3.12");
+        assert!(f.how.contains("virtual environment"), "{}", f.how);
+        let site = format!("{}/lib/python3.12/site-packages", venv.display());
+        assert_eq!(package_dirs(&f), std::slice::from_ref(&site));
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            "include-system-site-packages = true\n",
+        )
+        .unwrap();
+        let f = detect(venv.join("bin/python3").to_str().unwrap()).unwrap();
+        let dirs = package_dirs(&f);
+        assert_eq!(dirs[0], site);
+        assert_eq!(dirs.len(), 2, "{dirs:?}");
+    }
+
+    #[test]
     fn package_versions_come_from_metadata() {
         let d = tempfile::tempdir().unwrap();
         let first = d.path().join("first");
@@ -524,6 +601,7 @@ mod tests {
             prefix: "/x".into(),
             stdlib: "/x/lib".into(),
             resolved: "/x/bin/python".into(),
+            venv: None,
         };
         let e = tables_hold(&found, &["numpy".into()], &dirs).unwrap_err();
         assert!(
