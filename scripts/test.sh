@@ -92,6 +92,7 @@ stage "build (release)" cargo build --release --quiet
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 stage "escape tests under Python 3.12 (tests/jail_attacks.rs, /opt/agentjail-py/3.12)" attacks_python312
+stage "escape tests and the seed job on a GPU-node mount layout (scripts/test-layouts.sh)" scripts/test-layouts.sh
 stage "zygote built for Python 3.12 (tests/zygote.rs)" zygote_python312
 
 if [ "${QUICK:-0}" != 1 ]; then

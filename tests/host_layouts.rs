@@ -26,24 +26,10 @@ const LIB_SUBDIR: &str = "/usr/lib/x86_64-linux-gnu/audit";
 /// An existing directory under /usr/share, covered by a writable bind in the namespace.
 const SHARE_BIND: &str = "/usr/share/doc";
 
-/// Shell lines that build the GPU-node/pod layout in the current (private) mount namespace.
+/// Shell lines that build the GPU-node/pod layout in the current (private) mount namespace
+/// (tests/gpu_layout.sh, also used by scripts/test-layouts.sh to run the escape suites).
 fn gpu_layout() -> String {
-    format!(
-        "set -e
-mount -t tmpfs -o mode=0777 aj-usr-local /usr/local
-mkdir -p /usr/local/nvidia /usr/local/bin
-chmod 0777 /usr/local/bin
-echo local > /usr/local/bin/probe
-chmod 0666 /usr/local/bin/probe
-mount -t tmpfs -o mode=0777 aj-nvidia /usr/local/nvidia
-echo driver > /usr/local/nvidia/libfake.so
-mount -o remount,ro /usr/local/nvidia
-mount -t tmpfs -o mode=0777,suid,dev aj-lib {LIB_SUBDIR}
-cp /usr/bin/true {LIB_SUBDIR}/suid-true && chmod 4755 {LIB_SUBDIR}/suid-true
-mknod {LIB_SUBDIR}/null c 1 3 && chmod 666 {LIB_SUBDIR}/null
-mount --bind /usr/local/bin {SHARE_BIND}
-"
-    )
+    include_str!("gpu_layout.sh").to_string()
 }
 
 /// Run `agentjail ARGS` as `who` inside a fresh private mount namespace prepared by `setup`
