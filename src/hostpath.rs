@@ -118,6 +118,7 @@ mod tests {
             nlink: 2,
             dev: 0,
             ino: 0,
+            size: 0,
         };
         assert!(dir_is_safe(&st(0, 0o755)));
         assert!(dir_is_safe(&st(me, 0o700)));

@@ -73,6 +73,14 @@ fn in_layout(who: Who, setup: &str, args: &[&str], stdin: &[u8]) -> (i32, String
     )
 }
 
+/// doctor --json's `probe_jail` check.
+fn probe_check(d: &Value) -> &Value {
+    d["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["control"] == "probe_jail"))
+        .unwrap_or_else(|| panic!("no probe_jail check: {d:#}"))
+}
+
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
@@ -294,12 +302,7 @@ mount --bind /dev/null /proc/timer_list
         );
         let d: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(d["all_required_ok"], false);
-        let probe = d["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["control"] == "probe_jail")
-            .unwrap_or_else(|| panic!("no probe_jail check: {d:#}"));
+        let probe = probe_check(&d);
         assert_eq!(probe["available"], false, "{probe}");
         assert!(
             probe["fix"].as_str().unwrap_or_default().contains("/proc"),
@@ -316,12 +319,7 @@ fn doctor_runs_a_probe_jail_on_the_gpu_node_layout() {
     for who in variants() {
         let (code, out, err) = in_layout(who, &gpu_layout(), &["doctor", "--json"], b"");
         let d: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
-        let probe = d["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["control"] == "probe_jail")
-            .unwrap_or_else(|| panic!("no probe_jail check: {d:#}"));
+        let probe = probe_check(&d);
         assert_eq!(probe["available"], true, "{who:?}: {probe}");
         assert_eq!(
             code,

@@ -208,19 +208,7 @@ pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> SysResu
 
 /// What a directory entry is, without following it: (st_mode, st_size, st_nlink).
 pub fn fstatat_nofollow(dir: RawFd, name: &CStr) -> SysResult<(u32, u64, u64)> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: name is NUL-terminated; fstatat writes one `struct stat` into `st`.
-    check(unsafe {
-        libc::fstatat(
-            dir,
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })?;
-    // SAFETY: fstatat succeeded, so it initialised `st`.
-    let st = unsafe { st.assume_init() };
-    Ok((st.st_mode, st.st_size.max(0) as u64, st.st_nlink))
+    fstatat_file(dir, name).map(|st| (st.mode, st.size, st.nlink))
 }
 
 /// fstat(2): (st_mode, st_size, st_nlink, st_uid).
@@ -248,10 +236,12 @@ pub struct FileStat {
     pub nlink: u64,
     pub dev: u64,
     pub ino: u64,
+    pub size: u64,
 }
 
 fn file_stat(st: &libc::stat) -> FileStat {
     FileStat {
+        size: st.st_size.max(0) as u64,
         mode: st.st_mode,
         uid: st.st_uid,
         gid: st.st_gid,
