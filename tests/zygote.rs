@@ -617,6 +617,24 @@ fn templates_killed_mid_spawn_leave_no_child_behind() {
     }
 }
 
+/// `serve --zygote` under `policy` must exit 2 at start and leave nothing behind; its stderr.
+fn refused_at_start(who: Who, policy: &std::path::Path, tag: &str) -> String {
+    let m = common::marker(tag);
+    let mut s = Server::start(who, policy, &m, &["--zygote", "--pool", "1"]);
+    let status = s.wait_exit(Duration::from_secs(30)).expect("serve exits");
+    assert_eq!(status.code(), Some(2), "{who:?}: {}", s.stderr());
+    // The harness reads stderr on a thread of its own: let it reach the end.
+    let t = Instant::now();
+    while !s.stderr().contains('\n') && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = s.stderr();
+    s.tracker.stop();
+    let seen = s.tracker.seen();
+    serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
+    err
+}
+
 #[test]
 fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
     if !common::zygote_built() {
@@ -625,23 +643,11 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
     for who in variants() {
         // Other interpreter flags: the template could not run jobs as the cold jails do.
         let p = policy("flags", r#"["-I", "-S", "-B", "-X", "utf8", "-O"]"#);
-        let m = common::marker("flags");
-        let mut s = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
-        let status = s.wait_exit(Duration::from_secs(30)).expect("serve exits");
-        assert_eq!(status.code(), Some(2), "{who:?}: {}", s.stderr());
-        // The harness reads stderr on a thread of its own: let it reach the end.
-        let t = Instant::now();
-        while !s.stderr().contains('\n') && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let err = s.stderr();
+        let err = refused_at_start(who, &p, "flags");
         assert!(
             err.contains("--zygote") && err.contains("python_args"),
             "{who:?}: unclear error: {err}"
         );
-        s.tracker.stop();
-        let seen = s.tracker.seen();
-        serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
     }
     // Another Python than the template embeds (built by scripts/build-zygote.sh for the
     // test interpreter): refused at start, saying which and how to rebuild.
@@ -653,23 +659,12 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
     if std::path::Path::new(other).exists() {
         for who in variants() {
             let p = policy_for(other, "otherpython", ARGS, 64);
-            let m = common::marker("otherpython");
-            let mut s = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
-            let status = s.wait_exit(Duration::from_secs(30)).expect("serve exits");
-            assert_eq!(status.code(), Some(2), "{who:?}: {}", s.stderr());
-            let t = Instant::now();
-            while !s.stderr().contains('\n') && t.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let err = s.stderr();
+            let err = refused_at_start(who, &p, "otherpython");
             assert!(
                 err.contains("was built for Python")
                     && err.contains(&format!("scripts/build-zygote.sh --python {other}")),
                 "{who:?}: unclear error: {err}"
             );
-            s.tracker.stop();
-            let seen = s.tracker.seen();
-            serve_harness::assert_no_leftovers(s.pid, &m, &seen, s.before());
         }
     } else {
         assert!(
