@@ -72,7 +72,7 @@ fn good_name(name: &[u8]) -> Option<&str> {
         || s == ".."
         || s.len() > 255
         || s.chars()
-            .any(|c| c == '\\' || c == '/' || crate::json::needs_escape(c));
+            .any(|c| c == '\\' || c == '/' || agentjail_json::needs_escape(c));
     (!bad).then_some(s)
 }
 
@@ -80,7 +80,7 @@ fn good_name(name: &[u8]) -> Option<&str> {
 fn escaped(name: &[u8]) -> String {
     let mut out = String::new();
     for chunk in name.utf8_chunks() {
-        out.push_str(&crate::json::safe_text(chunk.valid(), 512));
+        out.push_str(&agentjail_json::safe_text(chunk.valid(), 512));
         for b in chunk.invalid() {
             out.push_str(&format!("\\x{b:02x}"));
         }
@@ -255,7 +255,7 @@ pub fn media_type(b: &[u8]) -> &'static str {
         };
     }
     if (head.starts_with('{') || head.starts_with('['))
-        && crate::json::parse_strict(b, &crate::json::ReadLimits::default()).is_ok()
+        && agentjail_json::parse_strict(b, &agentjail_json::ReadLimits::default()).is_ok()
     {
         return "application/json";
     }

@@ -154,12 +154,12 @@ impl Cache {
         if file.take(MAX_ENTRY_BYTES).read_to_end(&mut bytes).is_err() {
             return warn("unreadable");
         }
-        let limits = crate::json::ReadLimits {
+        let limits = agentjail_json::ReadLimits {
             max_depth: 128,
             max_bytes: MAX_ENTRY_BYTES as usize,
-            ..crate::json::ReadLimits::default()
+            ..agentjail_json::ReadLimits::default()
         };
-        let Ok(entry) = crate::json::parse_strict(&bytes, &limits) else {
+        let Ok(entry) = agentjail_json::parse_strict(&bytes, &limits) else {
             return warn("corrupt");
         };
         let stored_at = entry.get("stored_at").and_then(Value::as_u64);

@@ -269,7 +269,7 @@ pub fn parse_action(bytes: &[u8], policy: &Policy) -> Result<Action, ContractErr
             ),
         ));
     }
-    let raw = crate::json::parse_strict(bytes, &read_limits()).map_err(|e| json_error(&e))?;
+    let raw = agentjail_json::parse_strict(bytes, &read_limits()).map_err(|e| json_error(&e))?;
     let Value::Object(obj) = raw else {
         return Err(ContractError::action(
             "not_object",
@@ -281,10 +281,10 @@ pub fn parse_action(bytes: &[u8], policy: &Policy) -> Result<Action, ContractErr
 
 /// The strict reader's bounds for an action: its size cap, and the defaults for depth and
 /// numbers (every record nests the action's values a few levels deep at most).
-fn read_limits() -> crate::json::ReadLimits {
-    crate::json::ReadLimits {
+fn read_limits() -> agentjail_json::ReadLimits {
+    agentjail_json::ReadLimits {
         max_bytes: MAX_ACTION_BYTES,
-        ..crate::json::ReadLimits::default()
+        ..agentjail_json::ReadLimits::default()
     }
 }
 
@@ -292,7 +292,7 @@ fn read_limits() -> crate::json::ReadLimits {
 /// of the repeated member, without its leading slash), `too_deep`, `number_out_of_range`,
 /// `too_large`, or `non_json`. A duplicate key is never resolved: the first and last copy
 /// could each drop a restriction the other carries.
-fn json_error(e: &crate::json::JsonError) -> ContractError {
+fn json_error(e: &agentjail_json::JsonError) -> ContractError {
     let what = match (e.what(), e.pointer()) {
         ("duplicate_key", Some(p)) => format!("duplicate_key:{}", p.trim_start_matches('/')),
         (w, _) => w.to_string(),
@@ -486,7 +486,7 @@ pub fn file_path_problem(path: &str) -> Option<&'static str> {
     }
     if path
         .chars()
-        .any(|c| c == '\\' || crate::json::needs_escape(c))
+        .any(|c| c == '\\' || agentjail_json::needs_escape(c))
     {
         return Some("path_control");
     }
@@ -527,7 +527,7 @@ pub fn parse_files(
     let mut total: u64 = 0;
     for (i, item) in items.iter().enumerate() {
         let f = parse_file(item, i)?;
-        let shown = crate::json::safe_text(&f.path, 200);
+        let shown = agentjail_json::safe_text(&f.path, 200);
         if f.contents.len() as u64 > caps.max_file_bytes.0 {
             return Err(bad(
                 "too_large",
@@ -560,7 +560,7 @@ pub fn parse_files(
                 what,
                 format!(
                     "{shown} clashes with {}",
-                    crate::json::safe_text(&o.path, 200)
+                    agentjail_json::safe_text(&o.path, 200)
                 ),
             ));
         }
@@ -591,7 +591,7 @@ fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
         return Err(bad("path", format!("files[{i}].path must be a string")));
     };
     if let Some(problem) = file_path_problem(path) {
-        let shown = crate::json::safe_text(path, 200);
+        let shown = agentjail_json::safe_text(path, 200);
         return Err(bad(problem, format!("files[{i}].path {shown:?} must be a relative, normalised path of printable characters (no `..`, no leading `/`)")));
     }
     let contents = match (o.get("content"), o.get("content_base64")) {
@@ -785,7 +785,8 @@ fn hint_network(v: Option<&Value>) -> Result<Option<String>, ContractError> {
 /// 2020-12, see `schema`): `invalid_action:output_schema:<why>` otherwise, e.g.
 /// `too_complex`, `unknown_keyword:maxium`, `pattern`.
 fn validate_schema(schema: Value) -> Result<Value, ContractError> {
-    match crate::schema::compile(&schema, &crate::schema::SchemaLimits::default()) {
+    match agentjail_json::schema::compile(&schema, &agentjail_json::schema::SchemaLimits::default())
+    {
         Ok(_) => Ok(schema),
         Err(e) => Err(ContractError::action(
             format!("output_schema:{}", e.what()),

@@ -114,7 +114,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
     let (code, reason) = launch(&mut r, &plan, &policy, a.artifacts_dir.as_ref());
     let record = r.finish(reason, Phase::Execute);
     if let Some(path) = &a.record {
-        let text = crate::json::to_safe_string_pretty(&record.value);
+        let text = agentjail_json::to_safe_string_pretty(&record.value);
         if let Err(e) = std::fs::write(path, text + "\n") {
             eprintln!(
                 "agentjail: cannot write the record to {}: {e}",
@@ -188,7 +188,7 @@ fn save_artifacts(
         Ok(w) => w,
         Err(e) => {
             eprintln!("agentjail: artifacts: {e}");
-            r.set("artifacts_error", json!(crate::json::safe_text(&e, 500)));
+            r.set("artifacts_error", json!(agentjail_json::safe_text(&e, 500)));
             Vec::new()
         }
     };

@@ -30,7 +30,7 @@ fn print_json(v: &serde_json::Value) {
     // A reader that went away (a closed pipe) is not a reason to panic: the audit log still
     // gets the record, and the exit status says what happened.
     let mut out = std::io::stdout().lock();
-    let text = agentjail::json::to_safe_string_pretty(v);
+    let text = agentjail_json::to_safe_string_pretty(v);
     if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
         eprintln!("agentjail: cannot print the record: {e}");
     }

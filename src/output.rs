@@ -35,19 +35,20 @@ pub fn validate(
     if text.is_empty() {
         return Err(out("empty_stdout", "the program printed nothing".into()));
     }
-    let value = crate::json::parse_strict(text.as_bytes(), &crate::json::ReadLimits::default())
-        .map_err(|e| {
-            let what = match (e.what(), e.pointer()) {
-                ("duplicate_key", Some(p)) => {
-                    format!("duplicate_key:{}", p.trim_start_matches('/'))
-                }
-                (w, _) => w.to_string(),
-            };
-            out(
-                &what,
-                format!("stdout is not one acceptable JSON value: {e}"),
-            )
-        })?;
+    let value =
+        agentjail_json::parse_strict(text.as_bytes(), &agentjail_json::ReadLimits::default())
+            .map_err(|e| {
+                let what = match (e.what(), e.pointer()) {
+                    ("duplicate_key", Some(p)) => {
+                        format!("duplicate_key:{}", p.trim_start_matches('/'))
+                    }
+                    (w, _) => w.to_string(),
+                };
+                out(
+                    &what,
+                    format!("stdout is not one acceptable JSON value: {e}"),
+                )
+            })?;
     if !value.is_object() {
         return Err(out("not_object", "stdout must be one JSON object".into()));
     }
@@ -65,7 +66,7 @@ fn check_schema(
     schema: &Value,
     interrupt: &mut dyn FnMut() -> Option<Stopped>,
 ) -> Result<(), Refusal> {
-    use crate::schema::{compile, SchemaLimits, ValidationFailure};
+    use agentjail_json::schema::{compile, SchemaLimits, ValidationFailure};
     let compiled = compile(schema, &SchemaLimits::default()).map_err(|e| {
         let reason = StopReason::InvalidAction(format!("output_schema:{}", e.what()));
         (reason, format!("output_schema is refused: {e}"))

@@ -413,7 +413,7 @@ pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<(
     use std::os::fd::AsRawFd;
     // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
     // for a line-based reader or steer a terminal.
-    let mut line = crate::json::to_safe_string(record).into_bytes();
+    let mut line = agentjail_json::to_safe_string(record).into_bytes();
     line.push(b'\n');
     let mut f = open_audit(path)?;
     // Released when the file closes.

@@ -370,7 +370,7 @@ fn collect_artifacts(r: &mut Recorder, run: &JailRun, policy: &Policy, source: &
         Some(dir) => match dir.write(&collected) {
             Ok(w) => Some(w),
             Err(e) => {
-                r.set("artifacts_error", json!(crate::json::safe_text(&e, 500)));
+                r.set("artifacts_error", json!(agentjail_json::safe_text(&e, 500)));
                 None
             }
         },

@@ -35,16 +35,16 @@ fn assert_sound(r: &RunRecord) {
     let text = std::str::from_utf8(&r.raw).expect("the record is UTF-8");
     for c in text.chars() {
         assert!(
-            c == '\n' || !agentjail::json::needs_escape(c),
+            c == '\n' || !agentjail_json::needs_escape(c),
             "raw U+{:04X} in the printed record: {text}",
             c as u32
         );
     }
-    let strict = agentjail::json::ReadLimits {
+    let strict = agentjail_json::ReadLimits {
         max_depth: 128,
         ..Default::default()
     };
-    agentjail::json::parse_strict(&r.raw, &strict).expect("strict reader reads the record back");
+    agentjail_json::parse_strict(&r.raw, &strict).expect("strict reader reads the record back");
     let py = std::process::Command::new(common::PY)
         .args([
             "-I",
@@ -382,7 +382,7 @@ fn raw_controls_in_output_never_reach_the_record_or_split_the_audit_log() {
         assert_eq!(lines.lines().count(), 1, "one record, one line: {lines:?}");
         for c in lines.chars() {
             assert!(
-                c == '\n' || !agentjail::json::needs_escape(c),
+                c == '\n' || !agentjail_json::needs_escape(c),
                 "raw U+{:04X} in the audit log",
                 c as u32
             );

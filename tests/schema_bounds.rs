@@ -5,8 +5,8 @@
 //! runaway compile) then fails the wrapper instead of taking the machine down. The child
 //! prints one `MEASURE` line (wall time, peak RSS, outcome) that the wrapper echoes.
 
-use agentjail::json::{parse_strict, to_safe_string, ReadLimits};
-use agentjail::schema::{compile, SchemaLimits, ValidationFailure};
+use agentjail_json::schema::{compile, SchemaLimits, ValidationFailure};
+use agentjail_json::{parse_strict, to_safe_string, ReadLimits};
 use serde_json::{json, Map, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! accepts, the safe writers must print as text the reader reads back to the same value.
 #![no_main]
 
-use agentjail::json::{needs_escape, parse_strict, to_safe_string, to_safe_string_pretty, ReadLimits};
+use agentjail_json::{needs_escape, parse_strict, to_safe_string, to_safe_string_pretty, ReadLimits};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

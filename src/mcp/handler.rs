@@ -108,7 +108,7 @@ impl ServerHandler for Handler {
                 return Err(McpError::invalid_params(
                     format!(
                         "unknown tool {:?}; this server has {}",
-                        crate::json::safe_text(other, 80),
+                        agentjail_json::safe_text(other, 80),
                         self.0
                             .tools
                             .iter()
@@ -399,7 +399,7 @@ impl Args {
         if let Some(k) = args.keys().find(|k| !known.contains(&k.as_str())) {
             return Err(format!(
                 "unknown argument {:?}; this tool takes {}",
-                crate::json::safe_text(k, 60),
+                agentjail_json::safe_text(k, 60),
                 known.join(", ")
             ));
         }

@@ -26,14 +26,14 @@ pub fn from_record(record: &Value) -> CallToolResult {
     let mut record = record.clone();
     let blocks = take_artifacts(&mut record);
     let ok = record.get("status").and_then(Value::as_str) == Some("ok");
-    let mut content = vec![ContentBlock::text(crate::json::to_safe_string(&record))];
+    let mut content = vec![ContentBlock::text(agentjail_json::to_safe_string(&record))];
     content.extend(blocks);
     result(content, record, !ok)
 }
 
 /// A structured value as a tool result (`is_error` as given).
 pub fn from_value(v: Value, is_error: bool) -> CallToolResult {
-    let content = vec![ContentBlock::text(crate::json::to_safe_string(&v))];
+    let content = vec![ContentBlock::text(agentjail_json::to_safe_string(&v))];
     result(content, v, is_error)
 }
 

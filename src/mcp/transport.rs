@@ -10,11 +10,11 @@
 //!   `-32700 Parse error` (id null, as JSON-RPC 2.0 requires), a message of the wrong shape
 //!   gets `-32600 Invalid Request` with its id when it had a usable one, and the server goes
 //!   on.
-//! * **Hostile JSON is read strictly.** Lines go through [`crate::json::parse_strict`]:
+//! * **Hostile JSON is read strictly.** Lines go through [`agentjail_json::parse_strict`]:
 //!   bounded length, depth and memory, and a duplicated key is refused rather than resolved
 //!   (a second `code` or `timeout_s` must not silently win), exactly as actions are read.
 //! * **What leaves is safe JSON.** Records repeat what jailed code printed; every line is
-//!   written with [`crate::json::to_safe_string`], so no U+2028, C1 control or bidi override
+//!   written with [`agentjail_json::to_safe_string`], so no U+2028, C1 control or bidi override
 //!   from a program reaches the client raw, and one message is always one line.
 //! * **Shutdown is ours.** The client closing stdin (MCP's stdio shutdown) or stdout breaking
 //!   (the client died) calls a hook at once, so running jails are stopped without waiting for
@@ -96,7 +96,7 @@ impl Writer {
     /// gone.
     pub fn send_value(&self, v: &Value) {
         use std::sync::atomic::Ordering;
-        let mut line = crate::json::to_safe_string(v).into_bytes();
+        let mut line = agentjail_json::to_safe_string(v).into_bytes();
         line.push(b'\n');
         let n = line.len();
         let before = self.queued.fetch_add(n, Ordering::SeqCst);
@@ -334,12 +334,12 @@ pub fn classify(line: &[u8]) -> Line {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Line::Skip;
     }
-    let limits = crate::json::ReadLimits {
+    let limits = agentjail_json::ReadLimits {
         max_depth: MAX_DEPTH,
         max_bytes: MAX_LINE_BYTES,
         ..Default::default()
     };
-    let v = match crate::json::parse_strict(line, &limits) {
+    let v = match agentjail_json::parse_strict(line, &limits) {
         Ok(v) => v,
         Err(e) => {
             return Line::Error(error_response(
@@ -369,7 +369,7 @@ pub fn classify(line: &[u8]) -> Line {
             INVALID_REQUEST,
             &format!(
                 "Invalid Request: not a JSON-RPC 2.0 message this server reads ({}); send {{\"jsonrpc\": \"2.0\", \"id\": <string or integer>, \"method\": \"...\", \"params\": {{...}}}}",
-                crate::json::safe_text(&e.to_string(), 300)
+                agentjail_json::safe_text(&e.to_string(), 300)
             ),
         )),
     }

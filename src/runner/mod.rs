@@ -155,12 +155,12 @@ const MAX_MESSAGE_CHARS: usize = 2000;
 
 /// One reply line from the jail, read strictly (replies are the jail's text: untrusted).
 pub fn parse_reply(line: &[u8]) -> Option<Value> {
-    let limits = crate::json::ReadLimits {
+    let limits = agentjail_json::ReadLimits {
         max_depth: 8,
         max_bytes: 64 * 1024,
-        ..crate::json::ReadLimits::default()
+        ..agentjail_json::ReadLimits::default()
     };
-    crate::json::parse_strict(line, &limits).ok()
+    agentjail_json::parse_strict(line, &limits).ok()
 }
 
 /// The last well-formed `error` report in the runner's replies, as the record's `error`

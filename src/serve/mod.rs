@@ -327,7 +327,7 @@ fn worker_loop(
 /// Queue one response line for the client's writer; a client whose queue is full is
 /// dropped (see MAX_QUEUED_RESPONSE_BYTES). Never blocks on the client.
 fn respond(conn: &Conn, v: &Value) {
-    let mut line = crate::json::to_safe_string(v).into_bytes();
+    let mut line = agentjail_json::to_safe_string(v).into_bytes();
     line.push(b'\n');
     if !conn.out.push(line) {
         (conn.hang_up)();
@@ -368,7 +368,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
                     json!({"id": id, "record": record.value})
                 }
                 Err(e) => json!({"id": id, "error": {"code": "bad_inputs",
-                                  "message": crate::json::safe_text(&e, 1000)}}),
+                                  "message": agentjail_json::safe_text(&e, 1000)}}),
             }
         }
         Op::Check { action } => json!({"id": id, "decision": engine.check(&action).0}),

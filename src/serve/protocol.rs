@@ -86,7 +86,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
             format!("a request line is at most {MAX_LINE_BYTES} bytes"),
         ));
     }
-    let v = crate::json::parse_strict(line, &crate::json::ReadLimits::default())
+    let v = agentjail_json::parse_strict(line, &agentjail_json::ReadLimits::default())
         .map_err(|e| err(&null, "bad_json", e.to_string()))?;
     let Value::Object(mut obj) = v else {
         return Err(err(

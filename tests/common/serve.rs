@@ -480,13 +480,13 @@ pub fn check_response(line: &[u8]) -> Result<(String, Value), String> {
         return Err(format!("unterminated line: {}", show()));
     };
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("{e}: {}", show()))?;
-    let strict = agentjail::json::ReadLimits {
+    let strict = agentjail_json::ReadLimits {
         max_depth: 256,
         max_bytes: 256 * 1024 * 1024,
         max_memory: usize::MAX,
         ..Default::default()
     };
-    agentjail::json::parse_strict(body, &strict)
+    agentjail_json::parse_strict(body, &strict)
         .map_err(|e| format!("strict reader refuses a response ({e}): {}", show()))?;
     let obj = v
         .as_object()

@@ -70,7 +70,7 @@ impl Pattern {
 
 fn first_line(s: &str) -> String {
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::json::safe_text(&flat, 200)
+    crate::strict::safe_text(&flat, 200)
 }
 
 /// Where the translator is.

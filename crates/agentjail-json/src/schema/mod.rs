@@ -69,7 +69,7 @@
 //!   The interrupt callback is polled every 1024 steps. A number literal longer than 4096
 //!   characters (the strict reader allows 256) is beyond this bound too: `Budget`.
 //!
-//! The instance is expected to come from `json::parse_strict` (depth ≤ 64, numbers ≤ 256
+//! The instance is expected to come from [`crate::parse_strict`] (depth ≤ 64, numbers ≤ 256
 //! characters, no duplicate keys); any `Value` is handled safely, deeper ones end in
 //! `Budget` at the recursion cap.
 
@@ -139,7 +139,7 @@ impl SchemaError {
     /// `invalid_keyword:<kw>` for a known keyword with a value of the wrong type or range.
     fn invalid(kw: &str, here: &str, why: &str) -> Self {
         let kw = compile::sanitize_keyword(kw);
-        let place = crate::json::safe_text(here, 120);
+        let place = crate::strict::safe_text(here, 120);
         SchemaError::new(
             format!("invalid_keyword:{kw}"),
             format!("output_schema keyword {kw} at \"{place}\" {why}"),

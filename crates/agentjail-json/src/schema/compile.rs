@@ -8,7 +8,7 @@
 use super::number::Decimal;
 use super::pattern::Pattern;
 use super::{SchemaError, SchemaLimits};
-use crate::json::push_pointer_token;
+use crate::strict::push_pointer_token;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io;
@@ -130,7 +130,7 @@ fn at(pointer: &str) -> String {
     if pointer.is_empty() {
         "at the schema's root".into()
     } else {
-        format!("at \"{}\"", crate::json::safe_text(pointer, 120))
+        format!("at \"{}\"", crate::strict::safe_text(pointer, 120))
     }
 }
 
@@ -304,7 +304,7 @@ impl<'v> Compiler<'v> {
                 format!("unknown_keyword:{kw}"),
                 format!(
                     "output_schema has the unknown keyword \"{}\" {} (a misspelt keyword would silently drop a bound); supported keywords: {SUPPORTED}",
-                    crate::json::safe_text(key, 40),
+                    crate::strict::safe_text(key, 40),
                     at(pointer)
                 ),
             ));
@@ -621,7 +621,7 @@ fn bad_ref(r: &str, here: &str) -> SchemaError {
         format!(
             "$ref \"{}\"{} is not a local reference to a subschema; agentjail resolves only \
              \"#\" and \"#/...\" JSON pointers into this schema (never remote documents)",
-            crate::json::safe_text(r, 80),
+            crate::strict::safe_text(r, 80),
             if here.is_empty() {
                 String::new()
             } else {

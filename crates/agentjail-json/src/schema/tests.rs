@@ -41,7 +41,7 @@ fn jsonschema_pointer(schema: &Value, instance: &Value) -> Option<String> {
     let mut path = err.instance_path().to_string();
     if let jsonschema::error::ValidationErrorKind::Required { property } = err.kind() {
         let prop = property.as_str().map(str::to_string)?;
-        crate::json::push_pointer_token(&mut path, &prop);
+        crate::strict::push_pointer_token(&mut path, &prop);
     }
     Some(path)
 }
@@ -458,7 +458,7 @@ fn failure_pointers_of_other_keywords() {
 
 #[test]
 fn the_seed_incident_schema_accepts_the_seed_output_and_names_the_failing_field() {
-    let action: Value = v(include_str!("../../examples/incident/action.json"));
+    let action: Value = v(include_str!("../../../../examples/incident/action.json"));
     let schema = &action["output_schema"];
     let c = compiled(schema);
     let seed = v(

@@ -9,7 +9,7 @@ use super::compile::{
 };
 use super::number::Decimal;
 use super::{ValidationFailure, MAX_EVAL_DEPTH};
-use crate::json::{push_pointer_token, safe_text};
+use crate::strict::{push_pointer_token, safe_text};
 use serde_json::{Map, Number, Value};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash, Hasher};
