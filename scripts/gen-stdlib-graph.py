@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Regenerate the module tables in src/check/tables.rs from the interpreters themselves.
+"""Regenerate the module tables in crates/agentjail-check/src/tables.rs from the interpreters themselves.
 
 usage: /usr/bin/python3 scripts/gen-stdlib-graph.py [--check] [--python PATH]... [--packages-python PATH]
 
@@ -38,7 +38,7 @@ import sys
 PACKAGES_PYTHON = "/usr/bin/python3"
 VERSIONS = ["3.10", "3.11", "3.12", "3.13"]
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET = os.path.join(HERE, "..", "src", "check", "tables.rs")
+TARGET = os.path.join(HERE, "..", "crates", "agentjail-check", "src", "tables.rs")
 
 # Keep in step with DANGEROUS_MODULES in stdlib.rs (a test compares them).
 DANGEROUS = [
@@ -341,7 +341,7 @@ def check(found, packages_python):
                                     "not in the table's reach")
             print(f"checked the package table against {packages_python} ({full})")
     if problems:
-        print("src/check/tables.rs does not hold on this host (run scripts/gen-stdlib-graph.py):",
+        print("crates/agentjail-check/src/tables.rs does not hold on this host (run scripts/gen-stdlib-graph.py):",
               file=sys.stderr)
         for p in problems:
             print("  " + p, file=sys.stderr)

@@ -795,6 +795,23 @@ fn validate_schema(schema: Value) -> Result<Value, ContractError> {
     }
 }
 
+/// Decide whether `action` may run under `policy`: its language, then the static check
+/// ([`agentjail_check`]). Apply the action's hints to the policy first ([`apply_hints`]) so a
+/// tightened language list counts.
+pub fn check_action(action: &Action, policy: &Policy) -> agentjail_check::Decision {
+    let languages = agentjail_check::Languages {
+        allowed: &policy.languages.allowed,
+        execute: &policy.languages.execute,
+    };
+    agentjail_check::check_code(
+        &action.language,
+        &action.code,
+        languages,
+        &policy.check,
+        policy.python_version(),
+    )
+}
+
 /// Apply an action's hints to a policy. Hints may only tighten:
 ///
 /// * `allowed_languages`: the intersection with the policy's languages;

@@ -570,7 +570,7 @@ fn python_check(p: &crate::policy::Policy) -> Option<Check> {
             p.interpreter.python,
             p.python_version(),
             p.python_version_source(),
-            crate::check::stdlib::supported_versions().join(", ")
+            agentjail_check::stdlib::supported_versions().join(", ")
         ),
         None,
     ))

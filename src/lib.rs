@@ -8,7 +8,6 @@
 
 pub mod artifacts;
 pub mod cache;
-pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod doctor;

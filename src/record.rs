@@ -67,6 +67,22 @@ pub enum StopReason {
 pub const MAX_SUFFIX_CHARS: usize = 96;
 
 impl StopReason {
+    /// The stop reason of the static check's decision (`success` for an allow, which never
+    /// stops): the check crate decides, the record names the verdict.
+    pub fn of_check(decision: &agentjail_check::Decision) -> StopReason {
+        match decision.reason.as_str() {
+            "policy_pass" => StopReason::Success,
+            "language_denied_policy" => StopReason::LanguageDeniedPolicy,
+            "language_denied_execution" => StopReason::LanguageDeniedExecution,
+            other => StopReason::StaticPolicyViolation(
+                other
+                    .strip_prefix("static_policy_violation:")
+                    .unwrap_or(other)
+                    .to_string(),
+            ),
+        }
+    }
+
     /// A printable, bounded suffix: ASCII letters, digits and `_ - . / , ~ :` are kept, every
     /// other byte becomes `%XX`; longer than [`MAX_SUFFIX_CHARS`], it is cut and ends in `~`.
     pub fn suffix(text: &str) -> String {

@@ -4,7 +4,6 @@
 //! needs or ends the run with a [`Stopped`].
 
 use crate::cache::Cache;
-use crate::check::{self, Decision};
 use crate::contract::{self, Action};
 use crate::jail::JailError;
 use crate::launch::{JailRun, StartedJail, Teardown};
@@ -15,6 +14,7 @@ use crate::policy::Policy;
 use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner::{self, Language};
 use crate::supervise::{Delivery, Interrupt, Io, Outcome};
+use agentjail_check::Decision;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::time::Instant;
@@ -95,7 +95,7 @@ pub fn contract(
 /// Phase `policy_check`: the languages, then the static check.
 pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decision, Stopped> {
     let t = Instant::now();
-    let decision = check::check_action(action, policy);
+    let decision = contract::check_action(action, policy);
     r.set("decision", json!(decision));
     let allowed = decision.is_allow();
     r.phase(
@@ -105,7 +105,7 @@ pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decis
         json!({ "reason": decision.reason }),
     );
     if !allowed {
-        return Err(stopped(decision.stop_reason(), Phase::PolicyCheck));
+        return Err(stopped(StopReason::of_check(&decision), Phase::PolicyCheck));
     }
     Ok(decision)
 }
@@ -627,7 +627,7 @@ pub fn check_bytes(policy: &Policy, raw: &[u8]) -> (Value, bool) {
         Some(h) => contract::apply_hints(policy, h).0,
         None => policy.clone(),
     };
-    let d = check::check_action(&action, &effective);
+    let d = contract::check_action(&action, &effective);
     let allow = d.is_allow();
     let mut v = json!(d);
     v["code_hash"] = json!(sha256_hex(action.code.as_bytes()));

@@ -2,7 +2,7 @@
 //! `scripts/bench-check.sh`, which also times CPython's `ast.parse` on the same source.
 //! Ignored by default so `cargo test` stays fast.
 
-use agentjail::check::check_action;
+use agentjail::contract::check_action;
 use agentjail::contract::parse_action;
 use agentjail::policy::Policy;
 use std::time::Instant;
@@ -48,7 +48,7 @@ fn bench_check() {
 #[test]
 #[ignore = "timing harness; run with --release -- --ignored --nocapture"]
 fn bench_js_check() {
-    use agentjail::check::javascript::{check_source, JsRules};
+    use agentjail_check::javascript::{check_source, JsRules};
     let code = std::fs::read_to_string("tests/data/incident_main.js").expect("incident_main.js");
     let iters: usize = std::env::var("BENCH_ITERS")
         .ok()

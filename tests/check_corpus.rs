@@ -3,11 +3,12 @@
 
 mod check_support;
 
-use agentjail::check::python::check_source;
-use agentjail::check::stdlib;
-use agentjail::check::{check_action, Decision};
+use agentjail::contract::check_action;
 use agentjail::contract::{parse_action, Action};
 use agentjail::policy::Policy;
+use agentjail_check::python::check_source;
+use agentjail_check::stdlib;
+use agentjail_check::Decision;
 use serde_json::json;
 
 const INCIDENT: &str = include_str!("data/incident_main.py");

@@ -10,9 +10,10 @@
 
 mod check_support;
 
-use agentjail::check::{check_action, stdlib};
+use agentjail::contract::check_action;
 use agentjail::contract::Action;
 use agentjail::policy::{load_file, Policy};
+use agentjail_check::stdlib;
 use serde_json::json;
 
 fn data_policy() -> Policy {
@@ -1295,7 +1296,7 @@ fn denials_say_how_to_fix_the_code() {
     assert!(check_action(&action("print(open('/tmp/x').read())"), &policy).is_allow());
 }
 
-/// The module tables (src/check/tables.rs) hold on this host: every module edge the
+/// The module tables (crates/agentjail-check/src/tables.rs) hold on this host: every module edge the
 /// interpreters here expose (the pyenv builds 3.10 to 3.13 and /usr/bin/python3.1x) is in
 /// the table of their version, and, where this host has exactly the package versions the
 /// package table was generated for, every edge and reach name of numpy, pandas and

@@ -2,8 +2,8 @@
 //! with the named rule at the construct, ordinary agent programs must pass, and for tricky
 //! comment syntax the checker must never see less code than node (V8) actually runs.
 
-use agentjail::check::javascript::{check_source, JsRules};
-use agentjail::check::Violation;
+use agentjail_check::javascript::{check_source, JsRules};
+use agentjail_check::Violation;
 use std::path::Path;
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! The action contract: every malformed action gets its own `invalid_action:*` reason,
 //! hints only tighten, and nothing panics on arbitrary bytes.
 
-use agentjail::check::check_action;
+use agentjail::contract::check_action;
 use agentjail::contract::{apply_hints, parse_action, ContractError, PolicyHints};
 use agentjail::policy::Policy;
 use proptest::prelude::*;
@@ -282,13 +282,13 @@ proptest! {
     #[test]
     fn checker_never_panics(code in r"[a-z_()\[\]{}:=+\-*/.,'\x22#@ \n\t0-9ｅ\\]{0,300}") {
         let policy = Policy::default();
-        let _ = agentjail::check::python::check_source(&code, &policy.check);
+        let _ = agentjail_check::python::check_source(&code, &policy.check);
     }
 
     #[test]
     fn checker_never_panics_on_any_text(code in any::<String>()) {
         let policy = Policy::default();
-        let _ = agentjail::check::python::check_source(&code, &policy.check);
+        let _ = agentjail_check::python::check_source(&code, &policy.check);
     }
 
     #[test]
@@ -300,7 +300,7 @@ proptest! {
     ], 0..60)) {
         let code: String = parts.concat();
         let policy = Policy::default();
-        let _ = agentjail::check::python::check_source(&code, &policy.check);
+        let _ = agentjail_check::python::check_source(&code, &policy.check);
     }
 }
 

@@ -362,7 +362,7 @@ fn data_policy_executes_javascript() {
     );
     assert_eq!(
         p.check.javascript,
-        agentjail::check::javascript::JsRules::default()
+        agentjail_check::javascript::JsRules::default()
     );
     // The test policy the JavaScript jail tests use loads too, and round-trips.
     let t = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/policies/javascript.toml");

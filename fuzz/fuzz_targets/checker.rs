@@ -1,7 +1,7 @@
 //! Arbitrary text as Python source: the static check must return, never panic or overflow.
 #![no_main]
 
-use agentjail::check::python::check_source;
+use agentjail_check::python::check_source;
 use agentjail::policy::Policy;
 use libfuzzer_sys::fuzz_target;
 

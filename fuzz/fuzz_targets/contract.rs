@@ -2,7 +2,7 @@
 //! when it accepts, the checker must not panic on the result either.
 #![no_main]
 
-use agentjail::check::check_action;
+use agentjail::contract::check_action;
 use agentjail::contract::{apply_hints, parse_action};
 use agentjail::policy::Policy;
 use libfuzzer_sys::fuzz_target;

@@ -1,7 +1,7 @@
 //! Arbitrary text as JavaScript source: the static check must return, never panic or overflow.
 #![no_main]
 
-use agentjail::check::javascript::{check_source, JsRules};
+use agentjail_check::javascript::{check_source, JsRules};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 //! run or check request's action must go through the contract and the check without panic.
 #![no_main]
 
-use agentjail::check::check_action;
+use agentjail::contract::check_action;
 use agentjail::contract::parse_action;
 use agentjail::policy::Policy;
 use agentjail::serve::protocol::{error_response, parse_request, Op, MAX_ID_CHARS};

@@ -15,12 +15,12 @@
 //! `"source": "runner"`. A call's resource verdicts — timeout, CPU, output caps, memory,
 //! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
 
-use crate::check::{python, Violation};
 use crate::launch::{StartedJail, Teardown};
 use crate::policy::Policy;
 use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner;
 use crate::supervise::{self, CallEnd, Interrupt};
+use agentjail_check::{python, Violation};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -283,7 +283,7 @@ impl Session {
                 violations = in_call(&prefix, code, rules, version);
             }
         }
-        let decision = crate::check::Decision::from_violations(violations);
+        let decision = agentjail_check::Decision::from_violations(violations);
         r.set("decision", json!(decision));
         r.set("action", json!({"code_hash": crate::run::sha256_hex(code.as_bytes()), "chars": code.chars().count()}));
         let allowed = decision.is_allow();
@@ -295,7 +295,7 @@ impl Session {
         );
         if !allowed {
             return Err(crate::run::Stopped {
-                reason: decision.stop_reason(),
+                reason: StopReason::of_check(&decision),
                 phase: Phase::PolicyCheck,
             });
         }

@@ -2,7 +2,7 @@
 
 use super::validate::is_under;
 use super::*;
-use crate::check::stdlib::{Modules, DANGEROUS_MODULES, FRAME_ATTRIBUTES};
+use agentjail_check::stdlib::{Modules, DANGEROUS_MODULES, FRAME_ATTRIBUTES};
 
 /// A weak choice in a policy: the key and what it allows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -239,7 +239,7 @@ fn requirement_lints(p: &Policy, w: &mut Vec<LintWarning>) {
 /// The static check's rules (defence in depth, but a weak list still deserves a warning).
 fn check_lints(c: &CheckRules, python_version: &str, w: &mut Vec<LintWarning>) {
     let version = if python_version.is_empty() {
-        crate::check::python::DEFAULT_PYTHON.to_string()
+        agentjail_check::python::DEFAULT_PYTHON.to_string()
     } else {
         python_version.to_string()
     };

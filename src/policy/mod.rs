@@ -14,7 +14,9 @@ mod validate;
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
 
-use crate::check::javascript::JsRules;
+// The checker's rules (`[check]`, `[check.javascript]`) are the check crate's types: the
+// policy holds them, the checker reads them.
+pub use agentjail_check::CheckRules;
 use locate::{find_item, find_key, key_at_line, line_col};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -229,7 +231,7 @@ pub struct Languages {
     /// Languages this policy lets agentjail execute (the seed's second, separate allowlist):
     /// an allowed language that is not here stops with
     /// `policy_block:language_denied_execution`. Only languages the binary can run
-    /// ([`crate::check::EXECUTION_LANGUAGES`]) are accepted.
+    /// ([`agentjail_check::EXECUTION_LANGUAGES`]) are accepted.
     pub execute: Vec<String>,
     /// The action `output_mode`s this policy accepts: `json` (the program prints one JSON
     /// object, validated against the action's schema) and `text` (judge mode: exit 0 is
@@ -247,29 +249,6 @@ pub struct Budget {
     pub max_code_chars: usize,
     /// Largest accepted `input_payload`, serialized, in bytes.
     pub max_payload_bytes: Bytes,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CheckRules {
-    /// Top-level modules the code may import.
-    pub allowed_imports: Vec<String>,
-    /// Names that may not be called (`eval(...)`), also blocked when referenced.
-    pub denied_calls: Vec<String>,
-    /// Names that may not be referenced at all.
-    pub denied_names: Vec<String>,
-    /// Attribute names that may not be accessed on any object.
-    pub denied_attributes: Vec<String>,
-    /// Reject any identifier or attribute starting with `__`.
-    pub deny_dunder: bool,
-    /// Reject string literals containing `http://` or `https://` (and other URL schemes).
-    pub deny_url_literals: bool,
-    /// How many `input()` calls the code may contain.
-    pub max_input_reads: u32,
-    /// Deepest expression/statement nesting accepted (protects the checker's stack).
-    pub max_nesting_depth: u32,
-    /// The JavaScript check's rules (`[check.javascript]`); the keys above are Python's.
-    pub javascript: JsRules,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -536,81 +515,15 @@ impl Default for Budget {
     }
 }
 
-impl Default for CheckRules {
-    fn default() -> Self {
-        CheckRules {
-            allowed_imports: strings(&["json", "statistics"]),
-            denied_calls: strings(&[
-                "exec",
-                "eval",
-                "compile",
-                "__import__",
-                "open",
-                "breakpoint",
-                "input_raw",
-            ]),
-            denied_names: strings(&[
-                "builtins",
-                "getattr",
-                "setattr",
-                "delattr",
-                "globals",
-                "locals",
-                "vars",
-                "dir",
-                "os",
-                "sys",
-                "subprocess",
-                "socket",
-                "pathlib",
-                "importlib",
-            ]),
-            denied_attributes: strings(&[
-                "system",
-                "popen",
-                "fork",
-                "spawn",
-                "connect",
-                "request",
-                "urlopen",
-                // modules reachable as plain attributes of allowed modules
-                // (json.codecs.sys, statistics.sys, statistics.random._os, re.enum.bltns)
-                "sys",
-                "_sys",
-                "os",
-                "_os",
-                "builtins",
-                "bltns",
-                "io",
-                "importlib",
-                "codecs",
-            ])
-            .into_iter()
-            // frame walking: generator/traceback -> frame -> globals/builtins
-            .chain(strings(crate::check::stdlib::FRAME_ATTRIBUTES))
-            .collect(),
-            deny_dunder: true,
-            deny_url_literals: true,
-            max_input_reads: 1,
-            max_nesting_depth: 64,
-            javascript: JsRules::default(),
-        }
-    }
-}
-
 impl Policy {
     /// Whether this policy lets agentjail execute `language` (trimmed, any case).
     pub fn executes(&self, language: &str) -> bool {
-        let language = language.trim();
-        self.languages
-            .execute
-            .iter()
-            .any(|l| l.trim().eq_ignore_ascii_case(language))
+        agentjail_check::lists(&self.languages.execute, language)
     }
 
     /// The Python version jobs run with: what the loader detected, else what the policy
     /// names, else "" (a `Policy` built in code; the checker then parses for
-    /// [`crate::check::python::DEFAULT_PYTHON`]).
+    /// [`agentjail_check::python::DEFAULT_PYTHON`]).
     pub fn python_version(&self) -> &str {
         let i = &self.interpreter;
         i.found

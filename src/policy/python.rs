@@ -26,7 +26,7 @@
 //! `pandas-1.5.3.dist-info`) in the directories the interpreter imports from. The probe is
 //! cached per process (a directory listing per import directory).
 
-use crate::check::stdlib::{self, PACKAGE_TABLE};
+use agentjail_check::stdlib::{self, PACKAGE_TABLE};
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -325,7 +325,7 @@ fn languages(p: &Policy) -> Result<(), Invalid> {
             ));
         }
     }
-    let known = crate::check::EXECUTION_LANGUAGES;
+    let known = agentjail_check::EXECUTION_LANGUAGES;
     for (n, lang) in p.languages.execute.iter().enumerate() {
         if !known.contains(&lang.as_str()) {
             return Err(invalid_item(
@@ -439,8 +439,8 @@ fn check_rules(p: &Policy) -> Result<(), Invalid> {
 }
 
 /// `[check.javascript]`.
-fn javascript_rules(j: &crate::check::javascript::JsRules) -> Result<(), Invalid> {
-    use crate::check::javascript::ALWAYS_DENIED_MODULES;
+fn javascript_rules(j: &agentjail_check::javascript::JsRules) -> Result<(), Invalid> {
+    use agentjail_check::javascript::ALWAYS_DENIED_MODULES;
     for m in &j.allowed_modules {
         let bare = m.strip_prefix("node:").unwrap_or(m);
         let top = bare.split('/').next().unwrap_or(bare);
@@ -528,12 +528,12 @@ fn interpreter(p: &Policy) -> Result<(), Invalid> {
         ));
     }
     if let Some(given) = &i.python_version {
-        if crate::check::stdlib::stdlib_table(given.trim()).is_none() {
+        if agentjail_check::stdlib::stdlib_table(given.trim()).is_none() {
             return Err(invalid(
                 "interpreter.python_version",
                 format!(
                     "{given:?}: agentjail's checker has module tables for Python {} only",
-                    crate::check::stdlib::supported_versions().join(", ")
+                    agentjail_check::stdlib::supported_versions().join(", ")
                 ),
                 "remove the key to detect the interpreter's version, or name one of those (matching the interpreter the jail runs)",
             ));

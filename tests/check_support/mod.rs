@@ -17,7 +17,7 @@ pub fn data_policy() -> agentjail::policy::Policy {
             let text = std::fs::read_to_string(&path).expect("read data.toml");
             let mut p: agentjail::policy::Policy = toml::from_str(&text).expect("data.toml parses");
             p.interpreter.python_version =
-                Some(agentjail::check::stdlib::PACKAGE_TABLE.python.into());
+                Some(agentjail_check::stdlib::PACKAGE_TABLE.python.into());
             p
         }
     }

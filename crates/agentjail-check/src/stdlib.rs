@@ -614,7 +614,7 @@ pub fn module_attr_allowed(module: &str, attr: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Policy;
+    use crate::CheckRules;
 
     #[test]
     fn reachability_table_finds_and_closes_paths() {
@@ -644,9 +644,9 @@ mod tests {
                 Some(vec![])
             );
             assert_eq!(t.reachable_dangerous_modules("scipy", &none, true), None);
-            let d = Policy::default();
-            for m in &d.check.allowed_imports {
-                let r = t.reachable_dangerous_modules(m, &d.check.denied_attributes, true);
+            let d = CheckRules::default();
+            for m in &d.allowed_imports {
+                let r = t.reachable_dangerous_modules(m, &d.denied_attributes, true);
                 assert_eq!(r, Some(vec![]), "{version}: {m}");
             }
         }
@@ -666,7 +666,7 @@ mod tests {
 
     #[test]
     fn generator_uses_the_same_dangerous_modules() {
-        let script = include_str!("../../scripts/gen-stdlib-graph.py");
+        let script = include_str!("../../../scripts/gen-stdlib-graph.py");
         let start = script
             .find("DANGEROUS = [")
             .expect("DANGEROUS in the generator");

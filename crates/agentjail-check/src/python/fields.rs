@@ -2,7 +2,7 @@
 //! attribute names a `namedtuple`, `make_dataclass`, `NamedTuple` or functional-API enum
 //! will have, read from the call's literals.
 //!
-//! [`stdlib::FIELD_NAME_FACTORIES`]: crate::check::stdlib::FIELD_NAME_FACTORIES
+//! [`stdlib::FIELD_NAME_FACTORIES`]: crate::stdlib::FIELD_NAME_FACTORIES
 
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::{Ranged, TextRange};

@@ -1,4 +1,4 @@
-//! The static check: does the policy allow this action to run at all?
+//! The static check: does the policy allow this code to run at all?
 //!
 //! Defence in depth, never the boundary. A static check of a dynamic language can be
 //! defeated by code it does not understand; the namespace jail, seccomp filter and limits
@@ -14,14 +14,19 @@
 //!    [`javascript`] with `[check.javascript]`), the first three sorted unique rule names
 //!    joined by `,` (all violations are listed in `violations`);
 //! 4. otherwise `policy_pass`.
+//!
+//! Its own crate: it reads the policy's rule types ([`CheckRules`], [`javascript::JsRules`],
+//! defined here and held by the policy) and returns a [`Decision`] with its violations. It
+//! knows nothing of actions, jails or records; the main crate turns a decision into a stop
+//! reason (scripts/house-rules.sh checks that this crate depends on no other agentjail crate).
 
 pub mod javascript;
 pub mod python;
+mod rules;
 pub mod stdlib;
 pub mod tables;
 
-use crate::contract::Action;
-use crate::policy::Policy;
+pub use rules::CheckRules;
 use serde::Serialize;
 
 /// Languages this build of agentjail can execute (a policy chooses among them with
@@ -43,22 +48,6 @@ pub struct Decision {
 impl Decision {
     pub fn is_allow(&self) -> bool {
         self.decision == "allow"
-    }
-
-    /// The record's stop reason for a denial (`success` for an allow, which never stops).
-    pub fn stop_reason(&self) -> crate::record::StopReason {
-        use crate::record::StopReason;
-        match self.reason.as_str() {
-            "policy_pass" => StopReason::Success,
-            "language_denied_policy" => StopReason::LanguageDeniedPolicy,
-            "language_denied_execution" => StopReason::LanguageDeniedExecution,
-            other => StopReason::StaticPolicyViolation(
-                other
-                    .strip_prefix("static_policy_violation:")
-                    .unwrap_or(other)
-                    .to_string(),
-            ),
-        }
     }
 
     /// The decision of a source check alone (a session call: the language is the session's).
@@ -105,24 +94,40 @@ impl Violation {
     }
 }
 
-/// Decide whether `action` may run under `policy`. Apply the action's hints to the policy
-/// first ([`crate::contract::apply_hints`]) so a tightened language list counts.
-pub fn check_action(action: &Action, policy: &Policy) -> Decision {
-    let language = action.language.trim().to_lowercase();
-    let allowed = policy
-        .languages
-        .allowed
-        .iter()
-        .any(|l| l.trim().eq_ignore_ascii_case(&language));
-    if !allowed {
+/// The languages a policy names for this check: `allowed` (accepted in an action) and
+/// `execute` (run by this build), compared trimmed and in any case.
+#[derive(Debug, Clone, Copy)]
+pub struct Languages<'a> {
+    pub allowed: &'a [String],
+    pub execute: &'a [String],
+}
+
+/// Whether `list` names `language` (both trimmed, any case).
+pub fn lists(list: &[String], language: &str) -> bool {
+    let language = language.trim();
+    list.iter().any(|l| l.trim().eq_ignore_ascii_case(language))
+}
+
+/// Decide whether `code` in `language` may run under a policy's `languages` and `rules`
+/// (`python_version`: the interpreter's, "" for [`python::DEFAULT_PYTHON`]). The caller
+/// applies an action's hints to the policy first, so a tightened language list counts.
+pub fn check_code(
+    language: &str,
+    code: &str,
+    languages: Languages<'_>,
+    rules: &CheckRules,
+    python_version: &str,
+) -> Decision {
+    let language = language.trim().to_lowercase();
+    if !lists(languages.allowed, &language) {
         return Decision::deny("language_denied_policy".into(), Vec::new());
     }
-    if !EXECUTION_LANGUAGES.contains(&language.as_str()) || !policy.executes(&language) {
+    if !EXECUTION_LANGUAGES.contains(&language.as_str()) || !lists(languages.execute, &language) {
         return Decision::deny("language_denied_execution".into(), Vec::new());
     }
     let violations = match language.as_str() {
-        "javascript" => javascript::check_source(&action.code, &policy.check.javascript),
-        _ => python::check_source_for_version(&action.code, &policy.check, policy.python_version()),
+        "javascript" => javascript::check_source(code, &rules.javascript),
+        _ => python::check_source_for_version(code, rules, python_version),
     };
     if violations.is_empty() {
         return Decision {

@@ -98,7 +98,7 @@
 //! `stacker::maybe_grow` with room proportional to the source length; the visitor also stops
 //! descending at `max_nesting_depth`. The AST lives in an arena, so dropping it never recurses.
 
-use crate::check::Violation;
+use crate::Violation;
 use oxc_allocator::Allocator;
 use oxc_ast::ast::*;
 use oxc_ast::AstKind;

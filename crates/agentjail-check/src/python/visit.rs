@@ -1,12 +1,12 @@
 //! The rules, applied to every node of the parsed program (see the module doc of
-//! [`crate::check::python`] for the list).
+//! [`crate::python`] for the list).
 
 use super::fields::field_names;
 use super::prepass::{last_name, Prepass};
 use super::{push, LineIndex, ALWAYS_DENIED_CALLS, ALWAYS_DENIED_NAMES, DEFINABLE_DUNDERS};
-use crate::check::stdlib::{self, module_attr_allowed, FIELD_NAME_FACTORIES};
-use crate::check::Violation;
-use crate::policy::CheckRules;
+use crate::stdlib::{self, module_attr_allowed, FIELD_NAME_FACTORIES};
+use crate::CheckRules;
+use crate::Violation;
 use ruff_python_ast::visitor::{self, Visitor};
 use ruff_python_ast::{self as ast, Expr, Pattern, PythonVersion, Stmt};
 use ruff_text_size::{Ranged, TextRange};

@@ -3,8 +3,8 @@
 //! bound (a function defined above an import can use the module; a call inside a function
 //! can reach a class defined further down).
 
-use crate::check::stdlib::{Modules, ENUM_BASES, FIELD_NAME_FACTORIES};
-use crate::policy::CheckRules;
+use crate::stdlib::{Modules, ENUM_BASES, FIELD_NAME_FACTORIES};
+use crate::CheckRules;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use std::collections::HashMap;
 

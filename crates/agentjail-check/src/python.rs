@@ -68,7 +68,7 @@
 //! * `syntax_error`, `nesting_too_deep`, `source_too_large`.
 //!
 //! A few names are denied whatever the policy says ([`ALWAYS_DENIED_CALLS`],
-//! [`ALWAYS_DENIED_NAMES`], [`crate::check::stdlib::always_denied_attribute`]): each one is a
+//! [`ALWAYS_DENIED_NAMES`], [`crate::stdlib::always_denied_attribute`]): each one is a
 //! direct way around this checker, so a policy cannot re-enable it by omission.
 //!
 //! Stack safety: ruff's parser grows its own stack; our visitor stops descending at
@@ -80,9 +80,9 @@ mod fields;
 mod prepass;
 mod visit;
 
-use crate::check::stdlib::Modules;
-use crate::check::Violation;
-use crate::policy::CheckRules;
+use crate::stdlib::Modules;
+use crate::CheckRules;
+use crate::Violation;
 use prepass::Prepass;
 use ruff_python_ast::visitor::Visitor;
 use ruff_python_ast::PythonVersion;
@@ -173,7 +173,7 @@ pub fn check_source_for_version(
             rule: "python_version_unsupported".into(),
             detail: format!(
                 "the interpreter is Python {name:?}; the checker has module tables for {}",
-                crate::check::stdlib::supported_versions().join(", ")
+                crate::stdlib::supported_versions().join(", ")
             ),
             line: 0,
             column: 0,
