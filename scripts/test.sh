@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README; .ci/run calls it).
 #
-#   scripts/test.sh            everything, in this order: lints; unit and integration tests
-#                              (jail tests launched as root AND as nobody); the Python client
-#                              (python/tests, pytest); cgroup v2 and jail
+#   scripts/test.sh            everything, in this order: lints (fmt, clippy, house rules);
+#                              unit and integration tests (jail tests launched as root AND
+#                              as nobody); the Python client (python/tests, pytest); cgroup v2 and jail
 #                              tests in a QEMU VM with a real cgroup v2 kernel; the systemd
 #                              unit, AppArmor profile, install/uninstall and the .deb; agentjail
 #                              in a runc container (default and contrib/containers settings);
@@ -87,6 +87,8 @@ stage "setup (packages)" scripts/setup.sh
 stage "Pythons 3.10-3.13 under /opt/agentjail-py (scripts/setup-pythons.sh)" scripts/setup-pythons.sh
 stage "cargo fmt --check" cargo fmt --all --check
 stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Layering, crate directions, unsafe only in src/jail/sys, function and file sizes.
+stage "house rules (scripts/house-rules.sh)" scripts/house-rules.sh
 stage "build (release)" cargo build --release --quiet
 # agentjail-zygote next to the debug binary the tests run (tests/zygote.rs; `serve --zygote`).
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
