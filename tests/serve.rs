@@ -705,7 +705,8 @@ fn a_session_that_breaks_a_limit_ends_only_itself() {
             if ended {
                 assert_eq!(rec["session"]["ended_reason"], reason, "{who:?}");
                 assert_gone(&mine, "the ended session's jail");
-                // However it ended, its owner is told why (README: for ten minutes).
+                // However it ended, its owner is told why, for ten minutes
+                // (docs/REFERENCE.md, "Sessions").
                 for _ in 0..2 {
                     let again = s.io().exec(&bad, "1");
                     assert_session_ended(&again, &reason, who);
@@ -1582,7 +1583,8 @@ fn only_outcomes_of_the_code_are_stored() {
             assert_eq!(entries(&cache).len(), n, "{who:?}: an OOM kill was stored");
         } else {
             // No memory cgroup: RLIMIT_AS makes the allocation fail, and the program's
-            // MemoryError is its own word, not the kernel's (README's stop-reason table).
+            // MemoryError is its own word, not the kernel's (docs/REFERENCE.md's stop-reason
+            // table).
             assert_eq!(
                 rec["stop_reason"], "code_runtime_error:1",
                 "{who:?}: {rec:#}"
