@@ -162,7 +162,8 @@ pub struct EngineFlags {
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     cache_ttl: u64,
     /// Spawn the warm Python jails from a zygote: one interpreter initialised ahead,
-    /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail; README "The zygote").
+    /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail;
+    /// docs/REFERENCE.md, "The engine").
     #[arg(long)]
     zygote: bool,
 }

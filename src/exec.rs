@@ -22,7 +22,7 @@ pub struct ExecArgs {
     pub cmd: Vec<String>,
 }
 
-/// Exit codes of the fixed command-line contract (docs/ARCHITECTURE.md, README).
+/// Exit codes of the fixed command-line contract (docs/ARCHITECTURE.md, docs/REFERENCE.md).
 pub const EXIT_STOPPED: i32 = 124;
 pub const EXIT_SETUP: i32 = 125;
 

@@ -747,9 +747,10 @@ print("BREACH touched 1 GiB", flush=True)
 }
 
 /// WEAK, not a breach: /tmp is mounted without noexec and landlock's read_write rule grants
-/// EXECUTE there, so a file the program writes to /tmp can be execve'd (README: "read/execute
-/// only under the binds, /etc, /app, /proc"). Arbitrary code already runs through ctypes, so
-/// this adds no syscall, but it contradicts the claim and lets a static binary run.
+/// EXECUTE there, so a file the program writes to /tmp can be execve'd (docs/SECURITY.md:
+/// "read/execute only under the binds, /etc, /app, /proc"). Arbitrary code already runs
+/// through ctypes, so this adds no syscall, but it contradicts the claim and lets a static
+/// binary run.
 #[test]
 fn files_written_to_tmp_are_not_executable() {
     let body = r#"
@@ -765,9 +766,9 @@ attempt("exec /tmp/t", lambda: os.execv("/tmp/t", ["/tmp/t"]))
 }
 
 /// WEAK, not a breach: host-wide kernel information stays readable through the jail's /proc
-/// (README: "/proc/sys read-only", not hidden): the host's boot id (a stable identifier), the
-/// kernel command line and build config, disk and memory statistics, and the block device
-/// and mount options of the /usr bind in mountinfo.
+/// (docs/SECURITY.md: "/proc/sys read-only", not hidden): the host's boot id (a stable
+/// identifier), the kernel command line and build config, disk and memory statistics, and
+/// the block device and mount options of the /usr bind in mountinfo.
 /// (A masked file reads empty, as Docker's masked paths do; empty counts as hidden. The
 /// /usr bind's device in /proc/self/mountinfo stays visible: per-process files cannot be
 /// masked.)

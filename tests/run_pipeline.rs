@@ -1,6 +1,6 @@
-//! End to end through the real binary and the real jail: every stop reason the README
-//! lists, forced by a small program; the seed's example and its five variants; malformed
-//! actions; the audit log under concurrent runs.
+//! End to end through the real binary and the real jail: every stop reason
+//! docs/REFERENCE.md lists, forced by a small program; the seed's example and its five
+//! variants; malformed actions; the audit log under concurrent runs.
 
 use serde_json::{json, Value};
 use std::io::Write;

@@ -131,10 +131,14 @@ fn run_filtered(filter: &Filter, take_listener: bool, body: &dyn Fn() -> i32) ->
             if r > 0 && pfd.revents & libc::POLLIN != 0 {
                 // SAFETY: the listener is open for the duration of this borrow.
                 let b = unsafe { BorrowedFd::borrow_raw(l.as_raw_fd()) };
-                let (npid, nr) = seccomp::receive_notification(b).expect("receive");
-                assert_eq!(npid as i32, pid);
+                let n = seccomp::receive_notification(b).expect("receive");
+                assert_eq!(n.pid as i32, pid);
+                assert!(
+                    !seccomp::is_doorbell(&n, pid) || n.nr as i64 == libc::SYS_ioctl,
+                    "{n:?}"
+                );
                 kill_and_reap(pid);
-                return Outcome::Notified(nr);
+                return Outcome::Notified(n.nr);
             }
         } else {
             std::thread::sleep(Duration::from_millis(10));
@@ -285,6 +289,36 @@ fn terminal_injection_is_impossible_however_encoded() {
             assert_eq!(o, Outcome::Exited(0), "request {req:#x}");
         }
     }
+}
+
+/// The session doorbell (ioctl request SESSION_DOORBELL) reaches the supervisor under every
+/// policy: ioctl allowed, ioctl refused with an errno, ioctl not named at all; whatever the
+/// upper 32 bits. Any other unknown request still gets ENOTTY.
+#[test]
+fn the_session_doorbell_always_reaches_the_supervisor() {
+    let door = u64::from(seccomp::SESSION_DOORBELL);
+    for f in [
+        default_filter(),
+        filter_for(&["basic_io"], &["ioctl"]),
+        filter_for(&["memory"], &[]),
+    ] {
+        for req in [door, door | (1 << 32)] {
+            let o = run_filtered(&f, true, &|| {
+                raw(libc::SYS_ioctl, [3, req, 0, 0, 0, 0]);
+                1
+            });
+            assert_eq!(o, Outcome::Notified(libc::SYS_ioctl as i32), "{req:#x}");
+        }
+    }
+    let o = run_filtered(&default_filter(), true, &|| {
+        let r = raw(libc::SYS_ioctl, [3, door + 1, 0, 0, 0, 0]);
+        if r == -1 && errno() == libc::ENOTTY {
+            0
+        } else {
+            1
+        }
+    });
+    assert_eq!(o, Outcome::Exited(0));
 }
 
 #[test]

@@ -63,7 +63,7 @@ description = "tests/serve.rs"
 max_seconds = {max_seconds}
 max_code_chars = 20000
 [check]
-allowed_imports = ["json", "os", "signal", "time"]
+allowed_imports = ["fcntl", "json", "os", "signal", "time"]
 denied_calls = []
 denied_names = []
 denied_attributes = []
@@ -705,7 +705,8 @@ fn a_session_that_breaks_a_limit_ends_only_itself() {
             if ended {
                 assert_eq!(rec["session"]["ended_reason"], reason, "{who:?}");
                 assert_gone(&mine, "the ended session's jail");
-                // However it ended, its owner is told why (README: for ten minutes).
+                // However it ended, its owner is told why, for ten minutes
+                // (docs/REFERENCE.md, "Sessions").
                 for _ in 0..2 {
                     let again = s.io().exec(&bad, "1");
                     assert_session_ended(&again, &reason, who);
@@ -1582,7 +1583,8 @@ fn only_outcomes_of_the_code_are_stored() {
             assert_eq!(entries(&cache).len(), n, "{who:?}: an OOM kill was stored");
         } else {
             // No memory cgroup: RLIMIT_AS makes the allocation fail, and the program's
-            // MemoryError is its own word, not the kernel's (README's stop-reason table).
+            // MemoryError is its own word, not the kernel's (docs/REFERENCE.md's stop-reason
+            // table).
             assert_eq!(
                 rec["stop_reason"], "code_runtime_error:1",
                 "{who:?}: {rec:#}"
@@ -2035,6 +2037,171 @@ leftover
             json!([["r", libc::EBADF], ["w", libc::EBADF]]),
             "{who:?}: {seen}"
         );
+        s.finish();
+    }
+}
+
+/// The stronger leftover: before it forks, call 1 copies fds 3 and 4 (so the runner's
+/// at-fork close leaves the copies open in the child), and the child also reopens the
+/// runner's fds 3 and 4 through /proc over and over while call 2 runs, writing forged
+/// `done` reports and reading for call 2's frame on every fd it gets. Call 2 must run whole
+/// and answer with its own value; the copies are call 1's channel (dead once call 1 ended:
+/// EPIPE), the reopens fail (a socket cannot be opened through /proc: ENXIO), and not one
+/// byte of a frame reaches the leftover.
+#[test]
+fn a_leftover_holding_copies_of_fds_3_and_4_or_reopening_them_cannot_answer_or_read_call_2() {
+    const LEFTOVER: &str = r#"
+import os, time, json
+d3, d4 = os.dup(3), os.dup(4)
+runner = os.getpid()
+if os.fork() == 0:
+    time.sleep(0.5)
+    seen = {"forged": 0, "stolen": b"", "errors": set(), "opened": 0}
+    try:
+        os.close(os.open("/proc/%d/mem" % runner, os.O_RDWR))
+        seen["opened"] += 1
+    except OSError as e:
+        seen["errors"].add(("mem", e.errno))
+    forged = [b'{"event": "done", "ok": true, "value": "\'forged\'"}\n',
+              b'{"event": "done", "call": null, "ok": true, "value": "\'forged\'"}\n']
+    for i in range(200):
+        fds = [d3, d4]
+        for n in (3, 4):
+            try:
+                fds.append(os.open("/proc/%d/fd/%d" % (runner, n), os.O_RDWR | os.O_NONBLOCK))
+                seen["opened"] += 1
+            except OSError as e:
+                seen["errors"].add(("open", e.errno))
+        for fd in fds:
+            for f in forged:
+                try:
+                    os.write(fd, f)
+                    seen["forged"] += 1
+                except OSError as e:
+                    seen["errors"].add(("w", e.errno))
+            try:
+                os.set_blocking(fd, False)
+                seen["stolen"] += os.read(fd, 1 << 16)
+            except OSError as e:
+                seen["errors"].add(("r", e.errno))
+        for fd in fds[2:]:
+            os.close(fd)
+        time.sleep(0.005)
+    print("LEFTOVER", json.dumps({"forged": seen["forged"], "opened": seen["opened"],
+                                  "stolen": seen["stolen"].decode("latin-1"),
+                                  "errors": sorted(seen["errors"])}), flush=True)
+    raise SystemExit(0)
+os.close(d3)
+os.close(d4)
+leftover = 'started'
+leftover
+"#;
+    for who in variants() {
+        let (m, p) = setup("copies", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let sid = s.io().start_session();
+        let rec = s.io().exec_ok(&sid, LEFTOVER);
+        assert_eq!(rec["value"], "'started'", "{who:?}: {rec:#}");
+        let rec = s.io().exec_ok(
+            &sid,
+            "import time\nmarks = []\nfor i in range(15):\n    time.sleep(0.1)\n    marks.append(i)\n'call 2 ran whole: %d' % len(marks)",
+        );
+        assert_eq!(
+            rec["value"], "'call 2 ran whole: 15'",
+            "{who:?}: a forged done answered call 2: {rec:#}"
+        );
+        let mut out = rec["execution"]["stdout"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        for _ in 0..40 {
+            if out.contains("LEFTOVER") {
+                break;
+            }
+            let r = s
+                .io()
+                .exec_ok(&sid, "import time\ntime.sleep(0.2)\nlen(marks)");
+            assert_eq!(r["value"], "15", "{who:?}: {r:#}");
+            out.push_str(r["execution"]["stdout"].as_str().unwrap_or(""));
+        }
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("LEFTOVER "))
+            .unwrap_or_else(|| panic!("{who:?}: the leftover never reported: {out}"));
+        let seen: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            seen["stolen"], "",
+            "{who:?}: the leftover read a frame: {seen}"
+        );
+        assert_eq!(
+            seen["opened"], 0,
+            "{who:?}: the leftover reopened fd 3 or 4: {seen}"
+        );
+        assert_eq!(
+            seen["forged"], 0,
+            "{who:?}: a forged report was accepted by a live channel: {seen}"
+        );
+        let errors: Vec<(String, i64)> = serde_json::from_value(seen["errors"].clone()).unwrap();
+        for (what, errno) in &errors {
+            let expected: &[i32] = match what.as_str() {
+                "open" => &[libc::ENXIO],
+                // The jail's procfs is read-only: no patching the runner's memory.
+                "mem" => &[libc::EROFS],
+                "w" => &[libc::EPIPE],
+                // A read of a socket whose other end is closed is EOF (b""), or ECONNRESET
+                // when unread data was left in it.
+                _ => &[libc::ECONNRESET],
+            };
+            assert!(
+                expected.contains(&(*errno as i32)),
+                "{who:?}: unexpected {what} errno {errno}: {seen}"
+            );
+        }
+        for tried in ["open", "mem"] {
+            assert!(
+                errors.iter().any(|(w, _)| w == tried),
+                "{who:?}: {tried} was never tried: {seen}"
+            );
+        }
+        s.finish();
+    }
+}
+
+/// A leftover that rings the runner's doorbell itself (ioctl(3, 0x4A410001) on a copy of
+/// fd 3, or on any fd) is not the runner: the ring is a forbidden syscall and ends the
+/// session; the call running then stops with `code_forbidden_syscall:ioctl`, and the ring
+/// installs nothing.
+#[test]
+fn a_leftover_ringing_the_session_doorbell_ends_the_session() {
+    const RINGER: &str = r#"
+import os, time, fcntl
+if os.fork() == 0:
+    time.sleep(0.5)
+    try:
+        fcntl.ioctl(3, 0x4A410001, 0)
+    except OSError as e:
+        print("RING FAILED", e.errno, flush=True)
+    print("RING RETURNED", flush=True)
+    raise SystemExit(0)
+'forked'
+"#;
+    for who in variants() {
+        let (m, p) = setup("ringer", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let sid = s.io().start_session();
+        let rec = s.io().exec_ok(&sid, RINGER);
+        assert_eq!(rec["value"], "'forked'", "{who:?}: {rec:#}");
+        let rec = record(&s.io().exec(&sid, "import time\ntime.sleep(3)\n'slept'")).clone();
+        assert_eq!(
+            rec["stop_reason"], "code_forbidden_syscall:ioctl",
+            "{who:?}: {rec:#}"
+        );
+        let stdout = rec["execution"]["stdout"].as_str().unwrap_or("");
+        assert!(
+            !stdout.contains("RING"),
+            "{who:?}: the ring returned: {rec:#}"
+        );
+        assert_eq!(rec["session"]["ended"], true, "{who:?}: {rec:#}");
         s.finish();
     }
 }

@@ -59,6 +59,9 @@ pub struct Session {
     /// what is new or changed since.
     reported: std::collections::HashMap<String, (u64, i64, i64)>,
     skipped_reported: std::collections::HashSet<(String, &'static str)>,
+    /// The runner's ring of the session doorbell after its last call, answered by the next
+    /// (see supervise::CallChannel).
+    rung: Option<supervise::Rung>,
 }
 
 impl Session {
@@ -86,6 +89,7 @@ impl Session {
             ended_at: None,
             reported: Default::default(),
             skipped_reported: Default::default(),
+            rung: None,
         }
     }
 
@@ -321,14 +325,16 @@ impl Session {
             };
             return Err((s, None));
         };
-        // A nonce per call: only the runner, which alone reads the frame (python.py keeps
-        // fds 3 and 4 from every child), can repeat it in this call's `done`.
+        // Each call's frame and reports travel on a socket made for that call and installed
+        // by the kernel in the runner alone (supervise::CallChannel); the nonce besides ties
+        // the `done` to this frame.
         let nonce = crate::ids::random_hex(16);
         let frame = runner::call_frame(code.as_bytes(), &nonce);
         let end = supervise::call(
             jail.spawned(),
             frame,
             &nonce,
+            self.rung.take(),
             limits,
             jail.cgroup(),
             interrupt,
@@ -351,6 +357,7 @@ impl Session {
         t: Instant,
     ) -> Result<(), (crate::run::Stopped, Option<String>)> {
         self.exec += Duration::from_micros(c.wall_us);
+        self.rung = c.rung;
         r.set("execution", call_execution(c));
         self.call_artifacts(r);
         let detail = json!({"program_wall_us": c.wall_us});

@@ -281,7 +281,16 @@ fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
                     path: tgt.clone(),
                     mode: 0o555,
                 },
-                mount(Some("proc"), tgt, Some("proc"), NOSUID_NODEV_NOEXEC, None)?,
+                // Read-only: nothing in a jail writes /proc, and a read-only mount refuses
+                // every open for writing, /proc/<pid>/mem included (another process of the
+                // jail could otherwise patch a session runner where landlock is absent).
+                mount(
+                    Some("proc"),
+                    tgt,
+                    Some("proc"),
+                    NOSUID_NODEV_NOEXEC | libc::MS_RDONLY,
+                    None,
+                )?,
             ]
         }
         MountOp::MaskPath { path } => mask_steps(path)?,

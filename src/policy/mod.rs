@@ -62,7 +62,7 @@ pub const MAX_POLICY_FILE_BYTES: u64 = MIB;
 pub const MIN_JS_MEMORY_BYTES: u64 = 128 * MIB;
 
 /// node's flags in the default policy (defence in depth; the jail is the boundary).
-/// Each one measured on node 20.20 (README, "JavaScript"):
+/// Each one measured on node 20.20 (docs/REFERENCE.md, "JavaScript"):
 /// * `--disallow-code-generation-from-strings`: `eval`, `new Function` and string timers
 ///   throw `EvalError` (the runner compiles with `vm`, which the flag leaves alone);
 /// * `--disable-proto=throw`: `Object.prototype.__proto__` throws;

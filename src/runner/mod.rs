@@ -108,7 +108,7 @@ pub fn argv(
 }
 
 /// node's argv: node, the policy's flags, the heap limit (the whole memory limit, in MiB:
-/// the memory cgroup, not V8, is meant to end a job that needs more; see README
+/// the memory cgroup, not V8, is meant to end a job that needs more; see docs/REFERENCE.md,
 /// "JavaScript"), the permission model's one grant (the runner itself) when the flags turn
 /// the permission model on, the runner and its mode.
 pub fn node_argv(node: &str, node_args: &[String], memory_bytes: u64) -> Vec<String> {

@@ -8,9 +8,13 @@
 #   fd 4  reports to agentjail: one JSON object per line
 #
 # fds 3 and 4 are the runner's alone: close-on-exec, and closed in every child the program
-# forks (os.register_at_fork), so a process the program leaves running can neither read a
-# later call's frame nor write a report; it can only print (stdout/stderr, under the caps
-# of whichever call is running).
+# forks (os.register_at_fork). In a session that is not all: between calls the runner rings
+# agentjail's doorbell, ioctl(3, DOORBELL), which the seccomp filter hands to agentjail; it
+# answers the runner's own thread only (the kernel tells it who rang) by installing, at
+# fds 3 and 4, a socket made for the next call alone. A process the program leaves running
+# (even one that copied fds 3 and 4 before it forked) holds only an earlier call's socket:
+# it can neither read a later call's frame nor report for it; it can only print
+# (stdout/stderr, under the caps of whichever call is running).
 #
 # The source arrives as the exact bytes the checker judged and is compiled from bytes, so a
 # PEP 263 declaration means what it means to CPython; it runs as __main__ from /app/main.py.
@@ -22,6 +26,8 @@ import posix
 
 JOB_FD = 3
 REPORT_FD = 4
+# src/jail/seccomp.rs, SESSION_DOORBELL.
+DOORBELL = 0x4A410001
 FILENAME = "/app/main.py"
 MAX_MESSAGE = 2000
 
@@ -219,11 +225,30 @@ def session_call(source, namespace):
     return eval(compile(expression, FILENAME, "eval", dont_inherit=True), namespace)
 
 
+def wait_for_call(fcntl):
+    """Ring the doorbell: returns when agentjail has installed the next call's channel at
+    fds 3 and 4. ENOTTY: no seccomp filter took the ring (a policy whose seccomp is
+    best_effort, on a host that cannot install it): the frames then come on the jail's own
+    pipes, as they always are there."""
+    try:
+        fcntl.ioctl(JOB_FD, DOORBELL, 0)
+    except OSError as e:
+        import errno
+
+        if e.errno != errno.ENOTTY:
+            print("agentjail runner: no channel for the next call: " + str(e), file=sys.stderr)
+            flush()
+            posix._exit(70)
+
+
 def run_session():
     """A session's jail: call after call in one namespace until agentjail closes the pipe.
     SystemExit ends the session as it would end a Python REPL."""
+    import fcntl
+
     module = main_module()
     while True:
+        wait_for_call(fcntl)
         frame = read_frame()
         if frame is None or frame[0] != "exec":
             posix._exit(0)
@@ -314,6 +339,8 @@ def main():
         # Every call parses to an AST first (session_call); imported on the first call,
         # ast cost that call ~1.5 ms. A session jail is always started ahead of its calls.
         import ast  # noqa: F401
+        import errno  # noqa: F401
+        import fcntl  # noqa: F401
     ready()
     if mode == "session":
         run_session()

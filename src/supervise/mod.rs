@@ -371,6 +371,8 @@ struct Loop<'a, 'io> {
     /// Session calls end when the runner reports `done` with this call's nonce; single runs
     /// when the jail exits.
     until_done: Option<String>,
+    /// A session call's own channel (see [`CallChannel`]); None for single runs.
+    channel: Option<CallChannel>,
     done: bool,
     /// Ended by agentjail because the jail is no longer wanted (not a stop).
     closing: bool,
@@ -487,36 +489,84 @@ pub struct CallOutcome {
     pub stdout: Capped,
     pub stderr: Capped,
     pub replies: Capped,
+    /// The runner's ring for the next call (None: it has not rung yet).
+    pub rung: Option<Rung>,
+}
+
+/// The runner's ring of the session doorbell, received during one call (after its `done`)
+/// and answered at the start of the next: the runner waits in it between calls.
+#[derive(Debug, Clone, Copy)]
+pub struct Rung(sys::Notification);
+
+/// A session call's channel. Between calls the runner waits in the session doorbell
+/// ([`seccomp::SESSION_DOORBELL`]); the call's frame goes out, and its reports come back, on
+/// a socket made for this call alone and installed by the kernel at the ringing thread's
+/// fds 3 and 4. The ring is answered only for the runner's main thread, by the pid the
+/// kernel gives: a process the program left running (even one holding copies of an earlier
+/// call's fds 3 and 4) can neither read this call's frame nor report for it, and a socket
+/// cannot be opened again through /proc/<pid>/fd as a pipe can.
+struct CallChannel {
+    /// The runner's pid (its main thread's id) in our pid namespace.
+    runner: i32,
+    /// The frame, until it goes out.
+    frame: Option<Vec<u8>>,
+    /// Our end of this call's socket, once delivered.
+    socket: Option<OwnedFd>,
+    /// The runner rang again after this call's `done`: the next call answers it.
+    next: Option<Rung>,
 }
 
 /// Send one job frame to a session's runner and supervise until it reports `done` with the
 /// frame's nonce `call` (any other `done` is not this call's answer), under the call's
-/// limits. A call that breaks a limit ends the session: the jail is killed and reaped (and
-/// the returned `Outcome` says why).
+/// limits. `rung`: the runner's ring kept from the last call (None: it is still to come,
+/// as before the first call). A call that breaks a limit ends the session: the jail is
+/// killed and reaped (and the returned `Outcome` says why).
 pub fn call(
     sp: &Spawned,
     frame: Vec<u8>,
     call: &str,
+    rung: Option<Rung>,
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
     interrupt: Option<Interrupt<'_>>,
 ) -> CallEnd {
-    // A copy of the job pipe's write end: the feed closes its copy when the frame is written,
-    // the session's stays open for the next call.
-    let job = sp.job.as_ref().and_then(|fd| fd.try_clone().ok());
     let delivery = Delivery {
         at: Instant::now(),
         cpu_base_us: Some(jail_cpu_us(sp, cg)),
     };
+    // Without a seccomp listener (a policy with seccomp best_effort on a host that cannot
+    // install it) there is no doorbell: the frame goes on the jail's job pipe and the reports
+    // come on its reply pipe, as in a single run (the record shows seccomp not enforced).
+    let runner = sp.program_pid.filter(|_| sp.listener.is_some());
+    let (job, job_bytes, frame) = match runner {
+        Some(_) => (None, None, Some(frame)),
+        None => (
+            sp.job.as_ref().and_then(|fd| fd.try_clone().ok()),
+            Some(frame),
+            None,
+        ),
+    };
     let io = Io {
         stdin_bytes: None,
-        job_bytes: Some(frame),
+        job_bytes,
         stdin_passthrough: None,
         stdout_sink: None,
         stderr_sink: None,
     };
     let mut l = Loop::new(sp, (None, job), limits, cg, interrupt, io, delivery);
     l.until_done = Some(call.to_string());
+    if let Some(runner) = runner {
+        l.reply_open = false;
+        l.channel = Some(CallChannel {
+            runner,
+            frame,
+            socket: None,
+            next: None,
+        });
+        if let Some(Rung(n)) = rung {
+            l.deliver(n);
+        }
+    }
     l.run();
     if l.done && l.stop.is_none() && !l.exited {
         l.drain_now();
@@ -596,6 +646,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             next_cpu_check,
             cpu_base_us,
             until_done: None,
+            channel: None,
             done: false,
             closing: false,
             stop: None,
@@ -652,8 +703,8 @@ impl<'a, 'io> Loop<'a, 'io> {
             (Some(fd), true) => fd.as_raw_fd(),
             _ => -1,
         };
-        let reply = match sp.reply.as_ref() {
-            Some(fd) if self.reply_open => fd.as_raw_fd(),
+        let reply = match self.reply_fd() {
+            Some(fd) if self.reply_open => fd,
             _ => -1,
         };
         let listener = match sp.listener.as_ref() {
@@ -689,7 +740,7 @@ impl<'a, 'io> Loop<'a, 'io> {
         if fds[P_LISTENER].revents & (libc::POLLHUP | libc::POLLIN) == libc::POLLHUP {
             self.listener_live = false;
         }
-        if fds[P_LISTENER].revents & libc::POLLIN != 0 && self.forbidden_syscall() {
+        if fds[P_LISTENER].revents & libc::POLLIN != 0 && self.notification() {
             return;
         }
         if fds[P_SIGNAL].revents & libc::POLLIN != 0 {
@@ -739,15 +790,21 @@ impl<'a, 'io> Loop<'a, 'io> {
         }
     }
 
-    /// A pending seccomp notification: the program made a syscall outside the allowlist.
-    /// It is never answered, so the call never runs; the run stops here.
-    fn forbidden_syscall(&mut self) -> bool {
+    /// A pending seccomp notification: the session runner's doorbell (answered, see
+    /// [`CallChannel`]), or a syscall outside the allowlist. That one is never answered, so
+    /// the call never runs; the run stops here (true).
+    fn notification(&mut self) -> bool {
         let Some(l) = self.sp.listener.as_ref() else {
             return false;
         };
-        let Ok((_pid, nr)) = seccomp::receive_notification(l.as_fd()) else {
+        let Ok(n) = seccomp::receive_notification(l.as_fd()) else {
             return false;
         };
+        let runner = self.channel.as_ref().map(|c| c.runner);
+        if runner.is_some_and(|r| seccomp::is_doorbell(&n, r)) && self.doorbell(n) {
+            return false;
+        }
+        let nr = n.nr;
         let name = seccomp::syscall_name(nr as i64)
             .map(str::to_string)
             .unwrap_or_else(|| format!("syscall_{nr}"));
@@ -755,19 +812,79 @@ impl<'a, 'io> Loop<'a, 'io> {
         true
     }
 
+    /// The runner rang during a call: before the frame went out, that is its wait for this
+    /// call (deliver it); after, the runner has reported this call done and waits for the
+    /// next (its `done` is in this call's socket already: it wrote it before ringing), so the
+    /// ring is kept for the next call. A ring with no `done` before it, or a second one, is
+    /// out of turn (false: a forbidden syscall).
+    fn doorbell(&mut self, n: sys::Notification) -> bool {
+        let Some(c) = self.channel.as_ref() else {
+            return false;
+        };
+        if c.frame.is_some() {
+            self.deliver(n);
+            return true;
+        }
+        if c.next.is_some() {
+            return false;
+        }
+        while !self.done && self.reply_open {
+            let Some(fd) = self.reply_fd() else { break };
+            if !sys::poll_one(fd, libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+                break;
+            }
+            self.read_replies();
+        }
+        if !self.done {
+            return false;
+        }
+        if let Some(c) = self.channel.as_mut() {
+            c.next = Some(Rung(n));
+        }
+        true
+    }
+
+    /// Answer the runner's ring with this call's socket and start feeding the frame into it.
+    /// When the socket cannot be made or installed, the ring fails with that errno: the
+    /// runner says so on stderr and exits, and the call ends with the jail.
+    fn deliver(&mut self, n: sys::Notification) {
+        let (Some(l), Some(c)) = (self.sp.listener.as_ref(), self.channel.as_mut()) else {
+            return;
+        };
+        let frame = c.frame.take().unwrap_or_default();
+        let installed = sys::socketpair_stream().and_then(|(ours, theirs)| {
+            seccomp::answer_doorbell(l.as_fd(), &n, theirs.as_fd())?;
+            Ok(ours)
+        });
+        match installed {
+            Ok(ours) => {
+                let _ = sys::set_nonblocking(ours.as_raw_fd());
+                self.job = Feed::new(ours.try_clone().ok(), frame, None);
+                c.socket = Some(ours);
+                self.reply_open = true;
+            }
+            Err(e) => seccomp::refuse_doorbell(l.as_fd(), &n, e),
+        }
+    }
+
+    /// Where the runner's reports come from: this call's socket in a session call, the
+    /// reply pipe in a single run.
+    fn reply_fd(&self) -> Option<RawFd> {
+        match &self.channel {
+            Some(c) => c.socket.as_ref().map(|s| s.as_raw_fd()),
+            None => self.sp.reply.as_ref().map(|s| s.as_raw_fd()),
+        }
+    }
+
     /// One read of the runner's reply pipe. Past its cap replies are dropped (never a stop:
     /// they are informational).
     fn read_replies(&mut self) {
-        let Some(fd) = self.sp.reply.as_ref() else {
+        let Some(fd) = self.reply_fd() else {
+            self.reply_open = false;
             return;
         };
         let before = self.replies.data.len();
-        let (eof, _) = drain(
-            fd.as_raw_fd(),
-            &mut self.replies,
-            &mut None,
-            &mut self.scratch,
-        );
+        let (eof, _) = drain(fd, &mut self.replies, &mut None, &mut self.scratch);
         self.reply_open &= !eof;
         if let Some(call) = self.until_done.as_deref().filter(|_| !self.done) {
             // Look from the start of the last line that was incomplete before this read.
@@ -809,6 +926,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             stdout: self.stdout,
             stderr: self.stderr,
             replies: self.replies,
+            rung: self.channel.and_then(|c| c.next),
         }
     }
 

@@ -18,7 +18,7 @@
 //!   the package is allowed ([`PackageTable::reach`], [`PACKAGE_DENIED_ATTRIBUTES`]).
 //!
 //! What no name check can close is listed in the report of the change that allowed the
-//! module (and in README's threat model): the jail contains it.
+//! module (and in docs/SECURITY.md, "The static check"): the jail contains it.
 
 /// Modules that hand the program the host or the interpreter: processes, files, the import
 /// system, raw memory (`os`, `sys`, `builtins`, `subprocess`, `importlib`, `ctypes`, `io`,

@@ -35,7 +35,7 @@ def build_action(
     policy_hints: Optional[Mapping[str, Any]] = None,
     action_id: str = "py",
 ) -> Dict[str, Any]:
-    """The action object for ``run`` and ``check`` (README "The contract")."""
+    """The action object for ``run`` and ``check`` (docs/REFERENCE.md, "The action")."""
     if not isinstance(code, str):
         raise TypeError("code must be a str")
     if not isinstance(language, str):

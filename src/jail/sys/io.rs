@@ -201,6 +201,22 @@ pub fn getpid() -> i32 {
     unsafe { libc::getpid() }
 }
 
+/// A connected pair of unix SOCK_STREAM sockets, close-on-exec. Unlike a pipe, neither end
+/// can be opened again through /proc/<pid>/fd (the kernel refuses, ENXIO).
+pub fn socketpair_stream() -> SysResult<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as RawFd; 2];
+    // SAFETY: fds is valid storage for the two descriptors socketpair returns.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    check(rc).map(|_| (owned(fds[0]), owned(fds[1])))
+}
+
 /// A connected pair of unix SOCK_SEQPACKET sockets (message boundaries kept), close-on-exec.
 pub fn socketpair_seqpacket() -> SysResult<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as RawFd; 2];

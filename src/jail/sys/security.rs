@@ -134,9 +134,18 @@ pub fn seccomp_action_available(action: u32) -> SysResult<()> {
     check_long(r).map(drop)
 }
 
-/// Read one pending notification from a seccomp listener: (pid, syscall number). Retried on
-/// EINTR.
-pub fn seccomp_notif_recv(listener: RawFd) -> SysResult<(u32, i32)> {
+/// One pending seccomp notification: its id (for the answer), the calling thread's id in
+/// the listener's reader's pid namespace, the syscall number and its six arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Notification {
+    pub id: u64,
+    pub pid: u32,
+    pub nr: i32,
+    pub args: [u64; 6],
+}
+
+/// Read one pending notification from a seccomp listener. Retried on EINTR.
+pub fn seccomp_notif_recv(listener: RawFd) -> SysResult<Notification> {
     let mut req = libc::seccomp_notif {
         id: 0,
         pid: 0,
@@ -159,9 +168,61 @@ pub fn seccomp_notif_recv(listener: RawFd) -> SysResult<(u32, i32)> {
             )
         };
         match check(r) {
-            Ok(_) => return Ok((req.pid, req.data.nr)),
+            Ok(_) => {
+                return Ok(Notification {
+                    id: req.id,
+                    pid: req.pid,
+                    nr: req.data.nr,
+                    args: req.data.args,
+                })
+            }
             Err(libc::EINTR) => continue,
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Install a copy of `src` in the notifying task's fd table at exactly `target`
+/// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SETFD: what was at `target` there is
+/// closed, as dup2 would), close-on-exec. The task is still blocked in the notified syscall.
+/// ENOENT: the task is gone (or the notification was answered).
+pub fn seccomp_notif_addfd(listener: RawFd, id: u64, src: RawFd, target: RawFd) -> SysResult<()> {
+    let add = libc::seccomp_notif_addfd {
+        id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        srcfd: u32::try_from(src).map_err(|_| libc::EBADF)?,
+        newfd: u32::try_from(target).map_err(|_| libc::EBADF)?,
+        newfd_flags: libc::O_CLOEXEC as u32,
+    };
+    // SAFETY: SECCOMP_IOCTL_NOTIF_ADDFD reads one `struct seccomp_notif_addfd` from a valid
+    // pointer to a live local; nothing is written through it.
+    let r = unsafe {
+        libc::ioctl(
+            listener,
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+            &add as *const libc::seccomp_notif_addfd,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// Answer a notification: the notified syscall returns `val`, or fails with `errno` when it
+/// is not 0. The syscall itself never runs.
+pub fn seccomp_notif_send(listener: RawFd, id: u64, val: i64, errno: i32) -> SysResult<()> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error: -errno,
+        flags: 0,
+    };
+    // SAFETY: SECCOMP_IOCTL_NOTIF_SEND reads one `struct seccomp_notif_resp` from a valid
+    // pointer to a live local; nothing is written through it.
+    let r = unsafe {
+        libc::ioctl(
+            listener,
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &resp as *const libc::seccomp_notif_resp,
+        )
+    };
+    check(r).map(drop)
 }
