@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-30}"
-targets=(contract checker policy strict_json schema js_check serve_request)
+targets=(contract checker policy strict_json schema js_check serve_request runner_reports)
 
 # A fresh machine has no cargo-fuzz: install it from crates.io (once, ~1-2 min).
 if ! cargo fuzz --version >/dev/null 2>&1; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# soak.sh [RUNS] — run RUNS mixed agentjail runs (every way a run can end) with 4 in flight,
-# then compare the host's processes, mounts, cgroups and temp entries with before.
+# soak.sh [RUNS] — run RUNS mixed agentjail runs (every way a run can end) with 4 in flight
+# and RUNS/4 attacked session calls (scripts/soak-sessions.py), then compare the host's
+# processes, mounts, cgroups and temp entries with before.
 # Prints the figures; exits non-zero when anything was left behind or a run misbehaved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,9 @@ for ((i = 0; i < runs; i += 4)); do
         rm -f "$work/out.$j"
     done
 done
+# Sessions too: one `serve`, a quarter as many session calls, every session attacked by a
+# process its first call left running (scripts/soak-sessions.py says how).
+/usr/bin/python3 scripts/soak-sessions.py "$bin" $(( (runs + 3) / 4 )) || bad=$((bad + 1))
 end=$(date +%s.%N)
 sleep 0.2
 snapshot "$work/after"
