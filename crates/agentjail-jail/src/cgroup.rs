@@ -49,7 +49,7 @@
 //! ```
 //! Dropping a `JobCgroup` that was not removed kills what is inside and removes it.
 
-use crate::jail::{sys, Control, ControlState, SetupError};
+use crate::{sys, Control, ControlState, SetupError};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
