@@ -149,6 +149,12 @@ pub struct EngineFlags {
     /// Warm jails kept ready (default: one per usable core — affinity and cgroup CPU quota — 2 to 64; 0: start each job's jail for it).
     #[arg(long, value_name = "N")]
     pool: Option<usize>,
+    /// The most warm jails the pool grows to while jobs wait for jails (default: two per usable core, at least --pool, at most 64; --pool-max equal to --pool keeps the pool fixed).
+    #[arg(long, value_name = "N")]
+    pool_max: Option<usize>,
+    /// Seconds the pool keeps jails above --pool once no job has waited for one; then it ends one a second.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pool_idle: u64,
     /// Threads that start jails (default: one per usable core, at least 2).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     spawners: Option<u16>,
@@ -179,6 +185,10 @@ impl EngineFlags {
             self.cache_ttl,
         );
         engine.zygote = self.zygote;
+        if let Some(n) = self.pool_max {
+            engine.pool_max = n.max(engine.pool);
+        }
+        engine.pool_idle = std::time::Duration::from_secs(self.pool_idle);
         if let Some(n) = self.spawners {
             engine.spawners = usize::from(n);
         }

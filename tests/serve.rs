@@ -1640,7 +1640,15 @@ fn a_pool_that_cannot_start_jails_fails_closed_and_recovers() {
             who,
             &p,
             &m,
-            &["--pool", "2", "--cache", cache.to_str().unwrap()],
+            // A fixed pool of two: the count of warm jails before the fault is the point.
+            &[
+                "--pool",
+                "2",
+                "--pool-max",
+                "2",
+                "--cache",
+                cache.to_str().unwrap(),
+            ],
         );
         let ok = s.io().run(action("print('{\"n\": 0}')", json!({})));
         assert_eq!(ok["stop_reason"], "success");
@@ -2204,6 +2212,77 @@ if os.fork() == 0:
         assert_eq!(rec["session"]["ended"], true, "{who:?}: {rec:#}");
         s.finish();
     }
+}
+
+/// The pool grows while jobs wait for jails and shrinks back to `--pool` when idle: with
+/// `--pool 1 --pool-max 3`, a burst of four concurrent jobs raises the target to the
+/// ceiling (never past it); two seconds (`--pool-idle 2`) after the last job waited, the
+/// spawner threads end the surplus jails, one a second, down to the floor, and it still
+/// serves.
+#[test]
+fn the_pool_grows_while_jobs_wait_and_shrinks_back_when_idle() {
+    let who = Who::Root;
+    let (m, p) = setup("sizing", &Knobs::default());
+    let mut s = Server::start(
+        who,
+        &p,
+        &m,
+        &[
+            "--pool",
+            "1",
+            "--pool-max",
+            "3",
+            "--pool-idle",
+            "2",
+            "-j",
+            "4",
+        ],
+    );
+    let pool = |s: &mut Server| s.io().call(json!({"op": "stats"}))["stats"]["pool"].clone();
+    let first = pool(&mut s);
+    assert_eq!(
+        (&first["floor"], &first["ceiling"], &first["target"]),
+        (&json!(1), &json!(3), &json!(1)),
+        "{first}"
+    );
+    let mut peak = 0;
+    for round in 0..3 {
+        let ids: Vec<Value> = (0..4)
+            .map(|i| {
+                s.io().send(json!({"op": "run", "action":
+                    action(&format!("import time\ntime.sleep(0.4)\nprint('{{\"n\": {i}}}')"), json!({}))}))
+            })
+            .collect();
+        for id in &ids {
+            let r = s.io().wait(id);
+            assert_eq!(record(&r)["stop_reason"], "success", "round {round}: {r}");
+        }
+        let t = pool(&mut s)["target"].as_u64().unwrap();
+        assert!(t <= 3, "the pool grew past its ceiling: {t}");
+        peak = peak.max(t);
+    }
+    assert_eq!(
+        peak, 3,
+        "three rounds of four waiting jobs did not grow the pool to its ceiling"
+    );
+    // Idle: back to the floor within idle (2 s) + one second per surplus jail + slack.
+    let t0 = Instant::now();
+    let last = loop {
+        let p = pool(&mut s);
+        if p["target"] == 1 && p["ready"].as_u64().unwrap() <= 1 {
+            break p;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the pool never shrank: {p}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(last["floor"], 1, "{last}");
+    // And it still serves.
+    let rec = s.io().run(action("print('{\"after\": true}')", json!({})));
+    assert_eq!(rec["output"], json!({"after": true}));
+    s.finish();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ use crate::record::{Record, Recorder};
 use crate::run::{self, Acquired, JailSource, Start};
 use crate::runner::{Language, Mode};
 use crate::supervise::Interrupt;
-use pool::{Pool, Spawner};
+use pool::{Pool, Sizing, Spawner};
 use serde_json::{json, Value};
 use session::{Owner, Session};
 use std::collections::HashMap;
@@ -41,6 +41,10 @@ pub struct EngineConfig {
     pub policy: LoadedPolicy,
     /// Warm jails kept ready; 0: every job's jail is started for it.
     pub pool: usize,
+    /// The most warm jails the pool grows to while jobs wait for jails (at least `pool`).
+    pub pool_max: usize,
+    /// How long the pool keeps jails above `pool` once no job has waited for one.
+    pub pool_idle: Duration,
     /// Warm session jails kept ready (Python's runner in session mode, waiting for the
     /// session that takes it); 0: each session's jail is started at `session_start`.
     pub session_pool: usize,
@@ -92,6 +96,16 @@ pub fn default_jobs() -> usize {
     (default_pool_size() * 2).max(4)
 }
 
+/// The default ceiling of a pool of `pool` jails: two per usable core (what the default
+/// `-j` runs at once), at least `pool`, at most 64; none when the pool is off.
+pub fn default_pool_max(pool: usize) -> usize {
+    if pool == 0 {
+        0
+    } else {
+        (usable_cpus() * 2).min(64).max(pool)
+    }
+}
+
 impl EngineConfig {
     /// The engine of a server front end from its flags: `--pool` (default
     /// [`default_pool_size`]), `--session-pool` (default [`default_session_pool`]),
@@ -107,6 +121,8 @@ impl EngineConfig {
         EngineConfig {
             policy,
             pool,
+            pool_max: default_pool_max(pool),
+            pool_idle: pool::DEFAULT_IDLE,
             session_pool: session_pool.unwrap_or_else(|| default_session_pool(pool)),
             spawners: default_spawners(),
             cache: cache.map(|d| (d, Duration::from_secs(cache_ttl))),
@@ -150,10 +166,19 @@ impl Runner {
             true,
             &inputs,
         )?);
-        let size = match language {
-            Language::Python => cfg.pool,
-            Language::JavaScript => js_pool_size(cfg.pool),
+        let sizing = match language {
+            Language::Python => Sizing {
+                floor: cfg.pool,
+                ceiling: cfg.pool_max.max(cfg.pool),
+                idle: cfg.pool_idle,
+            },
+            Language::JavaScript => Sizing {
+                floor: js_pool_size(cfg.pool),
+                ceiling: js_pool_size(cfg.pool_max.max(cfg.pool)),
+                idle: cfg.pool_idle,
+            },
         };
+        let size = sizing.floor;
         let zygote = match language {
             Language::Python if cfg.zygote && size > 0 => Some(Arc::new(
                 crate::zygote::Zygote::start(&cfg.policy, &plan)
@@ -161,7 +186,7 @@ impl Runner {
             )),
             _ => None,
         };
-        let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), size, spawner, zygote));
+        let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), sizing, spawner, zygote));
         Ok(Runner {
             language,
             plan,

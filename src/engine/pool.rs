@@ -12,6 +12,11 @@
 //! on its job pipe. A jail is handed to exactly one job and then destroyed; the spawner
 //! threads refill the pool in the background. Requests for a jail now (a cold start, a
 //! session) go before refills.
+//!
+//! The pool's size moves between a floor (`--pool`) and a ceiling (`--pool-max`): each take
+//! that finds no jail ready (a job that had to wait for one) raises the target by one, up
+//! to the ceiling; once no take has missed for the idle time (`--pool-idle`), the spawner
+//! threads end one surplus jail a second, the longest-waiting first, down to the floor.
 
 use crate::jail::{JailError, SetupError};
 use crate::launch::{self, StartedJail};
@@ -187,6 +192,7 @@ fn shutting_down() -> JailError {
 enum Task {
     Request(Arc<JailPlan>, Reply),
     Refill(Arc<Pool>),
+    Trim(Arc<Pool>),
 }
 
 fn spawner_loop(queue: &(Mutex<SpawnQueue>, Condvar)) {
@@ -204,6 +210,9 @@ fn spawner_loop(queue: &(Mutex<SpawnQueue>, Condvar)) {
                 if let Some(p) = q.pools.iter().find(|p| p.claim_refill()) {
                     break Task::Refill(Arc::clone(p));
                 }
+                if let Some(p) = q.pools.iter().find(|p| p.wants_trim()) {
+                    break Task::Trim(Arc::clone(p));
+                }
                 q = cv
                     .wait_timeout(q, Duration::from_millis(250))
                     .map(|(g, _)| g)
@@ -218,6 +227,7 @@ fn spawner_loop(queue: &(Mutex<SpawnQueue>, Condvar)) {
                 let result = start_ready(&pool.plan, pool.zygote.as_deref());
                 pool.refilled(result);
             }
+            Task::Trim(pool) => pool.trim(),
         }
     }
 }
@@ -230,6 +240,11 @@ struct Warm {
 
 #[derive(Default)]
 struct PoolState {
+    /// How many jails the pool keeps now: between the pool's floor and ceiling.
+    target: usize,
+    /// The last take that found no jail ready, or the last change of `target`: the pool
+    /// shrinks only after its idle time without either.
+    last_busy: Option<Instant>,
     ready: VecDeque<Warm>,
     starting: usize,
     closed: bool,
@@ -247,6 +262,9 @@ struct PoolState {
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct PoolStats {
     pub target: usize,
+    /// The configured size (`--pool`) and the most it grows to (`--pool-max`).
+    pub floor: usize,
+    pub ceiling: usize,
     pub ready: usize,
     pub starting: usize,
     pub refill_failures: u32,
@@ -257,12 +275,34 @@ pub struct PoolStats {
 /// pool full again within a second.
 pub const DEFER_MAX: Duration = Duration::from_millis(500);
 
+/// How long a pool keeps jails above its floor after the last take that found none ready.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(30);
+
+/// How a pool's size may move: between `floor` and `ceiling` jails, down again after `idle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizing {
+    pub floor: usize,
+    pub ceiling: usize,
+    pub idle: Duration,
+}
+
+impl Sizing {
+    /// A pool of exactly `n` jails.
+    pub fn fixed(n: usize) -> Sizing {
+        Sizing {
+            floor: n,
+            ceiling: n,
+            idle: DEFAULT_IDLE,
+        }
+    }
+}
+
 /// Warm single-use jails for one plan.
 pub struct Pool {
     plan: Arc<JailPlan>,
     /// Where the pool's jails are spawned from, when the engine uses a zygote.
     zygote: Option<Arc<Zygote>>,
-    target: usize,
+    sizing: Sizing,
     /// Hold the refill owed for a take even when nothing else is ready (see `pop_ready`).
     hold_last: bool,
     state: Mutex<PoolState>,
@@ -271,14 +311,15 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool of `target` jails for `plan`, filled in the background by `spawner`.
+    /// A pool of `sizing.floor` to `sizing.ceiling` jails for `plan`, filled in the
+    /// background by `spawner`.
     pub fn new(
         plan: Arc<JailPlan>,
-        target: usize,
+        sizing: Sizing,
         spawner: &Arc<Spawner>,
         zygote: Option<Arc<Zygote>>,
     ) -> Arc<Pool> {
-        Self::with_hold(plan, target, spawner, zygote, false)
+        Self::with_hold(plan, sizing, spawner, zygote, false)
     }
 
     /// A pool whose refills always wait for the job that took a jail (or [`DEFER_MAX`]),
@@ -292,22 +333,29 @@ impl Pool {
         target: usize,
         spawner: &Arc<Spawner>,
     ) -> Arc<Pool> {
-        Self::with_hold(plan, target, spawner, None, true)
+        Self::with_hold(plan, Sizing::fixed(target), spawner, None, true)
     }
 
     fn with_hold(
         plan: Arc<JailPlan>,
-        target: usize,
+        sizing: Sizing,
         spawner: &Arc<Spawner>,
         zygote: Option<Arc<Zygote>>,
         hold_last: bool,
     ) -> Arc<Pool> {
+        let sizing = Sizing {
+            ceiling: sizing.ceiling.max(sizing.floor),
+            ..sizing
+        };
         let pool = Arc::new(Pool {
             plan,
             zygote,
-            target,
+            sizing,
             hold_last,
-            state: Mutex::new(PoolState::default()),
+            state: Mutex::new(PoolState {
+                target: sizing.floor,
+                ..PoolState::default()
+            }),
             cv: Condvar::new(),
             spawner: Arc::clone(spawner),
         });
@@ -327,11 +375,56 @@ impl Pool {
             s.deferred = None;
         }
         let deferred = usize::from(s.deferred.is_some());
-        if s.closed || backing_off || s.ready.len() + s.starting + deferred >= self.target {
+        if s.closed || backing_off || s.ready.len() + s.starting + deferred >= s.target {
             return false;
         }
         s.starting += 1;
         true
+    }
+
+    /// Whether the pool is above its floor and has been idle long enough to end a jail (at
+    /// most one a second).
+    fn wants_trim(&self) -> bool {
+        let s = self.lock();
+        let idle = s.last_busy.is_none_or(|t| t.elapsed() >= self.sizing.idle);
+        let paced = s
+            .last_busy
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+        !s.closed && s.target > self.sizing.floor && idle && paced
+    }
+
+    /// End one surplus jail (the one ready longest) and lower the target by one.
+    fn trim(&self) {
+        let surplus = {
+            let mut s = self.lock();
+            if s.closed || s.target <= self.sizing.floor {
+                return;
+            }
+            s.target -= 1;
+            // Paced from now: the next one goes a second later (wants_trim).
+            let pace = self.sizing.idle.saturating_sub(Duration::from_secs(1));
+            s.last_busy = Some(
+                Instant::now()
+                    .checked_sub(pace)
+                    .unwrap_or_else(Instant::now),
+            );
+            if s.ready.len() + s.starting > s.target {
+                s.ready.pop_front()
+            } else {
+                None
+            }
+        };
+        if let Some(w) = surplus {
+            drop(w.jail.end());
+        }
+    }
+
+    /// A take found no jail ready: a job waits for one. Grow by one, up to the ceiling.
+    fn missed(&self, s: &mut PoolState) {
+        s.last_busy = Some(Instant::now());
+        if s.target < self.sizing.ceiling {
+            s.target += 1;
+        }
     }
 
     fn refilled(&self, result: Result<StartedJail, JailError>) {
@@ -364,7 +457,14 @@ impl Pool {
     /// A ready jail, if one is waiting (never one that died while it waited), and how long
     /// it had been ready.
     pub fn take(&self) -> Option<(StartedJail, Duration)> {
-        let taken = self.pop_ready(&mut self.lock());
+        let taken = {
+            let mut s = self.lock();
+            let taken = self.pop_ready(&mut s);
+            if taken.is_none() {
+                self.missed(&mut s);
+            }
+            taken
+        };
         self.spawner.poke();
         taken.map(|w| (w.jail, w.ready_at.elapsed()))
     }
@@ -380,8 +480,13 @@ impl Pool {
         let deadline = Instant::now() + timeout;
         let taken = {
             let mut s = self.lock();
+            let mut waited = false;
             loop {
                 let found = self.pop_ready(&mut s);
+                if found.is_none() && !waited {
+                    waited = true;
+                    self.missed(&mut s);
+                }
                 if found.is_some() || s.closed || s.starting == 0 {
                     break found;
                 }
@@ -449,7 +554,9 @@ impl Pool {
     pub fn stats(&self) -> PoolStats {
         let s = self.lock();
         PoolStats {
-            target: self.target,
+            target: s.target,
+            floor: self.sizing.floor,
+            ceiling: self.sizing.ceiling,
             ready: s.ready.len(),
             starting: s.starting,
             refill_failures: s.failures,
