@@ -13,14 +13,17 @@
 #   4. Only the kernel module (crates/agentjail-jail/src/sys/) holds `unsafe` (blocks,
 #      functions, impls) and
 #      libc function calls, in src/ and crates/. Outside them only zygote/ (the libpython
-#      FFI template, its own crate) and the tests may.
+#      FFI template, its own crate) and the tests (tests/, crates/*/tests/) may.
 #   5. main.rs uses the library (agentjail::..., the workspace's agentjail_* crates) and clap only.
 #   6. No function in src/ or crates/ is longer than 80 lines unless a comment right above it
 #      says why (a line containing "long because").
 #   7. Crate directions (cargo metadata, every dependency kind): agentjail-json and
 #      agentjail-jail depend on no other agentjail crate; agentjail-check on agentjail-json at
-#      most; the main crate on those three; the zygote template on the main crate. A workspace crate not in the table
-#      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
+#      most; the main crate on those three; the zygote template on the main crate; the MCP
+#      server (agentjail-mcp, the only crate with rmcp and tokio) on the main crate, json and
+#      check. Nothing depends on the zygote or the MCP server, and no other crate depends on
+#      rmcp or tokio. A workspace crate not in the table below is a finding until it is
+#      added (with its directions) here and in ARCHITECTURE.md.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
 set -u
@@ -40,7 +43,11 @@ agentjail-jail:
 agentjail-check: agentjail-json
 agentjail: agentjail-json agentjail-check agentjail-jail
 agentjail-zygote: agentjail
+agentjail-mcp: agentjail agentjail-json agentjail-check
 '
+# The async stack and the MCP SDK, and the one crate that may depend on them.
+ASYNC_DEPS='rmcp tokio'
+ASYNC_CRATE='agentjail-mcp'
 
 findings() {
   # 1
@@ -60,7 +67,7 @@ findings() {
   grep -rnE '\bunsafe\b|libc::|std::fs|std::process|File::open|fs::' src/plan.rs src/plan 2>/dev/null \
     | grep -vE '^[^:]*:[0-9]+:\s*//' | sed 's|^|rule 3 (plan does I/O): |'
   # 4: code lines only (a comment or doc line may say the word)
-  find src crates -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/src/sys/' | sort | while read -r f; do
+  find src crates -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/src/sys/|^crates/[^/]+/tests/' | sort | while read -r f; do
     u=$(grep -vE '^\s*//' "$f" | grep -cE '\bunsafe\s*(\{|fn\b|impl\b|extern\b)')
     c=$(grep -vE '^\s*//' "$f" | grep -cE 'libc::[a-z_0-9]+\s*\(')
     if [ "$u" -gt 0 ] || [ "$c" -gt 0 ]; then
@@ -94,7 +101,7 @@ findings() {
     echo "rule 7 (crate directions): needs cargo and python3"
   else
     cargo metadata --format-version 1 --no-deps --offline 2>/dev/null \
-      | ALLOWED_DEPS="$ALLOWED_DEPS" python3 -c '
+      | ALLOWED_DEPS="$ALLOWED_DEPS" ASYNC_DEPS="$ASYNC_DEPS" ASYNC_CRATE="$ASYNC_CRATE" python3 -c '
 import json, os, sys
 allowed = {}
 for row in os.environ["ALLOWED_DEPS"].strip().splitlines():
@@ -106,6 +113,7 @@ except ValueError:
     print("rule 7 (crate directions): cargo metadata failed")
     sys.exit(0)
 ours = {p["name"] for p in meta["packages"]}
+async_deps, async_crate = set(os.environ["ASYNC_DEPS"].split()), os.environ["ASYNC_CRATE"]
 for p in sorted(meta["packages"], key=lambda p: p["name"]):
     name = p["name"]
     if name not in allowed:
@@ -113,6 +121,9 @@ for p in sorted(meta["packages"], key=lambda p: p["name"]):
         continue
     for d in p["dependencies"]:
         dep = d["name"]
+        if dep in async_deps and name != async_crate:
+            kind = d.get("kind") or "normal"
+            print(f"rule 7 (crate directions): {name} depends on {dep} ({kind}); only {async_crate} may")
         if (dep in ours or dep.startswith("agentjail")) and dep not in allowed[name]:
             kind = d.get("kind") or "normal"
             print(f"rule 7 (crate directions): {name} depends on {dep} ({kind})")

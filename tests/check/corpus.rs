@@ -1,7 +1,8 @@
 //! The static check against a corpus: the seed's incident program must pass, every rule
 //! must fire on its own example, and known sandbox-bypass programs must be denied.
 
-use crate::common::{self, checked_action as action, data_policy};
+use crate::common;
+use crate::{checked_action as action, data_policy};
 use agentjail::contract::check_action;
 use agentjail::contract::parse_action;
 use agentjail::policy::Policy;

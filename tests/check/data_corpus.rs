@@ -8,7 +8,8 @@
 //! os, sys, builtins, eval, pickles or raw memory through it, and must be denied with the
 //! named rule.
 
-use crate::common::{self, checked_action as action, data_policy};
+use crate::common;
+use crate::{checked_action as action, data_policy};
 use agentjail::contract::check_action;
 use agentjail::policy::{load_file, Policy};
 use agentjail_check::stdlib;
