@@ -806,11 +806,15 @@ fn bind_in_private(
     let st = sys::fstatat_file(pdir.as_raw_fd(), inner)
         .map_err(|e| cleanup(format!("--socket: errno {e}")))?;
     sys::renameat(pdir.as_raw_fd(), inner, dir.as_raw_fd(), name).map_err(|e| {
-        cleanup(format!(
-            "cannot put the socket at {}: {}",
-            path.display(),
-            std::io::Error::from_raw_os_error(e)
-        ))
+        let err = std::io::Error::from_raw_os_error(e);
+        let at = path.display();
+        // In a sticky directory (the only kind others may write that we accept) a name
+        // another user holds cannot be replaced: EPERM says someone else put it there.
+        cleanup(if e == libc::EPERM {
+            format!("cannot put the socket at {at}: another user's file or link is at that name ({err})")
+        } else {
+            format!("cannot put the socket at {at}: {err}")
+        })
     })?;
     Ok((
         listener,

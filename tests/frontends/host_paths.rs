@@ -157,6 +157,7 @@ fn refused_as_planted(err: &str) -> bool {
         "not a directory",
         "changed while",
         "File exists",
+        "another user's file or link",
     ]
     .iter()
     .any(|w| err.contains(w))
