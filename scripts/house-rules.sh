@@ -16,7 +16,8 @@
 #      says why (a line containing "long because").
 #   7. Crate directions (cargo metadata, every dependency kind): agentjail-json depends on
 #      no other agentjail crate; agentjail-check on agentjail-json at most; the main crate on
-#      those two; the zygote template on the main crate. A workspace crate not in the table
+#      those two; the zygote template on the main crate; the HTTP front end on the main
+#      crate and agentjail-json. A workspace crate not in the table
 #      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
@@ -36,6 +37,7 @@ agentjail-json:
 agentjail-check: agentjail-json
 agentjail: agentjail-json agentjail-check
 agentjail-zygote: agentjail
+agentjail-http: agentjail agentjail-json
 '
 
 findings() {
