@@ -203,7 +203,13 @@ pub fn serve(args: Args) -> i32 {
         engine.shutdown();
         return 2;
     }
-    eprintln!("agentjail: serving HTTP on {}", args.addr);
+    // The address as bound (port 0 becomes the port the kernel chose): callers and tests
+    // wait for this line.
+    let shown = match &listener {
+        Listener::Tcp(l) => l.local_addr().map_or(args.addr.clone(), |a| a.to_string()),
+        Listener::Unix(..) => args.addr.clone(),
+    };
+    eprintln!("agentjail: serving HTTP on {shown}");
     runtime.block_on(run(Arc::clone(&state), listener, stop_rx));
     runtime.shutdown_timeout(Duration::from_secs(5));
     engine.shutdown();
