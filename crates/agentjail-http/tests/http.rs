@@ -530,9 +530,50 @@ fn a_thousand_held_connections_do_not_stop_a_well_behaved_client() {
     drop(held);
 }
 
+/// Each process under `root` (by parent pid), with its start time.
+fn descendants(root: u32) -> Vec<(u32, String)> {
+    let mut parent = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some((ppid, start)) = stat(pid) {
+            parent.push((pid, ppid, start));
+        }
+    }
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (pid, ppid, start) in &parent {
+            if *ppid == p && !out.iter().any(|(q, _)| q == pid) {
+                out.push((*pid, start.clone()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
+}
+
+/// A process's parent pid and start time (fields 4 and 22 of /proc/PID/stat).
+fn stat(pid: u32) -> Option<(u32, String)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = after.split(' ').collect();
+    Some((f[1].parse().ok()?, f[19].to_string()))
+}
+
 #[test]
 fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
-    let mut s = start("unix:{dir}/http.sock", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    // Jobs may run past SIGTERM's grace (10 s), so the server must stop them itself.
+    let policy = dir.path().join("long.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nname = \"http-test\"\ndescription = \"jobs outlive the grace\"\n[budget]\nmax_seconds = 120\n[limits]\nwall_time_ms = 60000\ncpu_time_ms = 60000\n",
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    let mut s = start("unix:{dir}/http.sock", &["--policy", &policy]);
     let Target::Unix(path) = s.target.clone() else {
         unreachable!()
     };
@@ -546,7 +587,7 @@ fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
     assert_eq!(rec["caller"], json!({"uid": me.unwrap()}), "{rec}");
 
     // A job is running when SIGTERM comes: it still gets its record, then the server exits
-    // 0 and its socket file is gone.
+    // 0, its socket file is gone and so is every process it started.
     let target = s.target.clone();
     let job = std::thread::spawn(move || {
         post(
@@ -556,7 +597,7 @@ fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
                     "code": "while True:\n    pass", "output_mode": "text"}),
         )
     });
-    // Wait until the job is admitted (no sleep-and-hope: the stats say so).
+    // Wait until the job is admitted (the stats say so; the stats request is the other).
     loop {
         let st = get(&s.target, "/v1/stats").json();
         if st["http"]["requests_in_flight"].as_u64().unwrap_or(0) >= 2 {
@@ -564,6 +605,11 @@ fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
         }
         std::thread::yield_now();
     }
+    let started = descendants(s.pid());
+    assert!(
+        !started.is_empty(),
+        "the server's jails are its descendants"
+    );
     let kill = Command::new("kill")
         .args(["-TERM", &s.pid().to_string()])
         .status()
@@ -572,10 +618,14 @@ fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
     let r = job.join().unwrap();
     assert_eq!(r.status, 200);
     let rec = r.json();
-    assert!(rec["stop_reason"].is_string(), "{rec}");
+    assert_eq!(rec["stop_reason"], "interrupted:sigterm", "{rec}");
     let status = s.child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     assert!(!path.exists(), "the socket file is removed");
+    for (pid, start) in started {
+        let same = stat(pid).is_some_and(|(_, st)| st == start);
+        assert!(!same, "process {pid} of the server outlived it");
+    }
 }
 
 #[test]
