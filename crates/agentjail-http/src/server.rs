@@ -3,7 +3,8 @@
 //! Bounds (each answered, never a hang and never a crash): a connection's request head at
 //! most [`MAX_HEADER_BYTES`] (431 past it) read within [`HEADER_TIMEOUT`] (the connection
 //! is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
-//! at most [`MAX_CONNECTIONS`] connections (more are closed at accept); at most `jobs`
+//! at most [`MAX_CONNECTIONS`] connections, fewer where the file limit is lower (more are
+//! closed at accept); at most `jobs`
 //! requests at work and `jobs` × [`QUEUE_PER_JOB`] admitted (more get 429 with
 //! `Retry-After`); sessions per caller as the policy's `[session] max_per_client`.
 //!
@@ -28,7 +29,10 @@ pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-pub const MAX_CONNECTIONS: usize = 8192;
+/// Most connections at once, whatever the file limit allows.
+pub const MAX_CONNECTIONS: usize = 65536;
+/// File descriptors kept free of connections (jails, pipes, the audit log, the cache).
+const FDS_KEPT: u64 = 512;
 /// Requests admitted per job slot (waiting for one, or at work).
 pub const QUEUE_PER_JOB: usize = 8;
 /// How long answers in progress may finish after SIGTERM before their jobs are stopped.
@@ -71,6 +75,7 @@ pub struct State {
     pub admitted: AtomicUsize,
     pub max_admitted: usize,
     pub connections: AtomicUsize,
+    pub max_connections: usize,
     /// A connection number per caller (token name, or uid, or anonymous): a session belongs
     /// to its caller, not to one TCP connection.
     owners: Mutex<HashMap<String, u64>>,
@@ -132,6 +137,33 @@ fn tokens_for(addr: &Addr, file: Option<&std::path::Path>) -> Result<Option<Toke
     Ok(tokens)
 }
 
+/// Raise the open-file limit to its hard limit and keep [`FDS_KEPT`] of it free of
+/// connections: the most connections this server holds (at most [`MAX_CONNECTIONS`]).
+/// Past it a new connection is closed at accept; held ones end at the header timeout.
+fn connection_limit() -> usize {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let nofile = limits.lines().find_map(|l| {
+        let rest = l.strip_prefix("Max open files")?;
+        let mut f = rest.split_whitespace();
+        let soft = f.next()?.parse::<u64>().ok()?;
+        let hard = f.next().and_then(|h| h.parse::<u64>().ok()).unwrap_or(soft);
+        Some((soft, hard))
+    });
+    let Some((soft, hard)) = nofile else {
+        return 1024;
+    };
+    let want = hard.min(MAX_CONNECTIONS as u64 + FDS_KEPT);
+    let soft = if want > soft
+        && agentjail::jail::sys::setrlimit(libc::RLIMIT_NOFILE, want, hard).is_ok()
+    {
+        want
+    } else {
+        soft
+    };
+    soft.saturating_sub(FDS_KEPT)
+        .clamp(64, MAX_CONNECTIONS as u64) as usize
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -188,6 +220,7 @@ pub fn serve(args: Args) -> i32 {
         admitted: AtomicUsize::new(0),
         max_admitted: jobs * QUEUE_PER_JOB,
         connections: AtomicUsize::new(0),
+        max_connections: connection_limit(),
         owners: Mutex::new(HashMap::new()),
         pod: hostname(),
     });
@@ -275,7 +308,7 @@ fn connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    if state.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+    if state.connections.fetch_add(1, Ordering::SeqCst) >= state.max_connections {
         state.connections.fetch_sub(1, Ordering::SeqCst);
         return;
     }
