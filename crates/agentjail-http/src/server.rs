@@ -4,9 +4,9 @@
 //! most [`MAX_HEADER_BYTES`] (431 past it) read within [`HEADER_TIMEOUT`] (the connection
 //! is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
 //! at most [`MAX_CONNECTIONS`] connections, fewer where the file limit is lower (more are
-//! closed at accept); at most `jobs`
-//! requests at work and `jobs` × [`QUEUE_PER_JOB`] admitted (more get 429 with
-//! `Retry-After`); sessions per caller as the policy's `[session] max_per_client`.
+//! closed at accept); at most `jobs` requests at work and `jobs` × [`QUEUE_PER_JOB`] (at
+//! least [`MIN_ADMITTED`]) admitted (more get 429 with `Retry-After`); sessions per caller
+//! as the policy's `[session] max_per_client`.
 //!
 //! SIGTERM, SIGINT or SIGHUP: stop accepting, let the requests being answered finish for
 //! [`GRACE`], then stop the jobs still running (each still answers with its record,
@@ -33,8 +33,11 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_CONNECTIONS: usize = 65536;
 /// File descriptors kept free of connections (jails, pipes, the audit log, the cache).
 const FDS_KEPT: u64 = 512;
-/// Requests admitted per job slot (waiting for one, or at work).
+/// Requests admitted per job slot (waiting for one, or at work)...
 pub const QUEUE_PER_JOB: usize = 8;
+/// ...and at least this many: verl sends up to 256 requests at once by default
+/// (`sandbox_fusion.max_concurrent`) and takes a 429 as a failed test case, not a retry.
+pub const MIN_ADMITTED: usize = 512;
 /// How long answers in progress may finish after SIGTERM before their jobs are stopped.
 pub const GRACE: Duration = agentjail::serve::GRACE;
 
@@ -218,7 +221,7 @@ pub fn serve(args: Args) -> i32 {
         metrics: Metrics::default(),
         jobs: tokio::sync::Semaphore::new(jobs),
         admitted: AtomicUsize::new(0),
-        max_admitted: jobs * QUEUE_PER_JOB,
+        max_admitted: (jobs * QUEUE_PER_JOB).max(MIN_ADMITTED),
         connections: AtomicUsize::new(0),
         max_connections: connection_limit(),
         owners: Mutex::new(HashMap::new()),

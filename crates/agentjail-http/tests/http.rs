@@ -303,6 +303,11 @@ fn run_code_answers_verls_golden_request_as_sandboxfusion_does() {
     .json();
     assert_eq!(v["run_result"]["stdout"], "cba\n", "{v}");
 
+    // verl sends `"stdin": null` when a test case has none.
+    let mut no_stdin = verl_request("print(2+2)", "", 10);
+    no_stdin["stdin"] = Value::Null;
+    assert_eq!(post(t, "/run_code", &no_stdin).json()["status"], "Success");
+
     let v = post(t, "/run_code", &verl_request("raise SystemExit(3)", "", 10)).json();
     assert_eq!(v["status"], "Failed", "{v}");
     assert_eq!(v["run_result"]["return_code"], 3);
