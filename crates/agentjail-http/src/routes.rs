@@ -533,4 +533,63 @@ mod tests {
         assert!(session_hints(br#"{"policy_hints":{}}"#).unwrap().is_some());
         assert!(session_hints(br#"{"hints":{}}"#).is_err());
     }
+
+    /// A `Full` body is ready at once: poll it on a one-thread runtime.
+    fn block_on_ready<
+        F: std::future::Future<
+            Output = Result<http_body_util::Collected<Bytes>, std::convert::Infallible>,
+        >,
+    >(
+        f: F,
+    ) -> http_body_util::Collected<Bytes> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        match rt.block_on(f) {
+            Ok(c) => c,
+            Err(e) => match e {},
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_path_routes_or_is_refused_without_an_echo(
+            path in "(/|v1|sessions|exec|run|stats|\\.\\.|%2[fF]|%0[dD]%0[aA]|[0-9a-f]{1,40}|[\\x00-\\x7f]{0,4}|\\PC{0,3}){0,8}",
+            m in 0..5usize,
+        ) {
+            let method = [Method::GET, Method::POST, Method::DELETE, Method::PUT, Method::OPTIONS][m].clone();
+            match route(&method, &path) {
+                Ok(Route::SessionExec(id) | Route::SessionClose(id)) => {
+                    proptest::prop_assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+                    proptest::prop_assert!(path.starts_with("/v1/sessions/"));
+                }
+                Ok(_) => proptest::prop_assert!(!path.contains("..") && !path.contains('%')),
+                Err(r) => {
+                    let code = r.status().as_u16();
+                    proptest::prop_assert!(code == 404 || code == 405);
+                    // Nothing of the path comes back (the fixed messages are short words).
+                    if path.len() >= 8 {
+                        for (_, v) in r.headers() {
+                            proptest::prop_assert!(!v.to_str().unwrap_or("").contains(&path));
+                        }
+                        let body = r.into_body();
+                        let bytes = http_body_util::BodyExt::collect(body);
+                        let bytes = block_on_ready(bytes).to_bytes();
+                        proptest::prop_assert!(!String::from_utf8_lossy(&bytes).contains(&path));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn any_body_is_read_or_refused(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+                                       json_like in "[{}\\[\\]\"a-z:,0-9 .-]{0,80}") {
+            let _ = exec_body(&body);
+            let _ = session_hints(&body);
+            let _ = exec_body(json_like.as_bytes());
+            let _ = session_hints(json_like.as_bytes());
+        }
+    }
 }

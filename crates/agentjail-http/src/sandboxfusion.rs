@@ -465,4 +465,40 @@ mod tests {
         assert_eq!((h, b["status"].as_str()), (504, Some("SandboxError")));
         assert!(b["run_result"].is_null());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_request_parses_or_gets_a_422_and_any_record_answers(
+            code in proptest::option::of(".{0,20}"),
+            language in proptest::option::of("(python|nodejs|cpp|R|\\PC{0,6})"),
+            stdin in proptest::option::of(proptest::prelude::any::<i8>()),
+            timeout in proptest::option::of(-5.0f64..1e6),
+            files in proptest::collection::btree_map("[./a-z]{0,6}", proptest::option::of("[A-Za-z0-9+/=]{0,8}"), 0..3),
+            reason in "(success|code_timeout|code_killed:SIGKILL|code_runtime_error:1|policy_block:x|sandbox_unavailable:setup|interrupted:sigterm|max_seconds|\\PC{0,10})",
+        ) {
+            let mut req = json!({});
+            if let Some(c) = code { req["code"] = json!(c); }
+            if let Some(l) = language { req["language"] = json!(l); }
+            if let Some(s) = stdin { req["stdin"] = if s % 2 == 0 { json!(s) } else { json!(s.to_string()) }; }
+            if let Some(t) = timeout { req["run_timeout"] = json!(t); }
+            req["files"] = json!(files);
+            match parse(&req, &|l| l == "python") {
+                Ok(p) => {
+                    proptest::prop_assert_eq!(&p.action["output_mode"], "text");
+                    proptest::prop_assert_eq!(&p.action["language"], "python");
+                }
+                Err(e) => proptest::prop_assert!(!e["detail"].as_array().unwrap().is_empty()),
+            }
+            let rec = json!({"stop_reason": reason, "execution": {"exit_code": 1, "wall_ms": 3}});
+            let (http, body) = respond(&rec, &["x".into()], "pod");
+            proptest::prop_assert!(http == 200 || http == 504);
+            let status = body["status"].as_str().unwrap();
+            proptest::prop_assert!(["Success", "Failed", "SandboxError"].contains(&status));
+            if let Some(rs) = body["run_result"]["status"].as_str() {
+                proptest::prop_assert!(["Finished", "TimeLimitExceeded", "Error"].contains(&rs));
+            }
+        }
+    }
 }
