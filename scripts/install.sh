@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install agentjail: the binaries (agentjail, agentjail-mcp, which `agentjail mcp` runs, and
+# Install agentjail: the binaries (agentjail, agentjail-mcp, which `agentjail mcp` runs,
+# agentjail-http, which `agentjail serve --http` runs, and
 # agentjail-zygote, which `serve --zygote` runs, when scripts/build-zygote.sh built it),
 # the policies, the man pages, the shell completions, and —
 # where the host has them — the systemd unit and the AppArmor profile.
@@ -57,6 +58,8 @@ fi
 
 if [ "$build" = 1 ]; then
     cargo build --release --quiet
+    # `serve --http` execs agentjail-http (crates/agentjail-http, the HTTP front end).
+    cargo build --release --quiet -p agentjail-http
 fi
 bin=target/x86_64-unknown-linux-gnu/release/agentjail
 for b in "$bin" "$bin-mcp"; do
@@ -98,6 +101,11 @@ put() {
 
 put 0755 "$bin" "$prefix/bin/agentjail"
 put 0755 "$bin-mcp" "$prefix/bin/agentjail-mcp"
+# `serve --http` needs agentjail-http next to agentjail (built above; with --no-build,
+# `cargo build --release -p agentjail-http`); without it every other command works.
+if [ -x "$bin-http" ]; then
+    put 0755 "$bin-http" "$prefix/bin/agentjail-http"
+fi
 # `serve --zygote` needs agentjail-zygote next to agentjail (scripts/build-zygote.sh --release
 # builds it; without it every other command works and `agentjail doctor` says it is absent).
 if [ -x "$bin-zygote" ]; then
