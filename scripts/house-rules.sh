@@ -4,20 +4,23 @@
 # Run by scripts/test.sh's lint stage.
 #   scripts/house-rules.sh [ROOT]
 # Rules:
-#   1. src/jail/ never imports the record, the check, the contract, the output, the CLI or the
-#      pipelines (run, exec, serve, mcp) and never the supervisor: the jail is a mechanism.
-#   2. src/policy* never imports src/jail: a policy is data.
+#   1. The jail crate (crates/agentjail-jail/) names no other agentjail crate (rule 7 makes
+#      that a build error too), and its mechanisms (every module but launch.rs and
+#      supervise/) never import the supervisor or the launch sequence: the jail is a mechanism.
+#   2. src/policy* never imports the jail: a policy is data. It may name the jail plan's
+#      vocabulary only (agentjail_jail::plan::Requirement, agentjail_jail::syscall_groups).
 #   3. src/plan* performs no I/O and no syscall: no libc, no unsafe, no std::fs, no std::process.
-#   4. Only the kernel module (src/jail/sys/) holds `unsafe` (blocks, functions, impls) and
+#   4. Only the kernel module (crates/agentjail-jail/src/sys/) holds `unsafe` (blocks,
+#      functions, impls) and
 #      libc function calls, in src/ and crates/. Outside them only zygote/ (the libpython
 #      FFI template, its own crate) and the tests may.
 #   5. main.rs uses the library (agentjail::..., the workspace's agentjail_* crates) and clap only.
 #   6. No function in src/ or crates/ is longer than 80 lines unless a comment right above it
 #      says why (a line containing "long because").
-#   7. Crate directions (cargo metadata, every dependency kind): agentjail-json depends on
-#      no other agentjail crate; agentjail-check on agentjail-json at most; the main crate on
-#      those two; the zygote template on the main crate; the HTTP front end on the main
-#      crate and agentjail-json. A workspace crate not in the table
+#   7. Crate directions (cargo metadata, every dependency kind): agentjail-json and
+#      agentjail-jail depend on no other agentjail crate; agentjail-check on agentjail-json at
+#      most; the main crate on those three; the zygote template on the main crate; the HTTP
+#      front end on the main crate and agentjail-json. A workspace crate not in the table
 #      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
@@ -34,29 +37,36 @@ GENERATED='^crates/agentjail-check/src/tables\.rs$'
 # Each workspace crate and the agentjail crates it may depend on.
 ALLOWED_DEPS='
 agentjail-json:
+agentjail-jail:
 agentjail-check: agentjail-json
-agentjail: agentjail-json agentjail-check
+agentjail: agentjail-json agentjail-check agentjail-jail
 agentjail-zygote: agentjail
 agentjail-http: agentjail agentjail-json
 '
 
 findings() {
   # 1
-  if [ -d src/jail ]; then
-    grep -rnE 'crate::(record|check|contract|output|cli|run|exec|serve|mcp|supervise|engine)\b|agentjail_check\b' src/jail \
+  jail=crates/agentjail-jail/src
+  if [ -d "$jail" ]; then
+    grep -rnE '\bagentjail(_[a-z]+)?::' "$jail" | grep -vE '^[^:]*:[0-9]+:\s*//' \
       | sed 's|^|rule 1 (jail imports upward): |'
+    grep -rnE '(crate|super)::(supervise|launch)\b' "$jail" --include='*.rs' \
+      | grep -vE "^$jail/(launch\.rs|supervise/)" | grep -vE '^[^:]*:[0-9]+:\s*//' \
+      | sed 's|^|rule 1 (a jail mechanism imports the supervisor): |'
   fi
   # 2
-  grep -rnE 'crate::jail\b' src/policy.rs src/policy 2>/dev/null | sed 's|^|rule 2 (policy imports jail): |'
+  grep -rnE 'crate::(jail|launch|supervise)\b|agentjail_jail::' src/policy.rs src/policy 2>/dev/null \
+    | grep -vE 'agentjail_jail::(plan::Requirement|syscall_groups)\b' \
+    | sed 's|^|rule 2 (policy imports jail): |'
   # 3
   grep -rnE '\bunsafe\b|libc::|std::fs|std::process|File::open|fs::' src/plan.rs src/plan 2>/dev/null \
     | grep -vE '^[^:]*:[0-9]+:\s*//' | sed 's|^|rule 3 (plan does I/O): |'
   # 4: code lines only (a comment or doc line may say the word)
-  find src crates -name '*.rs' 2>/dev/null | grep -vE '^src/jail/sys/' | sort | while read -r f; do
+  find src crates -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/src/sys/' | sort | while read -r f; do
     u=$(grep -vE '^\s*//' "$f" | grep -cE '\bunsafe\s*(\{|fn\b|impl\b|extern\b)')
     c=$(grep -vE '^\s*//' "$f" | grep -cE 'libc::[a-z_0-9]+\s*\(')
     if [ "$u" -gt 0 ] || [ "$c" -gt 0 ]; then
-      echo "rule 4 (unsafe or kernel calls outside src/jail/sys): $f: $u unsafe, $c libc calls"
+      echo "rule 4 (unsafe or kernel calls outside crates/agentjail-jail/src/sys): $f: $u unsafe, $c libc calls"
     fi
   done
   # 5

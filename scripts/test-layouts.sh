@@ -3,7 +3,7 @@
 # (tests/gpu_layout.sh: mounts beneath /usr, one read-only, one suid- and device-capable,
 # one writable bind), built in a private mount namespace so the host's mounts never change.
 # Inside a user namespace the kernel locks those mounts to /usr: every jail's bind of /usr
-# is then the recursive, read-only-all-the-way-down one (src/jail/mount.rs).
+# is then the recursive, read-only-all-the-way-down one (crates/agentjail-jail/src/mount.rs).
 #
 #   scripts/test-layouts.sh        (root; scripts/test.sh runs it as a stage)
 set -uo pipefail

@@ -86,7 +86,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         }),
         ..Default::default()
     };
-    let plan = match JailPlan::build(
+    let plan = match crate::plan::build(
         &policy,
         std::mem::take(&mut a.cmd),
         &contents,
@@ -156,7 +156,7 @@ fn launch(
                 }
                 JailError::Setup(setup) => eprintln!("agentjail: {setup}"),
             }
-            r.set("error", e.to_json());
+            r.set("error", crate::record::jail_error_json(&e));
             let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
             (EXIT_SETUP, reason)
         }

@@ -15,10 +15,8 @@ pub mod engine;
 pub mod environment;
 pub mod exec;
 pub mod hostpath;
-pub mod ids;
 pub mod inputs;
 pub mod jail;
-pub mod launch;
 pub mod mcp;
 pub mod output;
 pub mod plan;
@@ -28,9 +26,11 @@ pub mod redact;
 pub mod run;
 pub mod runner;
 pub mod serve;
-pub mod supervise;
-pub mod syscalls;
 pub mod zygote;
+
+// The jail crate's launch sequence, supervisor, syscall table and random ids, under the
+// paths they had in this crate (`agentjail::supervise::...`, `crate::launch::...`).
+pub use agentjail_jail::{ids, launch, supervise, syscalls};
 
 use policy::LoadedPolicy;
 use record::{Record, Recorder};

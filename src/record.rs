@@ -240,6 +240,20 @@ pub fn jail_verdict(o: &Outcome, memory_limit: u64) -> Option<StopReason> {
     None
 }
 
+/// The record's `error` object for a jail that could not run: the control and why, or the
+/// stage, errno and hint.
+pub fn jail_error_json(e: &crate::jail::JailError) -> Value {
+    use crate::jail::JailError;
+    match e {
+        JailError::Unavailable { control, detail } => {
+            json!({"control": control, "detail": detail})
+        }
+        JailError::Setup(e) => json!({
+            "stage": e.stage, "errno": e.errno, "message": e.to_string(), "hint": e.hint
+        }),
+    }
+}
+
 /// The record's `execution` section.
 pub fn execution_json(o: &Outcome) -> Value {
     json!({

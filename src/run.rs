@@ -167,7 +167,7 @@ pub fn runner_plan(
         }
         Language::JavaScript => return Err("javascript has no session mode".into()),
     };
-    let mut plan = JailPlan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
+    let mut plan = crate::plan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
     plan.runner_fds = true;
     if language == Language::JavaScript {
         plan.widen_address_space(JS_ADDRESS_SPACE_HEADROOM);
@@ -331,7 +331,7 @@ pub fn execute(
         inputs: source.inputs().to_vec(),
     };
     let acquired = source.acquire(&jail_policy, language, &job).map_err(|e| {
-        r.set("error", e.to_json());
+        r.set("error", crate::record::jail_error_json(&e));
         r.phase(Phase::Execute, false, t, Value::Null);
         let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
         stopped(reason, Phase::Execute)

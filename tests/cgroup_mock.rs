@@ -1,5 +1,8 @@
-//! The cgroup code against a temp-dir mock of /sys/fs/cgroup (v2 and v1 layouts): detection,
-//! the files `create` writes, degradation, `remove` and `sweep_stale`. No privileges needed.
+//! The cgroup code against a temp-dir copy of /sys/fs/cgroup (v2 and v1 layouts, built as the
+//! kernel shows them) and the fake cgroupfs that makes and removes cgroups there as the
+//! kernel does: detection, the files `create` writes, degradation, `remove` and
+//! `sweep_stale`. No privileges needed.
+use agentjail::jail::cgroup::fake::FakeCgroupFs;
 use agentjail::jail::cgroup::{detect, CgroupLimits, HostCgroups, JobCgroup, Layout};
 use agentjail::jail::ControlState;
 use std::fs;
@@ -19,10 +22,25 @@ fn limits() -> CgroupLimits {
     }
 }
 
-/// What the kernel would do on rmdir: the interface files vanish with the directory.
-fn kernel_rmdir_files(dir: &Path) {
-    for e in fs::read_dir(dir).unwrap().flatten() {
-        fs::remove_file(e.path()).unwrap();
+/// A v1 cgroup directory as the kernel shows it: `cgroup.procs` and the interface files of
+/// the hierarchy's controllers (a child the fake makes gets the same).
+fn v1_dir(dir: &Path, controllers: &[&str]) {
+    put(&dir.join("cgroup.procs"), "");
+    for c in controllers {
+        let files: &[&str] = match *c {
+            "memory" => &[
+                "memory.limit_in_bytes",
+                "memory.max_usage_in_bytes",
+                "memory.oom_control",
+            ],
+            "pids" => &["pids.max", "pids.events"],
+            "cpu" => &["cpu.cfs_quota_us", "cpu.cfs_period_us"],
+            "cpuacct" => &["cpuacct.usage"],
+            _ => &[],
+        };
+        for f in files {
+            put(&dir.join(f), "");
+        }
     }
 }
 
@@ -52,7 +70,7 @@ fn v2_detect_and_create_writes_limits() {
     assert_eq!(v2.controllers, ["cpuset", "cpu", "io", "memory", "pids"]);
     assert!(v2.writable);
 
-    let mut job = JobCgroup::create(&host, "run1", &limits()).unwrap();
+    let mut job = JobCgroup::create_in(&FakeCgroupFs, &host, "run1", &limits()).unwrap();
     let dir = v2
         .base
         .join(format!("agentjail-{}-run1", std::process::id()));
@@ -108,7 +126,8 @@ fn v2_detect_and_create_writes_limits() {
 fn v2_enables_delegated_controllers_in_subtree_control() {
     let t = tempfile::tempdir().unwrap();
     let host = v2_host(t.path(), "");
-    let mut job = JobCgroup::create(
+    let mut job = JobCgroup::create_in(
+        &FakeCgroupFs,
         &host,
         "r",
         &CgroupLimits {
@@ -122,9 +141,6 @@ fn v2_enables_delegated_controllers_in_subtree_control() {
         fs::read_to_string(base.join("cgroup.subtree_control")).unwrap(),
         "+pids"
     );
-    for p in job.paths() {
-        kernel_rmdir_files(&p);
-    }
     job.remove().unwrap();
 }
 
@@ -139,7 +155,7 @@ fn v2_controller_not_delegated_is_unavailable_with_fix() {
         "0::/\n",
         &format!("cgroup2 {} cgroup2 rw 0 0\n", root.display()),
     );
-    let job = JobCgroup::create(&host, "r", &limits()).unwrap();
+    let job = JobCgroup::create_in(&FakeCgroupFs, &host, "r", &limits()).unwrap();
     assert!(!job.is_active());
     let c = job.controls();
     assert_eq!(c.len(), 3);
@@ -152,10 +168,10 @@ fn v2_controller_not_delegated_is_unavailable_with_fix() {
 fn v1_host(t: &Path) -> HostCgroups {
     let root = t.join("sys/fs/cgroup");
     for c in ["cpu", "cpuacct", "memory", "pids", "devices"] {
-        fs::create_dir_all(root.join(c)).unwrap();
+        v1_dir(&root.join(c), &[c]);
     }
     let own_mem = root.join("memory/process_api/abc");
-    fs::create_dir_all(&own_mem).unwrap();
+    v1_dir(&own_mem, &["memory"]);
     put(
         &own_mem.join("memory.memsw.limit_in_bytes"),
         "9223372036854771712\n",
@@ -182,7 +198,7 @@ fn v1_hybrid_detect_and_create() {
     assert!(mem.base.ends_with("memory/process_api/abc"));
     assert_eq!(mem.own_path, "/process_api/abc");
 
-    let mut job = JobCgroup::create(&host, "x", &limits()).unwrap();
+    let mut job = JobCgroup::create_in(&FakeCgroupFs, &host, "x", &limits()).unwrap();
     let name = format!("agentjail-{}-x", std::process::id());
     let paths = job.paths();
     assert_eq!(paths.len(), 4, "memory, pids, cpu, cpuacct: {paths:?}");
@@ -234,9 +250,6 @@ fn v1_hybrid_detect_and_create() {
         (Some(5000), 2, 3)
     );
 
-    for p in &paths {
-        kernel_rmdir_files(p);
-    }
     job.remove().unwrap();
     for p in &paths {
         assert!(!p.exists());
@@ -254,7 +267,8 @@ fn v1_without_memsw_says_swap_unbounded() {
             .join("memory.memsw.limit_in_bytes"),
     )
     .unwrap();
-    let mut job = JobCgroup::create(
+    let mut job = JobCgroup::create_in(
+        &FakeCgroupFs,
         &host,
         "y",
         &CgroupLimits {
@@ -270,9 +284,6 @@ fn v1_without_memsw_says_swap_unbounded() {
         "{}",
         c[0].detail
     );
-    for p in job.paths() {
-        kernel_rmdir_files(&p);
-    }
     job.remove().unwrap();
 }
 
@@ -285,7 +296,7 @@ fn failure_midway_removes_everything() {
     // (The pids job dir is created by create itself, so plant the trap via a pre-made dir.)
     let pids_job = host.v1_for("pids").unwrap().base.join(&name);
     fs::create_dir_all(pids_job.join("pids.max")).unwrap();
-    let err = JobCgroup::create(&host, "z", &limits()).unwrap_err();
+    let err = JobCgroup::create_in(&FakeCgroupFs, &host, "z", &limits()).unwrap_err();
     assert!(err.stage.contains("cgroup mkdir"), "{err}");
     let mem_job = host.v1_for("memory").unwrap().base.join(&name);
     assert!(!mem_job.exists(), "memory job dir left behind");
@@ -296,7 +307,10 @@ fn bad_run_id_rejected() {
     let t = tempfile::tempdir().unwrap();
     let host = v1_host(t.path());
     for bad in ["", "../x", "a/b", "..", &"x".repeat(65)] {
-        assert!(JobCgroup::create(&host, bad, &limits()).is_err(), "{bad:?}");
+        assert!(
+            JobCgroup::create_in(&FakeCgroupFs, &host, bad, &limits()).is_err(),
+            "{bad:?}"
+        );
     }
 }
 
@@ -314,7 +328,10 @@ fn sweep_removes_only_dead_launchers_empty_dirs() {
         fs::create_dir_all(d).unwrap();
     }
     put(&busy.join("cgroup.procs"), "123\n");
-    assert_eq!(agentjail::jail::cgroup::sweep_stale(&host), 1);
+    assert_eq!(
+        agentjail::jail::cgroup::sweep_stale_in(&FakeCgroupFs, &host),
+        1
+    );
     assert!(!dead.exists() && alive.exists() && busy.exists() && other.exists());
 }
 
@@ -342,7 +359,8 @@ fn v2_supervisor_leaf_means_own_is_its_parent() {
 fn cpu_accounting_without_a_cpu_limit() {
     let t = tempfile::tempdir().unwrap();
     let host = v1_host(t.path());
-    let mut job = JobCgroup::create(
+    let mut job = JobCgroup::create_in(
+        &FakeCgroupFs,
         &host,
         "acct",
         &CgroupLimits {
@@ -367,7 +385,7 @@ fn nothing_enforceable_is_not_active() {
     let root = t.path().join("none");
     fs::create_dir_all(&root).unwrap();
     let host = detect(&root, "0::/\n", "");
-    let job = JobCgroup::create(&host, "n", &limits()).unwrap();
+    let job = JobCgroup::create_in(&FakeCgroupFs, &host, "n", &limits()).unwrap();
     assert!(!job.is_active() && job.paths().is_empty());
     assert!(job
         .controls()
@@ -379,7 +397,7 @@ fn nothing_enforceable_is_not_active() {
 fn v1_comounted_cpu_cpuacct_is_one_dir() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("cg");
-    fs::create_dir_all(root.join("cpu,cpuacct")).unwrap();
+    v1_dir(&root.join("cpu,cpuacct"), &["cpu", "cpuacct"]);
     let mounts = format!(
         "cgroup {}/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0\n",
         root.display()
@@ -387,7 +405,8 @@ fn v1_comounted_cpu_cpuacct_is_one_dir() {
     let host = detect(&root, "4:cpu,cpuacct:/\n", &mounts);
     assert_eq!(host.v1[0].controllers, ["cpu", "cpuacct"]);
     assert_eq!(host.layout(), Layout::Legacy);
-    let mut job = JobCgroup::create(
+    let mut job = JobCgroup::create_in(
+        &FakeCgroupFs,
         &host,
         "c",
         &CgroupLimits {
@@ -416,7 +435,7 @@ fn split_host_joins_v1_even_when_cloned_into_v2() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("sys/fs/cgroup");
     for c in ["cpu", "cpuacct", "memory"] {
-        fs::create_dir_all(root.join(c)).unwrap();
+        v1_dir(&root.join(c), &[c]);
     }
     let own_v2 = root.join("unified/svc");
     put(&own_v2.join("cgroup.controllers"), "pids\n");
@@ -432,7 +451,7 @@ fn split_host_joins_v1_even_when_cloned_into_v2() {
         "4:memory:/\n2:cpuacct:/\n1:cpu:/\n0::/svc\n",
         &mounts,
     );
-    let mut job = JobCgroup::create(&host, "split", &limits()).unwrap();
+    let mut job = JobCgroup::create_in(&FakeCgroupFs, &host, "split", &limits()).unwrap();
     let name = format!("agentjail-{}-split", std::process::id());
     let v2_dir = own_v2.join(&name);
     assert!(
@@ -450,9 +469,6 @@ fn split_host_joins_v1_even_when_cloned_into_v2() {
         let p = root.join(c).join(&name).join("cgroup.procs");
         assert_eq!(fs::read_to_string(&p).unwrap(), "55", "{}", p.display());
         fs::write(&p, "").unwrap();
-    }
-    for p in job.paths() {
-        kernel_rmdir_files(&p);
     }
     job.remove().unwrap();
 }

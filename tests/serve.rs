@@ -1641,7 +1641,14 @@ fn a_pool_that_cannot_start_jails_fails_closed_and_recovers() {
             &p,
             &m,
             // A fixed pool of two: the count of warm jails before the fault is the point.
-            &["--pool", "2", "--pool-max", "2", "--cache", cache.to_str().unwrap()],
+            &[
+                "--pool",
+                "2",
+                "--pool-max",
+                "2",
+                "--cache",
+                cache.to_str().unwrap(),
+            ],
         );
         let ok = s.io().run(action("print('{\"n\": 0}')", json!({})));
         assert_eq!(ok["stop_reason"], "success");

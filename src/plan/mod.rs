@@ -1,200 +1,15 @@
 //! The jail as plain data.
 //!
-//! `JailPlan::build` turns a policy (plus the command to run) into an ordered list of
-//! setup operations and limits. No syscalls happen here: a reviewer can print the plan
-//! (`agentjail exec --print-plan`), a test can compare it by equality, and the jail code
-//! only walks it. Mirrors bubblewrap's "command line → list of setup ops → apply".
+//! [`build`] turns a policy (plus the command to run) into an ordered list of setup
+//! operations and limits: a [`JailPlan`], whose types are the jail crate's
+//! (`agentjail_jail::plan`, re-exported here). No syscalls happen here: a reviewer can print
+//! the plan (`agentjail exec --print-plan`), a test can compare it by equality, and the jail
+//! code only walks it. Mirrors bubblewrap's "command line → list of setup ops → apply".
 
 pub mod seccomp;
 
-use crate::policy::{Policy, Requirement};
-pub use seccomp::SeccompPlan;
-
-use serde::Serialize;
-
-/// The job cgroup's limits (cgroup v2 names; v1 equivalents are chosen by the jail).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct CgroupLimits {
-    pub memory_max: Option<u64>,
-    /// 0: no swap, so the memory limit is a real limit.
-    pub swap_max: Option<u64>,
-    pub pids_max: Option<u64>,
-    /// (quota_us, period_us): cpu.max.
-    pub cpu_max: Option<(u64, u64)>,
-}
-
-/// What landlock grants, as jail paths; the jail turns it into a ruleset for the host's ABI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LandlockPlan {
-    pub requirement: Requirement,
-    pub min_abi: u32,
-    /// Paths (inside the jail) that may be read and executed.
-    pub read_exec: Vec<String>,
-    /// Paths (inside the jail) that may be read, written, created in.
-    pub read_write: Vec<String>,
-    /// Device files that may be read and written (/dev/null, ...).
-    pub devices: Vec<String>,
-    pub deny_tcp: bool,
-    pub scope_abstract_unix: bool,
-    pub scope_signals: bool,
-}
-
-/// The uid and gid the jailed program has inside its user namespace.
-pub const JAIL_UID: u32 = 1000;
-pub const JAIL_GID: u32 = 1000;
-/// When agentjail runs as host root, the jail uid maps to this unprivileged host uid
-/// (nobody), never to host root.
-pub const ROOT_LAUNCH_HOST_UID: u32 = 65534;
-pub const ROOT_LAUNCH_HOST_GID: u32 = 65534;
-pub const JAIL_HOSTNAME: &str = "agentjail";
-
-/// One step of building the jail's root, applied in order inside the new mount namespace
-/// before pivot_root. Paths are absolute paths as seen inside the jail.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum MountOp {
-    /// Bind a host path read-only (nosuid, nodev) at the same place.
-    BindReadOnly { source: String, target: String },
-    /// Bind a host device node (null, zero, ...) read-write, nosuid, noexec.
-    BindDevice { source: String, target: String },
-    /// Recreate a host symlink (merged-/usr hosts have /lib -> usr/lib).
-    Symlink { target: String, link: String },
-    /// Create a directory in the root tmpfs.
-    Dir { path: String, mode: u32 },
-    /// Write a synthesized file (never copied from the host). Printed as its size and
-    /// sha256.
-    File {
-        path: String,
-        #[serde(serialize_with = "digest_of")]
-        contents: Vec<u8>,
-        mode: u32,
-    },
-    /// Bind a host input (see [`HostInput`]) read-only, nosuid, nodev, noexec.
-    BindInput {
-        root: String,
-        relative: String,
-        target: String,
-    },
-    /// A fresh procfs for the jail's pid namespace.
-    Proc { target: String },
-    /// Hide a path under the new /proc (bind an empty read-only file or dir over it).
-    MaskPath { path: String },
-    /// Make a /proc subtree read-only.
-    ReadOnlyPath { path: String },
-    /// A size- and inode-capped tmpfs, owned by the jail uid.
-    Tmpfs {
-        target: String,
-        size_bytes: u64,
-        inodes: u64,
-        mode: u32,
-    },
-}
-
-fn digest_of<S: serde::Serializer>(contents: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    use sha2::Digest;
-    s.collect_str(&format_args!(
-        "{} bytes, sha256 {:x}",
-        contents.len(),
-        sha2::Sha256::digest(contents)
-    ))
-}
-
-/// A resource limit set with setrlimit(2) in the child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Rlimit {
-    pub resource: RlimitKind,
-    pub soft: u64,
-    pub hard: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RlimitKind {
-    Core,
-    FileSize,
-    OpenFiles,
-    AddressSpace,
-    Cpu,
-    Nproc,
-    MemLock,
-    MsgQueue,
-}
-
-/// What the supervisor enforces while the program runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SuperviseLimits {
-    pub wall_time_ms: u64,
-    pub cpu_time_ms: u64,
-    pub stdout_bytes: u64,
-    pub stderr_bytes: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JailPlan {
-    pub argv: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: String,
-    pub hostname: String,
-    pub uid: u32,
-    pub gid: u32,
-    /// Size cap of the root tmpfs itself (it only holds mount points and /etc).
-    pub root_tmpfs_bytes: u64,
-    pub mounts: Vec<MountOp>,
-    pub rlimits: Vec<Rlimit>,
-    pub cgroup: CgroupLimits,
-    pub cgroup_requirement: Requirement,
-    pub landlock: LandlockPlan,
-    pub seccomp: SeccompPlan,
-    pub network: bool,
-    pub limits: SuperviseLimits,
-    /// The program is agentjail's runner: it gets the job pipe (fd 3) and the reply pipe
-    /// (fd 4) besides stdio. Off for `exec`, whose command keeps only fds 0-2.
-    pub runner_fds: bool,
-}
-
-/// What a host path is, as far as building the root needs to know.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostPath {
-    Dir,
-    File,
-    Symlink(String),
-    Missing,
-}
-
-/// What the plan needs to know about the host (the real filesystem in production, a table
-/// in tests): the plan itself performs no I/O.
-pub trait Host {
-    /// What a host path is (lstat + readlink).
-    fn probe(&self, path: &str) -> HostPath;
-    /// The entry names of a host directory; empty when it is missing or unreadable.
-    fn list(&self, dir: &str) -> Vec<String>;
-}
-
-/// A file placed read-only in the jail's root: agentjail's runner, or one of the job's
-/// input files (under /app/in).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JailFile {
-    /// Absolute path in the jail.
-    pub path: String,
-    pub contents: Vec<u8>,
-}
-
-/// A host file or directory bound read-only at /app/in/NAME (`run --input`): a path under
-/// one of the policy's `files.host_roots`, opened beneath that root without following any
-/// symlink when the jail is prepared, and bound through that open file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostInput {
-    /// The `files.host_roots` entry it is under.
-    pub root: String,
-    /// Its path below the root ("" for the root itself).
-    pub relative: String,
-    /// The name under /app/in.
-    pub name: String,
-}
-
-/// Where the job's inputs are and where its artifacts go.
-pub const APP_IN: &str = "/app/in";
-pub const APP_OUT: &str = "/app/out";
+use crate::policy::Policy;
+pub use agentjail_jail::plan::*;
 
 /// What a jail holds besides the policy's binds.
 #[derive(Debug, Clone, Default)]
@@ -244,99 +59,80 @@ const PROC_SYS_MASKED: [&str; 1] = ["/proc/sys/kernel/random/boot_id"];
 /// procfs trees that stay visible but read-only.
 const PROC_READ_ONLY: [&str; 4] = ["/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"];
 
-impl JailPlan {
-    /// Build the plan for running `argv` under `policy`. `host` answers what a host path is
-    /// (the real filesystem in production, a table in tests).
-    pub fn build(
-        policy: &Policy,
-        argv: Vec<String>,
-        contents: &Contents<'_>,
-        host: &dyn Host,
-    ) -> Result<JailPlan, String> {
-        let lim = &policy.limits;
-        let mut root = Root::default();
-        root.host_binds(policy, host)?;
-        root.etc();
-        if policy.filesystem.alternatives {
-            root.alternatives(policy, host);
-        }
-        root.files(contents.files);
-        root.inputs(contents.inputs);
-        root.dev();
-        root.proc();
-        root.tmp(lim.tmp_size.0, lim.tmp_inodes);
-        let mut read_write = vec!["/tmp".to_string()];
-        let cwd = match contents.out {
-            Some((bytes, inodes)) => {
-                root.out(bytes, inodes);
-                read_write.push(APP_OUT.into());
-                APP_OUT
-            }
-            None => "/tmp",
-        };
-        let Root { mounts, read_exec } = root;
-        let files = contents.files;
-        let env = environment(policy);
-        let rlimits = rlimits(lim);
-        let landlock = LandlockPlan {
-            requirement: policy.landlock.requirement,
-            min_abi: policy.landlock.min_abi,
-            read_exec,
-            read_write,
-            devices: DEVICES.iter().map(|d| d.to_string()).collect(),
-            deny_tcp: !policy.network.enabled,
-            scope_abstract_unix: true,
-            scope_signals: true,
-        };
-        let seccomp = seccomp::plan(&policy.seccomp)?;
-
-        Ok(JailPlan {
-            argv,
-            env,
-            cwd: cwd.into(),
-            hostname: JAIL_HOSTNAME.into(),
-            uid: JAIL_UID,
-            gid: JAIL_GID,
-            root_tmpfs_bytes: 1024 * 1024
-                + files.iter().map(|f| f.contents.len() as u64).sum::<u64>(),
-            mounts,
-            rlimits,
-            cgroup: CgroupLimits {
-                memory_max: Some(lim.memory.0),
-                swap_max: Some(0),
-                pids_max: Some(lim.pids),
-                // One CPU's worth of bandwidth: a job cannot starve the host's other cores.
-                cpu_max: Some((100_000, 100_000)),
-            },
-            cgroup_requirement: policy.cgroup.requirement,
-            landlock,
-            seccomp,
-            network: policy.network.enabled,
-            runner_fds: false,
-            limits: SuperviseLimits {
-                wall_time_ms: lim.wall_time_ms,
-                cpu_time_ms: lim.cpu_time_ms,
-                stdout_bytes: lim.stdout.0,
-                stderr_bytes: lim.stderr.0,
-            },
-        })
+/// Build the plan for running `argv` under `policy`. `host` answers what a host path is
+/// (the real filesystem in production, a table in tests).
+pub fn build(
+    policy: &Policy,
+    argv: Vec<String>,
+    contents: &Contents<'_>,
+    host: &dyn Host,
+) -> Result<JailPlan, String> {
+    let lim = &policy.limits;
+    let mut root = Root::default();
+    root.host_binds(policy, host)?;
+    root.etc();
+    if policy.filesystem.alternatives {
+        root.alternatives(policy, host);
     }
-}
-
-impl JailPlan {
-    /// Raise the address-space rlimit by `extra` bytes (saturating): for runtimes that
-    /// reserve far more address space than they use (V8). The rlimit only applies where no
-    /// memory cgroup bounds the jail; there, it is dropped at launch.
-    pub fn widen_address_space(&mut self, extra: u64) {
-        for l in self
-            .rlimits
-            .iter_mut()
-            .filter(|l| l.resource == RlimitKind::AddressSpace)
-        {
-            l.soft = l.soft.saturating_add(extra);
-            l.hard = l.hard.saturating_add(extra);
+    root.files(contents.files);
+    root.inputs(contents.inputs);
+    root.dev();
+    root.proc();
+    root.tmp(lim.tmp_size.0, lim.tmp_inodes);
+    let mut read_write = vec!["/tmp".to_string()];
+    let cwd = match contents.out {
+        Some((bytes, inodes)) => {
+            root.out(bytes, inodes);
+            read_write.push(APP_OUT.into());
+            APP_OUT
         }
-    }
+        None => "/tmp",
+    };
+    let Root { mounts, read_exec } = root;
+    let files = contents.files;
+    let env = environment(policy);
+    let rlimits = rlimits(lim);
+    let landlock = LandlockPlan {
+        requirement: policy.landlock.requirement,
+        min_abi: policy.landlock.min_abi,
+        read_exec,
+        read_write,
+        devices: DEVICES.iter().map(|d| d.to_string()).collect(),
+        deny_tcp: !policy.network.enabled,
+        scope_abstract_unix: true,
+        scope_signals: true,
+    };
+    let seccomp = seccomp::plan(&policy.seccomp)?;
+
+    Ok(JailPlan {
+        argv,
+        env,
+        cwd: cwd.into(),
+        hostname: JAIL_HOSTNAME.into(),
+        uid: JAIL_UID,
+        gid: JAIL_GID,
+        root_tmpfs_bytes: 1024 * 1024 + files.iter().map(|f| f.contents.len() as u64).sum::<u64>(),
+        mounts,
+        rlimits,
+        cgroup: CgroupLimits {
+            memory_max: Some(lim.memory.0),
+            swap_max: Some(0),
+            pids_max: Some(lim.pids),
+            // One CPU's worth of bandwidth: a job cannot starve the host's other cores.
+            cpu_max: Some((100_000, 100_000)),
+        },
+        cgroup_requirement: policy.cgroup.requirement,
+        landlock,
+        seccomp,
+        network: policy.network.enabled,
+        runner_fds: false,
+        limits: SuperviseLimits {
+            wall_time_ms: lim.wall_time_ms,
+            cpu_time_ms: lim.cpu_time_ms,
+            stdout_bytes: lim.stdout.0,
+            stderr_bytes: lim.stderr.0,
+        },
+    })
 }
 
 /// The jail's root as it is built: the mount ops in order, and the paths landlock lets the
@@ -626,7 +422,7 @@ mod tests {
             files: &files,
             ..Default::default()
         };
-        JailPlan::build(
+        build(
             &Policy::default(),
             vec!["/usr/bin/python3".into()],
             &contents,
@@ -639,7 +435,7 @@ mod tests {
     fn alternatives_only_into_the_binds() {
         let mut policy = Policy::default();
         policy.filesystem.alternatives = true;
-        let p = JailPlan::build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap();
+        let p = build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap();
         let links: Vec<(&str, &str)> = p
             .mounts
             .iter()
@@ -679,7 +475,7 @@ mod tests {
             inputs: &inputs,
             out: Some((5 << 20, 80)),
         };
-        let p = JailPlan::build(&Policy::default(), vec!["x".into()], &contents, &HOST).unwrap();
+        let p = build(&Policy::default(), vec!["x".into()], &contents, &HOST).unwrap();
         assert_eq!(p.cwd, "/app/out");
         assert!(p.landlock.read_write.contains(&"/app/out".to_string()));
         assert!(p.mounts.contains(&MountOp::BindInput {
@@ -834,11 +630,10 @@ mod tests {
     fn a_missing_required_bind_is_an_error_and_a_missing_optional_one_is_skipped() {
         let mut policy = Policy::default();
         policy.filesystem.read_only.push("/opt/tool".into());
-        let err =
-            JailPlan::build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap_err();
+        let err = build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap_err();
         assert!(err.contains("/opt/tool"), "{err}");
         policy.filesystem.optional.push("/opt/tool".into());
-        assert!(JailPlan::build(&policy, vec!["x".into()], &Contents::default(), &HOST).is_ok());
+        assert!(build(&policy, vec!["x".into()], &Contents::default(), &HOST).is_ok());
     }
 
     #[test]

@@ -9,7 +9,9 @@
 mod lint;
 mod locate;
 pub mod python;
-pub mod syscall_groups;
+/// What `seccomp.allow_groups` names mean: the jail crate's table (the policy names the
+/// jail's vocabulary, as it holds the check crate's rule types).
+pub use agentjail_jail::syscall_groups;
 mod validate;
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
@@ -187,15 +189,9 @@ pub const FORBIDDEN_ENV_PREFIXES: &[&str] = &["LD_", "PYTHON"];
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Bytes(pub u64);
 
-/// Whether a control must be enforced (fail closed) or may degrade (recorded).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Requirement {
-    /// The run stops with `sandbox_unavailable:<control>` when the host cannot enforce it.
-    Required,
-    /// Enforced when the host can; otherwise the record says `degraded`.
-    BestEffort,
-}
+/// Whether a control must be enforced (fail closed) or may degrade (recorded): the jail
+/// plan's type, which the policy's `requirement` keys hold.
+pub use agentjail_jail::plan::Requirement;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -649,21 +645,7 @@ impl Default for SeccompPolicy {
     fn default() -> Self {
         SeccompPolicy {
             requirement: Requirement::Required,
-            allow_groups: strings(&[
-                "basic_io",
-                "files_read",
-                "files_write_tmp",
-                "memory",
-                "process_self",
-                "threads",
-                "signals",
-                "time",
-                "sleep",
-                "poll",
-                "pipes",
-                "exec",
-                "system_info",
-            ]),
+            allow_groups: strings(syscall_groups::DEFAULT_GROUPS),
             errno_syscalls: Vec::new(),
         }
     }

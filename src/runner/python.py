@@ -26,7 +26,7 @@ import posix
 
 JOB_FD = 3
 REPORT_FD = 4
-# src/jail/seccomp.rs, SESSION_DOORBELL.
+# crates/agentjail-jail/src/seccomp.rs, SESSION_DOORBELL.
 DOORBELL = 0x4A410001
 FILENAME = "/app/main.py"
 MAX_MESSAGE = 2000

@@ -23,7 +23,7 @@
 //! TRUNCATE, REFER) are applied where the ABI has them and listed as missing otherwise.
 
 use super::{sys, Control, ControlState, SetupError};
-use crate::policy::Requirement;
+use crate::plan::Requirement;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 

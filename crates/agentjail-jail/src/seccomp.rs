@@ -39,7 +39,7 @@
 //! happens in [`compile`], in the parent; [`install`] makes two syscalls on prepared data.
 
 use super::{sys, Control, ControlState, SetupError};
-pub use crate::plan::seccomp::{plan, SeccompPlan};
+pub use crate::plan::SeccompPlan;
 pub use crate::syscalls::{syscall_name, syscall_number};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -501,10 +501,31 @@ pub fn install_plain(filter: &Filter) -> Result<(), i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::syscall_groups::{groups, NEVER};
-    use crate::policy::SeccompPolicy;
+    use crate::plan::Requirement;
+    use crate::syscall_groups::{groups, DEFAULT_GROUPS, NEVER};
     use crate::syscalls::SYSCALLS;
     use std::collections::BTreeSet;
+
+    /// What a policy's `[seccomp]` table holds, for these tests: the groups to allow and
+    /// the syscalls refused with EPERM (the default policy's: every default group, none).
+    #[derive(Clone)]
+    struct SeccompPolicy {
+        allow_groups: Vec<String>,
+        errno_syscalls: Vec<String>,
+    }
+
+    impl Default for SeccompPolicy {
+        fn default() -> Self {
+            SeccompPolicy {
+                allow_groups: DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect(),
+                errno_syscalls: Vec::new(),
+            }
+        }
+    }
+
+    fn plan(p: &SeccompPolicy) -> Result<SeccompPlan, String> {
+        crate::syscall_groups::resolve(Requirement::Required, &p.allow_groups, &p.errno_syscalls)
+    }
 
     #[test]
     fn table_matches_libc() {

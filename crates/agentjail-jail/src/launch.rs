@@ -13,13 +13,13 @@
 //! before any job exists and hand each one job later. Dropping either value kills and
 //! removes whatever exists of the jail.
 
-use crate::jail::cgroup::{self, JobCgroup};
-use crate::jail::prepared::{self, CgroupCover, Prepared};
-use crate::jail::spawn::{self, Spawned};
-use crate::jail::{landlock, seccomp, Control, ControlState, JailError, SetupError};
+use crate::cgroup::{self, JobCgroup};
+use crate::plan::Requirement;
 use crate::plan::{JailPlan, RlimitKind, SuperviseLimits};
-use crate::policy::Requirement;
+use crate::prepared::{self, CgroupCover, Prepared};
+use crate::spawn::{self, Spawned};
 use crate::supervise::{self, Interrupt, Io, Outcome};
+use crate::{landlock, seccomp, Control, ControlState, JailError, SetupError};
 use std::time::Instant;
 
 /// A finished jail run.
@@ -144,7 +144,7 @@ impl PreparedJail {
         // process of the jail is gone.
         let out = spawned.held_dir.take();
         if self.has_out && out.is_none() {
-            return Err(JailError::Setup(crate::jail::SetupError::new(
+            return Err(JailError::Setup(crate::SetupError::new(
                 "open /app/out",
                 None,
                 "the jail's setup did not hand over /app/out",
@@ -239,8 +239,7 @@ impl StartedJail {
     /// when the host's OOM killer picks it).
     pub fn alive(&self) -> bool {
         use std::os::fd::AsRawFd;
-        crate::jail::sys::poll_one(self.spawned.pidfd.as_raw_fd(), libc::POLLIN, 0)
-            .is_ok_and(|r| r == 0)
+        crate::sys::poll_one(self.spawned.pidfd.as_raw_fd(), libc::POLLIN, 0).is_ok_and(|r| r == 0)
     }
 
     /// End the jail now (it is unused, or its session is over): kill, reap, and hand back

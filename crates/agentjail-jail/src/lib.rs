@@ -1,21 +1,33 @@
-//! The jail: one file per isolation mechanism.
+//! agentjail's jail: one module per isolation mechanism, the launch sequence and the
+//! supervisor. Its input is a plan of plain data ([`plan::JailPlan`], built from a policy by
+//! the main crate); it knows nothing of actions, policies, checks or records, and reports
+//! what it did as [`Control`]s, a [`JailError`] or a [`supervise::Outcome`] that the main
+//! crate maps into its record.
 //!
 //! `spawn` clones the child into new namespaces; `child` is the ordered list of steps the
 //! child takes before exec (the security argument lives in that order); `report` carries a
-//! child's setup failure back to the parent as (stage, errno).
+//! child's setup failure back to the parent as (stage, errno). `launch` walks prepare →
+//! start → deliver → teardown; `supervise` is the poll loop over a running jail. `sys` holds
+//! every kernel call (and every `unsafe` block) of agentjail's library.
 
 pub mod caps;
 pub mod cgroup;
 pub mod child;
 pub mod container;
+pub mod ids;
 pub mod landlock;
+pub mod launch;
 pub mod mount;
+pub mod plan;
 pub mod prepared;
 pub mod report;
 pub mod rlimit;
 pub mod seccomp;
 pub mod spawn;
+pub mod supervise;
 pub mod sys;
+pub mod syscall_groups;
+pub mod syscalls;
 pub mod userns;
 
 use serde::Serialize;
@@ -127,18 +139,6 @@ impl JailError {
         match self {
             JailError::Unavailable { control, .. } => control,
             JailError::Setup(_) => "setup",
-        }
-    }
-
-    /// The record's `error` object: the control and why, or the stage, errno and hint.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            JailError::Unavailable { control, detail } => {
-                serde_json::json!({"control": control, "detail": detail})
-            }
-            JailError::Setup(e) => serde_json::json!({
-                "stage": e.stage, "errno": e.errno, "message": e.to_string(), "hint": e.hint
-            }),
         }
     }
 }

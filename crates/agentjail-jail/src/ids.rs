@@ -1,6 +1,6 @@
 //! Random identifiers: run ids (UUID v4) and the short suffixes of job cgroup names.
 
-use crate::jail::sys;
+use crate::sys;
 
 /// Random bytes from the kernel. getrandom only fails before the pool is initialised (it
 /// blocks instead) or on a signal (retried), so the fallback is for a broken host; it mixes

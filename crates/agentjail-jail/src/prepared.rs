@@ -139,9 +139,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
     // run goes on without it and the record says so (jail::execute checks `required`).
     let landlock = match landlock::prepare(&plan.landlock) {
         Ok(p) => Some(p),
-        Err(e) if plan.landlock.requirement == crate::policy::Requirement::Required => {
-            return Err(e)
-        }
+        Err(e) if plan.landlock.requirement == crate::plan::Requirement::Required => return Err(e),
         Err(_) => None,
     };
     let seccomp = seccomp::compile(&plan.seccomp)?;

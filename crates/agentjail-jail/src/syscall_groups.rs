@@ -1,5 +1,12 @@
 //! What the policy's `seccomp.allow_groups` names mean: the syscalls of each group, and the
 //! syscalls no group may ever contain. Data a reviewer reads with `agentjail policy show`.
+//! [`resolve`] turns a list of group names into the plan's [`SeccompPlan`]. Pure: names are
+//! checked against the syscall table and the never-allowed list; the jail compiles the
+//! result into BPF ([`crate::seccomp::compile`]).
+
+use crate::plan::{Requirement, SeccompPlan};
+use crate::syscalls::{syscall_number, ENOSYS, EPERM};
+use std::collections::BTreeSet;
 
 /// The named syscall groups a policy can enable. Groups after `system_info` are opt-in: the
 /// default policy does not enable them.
@@ -257,6 +264,23 @@ pub static GROUPS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The groups the default policy enables: every group before the opt-in ones.
+pub const DEFAULT_GROUPS: &[&str] = &[
+    "basic_io",
+    "files_read",
+    "files_write_tmp",
+    "memory",
+    "process_self",
+    "threads",
+    "signals",
+    "time",
+    "sleep",
+    "poll",
+    "pipes",
+    "exec",
+    "system_info",
+];
+
 /// Groups the default policy leaves off.
 pub const OPT_IN_GROUPS: &[&str] = &["javascript", "process_spawn", "sockets_local", "network"];
 
@@ -364,4 +388,109 @@ pub fn groups() -> &'static [(&'static str, &'static [&'static str])] {
 
 pub fn group(name: &str) -> Option<&'static [&'static str]> {
     GROUPS.iter().find(|(g, _)| *g == name).map(|(_, s)| *s)
+}
+
+/// Syscalls always refused with an errno (harmless probes a runtime makes and handles):
+/// `clone3` (its flags are behind a pointer; glibc falls back to `clone`, whose flags are
+/// filtered) and `pkey_alloc` (V8 probes memory protection keys for its wasm code; without a
+/// key it uses plain mprotect, measured with node 20.20; refusing the probe keeps
+/// `pkey_mprotect`/`pkey_free` out of every jail, PKU hosts included).
+const BUILTIN_ERRNO: &[(&str, i32)] = &[("clone3", ENOSYS), ("pkey_alloc", ENOSYS)];
+
+/// The errno for the policy's `errno_syscalls`.
+const POLICY_ERRNO: i32 = EPERM;
+
+/// Resolve named groups (a policy's `seccomp.allow_groups`) and the syscalls to refuse with
+/// `EPERM` (its `errno_syscalls`) into the plan: the sorted allowed syscalls and the errno
+/// list. An unknown group or syscall name, or a syscall from [`NEVER`] in the allowlist, is
+/// an error naming it.
+pub fn resolve(
+    requirement: Requirement,
+    allow_groups: &[String],
+    errno_syscalls: &[String],
+) -> Result<SeccompPlan, String> {
+    let mut groups: Vec<String> = Vec::new();
+    let mut allowed: BTreeSet<&'static str> = BTreeSet::new();
+    for g in allow_groups {
+        let syscalls = group(g).ok_or_else(|| {
+            let known: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
+            format!(
+                "unknown seccomp group {g:?}; known groups: {}",
+                known.join(", ")
+            )
+        })?;
+        if !groups.contains(g) {
+            groups.push(g.clone());
+        }
+        allowed.extend(syscalls.iter().copied());
+    }
+    let mut errno: Vec<(String, i32)> = Vec::new();
+    for (name, e) in BUILTIN_ERRNO {
+        errno.push(((*name).to_string(), *e));
+    }
+    for name in errno_syscalls {
+        if syscall_number(name).is_none() {
+            return Err(format!(
+                "unknown syscall {name:?} in seccomp.errno_syscalls (x86_64 names, e.g. \"sched_setaffinity\")"
+            ));
+        }
+        if !errno.iter().any(|(n, _)| n == name) {
+            errno.push((name.clone(), POLICY_ERRNO));
+        }
+    }
+    // An errno entry wins over the allowlist: it can only tighten.
+    allowed.retain(|s| !errno.iter().any(|(n, _)| n == s));
+    for s in &allowed {
+        if syscall_number(s).is_none() {
+            return Err(format!(
+                "seccomp group syscall {s:?} is not an x86_64 syscall"
+            ));
+        }
+        if NEVER.contains(s) {
+            return Err(format!(
+                "seccomp group allows {s:?}, which is never allowed"
+            ));
+        }
+    }
+    Ok(SeccompPlan {
+        requirement,
+        groups,
+        allowed: allowed.into_iter().map(str::to_string).collect(),
+        errno,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_groups_are_every_group_but_the_opt_in_ones() {
+        let rest: Vec<&str> = GROUPS
+            .iter()
+            .map(|(g, _)| *g)
+            .filter(|g| !OPT_IN_GROUPS.contains(g))
+            .collect();
+        assert_eq!(rest, DEFAULT_GROUPS);
+        for g in OPT_IN_GROUPS {
+            assert!(group(g).is_some(), "{g}");
+        }
+    }
+
+    #[test]
+    fn resolve_sorts_refuses_and_tightens() {
+        let groups = ["basic_io".to_string(), "basic_io".to_string()];
+        let p = resolve(Requirement::Required, &groups, &["read".to_string()]).unwrap();
+        assert_eq!(p.groups, ["basic_io"]);
+        assert!(p.allowed.windows(2).all(|w| w[0] < w[1]));
+        // An errno entry wins over the allowlist.
+        assert!(!p.allowed.iter().any(|s| s == "read"));
+        assert!(p.errno.contains(&("read".to_string(), EPERM)));
+        assert!(p.errno.contains(&("clone3".to_string(), ENOSYS)));
+        let err = resolve(Requirement::Required, &["nope".to_string()], &[]).unwrap_err();
+        assert!(
+            err.contains("\"nope\"") && err.contains("basic_io"),
+            "{err}"
+        );
+    }
 }

@@ -4,8 +4,10 @@
 //! - The job cgroup is only ever created as a child of the cgroup this process is in, per
 //!   hierarchy, as `/proc/self/cgroup` names it. Nothing outside that subtree is written.
 //! - Host paths are parameters: [`detect`] takes the cgroup root, `/proc/self/cgroup` and
-//!   `/proc/mounts` as values, so everything but the kernel's own behaviour is unit-tested on
-//!   a temp dir.
+//!   `/proc/mounts` as values, and making and removing a cgroup goes through one trait,
+//!   [`CgroupFs`]: the kernel's cgroupfs ([`Kernel`]) in production, a fake that does on a
+//!   temp dir what the kernel does ([`fake::FakeCgroupFs`]) in tests. No code here asks
+//!   which one it has.
 //! - A limit the host cannot enforce is not created; [`JobCgroup::controls`] reports it as
 //!   unavailable with the fix. Permission problems (EACCES/EPERM/EROFS when creating the job
 //!   directory: e.g. an unprivileged user on root-owned v1 hierarchies) degrade: `create`
@@ -49,7 +51,9 @@
 //! ```
 //! Dropping a `JobCgroup` that was not removed kills what is inside and removes it.
 
-use crate::jail::{sys, Control, ControlState, SetupError};
+pub mod fake;
+
+use crate::{sys, Control, ControlState, SetupError};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -59,6 +63,31 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use crate::plan::CgroupLimits;
+
+/// What the job code needs of a cgroup filesystem besides reading and writing the files
+/// that are there: making and removing a cgroup. On cgroupfs the kernel creates a cgroup's
+/// interface files (`cgroup.procs`, the controllers' limit and counter files) with its
+/// directory and takes them away with it; the code only ever opens files that exist.
+pub trait CgroupFs: Sync + std::fmt::Debug {
+    /// mkdir a cgroup (EEXIST when it exists).
+    fn mkdir(&self, path: &Path) -> std::io::Result<()>;
+    /// rmdir a cgroup (EBUSY while it holds a process or a child cgroup).
+    fn rmdir(&self, path: &Path) -> std::io::Result<()>;
+}
+
+/// The kernel's cgroup filesystem.
+#[derive(Debug, Clone, Copy)]
+pub struct Kernel;
+
+impl CgroupFs for Kernel {
+    fn mkdir(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::create_dir(path)
+    }
+
+    fn rmdir(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::remove_dir(path)
+    }
+}
 
 /// The leaf agentjail moves itself into when it must enable v2 controllers in its own cgroup.
 pub const SUPERVISOR_LEAF: &str = "agentjail-supervisor";
@@ -436,6 +465,7 @@ pub struct JobCgroup {
     /// and allocates: ~20-30 µs each on a cold cache).
     accounts: Vec<(Account, File)>,
     removed: bool,
+    fs: &'static dyn CgroupFs,
 }
 
 /// One figure of the kernel's account of a job, and how to read it from its file.
@@ -453,21 +483,15 @@ fn errno_of(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// Write an interface file (the kernel made it with the directory; never created here).
 fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
-    // create(true): a no-op on cgroupfs (the kernel made the file with the directory) and what
-    // lets the same code run against a temp-dir mock.
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)?;
+    let mut f = OpenOptions::new().write(true).truncate(true).open(path)?;
     f.write_all(value.as_bytes())
 }
 
 fn open_procs(dir: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .write(true)
-        .create(true)
         .custom_flags(libc::O_CLOEXEC)
         .open(dir.join("cgroup.procs"))
 }
@@ -503,6 +527,7 @@ pub fn job_dir_name(run_id: &str) -> String {
 }
 
 struct Builder {
+    fs: &'static dyn CgroupFs,
     dir_name: String,
     dirs: Vec<JobDir>,
 }
@@ -511,7 +536,7 @@ impl Builder {
     /// Remove everything created so far (nothing is attached yet: plain rmdir).
     fn undo(&mut self) {
         for d in self.dirs.drain(..).rev() {
-            let _ = rmdir_job(&d.path);
+            let _ = self.fs.rmdir(&d.path);
         }
     }
 
@@ -569,13 +594,13 @@ fn limit_writes(c: &str, kind: Kind, dir: &Path, limits: &CgroupLimits) -> Optio
             let m = limits.memory_max.unwrap_or(u64::MAX);
             writes.push(("memory.max", m.to_string()));
             // One OOM kill takes the whole job, not just its biggest process.
-            let group = dir.join("memory.oom.group").exists() || !is_real_cgroupfs(dir);
+            let group = dir.join("memory.oom.group").exists();
             if group {
                 writes.push(("memory.oom.group", "1".to_string()));
             }
             let og = if group { " memory.oom.group=1" } else { "" };
             let swap = limits.swap_max.unwrap_or(0);
-            let detail = if dir.join("memory.swap.max").exists() || !is_real_cgroupfs(dir) {
+            let detail = if dir.join("memory.swap.max").exists() {
                 writes.push(("memory.swap.max", swap.to_string()));
                 format!("memory.max={m} memory.swap.max={swap}{og}")
             } else {
@@ -589,11 +614,8 @@ fn limit_writes(c: &str, kind: Kind, dir: &Path, limits: &CgroupLimits) -> Optio
             let m = limits.memory_max.unwrap_or(u64::MAX);
             writes.push(("memory.limit_in_bytes", m.to_string()));
             let sw = m.saturating_add(limits.swap_max.unwrap_or(0));
-            // v1 children have the same files as their parent; the mock only has the parent's.
             let memsw = "memory.memsw.limit_in_bytes";
-            let detail = if dir.join(memsw).exists()
-                || dir.parent().is_some_and(|p| p.join(memsw).exists())
-            {
+            let detail = if dir.join(memsw).exists() {
                 writes.push((memsw, sw.to_string()));
                 format!("memory.limit_in_bytes={m} memory.memsw.limit_in_bytes={sw}")
             } else {
@@ -662,8 +684,19 @@ impl JobCgroup {
         run_id: &str,
         limits: &CgroupLimits,
     ) -> Result<JobCgroup, SetupError> {
+        Self::create_in(&Kernel, host, run_id, limits)
+    }
+
+    /// As [`create`](Self::create), making and removing the directories through `fs`.
+    pub fn create_in(
+        fs: &'static dyn CgroupFs,
+        host: &HostCgroups,
+        run_id: &str,
+        limits: &CgroupLimits,
+    ) -> Result<JobCgroup, SetupError> {
         valid_run_id(run_id)?;
         let mut b = Builder {
+            fs,
             dir_name: job_dir_name(run_id),
             dirs: Vec::new(),
         };
@@ -680,6 +713,7 @@ impl JobCgroup {
             cpu_usage,
             accounts,
             removed: false,
+            fs,
         })
     }
 
@@ -701,7 +735,7 @@ impl JobCgroup {
         if ctrls.is_empty() {
             return Ok((ctrls, None));
         }
-        let error = match Self::enable_v2(v2, &ctrls) {
+        let error = match Self::enable_v2(b.fs, v2, &ctrls) {
             Ok(()) => match Self::make_dir(b, Kind::V2, &v2.base, ctrls.clone())? {
                 true => None,
                 false => Some(format!("cannot create a child of {}", v2.base.display())),
@@ -806,13 +840,12 @@ impl JobCgroup {
         Ok(outcomes)
     }
 
-    /// One of the kernel's counter files, opened once to be read with pread. O_CREAT is a
-    /// no-op on cgroupfs (the kernel made the file with the directory) and lets a temp-dir
-    /// mock work.
+    /// One of the kernel's counter files, opened once to be read with pread (None when this
+    /// kernel has no such file).
     fn open_counter(path: &Path) -> Option<File> {
         OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_CLOEXEC | libc::O_CREAT)
+            .custom_flags(libc::O_CLOEXEC)
             .open(path)
             .ok()
     }
@@ -859,7 +892,7 @@ impl JobCgroup {
 
     /// Make sure `ctrls` are enabled in `v2.base`'s `cgroup.subtree_control`, moving ourselves
     /// into the supervisor leaf if the "no internal processes" rule requires it (see module doc).
-    fn enable_v2(v2: &V2Host, ctrls: &[String]) -> Result<(), String> {
+    fn enable_v2(fs: &dyn CgroupFs, v2: &V2Host, ctrls: &[String]) -> Result<(), String> {
         let missing: Vec<&String> = ctrls
             .iter()
             .filter(|c| !v2.subtree_control.contains(c))
@@ -878,7 +911,7 @@ impl JobCgroup {
             Err(e) if errno_of(&e) == libc::EBUSY && v2.base_is_own && v2.base != v2.mount => {
                 // We are a process in a non-root cgroup: move into our own leaf, then retry.
                 let leaf = v2.base.join(SUPERVISOR_LEAF);
-                match std::fs::create_dir(&leaf) {
+                match fs.mkdir(&leaf) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(format!("mkdir {}: {e}", leaf.display())),
@@ -900,7 +933,7 @@ impl JobCgroup {
         controllers: Vec<String>,
     ) -> Result<bool, SetupError> {
         let path = base.join(&b.dir_name);
-        if let Err(e) = std::fs::create_dir(&path) {
+        if let Err(e) = b.fs.mkdir(&path) {
             if is_permission(errno_of(&e)) {
                 return Ok(false);
             }
@@ -996,6 +1029,7 @@ impl JobCgroup {
             cpu_usage: None,
             accounts: Vec::new(),
             removed: true,
+            fs: &Kernel,
         }
     }
 
@@ -1102,12 +1136,12 @@ impl JobCgroup {
             while populated(&d) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            let mut res = rmdir_job(&d.path);
+            let mut res = self.fs.rmdir(&d.path);
             for _ in 0..40 {
                 match &res {
                     Err(e) if errno_of(e) == libc::EBUSY => {
                         std::thread::sleep(Duration::from_millis(25));
-                        res = rmdir_job(&d.path);
+                        res = self.fs.rmdir(&d.path);
                     }
                     _ => break,
                 }
@@ -1153,33 +1187,6 @@ impl Drop for JobCgroup {
     }
 }
 
-/// rmdir a job directory. On cgroupfs the interface files go with the directory. A plain
-/// directory (the temp-dir mock) answers ENOTEMPTY: then unlink its regular files and retry;
-/// on cgroupfs such an unlink is refused (EPERM), so this never touches a real cgroup's files,
-/// and child cgroups (directories) are never removed here.
-fn rmdir_job(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_dir(path) {
-        Err(e) if errno_of(&e) == libc::ENOTEMPTY => {
-            if let Ok(rd) = std::fs::read_dir(path) {
-                for ent in rd.flatten() {
-                    if ent.file_type().is_ok_and(|t| t.is_file()) {
-                        let _ = std::fs::remove_file(ent.path());
-                    }
-                }
-            }
-            std::fs::remove_dir(path)
-        }
-        r => r,
-    }
-}
-
-/// On the real cgroupfs the kernel creates the interface files with the directory; on a
-/// temp-dir mock it does not. Used to decide whether an absent optional file means "the
-/// kernel lacks it".
-fn is_real_cgroupfs(dir: &Path) -> bool {
-    dir.join("cgroup.procs").exists() && dir.join("cgroup.controllers").exists()
-}
-
 fn write_file_existing(path: &Path, value: &str) -> std::io::Result<()> {
     let mut f = OpenOptions::new().write(true).open(path)?;
     f.write_all(value.as_bytes())
@@ -1223,6 +1230,11 @@ fn fmt_pid(pid: i32, buf: &mut [u8; 16]) -> &[u8] {
 /// dead and which hold no process (a SIGKILLed agentjail cannot clean up; the next run does).
 /// Returns how many directories were removed.
 pub fn sweep_stale(host: &HostCgroups) -> usize {
+    sweep_stale_in(&Kernel, host)
+}
+
+/// As [`sweep_stale`], removing the directories through `fs`.
+pub fn sweep_stale_in(fs: &dyn CgroupFs, host: &HostCgroups) -> usize {
     // Only hierarchies `create` can make a job directory in (memory, pids, cpu, cpuacct):
     // listing the other v1 hierarchies (devices, freezer, blkio, ...) on every launch found
     // nothing and cost a directory read each.
@@ -1265,7 +1277,7 @@ pub fn sweep_stale(host: &HostCgroups) -> usize {
                     continue;
                 }
             }
-            if rmdir_job(&path).is_ok() {
+            if fs.rmdir(&path).is_ok() {
                 removed += 1;
             }
         }

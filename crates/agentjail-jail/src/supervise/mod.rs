@@ -12,11 +12,11 @@
 
 pub mod capped;
 
-use crate::jail::cgroup::JobCgroup;
-use crate::jail::child::InitReport;
-use crate::jail::spawn::Spawned;
-use crate::jail::{seccomp, sys};
+use crate::cgroup::JobCgroup;
+use crate::child::InitReport;
 use crate::plan::SuperviseLimits;
+use crate::spawn::Spawned;
+use crate::{seccomp, sys};
 pub use capped::Capped;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -368,9 +368,10 @@ struct Loop<'a, 'io> {
     ncpu: u64,
     next_cpu_check: Instant,
     cpu_base_us: u64,
-    /// Session calls end when the runner reports `done` with this call's nonce; single runs
-    /// when the jail exits.
-    until_done: Option<String>,
+    /// Session calls end when a line of the runner's reports is this call's `done` (the
+    /// caller's test: the jail does not read the runner's protocol); single runs when the jail
+    /// exits.
+    until_done: Option<&'a IsDone<'a>>,
     /// A session call's own channel (see [`CallChannel`]); None for single runs.
     channel: Option<CallChannel>,
     done: bool,
@@ -480,6 +481,10 @@ pub enum CallEnd {
     Ended(Outcome),
 }
 
+/// A session call's end, as the caller tells it: whether one line the runner reported is
+/// this call's `done`.
+pub type IsDone<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
 /// One session call that ended with the runner's `done`.
 #[derive(Debug, Clone)]
 pub struct CallOutcome {
@@ -516,15 +521,15 @@ struct CallChannel {
     next: Option<Rung>,
 }
 
-/// Send one job frame to a session's runner and supervise until it reports `done` with the
-/// frame's nonce `call` (any other `done` is not this call's answer), under the call's
-/// limits. `rung`: the runner's ring kept from the last call (None: it is still to come,
+/// Send one job frame to a session's runner and supervise until a line it reports passes
+/// `is_done` (the caller's test: its `done` for this frame's nonce; any other `done` is not
+/// this call's answer), under the call's limits. `rung`: the runner's ring kept from the last call (None: it is still to come,
 /// as before the first call). A call that breaks a limit ends the session: the jail is
 /// killed and reaped (and the returned `Outcome` says why).
 pub fn call(
     sp: &Spawned,
     frame: Vec<u8>,
-    call: &str,
+    is_done: &IsDone<'_>,
     rung: Option<Rung>,
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
@@ -554,7 +559,7 @@ pub fn call(
         stderr_sink: None,
     };
     let mut l = Loop::new(sp, (None, job), limits, cg, interrupt, io, delivery);
-    l.until_done = Some(call.to_string());
+    l.until_done = Some(is_done);
     if let Some(runner) = runner {
         l.reply_open = false;
         l.channel = Some(CallChannel {
@@ -886,7 +891,7 @@ impl<'a, 'io> Loop<'a, 'io> {
         let before = self.replies.data.len();
         let (eof, _) = drain(fd, &mut self.replies, &mut None, &mut self.scratch);
         self.reply_open &= !eof;
-        if let Some(call) = self.until_done.as_deref().filter(|_| !self.done) {
+        if let Some(is_done) = self.until_done.filter(|_| !self.done) {
             // Look from the start of the last line that was incomplete before this read.
             let from = self.replies.data[..before]
                 .iter()
@@ -895,7 +900,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             self.done = self.replies.data[from..]
                 .split(|b| *b == b'\n')
                 .filter(|l| !l.is_empty())
-                .any(|l| crate::runner::is_done_of(l, call));
+                .any(is_done);
         }
     }
 
