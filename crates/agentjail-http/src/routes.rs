@@ -267,7 +267,8 @@ async fn read_body(st: &State, req: Request<Incoming>) -> Result<Bytes, Resp> {
     }
 }
 
-/// Run `f` on a job thread, at most `jobs` at once.
+/// Run `f` on a job thread, at most `jobs` at once (waiting or running on tokio's blocking
+/// threads).
 async fn blocking<T: Send + 'static>(
     st: &Arc<State>,
     f: impl FnOnce() -> T + Send + 'static,
@@ -279,10 +280,19 @@ async fn blocking<T: Send + 'static>(
             "agentjail is shutting down",
         )
     };
-    let _permit = st.jobs.acquire().await.map_err(|_| unavailable())?;
-    tokio::task::spawn_blocking(f)
+    let slot = Arc::clone(&st.jobs)
+        .acquire_owned()
         .await
-        .map_err(|_| unavailable())
+        .map_err(|_| unavailable())?;
+    // The slot goes with the job: if the client hangs up, the job still runs to its end
+    // (and its record to the audit log), and no other job takes its slot meanwhile.
+    tokio::task::spawn_blocking(move || {
+        let answer = f();
+        drop(slot);
+        answer
+    })
+    .await
+    .map_err(|_| unavailable())
 }
 
 /// A record's last touches: who called, the audit log, the metrics, the pool's refills.

@@ -74,7 +74,9 @@ pub struct State {
     pub tokens: Option<Tokens>,
     pub audit: Option<PathBuf>,
     pub metrics: Metrics,
-    pub jobs: tokio::sync::Semaphore,
+    /// Job slots: a slot is held by the job itself (not by the request waiting for it), so
+    /// a client that hangs up cannot free its slot while its job still runs.
+    pub jobs: Arc<tokio::sync::Semaphore>,
     pub admitted: AtomicUsize,
     pub max_admitted: usize,
     pub connections: AtomicUsize,
@@ -219,7 +221,7 @@ pub fn serve(args: Args) -> i32 {
         tokens,
         audit,
         metrics: Metrics::default(),
-        jobs: tokio::sync::Semaphore::new(jobs),
+        jobs: Arc::new(tokio::sync::Semaphore::new(jobs)),
         admitted: AtomicUsize::new(0),
         max_admitted: (jobs * QUEUE_PER_JOB).max(MIN_ADMITTED),
         connections: AtomicUsize::new(0),
