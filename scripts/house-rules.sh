@@ -13,14 +13,17 @@
 #   4. Only the kernel module (crates/agentjail-jail/src/sys/) holds `unsafe` (blocks,
 #      functions, impls) and
 #      libc function calls, in src/ and crates/. Outside them only zygote/ (the libpython
-#      FFI template, its own crate) and the tests may.
+#      FFI template, its own crate) and the tests (tests/, crates/*/tests/) may.
 #   5. main.rs uses the library (agentjail::..., the workspace's agentjail_* crates) and clap only.
 #   6. No function in src/ or crates/ is longer than 80 lines unless a comment right above it
 #      says why (a line containing "long because").
 #   7. Crate directions (cargo metadata, every dependency kind): agentjail-json and
 #      agentjail-jail depend on no other agentjail crate; agentjail-check on agentjail-json at
-#      most; the main crate on those three; the zygote template on the main crate; the HTTP
-#      front end on the main crate and agentjail-json. A workspace crate not in the table
+#      most; the main crate on those three; the zygote template on the main crate; the MCP
+#      server (agentjail-mcp) on the main crate, json and check; the HTTP front end
+#      (agentjail-http) on the main crate and json. Those two front ends are the only crates
+#      with the async stack (tokio; rmcp, hyper): nothing depends on the zygote or on them,
+#      and no other crate depends on the async stack. A workspace crate not in the table
 #      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
@@ -41,8 +44,12 @@ agentjail-jail:
 agentjail-check: agentjail-json
 agentjail: agentjail-json agentjail-check agentjail-jail
 agentjail-zygote: agentjail
+agentjail-mcp: agentjail agentjail-json agentjail-check
 agentjail-http: agentjail agentjail-json
 '
+# The async stack (the MCP SDK, the HTTP stack), and the front ends that may depend on it.
+ASYNC_DEPS='rmcp tokio hyper hyper-util'
+ASYNC_CRATE='agentjail-mcp agentjail-http'
 
 findings() {
   # 1
@@ -62,7 +69,7 @@ findings() {
   grep -rnE '\bunsafe\b|libc::|std::fs|std::process|File::open|fs::' src/plan.rs src/plan 2>/dev/null \
     | grep -vE '^[^:]*:[0-9]+:\s*//' | sed 's|^|rule 3 (plan does I/O): |'
   # 4: code lines only (a comment or doc line may say the word)
-  find src crates -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/src/sys/' | sort | while read -r f; do
+  find src crates -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/src/sys/|^crates/[^/]+/tests/' | sort | while read -r f; do
     u=$(grep -vE '^\s*//' "$f" | grep -cE '\bunsafe\s*(\{|fn\b|impl\b|extern\b)')
     c=$(grep -vE '^\s*//' "$f" | grep -cE 'libc::[a-z_0-9]+\s*\(')
     if [ "$u" -gt 0 ] || [ "$c" -gt 0 ]; then
@@ -96,7 +103,7 @@ findings() {
     echo "rule 7 (crate directions): needs cargo and python3"
   else
     cargo metadata --format-version 1 --no-deps --offline 2>/dev/null \
-      | ALLOWED_DEPS="$ALLOWED_DEPS" python3 -c '
+      | ALLOWED_DEPS="$ALLOWED_DEPS" ASYNC_DEPS="$ASYNC_DEPS" ASYNC_CRATE="$ASYNC_CRATE" python3 -c '
 import json, os, sys
 allowed = {}
 for row in os.environ["ALLOWED_DEPS"].strip().splitlines():
@@ -108,6 +115,7 @@ except ValueError:
     print("rule 7 (crate directions): cargo metadata failed")
     sys.exit(0)
 ours = {p["name"] for p in meta["packages"]}
+async_deps, async_crates = set(os.environ["ASYNC_DEPS"].split()), set(os.environ["ASYNC_CRATE"].split())
 for p in sorted(meta["packages"], key=lambda p: p["name"]):
     name = p["name"]
     if name not in allowed:
@@ -115,6 +123,10 @@ for p in sorted(meta["packages"], key=lambda p: p["name"]):
         continue
     for d in p["dependencies"]:
         dep = d["name"]
+        if dep in async_deps and name not in async_crates:
+            kind = d.get("kind") or "normal"
+            only = " and ".join(sorted(async_crates))
+            print(f"rule 7 (crate directions): {name} depends on {dep} ({kind}); only {only} may")
         if (dep in ours or dep.startswith("agentjail")) and dep not in allowed[name]:
             kind = d.get("kind") or "normal"
             print(f"rule 7 (crate directions): {name} depends on {dep} ({kind})")

@@ -35,11 +35,12 @@ if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
     exit 1
 fi
 # The official MCP Python client (mcp==2.3.0, every dependency pinned in
-# tests/mcp/requirements.txt) in a venv of the project's own, .venv-mcp/ (gitignored):
-# tests/mcp.rs, examples/agent and scripts/bench.sh drive `agentjail mcp` with it.
-# Rebuilt only when missing or when its pins changed.
+# crates/agentjail-mcp/tests/mcp/requirements.txt) in a venv of the project's own,
+# .venv-mcp/ (gitignored): crates/agentjail-mcp/tests/mcp.rs, examples/agent and
+# scripts/bench.sh drive `agentjail mcp` with it. Rebuilt only when missing or when its
+# pins changed.
 venv=.venv-mcp
-req=tests/mcp/requirements.txt
+req=crates/agentjail-mcp/tests/mcp/requirements.txt
 stamp=$venv/.requirements.sha256
 want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then

@@ -187,7 +187,7 @@ fn dispatch(command: Command) -> i32 {
             &action,
         )),
         serve @ Command::Serve { .. } => return serve_command(serve),
-        // The MCP server is its own binary (src/mcp/mod.rs says why); this one execs it.
+        // The MCP server is its own binary (crates/agentjail-mcp says why); this one execs it.
         Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
         Command::Check { policy, action } => check(policy.as_deref(), &action),
         Command::Exec {

@@ -596,8 +596,8 @@ pub const HTTP_BINARY: &str = "agentjail-http";
 /// [`HTTP_BINARY`] from the running executable's directory, with the same arguments,
 /// environment and stdio. hyper, tokio and the HTTP code live in that binary alone
 /// (crates/agentjail-http), so `run`, `exec` and the JSON-lines server stay as small as
-/// they were (the launcher's RSS budget: src/mcp/mod.rs). Returns only when the exec
-/// failed (exit status 2, the fix on stderr).
+/// they were (the launcher's RSS budget: docs/BENCH.md, "`agentjail mcp`: what rmcp
+/// costs"). Returns only when the exec failed (exit status 2, the fix on stderr).
 pub fn exec_http_binary() -> i32 {
     use std::os::unix::process::CommandExt;
     let sibling = match std::env::current_exe() {

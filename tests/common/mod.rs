@@ -99,21 +99,24 @@ fn shared() -> &'static Shared {
             eprintln!("note: could not register the removal of {dir:?} at exit");
         }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let bin = dir.join("agentjail");
-        std::fs::copy(env!("CARGO_BIN_EXE_agentjail"), &bin).expect("copy agentjail");
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // `agentjail mcp` execs its sibling agentjail-mcp from the same directory.
-        let mcp = dir.join("agentjail-mcp");
-        std::fs::copy(env!("CARGO_BIN_EXE_agentjail-mcp"), &mcp).expect("copy agentjail-mcp");
-        std::fs::set_permissions(&mcp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // `serve --zygote` runs its sibling agentjail-zygote (scripts/build-zygote.sh builds
-        // it next to agentjail; scripts/test.sh does before the tests).
-        let zygote = Path::new(env!("CARGO_BIN_EXE_agentjail")).with_file_name("agentjail-zygote");
-        if zygote.is_file() {
-            let dst = dir.join("agentjail-zygote");
-            std::fs::copy(&zygote, &dst).expect("copy agentjail-zygote");
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // agentjail; agentjail-mcp, which `agentjail mcp` execs from the same directory, for
+        // the tests of crates/agentjail-mcp (the only ones that run it); agentjail-zygote,
+        // which `serve --zygote` runs (scripts/build-zygote.sh builds it next to agentjail;
+        // scripts/test.sh does before the tests).
+        let mcp_tests = option_env!("CARGO_BIN_EXE_agentjail-mcp").is_some();
+        for (name, wanted) in [
+            ("agentjail", true),
+            ("agentjail-mcp", mcp_tests),
+            ("agentjail-zygote", true),
+        ] {
+            let src = built_binary(name);
+            if wanted && src.is_file() {
+                let dst = dir.join(name);
+                std::fs::copy(&src, &dst).unwrap_or_else(|e| panic!("copy {name}: {e}"));
+                std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
         }
+        let bin = dir.join("agentjail");
         let policy = std::env::var_os("AGENTJAIL_TEST_POLICY").map(|p| {
             let dst = dir.join("policy.toml");
             std::fs::copy(&p, &dst).expect("copy AGENTJAIL_TEST_POLICY");
@@ -122,11 +125,8 @@ fn shared() -> &'static Shared {
         });
         // tests/policies/spawn.toml (data.toml with cgroups best-effort): copied so nobody can read it too.
         let data_policy = dir.join("data.toml");
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/policies/spawn.toml"),
-            &data_policy,
-        )
-        .expect("copy policies/data.toml");
+        std::fs::write(&data_policy, include_str!("../policies/spawn.toml"))
+            .expect("copy policies/data.toml");
         std::fs::set_permissions(&data_policy, std::fs::Permissions::from_mode(0o644)).unwrap();
         if policy.is_none() {
             eprintln!("note: tests use the embedded default policy (AGENTJAIL_TEST_POLICY unset)");
@@ -143,9 +143,26 @@ fn shared() -> &'static Shared {
     })
 }
 
-/// The path of agentjail as launched by the tests.
+/// A binary of the workspace as cargo built it for this test: the test package's own
+/// (`CARGO_BIN_EXE_*`: agentjail for the main package's tests, agentjail-mcp for
+/// crates/agentjail-mcp's), or another one beside it in target/<triple>/<profile>/ (built
+/// there by the same `cargo test` at the workspace root, or by scripts/build-zygote.sh).
+fn built_binary(name: &str) -> PathBuf {
+    let own = option_env!("CARGO_BIN_EXE_agentjail")
+        .or(option_env!("CARGO_BIN_EXE_agentjail-mcp"))
+        .expect("a test of the agentjail or agentjail-mcp package");
+    Path::new(own).with_file_name(name)
+}
+
+/// The path of agentjail as launched by the tests (for crates/agentjail-mcp's tests it
+/// exists only when agentjail was built beside agentjail-mcp).
 pub fn agentjail_path() -> &'static Path {
     &shared().bin
+}
+
+/// The path of agentjail-mcp as launched by crates/agentjail-mcp's tests.
+pub fn mcp_server_path() -> PathBuf {
+    shared().dir.join("agentjail-mcp")
 }
 
 /// A copy of agentjail alone in a fresh directory (none of the binaries it looks for next to

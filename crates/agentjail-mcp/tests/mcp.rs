@@ -2,15 +2,25 @@
 //! scripts/setup.sh makes at `.venv-mcp/`), through both of its APIs: `mcp.Client` (which
 //! probes `server/discover`, protocol 2026-07-28, before any handshake) and `stdio_client` +
 //! `ClientSession.initialize()` (the 2025-11-25 handshake). The scenarios live in
-//! tests/mcp/scenarios.py; each test here runs one of them against the real binary, launched
-//! as root and, where the launcher matters, as nobody (from a copy of the binary nobody can
-//! reach, tests/common).
+//! tests/mcp/scenarios.py (beside this file); each test here runs one of them against the
+//! real binary, launched as root and, where the launcher matters, as nobody (from a copy of
+//! the binary nobody can reach, the workspace's tests/common).
+//!
+//! The server is launched as `agentjail-mcp mcp ...`: the binary this package's cargo just
+//! built (`CARGO_BIN_EXE_agentjail-mcp`), and the very process `agentjail mcp ...` becomes
+//! once it has exec'd it (same arguments, same pid). That exec, the main crate's
+//! `agentjail::mcp::exec_server_binary`, is tested once, with the agentjail that `cargo test`
+//! at the workspace root builds beside it
+//! (`agentjail_mcp_execs_its_sibling_and_the_sibling_serves_only_mcp`).
 //!
 //! The raw-protocol tests at the end (garbage on stdin, stdin closed mid-run, big integers)
 //! speak JSON-RPC directly and need no venv.
 //!
 //! Without the venv the client tests are skipped loudly; under CI=true they fail.
 
+// The workspace's test harness; its few unsafe calls (geteuid, atexit) are its own.
+#[allow(unsafe_code)]
+#[path = "../../../tests/common/mod.rs"]
 mod common;
 
 use common::Who;
@@ -21,7 +31,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The workspace root: the policies, the examples and the venv.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+/// This crate: tests/mcp/ (the scenarios).
+const HERE: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The venv's python, or None (a loud skip; a failure under CI=true).
 fn venv_python() -> Option<PathBuf> {
@@ -59,7 +72,7 @@ fn server_command(who: Who, policy: Option<&Path>) -> Vec<String> {
             .map(String::from),
         );
     }
-    cmd.push(common::agentjail_path().display().to_string());
+    cmd.push(common::mcp_server_path().display().to_string());
     cmd.push("mcp".into());
     if let Some(p) = policy {
         cmd.push("--policy".into());
@@ -130,7 +143,7 @@ fn scenario(name: &str, who: Who, policy: Option<&Path>, extra: Value) -> Option
         c.extend(e.clone());
     }
     let child = Command::new(py)
-        .arg(format!("{ROOT}/tests/mcp/scenarios.py"))
+        .arg(format!("{HERE}/tests/mcp/scenarios.py"))
         .arg(name)
         .arg(cfg.to_string())
         .current_dir("/")
@@ -236,7 +249,7 @@ fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots() {
     let child = Command::new(py)
         .arg(format!("{ROOT}/examples/agent/agent.py"))
         .arg("--agentjail")
-        .arg(common::agentjail_path())
+        .arg(common::mcp_server_path())
         .arg("--data-policy")
         .arg(data_policy(Who::Root))
         .arg("--out")
@@ -268,12 +281,9 @@ fn the_example_agent_fixes_its_code_gets_the_numbers_and_plots() {
 
 // ------------------------------------------------------------ the client killed mid-run
 
-/// The server's pid: `agentjail mcp` has exec'd its sibling, agentjail-mcp (same pid).
+/// The server's pid: the agentjail-mcp process whose arguments carry `marker`.
 fn server_pid(marker: &str) -> Option<u32> {
-    let bin = common::agentjail_path()
-        .with_file_name("agentjail-mcp")
-        .display()
-        .to_string();
+    let bin = common::mcp_server_path().display().to_string();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
@@ -338,7 +348,7 @@ fn the_client_killed_mid_run_leaves_no_jail_behind() {
                 "long_code": "n = 0\nwhile True:\n    n += 1\n",
             });
             let mut child = Command::new(&py)
-                .arg(format!("{ROOT}/tests/mcp/scenarios.py"))
+                .arg(format!("{HERE}/tests/mcp/scenarios.py"))
                 .arg("long_run")
                 .arg(cfg.to_string())
                 .current_dir("/")
@@ -397,24 +407,39 @@ fn the_client_killed_mid_run_leaves_no_jail_behind() {
 
 // ------------------------------------------------------------ raw JSON-RPC, no venv needed
 
-/// `agentjail mcp` execs agentjail-mcp from its own directory; without it, exit 2 with the
-/// fix, and agentjail-mcp serves nothing but `mcp`.
+/// agentjail-mcp serves nothing but `mcp`; `agentjail mcp` execs agentjail-mcp from its own
+/// directory (the same process answers: its pid is agentjail's), and without it exits 2
+/// with the fix.
 #[test]
-fn agentjail_mcp_needs_its_sibling_and_the_sibling_serves_only_mcp() {
-    let (code, err) = common::run_alone(&["mcp"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("agentjail-mcp") && err.contains("install"),
-        "{err}"
-    );
-    let sibling = common::agentjail_path().with_file_name("agentjail-mcp");
-    let out = Command::new(&sibling)
+fn agentjail_mcp_execs_its_sibling_and_the_sibling_serves_only_mcp() {
+    let out = Command::new(common::mcp_server_path())
         .args(["run", "-"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("serves `agentjail mcp` only"));
+    let agentjail = common::agentjail_path();
+    if !common::require_feature(
+        "agentjail built beside agentjail-mcp (cargo build or cargo test at the workspace root builds both)",
+        agentjail.is_file(),
+    ) {
+        return;
+    }
+    let mut s = Raw::start_as(agentjail, &["--pool", "0"]);
+    s.initialize();
+    let exe = std::fs::read_link(format!("/proc/{}/exe", s.child.id())).expect("the server's exe");
+    assert_eq!(
+        exe,
+        common::mcp_server_path(),
+        "agentjail mcp did not exec its sibling"
+    );
+    let (code, err) = common::run_alone(&["mcp"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("agentjail-mcp") && err.contains("install"),
+        "{err}"
+    );
 }
 
 /// A server on pipes, its stdout read by a thread into a channel of lines.
@@ -425,7 +450,12 @@ struct Raw {
 
 impl Raw {
     fn start(args: &[&str]) -> Raw {
-        let mut child = Command::new(common::agentjail_path())
+        Raw::start_as(&common::mcp_server_path(), args)
+    }
+
+    /// `bin mcp args...`: agentjail-mcp, or agentjail, which execs it.
+    fn start_as(bin: &Path, args: &[&str]) -> Raw {
+        let mut child = Command::new(bin)
             .arg("mcp")
             .args(args)
             .current_dir("/")
@@ -639,7 +669,7 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
 #[test]
 fn a_client_that_stops_reading_is_treated_as_gone() {
     let policy = data_policy(Who::Root);
-    let mut child = Command::new(common::agentjail_path())
+    let mut child = Command::new(common::mcp_server_path())
         .args(["mcp", "--pool", "1", "--policy", policy.to_str().unwrap()])
         .current_dir("/")
         .stdin(Stdio::piped())

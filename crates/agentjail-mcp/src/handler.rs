@@ -6,12 +6,12 @@
 //! why: a jail's init dies with the thread that cloned it, and blocking-pool threads come and
 //! go).
 
-use super::result;
-use super::tools::{
+use crate::result;
+use crate::tools::{
     self, CHECK_PYTHON, RUN_JAVASCRIPT, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START,
 };
-use crate::engine::session::Owner;
-use crate::engine::{Engine, EngineError};
+use agentjail::engine::session::Owner;
+use agentjail::engine::{Engine, EngineError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -299,10 +299,10 @@ impl Handler {
 }
 
 impl Inner {
-    /// Append the record's audit copy (redacted, crate::redact) to the audit log, if any.
-    fn audited(&self, record: &crate::record::Record) {
+    /// Append the record's audit copy (redacted, agentjail::redact) to the audit log, if any.
+    fn audited(&self, record: &agentjail::record::Record) {
         if let Some(path) = &self.audit {
-            if let Err(e) = crate::record::append_audit(path, record.audit_value()) {
+            if let Err(e) = agentjail::record::append_audit(path, record.audit_value()) {
                 eprintln!(
                     "agentjail: cannot append to the audit log {}: {e}",
                     path.display()
@@ -358,7 +358,7 @@ fn action_from(id: &str, args: JsonObject, language: &str) -> Result<Value, Stri
             )
         }
     };
-    let entrypoint = crate::contract::entrypoint_for(language).unwrap_or("main.py");
+    let entrypoint = agentjail::contract::entrypoint_for(language).unwrap_or("main.py");
     let mut action = json!({"id": id, "language": language, "entrypoint": entrypoint,
                             "code": code});
     // Judge mode: raw stdin instead of the input line (the contract checks its type and

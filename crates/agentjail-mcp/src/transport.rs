@@ -30,7 +30,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 /// Longest message line accepted (the same cap as `agentjail serve`: an action may carry a
 /// 16 MiB payload, base64 files grow it by a third).
-pub const MAX_LINE_BYTES: usize = crate::serve::protocol::MAX_LINE_BYTES;
+pub const MAX_LINE_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
 
 /// Deepest JSON accepted on a line: an action's 64 levels plus the JSON-RPC envelope
 /// (`params.arguments.input`) and room to spare.
@@ -48,7 +48,7 @@ pub const INVALID_PARAMS: i32 = -32602;
 pub type Hook = Arc<dyn Fn(&'static str) + Send + Sync>;
 
 /// The rmcp side of the transport. Cloneable handles to the same two streams, so the server
-/// can be started again on the same connection after a bad first message (see mod.rs).
+/// can be started again on the same connection after a bad first message (see main.rs).
 #[derive(Clone)]
 pub struct Stdio {
     incoming: Arc<tokio::sync::Mutex<tokio::sync::mpsc::Receiver<ClientJsonRpcMessage>>>,

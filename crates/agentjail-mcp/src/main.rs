@@ -1,12 +1,15 @@
-//! `agentjail mcp`: the engine as an MCP server on stdio, so an agent can call agentjail as a
-//! tool (Claude Code/Desktop, the OpenAI Agents SDK, smolagents, pydantic-ai, ...).
+//! `agentjail-mcp`: the binary behind `agentjail mcp`, the engine as an MCP server on stdio,
+//! so an agent can call agentjail as a tool (Claude Code/Desktop, the OpenAI Agents SDK,
+//! smolagents, pydantic-ai, ...). `agentjail mcp ...` execs it with the same arguments
+//! (`agentjail::mcp::exec_server_binary`); it takes the same command line and serves `mcp`
+//! only.
 //!
 //! Five tools ([`tools`]): `run_python` (one run on a warm jail), `check_python` (the static
 //! check alone), `python_session_start`/`_exec`/`_close` (one interpreter kept across
 //! calls). Each result is the record (or the decision) as `structuredContent` plus the same
 //! JSON as text, `isError` when the record's status is not `ok` ([`result`]).
 //!
-//! # Why rmcp, and why it lives in a binary of its own
+//! # Why rmcp, and why it lives in a crate and a binary of its own
 //!
 //! The protocol is the official Rust SDK's (`rmcp`): it speaks both eras the official
 //! Python client 2.3 probes for, the stateless `2026-07-28` protocol opened by
@@ -18,9 +21,10 @@
 //! 9.1 MB measured). In one binary with `run` and `exec`, that cost next to no CPU at start,
 //! but the kernel's fault-around maps a share of any larger text: the launcher's peak RSS
 //! went from 3.4 to 4.3 MiB (file-backed pages), past the 4 MiB the launch benchmark holds
-//! it to. So this module is linked into `agentjail-mcp` (src/bin/agentjail-mcp.rs) alone;
-//! `agentjail mcp` in the main binary only execs that sibling ([`exec_server_binary`], which
-//! touches nothing of rmcp or tokio, so none of it is linked there). docs/BENCH.md has the
+//! it to. So the server is this binary alone, and `agentjail mcp` in the main binary only
+//! execs it. This crate is the only one that depends on rmcp and tokio, so cargo keeps them
+//! out of the main crate (`cargo tree -p agentjail` shows neither); it uses the main crate's
+//! engine and pipeline like any front end, and nothing depends on it. docs/BENCH.md has the
 //! measurements.
 //!
 //! The transport is ours ([`transport`]): strict JSON in (duplicate keys refused, bounded),
@@ -36,56 +40,64 @@
 //! removed, exit 0. If agentjail itself is SIGKILLed, its jails die with it (PDEATHSIG on
 //! the spawner threads) and the next start sweeps their cgroups.
 
-pub mod handler;
-pub mod result;
-pub mod tools;
-pub mod transport;
+mod handler;
+mod result;
+mod tools;
+mod transport;
 
-use crate::engine::session::Owner;
-use crate::engine::{Engine, EngineConfig};
-use crate::jail::sys;
+use agentjail::cli::{Cli, Command};
+use agentjail::engine::session::Owner;
+use agentjail::engine::{Engine, EngineConfig};
+use agentjail::jail::sys;
+use clap::Parser;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub struct McpArgs {
-    pub engine: EngineConfig,
+struct McpArgs {
+    engine: EngineConfig,
     /// Tool calls that run at once (more wait for a slot).
-    pub jobs: usize,
-    pub audit_log: Option<PathBuf>,
+    jobs: usize,
+    audit_log: Option<PathBuf>,
 }
 
 /// How long finished-but-unanswered calls may take to drain at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// The binary that serves `agentjail mcp`, installed next to `agentjail`.
-pub const SERVER_BINARY: &str = "agentjail-mcp";
-
-/// `agentjail mcp` in the main binary: replace this process with [`SERVER_BINARY`] from
-/// the directory of the running executable (symlinks resolved), with the same arguments
-/// (`mcp ...`), environment and stdio; the pid stays the client's child. Returns only when
-/// the exec failed (exit status 2, the fix on stderr).
-pub fn exec_server_binary() -> i32 {
-    use std::os::unix::process::CommandExt;
-    let sibling = match std::env::current_exe() {
-        Ok(p) => p.with_file_name(SERVER_BINARY),
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
         Err(e) => {
-            eprintln!(
-                "agentjail: cannot find the running executable to start {SERVER_BINARY}: {e}"
-            );
-            return 2;
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
         }
     };
-    let err = std::process::Command::new(&sibling)
-        .args(std::env::args_os().skip(1))
-        .exec();
-    eprintln!(
-        "agentjail: cannot start {}: {err}; `agentjail mcp` runs the {SERVER_BINARY} binary installed next to agentjail (scripts/install.sh installs both; cargo build makes both)",
-        sibling.display()
-    );
-    2
+    let Command::Mcp {
+        policy,
+        engine,
+        audit_log,
+    } = cli.command
+    else {
+        eprintln!(
+            "agentjail-mcp serves `agentjail mcp` only; run agentjail for the other commands"
+        );
+        std::process::exit(2);
+    };
+    let loaded = match agentjail::load_policy(policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("agentjail: {e}");
+            std::process::exit(2);
+        }
+    };
+    std::process::exit(serve(McpArgs {
+        engine: engine.config(loaded),
+        jobs: agentjail::engine::default_jobs(),
+        audit_log,
+    }));
 }
 
 fn next_connection() -> u64 {
@@ -94,10 +106,10 @@ fn next_connection() -> u64 {
 }
 
 /// `agentjail mcp`; returns the exit code.
-pub fn serve(args: McpArgs) -> i32 {
+fn serve(args: McpArgs) -> i32 {
     // Block the termination signals before any thread starts (every thread inherits the
     // mask), so they arrive only on this signalfd.
-    let Some(sigfd) = crate::supervise::block_termination_signals() else {
+    let Some(sigfd) = agentjail::supervise::block_termination_signals() else {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };

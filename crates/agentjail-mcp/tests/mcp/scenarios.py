@@ -2,7 +2,7 @@
 
     scenarios.py SCENARIO CONFIG_JSON
 
-CONFIG_JSON: {"command": [argv of the server, e.g. [".../agentjail", "mcp"] or setpriv ...],
+CONFIG_JSON: {"command": [argv of the server, e.g. [".../agentjail-mcp", "mcp"] or setpriv ...],
               "apis": ["client", "session"], "marker": "...", "action": "examples/incident/action.json"}
 
 Every scenario runs through each API in "apis":
@@ -12,7 +12,7 @@ Every scenario runs through each API in "apis":
 
 Prints one line per checked fact ("ok ...") and exits 1 with the reason on the first
 failure. Run by
-tests/mcp.rs (cargo test), which launches the server as root and as nobody.
+crates/agentjail-mcp/tests/mcp.rs (cargo test), which launches the server as root and as nobody.
 """
 import base64
 import json
@@ -25,7 +25,7 @@ import anyio
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/agent"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../examples/agent"))
 import agent  # noqa: E402  (the example agent's PNG writer and artifact directory)
 
 CFG = {}
