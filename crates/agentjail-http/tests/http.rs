@@ -351,7 +351,16 @@ fn tokens_are_required_checked_and_own_their_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = token_file(dir.path(), 0o600);
     let tf = tokens.display().to_string();
-    let s = start("127.0.0.1:0", &["--token-file", &tf]);
+    let audit = dir.path().join("audit.jsonl");
+    let s = start(
+        "127.0.0.1:0",
+        &[
+            "--token-file",
+            &tf,
+            "--audit-log",
+            &audit.display().to_string(),
+        ],
+    );
     let t = &s.target;
     let alice = [("Authorization", "Bearer aaaaaaaaaaaaaaaaaaaaaaaa")];
     let bob = [("Authorization", "Bearer bbbbbbbbbbbbbbbbbbbbbbbb")];
@@ -389,6 +398,17 @@ fn tokens_are_required_checked_and_own_their_sessions() {
     let rec = r.json();
     assert_eq!(rec["value"], "2", "{rec}");
     assert_eq!(rec["caller"], json!({"token": "alice"}));
+
+    // The audit log names the caller of each record, and only authenticated calls are in it.
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "the run and the session call");
+    for l in &lines {
+        assert_eq!(l["caller"], json!({"token": "alice"}), "{l}");
+    }
 }
 
 #[test]
@@ -411,6 +431,10 @@ fn what_must_not_start_does_not() {
     assert_eq!(code, 2, "{err}");
     let (code, err) = refused(&["serve", "--http", "localhost:8080"]);
     assert_eq!(code, 2, "{err}");
+    let (code, err) = refused(&["serve", "--token-file", "/nonexistent"]);
+    assert_eq!(code, 2, "--token-file needs --http: {err}");
+    let (code, err) = refused(&["serve", "--http", "127.0.0.1:0", "--socket", "/tmp/x"]);
+    assert_eq!(code, 2, "--http and --socket exclude each other: {err}");
     let (code, _) = refused(&["run", "-"]);
     assert_eq!(code, 2, "the binary serves serve --http only");
 }
