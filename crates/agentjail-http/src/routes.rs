@@ -210,6 +210,11 @@ pub async fn handle(st: Arc<State>, uid: Option<u32>, req: Request<Incoming>) ->
         }
     };
     let caller = Caller { token, uid };
+    // What reads no body and runs nothing answers even when the server is saturated: an
+    // operator needs /metrics and /v1/stats most then.
+    if matches!(r, Route::Stats | Route::Metrics) {
+        return dispatch(&st, r, caller, Bytes::new()).await;
+    }
     let Some(slot) = admit(&st) else {
         st.metrics.refused_saturated.fetch_add(1, Ordering::Relaxed);
         let mut resp = error(

@@ -519,6 +519,62 @@ fn bounds_hold_and_path_tricks_match_nothing() {
 }
 
 #[test]
+fn a_saturated_server_answers_429_with_retry_after_then_recovers() {
+    let s = start("127.0.0.1:0", &["-j", "1"]);
+    let Target::Tcp(addr) = &s.target else {
+        unreachable!()
+    };
+    // Each of these is admitted and waits for a body that does not come: 512 of them fill
+    // the admission bound (at least 512, whatever -j).
+    let mut held = Vec::new();
+    for _ in 0..600 {
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(b"POST /v1/run HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
+            .unwrap();
+        held.push(c);
+    }
+    // Until the server has read them all, a request may still be admitted; once it is
+    // saturated, every request that needs a slot is refused at once.
+    let check = action("x = 1");
+    let refused = loop {
+        let r = post(&s.target, "/v1/check", &check);
+        if r.status == 429 {
+            break r;
+        }
+        assert_eq!(r.status, 200);
+    };
+    assert_eq!(refused.header("retry-after").as_deref(), Some("1"));
+    assert_eq!(refused.json()["error"]["code"], "too_many_requests");
+    let r = post(&s.target, "/v1/run", &action("print('{}')"));
+    assert_eq!(r.status, 429);
+    assert_eq!(
+        get(&s.target, "/healthz").status,
+        200,
+        "health needs no slot"
+    );
+    let st = get(&s.target, "/v1/stats");
+    assert_eq!(st.status, 200, "nor do the stats");
+    assert!(st.json()["http"]["requests_in_flight"].as_u64().unwrap() >= 512);
+    let m = String::from_utf8(get(&s.target, "/metrics").body).unwrap();
+    assert!(
+        !m.contains("agentjail_http_refused_total{why=\"saturated\"} 0\n"),
+        "the refusals are counted: {m}"
+    );
+
+    // The stalled clients go: their slots come back and the server answers again.
+    drop(held);
+    loop {
+        let r = post(&s.target, "/v1/check", &check);
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 429);
+    }
+    let rec = post(&s.target, "/v1/run", &action("print('{\"ok\": 1}')")).json();
+    assert_eq!(rec["output"], json!({"ok": 1}), "{rec}");
+}
+
+#[test]
 fn a_slow_request_head_is_cut_off() {
     let s = start("127.0.0.1:0", &[]);
     let mut c = connect(&s.target);
@@ -626,10 +682,10 @@ fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
                     "code": "while True:\n    pass", "output_mode": "text"}),
         )
     });
-    // Wait until the job is admitted (the stats say so; the stats request is the other).
+    // Wait until the job is admitted (the stats say so; they need no slot themselves).
     loop {
         let st = get(&s.target, "/v1/stats").json();
-        if st["http"]["requests_in_flight"].as_u64().unwrap_or(0) >= 2 {
+        if st["http"]["requests_in_flight"].as_u64().unwrap_or(0) >= 1 {
             break;
         }
         std::thread::yield_now();
