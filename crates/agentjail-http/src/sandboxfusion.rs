@@ -172,13 +172,17 @@ fn target(
         .copied()
         .filter(|l| ours(l).is_some_and(|(a, _)| executes(a)))
         .collect();
-    let msg = format!(
-        "Input should be {}",
-        runs.iter()
-            .map(|l| format!("'{l}'"))
-            .collect::<Vec<_>>()
-            .join(" or ")
-    );
+    let msg = if runs.is_empty() {
+        "this server's policy executes none of the languages /run_code names".to_string()
+    } else {
+        format!(
+            "Input should be {}",
+            runs.iter()
+                .map(|l| format!("'{l}'"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    };
     errors.push(json!({"type": "literal_error", "loc": ["body", "language"],
         "msg": msg, "input": l, "ctx": {"expected": runs.join(", ")}}));
     None
@@ -403,6 +407,10 @@ mod tests {
             e["detail"][0]["input"], "nodejs",
             "a language the policy does not run"
         );
+        let none = parse(&json!({"code": "x", "language": "python"}), &|_| false)
+            .err()
+            .unwrap();
+        assert!(none["detail"][0]["msg"].as_str().unwrap().contains("none"));
         let e = parse(&json!({"language": "python", "stdin": 3}), &py)
             .err()
             .unwrap();
