@@ -353,12 +353,14 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
             })
             .await
         }
+        // Bodies are parsed on the job thread too: a large one must not stall the thread
+        // that reads every connection.
         Route::SessionStart => {
-            let hints = match session_hints(&body) {
-                Ok(h) => h,
-                Err(e) => return bad_request(&e),
-            };
             blocking(st, move || {
+                let hints = match session_hints(&body) {
+                    Ok(h) => h,
+                    Err(e) => return bad_request(&e),
+                };
                 match s.engine.session_start(hints.as_ref(), owner) {
                     Ok(id) => json_resp(StatusCode::OK, &json!({ "session": id })),
                     Err(e) => engine_error(e),
@@ -367,11 +369,11 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
             .await
         }
         Route::SessionExec(id) => {
-            let (code, timeout) = match exec_body(&body) {
-                Ok(x) => x,
-                Err(e) => return bad_request(&e),
-            };
             blocking(st, move || {
+                let (code, timeout) = match exec_body(&body) {
+                    Ok(x) => x,
+                    Err(e) => return bad_request(&e),
+                };
                 match s.engine.session_exec(&id, &code, timeout, owner) {
                     Ok(mut rec) => {
                         finish(&s, &mut rec, &caller, started);
@@ -465,8 +467,16 @@ fn exec_body(body: &[u8]) -> Result<(String, Option<f64>), String> {
 }
 
 async fn run_code(st: &Arc<State>, caller: Caller, body: Bytes, started: Instant) -> Resp {
+    let s = Arc::clone(st);
+    let answer = blocking(st, move || run_code_job(&s, &caller, &body, started)).await;
+    answer.unwrap_or_else(|resp| resp)
+}
+
+/// `/run_code` on a job thread: read the request (a 422 when SandboxFusion would refuse
+/// it), run it, answer as SandboxFusion.
+fn run_code_job(s: &State, caller: &Caller, body: &[u8], started: Instant) -> Resp {
     let unprocessable = |v: &Value| json_resp(StatusCode::UNPROCESSABLE_ENTITY, v);
-    let req = match strict(&body) {
+    let req = match strict(body) {
         Ok(v) => v,
         Err(e) => {
             return unprocessable(&crate::sandboxfusion::unprocessable(vec![json!({
@@ -474,22 +484,18 @@ async fn run_code(st: &Arc<State>, caller: Caller, body: Bytes, started: Instant
             })]))
         }
     };
-    let policy = &st.engine.policy().policy;
+    let policy = &s.engine.policy().policy;
     let parsed = match crate::sandboxfusion::parse(&req, &|l| policy.executes(l)) {
         Ok(p) => p,
         Err(detail) => return unprocessable(&detail),
     };
-    let s = Arc::clone(st);
-    let answer = blocking(st, move || {
-        let action = serde_json::to_vec(&parsed.action).unwrap_or_default();
-        let mut rec = s.engine.run(&action, caller.uid);
-        finish(&s, &mut rec, &caller, started);
-        let (code, v) = crate::sandboxfusion::respond(&rec.value, &parsed.fetch_files, &s.pod);
-        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
-        json_resp(status, &v)
-    })
-    .await;
-    answer.unwrap_or_else(|resp| resp)
+    drop(req);
+    let action = serde_json::to_vec(&parsed.action).unwrap_or_default();
+    let mut rec = s.engine.run(&action, caller.uid);
+    finish(s, &mut rec, caller, started);
+    let (code, v) = crate::sandboxfusion::respond(&rec.value, &parsed.fetch_files, &s.pod);
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    json_resp(status, &v)
 }
 
 #[cfg(test)]
