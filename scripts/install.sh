@@ -57,12 +57,11 @@ if [ "$package" = 1 ] && [ -z "$destdir" ]; then
 fi
 
 if [ "$build" = 1 ]; then
+    # The workspace's default members: agentjail, agentjail-mcp and agentjail-http.
     cargo build --release --quiet
-    # `serve --http` execs agentjail-http (crates/agentjail-http, the HTTP front end).
-    cargo build --release --quiet -p agentjail-http
 fi
 bin=target/x86_64-unknown-linux-gnu/release/agentjail
-for b in "$bin" "$bin-mcp"; do
+for b in "$bin" "$bin-mcp" "$bin-http"; do
     [ -x "$b" ] || { echo "install.sh: $b missing; run cargo build --release" >&2; exit 2; }
 done
 
@@ -101,11 +100,7 @@ put() {
 
 put 0755 "$bin" "$prefix/bin/agentjail"
 put 0755 "$bin-mcp" "$prefix/bin/agentjail-mcp"
-# `serve --http` needs agentjail-http next to agentjail (built above; with --no-build,
-# `cargo build --release -p agentjail-http`); without it every other command works.
-if [ -x "$bin-http" ]; then
-    put 0755 "$bin-http" "$prefix/bin/agentjail-http"
-fi
+put 0755 "$bin-http" "$prefix/bin/agentjail-http"
 # `serve --zygote` needs agentjail-zygote next to agentjail (scripts/build-zygote.sh --release
 # builds it; without it every other command works and `agentjail doctor` says it is absent).
 if [ -x "$bin-zygote" ]; then
