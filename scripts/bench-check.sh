@@ -10,7 +10,7 @@ iters="${2:-5000}"
 python="${PYTHON:-/usr/bin/python3}"
 
 line=$(BENCH_SOURCE="$src" BENCH_ITERS="$iters" \
-    cargo test --release --quiet --test bench_check -- --ignored --nocapture 2>/dev/null | grep '^BENCH')
+    cargo test --release --quiet --test check -- --ignored --nocapture bench:: 2>/dev/null | grep '^BENCH')
 rust_ns=$(sed -E 's/.*median_ns=([0-9]+).*/\1/' <<<"$line")
 
 py_ns=$("$python" - "$src" "$iters" <<'PY'

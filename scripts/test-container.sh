@@ -15,8 +15,8 @@
 #      Unmasked`): the seed job gives the seed's numbers as root and as uid 65534, `doctor`
 #      passes; under contrib/containers/pod.yaml's settings (a user-namespaced container as
 #      with hostUsers: false, uid 65534, no capability, read-only root) `serve --socket`
-#      answers a run and doctor passes; the escape tests (tests/jail_attacks.rs,
-#      tests/redteam_jail.rs, launching agentjail as root and as nobody) pass with CI=true,
+#      answers a run and doctor passes; the escape tests (tests/jail: python_attacks, the
+#      Python twins and redteam, launching agentjail as root and as nobody) pass with CI=true,
 #      so none may skip, in both kinds of container.
 #   4. each rule the profile adds is needed: without any one, the jail fails at setup.
 #   5. contrib/containers/seccomp.json is what scripts/gen-container-seccomp.py makes.
@@ -84,14 +84,17 @@ fi
 
 echo "# building the release binaries and the escape-test binaries"
 cargo build --release --quiet || exit 1
-mapfile -t test_bins < <(cargo test --test jail_attacks --test redteam_jail --no-run --message-format=json 2>/dev/null |
+mapfile -t test_bins < <(cargo test --test jail --no-run --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["executable"])')
-[ ${#test_bins[@]} = 2 ] || { echo "test-container: could not build the escape tests" >&2; exit 1; }
+[ ${#test_bins[@]} = 1 ] || { echo "test-container: could not build the escape tests" >&2; exit 1; }
+jail_tests=${test_bins[0]}
+# The escape suites, modules of the jail test binary (tests/jail): a name and its filters.
+suites=("jail_attacks:python_attacks:: twins::python::" "redteam_jail:redteam::")
 rel=target/x86_64-unknown-linux-gnu/release
 
 work=$(mktemp -d /tmp/agentjail-ctr.XXXXXX)
@@ -315,12 +318,12 @@ fi
 # process: in Docker's kind of container and in the pod's (user-namespaced) kind.
 for setting in docker pod; do
     if [ $setting = docker ]; then opts=("${fixed[@]}"); else opts=(--seccomp "$shipped" --proc unmasked --no-new-privs --userns); fi
-    for bin in "${test_bins[@]}"; do
-        name=$(basename "$bin")
-        name=${name%-*}
-        listed=$("$bin" --list 2>/dev/null | grep -c ': test$')
+    for suite in "${suites[@]}"; do
+        name=${suite%%:*}
+        read -ra filters <<<"${suite#*:}"
+        listed=$("$jail_tests" --list "${filters[@]}" 2>/dev/null | grep -c ': test$')
         CTR_LIMIT=600 ctr "tests-$setting-$name" "${opts[@]}" --bind "$repo:$repo" --cwd "$repo" --env CI=true -- \
-            "$bin" --test-threads=2
+            "$jail_tests" --test-threads=2 "${filters[@]}"
         out=$work/tests-$setting-$name
         summary=$(grep '^test result:' "$out.out" | tail -1)
         passed=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' <<<"$summary")

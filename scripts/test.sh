@@ -40,22 +40,23 @@ stage() {
     fi
 }
 
-# The whole escape-test suite again, with the default policy's interpreter swapped for the
-# copy of Python 3.12 (its prefix bound read-only at /opt/agentjail-py/3.12).
+# The Python escape tests (tests/jail: python_attacks and the Python side of twins) again,
+# with the default policy's interpreter swapped for the copy of Python 3.12 (its prefix bound
+# read-only at /opt/agentjail-py/3.12).
 attacks_python312() {
     local policy
     policy=$(scripts/setup-pythons.sh --policy 3.12) || return 1
     AGENTJAIL_TEST_POLICY=$policy AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3 \
-        cargo test --test jail_attacks -- --test-threads=2
+        cargo test --test jail -- --test-threads=2 python_attacks:: twins::python::
 }
 
-# The zygote's attack suite (tests/zygote.rs) with the template built for Python 3.12, then
+# The zygote's attack suite (tests/frontends/zygote.rs) with the template built for Python 3.12, then
 # the template rebuilt for the host's python3 whatever happened.
 zygote_python312() {
     local rc=0
     scripts/build-zygote.sh --python /opt/agentjail-py/3.12/bin/python3 >/dev/null || return 1
     AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3 \
-        cargo test --test zygote -- --test-threads=2 || rc=1
+        cargo test --test frontends -- --test-threads=2 zygote:: || rc=1
     scripts/build-zygote.sh >/dev/null || rc=1
     return $rc
 }
@@ -65,7 +66,7 @@ cargo_tests() {
     if [ "${CI:-}" = true ] && [ "${QUICK:-0}" != 1 ]; then
         [ -s "${AGENTJAIL_VM_ASSETS:-target/vm-assets}/base.cpio" ] || scripts/vm.sh setup || return 1
     fi
-    # Dev profile: the same code paths, and the ~20 test binaries link without LTO.
+    # Dev profile: the same code paths, and the test binaries (one per subject) link without LTO.
     local stamp rc=0 left
     stamp=$(mktemp /tmp/agentjail-test-stamp.XXXXXX)
     cargo test -- --test-threads=2 || rc=1
@@ -82,7 +83,7 @@ cargo_tests() {
 }
 
 stage "setup (packages)" scripts/setup.sh
-# The pyenv builds of Python 3.10-3.13 copied to /opt/agentjail-py (cached; tests/pythons.rs
+# The pyenv builds of Python 3.10-3.13 copied to /opt/agentjail-py (cached; tests/jail/pythons.rs
 # and the 3.12 escape-test stage below bind them into jails).
 stage "Pythons 3.10-3.13 under /opt/agentjail-py (scripts/setup-pythons.sh)" scripts/setup-pythons.sh
 stage "cargo fmt --check" cargo fmt --all --check
@@ -90,19 +91,19 @@ stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet 
 # Layering, crate directions, unsafe only in the jail crate's sys module, function and file sizes.
 stage "house rules (scripts/house-rules.sh)" scripts/house-rules.sh
 stage "build (release)" cargo build --release --quiet
-# agentjail-zygote next to the debug binary the tests run (tests/zygote.rs; `serve --zygote`).
+# agentjail-zygote next to the debug binary the tests run (tests/frontends/zygote.rs; `serve --zygote`).
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
-stage "escape tests under Python 3.12 (tests/jail_attacks.rs, /opt/agentjail-py/3.12)" attacks_python312
+stage "escape tests under Python 3.12 (tests/jail: python_attacks, twins::python; /opt/agentjail-py/3.12)" attacks_python312
 stage "escape tests and the seed job on a GPU-node mount layout (scripts/test-layouts.sh)" scripts/test-layouts.sh
-stage "zygote built for Python 3.12 (tests/zygote.rs)" zygote_python312
+stage "zygote built for Python 3.12 (tests/frontends/zygote.rs)" zygote_python312
 
 if [ "${QUICK:-0}" != 1 ]; then
     stage "Python client (scripts/test-python.sh: pytest against the release binary)" scripts/test-python.sh
 fi
 
 # Debug profile on purpose: the fault-injection build must never overwrite the release binary.
-stage "fault injection at every setup stage, and the submount walk (tests/faults.rs, tests/host_layouts.rs)" cargo test --features fault-injection --test faults --test host_layouts
+stage "fault injection at every setup stage, and the submount walk (tests/jail: faults, host_layouts)" cargo test --features fault-injection --test jail -- faults:: host_layouts::
 
 if [ "${QUICK:-0}" != 1 ]; then
     stage "cgroup v2 and jail tests in a VM (scripts/vm-test.sh)" scripts/vm-test.sh

@@ -1,7 +1,7 @@
 #!/bin/bash
 # vm-test.sh — prove the cgroup v2 path inside the QEMU VM (scripts/vm.sh), whose kernel has a
 # real cgroup v2 hierarchy with memory, pids and cpu delegated:
-#   cgroup  the cgroup v2 test (tests/cgroup_v2.rs) and the doctor's unit tests, as root
+#   cgroup  the cgroup v2 test (tests/jail/cgroup_v2.rs) and the doctor's unit tests, as root
 #   jail    the release agentjail binary itself (tests/vm_jail.sh): OOM -> code_memory_limit,
 #           pids.max -> code_pids_limit, cpu.stat -> code_cpu_limit, a clean run with every
 #           cgroup control enforced by v2, doctor --json, no job cgroup left behind
@@ -27,11 +27,12 @@ exe() {
 rc=0
 times="setup $((t1 - t0)) s"
 if [ "$what" != jail ]; then
-    v2=$(exe --test cgroup_v2)
+    v2=$(exe --test jail)
     lib=$(exe --lib)
     [ -x "$v2" ] && [ -x "$lib" ] || { echo "vm-test.sh: could not build the tests" >&2; exit 2; }
     t2=$(date +%s)
-    "$here/vm.sh" run "$v2" --test-threads=1 --nocapture || rc=$?
+    # The jail test binary holds every jail subject: only its cgroup_v2 module runs here.
+    "$here/vm.sh" run "$v2" cgroup_v2:: --test-threads=1 --nocapture || rc=$?
     t3=$(date +%s)
     "$here/vm.sh" run "$lib" doctor --test-threads=1 --nocapture || rc=$?
     t4=$(date +%s)

@@ -581,7 +581,7 @@ mod tests {
     }
 
     /// Twice the walk's bound in empty files (a jail cannot make even 100: its /app/out has
-    /// a few dozen inodes, tests/files_artifacts.rs): the walk stops looking after
+    /// a few dozen inodes, tests/pipeline/files_artifacts.rs): the walk stops looking after
     /// MAX_ENTRIES and lists at most max_count artifacts and MAX_SKIPPED skips.
     #[test]
     fn twenty_thousand_files_are_a_bounded_walk() {

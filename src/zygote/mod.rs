@@ -37,7 +37,7 @@
 //! - *Hash seed.* `str` hashes are keyed once per interpreter: jobs of one template share
 //!   the key. It guards against hash flooding by input, not a secret between jobs.
 //! - *Random state.* `random` is reseeded from the kernel in each program
-//!   (PyOS_AfterFork_Child runs the fork hooks; tests/zygote.rs checks that two jobs draw
+//!   (PyOS_AfterFork_Child runs the fork hooks; tests/frontends/zygote.rs checks that two jobs draw
 //!   different numbers); `os.urandom` and `secrets` always ask the kernel.
 //! - *The template's memory*: a program can read its own memory, which is a copy of the
 //!   template's: the policy (its text, and the parsed check rules and redaction patterns),

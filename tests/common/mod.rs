@@ -1,13 +1,21 @@
-//! Shared harness for the jail attack tests: launch the real `agentjail` binary as root and
-//! as nobody, with the embedded default policy unless `AGENTJAIL_TEST_POLICY` names a file.
+//! The one support module of every test binary (tests/jail, tests/check, tests/pipeline,
+//! tests/frontends, crates/agentjail-mcp/tests/mcp.rs): launch the real `agentjail` binary as root and as nobody,
+//! with the embedded default policy unless `AGENTJAIL_TEST_POLICY` names a file; the action
+//! builder the tests share; `serve` (the client harness for `agentjail serve`) and
+//! `python` (corpus programs under the host's CPython, outside any jail).
+//!
+//! Each binary's main.rs includes it with `#[path = "../common/mod.rs"] mod common;`.
 #![allow(dead_code)]
+
+pub mod python;
+pub mod serve;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 pub const PY: &str = "/usr/bin/python3";
@@ -79,6 +87,8 @@ struct Shared {
 fn shared() -> &'static Shared {
     static S: OnceLock<Shared> = OnceLock::new();
     S.get_or_init(|| {
+        // Never made while a test is alone (it would see this directory appear).
+        let _running = jail_running();
         let td = tempfile::Builder::new()
             .prefix("agentjail-attack-")
             .tempdir_in("/tmp")
@@ -407,6 +417,7 @@ pub fn jail_with(who: Who, data: bool, flags: &[&str], cmd: &[&str]) -> Run {
 }
 
 pub fn launch(who: Who, l: Launch<'_>, cmd: &[&str]) -> Run {
+    let _running = jail_running();
     let s = shared();
     let mut c = match who {
         Who::Nobody => {
@@ -643,6 +654,7 @@ impl RunRecord {
 /// space limit on agentjail itself (prlimit --as): a run that would exhaust the host's memory
 /// fails the test instead.
 pub fn run_as(who: Who, args: &[&str], action: &[u8], address_space: Option<u64>) -> RunRecord {
+    let _running = jail_running();
     let s = shared();
     let mut c = match who {
         Who::Nobody => {
@@ -815,6 +827,15 @@ pub fn mount_points() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// Test harness directories (made by the tests of every subject, never by agentjail): a
+/// test comparing temp entries before and after leaves them out.
+pub const HARNESS_PREFIXES: &[&str] = &["agentjail-attack-", "agentjail-fa-", "ajserve-"];
+
+/// True for a temp entry's name that is not a test harness's ([`HARNESS_PREFIXES`]).
+pub fn not_harness(name: &str) -> bool {
+    !HARNESS_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Entries under /tmp, /dev/shm and /var/tmp whose name says agentjail and that `keep`
 /// accepts (by name), as paths.
 pub fn agentjail_temp_entries(keep: impl Fn(&str) -> bool) -> std::collections::BTreeSet<String> {
@@ -827,4 +848,84 @@ pub fn agentjail_temp_entries(keep: impl Fn(&str) -> bool) -> std::collections::
         })
         .map(|e| e.path().display().to_string())
         .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// One binary, many subjects
+
+/// The name libtest knows test `f` by when `module` is the caller's `module_path!()`: the
+/// module path less the crate's name, what `--exact` needs to re-run one test of this
+/// binary in a child process.
+pub fn test_name(module: &str, f: &str) -> String {
+    match module.split_once("::") {
+        Some((_, m)) => format!("{m}::{f}"),
+        None => f.to_string(),
+    }
+}
+
+/// Jails of this test process: many at once (every launch holds [`jail_running`]), or one
+/// test [`alone`].
+static HOST: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// This thread holds [`alone`]: its own launches take no read guard (no self-deadlock).
+    static ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Held by a test that compares host-wide state before and after (every `agentjail-*`
+/// cgroup and temp entry, every runner process): while it lives no other test of this
+/// binary starts a jail, so what the comparison sees is that test's alone. A binary used to
+/// hold one subject; now that several share it, this is what keeps their runs apart.
+pub struct Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        ALONE.with(|a| a.set(false));
+    }
+}
+
+pub fn alone() -> Alone {
+    let g = HOST.write().unwrap_or_else(|e| e.into_inner());
+    ALONE.with(|a| a.set(true));
+    Alone(g)
+}
+
+/// Held while one launch of agentjail runs (the common launchers take it; a test with a
+/// launcher of its own takes it there): waits while a test is [`alone`]. None on the thread
+/// that is alone, and None when this thread already holds one (a reader waiting behind a
+/// queued writer while holding a read guard would deadlock).
+pub fn jail_running() -> Option<Running> {
+    if ALONE.with(|a| a.get()) || READING.with(|r| r.get()) {
+        return None;
+    }
+    let g = HOST.read().unwrap_or_else(|e| e.into_inner());
+    READING.with(|r| r.set(true));
+    Some(Running(g))
+}
+
+thread_local! {
+    static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// See [`jail_running`].
+pub struct Running(#[allow(dead_code)] RwLockReadGuard<'static, ()>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        READING.with(|r| r.set(false));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Actions and policies the tests share
+
+/// A Python action: id "t", `main.py`, `code`, then every key of `extra` (an object) over
+/// it (`input_payload`, `files`, `output_schema`, another id...).
+pub fn action_json(code: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut a = serde_json::json!({"id": "t", "language": "python", "entrypoint": "main.py",
+                                   "code": code});
+    for (k, v) in extra.as_object().expect("extra is an object") {
+        a[k] = v.clone();
+    }
+    a
 }

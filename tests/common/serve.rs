@@ -5,7 +5,7 @@
 //! tree followed from launch to exit so "nothing left behind" can be checked exactly for
 //! this server even when other servers run on the host at the same time.
 //!
-//! Include it next to `mod common;` with `#[path = "common/serve.rs"] mod serve_harness;`.
+//! It is `common::serve` (tests/common/mod.rs declares it).
 #![allow(dead_code, unused_imports)]
 
 use crate::common::{self, Who};
@@ -59,8 +59,7 @@ pub fn scratch(tag: &str) -> tempfile::TempDir {
 
 /// An action for `op: run`.
 pub fn action(code: &str, payload: Value) -> Value {
-    json!({"id": "a", "language": "python", "entrypoint": "main.py",
-           "code": code, "input_payload": payload})
+    common::action_json(code, json!({"id": "a", "input_payload": payload}))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -140,13 +139,10 @@ pub struct HostState {
     pub tmp: BTreeSet<String>,
 }
 
-/// Test harness directories (ours and other test files'), not agentjail's.
-const HARNESS_PREFIXES: &[&str] = &["agentjail-attack-", "agentjail-fa-", "ajserve-"];
-
 pub fn host_state() -> HostState {
     HostState {
         mounts: common::mount_points(),
-        tmp: common::agentjail_temp_entries(|n| !HARNESS_PREFIXES.iter().any(|p| n.starts_with(p))),
+        tmp: common::agentjail_temp_entries(common::not_harness),
     }
 }
 

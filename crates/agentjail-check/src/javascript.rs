@@ -11,7 +11,7 @@
 //! * The source is parsed as a CommonJS script (`SourceType::cjs()`): script goal, so
 //!   Annex-B HTML-like comments (`<!--` anywhere, `-->` at the start of a line) are comments,
 //!   a leading `#!` line is allowed, and a top-level `return` is allowed as in node's module
-//!   wrapper. tests/check_js_corpus.rs runs tricky comment sources through the real node and
+//!   wrapper. tests/check/js_corpus.rs runs tricky comment sources through the real node and
 //!   asserts the checker never sees less code than V8 executes.
 //! * Any parse error, and any early error from oxc's semantic pass, is a `syntax_error`, and
 //!   nothing else is judged. Syntax oxc accepts but node 20 lacks is refused too: `using` /
@@ -276,7 +276,7 @@ const NUMERIC_FUNCTIONS: [&str; 3] = ["parseInt", "parseFloat", "Number"];
 const BASE_STACK: usize = 1024 * 1024;
 /// Stack reserved per source byte: oxc's parser and semantic pass recurse once per nesting
 /// level, and one byte (`!`, `~`) or a few (`a = a = ...`, `l: l: ...`) open a level.
-/// Measured with tests/check_js_corpus.rs's deep inputs on a 256 KiB thread: the release
+/// Measured with tests/check/js_corpus.rs's deep inputs on a 256 KiB thread: the release
 /// profile crashes at 96 bytes per source byte and passes at 256 (worst: `a = a = ...`);
 /// the dev profile, with its larger frames, crashes at 1024 and passes at 1280 (worst:
 /// `!!!...`). Both constants leave at least 3x that. The reservation is virtual: only the

@@ -739,7 +739,7 @@ fn mcp_zygote_jails_serve_run_python_one_job_each() {
     if !common::zygote_built() {
         return;
     }
-    // The jobs themselves are attacked in tests/zygote.rs (serve --zygote, the same engine):
+    // The jobs themselves are attacked in tests/frontends/zygote.rs (serve --zygote, the same engine):
     // here, that the flag reaches the engine through agentjail mcp and its jails answer.
     let mut s = Raw::start(&["--zygote", "--pool", "1"]);
     s.initialize();

@@ -5,6 +5,7 @@
 //! runaway compile) then fails the wrapper instead of taking the machine down. The child
 //! prints one `MEASURE` line (wall time, peak RSS, outcome) that the wrapper echoes.
 
+use crate::common;
 use agentjail_json::schema::{compile, SchemaLimits, ValidationFailure};
 use agentjail_json::{parse_strict, to_safe_string, ReadLimits};
 use serde_json::{json, Map, Value};
@@ -24,13 +25,9 @@ fn under_rlimit(name: &str) {
         .arg(format!("--as={ADDRESS_SPACE}"))
         .arg("--")
         .arg(&exe)
-        .args([
-            "--exact",
-            name,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .arg("--exact")
+        .arg(common::test_name(module_path!(), name))
+        .args(["--ignored", "--nocapture", "--test-threads=1"])
         .output()
         .expect("prlimit (util-linux) must be installed to run the bounded schema tests");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -339,7 +336,7 @@ fn hostile_documents() {
 /// The seed incident schema on the seed's output: what a normal run costs.
 #[test]
 fn seed_schema_validation_cost() {
-    let action: Value = serde_json::from_str(include_str!("../examples/incident/action.json"))
+    let action: Value = serde_json::from_str(include_str!("../../examples/incident/action.json"))
         .expect("seed action");
     let schema = &action["output_schema"];
     let output = parse_strict(

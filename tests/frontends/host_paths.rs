@@ -6,11 +6,9 @@
 //! that it must never touch. And in a directory other users can change (not sticky),
 //! agentjail refuses to start, says why, and leaves nothing behind (src/hostpath.rs).
 
-mod common;
-#[path = "common/serve.rs"]
-mod serve_harness;
+use crate::common::serve as serve_harness;
 
-use common::{variants, Who};
+use crate::common::{self, variants, Who};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

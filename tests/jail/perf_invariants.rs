@@ -4,9 +4,7 @@
 //! signals ignored (nohup, a shell's `trap '' ...`), because an ignored disposition
 //! survives execve.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 

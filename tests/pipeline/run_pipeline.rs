@@ -2,6 +2,7 @@
 //! docs/REFERENCE.md lists, forced by a small program; the seed's example and its five
 //! variants; malformed actions; the audit log under concurrent runs.
 
+use crate::common;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ fn incident() -> Value {
 
 /// Run `agentjail run` on an action given as bytes on stdin; returns (exit code, record).
 fn run_bytes(action: &[u8], policy: Option<&Path>, extra: &[&str]) -> (i32, Value) {
+    let _running = common::jail_running();
     let mut cmd = Command::new(BIN);
     cmd.arg("run");
     if let Some(p) = policy {
@@ -58,7 +60,7 @@ fn forcing() -> PathBuf {
 }
 
 fn action_with(code: &str) -> Value {
-    json!({"id": "t", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}})
+    common::action_json(code, json!({"input_payload": {}}))
 }
 
 fn assert_stop(rec: &Value, code: i32, reason: &str, want_phase: &str) {

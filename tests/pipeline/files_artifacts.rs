@@ -5,10 +5,8 @@
 //! back within the caps, and nothing it plants there (symlinks, hard links, sparse giants,
 //! hostile names, deep trees) makes agentjail read or write outside its own directories.
 
-mod common;
-
+use crate::common::{self, variants, Who};
 use base64::Engine as _;
-use common::{variants, Who};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::PermissionsExt;
@@ -93,6 +91,7 @@ impl Out {
 
 /// agentjail `args` as `who`, `stdin` fed in.
 fn agentjail(who: Who, args: &[&str], stdin: &[u8]) -> Out {
+    let _running = common::jail_running();
     let bin = common::agentjail_path();
     let mut c = match who {
         Who::Nobody => {
@@ -125,12 +124,11 @@ fn agentjail(who: Who, args: &[&str], stdin: &[u8]) -> Out {
 }
 
 fn action(code: &str, files: Option<Value>) -> Vec<u8> {
-    let mut a = json!({"id": "fa", "language": "python", "entrypoint": "main.py",
-                       "code": code, "input_payload": {}});
+    let mut extra = json!({"id": "fa", "input_payload": {}});
     if let Some(f) = files {
-        a["files"] = f;
+        extra["files"] = f;
     }
-    serde_json::to_vec(&a).unwrap()
+    serde_json::to_vec(&common::action_json(code, extra)).unwrap()
 }
 
 fn run(who: Who, policy: &Path, extra: &[&str], action: &[u8]) -> Out {

@@ -10,10 +10,12 @@
 //! another policy instead (development only, e.g. seccomp `best_effort` while a mechanism is
 //! not merged yet). As root, every attack runs launched as root and as nobody; as non-root,
 //! only the unprivileged variant runs (a loud note says so).
+//!
+//! The attacks whose payloads are the same in Python and JavaScript are rows of `twins`;
+//! these are the rest (raw syscalls, machine code, terminal ioctls, and the attacks whose
+//! shape differs from node's).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 
 fn py_data(who: Who, flags: &[&str], body: &str) -> Run {
@@ -103,140 +105,6 @@ fn each_blocked(cases: &[Case], o: CaseOpts) {
     assert_all_blocked(&failures);
 }
 
-// ---------------------------------------------------------------- host files
-
-#[test]
-fn host_files_are_not_reachable() {
-    // A secret planted in places a jail must never see.
-    let m = marker("hostfile");
-    let tmp_secret = format!("/tmp/{m}.secret");
-    let vartmp_secret = format!("/var/tmp/{m}.secret");
-    std::fs::write(&tmp_secret, &m).unwrap();
-    std::fs::write(&vartmp_secret, &m).unwrap();
-    // /opt is empty in the jail unless the test interpreter is bound under it
-    // (AGENTJAIL_TEST_PYTHON=/opt/agentjail-py/3.12/bin/python3): then it holds that path only.
-    let under_opt: Vec<String> = test_python()
-        .strip_prefix("/opt/")
-        .and_then(|rest| rest.split('/').next())
-        .map(|first| vec![first.to_string()])
-        .unwrap_or_default();
-    let opt_prefix = if under_opt.is_empty() {
-        String::new()
-    } else {
-        format!("/opt/{}", under_opt[0])
-    };
-    let body = format!(
-        r#"
-def read(p):
-    with open(p, "rb") as f:
-        data = f.read(64)
-    if not data:
-        raise OSError(0, "empty (masked)")
-    return data
-for p in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_ed25519_key",
-          "/root/.bashrc", "/root", "/home", "/work", "/var/log", "/run", "/sys/kernel",
-          "/var", "/srv", "/mnt", "/boot", "{tmp_secret}", "{vartmp_secret}",
-          "/proc/kcore", "/proc/kallsyms", "/proc/keys", "/proc/sysrq-trigger"]:
-    attempt("read " + p, (lambda p=p: os.listdir(p) if os.path.isdir(p) and os.listdir(p) else read(p)))
-opt = sorted(os.listdir("/opt")) if os.path.isdir("/opt") else []
-print("BLOCKED opt" if opt == {under_opt:?} else "BREACH opt %r" % opt)
-# /etc is synthesized: exactly three files.
-e = sorted(os.listdir("/etc"))
-print("BLOCKED etc-listing" if e == ["group", "hosts", "passwd"] else "BREACH etc-listing %r" % e)
-# Nothing outside /usr (and the test interpreter's read-only prefix) and /proc carries the
-# secret.
-hits = []
-for root, dirs, files in os.walk("/"):
-    if root == "/":
-        dirs[:] = [d for d in dirs if d not in ("usr", "proc", "sys", "dev")]
-    if root == "/opt" and "{opt_prefix}":
-        dirs[:] = []
-    for f in files:
-        try:
-            if b"{m}" in open(os.path.join(root, f), "rb").read(1 << 20):
-                hits.append(os.path.join(root, f))
-        except OSError:
-            pass
-print("BREACH secret %r" % hits if hits else "BLOCKED secret-walk")
-"#
-    );
-    for who in variants() {
-        let r = py(who, &[], &body);
-        r.assert_blocked("START");
-        assert!(r.stdout.contains("BLOCKED secret-walk"), "{r:#?}");
-        assert!(r.stdout.contains("BLOCKED etc-listing"), "{r:#?}");
-    }
-    let _ = std::fs::remove_file(&tmp_secret);
-    let _ = std::fs::remove_file(&vartmp_secret);
-}
-
-#[test]
-fn pid1_is_agentjail_init_and_host_init_is_invisible() {
-    let body = r#"
-c = open("/proc/1/cmdline", "rb").read()
-print("CMDLINE1", repr(c[:200]), flush=True)
-print("BLOCKED proc1-cmdline" if all(b == 0 for b in c) else "BREACH proc1-cmdline %r" % c[:100])
-try:
-    e = open("/proc/1/environ", "rb").read()
-    print("BREACH proc1-environ readable %r" % e[:100])
-except PermissionError:
-    print("BLOCKED proc1-environ PermissionError")
-except OSError as e:
-    print("OTHER proc1-environ", e.errno)
-attempt("readlink /proc/1/exe", lambda: os.readlink("/proc/1/exe"))
-attempt("read /proc/1/mem", lambda: open("/proc/1/mem", "rb").read(1))
-print("MYPID", os.getpid(), os.getppid())
-print("PIDS", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
-"#;
-    for who in variants() {
-        let r = py(who, &[], body);
-        r.assert_blocked("START");
-        assert!(r.stdout.contains("BLOCKED proc1-cmdline"), "{r:#?}");
-        assert!(
-            r.stdout.contains("BLOCKED proc1-environ PermissionError"),
-            "{r:#?}"
-        );
-        assert!(r.stdout.contains("MYPID 2 1\n"), "{r:#?}");
-        assert!(r.stdout.contains("PIDS [1, 2]\n"), "{r:#?}");
-    }
-}
-
-#[test]
-fn other_processes_environment_is_not_visible() {
-    let secret = marker("envsecret");
-    let mut host = std::process::Command::new("/bin/sleep")
-        .arg("30")
-        .env("AGENTJAIL_HOST_SECRET", &secret)
-        .spawn()
-        .unwrap();
-    let body = format!(
-        r#"
-needle = "{rsecret}"[::-1].encode()
-pids = [p for p in os.listdir("/proc") if p.isdigit()]
-print("PIDS", pids, flush=True)
-found = []
-for p in pids:
-    for f in ("environ", "cmdline"):
-        try:
-            if needle in open("/proc/%s/%s" % (p, f), "rb").read():
-                found.append((p, f))
-        except OSError:
-            pass
-print("BREACH found %r" % found if found else "BLOCKED not-found")
-print("BREACH host pid visible" if "{hostpid}" in pids and "{hostpid}" != "1" else "BLOCKED pid-ns")
-"#,
-        hostpid = host.id(),
-        rsecret = secret.chars().rev().collect::<String>()
-    );
-    for who in variants() {
-        let r = py(who, &[], &body);
-        r.assert_blocked("START");
-        assert!(r.stdout.contains("BLOCKED not-found"), "{r:#?}");
-    }
-    let _ = host.kill();
-    let _ = host.wait();
-}
-
 // ---------------------------------------------------------------- network
 
 #[test]
@@ -273,83 +141,7 @@ attempt("tcp " + HOST, lambda: conn(HOST))
     }
 }
 
-#[test]
-fn host_abstract_unix_socket_is_unreachable() {
-    use std::os::linux::net::SocketAddrExt;
-    let name = format!("agentjail-test-{}", marker("abs"));
-    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
-    let l = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
-    l.set_nonblocking(true).unwrap();
-    let body = format!(
-        r#"
-import socket
-def conn():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1)
-    s.connect("\0{name}")
-    s.sendall(b"hello")
-    return "connected"
-attempt("abstract unix", conn)
-"#
-    );
-    for who in variants() {
-        let r = py(who, &["--time-limit", "5"], &body);
-        r.assert_blocked("START");
-        match l.accept() {
-            Ok(_) => panic!("the jail reached the host abstract socket: {r:#?}"),
-            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock),
-        }
-    }
-}
-
 // ---------------------------------------------------------------- filesystem writes
-
-#[test]
-fn writes_outside_tmp_fail() {
-    let m = marker("write");
-    let targets = [
-        format!("/{m}"),
-        format!("/usr/{m}"),
-        format!("/usr/bin/{m}"),
-        format!("/etc/{m}"),
-        format!("/dev/{m}"),
-        format!("/proc/{m}"),
-    ];
-    let body = format!(
-        r#"
-def create(p):
-    with open(p, "wb") as f:
-        f.write(b"x")
-    return p
-for p in {targets:?}:
-    attempt("create " + p, lambda p=p: create(p))
-def overwrite(p, data=b"x"):
-    fd = os.open(p, os.O_WRONLY)
-    try:
-        return os.write(fd, data)
-    finally:
-        os.close(fd)
-for p in ["/etc/passwd", "/etc/hosts", "/usr/bin/python3", "/proc/sys/kernel/hostname",
-          "/proc/sys/vm/drop_caches", "/proc/sys/kernel/core_pattern",
-          "/proc/sysrq-trigger", "/proc/self/attr/current"]:
-    attempt("write " + p, lambda p=p: overwrite(p))
-attempt("mkdir /x", lambda: os.mkdir("/{m}-d"))
-attempt("chmod /usr/bin/python3", lambda: os.chmod("/usr/bin/python3", 0o777))
-attempt("symlink in /", lambda: os.symlink("/tmp", "/{m}-l"))
-attempt("rename /etc/hosts", lambda: os.rename("/etc/hosts", "/etc/hosts2"))
-create("/tmp/{m}-ok")
-print("TMP-OK", open("/tmp/{m}-ok").read(), flush=True)
-"#
-    );
-    for who in variants() {
-        let r = py(who, &[], &body);
-        r.assert_blocked("START");
-        r.assert_ran("TMP-OK x");
-        for t in &targets[..3] {
-            assert!(!std::path::Path::new(t).exists(), "{t} created on the host");
-        }
-    }
-}
 
 #[test]
 fn mknod_is_refused() {
@@ -380,71 +172,6 @@ fn mknod_is_refused() {
         ],
         CaseOpts::default(),
     );
-}
-
-#[test]
-fn filling_tmp_stops_at_the_cap_with_enospc() {
-    // Default tmp_size is 64MiB; files of 8MiB so RLIMIT_FSIZE (64MiB) is never the limit.
-    let body = r#"
-import errno
-total = 0
-err = None
-i = 0
-chunk = b"\0" * (1 << 20)
-try:
-    while total < (1 << 30):
-        with open("/tmp/fill%d" % i, "wb") as f:
-            for _ in range(8):
-                f.write(chunk)
-                f.flush()
-                total += len(chunk)
-        i += 1
-except OSError as e:
-    err = e.errno
-print("FILLED", total, err, flush=True)
-st = os.statvfs("/tmp")
-print("TMPSIZE", st.f_blocks * st.f_frsize, flush=True)
-n = 0
-for f in os.listdir("/tmp"):
-    os.unlink("/tmp/" + f)
-ierr = None
-try:
-    while n < 100000:
-        open("/tmp/i%d" % n, "wb").close()
-        n += 1
-except OSError as e:
-    ierr = e.errno
-print("INODES", n, ierr, flush=True)
-"#;
-    for who in variants() {
-        let r = py(who, &["--time-limit", "20"], body);
-        r.assert_ran("START");
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.starts_with("FILLED"))
-            .unwrap_or_else(|| panic!("{r:#?}"));
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let total: u64 = f[1].parse().unwrap();
-        assert_eq!(f[2], "28", "expected ENOSPC filling /tmp: {r:#?}");
-        assert!(
-            total <= 64 << 20,
-            "wrote {total} bytes to a 64MiB /tmp: {r:#?}"
-        );
-        assert!(
-            total >= 56 << 20,
-            "/tmp full far below its cap ({total}): {r:#?}"
-        );
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.starts_with("INODES"))
-            .unwrap_or_else(|| panic!("{r:#?}"));
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let n: u64 = f[1].parse().unwrap();
-        assert_eq!(f[2], "28", "expected ENOSPC creating inodes: {r:#?}");
-        assert!(n <= 4096, "created {n} files, inode cap is 4096: {r:#?}");
-    }
 }
 
 // ---------------------------------------------------------------- bombs
@@ -671,49 +398,6 @@ fn stderr_flood_is_cut_at_the_cap() {
 }
 
 // ---------------------------------------------------------------- signals, orphans, timeouts
-
-#[test]
-fn sigterm_ignorer_stopped_child_and_orphan_grandchild_are_all_killed() {
-    for who in variants() {
-        let m = marker("orphan");
-        let body = format!(
-            r#"
-import signal, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-if os.fork() == 0:
-    # A child that stops itself.
-    os.execv("/usr/bin/python3", ["{m}-stopped", "-I", "-S", "-c",
-             "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"])
-if os.fork() == 0:
-    # Double fork: the grandchild is orphaned in a new session.
-    if os.fork() == 0:
-        os.setsid()
-        os.execv("/usr/bin/sleep", ["{m}-orphan", "1000"])
-    os._exit(0)
-time.sleep(0.2)
-print("READY", flush=True)
-while True:
-    time.sleep(1)
-"#
-        );
-        // 3 s: two forks, an exec and the 0.2 s sleep must fit before the stop on a loaded
-        // machine; this test is about what the stop leaves behind, not its timing.
-        let r = py_data(who, &["--time-limit", "3"], &body);
-        r.assert_ran("READY");
-        assert_eq!(r.code, 124, "{r:#?}");
-        assert_eq!(r.stop_reason(), Some("code_timeout"), "{r:#?}");
-        assert!(
-            r.stderr.contains("agentjail: stopped: code_timeout"),
-            "{r:#?}"
-        );
-        let left = survivors(&m, Duration::from_millis(500));
-        assert!(
-            left.is_empty(),
-            "processes survive the jail on the host: {left:?}"
-        );
-    }
-}
 
 #[test]
 fn timeout_is_precise() {
@@ -1497,44 +1181,6 @@ fn record_is_valid_and_describes_enforcement() {
             );
         }
     }
-}
-
-// ---------------------------------------------------------------- signals to the host
-
-#[test]
-fn host_processes_cannot_be_signalled() {
-    let m = marker("victim");
-    use std::os::unix::process::CommandExt;
-    let mut victim = std::process::Command::new("/usr/bin/sleep")
-        .arg0(&m)
-        .arg("30")
-        .spawn()
-        .unwrap();
-    let vpid = victim.id();
-    let body = format!(
-        r#"
-import signal
-attempt("kill host pid", lambda: os.kill({vpid}, signal.SIGKILL))
-# kill(-1) from pid 2 (not init): every process it may signal, except itself.
-try:
-    os.kill(-1, signal.SIGKILL)
-except OSError:
-    pass
-print("SURVIVED", flush=True)
-"#
-    );
-    for who in variants() {
-        let r = py(who, &[], &body);
-        r.assert_ran("START");
-        assert!(!r.stdout.contains("BREACH"), "{r:#?}");
-        assert!(
-            victim.try_wait().unwrap().is_none(),
-            "the jail killed a host process: {r:#?}"
-        );
-        assert_eq!(host_pids_with(&m), vec![vpid as i32]);
-    }
-    let _ = victim.kill();
-    let _ = victim.wait();
 }
 
 // ---------------------------------------------------------------- kernel attack surface

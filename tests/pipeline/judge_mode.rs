@@ -4,17 +4,14 @@
 //! verdict still comes from the kernel's wait status, never from what was printed. Through
 //! the real binary, as root and as nobody.
 
-mod common;
-
-use common::{run_as, shared_file, variants, RunRecord, Who};
+use crate::common::{run_as, shared_file, variants, RunRecord, Who};
 use serde_json::{json, Value};
 
-fn action(code: &str, extra: Value) -> Vec<u8> {
-    let mut a = json!({"id": "judge", "language": "python", "entrypoint": "main.py", "code": code});
-    for (k, v) in extra.as_object().unwrap() {
-        a[k] = v.clone();
+fn action(code: &str, mut extra: Value) -> Vec<u8> {
+    if extra.get("id").is_none() {
+        extra["id"] = json!("judge");
     }
-    serde_json::to_vec(&a).unwrap()
+    serde_json::to_vec(&crate::common::action_json(code, extra)).unwrap()
 }
 
 fn text(code: &str, stdin: &str) -> Vec<u8> {

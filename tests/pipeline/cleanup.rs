@@ -2,7 +2,7 @@
 //! run ends, agentjail itself being signalled or SIGKILLed included. And 50 concurrent
 //! jails on 2 cores with separate records, /tmp and cgroups.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentjail");
 
-/// The tests compare host-wide state, so they run one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// The tests compare host-wide state, so they run one at a time and while they run no other
+/// test of this binary starts a jail.
+fn serial() -> common::Alone {
+    common::alone()
 }
 
 /// The shell payloads here fork; the embedded default policy forbids that.
@@ -94,7 +93,7 @@ fn host_state() -> HostState {
     HostState {
         mounts: common::mount_points(),
         cgroups: cgroups(),
-        tmp: common::agentjail_temp_entries(|_| true),
+        tmp: common::agentjail_temp_entries(common::not_harness),
     }
 }
 

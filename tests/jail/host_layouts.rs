@@ -14,9 +14,7 @@
 //! Every case runs as root and as nobody (agentjail started inside the prepared namespace).
 //! Needs root for the layouts (`unshare -m`); in CI it must run.
 
-mod common;
-
-use common::{agentjail_path, is_root, require_feature, variants, Who, PY};
+use crate::common::{agentjail_path, is_root, require_feature, variants, Who, PY};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 
@@ -29,7 +27,7 @@ const SHARE_BIND: &str = "/usr/share/doc";
 /// Shell lines that build the GPU-node/pod layout in the current (private) mount namespace
 /// (tests/gpu_layout.sh, also used by scripts/test-layouts.sh to run the escape suites).
 fn gpu_layout() -> String {
-    include_str!("gpu_layout.sh").to_string()
+    include_str!("../gpu_layout.sh").to_string()
 }
 
 /// Run `agentjail ARGS` as `who` inside a fresh private mount namespace prepared by `setup`

@@ -4,7 +4,7 @@
 //! were allowed (CRLF hiding a coding declaration, format fields with non-identifier names,
 //! imports in class bodies); the checker was fixed and they run as ordinary tests.
 //!
-//! None of these duplicates tests/check_corpus.rs. The deep/huge inputs are built at run time
+//! None of these duplicates tests/check/corpus.rs. The deep/huge inputs are built at run time
 //! and stay under the default policy's 2400-character limit, so they reach the parser.
 
 use std::io::Write;

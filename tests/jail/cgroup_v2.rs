@@ -7,6 +7,7 @@
 //! and so does this test itself under CI=true (it re-runs its own binary through
 //! `scripts/vm.sh run`; `scripts/vm.sh setup` must have run). Without CI and without delegated v2
 //! controllers it prints a loud SKIPPED notice; inside the VM a missing feature fails the test.
+use crate::common;
 use agentjail::jail::cgroup::{detect_host, sweep_stale, CgroupLimits, JobCgroup, SUPERVISOR_LEAF};
 use agentjail::jail::ControlState;
 use std::io::{BufRead, Write};
@@ -63,7 +64,9 @@ fn hog_helper() {
 
 fn hog(what: &str) -> Child {
     Command::new(std::env::current_exe().expect("exe"))
-        .args(["--exact", "hog_helper", "--nocapture", "--test-threads=1"])
+        .arg("--exact")
+        .arg(common::test_name(module_path!(), "hog_helper"))
+        .args(["--nocapture", "--test-threads=1"])
         .env(HOG_ENV, what)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -131,12 +134,12 @@ fn v2_limits_delegation_and_kill() {
         let st = Command::new(&vm)
             .arg("run")
             .arg(&exe)
-            .args([
-                "--exact",
+            .arg("--exact")
+            .arg(common::test_name(
+                module_path!(),
                 "v2_limits_delegation_and_kill",
-                "--test-threads=1",
-                "--nocapture",
-            ])
+            ))
+            .args(["--test-threads=1", "--nocapture"])
             .status()
             .expect("scripts/vm.sh");
         assert!(

@@ -6,15 +6,12 @@
 //! numbers; the check parses for that version (syntax newer than it is refused, syntax it
 //! has is judged by the rules); and the jail holds against the attacks that concern the
 //! interpreter's own files (its prefix is read-only, the host beside it unreachable).
-//! scripts/test.sh also runs the whole escape-test suite (tests/jail_attacks.rs) under 3.12.
+//! scripts/test.sh also runs the Python escape tests (tests/jail: python_attacks, twins) under 3.12.
 //!
 //! Under CI=true a missing copy fails; elsewhere it is a loud skip.
 
-mod check_support;
-mod common;
-
-use check_support::python::opt_python;
-use common::*;
+use crate::common::python::opt_python;
+use crate::common::*;
 
 const VERSIONS: [&str; 4] = ["3.10", "3.11", "3.12", "3.13"];
 
@@ -47,14 +44,8 @@ fn policy_for(version: &str) -> Option<String> {
 }
 
 fn action(code: &str, payload: serde_json::Value) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "id": "pyver",
-        "language": "python",
-        "entrypoint": "main.py",
-        "code": code,
-        "input_payload": payload,
-    }))
-    .expect("json")
+    let extra = serde_json::json!({"id": "pyver", "input_payload": payload});
+    serde_json::to_vec(&action_json(code, extra)).expect("json")
 }
 
 #[test]

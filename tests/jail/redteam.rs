@@ -3,7 +3,7 @@
 //! today; each test asserts it stays so. Every payload prints a START marker first, so a jail
 //! that fails to start cannot pass vacuously, and prints `BREACH ...` when an attack works.
 //!
-//! These complement tests/jail_attacks.rs (no case is repeated): more socket families, the
+//! These complement python_attacks and twins (no case is repeated): more socket families, the
 //! new mount API, namespace calls with flags in the high register half, pidfd and
 //! process_vm calls, prctl tricks, personality(READ_IMPLIES_EXEC), SysV/POSIX IPC, splice
 //! family, NUMA and scheduler calls, landlock self-nesting, /proc of the jail's init, symlink
@@ -12,9 +12,7 @@
 //! One weaker-than-claimed behaviour is kept visible as an ignored test (`WEAK:`): files
 //! written to /tmp can be executed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::{Duration, Instant};
 
 const SYSC: &str = r#"

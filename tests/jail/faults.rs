@@ -4,7 +4,6 @@
 //!
 //! Needs the test-only feature: `cargo test --features fault-injection --test faults`
 //! (scripts/test.sh does). Without it this file compiles to nothing.
-#![cfg(feature = "fault-injection")]
 
 use std::process::Command;
 

@@ -7,9 +7,7 @@
 //! executed and cgroups best-effort, so nobody can run node without cgroup delegation) and
 //! policies/data.toml (cgroups required: it fails closed where there is no delegation).
 
-mod common;
-
-use common::{run_as, shared_file, variants, RunRecord, Who};
+use crate::common::{self, run_as, shared_file, variants, RunRecord, Who};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -50,8 +48,9 @@ fn example(name: &str) -> Value {
 }
 
 fn js_action(code: &str, payload: Value) -> Value {
-    json!({"id": "js", "language": "javascript", "entrypoint": "main.js", "code": code,
-           "input_payload": payload})
+    let extra = json!({"id": "js", "language": "javascript", "entrypoint": "main.js",
+                       "input_payload": payload});
+    crate::common::action_json(code, extra)
 }
 
 fn run(who: Who, policy: &str, action: &Value) -> RunRecord {
@@ -98,7 +97,7 @@ fn incident_in_javascript_gives_the_seed_numbers() {
     assert_eq!(action["language"], "javascript");
     assert_eq!(
         action["code"].as_str().unwrap(),
-        include_str!("data/incident_main.js"),
+        include_str!("../data/incident_main.js"),
         "the example runs tests/data/incident_main.js"
     );
     for who in variants() {

@@ -7,11 +7,9 @@
 //! and every jail down at once; a dead template is replaced; a configuration the zygote
 //! cannot serve is refused at start with a clear error and leaves nothing behind.
 
-mod common;
-#[path = "common/serve.rs"]
-mod serve_harness;
+use crate::common::serve as serve_harness;
 
-use common::{variants, Who};
+use crate::common::{self, variants, Who};
 use serde_json::{json, Value};
 use serve_harness::{action, record, Server};
 use std::collections::BTreeSet;

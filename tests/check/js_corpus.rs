@@ -7,7 +7,7 @@ use agentjail_check::Violation;
 use std::path::Path;
 use std::process::Command;
 
-const INCIDENT: &str = include_str!("data/incident_main.js");
+const INCIDENT: &str = include_str!("../data/incident_main.js");
 const NODE: &str = "/usr/bin/node";
 
 fn check(code: &str) -> Vec<Violation> {

@@ -4,16 +4,14 @@
 //! back by agentjail's strict reader, serde_json and Python, safe to print as one line, and
 //! nothing left behind (no process, no cgroup).
 
-mod common;
-
-use common::{run_as, shared_file, variants, RunRecord, Who};
+use crate::common::{self, run_as, shared_file, variants, RunRecord, Who};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-/// These runs are serialised so "nothing left behind" can be checked after each one.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    M.lock().unwrap_or_else(|e| e.into_inner())
+/// These runs are serialised, and no other test of this binary starts a jail meanwhile, so
+/// "nothing left behind" can be checked after each one.
+fn serial() -> common::Alone {
+    common::alone()
 }
 
 /// 512 MiB of address space for agentjail itself: a schema that explodes must fail the test,
@@ -21,12 +19,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 const AS_LIMIT: u64 = 512 * 1024 * 1024;
 
 fn action(code: &str, payload: Value, schema: Option<Value>) -> Vec<u8> {
-    let mut a = json!({"id": "h", "language": "python", "entrypoint": "main.py",
-                       "code": code, "input_payload": payload});
+    let mut extra = json!({"id": "h", "input_payload": payload});
     if let Some(s) = schema {
-        a["output_schema"] = s;
+        extra["output_schema"] = s;
     }
-    serde_json::to_vec(&a).unwrap()
+    serde_json::to_vec(&common::action_json(code, extra)).unwrap()
 }
 
 /// Every check a record must pass, whatever the case: readable by three parsers, no raw

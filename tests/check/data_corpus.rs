@@ -8,32 +8,11 @@
 //! os, sys, builtins, eval, pickles or raw memory through it, and must be denied with the
 //! named rule.
 
-mod check_support;
-
+use crate::common;
+use crate::{checked_action as action, data_policy};
 use agentjail::contract::check_action;
-use agentjail::contract::Action;
 use agentjail::policy::{load_file, Policy};
 use agentjail_check::stdlib;
-use serde_json::json;
-
-fn data_policy() -> Policy {
-    check_support::data_policy()
-}
-
-fn action(code: &str) -> Action {
-    Action {
-        id: "t".into(),
-        language: "python".into(),
-        entrypoint: "main.py".into(),
-        code: code.into(),
-        input_payload: json!({}),
-        stdin: None,
-        output_mode: Default::default(),
-        output_schema: None,
-        policy_hints: None,
-        files: Vec::new(),
-    }
-}
 
 /// (name, text its run must print, program). Written the way agents and people write
 /// analysis code: type hints, dataclasses, enums, regexes, money in Decimal, dates,
@@ -1184,7 +1163,7 @@ fn ordinary_programs_pass_and_run_under_the_data_policy() {
             failures.push(format!("{name}: denied: {:?}", d.violations));
             continue;
         }
-        let Some(run) = check_support::python::run(&args, &code, dir.path(), &needs(&code)) else {
+        let Some(run) = common::python::run(&args, &code, dir.path(), &needs(&code)) else {
             continue;
         };
         if !run.ok || !run.stdout.contains(expect) {
@@ -1304,18 +1283,18 @@ fn denials_say_how_to_fix_the_code() {
 /// is compared: a host with fewer optional packages reaches fewer modules, which is no error.
 #[test]
 fn module_tables_hold_on_this_host() {
-    if !std::path::Path::new(check_support::python::PYTHON).exists() {
+    if !std::path::Path::new(common::python::PYTHON).exists() {
         assert!(
             std::env::var_os("CI").is_none(),
             "{} is missing",
-            check_support::python::PYTHON
+            common::python::PYTHON
         );
-        eprintln!("SKIPPED: {} is missing", check_support::python::PYTHON);
+        eprintln!("SKIPPED: {} is missing", common::python::PYTHON);
         return;
     }
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-stdlib-graph.py");
-    let out = std::process::Command::new(check_support::python::PYTHON)
+    let out = std::process::Command::new(common::python::PYTHON)
         .arg(&script)
         .arg("--check")
         .output()
@@ -1351,7 +1330,7 @@ fn data_policy_is_refused_where_the_tables_do_not_hold() {
         Err(e) => assert!(e.hint.contains("scripts/gen-stdlib-graph.py"), "{e}"),
     }
     // Another interpreter version (a pyenv build with no numpy, when this host has one).
-    let Some(py) = check_support::python::opt_python("3.12") else {
+    let Some(py) = common::python::opt_python("3.12") else {
         assert!(
             std::env::var_os("CI").is_none(),
             "no /opt/agentjail-py/3.12: run scripts/setup-pythons.sh"

@@ -1,32 +1,17 @@
 //! The static check against a corpus: the seed's incident program must pass, every rule
 //! must fire on its own example, and known sandbox-bypass programs must be denied.
 
-mod check_support;
-
+use crate::common;
+use crate::{checked_action as action, data_policy};
 use agentjail::contract::check_action;
-use agentjail::contract::{parse_action, Action};
+use agentjail::contract::parse_action;
 use agentjail::policy::Policy;
 use agentjail_check::python::check_source;
 use agentjail_check::stdlib;
 use agentjail_check::Decision;
 use serde_json::json;
 
-const INCIDENT: &str = include_str!("data/incident_main.py");
-
-fn action(code: &str) -> Action {
-    Action {
-        id: "t".into(),
-        language: "python".into(),
-        entrypoint: "main.py".into(),
-        code: code.into(),
-        input_payload: json!({}),
-        stdin: None,
-        output_mode: Default::default(),
-        output_schema: None,
-        policy_hints: None,
-        files: Vec::new(),
-    }
-}
+const INCIDENT: &str = include_str!("../data/incident_main.py");
 
 /// The default policy's verdict for Python 3.11 (what the corpus's expectations were
 /// written for), after checking that every Python version the checker has tables for (3.10
@@ -440,11 +425,6 @@ fn violations_are_sorted_and_positioned() {
     assert_eq!(v[1].rule, "call_not_allowed:eval");
     assert_eq!((v[1].line, v[1].column), (3, 5));
     assert!(rules("print(1)").is_empty());
-}
-
-/// The general-purpose policy, as shipped.
-fn data_policy() -> Policy {
-    check_support::data_policy()
 }
 
 /// A hostile program: denied with `rule` under its policy, and (when `proof` is given)
@@ -996,7 +976,7 @@ fn attributes_named_without_a_dot_are_denied_and_really_work_unchecked() {
             .iter()
             .map(String::as_str)
             .collect();
-        let Some(run) = check_support::python::run(&args, h.code, dir.path(), h.needs) else {
+        let Some(run) = common::python::run(&args, h.code, dir.path(), h.needs) else {
             continue;
         };
         if !run.stdout.contains(proof) {

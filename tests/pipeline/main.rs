@@ -1,0 +1,24 @@
+//! One job through the whole pipeline (contract, check, plan, jail, supervise, record),
+//! through the real binary: one test binary, each subject a module
+//! (`cargo test --test pipeline -- MODULE::`).
+//!
+//! - `contract`: the action contract (no jail);
+//! - `run_pipeline`: every stop reason, the seed's example and variants, the audit log;
+//! - `files_artifacts`: files in, artifacts out;
+//! - `judge_mode`: stdin and text output;
+//! - `hardening`: nothing around the jail trusts the agent;
+//! - `cleanup`: nothing left behind, whatever way a run ends.
+//!
+//! `cleanup` and `hardening` compare host-wide state before and after: they hold
+//! `common::alone()`, and every launcher here holds `common::jail_running()`, so no other
+//! test of this binary runs a jail meanwhile.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cleanup;
+mod contract;
+mod files_artifacts;
+mod hardening;
+mod judge_mode;
+mod run_pipeline;
