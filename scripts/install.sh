@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install agentjail: the binaries (agentjail, agentjail-mcp, which `agentjail mcp` runs, and
+# Install agentjail: the binaries (agentjail, agentjail-mcp, which `agentjail mcp` runs,
+# agentjail-http, which `agentjail serve --http` runs, and
 # agentjail-zygote, which `serve --zygote` runs, when scripts/build-zygote.sh built it),
 # the policies, the man pages, the shell completions, and —
 # where the host has them — the systemd unit and the AppArmor profile.
@@ -56,10 +57,11 @@ if [ "$package" = 1 ] && [ -z "$destdir" ]; then
 fi
 
 if [ "$build" = 1 ]; then
+    # The workspace's default members: agentjail, agentjail-mcp and agentjail-http.
     cargo build --release --quiet
 fi
 bin=target/x86_64-unknown-linux-gnu/release/agentjail
-for b in "$bin" "$bin-mcp"; do
+for b in "$bin" "$bin-mcp" "$bin-http"; do
     [ -x "$b" ] || { echo "install.sh: $b missing; run cargo build --release" >&2; exit 2; }
 done
 
@@ -98,6 +100,7 @@ put() {
 
 put 0755 "$bin" "$prefix/bin/agentjail"
 put 0755 "$bin-mcp" "$prefix/bin/agentjail-mcp"
+put 0755 "$bin-http" "$prefix/bin/agentjail-http"
 # `serve --zygote` needs agentjail-zygote next to agentjail (scripts/build-zygote.sh --release
 # builds it; without it every other command works and `agentjail doctor` says it is absent).
 if [ -x "$bin-zygote" ]; then

@@ -39,7 +39,7 @@ unlisted=$(comm -13 <(echo "$before") <(echo "$after") | sed 's#^\.##' |
     grep -vxFf <(awk '{print $2}' "$manifest") || true)
 [ -z "$unlisted" ] && pass "nothing installed outside the manifest" || bad "unlisted: $unlisted"
 
-for f in bin/agentjail bin/agentjail-mcp share/agentjail/policies/default.toml share/man/man1/agentjail.1 \
+for f in bin/agentjail bin/agentjail-mcp bin/agentjail-http share/agentjail/policies/default.toml share/man/man1/agentjail.1 \
     share/man/man1/agentjail-run.1 share/man/man1/agentjail-exec.1 share/man/man1/agentjail-check.1 \
     share/man/man1/agentjail-policy-show.1 share/man/man1/agentjail-doctor.1 \
     share/bash-completion/completions/agentjail share/zsh/site-functions/_agentjail \
@@ -56,6 +56,9 @@ done
 grep -q "$prefix/bin/agentjail-mcp" "$root/etc/apparmor.d/agentjail" 2>/dev/null &&
     pass "/etc/apparmor.d/agentjail has the agentjail-mcp profile at $prefix/bin/agentjail-mcp" ||
     bad "/etc/apparmor.d/agentjail lacks $prefix/bin/agentjail-mcp"
+grep -q "$prefix/bin/agentjail-http" "$root/etc/apparmor.d/agentjail" 2>/dev/null &&
+    pass "/etc/apparmor.d/agentjail has the agentjail-http profile at $prefix/bin/agentjail-http" ||
+    bad "/etc/apparmor.d/agentjail lacks $prefix/bin/agentjail-http"
 v=$("$root$prefix/bin/agentjail" --version) && pass "installed binary runs: $v" || bad "--version failed"
 # `agentjail mcp` execs the installed agentjail-mcp: it answers initialize, then EOF ends it.
 init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test-install","version":"1"}}}'

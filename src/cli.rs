@@ -105,6 +105,12 @@ pub enum Command {
         /// Make the socket 0660 and give it to this group.
         #[arg(long, value_name = "GROUP", requires = "socket")]
         socket_group: Option<String>,
+        /// Serve HTTP instead of JSON lines, on 127.0.0.1:8080, [::1]:8080 or unix:PATH (the agentjail-http binary; docs/REFERENCE.md "HTTP").
+        #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
+        http: Option<String>,
+        /// With --http: bearer tokens, one `NAME TOKEN` per line (mode 0600 or stricter); required on an address that is not loopback.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,

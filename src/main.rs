@@ -234,10 +234,16 @@ fn serve_command(command: Command) -> i32 {
         socket,
         socket_group,
         audit_log,
+        http,
+        token_file: _,
     } = command
     else {
         unreachable!("serve_command is called with Command::Serve only");
     };
+    // The HTTP front end is its own binary (src/serve/mod.rs, exec_http_binary, says why).
+    if http.is_some() {
+        return agentjail::serve::exec_http_binary();
+    }
     let Ok(loaded) = load(policy.as_deref()) else {
         return ExitStatus::Error as i32;
     };

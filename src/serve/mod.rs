@@ -589,6 +589,34 @@ pub fn serve(args: ServeArgs) -> i32 {
     0
 }
 
+/// The binary that serves `agentjail serve --http`, installed next to `agentjail`.
+pub const HTTP_BINARY: &str = "agentjail-http";
+
+/// `agentjail serve --http ADDR` in the main binary: replace this process with
+/// [`HTTP_BINARY`] from the running executable's directory, with the same arguments,
+/// environment and stdio. hyper, tokio and the HTTP code live in that binary alone
+/// (crates/agentjail-http), so `run`, `exec` and the JSON-lines server stay as small as
+/// they were (the launcher's RSS budget: docs/BENCH.md, "`agentjail mcp`: what rmcp
+/// costs"). Returns only when the exec failed (exit status 2, the fix on stderr).
+pub fn exec_http_binary() -> i32 {
+    use std::os::unix::process::CommandExt;
+    let sibling = match std::env::current_exe() {
+        Ok(p) => p.with_file_name(HTTP_BINARY),
+        Err(e) => {
+            eprintln!("agentjail: cannot find the running executable to start {HTTP_BINARY}: {e}");
+            return 2;
+        }
+    };
+    let err = std::process::Command::new(&sibling)
+        .args(std::env::args_os().skip(1))
+        .exec();
+    eprintln!(
+        "agentjail: cannot start {}: {err}; `agentjail serve --http` runs the {HTTP_BINARY} binary installed next to agentjail (`cargo build -p agentjail-http` makes it)",
+        sibling.display()
+    );
+    2
+}
+
 /// Let running jobs finish for GRACE, stop the rest, end everything.
 fn finish(engine: &Arc<Engine>, workers: Arc<Workers>) {
     if !workers.wait_idle(Instant::now() + GRACE) {
@@ -601,8 +629,8 @@ fn finish(engine: &Arc<Engine>, workers: Arc<Workers>) {
     }
 }
 
-/// Whether the signalfd has a termination signal (consumed).
-fn signalled(sigfd: &OwnedFd, timeout_ms: i32) -> bool {
+/// Whether the signalfd has a termination signal (consumed); `timeout_ms` -1 waits.
+pub fn signalled(sigfd: &OwnedFd, timeout_ms: i32) -> bool {
     sys::poll_one(sigfd.as_raw_fd(), libc::POLLIN, timeout_ms).is_ok_and(|r| r & libc::POLLIN != 0)
         && sys::read_signalfd(sigfd.as_raw_fd()).is_some()
 }
@@ -691,7 +719,7 @@ fn next_connection() -> u64 {
 
 /// The socket file we created: where it is (the directory's fd, its name) and which inode
 /// it is, so that only that file is removed at exit.
-struct Created {
+pub struct Created {
     dir: OwnedFd,
     name: std::ffi::CString,
     ino: (u64, u64),
@@ -717,7 +745,7 @@ impl Drop for Created {
 /// its fd from then on; the socket is bound in a private 0700 directory made in it, given
 /// its group and mode there, where no one else can reach it, and only then renamed into
 /// place, whole.
-fn listen(
+pub fn listen(
     path: &std::path::Path,
     group: Option<&str>,
 ) -> Result<(UnixListener, Option<Created>), String> {

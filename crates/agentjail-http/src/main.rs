@@ -1,0 +1,54 @@
+//! `agentjail-http`: the binary behind `agentjail serve --http ADDR`, the engine behind HTTP
+//! (docs/REFERENCE.md "HTTP"). `agentjail serve --http ...` execs it with the same
+//! arguments; it takes agentjail's command line and serves `serve --http` only.
+//!
+//! hyper (HTTP/1.1) on a one-thread tokio runtime reads requests; each job runs on tokio's
+//! blocking threads, at most `-j N` at once, on the same engine as the JSON-lines server
+//! (pools, sessions, cache, the engine flags).
+
+mod auth;
+mod metrics;
+mod routes;
+mod sandboxfusion;
+mod server;
+
+use agentjail::cli::{Cli, Command};
+use clap::Parser;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let Command::Serve {
+        policy,
+        engine,
+        jobs,
+        audit_log,
+        http: Some(addr),
+        token_file,
+        ..
+    } = cli.command
+    else {
+        eprintln!("agentjail-http serves `agentjail serve --http ADDR` only; run agentjail for the other commands");
+        std::process::exit(2);
+    };
+    let loaded = match agentjail::load_policy(policy.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("agentjail: {e}");
+            std::process::exit(2);
+        }
+    };
+    std::process::exit(server::serve(server::Args {
+        engine: engine.config(loaded),
+        jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
+        addr,
+        token_file,
+        audit_log,
+    }));
+}

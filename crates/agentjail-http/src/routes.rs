@@ -1,0 +1,616 @@
+//! The routes: each request is matched on its exact path (no decoding, no normalising: a
+//! `..` or an encoded slash matches nothing), authenticated, admitted, its body read within
+//! its bounds, and answered. Every refusal is `{"error": {"code", "message"}}` (except
+//! `/run_code`'s, which are SandboxFusion's), and no message echoes a byte of the path.
+
+// A refusal is the HTTP response itself, made once per request and returned at once.
+#![allow(clippy::result_large_err)]
+
+use crate::server::{State, BODY_TIMEOUT, MAX_BODY_BYTES};
+use agentjail::engine::EngineError;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub type Resp = Response<Full<Bytes>>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    Run,
+    Check,
+    SessionStart,
+    SessionExec(String),
+    SessionClose(String),
+    Stats,
+    Healthz,
+    Metrics,
+    RunCode,
+}
+
+/// Longest session id taken from a path (ids are 32 hex digits).
+const MAX_SESSION_ID: usize = 64;
+
+/// The route of a method and a raw path, or the refusal.
+pub fn route(method: &Method, path: &str) -> Result<Route, Resp> {
+    let only = |m: Method, r: Route| {
+        if *method == m {
+            Ok(r)
+        } else {
+            Err(method_not_allowed(m.as_str()))
+        }
+    };
+    match path {
+        "/v1/run" => return only(Method::POST, Route::Run),
+        "/v1/check" => return only(Method::POST, Route::Check),
+        "/v1/sessions" => return only(Method::POST, Route::SessionStart),
+        "/v1/stats" => return only(Method::GET, Route::Stats),
+        "/healthz" => return only(Method::GET, Route::Healthz),
+        "/metrics" => return only(Method::GET, Route::Metrics),
+        "/run_code" => return only(Method::POST, Route::RunCode),
+        _ => {}
+    }
+    let Some(rest) = path.strip_prefix("/v1/sessions/") else {
+        return Err(error(StatusCode::NOT_FOUND, "not_found", "no such route"));
+    };
+    let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let id_ok =
+        !id.is_empty() && id.len() <= MAX_SESSION_ID && id.bytes().all(|b| b.is_ascii_hexdigit());
+    match tail {
+        "exec" | "" if !id_ok => Err(error(
+            StatusCode::NOT_FOUND,
+            "unknown_session",
+            "no such session for this caller",
+        )),
+        "exec" => only(Method::POST, Route::SessionExec(id.to_string())),
+        "" => only(Method::DELETE, Route::SessionClose(id.to_string())),
+        _ => Err(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
+    }
+}
+
+fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+pub fn json_resp(status: StatusCode, v: &Value) -> Resp {
+    respond(
+        status,
+        "application/json",
+        agentjail_json::to_safe_string(v).into_bytes(),
+    )
+}
+
+pub fn error(status: StatusCode, code: &str, message: &str) -> Resp {
+    json_resp(
+        status,
+        &json!({"error": {"code": code, "message": agentjail_json::safe_text(message, 2000)}}),
+    )
+}
+
+fn method_not_allowed(allowed: &str) -> Resp {
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route takes another method (see Allow)",
+    );
+    if let Ok(v) = HeaderValue::from_str(allowed) {
+        r.headers_mut().insert(ALLOW, v);
+    }
+    r
+}
+
+fn engine_error(e: EngineError) -> Resp {
+    let status = match e.code {
+        "unknown_session" => StatusCode::NOT_FOUND,
+        "session_busy" => StatusCode::CONFLICT,
+        "too_many_sessions" => StatusCode::TOO_MANY_REQUESTS,
+        "bad_request" => StatusCode::BAD_REQUEST,
+        "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    let message = if e.code == "unknown_session" {
+        "no such session for this caller".to_string()
+    } else {
+        e.message
+    };
+    error(status, e.code, &message)
+}
+
+/// Who called: the token's name (with tokens), the peer's uid (a unix socket), both or
+/// neither (loopback without tokens).
+#[derive(Clone)]
+pub struct Caller {
+    pub token: Option<String>,
+    pub uid: Option<u32>,
+}
+
+impl Caller {
+    /// Whose sessions these are: the token's, else the uid's, else every anonymous caller's.
+    fn key(&self) -> String {
+        match (&self.token, self.uid) {
+            (Some(t), _) => format!("token:{t}"),
+            (None, Some(u)) => format!("uid:{u}"),
+            (None, None) => "anonymous".into(),
+        }
+    }
+
+    fn value(&self) -> Value {
+        let mut v = json!({});
+        if let Some(t) = &self.token {
+            v["token"] = json!(t);
+        }
+        if let Some(u) = self.uid {
+            v["uid"] = json!(u);
+        }
+        v
+    }
+}
+
+/// An admitted request's slot, given back when it is answered.
+struct Admitted(Arc<State>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.admitted.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn admit(st: &Arc<State>) -> Option<Admitted> {
+    if st.admitted.fetch_add(1, Ordering::SeqCst) >= st.max_admitted {
+        st.admitted.fetch_sub(1, Ordering::SeqCst);
+        return None;
+    }
+    Some(Admitted(Arc::clone(st)))
+}
+
+/// One request, start to end.
+pub async fn handle(st: Arc<State>, uid: Option<u32>, req: Request<Incoming>) -> Resp {
+    let r = match route(req.method(), req.uri().path()) {
+        Ok(r) => r,
+        Err(resp) => {
+            st.metrics.bad_requests.fetch_add(1, Ordering::Relaxed);
+            return resp;
+        }
+    };
+    if r == Route::Healthz {
+        return json_resp(StatusCode::OK, &json!({"ok": true}));
+    }
+    let token = match &st.tokens {
+        None => None,
+        Some(t) => {
+            let header = req.headers().get(hyper::header::AUTHORIZATION);
+            match t.who(header.map(HeaderValue::as_bytes)) {
+                Some(name) => Some(name.to_string()),
+                None => {
+                    st.metrics
+                        .refused_unauthorized
+                        .fetch_add(1, Ordering::Relaxed);
+                    let mut resp = error(
+                        StatusCode::UNAUTHORIZED,
+                        "unauthorized",
+                        "send `Authorization: Bearer TOKEN` with a token from the server's --token-file",
+                    );
+                    resp.headers_mut().insert(
+                        hyper::header::WWW_AUTHENTICATE,
+                        HeaderValue::from_static("Bearer"),
+                    );
+                    return resp;
+                }
+            }
+        }
+    };
+    let caller = Caller { token, uid };
+    // What reads no body and runs nothing answers even when the server is saturated: an
+    // operator needs /metrics and /v1/stats most then.
+    if matches!(r, Route::Stats | Route::Metrics) {
+        return dispatch(&st, r, caller, Bytes::new()).await;
+    }
+    let Some(slot) = admit(&st) else {
+        st.metrics.refused_saturated.fetch_add(1, Ordering::Relaxed);
+        let mut resp = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            "the server has as many requests waiting as it takes; retry after a second",
+        );
+        resp.headers_mut()
+            .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return resp;
+    };
+    let body = match read_body(&st, req).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let resp = dispatch(&st, r, caller, body).await;
+    drop(slot);
+    resp
+}
+
+async fn read_body(st: &State, req: Request<Incoming>) -> Result<Bytes, Resp> {
+    let too_large = || {
+        st.metrics.refused_too_large.fetch_add(1, Ordering::Relaxed);
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &format!("a request body is at most {} MiB", MAX_BODY_BYTES >> 20),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            &format!(
+                "the body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            ),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(_)) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            "the request body could not be read",
+        )),
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+    }
+}
+
+/// Run `f` on a job thread, at most `jobs` at once (waiting or running on tokio's blocking
+/// threads).
+async fn blocking<T: Send + 'static>(
+    st: &Arc<State>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Resp> {
+    let unavailable = || {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "agentjail is shutting down",
+        )
+    };
+    let slot = Arc::clone(&st.jobs)
+        .acquire_owned()
+        .await
+        .map_err(|_| unavailable())?;
+    // The slot goes with the job: if the client hangs up, the job still runs to its end
+    // (and its record to the audit log), and no other job takes its slot meanwhile.
+    tokio::task::spawn_blocking(move || {
+        let answer = f();
+        drop(slot);
+        answer
+    })
+    .await
+    .map_err(|_| unavailable())
+}
+
+/// A record's last touches: who called, the audit log, the metrics, the pool's refills.
+fn finish(st: &State, record: &mut agentjail::record::Record, caller: &Caller, started: Instant) {
+    let who = caller.value();
+    if who.as_object().is_some_and(|o| !o.is_empty()) {
+        record.value["caller"] = who.clone();
+        if let Some(a) = record.audit.as_mut().filter(|a| a.is_object()) {
+            a["caller"] = who;
+        }
+    }
+    if let Some(path) = &st.audit {
+        if let Err(e) = agentjail::record::append_audit(path, record.audit_value()) {
+            eprintln!(
+                "agentjail: cannot append to the audit log {}: {e}",
+                path.display()
+            );
+        }
+    }
+    let reason = record.value["stop_reason"].as_str().unwrap_or("");
+    st.metrics.job(reason, started.elapsed());
+    st.engine.answered();
+}
+
+fn strict(body: &[u8]) -> Result<Value, String> {
+    let limits = agentjail_json::ReadLimits {
+        max_bytes: MAX_BODY_BYTES,
+        ..Default::default()
+    };
+    agentjail_json::parse_strict(body, &limits).map_err(|e| e.to_string())
+}
+
+fn bad_request(message: &str) -> Resp {
+    error(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Resp {
+    let started = Instant::now();
+    let owner = st.owner(&caller.key());
+    let s = Arc::clone(st);
+    let answer = match r {
+        Route::Run => {
+            blocking(st, move || {
+                let mut rec = s.engine.run(&body, caller.uid);
+                finish(&s, &mut rec, &caller, started);
+                json_resp(StatusCode::OK, &rec.value)
+            })
+            .await
+        }
+        Route::Check => {
+            blocking(st, move || {
+                json_resp(StatusCode::OK, &s.engine.check(&body).0)
+            })
+            .await
+        }
+        // Bodies are parsed on the job thread too: a large one must not stall the thread
+        // that reads every connection.
+        Route::SessionStart => {
+            blocking(st, move || {
+                let hints = match session_hints(&body) {
+                    Ok(h) => h,
+                    Err(e) => return bad_request(&e),
+                };
+                match s.engine.session_start(hints.as_ref(), owner) {
+                    Ok(id) => json_resp(StatusCode::OK, &json!({ "session": id })),
+                    Err(e) => engine_error(e),
+                }
+            })
+            .await
+        }
+        Route::SessionExec(id) => {
+            blocking(st, move || {
+                let (code, timeout) = match exec_body(&body) {
+                    Ok(x) => x,
+                    Err(e) => return bad_request(&e),
+                };
+                match s.engine.session_exec(&id, &code, timeout, owner) {
+                    Ok(mut rec) => {
+                        finish(&s, &mut rec, &caller, started);
+                        json_resp(StatusCode::OK, &rec.value)
+                    }
+                    Err(e) => engine_error(e),
+                }
+            })
+            .await
+        }
+        Route::SessionClose(id) => {
+            blocking(st, move || match s.engine.session_close(&id, owner) {
+                Ok(closed) => json_resp(StatusCode::OK, &json!({ "closed": closed })),
+                Err(e) => engine_error(e),
+            })
+            .await
+        }
+        Route::Stats => Ok(json_resp(StatusCode::OK, &stats(st))),
+        Route::Metrics => {
+            let text = st.metrics.render(
+                &st.engine.stats(),
+                st.admitted.load(Ordering::SeqCst),
+                st.connections.load(Ordering::SeqCst),
+            );
+            Ok(respond(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                text.into_bytes(),
+            ))
+        }
+        Route::RunCode => Ok(run_code(st, caller, body, started).await),
+        Route::Healthz => Ok(json_resp(StatusCode::OK, &json!({"ok": true}))),
+    };
+    answer.unwrap_or_else(|resp| resp)
+}
+
+fn stats(st: &State) -> Value {
+    let mut v = st.engine.stats();
+    v["http"] = json!({
+        "connections": st.connections.load(Ordering::SeqCst),
+        "requests_in_flight": st.admitted.load(Ordering::SeqCst),
+        "max_requests_in_flight": st.max_admitted,
+    });
+    v
+}
+
+/// `POST /v1/sessions`: an empty body, or `{"policy_hints": {...}}`.
+fn session_hints(body: &[u8]) -> Result<Option<Value>, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let v = strict(body)?;
+    let Some(o) = v.as_object() else {
+        return Err("the body is a JSON object: {\"policy_hints\": {...}} or empty".into());
+    };
+    if let Some(k) = o.keys().find(|k| k.as_str() != "policy_hints") {
+        return Err(format!(
+            "unknown field {}",
+            agentjail_json::safe_text(k, 64)
+        ));
+    }
+    Ok(o.get("policy_hints").cloned())
+}
+
+/// `POST /v1/sessions/{id}/exec`: `{"code": "...", "timeout_s": N?}`.
+fn exec_body(body: &[u8]) -> Result<(String, Option<f64>), String> {
+    let v = strict(body)?;
+    let Some(o) = v.as_object() else {
+        return Err("the body is a JSON object: {\"code\": \"...\", \"timeout_s\": N}".into());
+    };
+    if let Some(k) = o
+        .keys()
+        .find(|k| !["code", "timeout_s"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown field {}",
+            agentjail_json::safe_text(k, 64)
+        ));
+    }
+    let Some(Value::String(code)) = o.get("code") else {
+        return Err("code must be a string".into());
+    };
+    let timeout = match o.get("timeout_s") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(t) if t.is_finite() && t > 0.0 => Some(t),
+            _ => return Err("timeout_s must be a positive number".into()),
+        },
+    };
+    Ok((code.clone(), timeout))
+}
+
+async fn run_code(st: &Arc<State>, caller: Caller, body: Bytes, started: Instant) -> Resp {
+    let s = Arc::clone(st);
+    let answer = blocking(st, move || run_code_job(&s, &caller, &body, started)).await;
+    answer.unwrap_or_else(|resp| resp)
+}
+
+/// `/run_code` on a job thread: read the request (a 422 when SandboxFusion would refuse
+/// it), run it, answer as SandboxFusion.
+fn run_code_job(s: &State, caller: &Caller, body: &[u8], started: Instant) -> Resp {
+    let unprocessable = |v: &Value| json_resp(StatusCode::UNPROCESSABLE_ENTITY, v);
+    let req = match strict(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return unprocessable(&crate::sandboxfusion::unprocessable(vec![json!({
+                "type": "json_invalid", "loc": ["body"], "msg": format!("JSON decode error: {e}")
+            })]))
+        }
+    };
+    let policy = &s.engine.policy().policy;
+    let parsed = match crate::sandboxfusion::parse(&req, &|l| policy.executes(l)) {
+        Ok(p) => p,
+        Err(detail) => return unprocessable(&detail),
+    };
+    drop(req);
+    let action = serde_json::to_vec(&parsed.action).unwrap_or_default();
+    let mut rec = s.engine.run(&action, caller.uid);
+    finish(s, &mut rec, caller, started);
+    let (code, v) = crate::sandboxfusion::respond(&rec.value, &parsed.fetch_files, &s.pod);
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    json_resp(status, &v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(r: Result<Route, Resp>) -> u16 {
+        r.err().unwrap().status().as_u16()
+    }
+
+    #[test]
+    fn routes_match_exact_paths_and_nothing_else() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(route(&Method::POST, "/v1/run").ok(), Some(Route::Run));
+        assert_eq!(
+            route(&Method::POST, &format!("/v1/sessions/{id}/exec")).ok(),
+            Some(Route::SessionExec(id.into()))
+        );
+        assert_eq!(
+            route(&Method::DELETE, &format!("/v1/sessions/{id}")).ok(),
+            Some(Route::SessionClose(id.into()))
+        );
+        assert_eq!(code_of(route(&Method::GET, "/v1/run")), 405);
+        for p in [
+            "/v1/sessions/../stats",
+            "/v1/sessions/%2e%2e/stats",
+            "/v1//run",
+            "/v1/run/",
+            "/V1/run",
+            "/v1/stats/../run",
+        ] {
+            assert_eq!(code_of(route(&Method::POST, p)), 404, "{p}");
+        }
+        for p in [
+            "/v1/sessions/..%2Fstats/exec",
+            "/v1/sessions/abc%0d%0aSet-Cookie:x/exec",
+            "/v1/sessions/ab%2Fcd",
+        ] {
+            let r = route(&Method::POST, p).err().unwrap();
+            assert_eq!(r.status().as_u16(), 404, "{p}");
+        }
+    }
+
+    #[test]
+    fn bodies_are_read_strictly() {
+        assert_eq!(exec_body(br#"{"code":"1"}"#), Ok(("1".into(), None)));
+        assert_eq!(
+            exec_body(br#"{"code":"1","timeout_s":2}"#),
+            Ok(("1".into(), Some(2.0)))
+        );
+        assert!(exec_body(br#"{"code":"1","code":"2"}"#).is_err());
+        assert!(exec_body(br#"{"code":"1","x":1}"#).is_err());
+        assert!(exec_body(br#"{"code":1}"#).is_err());
+        assert!(exec_body(br#"{"code":"1","timeout_s":-1}"#).is_err());
+        assert_eq!(session_hints(b""), Ok(None));
+        assert!(session_hints(br#"{"policy_hints":{}}"#).unwrap().is_some());
+        assert!(session_hints(br#"{"hints":{}}"#).is_err());
+    }
+
+    /// A `Full` body is ready at once: poll it on a one-thread runtime.
+    fn block_on_ready<
+        F: std::future::Future<
+            Output = Result<http_body_util::Collected<Bytes>, std::convert::Infallible>,
+        >,
+    >(
+        f: F,
+    ) -> http_body_util::Collected<Bytes> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        match rt.block_on(f) {
+            Ok(c) => c,
+            Err(e) => match e {},
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn any_path_routes_or_is_refused_without_an_echo(
+            path in "(/|v1|sessions|exec|run|stats|\\.\\.|%2[fF]|%0[dD]%0[aA]|[0-9a-f]{1,40}|[\\x00-\\x7f]{0,4}|\\PC{0,3}){0,8}",
+            m in 0..5usize,
+        ) {
+            let method = [Method::GET, Method::POST, Method::DELETE, Method::PUT, Method::OPTIONS][m].clone();
+            match route(&method, &path) {
+                Ok(Route::SessionExec(id) | Route::SessionClose(id)) => {
+                    proptest::prop_assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+                    proptest::prop_assert!(path.starts_with("/v1/sessions/"));
+                }
+                Ok(_) => proptest::prop_assert!(!path.contains("..") && !path.contains('%')),
+                Err(r) => {
+                    let code = r.status().as_u16();
+                    proptest::prop_assert!(code == 404 || code == 405);
+                    // Nothing of the path comes back (the fixed messages are short words).
+                    if path.len() >= 8 {
+                        for (_, v) in r.headers() {
+                            proptest::prop_assert!(!v.to_str().unwrap_or("").contains(&path));
+                        }
+                        let body = r.into_body();
+                        let bytes = http_body_util::BodyExt::collect(body);
+                        let bytes = block_on_ready(bytes).to_bytes();
+                        proptest::prop_assert!(!String::from_utf8_lossy(&bytes).contains(&path));
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn any_body_is_read_or_refused(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+                                       json_like in "[{}\\[\\]\"a-z:,0-9 .-]{0,80}") {
+            let _ = exec_body(&body);
+            let _ = session_hints(&body);
+            let _ = exec_body(json_like.as_bytes());
+            let _ = session_hints(json_like.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,730 @@
+//! `agentjail serve --http` through the real binaries against the real jail: the native
+//! routes, the SandboxFusion route with the exact body verl sends, and attacks on every door
+//! (no token, a wrong token, a token file others can read, an address reachable from other
+//! hosts without tokens, an oversized body, a slow request head, injection and path tricks
+//! in route ids, another token's session, a thousand connections held open). The client is
+//! a plain socket writing HTTP/1.1 by hand, so nothing a library would fix up is fixed up.
+//! No assertion is timed: the read timeouts only bound how long a broken server can hang
+//! the test.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentjail-http");
+/// How long a test waits for anything before calling the server hung.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+#[derive(Clone)]
+enum Target {
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+struct Server {
+    child: Child,
+    target: Target,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// Start `agentjail-http serve --http ADDR EXTRA...` and wait for its "serving" line.
+/// `addr` may name `{dir}` (the test's scratch directory).
+fn start(addr: &str, extra: &[&str]) -> Server {
+    start_with(BIN, addr, extra)
+}
+
+fn start_with(bin: &str, addr: &str, extra: &[&str]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = addr.replace("{dir}", &dir.path().display().to_string());
+    let extra: Vec<String> = extra
+        .iter()
+        .map(|a| a.replace("{dir}", &dir.path().display().to_string()))
+        .collect();
+    let mut child = Command::new(bin)
+        .args(["serve", "--http", &addr])
+        .args(&extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            eprintln!("[server] {line}");
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let Ok(line) = rx.recv_timeout(PATIENCE) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{addr}: the server never said it was serving");
+        };
+        if let Some(a) = line.strip_prefix("agentjail: serving HTTP on ") {
+            let target = match a.strip_prefix("unix:") {
+                Some(p) => Target::Unix(PathBuf::from(p)),
+                None => Target::Tcp(a.to_string()),
+            };
+            return Server {
+                child,
+                target,
+                _dir: dir,
+            };
+        }
+    }
+}
+
+/// Run the binary expecting it to refuse to start: its exit status and stderr.
+fn refused(args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
+
+fn connect(t: &Target) -> Box<dyn Stream> {
+    match t {
+        Target::Tcp(a) => {
+            let s = std::net::TcpStream::connect(a).unwrap();
+            s.set_read_timeout(Some(PATIENCE)).unwrap();
+            Box::new(s)
+        }
+        Target::Unix(p) => {
+            let s = std::os::unix::net::UnixStream::connect(p).unwrap();
+            s.set_read_timeout(Some(PATIENCE)).unwrap();
+            Box::new(s)
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Read one whole response (the server is asked to close after it).
+fn read_response(s: &mut dyn Stream) -> Resp {
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Resp {
+        status,
+        head,
+        body: raw[split + 4..].to_vec(),
+    }
+}
+
+fn request(t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut s = connect(t);
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    read_response(&mut *s)
+}
+
+fn get(t: &Target, path: &str) -> Resp {
+    request(t, "GET", path, &[], b"")
+}
+
+fn post(t: &Target, path: &str, body: &Value) -> Resp {
+    request(t, "POST", path, &[], body.to_string().as_bytes())
+}
+
+fn action(code: &str) -> Value {
+    json!({"id": "t", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}})
+}
+
+/// The exact body verl's sandbox_fusion client posts (verl/utils/reward_score/
+/// sandbox_fusion/utils.py): these keys, these types.
+fn verl_request(code: &str, stdin: &str, run_timeout: u64) -> Value {
+    json!({
+        "compile_timeout": 10,
+        "run_timeout": run_timeout,
+        "code": code,
+        "stdin": stdin,
+        "memory_limit_MB": 1024,
+        "language": "python",
+        "files": {},
+        "fetch_files": [],
+    })
+}
+
+#[test]
+fn the_native_routes_run_check_sessions_stats_and_metrics() {
+    let s = start("127.0.0.1:0", &[]);
+    let t = &s.target;
+    assert_eq!(get(t, "/healthz").json(), json!({"ok": true}));
+
+    let r = post(t, "/v1/run", &action("print('{\"a\": 1}')"));
+    assert_eq!(r.status, 200);
+    let rec = r.json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(rec["output"], json!({"a": 1}));
+    assert_eq!(
+        r.header("content-type").as_deref(),
+        Some("application/json")
+    );
+
+    let text = json!({"id": "t", "language": "python", "entrypoint": "main.py",
+                      "code": "print(int(input())*2)", "stdin": "21\n", "output_mode": "text"});
+    let rec = post(t, "/v1/run", &text).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(rec["execution"]["stdout"], "42\n");
+
+    let d = post(t, "/v1/check", &action("import socket")).json();
+    assert_eq!(d["decision"], "deny", "{d}");
+    assert_eq!(
+        post(t, "/v1/check", &action("x = 1")).json()["decision"],
+        "allow"
+    );
+
+    let r = request(t, "POST", "/v1/sessions", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["session"].as_str().unwrap().to_string();
+    let exec = format!("/v1/sessions/{id}/exec");
+    let r1 = post(t, &exec, &json!({"code": "x = 41"})).json();
+    assert_eq!(r1["status"], "ok", "{r1}");
+    let r2 = post(t, &exec, &json!({"code": "x + 1", "timeout_s": 5})).json();
+    assert_eq!(r2["value"], "42", "state is kept across calls: {r2}");
+    let st = get(t, "/v1/stats").json();
+    assert_eq!(st["sessions"], 1, "{st}");
+    let r = request(t, "DELETE", &format!("/v1/sessions/{id}"), &[], b"");
+    assert_eq!(r.json(), json!({"closed": true}));
+    assert_eq!(
+        post(t, &exec, &json!({"code": "x"})).status,
+        404,
+        "closed is gone"
+    );
+
+    let m = get(t, "/metrics");
+    assert_eq!(m.status, 200);
+    assert!(m.header("content-type").unwrap().starts_with("text/plain"));
+    let m = String::from_utf8(m.body).unwrap();
+    for want in [
+        "agentjail_jobs_total{stop_reason=\"success\"}",
+        "agentjail_job_duration_seconds_bucket{le=\"+Inf\"}",
+        "agentjail_pool_jails{pool=\"python\",state=\"ready\"}",
+        "agentjail_sessions_open 0",
+        "agentjail_jail_start_failures_total 0",
+    ] {
+        assert!(m.contains(want), "{want} in\n{m}");
+    }
+
+    // Malformed requests get a JSON error and the server goes on.
+    let r = request(t, "POST", &exec, &[], b"{\"code\": ");
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], "bad_request");
+    let r = request(t, "GET", "/v1/run", &[], b"");
+    assert_eq!(
+        (r.status, r.header("allow").as_deref()),
+        (405, Some("POST"))
+    );
+    assert_eq!(get(t, "/nope").json()["error"]["code"], "not_found");
+    assert_eq!(get(t, "/healthz").status, 200);
+}
+
+#[test]
+fn run_code_answers_verls_golden_request_as_sandboxfusion_does() {
+    let s = start("127.0.0.1:0", &[]);
+    let t = &s.target;
+    let r = post(t, "/run_code", &verl_request("print(2+2)", "", 10));
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["status"], "Success", "{v}");
+    assert_eq!(v["run_result"]["status"], "Finished");
+    assert_eq!(v["run_result"]["stdout"], "4\n");
+    assert_eq!(v["run_result"]["return_code"], 0);
+    assert!(v["run_result"]["execution_time"].as_f64().is_some());
+    assert_eq!(v["compile_result"], Value::Null);
+    assert_eq!(v["files"], json!({}));
+    assert!(v["executor_pod_name"].is_string());
+    assert_eq!(v["message"], "");
+
+    let v = post(
+        t,
+        "/run_code",
+        &verl_request("print(input()[::-1])", "abc\n", 10),
+    )
+    .json();
+    assert_eq!(v["run_result"]["stdout"], "cba\n", "{v}");
+
+    // verl sends `"stdin": null` when a test case has none.
+    let mut no_stdin = verl_request("print(2+2)", "", 10);
+    no_stdin["stdin"] = Value::Null;
+    assert_eq!(post(t, "/run_code", &no_stdin).json()["status"], "Success");
+
+    let v = post(t, "/run_code", &verl_request("raise SystemExit(3)", "", 10)).json();
+    assert_eq!(v["status"], "Failed", "{v}");
+    assert_eq!(v["run_result"]["return_code"], 3);
+
+    let v = post(
+        t,
+        "/run_code",
+        &verl_request("while True:\n    pass", "", 1),
+    )
+    .json();
+    assert_eq!(v["status"], "Failed", "{v}");
+    assert_eq!(v["run_result"]["status"], "TimeLimitExceeded");
+
+    let mut req = verl_request("print(1)", "", 10);
+    req["language"] = json!("cpp");
+    let r = post(t, "/run_code", &req);
+    assert_eq!(r.status, 422, "a language this server does not run");
+    let d = r.json();
+    assert_eq!(d["detail"][0]["type"], "literal_error", "{d}");
+    assert_eq!(d["detail"][0]["loc"], json!(["body", "language"]));
+    req["language"] = json!("klingon");
+    assert_eq!(post(t, "/run_code", &req).status, 422);
+    let r = request(t, "POST", "/run_code", &[], b"{not json");
+    assert_eq!(r.status, 422);
+    assert_eq!(r.json()["detail"][0]["type"], "json_invalid");
+}
+
+fn token_file(dir: &Path, mode: u32) -> PathBuf {
+    let p = dir.join("tokens");
+    std::fs::write(
+        &p,
+        "# name token\nalice aaaaaaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbbbbbb\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
+
+#[test]
+fn tokens_are_required_checked_and_own_their_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = token_file(dir.path(), 0o600);
+    let tf = tokens.display().to_string();
+    let audit = dir.path().join("audit.jsonl");
+    let s = start(
+        "127.0.0.1:0",
+        &[
+            "--token-file",
+            &tf,
+            "--audit-log",
+            &audit.display().to_string(),
+        ],
+    );
+    let t = &s.target;
+    let alice = [("Authorization", "Bearer aaaaaaaaaaaaaaaaaaaaaaaa")];
+    let bob = [("Authorization", "Bearer bbbbbbbbbbbbbbbbbbbbbbbb")];
+    let body = action("print('{}')").to_string();
+
+    for headers in [
+        vec![],
+        vec![("Authorization", "Bearer aaaaaaaaaaaaaaaaaaaaaaab")],
+        vec![("Authorization", "Bearer  aaaaaaaaaaaaaaaaaaaaaaaa")],
+        vec![("Authorization", "Basic YWxpY2U6YQ==")],
+        vec![("Authorization", "aaaaaaaaaaaaaaaaaaaaaaaa")],
+    ] {
+        let r = request(t, "POST", "/v1/run", &headers, body.as_bytes());
+        assert_eq!(r.status, 401, "{headers:?}");
+        assert_eq!(r.json()["error"]["code"], "unauthorized");
+        assert_eq!(r.header("www-authenticate").as_deref(), Some("Bearer"));
+        assert_eq!(request(t, "GET", "/metrics", &headers, b"").status, 401);
+        assert_eq!(request(t, "POST", "/run_code", &headers, b"{}").status, 401);
+    }
+    let r = request(t, "POST", "/v1/run", &alice, body.as_bytes());
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["caller"], json!({"token": "alice"}));
+
+    let r = request(t, "POST", "/v1/sessions", &alice, b"");
+    let id = r.json()["session"].as_str().unwrap().to_string();
+    let exec = format!("/v1/sessions/{id}/exec");
+    let call = br#"{"code": "1 + 1"}"#;
+    let r = request(t, "POST", &exec, &bob, call);
+    assert_eq!(r.status, 404, "another token's session is unknown to it");
+    assert_eq!(r.json()["error"]["code"], "unknown_session");
+    let r = request(t, "DELETE", &format!("/v1/sessions/{id}"), &bob, b"");
+    assert_eq!(r.status, 404, "nor can it close it");
+    let r = request(t, "POST", &exec, &alice, call);
+    assert_eq!(r.status, 200);
+    let rec = r.json();
+    assert_eq!(rec["value"], "2", "{rec}");
+    assert_eq!(rec["caller"], json!({"token": "alice"}));
+
+    // The audit log names the caller of each record, and only authenticated calls are in it.
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "the run and the session call");
+    for l in &lines {
+        assert_eq!(l["caller"], json!({"token": "alice"}), "{l}");
+    }
+}
+
+#[test]
+fn what_must_not_start_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = token_file(dir.path(), 0o644);
+    let (code, err) = refused(&[
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--token-file",
+        &open.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("chmod 600"), "{err}");
+    let (code, err) = refused(&["serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--token-file"), "{err}");
+    let (code, err) = refused(&["serve", "--http", "[::]:0"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, err) = refused(&["serve", "--http", "localhost:8080"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, err) = refused(&["serve", "--token-file", "/nonexistent"]);
+    assert_eq!(code, 2, "--token-file needs --http: {err}");
+    let (code, err) = refused(&["serve", "--http", "127.0.0.1:0", "--socket", "/tmp/x"]);
+    assert_eq!(code, 2, "--http and --socket exclude each other: {err}");
+    let (code, _) = refused(&["run", "-"]);
+    assert_eq!(code, 2, "the binary serves serve --http only");
+}
+
+#[test]
+fn bounds_hold_and_path_tricks_match_nothing() {
+    let s = start("127.0.0.1:0", &[]);
+    let t = &s.target;
+
+    // A body declared past the limit is refused before it is read.
+    let mut c = connect(t);
+    c.write_all(
+        b"POST /v1/run HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1073741824\r\n\r\n",
+    )
+    .unwrap();
+    let r = read_response(&mut *c);
+    assert_eq!(r.status, 413);
+    assert_eq!(r.json()["error"]["code"], "body_too_large");
+    // Sent in chunks, it is cut off where it passes the limit.
+    let mut c = connect(t);
+    c.write_all(b"POST /v1/run HTTP/1.1\r\nHost: t\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    let mut answered = false;
+    for _ in 0..40 {
+        let head = format!("{:x}\r\n", chunk.len());
+        if c.write_all(head.as_bytes()).is_err()
+            || c.write_all(&chunk).is_err()
+            || c.write_all(b"\r\n").is_err()
+        {
+            answered = true;
+            break;
+        }
+    }
+    if !answered {
+        let _ = c.write_all(b"0\r\n\r\n");
+    }
+    assert_eq!(read_response(&mut *c).status, 413);
+
+    // A request head larger than the limit: 431, the connection closed.
+    let mut c = connect(t);
+    let big = format!(
+        "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(200_000)
+    );
+    let _ = c.write_all(big.as_bytes());
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    let head = String::from_utf8_lossy(&raw);
+    assert!(
+        head.is_empty() || head.starts_with("HTTP/1.1 431"),
+        "{head}"
+    );
+
+    // Injection and path tricks in route ids: nothing matches, nothing is echoed.
+    for path in [
+        "/v1/sessions/../stats",
+        "/v1/sessions/..%2Fstats",
+        "/v1/sessions/%2e%2e/v1/stats",
+        "/v1/sessions/abc%0d%0aSet-Cookie:%20x=1/exec",
+        "/v1/sessions/abc%2Fdef/exec",
+        "/v1/sessions/0123456789abcdef0123456789abcdef/exec/../../../stats",
+        "/v1//stats",
+        "//v1/stats",
+    ] {
+        let r = request(t, "POST", path, &[], b"{\"code\": \"1\"}");
+        assert_eq!(r.status, 404, "{path}");
+        assert!(
+            !r.head.to_ascii_lowercase().contains("set-cookie"),
+            "{path}: {}",
+            r.head
+        );
+        assert!(!String::from_utf8_lossy(&r.body).contains("Set-Cookie"));
+    }
+    // A raw CR LF in the request line is not HTTP: refused, and the server goes on.
+    let mut c = connect(t);
+    let _ = c.write_all(b"POST /v1/sessions/ab\r\nSet-Cookie: x/exec HTTP/1.1\r\nHost: t\r\n\r\n");
+    let mut raw = Vec::new();
+    let _ = c.read_to_end(&mut raw);
+    assert!(!String::from_utf8_lossy(&raw).contains("HTTP/1.1 200"));
+    assert_eq!(get(t, "/healthz").status, 200);
+}
+
+#[test]
+fn a_saturated_server_answers_429_with_retry_after_then_recovers() {
+    let s = start("127.0.0.1:0", &["-j", "1"]);
+    let Target::Tcp(addr) = &s.target else {
+        unreachable!()
+    };
+    // Each of these is admitted and waits for a body that does not come: 512 of them fill
+    // the admission bound (at least 512, whatever -j).
+    let mut held = Vec::new();
+    for _ in 0..600 {
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.write_all(b"POST /v1/run HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")
+            .unwrap();
+        held.push(c);
+    }
+    // Until the server has read them all, a request may still be admitted; once it is
+    // saturated, every request that needs a slot is refused at once.
+    let check = action("x = 1");
+    let refused = loop {
+        let r = post(&s.target, "/v1/check", &check);
+        if r.status == 429 {
+            break r;
+        }
+        assert_eq!(r.status, 200);
+    };
+    assert_eq!(refused.header("retry-after").as_deref(), Some("1"));
+    assert_eq!(refused.json()["error"]["code"], "too_many_requests");
+    let r = post(&s.target, "/v1/run", &action("print('{}')"));
+    assert_eq!(r.status, 429);
+    assert_eq!(
+        get(&s.target, "/healthz").status,
+        200,
+        "health needs no slot"
+    );
+    let st = get(&s.target, "/v1/stats");
+    assert_eq!(st.status, 200, "nor do the stats");
+    assert!(st.json()["http"]["requests_in_flight"].as_u64().unwrap() >= 512);
+    let m = String::from_utf8(get(&s.target, "/metrics").body).unwrap();
+    assert!(
+        !m.contains("agentjail_http_refused_total{why=\"saturated\"} 0\n"),
+        "the refusals are counted: {m}"
+    );
+
+    // The stalled clients go: their slots come back and the server answers again.
+    drop(held);
+    loop {
+        let r = post(&s.target, "/v1/check", &check);
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 429);
+    }
+    let rec = post(&s.target, "/v1/run", &action("print('{\"ok\": 1}')")).json();
+    assert_eq!(rec["output"], json!({"ok": 1}), "{rec}");
+}
+
+#[test]
+fn a_slow_request_head_is_cut_off() {
+    let s = start("127.0.0.1:0", &[]);
+    let mut c = connect(&s.target);
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n")
+        .unwrap();
+    // Never finished: the server closes the connection (after its header timeout) instead
+    // of holding it; the read ends with EOF (or a reset), not with our patience running out.
+    let mut raw = Vec::new();
+    match c.read_to_end(&mut raw) {
+        Ok(_) => assert!(!String::from_utf8_lossy(&raw).contains(" 200 "), "{raw:?}"),
+        Err(e) => assert_ne!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock,
+            "the server held a slow client open"
+        ),
+    }
+}
+
+#[test]
+fn a_thousand_held_connections_do_not_stop_a_well_behaved_client() {
+    let s = start("127.0.0.1:0", &[]);
+    let Target::Tcp(addr) = &s.target else {
+        unreachable!()
+    };
+    let mut held = Vec::new();
+    for i in 0..1100 {
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        if i % 2 == 0 {
+            // Half of them start a request and stall.
+            c.write_all(b"POST /v1/run HTTP/1.1\r\nHost: t\r\n")
+                .unwrap();
+        }
+        held.push(c);
+    }
+    assert_eq!(get(&s.target, "/healthz").status, 200);
+    let rec = post(&s.target, "/v1/run", &action("print('{\"n\": 7}')")).json();
+    assert_eq!(rec["output"], json!({"n": 7}), "{rec}");
+    drop(held);
+}
+
+/// Each process under `root` (by parent pid), with its start time.
+fn descendants(root: u32) -> Vec<(u32, String)> {
+    let mut parent = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some((ppid, start)) = stat(pid) {
+            parent.push((pid, ppid, start));
+        }
+    }
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (pid, ppid, start) in &parent {
+            if *ppid == p && !out.iter().any(|(q, _)| q == pid) {
+                out.push((*pid, start.clone()));
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
+}
+
+/// A process's parent pid and start time (fields 4 and 22 of /proc/PID/stat).
+fn stat(pid: u32) -> Option<(u32, String)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = after.split(' ').collect();
+    Some((f[1].parse().ok()?, f[19].to_string()))
+}
+
+#[test]
+fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    // Jobs may run past SIGTERM's grace (10 s), so the server must stop them itself.
+    let policy = dir.path().join("long.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nname = \"http-test\"\ndescription = \"jobs outlive the grace\"\n[budget]\nmax_seconds = 120\n[limits]\nwall_time_ms = 60000\ncpu_time_ms = 60000\n",
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    let mut s = start("unix:{dir}/http.sock", &["--policy", &policy]);
+    let Target::Unix(path) = s.target.clone() else {
+        unreachable!()
+    };
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the socket is its owner's alone");
+    let rec = post(&s.target, "/v1/run", &action("print('{}')")).json();
+    let me = std::fs::metadata("/proc/self").map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid()
+    });
+    assert_eq!(rec["caller"], json!({"uid": me.unwrap()}), "{rec}");
+
+    // A job is running when SIGTERM comes: it still gets its record, then the server exits
+    // 0, its socket file is gone and so is every process it started.
+    let target = s.target.clone();
+    let job = std::thread::spawn(move || {
+        post(
+            &target,
+            "/v1/run",
+            &json!({"id": "t", "language": "python", "entrypoint": "main.py",
+                    "code": "while True:\n    pass", "output_mode": "text"}),
+        )
+    });
+    // Wait until the job is admitted (the stats say so; they need no slot themselves).
+    loop {
+        let st = get(&s.target, "/v1/stats").json();
+        if st["http"]["requests_in_flight"].as_u64().unwrap_or(0) >= 1 {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let started = descendants(s.pid());
+    assert!(
+        !started.is_empty(),
+        "the server's jails are its descendants"
+    );
+    let kill = Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let r = job.join().unwrap();
+    assert_eq!(r.status, 200);
+    let rec = r.json();
+    assert_eq!(rec["stop_reason"], "interrupted:sigterm", "{rec}");
+    let status = s.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(!path.exists(), "the socket file is removed");
+    for (pid, start) in started {
+        let same = stat(pid).is_some_and(|(_, st)| st == start);
+        assert!(!same, "process {pid} of the server outlived it");
+    }
+}
+
+#[test]
+fn agentjail_serve_http_execs_this_binary() {
+    let main = Path::new(BIN).with_file_name("agentjail");
+    if !main.exists() {
+        let msg = format!(
+            "{} is not built (cargo build --bin agentjail): the exec from `agentjail serve --http` is not tested",
+            main.display()
+        );
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
+        eprintln!("SKIPPED LOUDLY: {msg}");
+        return;
+    }
+    let s = start_with(main.to_str().unwrap(), "unix:{dir}/a.sock", &[]);
+    assert_eq!(get(&s.target, "/healthz").json(), json!({"ok": true}));
+}
