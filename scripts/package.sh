@@ -16,7 +16,7 @@
 #                 Linux with dpkg (`serve --zygote` is then unavailable; doctor says so).
 #   --out DIR     where the .deb goes (default dist/, which git ignores).
 #
-# The files are scripts/install.sh's (--prefix /usr --package): agentjail, agentjail-mcp,
+# The files are scripts/install.sh's (--prefix /usr --package): agentjail, agentjail-mcp, agentjail-http,
 # agentjail-zygote when scripts/build-zygote.sh --release built it, the policies, the man
 # pages and completions, the systemd units and sysusers.d file under /usr/lib, the AppArmor
 # profile in /etc/apparmor.d (the one conffile). Then the Debian parts: copyright,
@@ -145,14 +145,16 @@ chmod 0644 "$doc/changelog.gz"
 # (scripts/test-deb.sh runs lintian when it is installed).
 install -d -m 0755 "$root/usr/share/lintian/overrides"
 cat >"$root/usr/share/lintian/overrides/agentjail" <<'EOF'
-# agentjail and agentjail-mcp are static PIE executables: ELF type ET_DYN with no NEEDED
+# agentjail, agentjail-mcp and agentjail-http are static PIE executables: ELF type ET_DYN with no NEEDED
 # entries by design (no runtime dependency at all), which this check takes for a library.
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail]
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-mcp]
+agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-http]
 # Only stat(2) of /var/lib/dpkg/status: its mtime goes into the record's environment digest
 # (src/environment.rs), so a package change on the host changes the digest. Never read.
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-mcp]
+agentjail: uses-dpkg-database-directly [usr/bin/agentjail-http]
 EOF
 if [ -e "$root/usr/bin/agentjail-zygote" ]; then
     cat >>"$root/usr/share/lintian/overrides/agentjail" <<'EOF'
@@ -212,8 +214,8 @@ Description: execution boundary for AI-agent-generated code
  policy check of the code, and returns one validated JSON record of what
  happened. It needs no setuid bit and no daemon.
  .
- The package ships agentjail and agentjail-mcp (an MCP server), the example
- policies, man pages, shell completions, systemd units (one job per instance,
+ The package ships agentjail, agentjail-mcp (an MCP server), agentjail-http (an
+ HTTP server), the example policies, man pages, shell completions, systemd units (one job per instance,
  or a socket-activated server; neither is enabled) and the AppArmor profile
  that lets the binaries create user namespaces where AppArmor restricts them
  (Ubuntu 23.10 and later). `agentjail doctor` says what the host enforces.

@@ -121,7 +121,7 @@ trap 'exit 130' INT TERM
 echo "# rootfs: $rootfs_tar"
 mkdir -p "$work/rootfs" "$state"
 tar -C "$work/rootfs" -xf "$rootfs_tar" || exit 1
-install -m 0755 "$rel/agentjail" "$rel/agentjail-mcp" "$work/rootfs/usr/local/bin/"
+install -m 0755 "$rel/agentjail" "$rel/agentjail-mcp" "$rel/agentjail-http" "$work/rootfs/usr/local/bin/"
 mkdir -p "$work/rootfs/usr/local/share/agentjail"
 cp -r policies examples "$work/rootfs/usr/local/share/agentjail/"
 : >"$work/rootfs/.dockerenv" # what Docker puts in every container

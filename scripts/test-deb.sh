@@ -81,7 +81,7 @@ if [ -n "$(pkg_state)" ] && [ "$(pkg_state)" != not-installed ]; then
     purge_if_known
 fi
 # Files at the package's paths that dpkg does not know would be overwritten, then deleted.
-for f in /usr/bin/agentjail /usr/bin/agentjail-mcp /usr/bin/agentjail-zygote /etc/apparmor.d/agentjail; do
+for f in /usr/bin/agentjail /usr/bin/agentjail-mcp /usr/bin/agentjail-http /usr/bin/agentjail-zygote /etc/apparmor.d/agentjail; do
     [ -e "$f" ] && die "$f exists and is not the package's (scripts/install.sh --prefix /usr?): remove it first"
 done
 

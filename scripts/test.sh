@@ -69,7 +69,7 @@ cargo_tests() {
     # Dev profile: the same code paths, and the test binaries (one per subject) link without LTO.
     local stamp rc=0 left
     stamp=$(mktemp /tmp/agentjail-test-stamp.XXXXXX)
-    cargo test -- --test-threads=2 || rc=1
+    cargo test --no-fail-fast -- --test-threads=2 || rc=1
     # The tests clean up after themselves: nothing they made under /tmp or /dev/shm (every
     # name starts "agentjail-" or "aj") may outlive the run, or each run would eat disk.
     left=$(find /tmp /dev/shm -mindepth 1 -maxdepth 1 \( -name 'agentjail-*' -o -name 'aj*' \) \
