@@ -155,6 +155,9 @@ agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-http]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-mcp]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-http]
+# What `agentjail serve --http` executes from the directory agentjail is in (same arguments);
+# its manual is agentjail-serve(1).
+agentjail: no-manual-page [usr/bin/agentjail-http]
 EOF
 if [ -e "$root/usr/bin/agentjail-zygote" ]; then
     cat >>"$root/usr/share/lintian/overrides/agentjail" <<'EOF'
@@ -215,8 +218,9 @@ Description: execution boundary for AI-agent-generated code
  happened. It needs no setuid bit and no daemon.
  .
  The package ships agentjail, agentjail-mcp (an MCP server), agentjail-http (an
- HTTP server), the example policies, man pages, shell completions, systemd units (one job per instance,
- or a socket-activated server; neither is enabled) and the AppArmor profile
+ HTTP server), the example policies, man pages, shell completions, systemd
+ units (one job per instance, or a socket-activated server; neither is
+ enabled) and the AppArmor profile
  that lets the binaries create user namespaces where AppArmor restricts them
  (Ubuntu 23.10 and later). `agentjail doctor` says what the host enforces.
 EOF

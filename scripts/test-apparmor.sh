@@ -31,7 +31,7 @@ grep -Eq '^profile agentjail-mcp /usr/local/bin/agentjail-mcp flags=\(unconfined
     { echo "FAIL - no profile for /usr/local/bin/agentjail-mcp flags=(unconfined)"; exit 1; }
 grep -Eq '^profile agentjail-zygote /usr/local/bin/agentjail-zygote flags=\(unconfined\)' "$profile" ||
     { echo "FAIL - no profile for /usr/local/bin/agentjail-zygote flags=(unconfined)"; exit 1; }
-[ "$(grep -Ec '^[[:space:]]*userns,' "$profile")" = 3 ] || { echo "FAIL - each profile needs its 'userns,' rule"; exit 1; }
+[ "$(grep -Ec '^[[:space:]]*userns,' "$profile")" = "$(grep -Ec '^profile ' "$profile")" ] || { echo "FAIL - each profile needs its 'userns,' rule"; exit 1; }
 
 if [ "${major:-0}" -ge 4 ]; then
     out=$(parse "$profile")

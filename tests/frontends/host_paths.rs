@@ -118,6 +118,18 @@ print(n, moved)
     }
 }
 
+impl Drop for Swapper {
+    /// A test that panics mid-attack must not leave the attacker looping (and recreating
+    /// its links in the temp directory) after it.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = std::fs::write(&self.stop, "");
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// `agentjail ARGS` as `who`, its stdin piped.
 fn spawn(who: Who, args: &[&str]) -> Child {
     serve_harness::command(who, common::agentjail_path())
