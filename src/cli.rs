@@ -192,7 +192,7 @@ impl EngineFlags {
         );
         engine.zygote = self.zygote;
         if let Some(n) = self.pool_max {
-            engine.pool_max = n.max(engine.pool);
+            engine.pool_max = n;
         }
         engine.pool_idle = std::time::Duration::from_secs(self.pool_idle);
         if let Some(n) = self.spawners {

@@ -41,7 +41,8 @@ pub struct EngineConfig {
     pub policy: LoadedPolicy,
     /// Warm jails kept ready; 0: every job's jail is started for it.
     pub pool: usize,
-    /// The most warm jails the pool grows to while jobs wait for jails (at least `pool`).
+    /// The most warm jails the pool grows to while jobs wait for jails (below `pool`, the
+    /// pool stays at `pool`: `pool::Pool` keeps its ceiling at or above its floor).
     pub pool_max: usize,
     /// How long the pool keeps jails above `pool` once no job has waited for one.
     pub pool_idle: Duration,
@@ -169,12 +170,12 @@ impl Runner {
         let sizing = match language {
             Language::Python => Sizing {
                 floor: cfg.pool,
-                ceiling: cfg.pool_max.max(cfg.pool),
+                ceiling: cfg.pool_max,
                 idle: cfg.pool_idle,
             },
             Language::JavaScript => Sizing {
                 floor: js_pool_size(cfg.pool),
-                ceiling: js_pool_size(cfg.pool_max.max(cfg.pool)),
+                ceiling: js_pool_size(cfg.pool_max),
                 idle: cfg.pool_idle,
             },
         };
