@@ -44,6 +44,15 @@ class SessionBusy(ServerError):
     """``session_busy``: another call is running in this session."""
 
 
+class UnknownWorkspace(UnknownSession):
+    """``unknown_workspace``: the workspace was closed or ended, or belongs to another
+    connection."""
+
+
+class WorkspaceBusy(SessionBusy):
+    """``workspace_busy``: another call is running in this workspace."""
+
+
 class StoppedError(AgentjailError):
     """The run stopped: ``record.status`` is ``"stopped"``. ``.record`` is the whole
     :class:`~agentjail.Record`; ``.stop_reason`` its reason."""
