@@ -115,7 +115,7 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
         ));
     }
     Ok(PreparedJail {
-        has_out: plan.cwd == crate::plan::APP_OUT,
+        has_out: crate::plan::holds_cwd(&plan.cwd),
         prepared,
         cover,
         cgroup,

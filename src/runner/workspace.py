@@ -1,0 +1,286 @@
+# agentjail's workspace runner: the first program of a workspace's jail (src/engine/workspace.rs).
+# Trusted code; it runs no code of its own choosing, only the commands agentjail sends.
+#
+#   fd 1, 2  what the commands print, forwarded here under the caps agentjail sends
+#   fd 3     commands from agentjail: "AJ1 exec <length> <call>\n" then <length> bytes of a
+#            JSON request {argv, cwd, env, stdin_b64, timeout_ms, background, stdout_cap,
+#            stderr_cap}; <call> is a nonce the `done` report must repeat
+#   fd 4     reports to agentjail: one JSON object per line
+#
+# Between commands the runner rings agentjail's doorbell, ioctl(3, DOORBELL), which the
+# seccomp filter hands to agentjail; agentjail answers this thread only, installing at fds 3
+# and 4 a socket made for the next command alone (as in a session: src/runner/python.py).
+# A command never holds them: it is forked with only fds 0-2 (pipes of this runner) and
+# exec'd. Each command gets its own process group; when it exits, the group is killed, and,
+# when no command was left running in the background, every other process of the jail too
+# (kill(-1) spares only init and this runner), so nothing an ordinary command started
+# survives it. Reports are informational (a command can signal this runner, which ends the
+# workspace); agentjail takes limits, CPU and the workspace's verdicts from the kernel.
+import posix
+import sys
+
+JOB_FD = 3
+REPORT_FD = 4
+# crates/agentjail-jail/src/seccomp.rs, SESSION_DOORBELL.
+DOORBELL = 0x4A410001
+CHUNK = 65536
+
+
+def read_exact(n):
+    parts = []
+    while n > 0:
+        b = posix.read(JOB_FD, min(n, 1 << 20))
+        if not b:
+            return None
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
+
+
+def read_frame():
+    header = b""
+    while not header.endswith(b"\n"):
+        c = posix.read(JOB_FD, 1)
+        if not c or len(header) > 64:
+            return None
+        header += c
+    fields = header.decode("ascii").split()
+    if len(fields) != 4 or fields[0] != "AJ1" or fields[1] != "exec":
+        return None
+    body = read_exact(int(fields[2]))
+    return None if body is None else (body, fields[3])
+
+
+def report(obj):
+    import json
+
+    line = (json.dumps(obj, ensure_ascii=True) + "\n").encode("ascii")
+    while line:
+        n = posix.write(REPORT_FD, line)
+        line = line[n:]
+
+
+def wait_for_call():
+    import errno
+    import fcntl
+
+    try:
+        fcntl.ioctl(JOB_FD, DOORBELL, 0)
+    except OSError as e:
+        if e.errno != errno.ENOTTY:
+            posix.write(2, b"agentjail workspace runner: no channel for the next command\n")
+            posix._exit(70)
+
+
+def child(req, fds):
+    """In the forked child: its own process group, the pipes at 0-2, nothing else open,
+    default signal dispositions, then exec (never returns)."""
+    import os
+    import signal
+
+    try:
+        os.setpgid(0, 0)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i)
+        os.closerange(3, 1 << 20)
+        os.chdir(req["cwd"])
+        env = dict(os.environ)
+        env.update(req.get("env") or {})
+        argv = req["argv"]
+        os.execvpe(argv[0], argv, env)
+    except BaseException as e:
+        import errno
+
+        code = getattr(e, "errno", None)
+        what = getattr(e, "strerror", None) or type(e).__name__
+        msg = "agentjail: cannot run %r: %s\n" % (req["argv"][0], what)
+        try:
+            os.write(2, msg.encode("utf-8", "replace"))
+        except OSError:
+            pass
+        os._exit(127 if code == errno.ENOENT else 126)
+
+
+class Stream:
+    """One of the command's output pipes, forwarded to our fd `to` up to `cap` bytes."""
+
+    def __init__(self, fd, to, cap):
+        self.fd, self.to, self.cap = fd, to, cap
+        self.total = 0
+        self.sent = 0
+
+    def pump(self):
+        import os
+
+        try:
+            b = os.read(self.fd, CHUNK)
+        except BlockingIOError:
+            return True
+        if not b:
+            return False
+        self.total += len(b)
+        room = max(self.cap - self.sent, 0)
+        if room:
+            out = b[:room]
+            while out:
+                n = os.write(self.to, out)
+                out = out[n:]
+                self.sent += n
+        return True
+
+
+BACKGROUND = set()
+
+
+def background_alive():
+    import os
+
+    for pg in list(BACKGROUND):
+        try:
+            os.killpg(pg, 0)
+        except OSError:
+            BACKGROUND.discard(pg)
+    return bool(BACKGROUND)
+
+
+def end_processes(pid, background):
+    """The command has exited (or is being stopped): kill what it started."""
+    import os
+    import signal
+
+    if background:
+        BACKGROUND.add(pid)
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if not background_alive():
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def run(req):
+    import base64
+    import os
+    import select
+    import signal
+    import time
+
+    stdin = base64.b64decode(req.get("stdin_b64") or "")
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child(req, (in_r, out_w, err_w))
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    so = Stream(out_r, 1, req["stdout_cap"])
+    se = Stream(err_r, 2, req["stderr_cap"])
+    streams = {out_r: so, err_r: se}
+    for fd in (out_r, err_r, in_w):
+        os.set_blocking(fd, False)
+    pending = stdin
+    if not pending:
+        os.close(in_w)
+        in_w = None
+    deadline = t0 + req["timeout_ms"] / 1000.0
+    status = None
+    exited = t0
+    timed_out = False
+    while True:
+        now = time.monotonic()
+        if status is None:
+            w, st, ru = os.wait4(pid, os.WNOHANG)
+            if w == pid:
+                status = (st, ru)
+                exited = now
+                end_processes(pid, req.get("background"))
+        if status is None and now >= deadline:
+            timed_out = True
+            os.killpg(pid, signal.SIGKILL)
+            _, st, ru = os.wait4(pid, 0)
+            status = (st, ru)
+            exited = now
+            end_processes(pid, False)
+        if not streams:
+            if status is not None:
+                break
+        elif status is not None and (req.get("background") or now >= exited + 1.0):
+            # What is there now, then the call ends: a background command's processes (and
+            # one that left its group while another command runs in the background) write
+            # to a closed pipe afterwards (their output is theirs to redirect).
+            for fd in list(streams):
+                while streams[fd].pump():
+                    if not select.select([fd], [], [], 0)[0]:
+                        break
+            break
+        readers = list(streams)
+        writers = [in_w] if in_w is not None else []
+        # Both pipes closed and the command not yet reaped: it is exiting (or it closed
+        # them and runs on): look again soon.
+        wait = min(0.02 if streams else 0.002, deadline - now) if status is None else 0.1
+        r, w, _ = select.select(readers, writers, [], max(0.0, wait))
+        for fd in r:
+            if not streams[fd].pump():
+                os.close(fd)
+                del streams[fd]
+        if w:
+            try:
+                n = os.write(in_w, pending[:CHUNK])
+                pending = pending[n:]
+            except (BrokenPipeError, BlockingIOError) as e:
+                if isinstance(e, BrokenPipeError):
+                    pending = b""
+            if not pending:
+                os.close(in_w)
+                in_w = None
+    for fd in list(streams):
+        os.close(fd)
+    if in_w is not None:
+        os.close(in_w)
+    st, ru = status
+    return {
+        "stdout_bytes": so.total,
+        "stderr_bytes": se.total,
+        "exit_code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
+        "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None,
+        "timed_out": timed_out,
+        "wall_us": int((time.monotonic() - t0) * 1e6),
+        "cpu_us": int((ru.ru_utime + ru.ru_stime) * 1e6),
+        "maxrss_kb": ru.ru_maxrss,
+    }
+
+
+def main():
+    import os
+
+    for fd in (JOB_FD, REPORT_FD):
+        try:
+            os.set_inheritable(fd, False)
+        except OSError:
+            pass
+    posix.write(REPORT_FD, b'{"event": "ready"}\n')
+    while True:
+        wait_for_call()
+        frame = read_frame()
+        if frame is None:
+            posix._exit(0)
+        import json
+
+        body, call = frame
+        req = json.loads(body)
+        result = run(req)
+        result["event"] = "done"
+        result["call"] = call
+        report(result)
+
+
+if __name__ == "__main__":
+    main()
