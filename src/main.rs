@@ -236,6 +236,7 @@ fn serve_command(command: Command) -> i32 {
         audit_log,
         http,
         token_file: _,
+        pod_workspace: _,
     } = command
     else {
         unreachable!("serve_command is called with Command::Serve only");

@@ -47,6 +47,8 @@ pub struct Args {
     pub addr: String,
     pub token_file: Option<PathBuf>,
     pub audit_log: Option<PathBuf>,
+    /// `--pod-workspace`: one workspace the server owns, at the agent-sandbox runtime routes.
+    pub pod_workspace: bool,
 }
 
 /// Where to listen.
@@ -85,6 +87,8 @@ pub struct State {
     /// to its caller, not to one TCP connection.
     owners: Mutex<HashMap<String, u64>>,
     pub pod: String,
+    /// With `--pod-workspace`: the workspace the runtime routes use.
+    pub pod_workspace: Option<crate::workspaces::PodWorkspace>,
 }
 
 impl State {
@@ -215,6 +219,17 @@ pub fn serve(args: Args) -> i32 {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
+    let pod_workspace = if args.pod_workspace {
+        match crate::workspaces::PodWorkspace::start(&engine) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                engine.shutdown();
+                return fail(e);
+            }
+        }
+    } else {
+        None
+    };
     let jobs = args.jobs.max(1);
     let state = Arc::new(State {
         engine: Arc::clone(&engine),
@@ -228,6 +243,7 @@ pub fn serve(args: Args) -> i32 {
         max_connections: connection_limit(),
         owners: Mutex::new(HashMap::new()),
         pod: hostname(),
+        pod_workspace,
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let watcher = std::thread::Builder::new()
@@ -250,6 +266,9 @@ pub fn serve(args: Args) -> i32 {
     eprintln!("agentjail: serving HTTP on {shown}");
     runtime.block_on(run(Arc::clone(&state), listener, stop_rx));
     runtime.shutdown_timeout(Duration::from_secs(5));
+    if let Some(p) = &state.pod_workspace {
+        p.close(&engine);
+    }
     engine.shutdown();
     0
 }

@@ -921,3 +921,11 @@ fn run_javascript_is_listed_only_where_the_policy_runs_javascript() {
     let e = d.call(2, "run_javascript", json!({"code": "1"}));
     assert_eq!(error_code(&e), -32602, "{e}");
 }
+
+/// The workspace tools, listed under policies/workspace.toml: a file put, a test run, its
+/// result read back as text, and nothing of it visible to another connection.
+#[test]
+fn workspace_tools_keep_files_and_run_commands() {
+    let policy = Path::new(ROOT).join("policies/workspace.toml");
+    scenario("workspace", Who::Root, Some(&policy), json!({}));
+}
