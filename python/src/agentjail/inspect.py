@@ -50,9 +50,9 @@ from ._record import Record
 from ._workspace import Workspace
 
 ROOT = "/workspace"
-# The most bytes one request carries: the serve protocol's line limit is 32 MiB and a file
-# travels base64-encoded (4/3), inside a JSON line.
-CHUNK = 8 * 1024 * 1024
+# The most bytes one put or get carries: under the workspace policy's [artifacts]
+# max_file_bytes (5MiB in policies/workspace.toml), far under the serve protocol's 32 MiB line.
+CHUNK = 4 * 1024 * 1024
 # Stdin this large, or not UTF-8, goes in as a staged file rather than in the request.
 STDIN_INLINE = 1024 * 1024
 STAGE = ".agentjail-inspect"
@@ -132,6 +132,19 @@ _WRITE_PLACE = (
 
 # Run "$@" with its stdin from a staged file, then remove the file.
 _STDIN_FROM = 'd=$1; shift; cat "$d"/p.* 2>/dev/null | "$@"; rc=$?; rm -rf "$d"; exit $rc'
+# Run the argv staged (NUL-terminated strings) in a directory of pieces, removed first: for
+# an argv longer than one request's command may be.
+_ARGV_FROM = (
+    "import os, shutil, sys\n"
+    "d = sys.argv[1]\n"
+    "data = b''.join(open(os.path.join(d, n), 'rb').read() for n in sorted(os.listdir(d)))\n"
+    "shutil.rmtree(d)\n"
+    "argv = data.split(b'\\0')[:-1]\n"
+    "os.execvp(argv[0], argv)\n"
+)
+PY = "/usr/bin/python3"
+# The longest argv sent as is (the engine takes 256 KiB).
+ARGV_INLINE = 128 * 1024
 # Run "$@" in a directory outside /workspace.
 _IN_DIR = 'cd -- "$1" || exit 1; shift; exec "$@"'
 
@@ -233,6 +246,9 @@ class AgentjailSandboxEnvironment(SandboxEnvironment):
         if not cmd:
             raise ValueError("cmd must name a program")
         argv = list(cmd)
+        if sum(len(a.encode("utf-8")) + 1 for a in argv) > ARGV_INLINE:
+            staged_argv = await self._stage(b"".join(a.encode("utf-8") + b"\0" for a in argv))
+            argv = [PY, "-c", _ARGV_FROM, staged_argv]
         stdin: Union[str, bytes, None] = input
         if isinstance(input, (bytes, bytearray)):
             try:
