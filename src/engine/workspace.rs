@@ -655,6 +655,7 @@ fn errno_text(e: i32) -> &'static str {
         libc::ENOSPC | libc::EDQUOT => "workspace_full",
         libc::ENXIO | libc::ENODEV => "not_regular",
         libc::EACCES | libc::EPERM => "permission_denied",
+        libc::EOVERFLOW => "not_the_jail_user",
         _ => "io_error",
     }
 }
@@ -725,6 +726,34 @@ fn get_file(root: &OwnedFd, rel: &str, cap: u64) -> Result<Vec<u8>, &'static str
     Err("too_large")
 }
 
+/// Run `f` as the jail's user on the host's side of its files: on a thread whose filesystem
+/// uid and gid are the ones the jail's user maps to (crate::jail::userns: nobody when
+/// agentjail runs as root, else agentjail's own). What the host writes in /workspace is then
+/// the jail user's (a file root created would be unmapped there: EOVERFLOW), and the host
+/// touches that tree with no more right than the code in the jail has.
+fn as_jail_user<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, EngineError> {
+    use crate::jail::sys;
+    if sys::geteuid() != 0 {
+        return Ok(f());
+    }
+    let (uid, gid) = (
+        crate::plan::ROOT_LAUNCH_HOST_UID,
+        crate::plan::ROOT_LAUNCH_HOST_GID,
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            sys::set_thread_fs_ids(uid, gid).map(|()| f()).map_err(|e| {
+                EngineError::new(
+                    "unavailable",
+                    format!("cannot take the jail user's file ids: errno {e}"),
+                )
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| Err(EngineError::new("unavailable", "the file thread panicked")))
+    })
+}
+
 impl Workspace {
     fn root(&self) -> Result<&OwnedFd, EngineError> {
         let why = self.ended.as_deref().unwrap_or("ended");
@@ -754,21 +783,25 @@ impl Workspace {
         let parsed = crate::contract::parse_files(&files, &self.policy.files).map_err(|e| {
             EngineError::new("bad_files", format!("{}: {}", e.reason(), e.message()))
         })?;
-        let mut written = Vec::with_capacity(parsed.len());
-        for f in &parsed {
-            put_file(root, &f.path, &f.contents).map_err(|why| {
-                EngineError::new(
-                    "put_refused",
-                    format!(
-                        "{} ({why}); files before it were written: {}",
-                        agentjail_json::safe_text(&f.path, 200),
-                        written.len()
-                    ),
-                )
-            })?;
-            written.push(json!({"path": f.path, "bytes": f.contents.len(),
-                                "sha256": crate::run::sha256_hex(&f.contents)}));
-        }
+        let write_all = || {
+            let mut written = Vec::with_capacity(parsed.len());
+            for f in &parsed {
+                put_file(root, &f.path, &f.contents).map_err(|why| {
+                    EngineError::new(
+                        "put_refused",
+                        format!(
+                            "{} ({why}); files before it were written: {}",
+                            agentjail_json::safe_text(&f.path, 200),
+                            written.len()
+                        ),
+                    )
+                })?;
+                written.push(json!({"path": f.path, "bytes": f.contents.len(),
+                                    "sha256": crate::run::sha256_hex(&f.contents)}));
+            }
+            Ok(written)
+        };
+        let written = as_jail_user(write_all)??;
         self.last_used = Instant::now();
         Ok(json!({ "files": written }))
     }
@@ -802,7 +835,7 @@ impl Workspace {
                 .max_file_bytes
                 .0
                 .min(caps.max_total_bytes.0 - total.min(caps.max_total_bytes.0));
-            match get_file(root, &rel, cap) {
+            match as_jail_user(|| get_file(root, &rel, cap))? {
                 Ok(content) => {
                     total += content.len() as u64;
                     out.push(json!({"path": rel, "bytes": content.len(),
