@@ -680,7 +680,8 @@ fn put_file(root: &OwnedFd, rel: &str, contents: &[u8]) -> Result<(), &'static s
             Ok(()) | Err(libc::EEXIST) => {}
             Err(e) => return Err(errno_text(e)),
         }
-        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        // No O_NOFOLLOW: a symlink here is then RESOLVE_NO_SYMLINKS's ELOOP (`symlink`).
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
         let fd = sys::openat2_beneath(at, &name, flags, 0).map_err(errno_text)?;
         dir = Some(sys::owned(fd));
     }

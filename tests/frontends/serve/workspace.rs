@@ -258,9 +258,12 @@ fn processes_end_with_their_command_and_their_workspace() {
             &format!("sleep {tag}.1 & setsid sleep {tag}.2 & (sleep {tag}.3 &) ; echo ok"),
         );
         assert_eq!(out(&rec), "ok\n", "{rec:#}");
-        let rec = sh(c, &ws, "ls /proc | grep -c '^[0-9]'");
-        // init, the runner, sh, ls, grep: nothing of the last command.
-        assert_eq!(out(&rec).trim(), "5", "{rec:#}");
+        let rec = sh(c, &ws, "ps -eo args | grep -c '^sleep'");
+        assert_eq!(
+            out(&rec).trim(),
+            "0",
+            "nothing of the last command: {rec:#}"
+        );
         assert!(live_with(&format!("{tag}.")).is_empty());
         // Asked to stay: it does, until the workspace closes.
         let r = c.call(
@@ -284,4 +287,257 @@ fn processes_end_with_their_command_and_their_workspace() {
         assert_gone(&procs, "the background process after close");
         s.finish();
     }
+}
+
+#[test]
+fn workspaces_cannot_reach_each_other() {
+    for who in variants() {
+        let m = common::marker("ws-cross");
+        let p = policy(&m, "16MiB", 1024);
+        let dir = crate::common::serve::scratch("ws-cross");
+        let sock = dir.path().join("s.sock");
+        let sock_s = sock.display().to_string();
+        let s = Server::start(who, &p, &m, &["--pool", "1", "--socket", &sock_s]);
+        let mut a = s.connect("a");
+        let mut b = s.connect("b");
+        let wa = start(&mut a);
+        let wb = start(&mut b);
+        let wa2 = start(&mut a);
+        let tag = format!("{}", 3000 + std::process::id() % 6000);
+        let r = a.call(
+            json!({"op": "workspace_exec", "workspace": wa, "background": true,
+            "command": format!("echo a-secret > s.txt; sleep {tag}.7 >/dev/null 2>&1 &")}),
+        );
+        assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+        let host = live_with(&format!("{tag}.7"));
+        assert_eq!(host.len(), 1, "{host:?}");
+        // From another workspace, of another connection or the same one: no trace of A's
+        // process or files, and no signal reaches it (its pid is in another namespace).
+        for (conn, w) in [(&mut b, &wb), (&mut a, &wa2)] {
+            let rec = sh(
+                conn,
+                w,
+                &format!(
+                    "ps -eo args | grep -c '^sleep'; \
+                 ls /workspace; cat /proc/*/root/workspace/s.txt 2>&1 | grep -c a-secret; \
+                 kill -9 -1; echo after-kill"
+                ),
+            );
+            assert!(
+                out(&rec).starts_with("0\n"),
+                "A's process is visible: {rec:#}"
+            );
+            assert!(
+                !out(&rec).contains("s.txt") && !out(&rec).contains("a-secret\n"),
+                "{rec:#}"
+            );
+        }
+        // The kill -9 -1 ended only the workspaces that ran it.
+        let rec = sh(&mut a, &wa, "cat s.txt");
+        assert_eq!(out(&rec), "a-secret\n", "{rec:#}");
+        assert_eq!(live_with(&format!("{tag}.7")).len(), 1);
+        // Another connection cannot name A's workspace.
+        for op in [
+            json!({"op": "workspace_exec", "workspace": wa, "command": "true"}),
+            json!({"op": "workspace_get", "workspace": wa, "paths": ["s.txt"]}),
+            json!({"op": "workspace_put", "workspace": wa, "files": [{"path": "x", "content": "x"}]}),
+            json!({"op": "workspace_close", "workspace": wa}),
+        ] {
+            assert_eq!(error_code(&b.call(op)), "unknown_workspace");
+        }
+        // A's connection closing closes its workspaces: the background process dies.
+        let procs: Vec<common::Proc> = host
+            .iter()
+            .filter_map(|p| common::proc_stat(*p).map(|(_, _, start)| (*p, start)))
+            .collect();
+        a.close();
+        assert_gone(&procs, "a closed connection's background process");
+        b.close();
+        s.finish();
+    }
+}
+
+#[test]
+fn put_and_get_never_follow_what_the_code_planted() {
+    for who in variants() {
+        let m = common::marker("ws-plant");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let victim_dir = crate::common::serve::scratch("ws-victim");
+        let vd = victim_dir.path().display().to_string();
+        std::fs::write(victim_dir.path().join("keep.txt"), "host data\n").unwrap();
+        let rec = sh(
+            c,
+            &ws,
+            &format!(
+                "ln -s {vd}/keep.txt leaf; ln -s {vd} dir; mkdir real; ln -s ../real/x up; \
+             ln -s /proc/self/root/etc/passwd magic; mkdir d; mkfifo d/fifo 2>&1; echo made"
+            ),
+        );
+        assert!(out(&rec).ends_with("made\n"), "{rec:#}");
+        assert!(
+            out(&rec).contains("Operation not permitted"),
+            "no FIFO can be made: {rec:#}"
+        );
+        assert_ran(&rec);
+        for (path, why) in [
+            ("leaf", "symlink"),
+            ("dir/keep.txt", "symlink"),
+            ("dir/new.txt", "symlink"),
+            ("magic", "symlink"),
+        ] {
+            let r = put(
+                c,
+                &ws,
+                json!([{"path": path, "content": "planted-through"}]),
+            );
+            assert_eq!(error_code(&r), "put_refused", "{path}: {r}");
+            assert!(
+                r["error"]["message"].as_str().unwrap().contains(why),
+                "{path}: {r}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(victim_dir.path().join("keep.txt")).unwrap(),
+            "host data\n"
+        );
+        assert!(!victim_dir.path().join("new.txt").exists());
+        let files = get(
+            c,
+            &ws,
+            &[
+                "leaf",
+                "dir/keep.txt",
+                "up",
+                "magic",
+                "d",
+                "../x",
+                "/etc/passwd",
+                "d/fifo",
+            ],
+        );
+        let errors: Vec<&str> = files
+            .iter()
+            .map(|f| f["error"].as_str().unwrap_or("READ"))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "symlink",
+                "symlink",
+                "symlink",
+                "symlink",
+                "not_regular",
+                "bad_path",
+                "bad_path",
+                "not_found"
+            ],
+            "{files:?}"
+        );
+        // Paths that climb or are absolute elsewhere are refused before any file is touched.
+        for path in ["../x", "/etc/x", "a/./b", ""] {
+            let r = put(c, &ws, json!([{"path": path, "content": "x"}]));
+            assert_eq!(error_code(&r), "bad_files", "{path:?}: {r}");
+        }
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+#[test]
+fn env_names_that_load_code_are_refused_before_anything_runs() {
+    for who in variants() {
+        let m = common::marker("ws-env");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        for name in [
+            "LD_PRELOAD",
+            "ld_preload",
+            "LD_LIBRARY_PATH",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "BASH_ENV",
+            "ENV",
+            "BASH_FUNC_x%%",
+            "PATH",
+            "GIT_CONFIG_GLOBAL",
+            "NODE_OPTIONS",
+            "PERL5OPT",
+            "GLIBC_TUNABLES",
+            "A=B",
+            "1X",
+            "",
+        ] {
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                "command": "echo ran > ran.txt", "env": {name: "/workspace/x"}}));
+            assert!(matches!(error_code(&r), "bad_env"), "{name:?}: {r}");
+        }
+        let files = get(c, &ws, &["ran.txt"]);
+        assert_eq!(
+            files[0]["error"], "not_found",
+            "a refused exec ran: {files:?}"
+        );
+        let r = c.call(
+            json!({"op": "workspace_exec", "workspace": ws, "command": "echo $MY_VAR",
+                              "env": {"MY_VAR": "ok"}}),
+        );
+        assert_eq!(out(record(&r)), "ok\n");
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+/// 100 workspaces of 20 commands each, four connections at once: every record valid (the
+/// harness checks each response), every command's output its own, nothing left behind.
+#[test]
+fn a_hundred_workspaces_of_twenty_commands_leave_nothing() {
+    let who = variants()[0];
+    let m = common::marker("ws-soak");
+    let p = policy(&m, "4MiB", 256);
+    let dir = crate::common::serve::scratch("ws-soak");
+    let sock = dir.path().join("s.sock").display().to_string();
+    let s = Server::start(
+        who,
+        &p,
+        &m,
+        &[
+            "--pool",
+            "1",
+            "--session-pool",
+            "2",
+            "-j",
+            "8",
+            "--socket",
+            &sock,
+        ],
+    );
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let mut c = s.connect(&format!("c{t}"));
+            scope.spawn(move || {
+                for n in 0..25 {
+                    let ws = start(&mut c);
+                    for i in 0..20 {
+                        let want = format!("{t}-{n}-{i}");
+                        let rec = if i % 2 == 0 {
+                            sh(&mut c, &ws, &format!("echo {want} >> log; tail -n1 log"))
+                        } else {
+                            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                                "argv": ["echo", want]}));
+                            record(&r).clone()
+                        };
+                        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+                        assert_eq!(out(&rec), format!("{want}\n"));
+                    }
+                    close(&mut c, &ws);
+                }
+                c.close();
+            });
+        }
+    });
+    s.finish();
 }
