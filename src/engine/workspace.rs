@@ -857,12 +857,15 @@ impl Workspace {
 /// Every workspace with its owner, kept outside the workspace's lock (a command holds it).
 pub(super) type Workspaces = HashMap<String, (Owner, Arc<Mutex<Workspace>>)>;
 
+/// A workspace plan and its warm pool.
+pub(super) type PlanAndPool = (Option<Arc<crate::plan::JailPlan>>, Option<Arc<pool::Pool>>);
+
 /// The engine's workspace plan and pool, when the policy enables workspaces.
 pub(super) fn start_plan(
     policy: &Policy,
     warm: usize,
     spawner: &Arc<pool::Spawner>,
-) -> Result<(Option<Arc<crate::plan::JailPlan>>, Option<Arc<pool::Pool>>), String> {
+) -> Result<PlanAndPool, String> {
     if !policy.workspace.enabled {
         return Ok((None, None));
     }
@@ -1088,5 +1091,115 @@ impl Engine {
             .values()
             .filter(|(_, w)| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(v: Value) -> Result<ExecRequest, EngineError> {
+        ExecRequest::from_fields(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn a_command_is_a_shell_line_or_an_argv_in_the_workspace() {
+        let r = req(json!({"command": "ls -l", "cwd": "/workspace/src/"})).unwrap();
+        assert_eq!(r.argv, ["/bin/sh", "-c", "ls -l"]);
+        assert_eq!(r.cwd, "/workspace/src");
+        let r = req(json!({"argv": ["python3", "-c", "pass"], "stdin_base64": "AAE="})).unwrap();
+        assert_eq!(
+            (r.cwd.as_str(), r.stdin.as_slice()),
+            ("/workspace", &[0u8, 1][..])
+        );
+        for bad in [
+            json!({}),
+            json!({"command": "x", "argv": ["x"]}),
+            json!({"command": "  "}),
+            json!({"argv": []}),
+            json!({"argv": [""]}),
+            json!({"argv": ["a\u{0}b"]}),
+            json!({"command": "x", "cwd": "../etc"}),
+            json!({"command": "x", "cwd": "/etc"}),
+            json!({"command": "x", "cwd": "a/./b"}),
+            json!({"command": "x", "timeout_s": 0}),
+            json!({"command": "x", "background": "yes"}),
+            json!({"command": "x", "stdin": "a", "stdin_base64": "YQ=="}),
+        ] {
+            assert!(req(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn env_names_that_load_code_are_refused() {
+        for name in [
+            "LD_PRELOAD",
+            "ld_audit",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "BASH_ENV",
+            "ENV",
+            "BASH_FUNC_f%%",
+            "PATH",
+            "IFS",
+            "GIT_CONFIG_COUNT",
+            "NODE_OPTIONS",
+            "PERL5LIB",
+            "GLIBC_TUNABLES",
+            "",
+            "1A",
+            "A-B",
+            "A=B",
+        ] {
+            assert!(env_name_problem(name).is_some(), "{name:?}");
+        }
+        for name in ["FOO", "my_var", "CI", "GIT_AUTHOR_NAME", "HOME", "LANG"] {
+            assert_eq!(env_name_problem(name), None, "{name}");
+        }
+        let e = req(json!({"command": "x", "env": {"LD_PRELOAD": "/x"}})).unwrap_err();
+        assert_eq!(e.code, "bad_env");
+    }
+
+    #[test]
+    fn workspace_paths_stay_beneath_it() {
+        assert_eq!(workspace_path("/workspace").as_deref(), Some(""));
+        assert_eq!(workspace_path("/workspace/a/b").as_deref(), Some("a/b"));
+        assert_eq!(workspace_path("a/b/").as_deref(), Some("a/b"));
+        for bad in [
+            "/etc/passwd",
+            "..",
+            "a/../b",
+            "/workspace/../etc",
+            "a//b",
+            "/workspacex/a",
+        ] {
+            assert_eq!(workspace_path(bad), None, "{bad}");
+        }
+    }
+
+    /// get and put on a host directory standing in for /workspace: a FIFO is neither waited
+    /// on nor written, a sparse file is refused on its size and never read past the cap,
+    /// a symlink anywhere on the way is refused.
+    #[test]
+    fn files_are_moved_without_following_or_waiting() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::File::open(d.path()).map(OwnedFd::from).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.path().join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(get_file(&root, "fifo", 1 << 20), Err("not_regular"));
+        assert_eq!(put_file(&root, "fifo", b"x"), Err("not_regular"));
+        let sparse = std::fs::File::create(d.path().join("sparse")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        assert_eq!(get_file(&root, "sparse", 1 << 20), Err("too_large"));
+        symlink("/etc", d.path().join("link")).unwrap();
+        assert_eq!(put_file(&root, "link/x", b"x"), Err("symlink"));
+        assert_eq!(get_file(&root, "link/passwd", 1 << 20), Err("symlink"));
+        assert_eq!(put_file(&root, "a/b/c.txt", b"abc"), Ok(()));
+        assert_eq!(get_file(&root, "a/b/c.txt", 3), Ok(b"abc".to_vec()));
+        assert_eq!(get_file(&root, "a/b/c.txt", 2), Err("too_large"));
     }
 }
