@@ -655,6 +655,7 @@ fn errno_text(e: i32) -> &'static str {
         libc::ENOSPC | libc::EDQUOT => "workspace_full",
         libc::ENXIO | libc::ENODEV => "not_regular",
         libc::EACCES | libc::EPERM => "permission_denied",
+        libc::EOVERFLOW => "not_the_jail_user",
         _ => "io_error",
     }
 }
@@ -679,7 +680,8 @@ fn put_file(root: &OwnedFd, rel: &str, contents: &[u8]) -> Result<(), &'static s
             Ok(()) | Err(libc::EEXIST) => {}
             Err(e) => return Err(errno_text(e)),
         }
-        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        // No O_NOFOLLOW: a symlink here is then RESOLVE_NO_SYMLINKS's ELOOP (`symlink`).
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
         let fd = sys::openat2_beneath(at, &name, flags, 0).map_err(errno_text)?;
         dir = Some(sys::owned(fd));
     }
@@ -725,6 +727,34 @@ fn get_file(root: &OwnedFd, rel: &str, cap: u64) -> Result<Vec<u8>, &'static str
     Err("too_large")
 }
 
+/// Run `f` as the jail's user on the host's side of its files: on a thread whose filesystem
+/// uid and gid are the ones the jail's user maps to (crate::jail::userns: nobody when
+/// agentjail runs as root, else agentjail's own). What the host writes in /workspace is then
+/// the jail user's (a file root created would be unmapped there: EOVERFLOW), and the host
+/// touches that tree with no more right than the code in the jail has.
+fn as_jail_user<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, EngineError> {
+    use crate::jail::sys;
+    if sys::geteuid() != 0 {
+        return Ok(f());
+    }
+    let (uid, gid) = (
+        crate::plan::ROOT_LAUNCH_HOST_UID,
+        crate::plan::ROOT_LAUNCH_HOST_GID,
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            sys::set_thread_fs_ids(uid, gid).map(|()| f()).map_err(|e| {
+                EngineError::new(
+                    "unavailable",
+                    format!("cannot take the jail user's file ids: errno {e}"),
+                )
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| Err(EngineError::new("unavailable", "the file thread panicked")))
+    })
+}
+
 impl Workspace {
     fn root(&self) -> Result<&OwnedFd, EngineError> {
         let why = self.ended.as_deref().unwrap_or("ended");
@@ -754,21 +784,25 @@ impl Workspace {
         let parsed = crate::contract::parse_files(&files, &self.policy.files).map_err(|e| {
             EngineError::new("bad_files", format!("{}: {}", e.reason(), e.message()))
         })?;
-        let mut written = Vec::with_capacity(parsed.len());
-        for f in &parsed {
-            put_file(root, &f.path, &f.contents).map_err(|why| {
-                EngineError::new(
-                    "put_refused",
-                    format!(
-                        "{} ({why}); files before it were written: {}",
-                        agentjail_json::safe_text(&f.path, 200),
-                        written.len()
-                    ),
-                )
-            })?;
-            written.push(json!({"path": f.path, "bytes": f.contents.len(),
-                                "sha256": crate::run::sha256_hex(&f.contents)}));
-        }
+        let write_all = || {
+            let mut written = Vec::with_capacity(parsed.len());
+            for f in &parsed {
+                put_file(root, &f.path, &f.contents).map_err(|why| {
+                    EngineError::new(
+                        "put_refused",
+                        format!(
+                            "{} ({why}); files before it were written: {}",
+                            agentjail_json::safe_text(&f.path, 200),
+                            written.len()
+                        ),
+                    )
+                })?;
+                written.push(json!({"path": f.path, "bytes": f.contents.len(),
+                                    "sha256": crate::run::sha256_hex(&f.contents)}));
+            }
+            Ok(written)
+        };
+        let written = as_jail_user(write_all)??;
         self.last_used = Instant::now();
         Ok(json!({ "files": written }))
     }
@@ -802,7 +836,7 @@ impl Workspace {
                 .max_file_bytes
                 .0
                 .min(caps.max_total_bytes.0 - total.min(caps.max_total_bytes.0));
-            match get_file(root, &rel, cap) {
+            match as_jail_user(|| get_file(root, &rel, cap))? {
                 Ok(content) => {
                     total += content.len() as u64;
                     out.push(json!({"path": rel, "bytes": content.len(),
@@ -823,12 +857,15 @@ impl Workspace {
 /// Every workspace with its owner, kept outside the workspace's lock (a command holds it).
 pub(super) type Workspaces = HashMap<String, (Owner, Arc<Mutex<Workspace>>)>;
 
+/// A workspace plan and its warm pool.
+pub(super) type PlanAndPool = (Option<Arc<crate::plan::JailPlan>>, Option<Arc<pool::Pool>>);
+
 /// The engine's workspace plan and pool, when the policy enables workspaces.
 pub(super) fn start_plan(
     policy: &Policy,
     warm: usize,
     spawner: &Arc<pool::Spawner>,
-) -> Result<(Option<Arc<crate::plan::JailPlan>>, Option<Arc<pool::Pool>>), String> {
+) -> Result<PlanAndPool, String> {
     if !policy.workspace.enabled {
         return Ok((None, None));
     }
@@ -1054,5 +1091,115 @@ impl Engine {
             .values()
             .filter(|(_, w)| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(v: Value) -> Result<ExecRequest, EngineError> {
+        ExecRequest::from_fields(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn a_command_is_a_shell_line_or_an_argv_in_the_workspace() {
+        let r = req(json!({"command": "ls -l", "cwd": "/workspace/src/"})).unwrap();
+        assert_eq!(r.argv, ["/bin/sh", "-c", "ls -l"]);
+        assert_eq!(r.cwd, "/workspace/src");
+        let r = req(json!({"argv": ["python3", "-c", "pass"], "stdin_base64": "AAE="})).unwrap();
+        assert_eq!(
+            (r.cwd.as_str(), r.stdin.as_slice()),
+            ("/workspace", &[0u8, 1][..])
+        );
+        for bad in [
+            json!({}),
+            json!({"command": "x", "argv": ["x"]}),
+            json!({"command": "  "}),
+            json!({"argv": []}),
+            json!({"argv": [""]}),
+            json!({"argv": ["a\u{0}b"]}),
+            json!({"command": "x", "cwd": "../etc"}),
+            json!({"command": "x", "cwd": "/etc"}),
+            json!({"command": "x", "cwd": "a/./b"}),
+            json!({"command": "x", "timeout_s": 0}),
+            json!({"command": "x", "background": "yes"}),
+            json!({"command": "x", "stdin": "a", "stdin_base64": "YQ=="}),
+        ] {
+            assert!(req(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn env_names_that_load_code_are_refused() {
+        for name in [
+            "LD_PRELOAD",
+            "ld_audit",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "BASH_ENV",
+            "ENV",
+            "BASH_FUNC_f%%",
+            "PATH",
+            "IFS",
+            "GIT_CONFIG_COUNT",
+            "NODE_OPTIONS",
+            "PERL5LIB",
+            "GLIBC_TUNABLES",
+            "",
+            "1A",
+            "A-B",
+            "A=B",
+        ] {
+            assert!(env_name_problem(name).is_some(), "{name:?}");
+        }
+        for name in ["FOO", "my_var", "CI", "GIT_AUTHOR_NAME", "HOME", "LANG"] {
+            assert_eq!(env_name_problem(name), None, "{name}");
+        }
+        let e = req(json!({"command": "x", "env": {"LD_PRELOAD": "/x"}})).unwrap_err();
+        assert_eq!(e.code, "bad_env");
+    }
+
+    #[test]
+    fn workspace_paths_stay_beneath_it() {
+        assert_eq!(workspace_path("/workspace").as_deref(), Some(""));
+        assert_eq!(workspace_path("/workspace/a/b").as_deref(), Some("a/b"));
+        assert_eq!(workspace_path("a/b/").as_deref(), Some("a/b"));
+        for bad in [
+            "/etc/passwd",
+            "..",
+            "a/../b",
+            "/workspace/../etc",
+            "a//b",
+            "/workspacex/a",
+        ] {
+            assert_eq!(workspace_path(bad), None, "{bad}");
+        }
+    }
+
+    /// get and put on a host directory standing in for /workspace: a FIFO is neither waited
+    /// on nor written, a sparse file is refused on its size and never read past the cap,
+    /// a symlink anywhere on the way is refused.
+    #[test]
+    fn files_are_moved_without_following_or_waiting() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::File::open(d.path()).map(OwnedFd::from).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.path().join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(get_file(&root, "fifo", 1 << 20), Err("not_regular"));
+        assert_eq!(put_file(&root, "fifo", b"x"), Err("not_regular"));
+        let sparse = std::fs::File::create(d.path().join("sparse")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        assert_eq!(get_file(&root, "sparse", 1 << 20), Err("too_large"));
+        symlink("/etc", d.path().join("link")).unwrap();
+        assert_eq!(put_file(&root, "link/x", b"x"), Err("symlink"));
+        assert_eq!(get_file(&root, "link/passwd", 1 << 20), Err("symlink"));
+        assert_eq!(put_file(&root, "a/b/c.txt", b"abc"), Ok(()));
+        assert_eq!(get_file(&root, "a/b/c.txt", 3), Ok(b"abc".to_vec()));
+        assert_eq!(get_file(&root, "a/b/c.txt", 2), Err("too_large"));
     }
 }

@@ -85,7 +85,11 @@ def child(req, fds):
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
         os.closerange(3, 1 << 20)
-        os.chdir(req["cwd"])
+        try:
+            os.chdir(req["cwd"])
+        except OSError as e:
+            os.write(2, ("agentjail: cannot enter %s: %s\n" % (req["cwd"], e.strerror)).encode("utf-8", "replace"))
+            os._exit(126)
         env = dict(os.environ)
         env.update(req.get("env") or {})
         argv = req["argv"]

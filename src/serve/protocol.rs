@@ -336,6 +336,34 @@ mod tests {
     }
 
     #[test]
+    fn the_workspace_ops_parse() {
+        let r = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"X": "1"}, "background": true}"#).unwrap();
+        let Op::WorkspaceExec { workspace, request } = r.op else {
+            panic!("{:?}", r.op)
+        };
+        assert_eq!((workspace.as_str(), request.background), ("a", true));
+        assert_eq!(request.env, [("X".to_string(), "1".to_string())]);
+        let e = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"LD_PRELOAD": "x"}}"#).unwrap_err();
+        assert_eq!((e.code, e.id), ("bad_env", json!("w")));
+        let e =
+            parse_request(br#"{"id": "w", "op": "workspace_get", "workspace": "a", "files": []}"#)
+                .unwrap_err();
+        assert_eq!(e.code, "bad_request");
+        for line in [
+            &br#"{"op": "workspace_start"}"#[..],
+            br#"{"op": "workspace_put", "workspace": "a", "files": []}"#,
+            br#"{"op": "workspace_get", "workspace": "a", "paths": ["x"]}"#,
+            br#"{"op": "workspace_close", "workspace": "a"}"#,
+        ] {
+            assert!(
+                parse_request(line).is_ok(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    #[test]
     fn bad_lines_name_what_is_wrong() {
         assert_eq!(parse_request(b"not json").unwrap_err().code, "bad_json");
         assert_eq!(parse_request(b"[1]").unwrap_err().code, "bad_request");
