@@ -28,7 +28,7 @@ def test_a_workspace_keeps_files_and_runs_commands_one_after_another(wclient):
         assert isinstance(ws.id, str) and ws.id
         put = ws.put({"src/calc.py": "def add(a, b):\n    return a + b\n", "data.bin": b"\x00\xff"})
         assert [f["path"] for f in put["files"]] == ["src/calc.py", "data.bin"]
-        rec = ws.exec("cd src && python3 -c 'import calc; print(calc.add(2, 3))' > ../out.txt && cat ../out.txt")
+        rec = ws.exec("cd src && python3 -B -c 'import calc; print(calc.add(2, 3))' > ../out.txt && cat ../out.txt")
         assert rec.ok and rec.stdout == "5\n" and rec.exit_code == 0, rec.raw
         assert rec.wall_ms is not None and rec.peak_memory_bytes is not None
         rec = ws.exec(["ls", "-1"], cwd="src")
