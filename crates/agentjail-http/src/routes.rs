@@ -190,6 +190,19 @@ fn engine_error(e: EngineError) -> Resp {
 }
 
 impl Route {
+    /// The agent-sandbox runtime's routes (`--pod-workspace`).
+    pub fn is_pod(&self) -> bool {
+        matches!(
+            self,
+            Route::PodHealth
+                | Route::PodExecute
+                | Route::PodUpload
+                | Route::PodDownload(_)
+                | Route::PodList(_)
+                | Route::PodExists(_)
+        )
+    }
+
     fn is_workspace(&self) -> bool {
         matches!(
             self,
@@ -198,13 +211,7 @@ impl Route {
                 | Route::WorkspacePut(_)
                 | Route::WorkspaceGet(_)
                 | Route::WorkspaceClose(_)
-                | Route::PodHealth
-                | Route::PodExecute
-                | Route::PodUpload
-                | Route::PodDownload(_)
-                | Route::PodList(_)
-                | Route::PodExists(_)
-        )
+        ) || self.is_pod()
     }
 }
 

@@ -179,6 +179,34 @@ fn hostname() -> String {
         .unwrap_or_default()
 }
 
+/// The one-thread runtime that reads requests, and its blocking threads that run jobs.
+fn runtime(jobs: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        // The check and the schema validator recurse over hostile input within their own
+        // bounds; the job threads get the stack serve's workers get.
+        .thread_stack_size(16 * 1024 * 1024)
+        .max_blocking_threads(jobs.max(1) + 4)
+        .thread_name("agentjail-http-job")
+        .build()
+        .map_err(|e| format!("cannot start the HTTP runtime: {e}"))
+}
+
+/// With `--pod-workspace`, its workspace, started now; the engine is shut down when it
+/// cannot be.
+fn pod_workspace(
+    on: bool,
+    engine: &Engine,
+) -> Result<Option<crate::workspaces::PodWorkspace>, String> {
+    if !on {
+        return Ok(None);
+    }
+    crate::workspaces::PodWorkspace::start(engine)
+        .map(Some)
+        .inspect_err(|_| engine.shutdown())
+}
+
 /// `agentjail serve --http`; returns the exit code.
 pub fn serve(args: Args) -> i32 {
     // Blocked before any thread starts: every thread inherits the mask.
@@ -198,18 +226,9 @@ pub fn serve(args: Args) -> i32 {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        // The check and the schema validator recurse over hostile input within their own
-        // bounds; the job threads get the stack serve's workers get.
-        .thread_stack_size(16 * 1024 * 1024)
-        .max_blocking_threads(args.jobs.max(1) + 4)
-        .thread_name("agentjail-http-job")
-        .build()
-    {
+    let runtime = match runtime(args.jobs) {
         Ok(r) => r,
-        Err(e) => return fail(format!("cannot start the HTTP runtime: {e}")),
+        Err(e) => return fail(e),
     };
     let listener = match runtime.block_on(async { bind(&addr) }) {
         Ok(l) => l,
@@ -219,16 +238,9 @@ pub fn serve(args: Args) -> i32 {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
-    let pod_workspace = if args.pod_workspace {
-        match crate::workspaces::PodWorkspace::start(&engine) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                engine.shutdown();
-                return fail(e);
-            }
-        }
-    } else {
-        None
+    let pod_workspace = match pod_workspace(args.pod_workspace, &engine) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
     };
     let jobs = args.jobs.max(1);
     let state = Arc::new(State {

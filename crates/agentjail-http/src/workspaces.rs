@@ -15,11 +15,15 @@ use crate::server::State;
 use agentjail::engine::session::Owner;
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::{Engine, EngineError};
+use agentjail::record::Record;
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// A record's last touches (the audit log, the metrics, the caller): routes::finish.
+type Finish<'a> = &'a dyn Fn(&mut Record);
 
 /// Answer a workspace route (on a job thread: bodies are parsed there too).
 pub async fn dispatch(
@@ -34,88 +38,84 @@ pub async fn dispatch(
     let s = Arc::clone(st);
     let caller = caller.clone();
     let answer = blocking(st, move || {
-        let json_body = || strict(&body).map_err(|e| bad_request(&e));
-        let e = &s.engine;
-        if matches!(
-            r,
-            Route::PodHealth
-                | Route::PodExecute
-                | Route::PodUpload
-                | Route::PodDownload(_)
-                | Route::PodList(_)
-                | Route::PodExists(_)
-        ) {
-            let Some(pod) = s.pod_workspace.as_ref() else {
-                return error(
-                    StatusCode::NOT_FOUND,
-                    "not_found",
-                    "no such route (the agent-sandbox runtime routes need --pod-workspace)",
-                );
-            };
-            return match r {
-                Route::PodHealth => json_resp(
-                    StatusCode::OK,
-                    &json!({"status": "ok", "message": "Sandbox Runtime is active."}),
-                ),
-                Route::PodExecute => match strict(&body) {
-                    Ok(v) => execute(e, pod, v),
-                    Err(m) => message(StatusCode::UNPROCESSABLE_ENTITY, &m),
-                },
-                Route::PodUpload => upload(e, pod, &content_type, &body),
-                Route::PodDownload(p) => download(e, pod, &p),
-                Route::PodList(p) => list(e, pod, &p),
-                Route::PodExists(p) => exists(e, pod, &p),
-                _ => error(StatusCode::NOT_FOUND, "not_found", "no such route"),
-            };
-        }
-        let result = match r {
-            Route::WorkspaceStart => {
-                let hints = match crate::routes::session_hints(&body) {
-                    Ok(h) => h,
-                    Err(m) => return bad_request(&m),
-                };
-                e.workspace_start(hints.as_ref(), owner)
-                    .map(|id| json!({ "workspace": id }))
-            }
-            Route::WorkspaceExec(id) => {
-                let req = match json_body().and_then(exec_request) {
-                    Ok(r) => r,
-                    Err(resp) => return resp,
-                };
-                match e.workspace_exec_for(&id, &req, owner, None) {
-                    Ok(mut rec) => {
-                        finish(&s, &mut rec, &caller, started);
-                        return json_resp(StatusCode::OK, &rec.value);
-                    }
-                    Err(err) => Err(err),
-                }
-            }
-            Route::WorkspacePut(id) => {
-                let files = match json_body().and_then(|v| list_field(v, "files")) {
-                    Ok(f) => f,
-                    Err(resp) => return resp,
-                };
-                e.workspace_put(&id, &files, owner)
-            }
-            Route::WorkspaceGet(id) => {
-                let paths = match json_body().and_then(|v| list_field(v, "paths")) {
-                    Ok(p) => p,
-                    Err(resp) => return resp,
-                };
-                e.workspace_get(&id, &paths, owner)
-            }
-            Route::WorkspaceClose(id) => e
-                .workspace_close(&id, owner)
-                .map(|closed| json!({ "closed": closed })),
-            _ => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
-        };
-        match result {
-            Ok(v) => json_resp(StatusCode::OK, &v),
-            Err(err) => engine_error(err),
+        let done = |rec: &mut Record| finish(&s, rec, &caller, started);
+        match s.pod_workspace.as_ref() {
+            _ if !r.is_pod() => workspace_route(&s.engine, r, owner, &body, &done),
+            Some(pod) => pod_route(&s.engine, pod, r, &content_type, &body, &done),
+            None => error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route (the agent-sandbox runtime routes need --pod-workspace)",
+            ),
         }
     })
     .await;
     answer.unwrap_or_else(|resp| resp)
+}
+
+/// `/v1/workspaces...`.
+fn workspace_route(e: &Engine, r: Route, owner: Owner, body: &[u8], done: Finish) -> Resp {
+    let json_body = || strict(body).map_err(|e| bad_request(&e));
+    let result = match r {
+        Route::WorkspaceStart => match crate::routes::session_hints(body) {
+            Ok(hints) => e
+                .workspace_start(hints.as_ref(), owner)
+                .map(|id| json!({ "workspace": id })),
+            Err(m) => return bad_request(&m),
+        },
+        Route::WorkspaceExec(id) => {
+            let req = match json_body().and_then(exec_request) {
+                Ok(r) => r,
+                Err(resp) => return resp,
+            };
+            e.workspace_exec_for(&id, &req, owner, None).map(|mut rec| {
+                done(&mut rec);
+                rec.value
+            })
+        }
+        Route::WorkspacePut(id) => match json_body().and_then(|v| list_field(v, "files")) {
+            Ok(files) => e.workspace_put(&id, &files, owner),
+            Err(resp) => return resp,
+        },
+        Route::WorkspaceGet(id) => match json_body().and_then(|v| list_field(v, "paths")) {
+            Ok(paths) => e.workspace_get(&id, &paths, owner),
+            Err(resp) => return resp,
+        },
+        Route::WorkspaceClose(id) => e
+            .workspace_close(&id, owner)
+            .map(|closed| json!({ "closed": closed })),
+        _ => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+    };
+    match result {
+        Ok(v) => json_resp(StatusCode::OK, &v),
+        Err(err) => engine_error(err),
+    }
+}
+
+/// The agent-sandbox runtime's routes, on the pod's workspace.
+fn pod_route(
+    e: &Engine,
+    pod: &PodWorkspace,
+    r: Route,
+    content_type: &str,
+    body: &[u8],
+    done: Finish,
+) -> Resp {
+    match r {
+        Route::PodHealth => json_resp(
+            StatusCode::OK,
+            &json!({"status": "ok", "message": "Sandbox Runtime is active."}),
+        ),
+        Route::PodExecute => match strict(body) {
+            Ok(v) => execute(e, pod, v, done),
+            Err(m) => message(StatusCode::UNPROCESSABLE_ENTITY, &m),
+        },
+        Route::PodUpload => upload(e, pod, content_type, body),
+        Route::PodDownload(p) => download(e, pod, &p),
+        Route::PodList(p) => list(e, pod, &p, done),
+        Route::PodExists(p) => exists(e, pod, &p, done),
+        _ => error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+    }
 }
 
 /// The fields a `POST /v1/workspaces/{id}/exec` body may hold (the `workspace_exec` op's).
@@ -245,7 +245,7 @@ fn pod_error(e: EngineError) -> Resp {
 /// `POST /execute {"command": "..."}` → `{stdout, stderr, exit_code}`: the line through
 /// the jail's /bin/sh in /workspace. A command agentjail stopped (timeout, a cap) answers
 /// exit_code -1 with the stop reason on stderr's last line.
-pub fn execute(engine: &Engine, pod: &PodWorkspace, body: Value) -> Resp {
+pub fn execute(engine: &Engine, pod: &PodWorkspace, body: Value, done: Finish) -> Resp {
     let o = match object(body, &["command"], "{\"command\": \"...\"}") {
         Ok(o) => o,
         Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e),
@@ -258,7 +258,10 @@ pub fn execute(engine: &Engine, pod: &PodWorkspace, body: Value) -> Resp {
         return message(StatusCode::GONE, "the pod's workspace is closed");
     };
     match engine.workspace_exec_for(&id, &req, POD_OWNER, None) {
-        Ok(rec) => json_resp(StatusCode::OK, &runtime_result(&rec.value)),
+        Ok(mut rec) => {
+            done(&mut rec);
+            json_resp(StatusCode::OK, &runtime_result(&rec.value))
+        }
         Err(e) => pod_error(e),
     }
 }
@@ -378,7 +381,13 @@ fn listing_path(raw: &str) -> Result<String, Resp> {
     })
 }
 
-fn run_sh(engine: &Engine, pod: &PodWorkspace, script: &str, arg: &str) -> Result<Value, Resp> {
+fn run_sh(
+    engine: &Engine,
+    pod: &PodWorkspace,
+    script: &str,
+    arg: &str,
+    done: Finish,
+) -> Result<Value, Resp> {
     let Some(id) = pod.id() else {
         return Err(message(StatusCode::GONE, "the pod's workspace is closed"));
     };
@@ -387,17 +396,20 @@ fn run_sh(engine: &Engine, pod: &PodWorkspace, script: &str, arg: &str) -> Resul
     let req = ExecRequest::from_fields(&o).map_err(pod_error)?;
     engine
         .workspace_exec_for(&id, &req, POD_OWNER, None)
-        .map(|r| r.value)
+        .map(|mut r| {
+            done(&mut r);
+            r.value
+        })
         .map_err(pod_error)
 }
 
 /// `GET /list/{path}`.
-pub fn list(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
+pub fn list(engine: &Engine, pod: &PodWorkspace, raw: &str, done: Finish) -> Resp {
     let path = match listing_path(raw) {
         Ok(p) => p,
         Err(r) => return r,
     };
-    let rec = match run_sh(engine, pod, LIST, &path) {
+    let rec = match run_sh(engine, pod, LIST, &path, done) {
         Ok(r) => r,
         Err(r) => return r,
     };
@@ -423,12 +435,12 @@ pub fn list(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
 }
 
 /// `GET /exists/{path}` → `{"path", "exists"}`.
-pub fn exists(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
+pub fn exists(engine: &Engine, pod: &PodWorkspace, raw: &str, done: Finish) -> Resp {
     let path = match listing_path(raw) {
         Ok(p) => p,
         Err(r) => return r,
     };
-    match run_sh(engine, pod, EXISTS, &path) {
+    match run_sh(engine, pod, EXISTS, &path, done) {
         Ok(rec) => json_resp(
             StatusCode::OK,
             &json!({"path": path, "exists": rec["execution"]["exit_code"].as_i64() == Some(0)}),

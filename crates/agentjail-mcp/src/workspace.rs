@@ -59,9 +59,21 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
     if !p.workspace.enabled {
         return Vec::new();
     }
+    vec![
+        start_tool(p),
+        exec_tool(p),
+        put_tool(p),
+        get_tool(p),
+        close_tool(),
+    ]
+}
+
+fn id_schema() -> Value {
+    json!({"type": "string", "description": "The id workspace_start returned."})
+}
+
+fn start_tool(p: &Policy) -> Tool {
     let w = &p.workspace;
-    let l = &p.limits;
-    let id = json!({"type": "string", "description": "The id workspace_start returned."});
     let mut start = Tool::new(
         START,
         format!(
@@ -86,6 +98,12 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
         "properties": {"workspace": {"type": "string"}, "error": {"type": "object"}}
     })));
     start.annotations = Some(annotations("Start a workspace", false, false));
+    start
+}
+
+fn exec_tool(p: &Policy) -> Tool {
+    let l = &p.limits;
+    let id = id_schema();
     let mut exec = Tool::new(
         EXEC,
         format!(
@@ -114,6 +132,11 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
     );
     exec.output_schema = Some(object(crate::tools::record_schema()));
     exec.annotations = Some(annotations("Run a command in a workspace", false, true));
+    exec
+}
+
+fn put_tool(p: &Policy) -> Tool {
+    let id = id_schema();
     let files = &p.files;
     let mut put = Tool::new(
         PUT,
@@ -139,6 +162,11 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
         })),
     );
     put.annotations = Some(annotations("Write files into a workspace", false, true));
+    put
+}
+
+fn get_tool(p: &Policy) -> Tool {
+    let id = id_schema();
     let a = &p.artifacts;
     let mut get = Tool::new(
         GET,
@@ -159,6 +187,11 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
         })),
     );
     get.annotations = Some(annotations("Read files from a workspace", true, false));
+    get
+}
+
+fn close_tool() -> Tool {
+    let id = id_schema();
     let mut close = Tool::new(
         CLOSE,
         "Close a workspace: its jail, its files and every process in it end. Workspaces also end on their own when idle or too old, and all of this connection's end when it closes.",
@@ -174,7 +207,7 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
         "properties": {"closed": {"type": "boolean"}, "error": {"type": "object"}}
     })));
     close.annotations = Some(annotations("Close a workspace", false, true));
-    vec![start, exec, put, get, close]
+    close
 }
 
 /// Only the names a tool knows (a typo must not be dropped silently).
@@ -220,103 +253,116 @@ pub fn readable(mut got: Value) -> Value {
     got
 }
 
+/// A result from an engine answer: its value, or its error as a tool error.
+fn answer(r: Result<Value, agentjail::engine::EngineError>) -> CallToolResult {
+    match r {
+        Ok(v) => result::from_value(v, false),
+        Err(e) => result::error(e.code, &e.message),
+    }
+}
+
 impl Handler {
     /// One of the workspace tools.
     pub async fn workspace_call(
         &self,
         name: &str,
+        args: JsonObject,
+        progress: Option<Progress>,
+    ) -> Result<CallToolResult, McpError> {
+        match name {
+            START => self.workspace_start(args, progress).await,
+            EXEC => self.workspace_exec(args, progress).await,
+            PUT | GET => self.workspace_files(name == PUT, args, progress).await,
+            _ => self.workspace_close(args).await,
+        }
+    }
+
+    async fn workspace_start(
+        &self,
         mut args: JsonObject,
         progress: Option<Progress>,
     ) -> Result<CallToolResult, McpError> {
-        let engine = self.engine();
-        let owner = self.owner();
-        match name {
-            START => {
-                if let Err(e) = known(&args, &["policy_hints"]) {
-                    return Ok(result::error("bad_request", &e));
-                }
-                let hints = args.remove("policy_hints").filter(|h| !h.is_null());
-                let e = Arc::clone(&engine);
-                let started = self
-                    .blocking(progress, move || e.workspace_start(hints.as_ref(), owner))
-                    .await?;
-                Ok(match started {
-                    Ok(id) => result::from_value(json!({ "workspace": id }), false),
-                    Err(e) => result::error(e.code, &e.message),
-                })
-            }
-            EXEC => {
-                let parsed = known(&args, EXEC_ARGS).and_then(|()| {
-                    let id = workspace_id(&mut args)?;
-                    let fields: Map<String, Value> = args;
-                    let req = ExecRequest::from_fields(&fields).map_err(|e| e.message)?;
-                    Ok((id, req))
-                });
-                let (id, req) = match parsed {
-                    Ok(p) => p,
-                    Err(e) => return Ok(result::refused_record("arguments", &e)),
-                };
-                let this = self.clone();
-                let done = self
-                    .blocking(progress, move || {
-                        let r = this.engine().workspace_exec_for(&id, &req, owner, None);
-                        if let Ok(record) = &r {
-                            this.audited(record);
-                        }
-                        r
-                    })
-                    .await?;
-                Ok(match done {
-                    Ok(record) => result::from_record(&record.value),
-                    Err(e) => result::refused_record(e.code, &e.message),
-                })
-            }
-            PUT | GET => {
-                let field = if name == PUT { "files" } else { "paths" };
-                let parsed = known(&args, &["workspace", field]).and_then(|()| {
-                    let id = workspace_id(&mut args)?;
-                    match args.remove(field) {
-                        Some(list @ Value::Array(_)) => Ok((id, list)),
-                        _ => Err(format!("\"{field}\" is required (a list)")),
-                    }
-                });
-                let (id, list) = match parsed {
-                    Ok(p) => p,
-                    Err(e) => return Ok(result::error("bad_request", &e)),
-                };
-                let e = Arc::clone(&engine);
-                let is_put = name == PUT;
-                let done = self
-                    .blocking(progress, move || {
-                        if is_put {
-                            e.workspace_put(&id, &list, owner)
-                        } else {
-                            e.workspace_get(&id, &list, owner).map(readable)
-                        }
-                    })
-                    .await?;
-                Ok(match done {
-                    Ok(v) => result::from_value(v, false),
-                    Err(e) => result::error(e.code, &e.message),
-                })
-            }
-            _ => {
-                let id = match known(&args, &["workspace"]).and_then(|()| workspace_id(&mut args)) {
-                    Ok(id) => id,
-                    Err(e) => return Ok(result::error("bad_request", &e)),
-                };
-                let closed =
-                    tokio::task::spawn_blocking(move || engine.workspace_close(&id, owner))
-                        .await
-                        .map_err(|e| {
-                            McpError::internal_error(format!("closing failed: {e}"), None)
-                        })?;
-                Ok(match closed {
-                    Ok(c) => result::from_value(json!({ "closed": c }), false),
-                    Err(e) => result::error(e.code, &e.message),
-                })
-            }
+        if let Err(e) = known(&args, &["policy_hints"]) {
+            return Ok(result::error("bad_request", &e));
         }
+        let hints = args.remove("policy_hints").filter(|h| !h.is_null());
+        let (e, owner) = (self.engine(), self.owner());
+        let started = self
+            .blocking(progress, move || e.workspace_start(hints.as_ref(), owner))
+            .await?;
+        Ok(answer(started.map(|id| json!({ "workspace": id }))))
+    }
+
+    async fn workspace_exec(
+        &self,
+        mut args: JsonObject,
+        progress: Option<Progress>,
+    ) -> Result<CallToolResult, McpError> {
+        let parsed = known(&args, EXEC_ARGS).and_then(|()| {
+            let id = workspace_id(&mut args)?;
+            let fields: Map<String, Value> = args;
+            let req = ExecRequest::from_fields(&fields).map_err(|e| e.message)?;
+            Ok((id, req))
+        });
+        let (id, req) = match parsed {
+            Ok(p) => p,
+            Err(e) => return Ok(result::refused_record("arguments", &e)),
+        };
+        let (this, owner) = (self.clone(), self.owner());
+        let done = self
+            .blocking(progress, move || {
+                let r = this.engine().workspace_exec_for(&id, &req, owner, None);
+                if let Ok(record) = &r {
+                    this.audited(record);
+                }
+                r
+            })
+            .await?;
+        Ok(match done {
+            Ok(record) => result::from_record(&record.value),
+            Err(e) => result::refused_record(e.code, &e.message),
+        })
+    }
+
+    /// `workspace_put` (`files`) or `workspace_get` (`paths`).
+    async fn workspace_files(
+        &self,
+        put: bool,
+        mut args: JsonObject,
+        progress: Option<Progress>,
+    ) -> Result<CallToolResult, McpError> {
+        let field = if put { "files" } else { "paths" };
+        let parsed = known(&args, &["workspace", field]).and_then(|()| {
+            let id = workspace_id(&mut args)?;
+            match args.remove(field) {
+                Some(list @ Value::Array(_)) => Ok((id, list)),
+                _ => Err(format!("\"{field}\" is required (a list)")),
+            }
+        });
+        let (id, list) = match parsed {
+            Ok(p) => p,
+            Err(e) => return Ok(result::error("bad_request", &e)),
+        };
+        let (e, owner) = (self.engine(), self.owner());
+        let done = self
+            .blocking(progress, move || match put {
+                true => e.workspace_put(&id, &list, owner),
+                false => e.workspace_get(&id, &list, owner).map(readable),
+            })
+            .await?;
+        Ok(answer(done))
+    }
+
+    async fn workspace_close(&self, mut args: JsonObject) -> Result<CallToolResult, McpError> {
+        let id = match known(&args, &["workspace"]).and_then(|()| workspace_id(&mut args)) {
+            Ok(id) => id,
+            Err(e) => return Ok(result::error("bad_request", &e)),
+        };
+        let (e, owner) = (self.engine(), self.owner());
+        let closed = tokio::task::spawn_blocking(move || e.workspace_close(&id, owner))
+            .await
+            .map_err(|e| McpError::internal_error(format!("closing failed: {e}"), None))?;
+        Ok(answer(closed.map(|c| json!({ "closed": c }))))
     }
 }
 
