@@ -80,7 +80,8 @@ def child(req, fds):
 
     try:
         os.setpgid(0, 0)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
@@ -136,6 +137,22 @@ class Stream:
 
 
 BACKGROUND = set()
+# Readable when a child has exited (SIGCHLD's wakeup fd), so the loop below waits on the
+# command's pipes and its exit at once, without polling.
+WAKE = None
+
+
+def watch_children():
+    global WAKE
+    import os
+    import signal
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    WAKE = r
 
 
 def background_alive():
@@ -225,13 +242,19 @@ def run(req):
                     if not select.select([fd], [], [], 0)[0]:
                         break
             break
-        readers = list(streams)
+        readers = list(streams) + [WAKE]
         writers = [in_w] if in_w is not None else []
-        # Both pipes closed and the command not yet reaped: it is exiting (or it closed
-        # them and runs on): look again soon.
-        wait = min(0.02 if streams else 0.002, deadline - now) if status is None else 0.1
+        # The wakeup fd ends the wait when the command exits; the timeout bounds it.
+        wait = min(0.5, deadline - now) if status is None else 0.1
         r, w, _ = select.select(readers, writers, [], max(0.0, wait))
         for fd in r:
+            if fd == WAKE:
+                try:
+                    while os.read(WAKE, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                continue
             if not streams[fd].pump():
                 os.close(fd)
                 del streams[fd]
@@ -270,6 +293,7 @@ def main():
             os.set_inheritable(fd, False)
         except OSError:
             pass
+    watch_children()
     posix.write(REPORT_FD, b'{"event": "ready"}\n')
     while True:
         wait_for_call()
