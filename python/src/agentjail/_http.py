@@ -54,6 +54,14 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = s
 
 
+class _TcpHTTPConnection(http.client.HTTPConnection):
+    """HTTP/1.1 over TCP with Nagle off: a request is one write, and its answer is awaited."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+
+
 class Target:
     """A parsed ``url``: ``unix:PATH``, ``http://HOST:PORT[/prefix]`` or ``https://...``."""
 
@@ -99,7 +107,7 @@ class Target:
         if self.scheme == "https":
             return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
                                                context=ssl.create_default_context())
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        return _TcpHTTPConnection(self.host, self.port, timeout=timeout)
 
 
 def _check_token(token: Optional[str]) -> Optional[str]:
