@@ -150,3 +150,88 @@ def test_a_token_protected_server_refuses_verls_client(verl, binary, tmp_path):
         assert resp is None and "401" in err
     finally:
         s.stop()
+
+
+# -- policies/judge.toml: what verl users should serve /run_code with ------------------
+
+JUDGE = pathlib.Path(__file__).resolve().parents[2] / "policies" / "judge.toml"
+
+CP_SOLUTION = '''import sys
+from collections import Counter
+
+
+def main():
+    data = sys.stdin.read().split()
+    n = int(data[0])
+    words = Counter(data[1:1 + n])
+    best = max(sorted(words), key=lambda w: words[w])
+    sys.stdout.write(best + " " + str(words[best]) + "\\n")
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(10000)
+    main()
+'''
+
+# Through dunders (which judge.toml lets past the check) to __import__ and the os module,
+# then at the host: a write under /usr, a secret, the server's own port, a file in /tmp.
+ESCAPE = '''import sys
+b = None
+for c in ().__class__.__base__.__subclasses__():
+    try:
+        b = c.__init__.__globals__["__builtins__"]
+        break
+    except (AttributeError, KeyError):
+        pass
+imp = b["__import__"] if b.__class__ is dict else b.__import__
+g = imp("os").__dict__
+out = []
+def attempt(label, f):
+    try:
+        f()
+        out.append(label + ":DONE")
+    except Exception as e:
+        out.append(label + ":" + e.__class__.__name__)
+attempt("usr", lambda: g["open"]("/usr/agentjail-judge-escape", g["O_WRONLY"] | g["O_CREAT"], 420))
+attempt("shadow", lambda: g["open"]("/etc/shadow", g["O_RDONLY"]))
+attempt("tmp", lambda: g["open"]("/tmp/agentjail-judge-MARK", g["O_WRONLY"] | g["O_CREAT"], 420))
+print(" ".join(out))
+if "PORT" != "0":
+    imp("socket").create_connection(("127.0.0.1", PORT), 2)
+'''
+
+
+@pytest.fixture(scope="module")
+def judge_url(binary):
+    s = HttpServer(binary, "127.0.0.1:0", extra=["--policy", str(JUDGE)])
+    yield s.url + "/run_code"
+    s.stop()
+
+
+def test_judge_policy_passes_what_competitive_programming_writes(verl, url, judge_url):
+    _, utils = verl
+    cases = {"inputs": ["3\na b a\n", "4\nx y y x\n"], "outputs": ["a 2", "x 2"]}
+    results, meta = utils.check_correctness(judge_url, cases, CP_SOLUTION, timeout=10)
+    assert results == [True, True], meta
+    # The same under the default policy: refused by the check (sys, collections, __name__).
+    results, meta = utils.check_correctness(url, cases, CP_SOLUTION, timeout=10)
+    assert results == [-2, -2]
+    assert meta[0]["api_response"]["message"].startswith("policy_block:static_policy_violation:")
+
+
+def test_judge_policy_the_jail_holds_what_its_check_lets_through(verl, judge_url, tmp_path):
+    _, utils = verl
+    port = int(judge_url.rsplit(":", 1)[1].split("/")[0])
+    mark = "agentjail-judge-" + tmp_path.name
+    code = ESCAPE.replace("PORT", "0").replace("agentjail-judge-MARK", mark)
+    resp, err = utils.call_sandbox_api(judge_url, code, None, 10, 10, 1024)
+    assert err is None and resp["status"] == "Success", resp
+    got = dict(x.split(":") for x in resp["run_result"]["stdout"].split())
+    assert got["usr"] in ("OSError", "PermissionError"), got  # read-only bind (EROFS) or landlock
+    assert got["shadow"] in ("FileNotFoundError", "PermissionError"), got  # the jail's own /etc
+    assert got["tmp"] == "DONE", got  # the jail's own /tmp ...
+    # The server's own port: no socket at all (seccomp); verl scores it -2.
+    resp, err = utils.call_sandbox_api(judge_url, ESCAPE.replace("PORT", str(port)), None, 10, 10, 1024)
+    assert resp["status"] == "Failed" and resp["message"] == "code_forbidden_syscall:socket", resp
+    assert not pathlib.Path("/tmp", mark).exists()  # ... not the host's
+    assert not pathlib.Path("/usr/agentjail-judge-escape").exists()
