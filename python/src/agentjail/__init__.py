@@ -49,6 +49,7 @@ __all__ = [
     "ConnectionClosed", "Decision", "ForbiddenSyscall", "Interrupted", "InvalidAction",
     "InvalidOutput", "InvalidRequest", "NotSupportedYet", "PolicyBlocked", "ProtocolError",
     "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
-    "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized", "UnknownSession", "UnknownStop",
+    "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
+    "UnknownSession", "UnknownStop",
     "build_action", "find_binary",
 ]
