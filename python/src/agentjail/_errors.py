@@ -44,6 +44,16 @@ class SessionBusy(ServerError):
     """``session_busy``: another call is running in this session."""
 
 
+class Unauthorized(ServerError):
+    """``unauthorized``: the HTTP server wants a token from its ``--token-file`` (``token=``
+    was missing or wrong)."""
+
+
+class TooManyRequests(ServerError):
+    """``too_many_requests``: the server has as many requests waiting as it takes (HTTP 429,
+    or a socket client past its per-client bound); retry later."""
+
+
 class StoppedError(AgentjailError):
     """The run stopped: ``record.status`` is ``"stopped"``. ``.record`` is the whole
     :class:`~agentjail.Record`; ``.stop_reason`` its reason."""
