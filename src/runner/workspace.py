@@ -237,9 +237,11 @@ def run(req):
             # What is there now, then the call ends: a background command's processes (and
             # one that left its group while another command runs in the background) write
             # to a closed pipe afterwards (their output is theirs to redirect).
+            # Bounded: a process left writing keeps its pipe readable forever.
+            until = time.monotonic() + 0.1
             for fd in list(streams):
-                while streams[fd].pump():
-                    if not select.select([fd], [], [], 0)[0]:
+                while time.monotonic() < until and select.select([fd], [], [], 0)[0]:
+                    if not streams[fd].pump():
                         break
             break
         readers = list(streams) + [WAKE]

@@ -273,6 +273,17 @@ fn processes_end_with_their_command_and_their_workspace() {
         assert_eq!(record(&r)["stop_reason"], "success", "{r}");
         let rec = sh(c, &ws, &format!("ps -eo args | grep -c '^sleep {tag}.4'"));
         assert_eq!(out(&rec).trim(), "1", "{rec:#}");
+        // With a background command alive, a process that leaves its group and writes
+        // forever neither holds the call open nor outlives its pipe.
+        let rec = sh(c, &ws, "setsid yes & (yes &); echo spawned");
+        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+        assert_eq!(rec["execution"]["stdout_truncated"], true, "{rec:#}");
+        let rec = sh(c, &ws, "ps -eo args | grep -c '^yes'");
+        assert_eq!(
+            out(&rec).trim(),
+            "0",
+            "the writers died with their pipe: {rec:#}"
+        );
         let left = live_with(&format!("{tag}.4"));
         assert_eq!(
             left.len(),
