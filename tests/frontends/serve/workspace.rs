@@ -275,7 +275,12 @@ fn processes_end_with_their_command_and_their_workspace() {
         assert_eq!(out(&rec).trim(), "1", "{rec:#}");
         // With a background command alive, a process that leaves its group and writes
         // forever neither holds the call open nor outlives its pipe.
-        let rec = sh(c, &ws, "setsid yes & (yes &); echo spawned");
+        let rec = sh(
+            c,
+            &ws,
+            "setsid sh -c ': > started; exec yes' & (yes &); \
+             while [ ! -e started ]; do :; done; echo spawned",
+        );
         assert_eq!(rec["stop_reason"], "success", "{rec:#}");
         assert_eq!(rec["execution"]["stdout_truncated"], true, "{rec:#}");
         let rec = sh(c, &ws, "ps -eo args | grep -c '^yes'");
