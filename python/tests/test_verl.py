@@ -37,6 +37,17 @@ def test_batch_and_bad_ground_truth(client):
         verl.compute_score("a", RIGHT, {"inputs": ["1"], "outputs": []}, client=client)
 
 
+def test_loaded_by_path_as_verl_loads_it(client):
+    # verl's custom_reward_function.path: importlib from the file, under a name of its own.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("custom_module", verl.__file__)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, "compute_score")
+    assert fn(data_source="x", solution_str=RIGHT, ground_truth=GT, extra_info=None, client=client) == 1.0
+
+
 def test_extract_code():
     assert verl.extract_code("no fence") == "no fence"
     assert verl.extract_code("```\nprint(1)\n```\n```python\nprint(2)\n```\n```\nx\n```") == "print(2)\n"

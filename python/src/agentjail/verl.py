@@ -34,8 +34,9 @@ import sys
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._client import Client
-from ._record import Record, StopKind
+# Absolute imports: verl loads this file by its path, as a module outside the package.
+from agentjail._client import Client
+from agentjail._record import Record, StopKind
 
 __all__ = ["compute_score", "compute_score_batch", "extract_code", "parse_tests"]
 
@@ -97,7 +98,7 @@ def _default(policy: Optional[str], binary: Optional[str], serve_args: Sequence[
         if _backend is None:
             ray = sys.modules.get("ray")
             if ray is not None and ray.is_initialized():
-                from .fleet import Fleet
+                from agentjail.fleet import Fleet
                 _backend = Fleet(binary=binary, policy=policy, args=list(serve_args))
             else:
                 _backend = Client(binary=binary, policy=policy, args=list(serve_args))
