@@ -35,7 +35,7 @@ from ._record import Record
 
 try:
     import ray
-    from ray.exceptions import GetTimeoutError, RayActorError
+    from ray.exceptions import ActorUnschedulableError, GetTimeoutError, ObjectLostError, RayActorError
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 except ImportError as _e:  # pragma: no cover - the message is the point
     raise ImportError(
@@ -374,9 +374,14 @@ class Fleet:
         """Wait for a call; ("ok", value) | ("err", exception) | ("lost", record)."""
         try:
             tag, val = ray.get(ref)
-        except RayActorError as e:
+        except (RayActorError, ActorUnschedulableError, ObjectLostError) as e:
+            # The actor died (with its node or alone), or the record it answered was in the
+            # object store of a node that is gone.
             self._release(node, gen, False)
-            return self._lost(node, gen, f"the node's actor died: {str(e)[:1500]}")
+            return self._lost(node, gen, f"the node's actor or its answer is gone: {str(e)[:1500]}")
+        except BaseException:
+            self._release(node, gen, False)
+            raise
         if tag == "ok":
             self._release(node, gen, True)
             return ("ok", val)
@@ -412,10 +417,25 @@ class Fleet:
         back in the jobs' order; a job whose node was lost is a ``node_lost:<node>`` record.
         Every job is checked before any runs (``TypeError``/``ValueError``)."""
         todo = [_check_job(j, f"jobs[{i}]") for i, j in enumerate(jobs)]
-        out: List[Optional[Record]] = [None] * len(todo)
+        out: List[Any] = [None] * len(todo)  # a Record, or the error a job got instead
         pending = collections.deque(range(len(todo)))
         flying: Dict[Any, Tuple[int, _Node, int]] = {}
         first_error: Optional[BaseException] = None
+        try:
+            self._map_loop(todo, out, pending, flying)
+        except BaseException:
+            for _, node, gen in flying.values():  # abandoned: their slots are free again
+                self._release(node, gen, False)
+            raise
+        for r in out:
+            if isinstance(r, BaseException):
+                first_error = first_error or r
+        if first_error is not None:
+            raise first_error
+        return [r for r in out if r is not None]
+
+    def _map_loop(self, todo: List[Dict[str, Any]], out: List[Any], pending: Any,
+                  flying: Dict[Any, Tuple[int, "_Node", int]]) -> None:
         while pending or flying:
             with self._cond:
                 while pending:
@@ -437,15 +457,9 @@ class Fleet:
             done, _ = ray.wait(list(flying), num_returns=1)
             for ref in done:
                 i, node, gen = flying.pop(ref)
-                tag, val = self._finish(ref, node, gen)
-                if tag == "err":
-                    # An answer that is not a record (a protocol error): after the rest.
-                    first_error = first_error or val
-                    continue
-                out[i] = val
-        if first_error is not None:
-            raise first_error
-        return [r for r in out if r is not None]
+                # An "err" is an answer that is not a record (a protocol error): raised once
+                # every other job has its answer.
+                out[i] = self._finish(ref, node, gen)[1]
 
     def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "FleetSession":
         """A session on the least loaded node, pinned there (``session.node``)."""
