@@ -4,6 +4,8 @@ killed actor replaced, a node killed mid-map, and nothing left behind (no serve,
 job cgroup, no raylet)."""
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 
@@ -53,6 +55,11 @@ class _Cluster:
     """The cluster, and every process it started (to prove they are gone at the end)."""
 
     def __init__(self):
+        # Ray's session files (logs, sockets) in a directory of the test's own, removed at
+        # the end: nothing of the cluster is left in /tmp/ray.
+        self.tmp = tempfile.mkdtemp(prefix="aj-ray-")
+        self.old_tmpdir = os.environ.get("RAY_TMPDIR")
+        os.environ["RAY_TMPDIR"] = self.tmp
         self.c = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 1, "resources": {"node0": 1}, "include_dashboard": False})
         self.worker = self.c.add_node(num_cpus=1, resources={"node1": 1})
@@ -73,6 +80,11 @@ class _Cluster:
             self.down = True
             ray.shutdown()
             self.c.shutdown()
+            if self.old_tmpdir is None:
+                os.environ.pop("RAY_TMPDIR", None)
+            else:
+                os.environ["RAY_TMPDIR"] = self.old_tmpdir
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -240,5 +252,6 @@ def test_shutdown_leaves_nothing(cluster, binary):
     cluster.shutdown()
     assert _wait(lambda: not any(alive(p) for p in cluster.ray_pids)), \
         [p for p in cluster.ray_pids if alive(p)]
+    assert not os.path.exists(cluster.tmp)
 
 
