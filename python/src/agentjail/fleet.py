@@ -221,11 +221,15 @@ class Fleet:
         for nid, n in alive.items():
             cap = concurrency or max(2, 2 * int(n.get("Resources", {}).get("CPU", 1)))
             self._nodes[nid] = _Node(id=nid, cap=cap)
-        starts = {nid: self._start_actor(node) for nid, node in self._nodes.items()}
-        failed = []
-        for nid, (actor, ref) in starts.items():
+        failed: List[Tuple[str, BaseException]] = []
+        refs = {}
+        for nid, node in self._nodes.items():
+            try:
+                node.actor, refs[nid] = self._start_actor(node)
+            except BaseException as e:  # noqa: BLE001 - every start failure is reported
+                failed.append((nid, e))
+        for nid, ref in refs.items():
             node = self._nodes[nid]
-            node.actor = actor
             try:
                 node.info = self._await_info(ref, nid, start_timeout)
                 node.state = "up"
