@@ -60,6 +60,8 @@ class _Cluster:
         self.tmp = tempfile.mkdtemp(prefix="aj-ray-")
         self.old_tmpdir = os.environ.get("RAY_TMPDIR")
         os.environ["RAY_TMPDIR"] = self.tmp
+        # Ray reports usage statistics to its makers unless told not to: nothing leaves here.
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
         self.c = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 1, "resources": {"node0": 1}, "include_dashboard": False})
         self.worker = self.c.add_node(num_cpus=1, resources={"node1": 1})
