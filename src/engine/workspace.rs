@@ -994,7 +994,17 @@ impl Engine {
         Ok(f(&mut guard))
     }
 
-    /// One command in a workspace; its record.
+    /// One command in a workspace; its record (stopped only by the engine's shutdown).
+    pub fn workspace_exec(
+        &self,
+        id: &str,
+        req: &ExecRequest,
+        owner: Owner,
+    ) -> Result<Record, EngineError> {
+        self.workspace_exec_for(id, req, owner, None)
+    }
+
+    /// One command in a workspace of a client with its own stop (serve's connections).
     pub fn workspace_exec_for(
         &self,
         id: &str,
