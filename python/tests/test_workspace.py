@@ -127,3 +127,37 @@ def test_a_socket_client_has_workspaces(binary, tmp_path):
         server.terminate()
         server.wait(30)
     assert not os.path.exists(sock)
+
+
+def test_an_http_client_has_workspaces_and_owns_them(binary, tmp_path):
+    import secrets
+
+    from conftest import HttpServer
+
+    needs_cgroups()
+    alice, bob = secrets.token_hex(16), secrets.token_hex(16)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {alice}\nbob {bob}\n")
+    tokens.chmod(0o600)
+    server = HttpServer(binary, "127.0.0.1:0", tokens, extra=["--policy", POLICY])
+    try:
+        with agentjail.Client(url=server.url, token=alice) as c, c.workspace() as ws:
+            ws.put({"x.txt": "over http", "b.bin": b"\x00\xff"})
+            rec = ws.exec(["cat", "x.txt"])
+            assert rec.ok and rec.stdout == "over http" and rec.raw["caller"]["token"] == "alice"
+            assert ws.exec("cat > y.bin", stdin=b"\xc3\x28\x00").ok
+            got = ws.get(["b.bin", "y.bin", "none"])
+            assert [g.content for g in got] == [b"\x00\xff", b"\xc3\x28\x00", None]
+            with agentjail.Client(url=server.url, token=bob) as other:
+                with pytest.raises(agentjail.UnknownSession):
+                    other._conn.request("workspace_exec", workspace=ws.id, command="cat x.txt")
+
+        async def main():
+            async with agentjail.AsyncClient(url=server.url, token=alice) as c:
+                async with c.workspace() as ws:
+                    await ws.put({"a.txt": "async over http"})
+                    return (await ws.exec("cat a.txt")).stdout
+
+        assert asyncio.run(main()) == "async over http"
+    finally:
+        server.stop()

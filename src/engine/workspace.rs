@@ -420,6 +420,10 @@ impl Workspace {
         let t = Instant::now();
         let ran = self.run(req, interrupt);
         self.last_used = Instant::now();
+        // Before the jail may go with the workspace's end below.
+        if let Some(j) = &self.jail {
+            r.set_enforcement(j.enforcement());
+        }
         let teardown = match &ran {
             Ran::Ended(o) => {
                 let why = crate::record::jail_verdict(o, self.policy.limits.memory.0)
@@ -431,9 +435,6 @@ impl Workspace {
             }
             _ => None,
         };
-        if let Some(j) = &self.jail {
-            r.set_enforcement(j.enforcement());
-        }
         let record = exec_record(r, req, ran, self.describe(), &self.policy, t);
         (record, teardown)
     }
@@ -994,7 +995,17 @@ impl Engine {
         Ok(f(&mut guard))
     }
 
-    /// One command in a workspace; its record.
+    /// One command in a workspace; its record (stopped only by the engine's shutdown).
+    pub fn workspace_exec(
+        &self,
+        id: &str,
+        req: &ExecRequest,
+        owner: Owner,
+    ) -> Result<Record, EngineError> {
+        self.workspace_exec_for(id, req, owner, None)
+    }
+
+    /// One command in a workspace of a client with its own stop (serve's connections).
     pub fn workspace_exec_for(
         &self,
         id: &str,

@@ -10,8 +10,8 @@
 # Between commands the runner rings agentjail's doorbell, ioctl(3, DOORBELL), which the
 # seccomp filter hands to agentjail; agentjail answers this thread only, installing at fds 3
 # and 4 a socket made for the next command alone (as in a session: src/runner/python.py).
-# A command never holds them: it is forked with only fds 0-2 (pipes of this runner) and
-# exec'd. Each command gets its own process group; when it exits, the group is killed, and,
+# A command never holds them: it is started (vfork and exec) with only fds 0-2, pipes of
+# this runner. Each command gets its own process group; when it exits, the group is killed, and,
 # when no command was left running in the background, every other process of the jail too
 # (kill(-1) spares only init and this runner), so nothing an ordinary command started
 # survives it. Reports are informational (a command can signal this runner, which ends the
@@ -72,39 +72,36 @@ def wait_for_call():
             posix._exit(70)
 
 
-def child(req, fds):
-    """In the forked child: its own process group, the pipes at 0-2, nothing else open,
-    default signal dispositions, then exec (never returns)."""
+def spawn(req, fds):
+    """Start the command: its own process group, the pipes at 0-2 and nothing else open,
+    the signals Python changed restored, in its cwd, with its environment. Started with
+    _posixsubprocess (vfork and exec: a fork of this interpreter cost several times more).
+    The pid, or None when it could not start (the reason is on stderr, as a shell says it)
+    and the exit status a shell would give."""
+    import errno
     import os
-    import signal
+    import subprocess
 
+    env = dict(os.environ)
+    env.update(req.get("env") or {})
+    argv = req["argv"]
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
-        os.setpgid(0, 0)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        for i, fd in enumerate(fds):
-            os.dup2(fd, i)
-        os.closerange(3, 1 << 20)
-        try:
-            os.chdir(req["cwd"])
-        except OSError as e:
-            os.write(2, ("agentjail: cannot enter %s: %s\n" % (req["cwd"], e.strerror)).encode("utf-8", "replace"))
-            os._exit(126)
-        env = dict(os.environ)
-        env.update(req.get("env") or {})
-        argv = req["argv"]
-        os.execvpe(argv[0], argv, env)
-    except BaseException as e:
-        import errno
-
-        code = getattr(e, "errno", None)
-        what = getattr(e, "strerror", None) or type(e).__name__
-        msg = "agentjail: cannot run %r: %s\n" % (req["argv"][0], what)
-        try:
-            os.write(2, msg.encode("utf-8", "replace"))
-        except OSError:
-            pass
-        os._exit(127 if code == errno.ENOENT else 126)
+        p = subprocess.Popen(
+            argv, stdin=fds[0], stdout=fds[1], stderr=fds[2], cwd=req["cwd"], env=env,
+            close_fds=True, restore_signals=True, **group)
+    except OSError as e:
+        if getattr(e, "filename", None) == req["cwd"]:
+            msg, code = "agentjail: cannot enter %s: %s\n" % (req["cwd"], e.strerror), 126
+        else:
+            what = e.strerror or type(e).__name__
+            msg = "agentjail: cannot run %r: %s\n" % (argv[0], what)
+            code = 127 if e.errno == errno.ENOENT else 126
+        os.write(2, msg.encode("utf-8", "replace"))
+        return None, code
+    # Reaped by wait4 below, never by the Popen object (its finaliser would poll the pid).
+    p.returncode = 0
+    return p.pid, None
 
 
 class Stream:
@@ -136,6 +133,22 @@ class Stream:
 
 
 BACKGROUND = set()
+# Readable when a child has exited (SIGCHLD's wakeup fd), so the loop below waits on the
+# command's pipes and its exit at once, without polling.
+WAKE = None
+
+
+def watch_children():
+    global WAKE
+    import os
+    import signal
+
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    WAKE = r
 
 
 def background_alive():
@@ -180,11 +193,15 @@ def run(req):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child(req, (in_r, out_w, err_w))
+    pid, failed = spawn(req, (in_r, out_w, err_w))
     for fd in (in_r, out_w, err_w):
         os.close(fd)
+    if pid is None:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        return {"stdout_bytes": 0, "stderr_bytes": 0, "exit_code": failed, "signal": None,
+                "timed_out": False, "wall_us": int((time.monotonic() - t0) * 1e6),
+                "cpu_us": 0, "maxrss_kb": 0}
     so = Stream(out_r, 1, req["stdout_cap"])
     se = Stream(err_r, 2, req["stderr_cap"])
     streams = {out_r: so, err_r: se}
@@ -220,18 +237,26 @@ def run(req):
             # What is there now, then the call ends: a background command's processes (and
             # one that left its group while another command runs in the background) write
             # to a closed pipe afterwards (their output is theirs to redirect).
+            # Bounded: a process left writing keeps its pipe readable forever.
+            until = time.monotonic() + 0.1
             for fd in list(streams):
-                while streams[fd].pump():
-                    if not select.select([fd], [], [], 0)[0]:
+                while time.monotonic() < until and select.select([fd], [], [], 0)[0]:
+                    if not streams[fd].pump():
                         break
             break
-        readers = list(streams)
+        readers = list(streams) + [WAKE]
         writers = [in_w] if in_w is not None else []
-        # Both pipes closed and the command not yet reaped: it is exiting (or it closed
-        # them and runs on): look again soon.
-        wait = min(0.02 if streams else 0.002, deadline - now) if status is None else 0.1
+        # The wakeup fd ends the wait when the command exits; the timeout bounds it.
+        wait = min(0.5, deadline - now) if status is None else 0.1
         r, w, _ = select.select(readers, writers, [], max(0.0, wait))
         for fd in r:
+            if fd == WAKE:
+                try:
+                    while os.read(WAKE, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                continue
             if not streams[fd].pump():
                 os.close(fd)
                 del streams[fd]
@@ -270,6 +295,11 @@ def main():
             os.set_inheritable(fd, False)
         except OSError:
             pass
+    watch_children()
+    import base64  # noqa: F401
+    import json  # noqa: F401
+    import select  # noqa: F401
+    import subprocess  # noqa: F401
     posix.write(REPORT_FD, b'{"event": "ready"}\n')
     while True:
         wait_for_call()

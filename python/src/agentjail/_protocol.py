@@ -144,6 +144,8 @@ _SERVER_ERRORS = {
     "session_busy": E.SessionBusy,
     "unknown_workspace": E.UnknownWorkspace,
     "workspace_busy": E.WorkspaceBusy,
+    "unauthorized": E.Unauthorized,
+    "too_many_requests": E.TooManyRequests,
 }
 
 

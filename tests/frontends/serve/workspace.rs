@@ -273,6 +273,22 @@ fn processes_end_with_their_command_and_their_workspace() {
         assert_eq!(record(&r)["stop_reason"], "success", "{r}");
         let rec = sh(c, &ws, &format!("ps -eo args | grep -c '^sleep {tag}.4'"));
         assert_eq!(out(&rec).trim(), "1", "{rec:#}");
+        // With a background command alive, a process that leaves its group and writes
+        // forever neither holds the call open nor outlives its pipe.
+        let rec = sh(
+            c,
+            &ws,
+            "setsid sh -c ': > started; exec yes' & (yes &); \
+             while [ ! -e started ]; do :; done; echo spawned",
+        );
+        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+        assert_eq!(rec["execution"]["stdout_truncated"], true, "{rec:#}");
+        let rec = sh(c, &ws, "ps -eo args | grep -c '^yes'");
+        assert_eq!(
+            out(&rec).trim(),
+            "0",
+            "the writers died with their pipe: {rec:#}"
+        );
         let left = live_with(&format!("{tag}.4"));
         assert_eq!(
             left.len(),
@@ -537,4 +553,88 @@ fn a_hundred_workspaces_of_twenty_commands_leave_nothing() {
         }
     });
     s.finish();
+}
+
+/// Escape attempts from tests/jail's red team, run as workspace commands (Python through
+/// argv, shell lines): each is refused by the kernel (EPERM and friends, the command goes on)
+/// or is a forbidden syscall (the workspace ends, its record says why); none prints BREACH.
+#[test]
+fn the_red_teams_escapes_are_contained_in_a_workspace() {
+    const PY: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def sysc(nr, *a):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "syscall %d" % nr)
+    return r
+print("ATTEMPT", flush=True)
+try:
+    r = CALL
+    print("BREACH", r, flush=True)
+except OSError as e:
+    print("refused", e, flush=True)
+"#;
+    // x86_64 numbers: unshare 272, setns 308, mount 165, chroot 161, ptrace 101, keyctl 250,
+    // bpf 321, open_tree 428, socket 41, init_module 175, pivot_root 155, setuid 105.
+    let calls = [
+        "sysc(272, 0x10000000)",
+        "sysc(272, 0x20000)",
+        "sysc(308, 0, 0)",
+        "sysc(165, 0, 0, 0, 0, 0)",
+        "sysc(161, 0)",
+        "sysc(101, 16, 1, 0, 0)",
+        "sysc(250, 0, 0, 0, 0, 0)",
+        "sysc(321, 0, 0, 0)",
+        "sysc(428, -100, 0, 0)",
+        "sysc(41, 2, 1, 0)",
+        "sysc(175, 0, 0, 0)",
+        "sysc(155, 0, 0)",
+        "sysc(105, 0)",
+        "open('/usr/bin/ajbreach', 'w')",
+        "open('/proc/sysrq-trigger', 'w').write('h')",
+        "os.listdir('/proc/1/root')",
+    ];
+    let shells = [
+        "echo x > /etc/ajbreach 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "mount -t tmpfs x /mnt 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "cat /proc/1/environ 2>/dev/null | grep -q . && echo BREACH; echo ATTEMPT",
+        "nc -z 127.0.0.1 22 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
+    ];
+    for who in variants() {
+        let m = common::marker("ws-redteam");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "2"]);
+        let c = s.io();
+        let mut ws = start(c);
+        let requests: Vec<Value> = calls
+            .iter()
+            .map(|call| json!({"argv": ["python3", "-c", PY.replace("CALL", call)]}))
+            .chain(shells.iter().map(|l| json!({"command": l})))
+            .collect();
+        for mut req in requests {
+            req["op"] = json!("workspace_exec");
+            req["workspace"] = json!(ws);
+            let rec = record(&c.call(req.clone())).clone();
+            let o = out(&rec);
+            assert!(!o.contains("BREACH"), "{who:?} {req}: {rec:#}");
+            let reason = rec["stop_reason"].as_str().unwrap_or("");
+            if rec["workspace"]["ended"] == true {
+                assert!(
+                    reason.starts_with("code_forbidden_syscall:"),
+                    "{req}: {rec:#}"
+                );
+                close(c, &ws);
+                ws = start(c);
+            } else {
+                assert!(o.contains("ATTEMPT"), "it did not run: {req}: {rec:#}");
+            }
+        }
+        assert!(!std::path::Path::new("/usr/bin/ajbreach").exists());
+        assert!(!std::path::Path::new("/etc/ajbreach").exists());
+        close(c, &ws);
+        s.finish();
+    }
 }
