@@ -77,7 +77,11 @@ def test_a_closed_workspace_is_gone_and_its_processes_with_it(wclient):
     ws = wclient.workspace()
     rec = ws.exec("sleep 300 & echo started", background=True)
     assert rec.ok and rec.stdout == "started\n", rec.raw
-    sleepers = [p for p in descendants(wclient.pid) if _cmdline(p).startswith("sleep")]
+    # The shell's child may not have exec'd sleep yet: it carries "sleep 300" either way.
+    deadline = time.monotonic() + 10
+    sleepers = []
+    while not sleepers and time.monotonic() < deadline:
+        sleepers = [p for p in descendants(wclient.pid) if "sleep 300" in _cmdline(p)]
     assert sleepers, "the background sleep should be running in the jail"
     assert ws.close() is True
     assert ws.close() is False
