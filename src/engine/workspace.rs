@@ -710,8 +710,10 @@ fn get_file(root: &OwnedFd, rel: &str, cap: u64) -> Result<Vec<u8>, &'static str
         sys::openat2_beneath(root.as_raw_fd(), &cpath(rel)?, flags, 0).map_err(errno_text)?,
     );
     let (mode, size, _, _) = sys::fstat(fd.as_raw_fd()).map_err(errno_text)?;
-    if mode & libc::S_IFMT != libc::S_IFREG {
-        return Err("not_regular");
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => {}
+        libc::S_IFDIR => return Err("is_a_directory"),
+        _ => return Err("not_regular"),
     }
     if size > cap {
         return Err("too_large");
@@ -809,7 +811,8 @@ impl Workspace {
     }
 
     /// `workspace_get`: each path's content, or its `error` (`not_found`, `symlink`,
-    /// `not_regular`, `too_large`, `over_budget`, ...), under the policy's [artifacts] caps.
+    /// `is_a_directory`, `not_regular`, `too_large`, `over_budget`, ...), under the policy's
+    /// [artifacts] caps.
     pub fn get(&mut self, paths: &Value) -> Result<Value, EngineError> {
         use base64::Engine as _;
         let root = self.root()?;

@@ -442,7 +442,7 @@ fn put_and_get_never_follow_what_the_code_planted() {
                 "symlink",
                 "symlink",
                 "symlink",
-                "not_regular",
+                "is_a_directory",
                 "bad_path",
                 "bad_path",
                 "not_found"
