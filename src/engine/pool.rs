@@ -69,8 +69,7 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
             Err(e) => return Err(fail("read", Some(e))),
         }
     }
-    let ok = crate::runner::parse_reply(&line)
-        .is_some_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("ready"));
+    let ok = crate::runner::Event::parse(&line) == Some(crate::runner::Event::Ready);
     if ok {
         Ok(())
     } else {
