@@ -79,16 +79,17 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
 
 /// Prepare, start and wait for the runner: a jail ready for its job. With a zygote, the
 /// cgroup and the record's enforcement are made here as for any jail, and the template
-/// clones the jail into them.
+/// clones the jail into them from the plan it prepared once (nothing of the child's data is
+/// built here: what it enforces the zygote learned once, `Zygote::controls`).
 fn start_ready(plan: &JailPlan, zygote: Option<&Zygote>) -> Result<StartedJail, JailError> {
-    let prepared = launch::prepare(plan)?;
     let jail = match zygote {
         Some(z) => {
-            let mut jail = prepared.start_with(|_, cg, cover| z.spawn(cg, cover))?;
+            let prepared = launch::prepare_elsewhere(plan, z.controls())?;
+            let mut jail = prepared.start_elsewhere(|cg, cover| z.spawn(cg, cover))?;
             jail.add_control(crate::zygote::control());
             jail
         }
-        None => prepared.start()?,
+        None => launch::prepare(plan)?.start()?,
     };
     wait_ready(&jail, READY_TIMEOUT)?;
     Ok(jail)

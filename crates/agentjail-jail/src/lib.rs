@@ -18,6 +18,7 @@ pub mod ids;
 pub mod landlock;
 pub mod launch;
 pub mod mount;
+pub mod os;
 pub mod plan;
 pub mod prepared;
 pub mod report;
