@@ -18,12 +18,11 @@
 //! to the ceiling; once no take has missed for the idle time (`--pool-idle`), the spawner
 //! threads end one surplus jail a second, the longest-waiting first, down to the floor.
 
-use crate::jail::{JailError, SetupError};
-use crate::launch::{self, StartedJail};
 use crate::plan::JailPlan;
 use crate::zygote::Zygote;
+use agentjail_jail::launch::{self, StartedJail};
+use agentjail_jail::{JailError, SetupError};
 use std::collections::VecDeque;
-use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,7 +33,7 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Wait until the runner in `jail` reports ready on its reply pipe. Reading stops at the
 /// end of that line, so the job's replies start clean.
 pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError> {
-    use crate::jail::sys;
+    use agentjail_jail::os;
     let fail = |what: &str, errno: Option<i32>| {
         JailError::Setup(SetupError::new(
             format!("runner start: {what}"),
@@ -53,14 +52,14 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
             return Err(fail("no ready report in time", Some(libc::ETIMEDOUT)));
         }
         let ms = left.as_millis().min(i32::MAX as u128) as i32;
-        match sys::poll_one(reply.as_raw_fd(), libc::POLLIN, ms) {
+        match os::fd::poll_one(reply, libc::POLLIN, ms) {
             Ok(0) => continue,
             Ok(_) => {}
             Err(libc::EINTR) => continue,
             Err(e) => return Err(fail("poll", Some(e))),
         }
         let mut b = [0u8; 1];
-        match sys::read(reply.as_raw_fd(), &mut b) {
+        match os::fd::read(reply, &mut b) {
             Ok(1) if b[0] == b'\n' => break,
             Ok(1) if line.len() < 256 => line.push(b[0]),
             Ok(1) => return Err(fail("malformed ready report", None)),

@@ -15,12 +15,12 @@
 //! `"source": "runner"`. A call's resource verdicts — timeout, CPU, output caps, memory,
 //! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
 
-use crate::launch::{StartedJail, Teardown};
 use crate::policy::Policy;
 use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner;
-use crate::supervise::{self, CallEnd, Interrupt};
 use agentjail_check::{python, Violation};
+use agentjail_jail::launch::{StartedJail, Teardown};
+use agentjail_jail::supervise::{self, CallEnd, Interrupt};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -328,7 +328,7 @@ impl Session {
         // Each call's frame and reports travel on a socket made for that call and installed
         // by the kernel in the runner alone (supervise::CallChannel); the nonce besides ties
         // the `done` to this frame.
-        let nonce = crate::ids::random_hex(16);
+        let nonce = agentjail_jail::ids::random_hex(16);
         let frame = runner::call_frame(code.as_bytes(), &nonce);
         let end = supervise::call(
             jail.spawned(),

@@ -26,7 +26,7 @@ pub mod rlimit;
 pub mod seccomp;
 pub mod spawn;
 pub mod supervise;
-pub mod sys;
+pub(crate) mod sys;
 pub mod syscall_groups;
 pub mod syscalls;
 pub mod userns;
