@@ -85,21 +85,19 @@ pub struct PlanControls {
 }
 
 impl PlanControls {
-    /// Prepare `plan` once (nothing runs) and read what its jails will enforce; fails
-    /// closed as [`prepare`] does.
-    pub fn probe(plan: &JailPlan) -> Result<PlanControls, JailError> {
-        PlanControls::of(plan, &prepared::prepare(plan, CgroupCover::default())?)
+    /// Prepare `plan` once (nothing runs) and read what its jails will enforce. A control
+    /// the policy requires and the host lacks fails each jail's prepare, as it does
+    /// without a zygote; a plan that cannot be prepared at all fails here.
+    pub fn probe(plan: &JailPlan) -> Result<PlanControls, SetupError> {
+        let prepared = prepared::prepare(plan, CgroupCover::default())?;
+        Ok(PlanControls::of(plan, &prepared))
     }
 
-    fn of(plan: &JailPlan, prepared: &Prepared) -> Result<PlanControls, JailError> {
-        let landlock = landlock::enforcement(&plan.landlock, prepared.landlock.as_ref());
-        if plan.landlock.requirement == Requirement::Required
-            && landlock.state != ControlState::Enforced
-        {
-            return Err(unavailable("landlock", &landlock.detail));
+    fn of(plan: &JailPlan, prepared: &Prepared) -> PlanControls {
+        PlanControls {
+            landlock: landlock::enforcement(&plan.landlock, prepared.landlock.as_ref()),
+            seccomp: seccomp::enforcement(&plan.seccomp, &prepared.seccomp),
         }
-        let seccomp = seccomp::enforcement(&plan.seccomp, &prepared.seccomp);
-        Ok(PlanControls { landlock, seccomp })
     }
 }
 
@@ -142,10 +140,13 @@ fn prepare_jail(
         Some(controls) => (None, controls.clone()),
         None => {
             let prepared = prepared::prepare(plan, cover)?;
-            let controls = PlanControls::of(plan, &prepared)?;
+            let controls = PlanControls::of(plan, &prepared);
             (Some(prepared), controls)
         }
     };
+    if plan.landlock.requirement == Requirement::Required && ll.state != ControlState::Enforced {
+        return Err(unavailable("landlock", &ll.detail));
+    }
     let mut enforcement = fixed_controls(plan.network);
     enforcement.push(ll);
     enforcement.push(sc);
