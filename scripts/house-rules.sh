@@ -20,8 +20,8 @@
 #   7. Crate directions (cargo metadata, every dependency kind): agentjail-json and
 #      agentjail-jail depend on no other agentjail crate; agentjail-check on agentjail-json at
 #      most; the main crate on those three; the zygote template on the main crate; the MCP
-#      server (agentjail-mcp) on the main crate, json and check; the HTTP front end
-#      (agentjail-http) on the main crate and json. Those two front ends are the only crates
+#      server (agentjail-mcp) on the main crate, json, check and jail (its `os` calls); the
+#      HTTP front end (agentjail-http) on the main crate, json and jail. Those two front ends are the only crates
 #      with the async stack (tokio; rmcp, hyper): nothing depends on the zygote or on them,
 #      and no other crate depends on the async stack. A workspace crate not in the table
 #      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
