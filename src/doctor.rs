@@ -5,7 +5,8 @@
 //! only raw syscalls and `_exit`s with 0 or the errno: no allocation, no locks after fork, so it
 //! is safe even when the caller has other threads. Probes that change nothing (landlock's
 //! version query, seccomp's action query, pidfd_open on ourselves) run in-process.
-//! The syscalls themselves are the shared wrappers of `jail::sys`, the same ones the jail uses.
+//! The syscalls themselves are the jail crate's (`agentjail_jail::os::probe`, over the same
+//! kernel wrappers the jail uses).
 
 use crate::policy::LoadedPolicy;
 use agentjail_jail::cgroup::{self, HostCgroups, Layout};
