@@ -23,13 +23,13 @@
 
 use super::session::Owner;
 use super::{pool, ClientStop, Engine, EngineError, BUSY_GRACE};
-use crate::launch::{StartedJail, Teardown};
 use crate::policy::Policy;
 use crate::record::{Phase, Record, Recorder, StopReason};
-use crate::supervise::{self, CallEnd, Interrupt};
+use agentjail_jail::launch::{StartedJail, Teardown};
+use agentjail_jail::supervise::{self, CallEnd, Interrupt};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -111,7 +111,7 @@ pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, String> {
     let mut argv = vec![i.python.clone()];
     argv.extend(i.python_args.iter().cloned());
     argv.push(RUNNER_PATH.into());
-    let mut plan = crate::plan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
+    let mut plan = crate::plan::build(policy, argv, &contents, &agentjail_jail::mount::RealHost)?;
     let w = &policy.workspace;
     plan.mounts.push(crate::plan::MountOp::Tmpfs {
         target: WORKSPACE.into(),
@@ -470,7 +470,7 @@ impl Workspace {
             Some(t) => lim.wall_time_ms.min(((t * 1000.0).floor() as u64).max(1)),
             None => lim.wall_time_ms,
         };
-        let nonce = crate::ids::random_hex(16);
+        let nonce = agentjail_jail::ids::random_hex(16);
         let frame = exec_frame(req, timeout_ms, &self.policy, &nonce);
         // The supervisor's limits are the backstop: the runner stops the command at its
         // timeout and forwards at most the caps.
@@ -521,6 +521,18 @@ fn exec_frame(req: &ExecRequest, timeout_ms: u64, policy: &Policy, nonce: &str) 
     crate::runner::call_frame(&bytes, nonce)
 }
 
+/// One reply line of the workspace runner, read strictly (the jail's text: untrusted). Its
+/// `done` carries a command's wait status and counters, not a session call's value, so it
+/// is read here as JSON rather than as a `runner::Event`.
+fn parse_report(line: &[u8]) -> Option<Value> {
+    let limits = agentjail_json::ReadLimits {
+        max_depth: 8,
+        max_bytes: 64 * 1024,
+        ..agentjail_json::ReadLimits::default()
+    };
+    agentjail_json::parse_strict(line, &limits).ok()
+}
+
 /// The runner's `done` report of the command with nonce `call`.
 fn done_report(replies: &[u8], call: &str) -> Option<Value> {
     String::from_utf8_lossy(replies)
@@ -528,7 +540,7 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
         .rev()
         .find_map(|line| {
             crate::runner::is_done_of(line.as_bytes(), call)
-                .then(|| crate::runner::parse_reply(line.as_bytes()))
+                .then(|| parse_report(line.as_bytes()))
                 .flatten()
         })
 }
@@ -670,56 +682,55 @@ fn cpath(s: &str) -> Result<std::ffi::CString, &'static str> {
 /// or truncated only if it is a regular file (O_NONBLOCK: a FIFO planted there is never
 /// waited on, and is refused before a byte is written).
 fn put_file(root: &OwnedFd, rel: &str, contents: &[u8]) -> Result<(), &'static str> {
-    use crate::jail::sys;
+    use agentjail_jail::os::{dir, fd};
     let mut parts: Vec<&str> = rel.split('/').collect();
     let leaf = parts.pop().ok_or("bad_path")?;
-    let mut dir: Option<OwnedFd> = None;
+    let mut at: Option<OwnedFd> = None;
     for part in parts {
-        let at = dir.as_ref().unwrap_or(root).as_raw_fd();
+        let here = at.as_ref().unwrap_or(root);
         let name = cpath(part)?;
-        match sys::mkdirat(at, &name, 0o755) {
+        match dir::mkdir_at(here, &name, 0o755) {
             Ok(()) | Err(libc::EEXIST) => {}
             Err(e) => return Err(errno_text(e)),
         }
         // No O_NOFOLLOW: a symlink here is then RESOLVE_NO_SYMLINKS's ELOOP (`symlink`).
         let flags = libc::O_PATH | libc::O_DIRECTORY;
-        let fd = sys::openat2_beneath(at, &name, flags, 0).map_err(errno_text)?;
-        dir = Some(sys::owned(fd));
+        at = Some(dir::open_beneath(here, &name, flags, 0).map_err(errno_text)?);
     }
-    let at = dir.as_ref().unwrap_or(root).as_raw_fd();
+    let here = at.as_ref().unwrap_or(root);
     let flags = libc::O_WRONLY
         | libc::O_CREAT
         | libc::O_TRUNC
         | libc::O_NOFOLLOW
         | libc::O_NONBLOCK
         | libc::O_NOCTTY;
-    let fd = sys::owned(sys::openat2_beneath(at, &cpath(leaf)?, flags, 0o644).map_err(errno_text)?);
-    let (mode, _, _, _) = sys::fstat(fd.as_raw_fd()).map_err(errno_text)?;
-    if mode & libc::S_IFMT != libc::S_IFREG {
+    let file = dir::open_beneath(here, &cpath(leaf)?, flags, 0o644).map_err(errno_text)?;
+    let st = dir::stat(&file).map_err(errno_text)?;
+    if st.mode & libc::S_IFMT != libc::S_IFREG {
         return Err("not_regular");
     }
-    sys::write_all(fd.as_raw_fd(), contents).map_err(errno_text)
+    fd::write_all(&file, contents).map_err(errno_text)
 }
 
 /// Read `rel` beneath `root`: a regular file only, opened without following anything, at
 /// most `cap` bytes read (a sparse file's size is not what bounds the read).
 fn get_file(root: &OwnedFd, rel: &str, cap: u64) -> Result<Vec<u8>, &'static str> {
-    use crate::jail::sys;
+    use agentjail_jail::os::{dir, fd};
     let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
-    let fd = sys::owned(
-        sys::openat2_beneath(root.as_raw_fd(), &cpath(rel)?, flags, 0).map_err(errno_text)?,
-    );
-    let (mode, size, _, _) = sys::fstat(fd.as_raw_fd()).map_err(errno_text)?;
-    if mode & libc::S_IFMT != libc::S_IFREG {
-        return Err("not_regular");
+    let file = dir::open_beneath(root, &cpath(rel)?, flags, 0).map_err(errno_text)?;
+    let st = dir::stat(&file).map_err(errno_text)?;
+    match st.mode & libc::S_IFMT {
+        libc::S_IFREG => {}
+        libc::S_IFDIR => return Err("is_a_directory"),
+        _ => return Err("not_regular"),
     }
-    if size > cap {
+    if st.size > cap {
         return Err("too_large");
     }
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     while (out.len() as u64) <= cap {
-        match sys::read(fd.as_raw_fd(), &mut buf) {
+        match fd::read(&file, &mut buf) {
             Ok(0) => return Ok(out),
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(e) => return Err(errno_text(e)),
@@ -729,13 +740,13 @@ fn get_file(root: &OwnedFd, rel: &str, cap: u64) -> Result<Vec<u8>, &'static str
 }
 
 /// Run `f` as the jail's user on the host's side of its files: on a thread whose filesystem
-/// uid and gid are the ones the jail's user maps to (crate::jail::userns: nobody when
+/// uid and gid are the ones the jail's user maps to (agentjail_jail::userns: nobody when
 /// agentjail runs as root, else agentjail's own). What the host writes in /workspace is then
 /// the jail user's (a file root created would be unmapped there: EOVERFLOW), and the host
 /// touches that tree with no more right than the code in the jail has.
 fn as_jail_user<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, EngineError> {
-    use crate::jail::sys;
-    if sys::geteuid() != 0 {
+    use agentjail_jail::os::process;
+    if process::geteuid() != 0 {
         return Ok(f());
     }
     let (uid, gid) = (
@@ -744,12 +755,14 @@ fn as_jail_user<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, EngineError>
     );
     std::thread::scope(|s| {
         s.spawn(|| {
-            sys::set_thread_fs_ids(uid, gid).map(|()| f()).map_err(|e| {
-                EngineError::new(
-                    "unavailable",
-                    format!("cannot take the jail user's file ids: errno {e}"),
-                )
-            })
+            process::set_thread_fs_ids(uid, gid)
+                .map(|()| f())
+                .map_err(|e| {
+                    EngineError::new(
+                        "unavailable",
+                        format!("cannot take the jail user's file ids: errno {e}"),
+                    )
+                })
         })
         .join()
         .unwrap_or_else(|_| Err(EngineError::new("unavailable", "the file thread panicked")))
@@ -809,7 +822,8 @@ impl Workspace {
     }
 
     /// `workspace_get`: each path's content, or its `error` (`not_found`, `symlink`,
-    /// `not_regular`, `too_large`, `over_budget`, ...), under the policy's [artifacts] caps.
+    /// `is_a_directory`, `not_regular`, `too_large`, `over_budget`, ...), under the policy's
+    /// [artifacts] caps.
     pub fn get(&mut self, paths: &Value) -> Result<Value, EngineError> {
         use base64::Engine as _;
         let root = self.root()?;
@@ -932,7 +946,7 @@ impl Engine {
                 (jail, crate::run::Start::Cold)
             }
         };
-        let id = crate::ids::random_hex(16);
+        let id = agentjail_jail::ids::random_hex(16);
         let w = Workspace::new(
             id.clone(),
             owner,

@@ -334,7 +334,7 @@ fn workspaces_cannot_reach_each_other() {
                 conn,
                 w,
                 "ps -eo args | grep -c '^sleep'; ls /workspace; \
-                 cat /proc/*/root/workspace/s.txt 2>&1 | grep -c a-secret; kill -9 -1; echo after",
+                 cat /proc/*/root/workspace/s.txt 2>&1 | grep -c a-secret",
             );
             assert!(
                 out(&rec).starts_with("0\n"),
@@ -344,6 +344,9 @@ fn workspaces_cannot_reach_each_other() {
                 !out(&rec).contains("s.txt") && !out(&rec).contains("a-secret\n"),
                 "{rec:#}"
             );
+            // Every process it may signal, its own runner included: its workspace ends.
+            let rec = sh(conn, w, "kill -9 -1; echo after");
+            assert_eq!(rec["workspace"]["ended"], true, "{rec:#}");
         }
         // The kill -9 -1 ended only the workspaces that ran it.
         let rec = sh(&mut a, &wa, "cat s.txt");
@@ -442,7 +445,7 @@ fn put_and_get_never_follow_what_the_code_planted() {
                 "symlink",
                 "symlink",
                 "symlink",
-                "not_regular",
+                "is_a_directory",
                 "bad_path",
                 "bad_path",
                 "not_found"
