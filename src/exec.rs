@@ -3,7 +3,7 @@
 use crate::jail::JailError;
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
-use crate::record::{self, Phase, Recorder, StopReason};
+use crate::record::{self, Execution, Phase, RecordError, Recorder, StopReason};
 use crate::supervise::{Io, Outcome};
 use serde_json::json;
 use std::path::PathBuf;
@@ -106,15 +106,15 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         return 0;
     }
     let mut r = Recorder::new();
-    r.set(
-        "policy",
-        json!({"path": a.policy_path, "sha256": a.policy_sha256}),
-    );
-    r.set("command", json!(plan.argv));
+    r.sections.policy = Some(record::PolicyRef {
+        path: a.policy_path.clone(),
+        sha256: a.policy_sha256.clone(),
+    });
+    r.sections.command = Some(plan.argv.clone());
     let (code, reason) = launch(&mut r, &plan, &policy, a.artifacts_dir.as_ref());
     let record = r.finish(reason, Phase::Execute);
     if let Some(path) = &a.record {
-        let text = agentjail_json::to_safe_string_pretty(&record.value);
+        let text = agentjail_json::to_safe_string_pretty(&record.to_value());
         if let Err(e) = std::fs::write(path, text + "\n") {
             eprintln!(
                 "agentjail: cannot write the record to {}: {e}",
@@ -156,14 +156,14 @@ fn launch(
                 }
                 JailError::Setup(setup) => eprintln!("agentjail: {setup}"),
             }
-            r.set("error", crate::record::jail_error_json(&e));
+            r.error(RecordError::of_jail(&e));
             let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
             (EXIT_SETUP, reason)
         }
         Ok(run) => {
             let o = &run.outcome;
             let (code, reason) = verdict(o, policy.limits.memory.0);
-            r.set("execution", record::execution_json(o));
+            r.sections.execution = Some(Execution::of(o));
             r.set_enforcement(&run.enforcement);
             if let (Some(dir), Some(out)) = (artifacts_dir, &run.out) {
                 save_artifacts(r, dir, out, policy);
@@ -188,11 +188,11 @@ fn save_artifacts(
         Ok(w) => w,
         Err(e) => {
             eprintln!("agentjail: artifacts: {e}");
-            r.set("artifacts_error", json!(agentjail_json::safe_text(&e, 500)));
+            r.sections.artifacts_error = Some(agentjail_json::safe_text(&e, 500));
             Vec::new()
         }
     };
     let (artifacts, skipped) = crate::artifacts::record_fields(&collected, 0, Some(&written));
-    r.set("artifacts", artifacts);
-    r.set("artifacts_skipped", skipped);
+    r.sections.artifacts = Some(artifacts);
+    r.sections.artifacts_skipped = Some(skipped);
 }

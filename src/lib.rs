@@ -33,8 +33,7 @@ pub mod zygote;
 pub use agentjail_jail::{ids, launch, supervise, syscalls};
 
 use policy::LoadedPolicy;
-use record::{Record, Recorder};
-use serde_json::json;
+use record::{Recorder, Sealed};
 
 /// The policy to use: a file, or the embedded default.
 pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, String> {
@@ -54,19 +53,15 @@ pub struct RunOptions {
 
 /// `agentjail run`: the whole pipeline for one action (a file path, or `-` for stdin), its
 /// jail started on this thread for it; answered from the cache when it holds the job.
-pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> Record {
+pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> Sealed {
     let raw = match run::read_action(action) {
         Ok(raw) => raw,
         Err(e) => {
-            let mut r = Recorder::new();
-            r.set(
-                "policy",
-                json!({"path": policy.path, "sha256": policy.sha256}),
-            );
+            let mut r = Recorder::for_job(record::PolicyRef::of(policy), None);
             let stop = run::unreadable(&mut r, &e);
-            let mut record = r.finish(stop.reason, stop.phase);
-            record.seal(&policy.policy.redaction);
-            return record;
+            return r
+                .finish(stop.reason, stop.phase)
+                .seal(&policy.policy.redaction);
         }
     };
     let mut source = run::ColdStart::new();

@@ -94,7 +94,7 @@ fn run(
             // Even when agentjail cannot work, stdout carries a valid record.
             eprintln!("agentjail: {e}");
             let reason = agentjail::record::StopReason::AgentjailError("policy".into());
-            print_json(&agentjail::record::error_record(reason, &e));
+            print_json(&agentjail::record::Record::refused(reason, &e).to_value());
             return ExitStatus::Error;
         }
     };
@@ -104,7 +104,7 @@ fn run(
         Err(e) => {
             eprintln!("agentjail: {e}");
             let reason = agentjail::record::StopReason::AgentjailError("flags".into());
-            print_json(&agentjail::record::error_record(reason, &e));
+            print_json(&agentjail::record::Record::refused(reason, &e).to_value());
             return ExitStatus::Error;
         }
     };

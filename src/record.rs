@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Instant;
 
 /// Where a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Plan,
@@ -240,37 +240,228 @@ pub fn jail_verdict(o: &Outcome, memory_limit: u64) -> Option<StopReason> {
     None
 }
 
-/// The record's `error` object for a jail that could not run: the control and why, or the
-/// stage, errno and hint.
-pub fn jail_error_json(e: &crate::jail::JailError) -> Value {
-    use crate::jail::JailError;
-    match e {
-        JailError::Unavailable { control, detail } => {
-            json!({"control": control, "detail": detail})
+/// The record's `error`: why a stage failed, in one of the shapes the contract fixes.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum RecordError {
+    /// A stage's refusal in words (`invalid_action`, `invalid_code_output`, a session's).
+    Message { message: String },
+    /// A control the policy requires is missing on this host.
+    Unavailable { control: String, detail: String },
+    /// The jail's set-up failed: the child's stage, its errno and the fix.
+    Setup {
+        stage: String,
+        errno: Option<i32>,
+        message: String,
+        hint: String,
+    },
+    /// The runner's report of the program's exception (crate::runner::error_report);
+    /// null when the program failed without one.
+    Runner(Value),
+}
+
+impl RecordError {
+    pub fn message(message: impl Into<String>) -> RecordError {
+        RecordError::Message {
+            message: message.into(),
         }
-        JailError::Setup(e) => json!({
-            "stage": e.stage, "errno": e.errno, "message": e.to_string(), "hint": e.hint
-        }),
+    }
+
+    /// A jail that could not run: the control and why, or the stage, errno and hint.
+    pub fn of_jail(e: &crate::jail::JailError) -> RecordError {
+        use crate::jail::JailError;
+        match e {
+            JailError::Unavailable { control, detail } => RecordError::Unavailable {
+                control: control.to_string(),
+                detail: detail.to_string(),
+            },
+            JailError::Setup(s) => RecordError::Setup {
+                stage: s.stage.to_string(),
+                errno: s.errno,
+                message: s.to_string(),
+                hint: s.hint.to_string(),
+            },
+        }
     }
 }
 
-/// The record's `execution` section.
-pub fn execution_json(o: &Outcome) -> Value {
-    json!({
-        "exit_code": o.exit_code,
-        "signal": o.signal.map(signal_name),
-        "wall_ms": o.wall_ms,
-        "cpu_ms": o.cpu_ms,
-        "peak_memory_bytes": o.peak_memory_bytes,
-        "stdout_bytes": o.stdout.total,
-        "stderr_bytes": o.stderr.total,
-        "stdout": String::from_utf8_lossy(&o.stdout.data),
-        "stderr": String::from_utf8_lossy(&o.stderr.data),
-        "stdout_truncated": o.stdout.truncated,
-        "stderr_truncated": o.stderr.truncated,
-        "oom_kills": o.oom_kills,
-        "pids_limit_hits": o.pids_limit_hits,
-    })
+/// The record's `execution`: what the supervisor and the kernel saw of the program. A
+/// session call that ended with `done` has no exit status, no cgroup peak and no counters:
+/// those keys are absent from its record (the `Option<Option<_>>` ones are null when the
+/// kernel had no figure, absent when the call had none to give).
+#[derive(Debug, Clone, Serialize)]
+pub struct Execution {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub wall_ms: u64,
+    pub cpu_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<Option<u64>>,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pids_limit_hits: Option<u64>,
+}
+
+impl Execution {
+    /// A jail that ended (a run, `exec`, a session call the jail did not survive).
+    pub fn of(o: &Outcome) -> Execution {
+        Execution {
+            exit_code: o.exit_code,
+            signal: o.signal.map(signal_name),
+            wall_ms: o.wall_ms,
+            cpu_ms: o.cpu_ms,
+            peak_memory_bytes: Some(o.peak_memory_bytes),
+            stdout_bytes: o.stdout.total,
+            stderr_bytes: o.stderr.total,
+            stdout: String::from_utf8_lossy(&o.stdout.data).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr.data).into_owned(),
+            stdout_truncated: o.stdout.truncated,
+            stderr_truncated: o.stderr.truncated,
+            oom_kills: Some(o.oom_kills),
+            pids_limit_hits: Some(o.pids_limit_hits),
+        }
+    }
+
+    /// A session call that ended with done: the interpreter lives on, so there is no exit
+    /// status to read.
+    pub fn of_call(c: &crate::supervise::CallOutcome) -> Execution {
+        Execution {
+            exit_code: None,
+            signal: None,
+            wall_ms: c.wall_us / 1000,
+            cpu_ms: Some(c.cpu_us / 1000),
+            peak_memory_bytes: None,
+            stdout_bytes: c.stdout.total,
+            stderr_bytes: c.stderr.total,
+            stdout: String::from_utf8_lossy(&c.stdout.data).into_owned(),
+            stderr: String::from_utf8_lossy(&c.stderr.data).into_owned(),
+            stdout_truncated: c.stdout.truncated,
+            stderr_truncated: c.stderr.truncated,
+            oom_kills: None,
+            pids_limit_hits: None,
+        }
+    }
+}
+
+/// The record's `action`: what was run, never the code itself. A session call has no
+/// action of its own: only the call's hash and size.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionRef {
+    #[serde(flatten)]
+    pub named: Option<ActionName>,
+    pub code_hash: String,
+    pub chars: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionName {
+    pub id: String,
+    pub language: String,
+    pub entrypoint: String,
+}
+
+/// The record's `policy`: which policy file (or `<embedded default>`) and its hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyRef {
+    pub path: String,
+    pub sha256: String,
+}
+
+impl PolicyRef {
+    pub fn of(p: &crate::policy::LoadedPolicy) -> PolicyRef {
+        PolicyRef {
+            path: p.path.clone(),
+            sha256: p.sha256.clone(),
+        }
+    }
+}
+
+/// The record's `caller`: the peer's uid where the front end knows it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Caller {
+    pub uid: u32,
+}
+
+/// The record's `session`: the session after this call.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionRef {
+    pub id: String,
+    pub calls: u64,
+    pub exec_ms: u64,
+    pub jail_start: crate::run::Start,
+    pub ended: bool,
+    pub ended_reason: Option<String>,
+}
+
+/// The record's `cache` on a hit: which stored run it cites.
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheRef {
+    pub hit: bool,
+    pub key: String,
+    pub stored_at: u64,
+    pub original_run_id: Value,
+}
+
+/// What the stages found, each section a key of the record; a section no stage set is
+/// absent. Key order on the wire is the JSON writer's (sorted), not this declaration's.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Sections {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<ActionRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifacts_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifacts_skipped: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Caller>,
+    /// `exec`'s command line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<agentjail_check::Decision>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<Vec<Control>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::environment::Environment>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RecordError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Execution>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jail_start: Option<crate::run::Start>,
+    /// The validated output object (json mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionRef>,
+    /// A session call's value (the trailing expression, as text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// A cache hit's: the stored run's outcome sections, as stored (cached records are
+    /// agentjail's own, written from this type).
+    #[serde(flatten)]
+    pub cited: serde_json::Map<String, Value>,
+}
+
+/// `status`: ok only when the stop reason is success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Stopped,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -282,38 +473,89 @@ pub struct TraceEntry {
     pub detail: Value,
 }
 
-/// A finished record and its verdict.
-#[derive(Debug, Clone)]
+/// The record: its verdict fields and the sections the stages set. Made by
+/// [`Recorder::finish`] (a run, a session call, `exec`) or [`Record::refused`] (agentjail
+/// could not work); serialised once, with [`Record::to_value`].
+#[derive(Debug, Clone, Serialize)]
 pub struct Record {
+    pub run_id: String,
+    pub status: Status,
     pub stop_reason: StopReason,
-    /// The record as printed (or returned by serve and mcp).
-    pub value: Value,
-    /// The copy for the audit log, once sealed (crate::redact); `value` until then.
-    pub audit: Option<Value>,
+    pub phase: Phase,
+    pub agentjail_version: &'static str,
+    pub trace: Vec<TraceEntry>,
+    #[serde(flatten)]
+    pub sections: Sections,
 }
 
 impl Record {
-    pub fn new(stop_reason: StopReason, value: Value) -> Record {
+    /// The record printed when agentjail itself cannot work (exit 2): still valid JSON with
+    /// the record's keys, so a caller parsing stdout never has to special-case it.
+    pub fn refused(reason: StopReason, message: &str) -> Record {
         Record {
-            stop_reason,
-            value,
-            audit: None,
+            run_id: crate::ids::run_id(),
+            status: Status::Stopped,
+            stop_reason: reason,
+            phase: Phase::Plan,
+            agentjail_version: env!("CARGO_PKG_VERSION"),
+            trace: Vec::new(),
+            sections: Sections {
+                error: Some(RecordError::message(message)),
+                ..Default::default()
+            },
         }
     }
 
+    /// The record as JSON (objects' keys sorted: the wire order).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|e| {
+            json!({"run_id": self.run_id, "status": "stopped",
+                   "stop_reason": StopReason::AgentjailError("record".into()),
+                   "error": {"message": e.to_string()}})
+        })
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.stop_reason.is_success()
+    }
+
+    /// Serialise and redact per the policy (crate::redact): what is printed and audited.
+    pub fn seal(&self, policy: &crate::policy::Redaction) -> Sealed {
+        Sealed::of(self.stop_reason.clone(), self.to_value(), policy)
+    }
+}
+
+/// A finished record as JSON, sealed: the printed copy and the audit log's.
+#[derive(Debug, Clone)]
+pub struct Sealed {
+    pub stop_reason: StopReason,
+    /// The record as printed (or returned by serve, mcp and http).
+    pub value: Value,
+    /// The copy for the audit log (crate::redact).
+    pub audit: Option<Value>,
+}
+
+impl Sealed {
     /// Redact per the policy (crate::redact): the audit copy always, the printed one when
     /// the policy says so; both get the `redaction` section. A redactor that cannot be
     /// built leaves no unredacted audit copy: the audit copy then says so instead.
-    pub fn seal(&mut self, policy: &crate::policy::Redaction) {
-        match crate::redact::Redactor::of(policy) {
-            Ok(r) => self.audit = Some(r.seal(&mut self.value)),
-            Err(e) => {
-                self.audit = Some(json!({
-                    "run_id": self.value.get("run_id"),
-                    "stop_reason": self.value.get("stop_reason"),
-                    "redaction": {"error": e},
-                }))
-            }
+    pub fn of(
+        stop_reason: StopReason,
+        mut value: Value,
+        policy: &crate::policy::Redaction,
+    ) -> Sealed {
+        let audit = match crate::redact::Redactor::of(policy) {
+            Ok(r) => r.seal(&mut value),
+            Err(e) => json!({
+                "run_id": value.get("run_id"),
+                "stop_reason": value.get("stop_reason"),
+                "redaction": {"error": e},
+            }),
+        };
+        Sealed {
+            stop_reason,
+            value,
+            audit: Some(audit),
         }
     }
 
@@ -325,6 +567,15 @@ impl Record {
     pub fn is_ok(&self) -> bool {
         self.stop_reason.is_success()
     }
+
+    /// The front end's caller (http: the token's name, the peer): in the printed record,
+    /// and in the audit copy when `audit`.
+    pub fn set_caller(&mut self, who: Value, audit: bool) {
+        self.value["caller"] = who.clone();
+        if let Some(a) = self.audit.as_mut().filter(|a| audit && a.is_object()) {
+            a["caller"] = who;
+        }
+    }
 }
 
 /// Builds one record: sections are set as the stages produce them, phases are timed as they
@@ -333,7 +584,8 @@ pub struct Recorder {
     run_id: String,
     started: Instant,
     trace: Vec<TraceEntry>,
-    fields: serde_json::Map<String, Value>,
+    /// The sections so far; the stages set them.
+    pub sections: Sections,
 }
 
 impl Recorder {
@@ -342,8 +594,16 @@ impl Recorder {
             run_id: crate::ids::run_id(),
             started: Instant::now(),
             trace: Vec::new(),
-            fields: serde_json::Map::new(),
+            sections: Sections::default(),
         }
+    }
+
+    /// A recorder whose record names its policy and, when known, its caller.
+    pub fn for_job(policy: PolicyRef, caller: Option<u32>) -> Recorder {
+        let mut r = Recorder::new();
+        r.sections.policy = Some(policy);
+        r.sections.caller = caller.map(|uid| Caller { uid });
+        r
     }
 
     pub fn run_id(&self) -> &str {
@@ -355,9 +615,9 @@ impl Recorder {
         self.started
     }
 
-    /// Set a top-level section (`action`, `decision`, `execution`, `error`, ...).
-    pub fn set(&mut self, key: &str, value: Value) {
-        self.fields.insert(key.to_string(), value);
+    /// Set the record's `error`.
+    pub fn error(&mut self, e: RecordError) {
+        self.sections.error = Some(e);
     }
 
     /// Record the end of a phase that began at `t`.
@@ -371,23 +631,24 @@ impl Recorder {
     }
 
     pub fn set_enforcement(&mut self, controls: &[Control]) {
-        self.set("enforcement", json!(controls));
+        self.sections.enforcement = Some(controls.to_vec());
     }
 
     /// The verdict fields and the finalize phase; the record is complete.
     pub fn finish(mut self, reason: StopReason, phase: Phase) -> Record {
         let t = Instant::now();
         let ok = reason.is_success();
-        self.set("run_id", json!(self.run_id));
-        self.set("status", json!(if ok { "ok" } else { "stopped" }));
-        self.set("stop_reason", json!(reason));
-        self.set("phase", json!(phase));
-        self.set("agentjail_version", json!(env!("CARGO_PKG_VERSION")));
         let total_us = self.started.elapsed().as_micros() as u64;
         self.phase(Phase::Finalize, ok, t, json!({ "total_us": total_us }));
-        let trace = json!(self.trace);
-        self.set("trace", trace);
-        Record::new(reason, Value::Object(self.fields))
+        Record {
+            run_id: self.run_id,
+            status: if ok { Status::Ok } else { Status::Stopped },
+            stop_reason: reason,
+            phase,
+            agentjail_version: env!("CARGO_PKG_VERSION"),
+            trace: self.trace,
+            sections: self.sections,
+        }
     }
 }
 
@@ -396,21 +657,6 @@ impl Default for Recorder {
         Recorder::new()
     }
 }
-
-/// The record printed when agentjail itself cannot work (exit 2): still valid JSON with the
-/// record's keys, so a caller parsing stdout never has to special-case it.
-pub fn error_record(reason: StopReason, message: &str) -> Value {
-    json!({
-        "run_id": crate::ids::run_id(),
-        "status": "stopped",
-        "stop_reason": reason,
-        "phase": Phase::Plan,
-        "error": {"message": message},
-        "trace": [],
-        "agentjail_version": env!("CARGO_PKG_VERSION"),
-    })
-}
-
 /// The audit log, opened for appending (created 0600 if missing), reached without following
 /// anything another user can swap (crate::hostpath): the directory walked and checked, the
 /// file opened under its fd with O_NOFOLLOW, and it must be a regular file of ours with one

@@ -11,7 +11,7 @@ use crate::output;
 use crate::plan::{JailFile, JailPlan, SuperviseLimits};
 use crate::policy::LoadedPolicy;
 use crate::policy::Policy;
-use crate::record::{self, Phase, Record, Recorder, StopReason};
+use crate::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
 use crate::runner::{self, Language};
 use crate::supervise::{Delivery, Interrupt, Io, Outcome};
 use agentjail_check::Decision;
@@ -57,7 +57,7 @@ pub fn read_action(spec: &str) -> Result<Vec<u8>, String> {
 
 /// Phase `plan` when the action cannot even be read (a file that is not there).
 pub fn unreadable(r: &mut Recorder, message: &str) -> Stopped {
-    r.set("error", json!({ "message": message }));
+    r.error(RecordError::message(message));
     r.phase(Phase::Plan, false, Instant::now(), Value::Null);
     stopped(StopReason::InvalidAction("unreadable".into()), Phase::Plan)
 }
@@ -71,7 +71,7 @@ pub fn contract(
 ) -> Result<(Action, Policy), Stopped> {
     let t = Instant::now();
     let fail = |r: &mut Recorder, reason: StopReason, message: &str, detail: Value| {
-        r.set("error", json!({ "message": message }));
+        r.error(RecordError::message(message));
         r.phase(Phase::Plan, false, t, detail);
         stopped(reason, Phase::Plan)
     };
@@ -83,11 +83,15 @@ pub fn contract(
         Some(h) => contract::apply_hints(policy, h),
         None => (policy.clone(), Vec::new()),
     };
-    r.set(
-        "action",
-        json!({"id": action.id, "language": action.language, "entrypoint": action.entrypoint,
-               "code_hash": sha256_hex(action.code.as_bytes()), "chars": action.code.chars().count()}),
-    );
+    r.sections.action = Some(record::ActionRef {
+        named: Some(record::ActionName {
+            id: action.id.clone(),
+            language: action.language.clone(),
+            entrypoint: action.entrypoint.clone(),
+        }),
+        code_hash: sha256_hex(action.code.as_bytes()),
+        chars: action.code.chars().count(),
+    });
     r.phase(Phase::Plan, true, t, json!({ "policy_hints": notes }));
     Ok((action, effective))
 }
@@ -96,7 +100,7 @@ pub fn contract(
 pub fn check(r: &mut Recorder, action: &Action, policy: &Policy) -> Result<Decision, Stopped> {
     let t = Instant::now();
     let decision = contract::check_action(action, policy);
-    r.set("decision", json!(decision));
+    r.sections.decision = Some(decision.clone());
     let allowed = decision.is_allow();
     r.phase(
         Phase::PolicyCheck,
@@ -331,16 +335,16 @@ pub fn execute(
         inputs: source.inputs().to_vec(),
     };
     let acquired = source.acquire(&jail_policy, language, &job).map_err(|e| {
-        r.set("error", crate::record::jail_error_json(&e));
+        r.error(RecordError::of_jail(&e));
         r.phase(Phase::Execute, false, t, Value::Null);
         let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
         stopped(reason, Phase::Execute)
     })?;
     let (run, start) = deliver(action, &jail_policy, acquired, source);
     let o = &run.outcome;
-    r.set("execution", record::execution_json(o));
+    r.sections.execution = Some(Execution::of(o));
     r.set_enforcement(&run.enforcement);
-    r.set("jail_start", json!(start.0));
+    r.sections.jail_start = Some(start.0);
     collect_artifacts(r, &run, policy, source);
     let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us,
                         "jail_start": start.0, "jail_wait_us": start.1});
@@ -353,7 +357,7 @@ pub fn execute(
     }
     if o.exit_code != Some(0) {
         let (reason, err) = runtime_failure(o);
-        r.set("error", err);
+        r.error(err);
         r.phase(Phase::Execute, false, t, detail);
         return Err(stopped(reason, Phase::Execute));
     }
@@ -370,7 +374,7 @@ fn collect_artifacts(r: &mut Recorder, run: &JailRun, policy: &Policy, source: &
         Some(dir) => match dir.write(&collected) {
             Ok(w) => Some(w),
             Err(e) => {
-                r.set("artifacts_error", json!(agentjail_json::safe_text(&e, 500)));
+                r.sections.artifacts_error = Some(agentjail_json::safe_text(&e, 500));
                 None
             }
         },
@@ -379,8 +383,8 @@ fn collect_artifacts(r: &mut Recorder, run: &JailRun, policy: &Policy, source: &
     let inline = policy.artifacts.inline_max_bytes.0;
     let (artifacts, skipped) =
         crate::artifacts::record_fields(&collected, inline, written.as_deref());
-    r.set("artifacts", artifacts);
-    r.set("artifacts_skipped", skipped);
+    r.sections.artifacts = Some(artifacts);
+    r.sections.artifacts_skipped = Some(skipped);
 }
 
 /// Hand the job to its jail: the payload on stdin, the exact checked bytes on the job pipe;
@@ -444,9 +448,12 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
 /// Nothing the program printed or reported changes the verdict: a `MemoryError` or a fork
 /// `EAGAIN` is a runtime error unless the kernel's counters say a limit was hit (that is
 /// `record::jail_verdict`, already applied).
-fn runtime_failure(o: &Outcome) -> (StopReason, Value) {
+fn runtime_failure(o: &Outcome) -> (StopReason, RecordError) {
     let error = runner::error_report(&o.replies.data).unwrap_or(Value::Null);
-    (StopReason::from_exit(o.exit_code, o.signal), error)
+    (
+        StopReason::from_exit(o.exit_code, o.signal),
+        RecordError::Runner(error),
+    )
 }
 
 /// Phase `validate`: one JSON object, read strictly, matching the action's schema under the
@@ -484,11 +491,11 @@ pub fn validate(
         &mut poll,
     ) {
         Ok(value) => {
-            r.set("output", value);
+            r.sections.output = Some(value);
             r.phase(Phase::Validate, true, t, Value::Null);
         }
         Err((reason, message)) => {
-            r.set("error", json!({ "message": message }));
+            r.error(RecordError::message(message));
             r.phase(Phase::Validate, false, t, json!({ "failed": reason }));
             return Err(stopped(reason, Phase::Validate));
         }
@@ -508,11 +515,8 @@ pub fn job(
     policy: &LoadedPolicy,
     source: &dyn JailSource,
     cache: Option<&Cache>,
-) -> Record {
-    r.set(
-        "policy",
-        json!({"path": policy.path, "sha256": policy.sha256}),
-    );
+) -> Sealed {
+    r.sections.policy = Some(record::PolicyRef::of(policy));
     // Host inputs are not in the action, so no key could cover them; and a stored record
     // cannot write artifacts into a directory: such jobs never use the cache.
     let cache = cache.filter(|_| source.inputs().is_empty() && source.artifacts_dir().is_none());
@@ -521,7 +525,7 @@ pub fn job(
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;
         check(&mut r, &action, &effective)?;
         let env = crate::environment::of(&effective, &action.language);
-        r.set("environment", json!(env));
+        r.sections.environment = Some(env.clone());
         if let Some(c) = cache {
             let canonical = serde_json::to_value(&action).unwrap_or(Value::Null);
             let k = Cache::key(&policy.sha256, &env.digest, &canonical);
@@ -534,20 +538,20 @@ pub fn job(
         validate(&mut r, &action, &effective, &jail, source.interrupt())?;
         Ok(None)
     })();
-    let mut record = match ended {
+    let record = match ended {
         Ok(Some(hit)) => hit_record(r, hit),
         Ok(None) => r.finish(StopReason::Success, Phase::Finalize),
         Err(stop) => r.finish(stop.reason, stop.phase),
     };
+    let value = record.to_value();
     if let (Some(c), Some(k)) = (cache, &key) {
         if Cache::cacheable(&record.stop_reason) {
-            if let Err(e) = c.put(k, &record.value) {
+            if let Err(e) = c.put(k, &value) {
                 eprintln!("agentjail: {e}");
             }
         }
     }
-    record.seal(&policy.policy.redaction);
-    record
+    Sealed::of(record.stop_reason, value, &policy.policy.redaction)
 }
 
 /// The fields of a record that belong to the request that asked, never to the stored run a
@@ -572,28 +576,32 @@ const REQUEST_FIELDS: &[&str] = &[
 /// this request's `id`), decision and timing, citing the stored run's outcome (output,
 /// streams, error, execution, artifacts) and verdict; `cache.original_run_id` names the
 /// stored run. Nothing of the first caller's request travels to this one.
-fn hit_record(r: Recorder, hit: crate::cache::Hit) -> Record {
+fn hit_record(mut r: Recorder, hit: crate::cache::Hit) -> record::Record {
     let stored = hit.record;
     let reason = stored
         .get("stop_reason")
         .and_then(Value::as_str)
         .and_then(StopReason::parse_stored)
         .unwrap_or(StopReason::Success);
-    let phase = stored.get("phase").cloned().unwrap_or(Value::Null);
-    let mut record = r.finish(reason, Phase::Finalize);
-    if let (Some(out), Some(from)) = (record.value.as_object_mut(), stored.as_object()) {
-        for (k, v) in from {
-            if !REQUEST_FIELDS.contains(&k.as_str()) {
-                out.insert(k.clone(), v.clone());
-            }
-        }
-        out.insert("phase".into(), phase);
-        out.insert(
-            "cache".into(),
-            json!({"hit": true, "key": hit.key, "stored_at": hit.stored_at,
-                   "original_run_id": stored.get("run_id").cloned().unwrap_or(Value::Null)}),
-        );
+    let phase = stored
+        .get("phase")
+        .and_then(|p| serde_json::from_value(p.clone()).ok())
+        .unwrap_or(Phase::Finalize);
+    if let Some(from) = stored.as_object() {
+        r.sections.cited = from
+            .iter()
+            .filter(|(k, _)| !REQUEST_FIELDS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
     }
+    r.sections.cache = Some(record::CacheRef {
+        hit: true,
+        key: hit.key,
+        stored_at: hit.stored_at,
+        original_run_id: stored.get("run_id").cloned().unwrap_or(Value::Null),
+    });
+    let mut record = r.finish(reason, Phase::Finalize);
+    record.phase = phase;
     record
 }
 

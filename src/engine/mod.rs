@@ -22,7 +22,7 @@ use crate::cache::Cache;
 use crate::jail::JailError;
 use crate::launch::Teardown;
 use crate::policy::LoadedPolicy;
-use crate::record::{Record, Recorder};
+use crate::record::{PolicyRef, Recorder, Sealed};
 use crate::run::{self, Acquired, JailSource, Start};
 use crate::runner::{Language, Mode};
 use crate::supervise::Interrupt;
@@ -247,7 +247,7 @@ impl EngineError {
 
 pub struct Engine {
     policy: LoadedPolicy,
-    policy_ref: Value,
+    policy_ref: PolicyRef,
     runners: Vec<Runner>,
     /// Python sessions' plan; None when the policy does not execute Python.
     session_plan: Option<Arc<crate::plan::JailPlan>>,
@@ -322,7 +322,7 @@ impl Engine {
             .spawn(move || rx.into_iter().for_each(drop))
             .map_err(|e| format!("cannot start the reaper thread: {e}"))?;
         let engine = Arc::new(Engine {
-            policy_ref: json!({"path": cfg.policy.path, "sha256": cfg.policy.sha256}),
+            policy_ref: PolicyRef::of(&cfg.policy),
             policy: cfg.policy,
             runners,
             session_plan,
@@ -369,11 +369,8 @@ impl Engine {
 
     /// One job: the whole pipeline of `agentjail run` on these action bytes. `caller`: the
     /// peer's uid when the front end knows it (a unix socket's SO_PEERCRED).
-    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Record {
-        let mut r = Recorder::new();
-        if let Some(uid) = caller {
-            r.set("caller", json!({ "uid": uid }));
-        }
+    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Sealed {
+        let r = Recorder::for_job(self.policy_ref.clone(), caller);
         run::job(r, action, &self.policy, self, self.cache.as_ref())
     }
 
@@ -399,7 +396,7 @@ impl Engine {
         action: &[u8],
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
-    ) -> Record {
+    ) -> Sealed {
         self.run_for_client(action, caller, inputs, None)
     }
 
@@ -411,14 +408,11 @@ impl Engine {
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
         stop: Option<&ClientStop>,
-    ) -> Record {
+    ) -> Sealed {
         if inputs.is_empty() && stop.is_none() {
             return self.run(action, caller);
         }
-        let mut r = Recorder::new();
-        if let Some(uid) = caller {
-            r.set("caller", json!({ "uid": uid }));
-        }
+        let r = Recorder::for_job(self.policy_ref.clone(), caller);
         let source = WithInputs {
             engine: self,
             inputs,
@@ -570,7 +564,7 @@ impl Engine {
         code: &str,
         timeout_s: Option<f64>,
         owner: Owner,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         self.session_exec_for(id, code, timeout_s, owner, None)
     }
 
@@ -582,7 +576,7 @@ impl Engine {
         timeout_s: Option<f64>,
         owner: Owner,
         stop: Option<&ClientStop>,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         let s = self.session(id, owner)?;
         // A call holds the session's lock for its whole run; the janitor and a closing
         // connection hold it for the milliseconds of ending it. Only the first is busy.

@@ -17,7 +17,7 @@
 
 use crate::launch::{StartedJail, Teardown};
 use crate::policy::Policy;
-use crate::record::{self, Phase, Record, Recorder, StopReason};
+use crate::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
 use crate::runner;
 use crate::supervise::{self, CallEnd, Interrupt};
 use agentjail_check::{python, Violation};
@@ -45,7 +45,7 @@ pub struct Session {
     /// Whether the jail was a warm one from the session pool or started for this session.
     start: crate::run::Start,
     policy: Policy,
-    policy_ref: Value,
+    policy_ref: record::PolicyRef,
     started: Instant,
     last_used: Instant,
     calls: u64,
@@ -70,7 +70,7 @@ impl Session {
         owner: Owner,
         (jail, start): (StartedJail, crate::run::Start),
         policy: Policy,
-        policy_ref: Value,
+        policy_ref: record::PolicyRef,
     ) -> Session {
         let now = Instant::now();
         Session {
@@ -128,33 +128,32 @@ impl Session {
         code: &str,
         timeout_s: Option<f64>,
         interrupt: Option<Interrupt<'_>>,
-    ) -> (Record, Option<Teardown>) {
+    ) -> (Sealed, Option<Teardown>) {
         let mut r = Recorder::new();
-        r.set("policy", self.policy_ref.clone());
+        r.sections.policy = Some(self.policy_ref.clone());
         let result = self.checked_call(&mut r, code, timeout_s, interrupt);
         let teardown = match &result {
             Err((_, Some(why))) => self.end(why),
             _ => None,
         };
         self.last_used = Instant::now();
-        r.set("session", self.describe());
-        let mut record = match result {
+        r.sections.session = Some(self.describe());
+        let record = match result {
             Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
             Err((stop, _)) => r.finish(stop.reason, stop.phase),
         };
-        record.seal(&self.policy.redaction);
-        (record, teardown)
+        (record.seal(&self.policy.redaction), teardown)
     }
 
-    fn describe(&self) -> Value {
-        json!({
-            "id": self.id,
-            "calls": self.calls,
-            "exec_ms": self.exec.as_millis() as u64,
-            "jail_start": self.start,
-            "ended": self.ended.is_some(),
-            "ended_reason": self.ended,
-        })
+    fn describe(&self) -> record::SessionRef {
+        record::SessionRef {
+            id: self.id.clone(),
+            calls: self.calls,
+            exec_ms: self.exec.as_millis() as u64,
+            jail_start: self.start,
+            ended: self.ended.is_some(),
+            ended_reason: self.ended.clone(),
+        }
     }
 
     /// The call's stages; Err carries the stop and, when the session must end, why.
@@ -168,10 +167,9 @@ impl Session {
         let stop = |reason: StopReason, phase: Phase| crate::run::Stopped { reason, phase };
         let t = Instant::now();
         if let Some(why) = &self.ended {
-            r.set(
-                "error",
-                json!({"message": format!("the session has ended ({why}); start a new one")}),
-            );
+            r.error(RecordError::message(format!(
+                "the session has ended ({why}); start a new one"
+            )));
             return Err((
                 stop(
                     StopReason::InvalidRequest("session_ended".into()),
@@ -181,10 +179,9 @@ impl Session {
             ));
         }
         self.budget_left().map_err(|why| {
-            r.set(
-                "error",
-                json!({"message": format!("the session's budget is spent ({why})")}),
-            );
+            r.error(RecordError::message(format!(
+                "the session's budget is spent ({why})"
+            )));
             (
                 stop(
                     StopReason::InvalidRequest(format!("session_{why}")),
@@ -224,7 +221,7 @@ impl Session {
         timeout_s: Option<f64>,
     ) -> Result<crate::plan::SuperviseLimits, crate::run::Stopped> {
         let invalid = |r: &mut Recorder, what: &str, message: String| {
-            r.set("error", json!({ "message": message }));
+            r.error(RecordError::message(message));
             crate::run::Stopped {
                 reason: StopReason::InvalidAction(what.into()),
                 phase: Phase::Plan,
@@ -288,8 +285,12 @@ impl Session {
             }
         }
         let decision = agentjail_check::Decision::from_violations(violations);
-        r.set("decision", json!(decision));
-        r.set("action", json!({"code_hash": crate::run::sha256_hex(code.as_bytes()), "chars": code.chars().count()}));
+        r.sections.decision = Some(decision.clone());
+        r.sections.action = Some(record::ActionRef {
+            named: None,
+            code_hash: crate::run::sha256_hex(code.as_bytes()),
+            chars: code.chars().count(),
+        });
         let allowed = decision.is_allow();
         r.phase(
             Phase::PolicyCheck,
@@ -358,16 +359,16 @@ impl Session {
     ) -> Result<(), (crate::run::Stopped, Option<String>)> {
         self.exec += Duration::from_micros(c.wall_us);
         self.rung = c.rung;
-        r.set("execution", call_execution(c));
+        r.sections.execution = Some(Execution::of_call(c));
         self.call_artifacts(r);
         let detail = json!({"program_wall_us": c.wall_us});
         match done_report(&c.replies.data, nonce) {
             Some((true, value, _)) => {
-                r.set("value", value);
+                r.sections.value = Some(value);
                 r.phase(Phase::Execute, true, t, detail);
                 return Ok(());
             }
-            Some((false, _, error)) => r.set("error", error),
+            Some((false, _, error)) => r.error(RecordError::Runner(error)),
             None => {}
         }
         r.phase(Phase::Execute, false, t, detail);
@@ -387,11 +388,11 @@ impl Session {
         t: Instant,
     ) -> Result<(), (crate::run::Stopped, Option<String>)> {
         self.exec += Duration::from_micros(o.wall_us);
-        r.set("execution", record::execution_json(o));
+        r.sections.execution = Some(Execution::of(o));
         let reason = record::jail_verdict(o, self.policy.limits.memory.0)
             .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
         if let Some(e) = runner::error_report(&o.replies.data) {
-            r.set("error", e);
+            r.error(RecordError::Runner(e));
         }
         r.phase(
             Phase::Execute,
@@ -426,8 +427,8 @@ impl Session {
             .retain(|k| self.skipped_reported.insert((k.path.clone(), k.reason)));
         let inline = self.policy.artifacts.inline_max_bytes.0;
         let (artifacts, skipped) = crate::artifacts::record_fields(&c, inline, None);
-        r.set("artifacts", artifacts);
-        r.set("artifacts_skipped", skipped);
+        r.sections.artifacts = Some(artifacts);
+        r.sections.artifacts_skipped = Some(skipped);
     }
 }
 
@@ -453,23 +454,6 @@ fn in_call(
             v
         })
         .collect()
-}
-
-/// The record's `execution` for a call that ended with done (no exit status: the
-/// interpreter lives on).
-fn call_execution(c: &supervise::CallOutcome) -> Value {
-    json!({
-        "exit_code": Value::Null,
-        "signal": Value::Null,
-        "wall_ms": c.wall_us / 1000,
-        "cpu_ms": c.cpu_us / 1000,
-        "stdout_bytes": c.stdout.total,
-        "stderr_bytes": c.stderr.total,
-        "stdout": String::from_utf8_lossy(&c.stdout.data),
-        "stderr": String::from_utf8_lossy(&c.stderr.data),
-        "stdout_truncated": c.stdout.truncated,
-        "stderr_truncated": c.stderr.truncated,
-    })
 }
 
 /// The runner's done report of the call with nonce `call`: (ok, value text, error object

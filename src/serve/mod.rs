@@ -339,7 +339,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
     let id = req.id;
     let engine_err =
         |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
-    let audited = |record: &crate::record::Record| {
+    let audited = |record: &crate::record::Sealed| {
         if let Some(path) = audit {
             if let Err(e) = crate::record::append_audit(path, record.audit_value()) {
                 eprintln!(
@@ -391,7 +391,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
         ) {
             Ok(mut record) => {
                 if let Some(uid) = conn.owner.uid {
-                    record.value["caller"] = json!({ "uid": uid });
+                    record.set_caller(json!({ "uid": uid }), false);
                 }
                 audited(&record);
                 json!({"id": id, "record": record.value})

@@ -300,7 +300,7 @@ impl Handler {
 
 impl Inner {
     /// Append the record's audit copy (redacted, agentjail::redact) to the audit log, if any.
-    fn audited(&self, record: &agentjail::record::Record) {
+    fn audited(&self, record: &agentjail::record::Sealed) {
         if let Some(path) = &self.audit {
             if let Err(e) = agentjail::record::append_audit(path, record.audit_value()) {
                 eprintln!(

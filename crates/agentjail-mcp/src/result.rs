@@ -51,7 +51,7 @@ fn result(content: Vec<ContentBlock>, structured: Value, is_error: bool) -> Call
 /// schema) with `invalid_request:<what>` as its stop reason.
 pub fn refused_record(what: &str, message: &str) -> CallToolResult {
     let reason = agentjail::record::StopReason::InvalidRequest(what.into());
-    from_record(&agentjail::record::error_record(reason, message))
+    from_record(&agentjail::record::Record::refused(reason, message).to_value())
 }
 
 /// A refused check request, shaped like a decision.
