@@ -20,7 +20,7 @@
 //!   warning on stderr and the job runs.
 
 use crate::jail::sys;
-use crate::record::StopReason;
+use crate::verdict::StopReason;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::ffi::CString;

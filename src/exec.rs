@@ -1,9 +1,9 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
 use crate::jail::JailError;
+use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, StopReason};
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
-use crate::record::{self, Execution, Phase, RecordError, Recorder, StopReason};
 use crate::supervise::{Io, Outcome};
 use serde_json::json;
 use std::path::PathBuf;
@@ -57,7 +57,7 @@ pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), String> {
 /// The exit code and the record's verdict for a jail that ran: the supervisor's or the
 /// kernel's verdict (124), else the command's own status (128+N for a signal).
 fn verdict(o: &Outcome, memory_limit: u64) -> (i32, StopReason) {
-    if let Some(reason) = record::jail_verdict(o, memory_limit) {
+    if let Some(reason) = crate::verdict::jail_verdict(o, memory_limit) {
         eprintln!("agentjail: stopped: {reason}");
         return (EXIT_STOPPED, reason);
     }
@@ -176,23 +176,41 @@ fn launch(
 }
 
 /// The files the command left in /app/out, copied into the artifacts directory (collected
-/// by the same rules as a run's: crate::artifacts) and listed in the record.
+/// by the same rules as a run's: crate::pipeline::artifacts) and listed in the record.
 fn save_artifacts(
     r: &mut Recorder,
     dir: &crate::artifacts::ArtifactsDir,
     out: &std::os::fd::OwnedFd,
     policy: &Policy,
 ) {
-    let collected = crate::artifacts::collect(out, &policy.artifacts);
-    let written = match dir.write(&collected) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("agentjail: artifacts: {e}");
-            r.sections.artifacts_error = Some(agentjail_json::safe_text(&e, 500));
-            Vec::new()
-        }
+    use crate::pipeline::artifacts::{self, Unsaved};
+    let collected = artifacts::collect(out, policy);
+    if let Err(e) = artifacts::into_record(r, &collected, 0, Some(dir), Unsaved::Listed) {
+        eprintln!("agentjail: artifacts: {e}");
+    }
+}
+
+/// `exec`: load the policy, open the artifacts directory (unless only printing the plan),
+/// run. A flag that cannot be honoured stops it with exit 2 before any jail.
+pub fn command(
+    policy: Option<&std::path::Path>,
+    mut args: ExecArgs,
+    artifacts_dir: Option<std::path::PathBuf>,
+) -> i32 {
+    let Ok(loaded) = crate::cli::load(policy) else {
+        return crate::cli::ExitStatus::Error as i32;
     };
-    let (artifacts, skipped) = crate::artifacts::record_fields(&collected, 0, Some(&written));
-    r.sections.artifacts = Some(artifacts);
-    r.sections.artifacts_skipped = Some(skipped);
+    args.policy = loaded.policy;
+    args.policy_path = loaded.path;
+    args.policy_sha256 = loaded.sha256;
+    if let Some(d) = artifacts_dir.filter(|_| !args.print_plan) {
+        match crate::artifacts::ArtifactsDir::open(&d) {
+            Ok(d) => args.artifacts_dir = Some(d),
+            Err(e) => {
+                eprintln!("agentjail: {e}");
+                return crate::cli::ExitStatus::Error as i32;
+            }
+        }
+    }
+    exec(args)
 }

@@ -16,14 +16,14 @@
 //! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
-pub mod session;
 
 use crate::cache::Cache;
 use crate::jail::JailError;
 use crate::launch::Teardown;
+use crate::pipeline::record::{PolicyRef, Recorder, Sealed};
+use crate::pipeline::source::{self, Acquired, JailSource, JobInputs, Start};
+use crate::pipeline::{self, session};
 use crate::policy::LoadedPolicy;
-use crate::record::{PolicyRef, Recorder, Sealed};
-use crate::run::{self, Acquired, JailSource, Start};
 use crate::runner::{Language, Mode};
 use crate::supervise::Interrupt;
 use pool::{Pool, Sizing, Spawner};
@@ -159,8 +159,8 @@ impl Runner {
         spawner: &Arc<Spawner>,
     ) -> Result<Runner, String> {
         let policy = &cfg.policy.policy;
-        let inputs = run::JobInputs::default();
-        let plan = Arc::new(run::runner_plan(
+        let inputs = JobInputs::default();
+        let plan = Arc::new(source::runner_plan(
             policy,
             language,
             Mode::Run,
@@ -294,12 +294,12 @@ impl Engine {
             runners.push(Runner::start(&cfg, language, &spawner)?);
         }
         let session_plan = if policy.executes("python") {
-            let p = run::runner_plan(
+            let p = source::runner_plan(
                 policy,
                 Language::Python,
                 Mode::Session,
                 true,
-                &run::JobInputs::default(),
+                &JobInputs::default(),
             )?;
             Some(Arc::new(p))
         } else {
@@ -357,7 +357,7 @@ impl Engine {
         if let Some(path) = &audit {
             // Refused now, not at the first record: a directory on its way that another
             // user can change (crate::hostpath), a symlink or another's file in its place.
-            crate::record::open_audit(path)
+            crate::pipeline::audit::open_audit(path)
                 .map_err(|e| format!("the audit log {}: {e}", path.display()))?;
         }
         Ok((Engine::start(cfg)?, audit))
@@ -371,7 +371,7 @@ impl Engine {
     /// peer's uid when the front end knows it (a unix socket's SO_PEERCRED).
     pub fn run(&self, action: &[u8], caller: Option<u32>) -> Sealed {
         let r = Recorder::for_job(self.policy_ref.clone(), caller);
-        run::job(r, action, &self.policy, self, self.cache.as_ref())
+        pipeline::job(r, action, &self.policy, self, self.cache.as_ref())
     }
 
     /// The front end has written a response (a job's record, a session call's): the refills
@@ -418,7 +418,7 @@ impl Engine {
             inputs,
             stop,
         };
-        run::job(r, action, &self.policy, &source, self.cache.as_ref())
+        pipeline::job(r, action, &self.policy, &source, self.cache.as_ref())
     }
 
     /// A new client's own stop (`serve`: one per connection), registered so that
@@ -457,7 +457,7 @@ impl Engine {
 
     /// `agentjail check` on these action bytes: the decision, and whether it allows.
     pub fn check(&self, action: &[u8]) -> (Value, bool) {
-        run::check_bytes(&self.policy.policy, action)
+        pipeline::check_bytes(&self.policy.policy, action)
     }
 
     /// A new session for `owner`, its policy tightened by `hints`; its id.
@@ -546,7 +546,7 @@ impl Engine {
                 "unknown_session",
                 format!(
                     "no session {:?} on this connection",
-                    crate::record::StopReason::suffix(id)
+                    crate::verdict::StopReason::suffix(id)
                 ),
             )
         };
@@ -750,7 +750,7 @@ impl JailSource for Engine {
         &self,
         policy: &crate::policy::Policy,
         language: Language,
-        job: &run::JobInputs,
+        job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         let t = Instant::now();
         let runner = self
@@ -781,7 +781,7 @@ impl JailSource for Engine {
         } else {
             // Inputs live in the jail's root, built before its processes: such a job gets a
             // jail built for it.
-            let plan = run::runner_plan(policy, language, Mode::Run, true, job)
+            let plan = source::runner_plan(policy, language, Mode::Run, true, job)
                 .map_err(JailError::plan)?;
             Arc::new(plan)
         };
@@ -815,7 +815,7 @@ impl JailSource for WithInputs<'_> {
         &self,
         policy: &crate::policy::Policy,
         language: Language,
-        job: &run::JobInputs,
+        job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         self.engine.acquire(policy, language, job)
     }

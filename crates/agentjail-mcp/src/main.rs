@@ -46,9 +46,9 @@ mod tools;
 mod transport;
 
 use agentjail::cli::{Cli, Command};
-use agentjail::engine::session::Owner;
 use agentjail::engine::{Engine, EngineConfig};
 use agentjail::jail::sys;
+use agentjail::pipeline::session::Owner;
 use clap::Parser;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;

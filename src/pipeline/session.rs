@@ -16,8 +16,11 @@
 //! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
 
 use crate::launch::{StartedJail, Teardown};
+use crate::pipeline::artifacts;
+use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
+use crate::pipeline::source::Start;
+use crate::pipeline::stages::{self, stopped, Stopped};
 use crate::policy::Policy;
-use crate::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
 use crate::runner;
 use crate::supervise::{self, CallEnd, Interrupt};
 use agentjail_check::{python, Violation};
@@ -43,7 +46,7 @@ pub struct Session {
     pub owner: Owner,
     jail: Option<StartedJail>,
     /// Whether the jail was a warm one from the session pool or started for this session.
-    start: crate::run::Start,
+    start: Start,
     policy: Policy,
     policy_ref: record::PolicyRef,
     started: Instant,
@@ -68,7 +71,7 @@ impl Session {
     pub fn new(
         id: String,
         owner: Owner,
-        (jail, start): (StartedJail, crate::run::Start),
+        (jail, start): (StartedJail, Start),
         policy: Policy,
         policy_ref: record::PolicyRef,
     ) -> Session {
@@ -163,15 +166,14 @@ impl Session {
         code: &str,
         timeout_s: Option<f64>,
         interrupt: Option<Interrupt<'_>>,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
-        let stop = |reason: StopReason, phase: Phase| crate::run::Stopped { reason, phase };
+    ) -> Result<(), (Stopped, Option<String>)> {
         let t = Instant::now();
         if let Some(why) = &self.ended {
             r.error(RecordError::message(format!(
                 "the session has ended ({why}); start a new one"
             )));
             return Err((
-                stop(
+                stopped(
                     StopReason::InvalidRequest("session_ended".into()),
                     Phase::Plan,
                 ),
@@ -183,7 +185,7 @@ impl Session {
                 "the session's budget is spent ({why})"
             )));
             (
-                stop(
+                stopped(
                     StopReason::InvalidRequest(format!("session_{why}")),
                     Phase::Plan,
                 ),
@@ -219,13 +221,10 @@ impl Session {
         r: &mut Recorder,
         code: &str,
         timeout_s: Option<f64>,
-    ) -> Result<crate::plan::SuperviseLimits, crate::run::Stopped> {
+    ) -> Result<crate::plan::SuperviseLimits, Stopped> {
         let invalid = |r: &mut Recorder, what: &str, message: String| {
             r.error(RecordError::message(message));
-            crate::run::Stopped {
-                reason: StopReason::InvalidAction(what.into()),
-                phase: Phase::Plan,
-            }
+            stopped(StopReason::InvalidAction(what.into()), Phase::Plan)
         };
         if code.trim().is_empty() {
             return Err(invalid(
@@ -243,7 +242,7 @@ impl Session {
                 format!("code is {chars} characters; the limit is {max}"),
             ));
         }
-        let mut limits = crate::run::limits_of(&self.policy);
+        let mut limits = stages::limits_of(&self.policy);
         if let Some(t) = timeout_s {
             if !t.is_finite() || t <= 0.0 {
                 return Err(invalid(
@@ -266,7 +265,7 @@ impl Session {
     /// source so far and this call are checked together (a module bound earlier is still a
     /// module now), and the violations that point into this call are reported. This call
     /// alone is checked too, for what only it can say (syntax, input reads).
-    fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), crate::run::Stopped> {
+    fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), Stopped> {
         let t = Instant::now();
         let rules = &self.policy.check;
         let version = self.policy.python_version();
@@ -284,26 +283,13 @@ impl Session {
                 violations = in_call(&prefix, code, rules, version);
             }
         }
-        let decision = agentjail_check::Decision::from_violations(violations);
-        r.sections.decision = Some(decision.clone());
         r.sections.action = Some(record::ActionRef {
             named: None,
-            code_hash: crate::run::sha256_hex(code.as_bytes()),
+            code_hash: super::sha256_hex(code.as_bytes()),
             chars: code.chars().count(),
         });
-        let allowed = decision.is_allow();
-        r.phase(
-            Phase::PolicyCheck,
-            allowed,
-            t,
-            json!({"reason": decision.reason}),
-        );
-        if !allowed {
-            return Err(crate::run::Stopped {
-                reason: StopReason::of_check(&decision),
-                phase: Phase::PolicyCheck,
-            });
-        }
+        let decision = agentjail_check::Decision::from_violations(violations);
+        stages::decided(r, decision, t)?;
         if !self.source.is_empty() {
             self.source.push('\n');
         }
@@ -317,13 +303,13 @@ impl Session {
         code: &str,
         limits: &crate::plan::SuperviseLimits,
         interrupt: Option<Interrupt<'_>>,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+    ) -> Result<(), (Stopped, Option<String>)> {
         let t = Instant::now();
         let Some(jail) = self.jail.as_ref() else {
-            let s = crate::run::Stopped {
-                reason: StopReason::InvalidRequest("session_ended".into()),
-                phase: Phase::Execute,
-            };
+            let s = stopped(
+                StopReason::InvalidRequest("session_ended".into()),
+                Phase::Execute,
+            );
             return Err((s, None));
         };
         // Each call's frame and reports travel on a socket made for that call and installed
@@ -356,7 +342,7 @@ impl Session {
         c: &supervise::CallOutcome,
         nonce: &str,
         t: Instant,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+    ) -> Result<(), (Stopped, Option<String>)> {
         self.exec += Duration::from_micros(c.wall_us);
         self.rung = c.rung;
         r.sections.execution = Some(Execution::of_call(c));
@@ -372,10 +358,7 @@ impl Session {
             None => {}
         }
         r.phase(Phase::Execute, false, t, detail);
-        let stop = crate::run::Stopped {
-            reason: StopReason::CodeRuntimeError(1),
-            phase: Phase::Execute,
-        };
+        let stop = stopped(StopReason::CodeRuntimeError(1), Phase::Execute);
         Err((stop, None))
     }
 
@@ -386,10 +369,10 @@ impl Session {
         r: &mut Recorder,
         o: &supervise::Outcome,
         t: Instant,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+    ) -> Result<(), (Stopped, Option<String>)> {
         self.exec += Duration::from_micros(o.wall_us);
         r.sections.execution = Some(Execution::of(o));
-        let reason = record::jail_verdict(o, self.policy.limits.memory.0)
+        let reason = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
             .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
         if let Some(e) = runner::error_report(&o.replies.data) {
             r.error(RecordError::Runner(e));
@@ -401,7 +384,7 @@ impl Session {
             json!({"program_wall_us": o.wall_us}),
         );
         let why = reason.to_string();
-        let stop = crate::run::Stopped {
+        let stop = Stopped {
             reason,
             phase: Phase::Execute,
         };
@@ -417,7 +400,7 @@ impl Session {
         let Some(out) = self.jail.as_ref().and_then(|j| j.out()) else {
             return;
         };
-        let mut c = crate::artifacts::collect(out, &self.policy.artifacts);
+        let mut c = artifacts::collect(out, &self.policy);
         c.artifacts
             .retain(|a| self.reported.get(&a.path) != Some(&a.stamp));
         for a in &c.artifacts {
@@ -426,9 +409,8 @@ impl Session {
         c.skipped
             .retain(|k| self.skipped_reported.insert((k.path.clone(), k.reason)));
         let inline = self.policy.artifacts.inline_max_bytes.0;
-        let (artifacts, skipped) = crate::artifacts::record_fields(&c, inline, None);
-        r.sections.artifacts = Some(artifacts);
-        r.sections.artifacts_skipped = Some(skipped);
+        // No directory: nothing to fail.
+        let _ = artifacts::into_record(r, &c, inline, None, artifacts::Unsaved::Inline);
     }
 }
 
