@@ -26,24 +26,48 @@ pub struct ExecArgs {
 pub const EXIT_STOPPED: i32 = 124;
 pub const EXIT_SETUP: i32 = 125;
 
+/// A flag of `exec` that cannot be honoured (exit 2, before any jail).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlagError {
+    /// `--time-limit` outside (0, 86400] seconds.
+    TimeLimit(f64),
+    /// `--memory-limit` that is not a size (the parser's reason).
+    MemoryLimit(String),
+    /// `--memory-limit` below 16 MiB.
+    MemoryTooSmall(String),
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlagError::TimeLimit(t) => {
+                write!(f, "--time-limit {t}: give seconds between 0.001 and 86400")
+            }
+            FlagError::MemoryLimit(e) => write!(f, "--memory-limit: {e}"),
+            FlagError::MemoryTooSmall(m) => write!(
+                f,
+                "--memory-limit {m}: below 16MiB nothing starts; give at least 16MiB"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FlagError {}
+
 /// Apply the operator's flags. They replace the policy's values (the operator may loosen).
-pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), String> {
+pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), FlagError> {
     if let Some(t) = a.time_limit {
         if !t.is_finite() || t <= 0.0 || t > 86_400.0 {
-            return Err(format!(
-                "--time-limit {t}: give seconds between 0.001 and 86400"
-            ));
+            return Err(FlagError::TimeLimit(t));
         }
         let ms = (t * 1000.0).round().max(1.0) as u64;
         policy.limits.wall_time_ms = ms;
         policy.limits.cpu_time_ms = ms;
     }
     if let Some(m) = &a.memory_limit {
-        let b = parse_bytes(m).map_err(|e| format!("--memory-limit: {e}"))?;
+        let b = parse_bytes(m).map_err(|e| FlagError::MemoryLimit(e.to_string()))?;
         if b < 16 * 1024 * 1024 {
-            return Err(format!(
-                "--memory-limit {m}: below 16MiB nothing starts; give at least 16MiB"
-            ));
+            return Err(FlagError::MemoryTooSmall(m.clone()));
         }
         policy.limits.memory = Bytes(b);
     }

@@ -37,7 +37,22 @@ pub fn sha256_hex(b: &[u8]) -> String {
         .collect()
 }
 
-pub fn read_action(spec: &str) -> Result<Vec<u8>, String> {
+/// An action that could not be read: which (`-`: stdin) and the I/O error.
+#[derive(Debug)]
+pub struct Unreadable {
+    pub spec: String,
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot read the action {}: {}", self.spec, self.error)
+    }
+}
+
+impl std::error::Error for Unreadable {}
+
+pub fn read_action(spec: &str) -> Result<Vec<u8>, Unreadable> {
     use std::io::Read;
     let mut buf = Vec::new();
     let res = if spec == "-" {
@@ -48,7 +63,10 @@ pub fn read_action(spec: &str) -> Result<Vec<u8>, String> {
     } else {
         std::fs::File::open(spec).and_then(|f| f.take(MAX_ACTION_BYTES + 1).read_to_end(&mut buf))
     };
-    res.map_err(|e| format!("cannot read the action {spec}: {e}"))?;
+    res.map_err(|error| Unreadable {
+        spec: spec.to_string(),
+        error,
+    })?;
     Ok(buf)
 }
 
@@ -159,7 +177,7 @@ pub fn check_only(policy: &Policy, action_spec: &str) -> (Value, i32) {
             (v, if allow { 0 } else { 1 })
         }
         Err(e) => (
-            json!({"decision": "deny", "reason": "invalid_action:unreadable", "message": e, "violations": []}),
+            json!({"decision": "deny", "reason": "invalid_action:unreadable", "message": e.to_string(), "violations": []}),
             1,
         ),
     }
@@ -203,7 +221,7 @@ pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> S
         Ok(raw) => raw,
         Err(e) => {
             let mut r = Recorder::for_job(record::PolicyRef::of(policy), None);
-            let stop = stages::unreadable(&mut r, &e);
+            let stop = stages::unreadable(&mut r, &e.to_string());
             return r
                 .finish(stop.reason, stop.phase)
                 .seal(&policy.policy.redaction);

@@ -32,7 +32,7 @@ pub fn runner_plan(
     mode: runner::Mode,
     preload: bool,
     job: &JobInputs,
-) -> Result<JailPlan, String> {
+) -> Result<JailPlan, PlanError> {
     let (path, source) = language.runner();
     let mut files = vec![JailFile {
         path: path.into(),
@@ -65,14 +65,43 @@ pub fn runner_plan(
         Language::JavaScript if mode == runner::Mode::Run => {
             runner::node_argv(&i.node, &i.node_args, policy.limits.memory.0)
         }
-        Language::JavaScript => return Err("javascript has no session mode".into()),
+        Language::JavaScript => return Err(PlanError::NoSessionMode(language)),
     };
-    let mut plan = crate::plan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
+    let mut plan = crate::plan::build(policy, argv, &contents, &crate::jail::mount::RealHost)
+        .map_err(PlanError::Plan)?;
     plan.runner_fds = true;
     if language == Language::JavaScript {
         plan.widen_address_space(JS_ADDRESS_SPACE_HEADROOM);
     }
     Ok(plan)
+}
+
+/// Why a runner jail has no plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    /// The language runs once per jail (JavaScript): there is no session runner for it.
+    NoSessionMode(Language),
+    /// The policy's plan was refused (crate::plan::build says why).
+    Plan(String),
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::NoSessionMode(l) => write!(f, "{} has no session mode", l.name()),
+            PlanError::Plan(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// The engine and the zygote report a plan they cannot make as text (their errors are
+/// start-up messages).
+impl From<PlanError> for String {
+    fn from(e: PlanError) -> String {
+        e.to_string()
+    }
 }
 
 /// What a job brings into its jail besides its code: the action's `files` and the host

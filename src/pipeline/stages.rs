@@ -230,7 +230,7 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
 ///
 /// Nothing the program printed or reported changes the verdict: a `MemoryError` or a fork
 /// `EAGAIN` is a runtime error unless the kernel's counters say a limit was hit (that is
-/// `record::jail_verdict`, already applied).
+/// `verdict::jail_verdict`, already applied).
 fn runtime_failure(o: &Outcome) -> (StopReason, RecordError) {
     let error = runner::error_report(&o.replies.data).unwrap_or(Value::Null);
     (

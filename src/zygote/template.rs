@@ -119,6 +119,7 @@ fn load_plan(
         &p.interpreter.python_args,
     )?;
     crate::pipeline::source::runner_plan(p, Language::Python, Mode::Run, true, &Default::default())
+        .map_err(String::from)
 }
 
 /// What the template and the server compare, so the jails are built from the plan whose
