@@ -77,6 +77,8 @@ pub(super) struct Checker<'a, 'o> {
     pub too_deep: bool,
     pub input_calls: u32,
     pub input_in_loop: bool,
+    /// The `input()` rule applies (the JSON contract's one payload line on stdin).
+    pub input_rule: bool,
     pub loop_depth: u32,
     /// Directly in a class body (not inside a function, lambda or comprehension defined
     /// there): an import binds a class attribute (`C.json`), a name binds an attribute.
@@ -119,6 +121,7 @@ impl<'a, 'o> Checker<'a, 'o> {
             too_deep: false,
             input_calls: 0,
             input_in_loop: false,
+            input_rule: true,
             loop_depth: 0,
             in_class_body: false,
             in_annotation: 0,
@@ -175,7 +178,10 @@ impl<'a, 'o> Checker<'a, 'o> {
 
     /// A name being bound (def, class, parameter, alias, handler, pattern capture, global).
     fn check_binding(&mut self, name: &str, range: TextRange) {
-        if self.is_denied_name(name) || self.is_denied_call(name) || name == "input" {
+        if self.is_denied_name(name)
+            || self.is_denied_call(name)
+            || (self.input_rule && name == "input")
+        {
             self.report(
                 format!("name_not_allowed:{name}"),
                 "binding a denied name",
@@ -202,7 +208,7 @@ impl<'a, 'o> Checker<'a, 'o> {
                 );
             }
         }
-        if name == "input" {
+        if self.input_rule && name == "input" {
             if in_call {
                 self.input_calls += 1;
                 if self.loop_depth > 0 {
