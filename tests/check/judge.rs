@@ -103,3 +103,144 @@ fn input_rebinding_is_refused_in_json_mode_allowed_in_text_mode() {
         assert!(rules(&d).contains(&rule), "{code:?}: {d:?}");
     }
 }
+
+// -- star imports (check.allow_star_imports) --------------------------------------------
+
+fn detail_of<'d>(d: &'d Decision, rule: &str) -> &'d str {
+    d.violations
+        .iter()
+        .find(|v| v.rule == rule)
+        .map(|v| v.detail.as_str())
+        .unwrap_or_else(|| panic!("no {rule}: {d:?}"))
+}
+
+#[test]
+fn judge_policy_allows_star_imports_of_modules_that_bind_nothing_restricted() {
+    let judge = judge_policy();
+    assert!(
+        judge.check.allow_star_imports,
+        "judge.toml turns star imports on"
+    );
+    let code = "from math import *\nfrom collections import *\nfrom heapq import *\n\
+                from itertools import *\nfrom bisect import *\nfrom statistics import *\n\
+                from fractions import *\nfrom json import *\n\
+                print(gcd(4, 6), floor(2.5), deque([1]), Counter('aab'), mean([1, 2]))\n\
+                print(list(accumulate([1, 2])), bisect_left([1, 2], 2), heappop([1]))\n\
+                print(Fraction(1, 2), dumps([1]))\n";
+    for mode in [OutputMode::Text, OutputMode::Json] {
+        let d = decide(code, mode, &judge);
+        assert!(d.is_allow(), "{mode:?}: {d:?}");
+    }
+    // A star-bound field-name factory is still one (judged by its name).
+    let d = decide(
+        "from collections import *\nnames = input().split()\nP = namedtuple('P', names)\n",
+        OutputMode::Text,
+        &judge,
+    );
+    assert!(
+        rules(&d).contains(&"field_names_not_literal:namedtuple"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn star_imports_stay_refused_where_the_key_is_off() {
+    let default = Policy::default();
+    assert!(!default.check.allow_star_imports);
+    for mode in [OutputMode::Json, OutputMode::Text] {
+        let d = decide("from json import *\nprint(dumps([1]))", mode, &default);
+        assert_eq!(rules(&d), ["import_star_not_allowed:json"], "{d:?}");
+        assert!(detail_of(&d, "import_star_not_allowed:json").contains("allow_star_imports"));
+    }
+}
+
+/// Each of these star imports would bind a name the policy refuses as an attribute or as a
+/// name, and a bare name is never checked as an attribute: all refused, in both modes.
+/// Each program really reaches what it names when run unchecked (`python3 -I`).
+const STAR_ATTACKS: &[(&str, &str, &str)] = &[
+    // sys: the tables list no exports for it (it is a dangerous module): sys.modules.
+    (
+        "from sys import *\nprint(type(modules['os']).__name__)",
+        "import_star_not_allowed:sys",
+        "",
+    ),
+    // string.Formatter walks attributes named in a format string.
+    (
+        "from string import *\nprint(Formatter().vformat('{0.real}', [1], {}))",
+        "import_star_not_allowed:string",
+        "Formatter",
+    ),
+    // operator.attrgetter reads an attribute named by a string.
+    (
+        "from operator import *\nprint(attrgetter('real')(1))",
+        "import_star_not_allowed:operator",
+        "attrgetter",
+    ),
+    // typing.get_type_hints evaluates strings.
+    (
+        "from typing import *\nprint(get_type_hints(int))",
+        "import_star_not_allowed:typing",
+        "get_type_hints",
+    ),
+    // re.compile is a name every policy denies (it shadows the builtin).
+    (
+        "from re import *\nprint(compile('a'))",
+        "import_star_not_allowed:re",
+        "compile",
+    ),
+];
+
+#[test]
+fn star_imports_binding_restricted_names_are_refused() {
+    let judge = judge_policy();
+    for (code, rule, name) in STAR_ATTACKS {
+        for mode in [OutputMode::Text, OutputMode::Json] {
+            let d = decide(code, mode, &judge);
+            assert!(rules(&d).contains(rule), "{mode:?} {code:?}: {d:?}");
+            assert!(detail_of(&d, rule).contains(name), "{code:?}: {d:?}");
+        }
+        let out = std::process::Command::new("/usr/bin/python3")
+            .args(["-I", "-c", code])
+            .output()
+            .expect("run python3");
+        assert!(
+            out.status.success(),
+            "{code:?} does not run unchecked: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The policy's own denied attributes count: a name it denies as `math.<name>`.
+    let mut tight = judge.clone();
+    tight.check.denied_attributes.push("floor".into());
+    let d = decide(
+        "from math import *\nprint(floor(1.5))",
+        OutputMode::Text,
+        &tight,
+    );
+    assert!(
+        detail_of(&d, "import_star_not_allowed:math").contains("floor"),
+        "{d:?}"
+    );
+    // A module-valued name (`platform.re`, `platform.collections`): the checker would not
+    // know the bound name is a module, so it is refused even when that module is allowed.
+    let mut with_platform = judge.clone();
+    with_platform.check.allowed_imports.push("platform".into());
+    let d = decide(
+        "from platform import *\nprint(re.escape('a'))",
+        OutputMode::Text,
+        &with_platform,
+    );
+    let detail = detail_of(&d, "import_star_not_allowed:platform");
+    assert!(
+        detail.contains("collections") && detail.contains("re"),
+        "{d:?}"
+    );
+    // A module the tables list no exports for is refused whatever it binds.
+    let mut with_sched = judge.clone();
+    with_sched.check.allowed_imports.push("sched".into());
+    let d = decide("from sched import *", OutputMode::Text, &with_sched);
+    assert!(
+        detail_of(&d, "import_star_not_allowed:sched").contains("no list"),
+        "{d:?}"
+    );
+}
