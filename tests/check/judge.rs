@@ -123,7 +123,9 @@ fn judge_policy_allows_star_imports_of_modules_that_bind_nothing_restricted() {
     );
     let code = "from math import *\nfrom collections import *\nfrom heapq import *\n\
                 from itertools import *\nfrom bisect import *\nfrom statistics import *\n\
-                from fractions import *\nfrom json import *\n\
+                from fractions import *\nfrom json import *\nfrom datetime import *\n\
+                from random import *\nfrom copy import *\nfrom decimal import *\n\
+                from dataclasses import *\nfrom textwrap import *\nfrom cmath import *\n\
                 print(gcd(4, 6), floor(2.5), deque([1]), Counter('aab'), mean([1, 2]))\n\
                 print(list(accumulate([1, 2])), bisect_left([1, 2], 2), heappop([1]))\n\
                 print(Fraction(1, 2), dumps([1]))\n";

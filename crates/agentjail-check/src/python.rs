@@ -39,7 +39,9 @@
 //!
 //! * `import_not_allowed:<module>` (`relative` for `from . import`), and for an allowed module
 //!   a submodule or a name outside its safe list: `import_not_allowed:json.decoder`;
-//!   `import_star_not_allowed:<module>`; the detail lists the allowed imports;
+//!   `import_star_not_allowed:<module>` unless `allow_star_imports` and every name the star
+//!   import binds (the tables' exports) passes the rules `module.name` and an import by name
+//!   would and is not a module (`Checker::star_import`); the detail lists the allowed imports;
 //! * `name_not_allowed:<n>` for denied names, dunder names, and a denied callable used as a
 //!   value (`e = eval`, `@eval`, `f(x=exec)`, `lambda f=eval: ...`); `call_not_allowed:<n>`
 //!   when called; `input` may only be called, never referenced (JSON mode); a field-name factory may
