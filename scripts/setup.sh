@@ -59,11 +59,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'impo
     fi
     echo "$want" >"$stamp"
 fi
-# The Python client's test venv, .venv-py/ (gitignored): pytest, smolagents and langchain-core
-# pinned in python/requirements-test.txt; verl pinned (by hash) in
-# python/requirements-verl.txt, without its dependencies (its SandboxFusion client needs only
-# requests); then the package itself, editable (`pip install -e ./python`, no build
-# isolation: setuptools is among the pins). scripts/test-python.sh runs its tests.
+# The Python client's test venv, .venv-py/ (gitignored): pytest, smolagents, langchain-core and
+# ray (the fleet's tests: an 80 MB wheel; the venv grows to ~410 MB) pinned in
+# python/requirements-test.txt; verl pinned (by hash) in python/requirements-verl.txt, without
+# its dependencies (its SandboxFusion client needs only requests); then the package itself,
+# editable (`pip install -e ./python`, no build isolation: setuptools is among the pins).
+# scripts/test-python.sh runs its tests.
 pyvenv=.venv-py
 pyreq=python/requirements-test.txt
 pyverl=python/requirements-verl.txt

@@ -1,10 +1,10 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
-use crate::jail::JailError;
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
 use crate::record::{self, Phase, Recorder, StopReason};
-use crate::supervise::{Io, Outcome};
+use agentjail_jail::supervise::{Io, Outcome};
+use agentjail_jail::JailError;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -90,7 +90,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         &policy,
         std::mem::take(&mut a.cmd),
         &contents,
-        &crate::jail::mount::RealHost,
+        &agentjail_jail::mount::RealHost,
     ) {
         Ok(p) => p,
         Err(e) => {
@@ -133,7 +133,7 @@ fn launch(
     artifacts_dir: Option<&crate::artifacts::ArtifactsDir>,
 ) -> (i32, StopReason) {
     let t0 = std::time::Instant::now();
-    let sigfd = crate::supervise::block_termination_signals();
+    let sigfd = agentjail_jail::supervise::block_termination_signals();
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();
     let io = Io {
@@ -143,10 +143,12 @@ fn launch(
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    match crate::launch::execute(
+    match agentjail_jail::launch::execute(
         plan,
         io,
-        sigfd.as_ref().map(crate::supervise::Interrupt::Signals),
+        sigfd
+            .as_ref()
+            .map(agentjail_jail::supervise::Interrupt::Signals),
     ) {
         Err(e) => {
             // Display says the stage/control, errno and fix in one line.

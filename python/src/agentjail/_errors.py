@@ -125,6 +125,12 @@ class AgentjailInternalError(StoppedError):
     """``agentjail_error:*``: agentjail itself could not work (e.g. an invalid policy)."""
 
 
+class NodeLost(StoppedError, ConnectionClosed):
+    """``node_lost:<node id>``: a fleet's node, its Ray actor or its ``agentjail serve`` went
+    away before answering (:mod:`agentjail.fleet`). Whether the job ran is unknown and
+    nothing of its result came back; ``.record`` is the record that says so."""
+
+
 class UnknownStop(StoppedError):
     """A stop reason this version of the client does not know."""
 
