@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # soak.sh [RUNS] — run RUNS mixed agentjail runs (every way a run can end) with 4 in flight
-# and RUNS/4 attacked session calls (scripts/soak-sessions.py), then compare the host's
+# and RUNS/4 attacked session calls (scripts/soak-sessions.py) and RUNS/20 workspaces
+# (scripts/soak-workspaces.py), then compare the host's
 # processes, mounts, cgroups and temp entries with before.
 # Prints the figures; exits non-zero when anything was left behind or a run misbehaved.
 set -euo pipefail
@@ -66,6 +67,9 @@ done
 # Sessions too: one `serve`, a quarter as many session calls, every session attacked by a
 # process its first call left running (scripts/soak-sessions.py says how).
 /usr/bin/python3 scripts/soak-sessions.py "$bin" $(( (runs + 3) / 4 )) || bad=$((bad + 1))
+# Workspaces: one `serve` under policies/workspace.toml, one workspace per 20 runs, every
+# kind of command (scripts/soak-workspaces.py says which), some left for SIGTERM to close.
+/usr/bin/python3 scripts/soak-workspaces.py "$bin" $(( (runs + 19) / 20 )) || bad=$((bad + 1))
 end=$(date +%s.%N)
 sleep 0.2
 snapshot "$work/after"

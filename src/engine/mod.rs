@@ -16,6 +16,7 @@
 //! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
+pub mod workspace;
 
 use crate::cache::Cache;
 use crate::pipeline::record::{PolicyRef, Recorder, Sealed};
@@ -265,6 +266,10 @@ pub struct Engine {
     session_plan: Option<Arc<crate::plan::JailPlan>>,
     /// Session jails started ahead of their sessions (`--session-pool`), when there are any.
     session_pool: Option<Arc<Pool>>,
+    /// Workspaces' plan and warm jails, when the policy enables them (workspace.rs).
+    workspace_plan: Option<Arc<crate::plan::JailPlan>>,
+    workspace_pool: Option<Arc<Pool>>,
+    workspaces: Mutex<workspace::Workspaces>,
     spawner: Arc<Spawner>,
     /// Each session with its owner kept outside the session's lock: a call holds that lock
     /// for its whole run, and finding whose a session is must never wait for a call.
@@ -322,6 +327,8 @@ impl Engine {
             .as_ref()
             .filter(|_| cfg.session_pool > 0)
             .map(|plan| Pool::holding_refills(Arc::clone(plan), cfg.session_pool, &spawner));
+        let (workspace_plan, workspace_pool) =
+            workspace::start_plan(policy, cfg.session_pool, &spawner)?;
         let cache = match &cfg.cache {
             Some((dir, ttl)) => Some(Cache::open(dir, *ttl)?),
             None => None,
@@ -339,6 +346,9 @@ impl Engine {
             runners,
             session_plan,
             session_pool,
+            workspace_plan,
+            workspace_pool,
+            workspaces: Mutex::new(HashMap::new()),
             spawner,
             sessions: Mutex::new(HashMap::new()),
             closing: std::sync::atomic::AtomicUsize::new(0),
@@ -645,6 +655,7 @@ impl Engine {
             .filter(|(_, (o, _))| o.connection == connection)
             .map(|(k, (_, v))| (k.clone(), Arc::clone(v)))
             .collect();
+        self.end_workspaces(Some(connection), "disconnected");
         for (id, s) in mine {
             self.lock_sessions().remove(&id);
             if let Some(t) = s
@@ -691,6 +702,7 @@ impl Engine {
                 self.teardown(t);
             }
         }
+        self.end_workspaces(None, "shutdown");
         // A connection that took its sessions out of the map before the drain is ending them
         // now; its teardowns must reach the reaper before the reaper stops.
         let t = Instant::now();
@@ -701,6 +713,9 @@ impl Engine {
             p.close();
         }
         if let Some(p) = &self.session_pool {
+            p.close();
+        }
+        if let Some(p) = &self.workspace_pool {
             p.close();
         }
         self.spawner.shutdown();
@@ -734,6 +749,8 @@ impl Engine {
             "pool": pool_of(Language::Python),
             "pools": pools,
             "session_pool": self.session_pool.as_ref().map(|p| p.stats()),
+            "workspace_pool": self.workspace_pool.as_ref().map(|p| p.stats()),
+            "workspaces": self.workspace_count(),
             "sessions": self
                 .lock_sessions()
                 .values()
@@ -873,6 +890,7 @@ fn janitor(engine: std::sync::Weak<Engine>) {
         for id in forget {
             e.lock_sessions().remove(&id);
         }
+        e.expire_workspaces();
         for (s, why) in expired {
             if let Some(t) = s.lock().unwrap_or_else(|x| x.into_inner()).end(why) {
                 e.teardown(t);

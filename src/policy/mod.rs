@@ -213,6 +213,7 @@ pub struct Policy {
     pub environment: Environment,
     pub audit: Audit,
     pub session: SessionLimits,
+    pub workspace: WorkspacePolicy,
     pub files: FilesPolicy,
     pub artifacts: ArtifactsPolicy,
     pub redaction: Redaction,
@@ -381,6 +382,42 @@ impl Default for SessionLimits {
     }
 }
 
+/// Workspaces (`serve`'s `workspace_*` ops, src/engine/workspace.rs): a jail kept across
+/// commands with a writable /workspace. Off unless `enabled`; `policies/workspace.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkspacePolicy {
+    /// Whether `workspace_start` is allowed under this policy.
+    pub enabled: bool,
+    /// Bytes the /workspace tmpfs holds (`size=`); its pages also count against
+    /// `limits.memory`.
+    pub size: Bytes,
+    /// Files and directories it holds (`nr_inodes=`).
+    pub inodes: u64,
+    /// Commands one workspace may run before it is closed.
+    pub max_execs: u64,
+    /// A workspace nobody used for this long is closed (its processes killed).
+    pub idle_timeout_seconds: u64,
+    /// A workspace is closed this long after it started, whatever it is doing.
+    pub lifetime_seconds: u64,
+    /// Workspaces one client may hold open at once.
+    pub max_per_client: u64,
+}
+
+impl Default for WorkspacePolicy {
+    fn default() -> Self {
+        WorkspacePolicy {
+            enabled: false,
+            size: Bytes(256 << 20),
+            inodes: 16384,
+            max_execs: 10_000,
+            idle_timeout_seconds: 900,
+            lifetime_seconds: 7200,
+            max_per_client: 8,
+        }
+    }
+}
+
 /// Input files: an action's `files` (read-only under /app/in) and `run --input` binds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -484,6 +521,7 @@ impl Default for Policy {
             environment: Environment::default(),
             audit: Audit::default(),
             session: SessionLimits::default(),
+            workspace: WorkspacePolicy::default(),
             files: FilesPolicy::default(),
             artifacts: ArtifactsPolicy::default(),
             redaction: Redaction::default(),

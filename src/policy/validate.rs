@@ -138,6 +138,7 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     environment(p)?;
     audit(p)?;
     session(p)?;
+    workspace(p)?;
     files(p)?;
     artifacts(p)?;
     redaction(p)?;
@@ -281,6 +282,53 @@ fn session(p: &Policy) -> Result<(), Invalid> {
         1,
         10_000,
         "sessions one client holds open at once; 1 to 10000",
+    )
+}
+
+/// Workspace limits.
+fn workspace(p: &Policy) -> Result<(), Invalid> {
+    let w = &p.workspace;
+    bytes_in_range(
+        "workspace.size",
+        w.size,
+        1 << 20,
+        64 << 30,
+        "the /workspace tmpfs; 1MiB to 64GiB",
+    )?;
+    in_range(
+        "workspace.inodes",
+        w.inodes,
+        16,
+        10_000_000,
+        "files and directories in /workspace; 16 to 10000000",
+    )?;
+    in_range(
+        "workspace.max_execs",
+        w.max_execs,
+        1,
+        10_000_000,
+        "commands per workspace; 1 to 10000000",
+    )?;
+    in_range(
+        "workspace.idle_timeout_seconds",
+        w.idle_timeout_seconds,
+        1,
+        86_400,
+        "an idle workspace is closed after this; 1 s to 1 day",
+    )?;
+    in_range(
+        "workspace.lifetime_seconds",
+        w.lifetime_seconds,
+        1,
+        7 * 86_400,
+        "a workspace's whole life; 1 s to 1 week",
+    )?;
+    in_range(
+        "workspace.max_per_client",
+        w.max_per_client,
+        1,
+        10_000,
+        "workspaces one client holds open at once; 1 to 10000",
     )
 }
 

@@ -10,6 +10,7 @@
 //! sigterm`), end every jail and session, exit 0.
 
 pub mod protocol;
+mod workspace;
 
 use crate::engine::{Engine, EngineError};
 use crate::pipeline::session::Owner;
@@ -396,6 +397,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
             Err(e) => engine_err(e),
         },
         Op::Stats => json!({"id": id, "stats": engine.stats()}),
+        op => workspace::handle(engine, op, conn, id, &audited),
     }
 }
 
@@ -513,7 +515,11 @@ fn submit(
         // follows at once, and the refill waits for its answer.
         let ends_work = matches!(
             req.op,
-            Op::Run { .. } | Op::SessionExec { .. } | Op::SessionClose { .. }
+            Op::Run { .. }
+                | Op::SessionExec { .. }
+                | Op::SessionClose { .. }
+                | Op::WorkspaceExec { .. }
+                | Op::WorkspaceClose { .. }
         );
         // A dropped client's queued requests are never started.
         if !conn.out.is_dropped() {

@@ -12,6 +12,15 @@
 //!                                                            → {"id": "r4", "record": {...}}
 //! {"id": "r5", "op": "session_close", "session": "<id>"}     → {"id": "r5", "closed": true}
 //! {"id": "r6", "op": "stats"}                                → {"id": "r6", "stats": {...}}
+//! {"id": "w1", "op": "workspace_start", "policy_hints": {...}} → {"id": "w1", "workspace": "<id>"}
+//! {"id": "w2", "op": "workspace_exec", "workspace": "<id>", "command": "sh line"}
+//!      (or "argv": [...]; optional cwd, stdin | stdin_base64, env, timeout_s, background)
+//!                                                            → {"id": "w2", "record": {...}}
+//! {"id": "w3", "op": "workspace_put", "workspace": "<id>", "files": [{path, content | content_base64}]}
+//!                                                            → {"id": "w3", "files": [{path, bytes, sha256}]}
+//! {"id": "w4", "op": "workspace_get", "workspace": "<id>", "paths": ["a.txt"]}
+//!                                  → {"id": "w4", "files": [{path, bytes, sha256, content_base64} | {path, error}]}
+//! {"id": "w5", "op": "workspace_close", "workspace": "<id>"}  → {"id": "w5", "closed": true}
 //! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
 //! ```
 //!
@@ -50,6 +59,24 @@ pub enum Op {
         session: String,
     },
     Stats,
+    WorkspaceStart {
+        policy_hints: Option<Value>,
+    },
+    WorkspaceExec {
+        workspace: String,
+        request: crate::engine::workspace::ExecRequest,
+    },
+    WorkspacePut {
+        workspace: String,
+        files: Value,
+    },
+    WorkspaceGet {
+        workspace: String,
+        paths: Value,
+    },
+    WorkspaceClose {
+        workspace: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +139,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         _ => return Err(err(
             &id,
             "bad_request",
-            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats",
+            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
         )),
     };
     let allowed: &[&str] = match op.as_str() {
@@ -122,10 +149,25 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         "session_exec" => &["session", "code", "timeout_s"],
         "session_close" => &["session"],
         "stats" => &[],
+        "workspace_start" => &["policy_hints"],
+        "workspace_exec" => &[
+            "workspace",
+            "command",
+            "argv",
+            "cwd",
+            "stdin",
+            "stdin_base64",
+            "env",
+            "timeout_s",
+            "background",
+        ],
+        "workspace_put" => &["workspace", "files"],
+        "workspace_get" => &["workspace", "paths"],
+        "workspace_close" => &["workspace"],
         _ => return Err(err(
             &id,
             "unknown_op",
-            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats",
+            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
         )),
     };
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
@@ -190,6 +232,26 @@ fn build_op(
         }
         "session_close" => Op::SessionClose {
             session: string(&mut obj, "session")?,
+        },
+        "workspace_start" => Op::WorkspaceStart {
+            policy_hints: obj.remove("policy_hints").filter(|h| !h.is_null()),
+        },
+        "workspace_exec" => {
+            let workspace = string(&mut obj, "workspace")?;
+            let request = crate::engine::workspace::ExecRequest::from_fields(&obj)
+                .map_err(|e| err(id, e.code, e.message))?;
+            Op::WorkspaceExec { workspace, request }
+        }
+        "workspace_put" => Op::WorkspacePut {
+            workspace: string(&mut obj, "workspace")?,
+            files: obj.remove("files").unwrap_or(Value::Null),
+        },
+        "workspace_get" => Op::WorkspaceGet {
+            workspace: string(&mut obj, "workspace")?,
+            paths: obj.remove("paths").unwrap_or(Value::Null),
+        },
+        "workspace_close" => Op::WorkspaceClose {
+            workspace: string(&mut obj, "workspace")?,
         },
         _ => Op::Stats,
     })
@@ -271,6 +333,34 @@ mod tests {
                 session: "s".into()
             }
         );
+    }
+
+    #[test]
+    fn the_workspace_ops_parse() {
+        let r = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"X": "1"}, "background": true}"#).unwrap();
+        let Op::WorkspaceExec { workspace, request } = r.op else {
+            panic!("{:?}", r.op)
+        };
+        assert_eq!((workspace.as_str(), request.background), ("a", true));
+        assert_eq!(request.env, [("X".to_string(), "1".to_string())]);
+        let e = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"LD_PRELOAD": "x"}}"#).unwrap_err();
+        assert_eq!((e.code, e.id), ("bad_env", json!("w")));
+        let e =
+            parse_request(br#"{"id": "w", "op": "workspace_get", "workspace": "a", "files": []}"#)
+                .unwrap_err();
+        assert_eq!(e.code, "bad_request");
+        for line in [
+            &br#"{"op": "workspace_start"}"#[..],
+            br#"{"op": "workspace_put", "workspace": "a", "files": []}"#,
+            br#"{"op": "workspace_get", "workspace": "a", "paths": ["x"]}"#,
+            br#"{"op": "workspace_close", "workspace": "a"}"#,
+        ] {
+            assert!(
+                parse_request(line).is_ok(),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 
     #[test]

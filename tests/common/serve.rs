@@ -491,7 +491,16 @@ pub fn check_response(line: &[u8]) -> Result<(String, Value), String> {
     if !(id.is_string() || id.is_number() || id.is_null()) {
         return Err(format!("bad id: {}", show()));
     }
-    let kinds = ["record", "error", "session", "closed", "decision", "stats"];
+    let kinds = [
+        "record",
+        "error",
+        "session",
+        "closed",
+        "decision",
+        "stats",
+        "workspace",
+        "files",
+    ];
     let present: Vec<&str> = kinds
         .iter()
         .copied()

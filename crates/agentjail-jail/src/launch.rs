@@ -170,7 +170,7 @@ fn prepare_jail(
         ));
     }
     Ok(PreparedJail {
-        has_out: plan.cwd == crate::plan::APP_OUT,
+        has_out: crate::plan::holds_cwd(&plan.cwd),
         prepared,
         cover,
         cgroup,

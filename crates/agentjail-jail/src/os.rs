@@ -76,6 +76,18 @@ pub mod dir {
     pub fn chmod_at(dir: impl AsFd, name: &CStr, mode: u32) -> Result<(), Errno> {
         sys::fchmodat(dir.as_fd().as_raw_fd(), name, mode)
     }
+
+    /// openat2(2) of the relative path `path` beneath `dir`, following no symlink and no
+    /// magic link, crossing no mount and never climbing above `dir` (a tree jailed code
+    /// writes: a workspace's files), close-on-exec.
+    pub fn open_beneath(
+        dir: impl AsFd,
+        path: &CStr,
+        flags: libc::c_int,
+        mode: u32,
+    ) -> Result<OwnedFd, Errno> {
+        sys::openat2_beneath(dir.as_fd().as_raw_fd(), path, flags, mode).map(sys::owned)
+    }
 }
 
 /// Descriptor helpers: reads, writes, polls, pipes, sockets and descriptors passed over them.
@@ -175,6 +187,11 @@ pub mod process {
 
     pub fn geteuid() -> u32 {
         sys::geteuid()
+    }
+
+    /// Set the calling thread's filesystem uid and gid (this thread only).
+    pub fn set_thread_fs_ids(uid: u32, gid: u32) -> Result<(), Errno> {
+        sys::set_thread_fs_ids(uid, gid)
     }
 
     pub fn getpid() -> i32 {

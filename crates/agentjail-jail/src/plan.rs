@@ -214,6 +214,15 @@ pub struct HostInput {
 /// Where the job's inputs are and where its artifacts go.
 pub const APP_IN: &str = "/app/in";
 pub const APP_OUT: &str = "/app/out";
+/// A workspace's writable directory (src/engine/workspace.rs): its jail's working directory,
+/// held open by the host like /app/out, so files go in and out beneath it.
+pub const WORKSPACE: &str = "/workspace";
+
+/// Whether a plan's working directory is one the host holds open for the jail's life
+/// (/app/out's artifacts, a workspace's files).
+pub fn holds_cwd(cwd: &str) -> bool {
+    cwd == APP_OUT || cwd == WORKSPACE
+}
 
 impl JailPlan {
     /// Raise the address-space rlimit by `extra` bytes (saturating): for runtimes that

@@ -173,7 +173,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         clone_flags,
         runner_fds: plan.runner_fds,
         hold_dir: match plan.cwd.strip_prefix('/') {
-            Some(rel) if plan.cwd == crate::plan::APP_OUT => Some(cstring("out dir", rel)?),
+            Some(rel) if crate::plan::holds_cwd(&plan.cwd) => Some(cstring("out dir", rel)?),
             _ => None,
         },
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),

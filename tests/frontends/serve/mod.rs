@@ -14,6 +14,7 @@
 
 mod cache;
 mod resilience;
+mod workspace;
 
 use crate::common::serve as serve_harness;
 

@@ -191,6 +191,46 @@ pub fn open_beneath(root: RawFd, relative: &CStr) -> SysResult<RawFd> {
     check_long(rc).map(|fd| fd as RawFd)
 }
 
+/// openat2 of `relative` beneath the directory `dir` with `flags` and `mode`, following no
+/// symlink and no magic link, crossing no mount, never climbing above `dir`
+/// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV): a
+/// workspace's files, opened by the host in a tree the jailed code writes. O_CLOEXEC is
+/// added.
+pub fn openat2_beneath(
+    dir: RawFd,
+    relative: &CStr,
+    flags: libc::c_int,
+    mode: u32,
+) -> SysResult<RawFd> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_XDEV: u64 = 0x01;
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const RESOLVE_BENEATH: u64 = 0x08;
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: mode as u64,
+        resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    // SAFETY: `relative` is NUL-terminated and `how` a valid open_how of the size passed;
+    // both outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            relative.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    check_long(rc).map(|fd| fd as RawFd)
+}
+
 /// The mount flags word (`f_flag`) of the filesystem an fd is on (fstatvfs).
 pub fn fstatvfs_flags(fd: RawFd) -> SysResult<libc::c_ulong> {
     // SAFETY: zeroed statvfs is valid storage.

@@ -266,6 +266,26 @@ pub fn setresuid(uid: u32) -> SysResult<()> {
     check_long(unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) }).map(drop)
 }
 
+/// The calling thread's filesystem uid and gid (raw setfsgid/setfsuid: they act on the
+/// calling thread only, unlike glibc's set*id broadcasts). Ok when the kernel reports the
+/// new ids in effect (both calls answer with the previous id, so each is asked again).
+pub fn set_thread_fs_ids(uid: u32, gid: u32) -> SysResult<()> {
+    // SAFETY: plain syscalls with integer arguments; they change this thread's fs ids only.
+    let (g, u) = unsafe {
+        libc::syscall(libc::SYS_setfsgid, gid);
+        libc::syscall(libc::SYS_setfsuid, uid);
+        (
+            libc::syscall(libc::SYS_setfsgid, gid),
+            libc::syscall(libc::SYS_setfsuid, uid),
+        )
+    };
+    if g == gid as libc::c_long && u == uid as libc::c_long {
+        Ok(())
+    } else {
+        Err(libc::EPERM)
+    }
+}
+
 pub fn prctl(option: libc::c_int, arg2: libc::c_ulong) -> SysResult<libc::c_int> {
     // SAFETY: the prctl options used here take integer arguments only.
     check(unsafe {

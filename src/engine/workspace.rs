@@ -1,0 +1,1240 @@
+//! Workspaces: a jail kept across commands, with a writable /workspace, for coding agents
+//! (`serve`'s `workspace_*` ops; docs/REFERENCE.md, "Workspaces").
+//!
+//! A workspace's jail is started like a session's (the policy's plan, from the workspace
+//! pool or cold) with two differences: its working directory is /workspace, a tmpfs capped
+//! in bytes and inodes by the policy's `[workspace]` (size=, nr_inodes=; noexec, nosuid,
+//! nodev like every writable mount), which the host holds open from the jail's start (as
+//! /app/out); and its first program is the workspace runner (src/runner/workspace.py), which
+//! waits in the session doorbell between commands. Each command (`workspace_exec`) is a
+//! frame on a socket the kernel installs in the runner alone (supervise::call, as a session
+//! call); the runner forks the command in its own process group with fresh pipes, forwards
+//! its output under the caps, enforces its timeout, and kills what it started when it exits
+//! (unless `background`). The supervisor holds the hard limits of each command (the
+//! timeout plus a grace, the CPU limit, the output caps): one broken ends the workspace.
+//!
+//! Files go in and out from the host through the held /workspace fd, with openat2
+//! (RESOLVE_BENEATH | NO_SYMLINKS | NO_MAGICLINKS | NO_XDEV) at every step: a symlink,
+//! a `..` or a mount the code planted is refused, a FIFO or device is never read or
+//! written, and a read stops at the cap whatever the file's size says (sparse files).
+//!
+//! Commands are not statically checked (a shell line is not Python): the jail is the
+//! boundary, and every record says so (`decision.reason`: `not_checked`).
+
+use super::session::Owner;
+use super::{pool, ClientStop, Engine, EngineError, BUSY_GRACE};
+use crate::pipeline::record::{
+    Execution, Phase, PolicyRef, RecordError, Recorder, Sealed, StopReason,
+};
+use crate::policy::Policy;
+use agentjail_jail::launch::{StartedJail, Teardown};
+use agentjail_jail::supervise::{self, CallEnd, Interrupt};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The workspace runner's source and where it sits in the jail (read-only, like /app).
+pub const RUNNER: &str = include_str!("../runner/workspace.py");
+pub const RUNNER_PATH: &str = "/app/agentjail_workspace.py";
+pub use crate::plan::WORKSPACE;
+
+/// How long past its timeout a command may run before the supervisor ends the whole
+/// workspace (the runner kills a command at its timeout; this is the backstop).
+const GRACE: Duration = Duration::from_secs(2);
+/// The longest command line, argv or cwd accepted (bytes).
+const MAX_COMMAND_BYTES: usize = 256 * 1024;
+const MAX_ARGS: usize = 4096;
+const MAX_ENV: usize = 256;
+const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
+
+/// Environment names a command may not be given: each makes a program load code or read
+/// startup commands from somewhere (the dynamic loader, interpreters, shells, git), or
+/// replaces what the jail sets. Names starting with one of these prefixes are refused too.
+const ENV_DENIED: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "IFS",
+    "CDPATH",
+    "PATH",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
+    "TMPDIR",
+    "GIT_CONFIG",
+    "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+];
+const ENV_DENIED_PREFIXES: &[&str] = &[
+    "LD_",
+    "PYTHON",
+    "GLIBC_",
+    "MALLOC_",
+    "BASH_FUNC_",
+    "NODE_",
+    "NPM_CONFIG_",
+    "PERL",
+    "RUBY",
+    "GIT_CONFIG_",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+];
+
+/// The jail plan of a workspace: the policy's jail, the workspace runner as its program,
+/// /workspace a capped tmpfs and its working directory (held open by the host).
+pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, String> {
+    let files = [crate::plan::JailFile {
+        path: RUNNER_PATH.into(),
+        contents: RUNNER.into(),
+    }];
+    let contents = crate::plan::Contents {
+        files: &files,
+        inputs: &[],
+        out: None,
+    };
+    let i = &policy.interpreter;
+    let mut argv = vec![i.python.clone()];
+    argv.extend(i.python_args.iter().cloned());
+    argv.push(RUNNER_PATH.into());
+    let mut plan = crate::plan::build(policy, argv, &contents, &agentjail_jail::mount::RealHost)?;
+    let w = &policy.workspace;
+    plan.mounts.push(crate::plan::MountOp::Tmpfs {
+        target: WORKSPACE.into(),
+        size_bytes: w.size.0,
+        inodes: w.inodes,
+        mode: 0o755,
+    });
+    plan.landlock.read_write.push(WORKSPACE.into());
+    plan.cwd = WORKSPACE.into();
+    plan.runner_fds = true;
+    Ok(plan)
+}
+
+/// One `workspace_exec` request, as every front end sends it (serve's op fields; the HTTP
+/// and MCP front ends build the same object).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecRequest {
+    /// The program and its arguments, or `/bin/sh -c LINE` for a `command`.
+    pub argv: Vec<String>,
+    /// A shell line (kept for the record), when that is what was sent.
+    pub command: Option<String>,
+    /// The working directory, /workspace or a directory beneath it.
+    pub cwd: String,
+    pub stdin: Vec<u8>,
+    pub env: Vec<(String, String)>,
+    pub timeout_s: Option<f64>,
+    pub background: bool,
+}
+
+fn bad(message: impl Into<String>) -> EngineError {
+    EngineError::new("bad_request", message)
+}
+
+impl ExecRequest {
+    /// From a request object's fields: `command` (a shell line) or `argv` (a list), and
+    /// optional `cwd`, `stdin` (text) or `stdin_base64`, `env` (an object of strings),
+    /// `timeout_s`, `background`. Unknown fields are the caller's to refuse.
+    pub fn from_fields(o: &Map<String, Value>) -> Result<ExecRequest, EngineError> {
+        let (argv, command) = match (o.get("command"), o.get("argv")) {
+            (Some(Value::String(c)), None) => {
+                if c.trim().is_empty() || c.len() > MAX_COMMAND_BYTES || c.contains('\0') {
+                    return Err(bad(format!("\"command\" must be a non-blank shell line of at most {MAX_COMMAND_BYTES} bytes without NUL")));
+                }
+                (
+                    vec!["/bin/sh".into(), "-c".into(), c.clone()],
+                    Some(c.clone()),
+                )
+            }
+            (None, Some(Value::Array(items))) => (argv_of(items)?, None),
+            _ => return Err(bad(
+                "send exactly one of \"command\" (a shell line) or \"argv\" (a list of strings)",
+            )),
+        };
+        let cwd = match o.get("cwd") {
+            None | Some(Value::Null) => WORKSPACE.to_string(),
+            Some(Value::String(c)) => workspace_path(c)
+                .map(|rel| match rel.as_str() {
+                    "" => WORKSPACE.to_string(),
+                    r => format!("{WORKSPACE}/{r}"),
+                })
+                .ok_or_else(|| {
+                    bad(format!(
+                        "\"cwd\" {:?} must be /workspace or a normalised path beneath it (no `..`)",
+                        agentjail_json::safe_text(c, 200)
+                    ))
+                })?,
+            Some(_) => return Err(bad("\"cwd\" must be a string")),
+        };
+        Ok(ExecRequest {
+            argv,
+            command,
+            cwd,
+            stdin: stdin_of(o)?,
+            env: env_of(o.get("env"))?,
+            timeout_s: timeout_of(o.get("timeout_s"))?,
+            background: match o.get("background") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(bad("\"background\" must be true or false")),
+            },
+        })
+    }
+}
+
+fn argv_of(items: &[Value]) -> Result<Vec<String>, EngineError> {
+    let mut argv = Vec::with_capacity(items.len());
+    let mut total = 0;
+    for a in items {
+        let Value::String(s) = a else {
+            return Err(bad("\"argv\" must be a list of strings"));
+        };
+        total += s.len() + 1;
+        if s.contains('\0') {
+            return Err(bad("an argv string contains NUL"));
+        }
+        argv.push(s.clone());
+    }
+    if argv.is_empty() || argv[0].is_empty() || argv.len() > MAX_ARGS || total > MAX_COMMAND_BYTES {
+        return Err(bad(format!("\"argv\" must name a program and hold at most {MAX_ARGS} strings, {MAX_COMMAND_BYTES} bytes in all")));
+    }
+    Ok(argv)
+}
+
+fn stdin_of(o: &Map<String, Value>) -> Result<Vec<u8>, EngineError> {
+    use base64::Engine as _;
+    match (o.get("stdin"), o.get("stdin_base64")) {
+        (None | Some(Value::Null), None | Some(Value::Null)) => Ok(Vec::new()),
+        (Some(Value::String(s)), None) => Ok(s.as_bytes().to_vec()),
+        (None, Some(Value::String(b))) => base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .map_err(|e| bad(format!("\"stdin_base64\" is not standard base64: {e}"))),
+        _ => Err(bad(
+            "\"stdin\" must be a string (or \"stdin_base64\" base64), not both",
+        )),
+    }
+}
+
+fn timeout_of(v: Option<&Value>) -> Result<Option<f64>, EngineError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(t) if t.is_finite() && t > 0.0 => Ok(Some(t)),
+            _ => Err(bad("\"timeout_s\" must be a positive number")),
+        },
+        Some(_) => Err(bad("\"timeout_s\" must be a positive number")),
+    }
+}
+
+/// Why an environment name may not be given to a command, if it may not.
+pub fn env_name_problem(name: &str) -> Option<String> {
+    let well_formed = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !well_formed {
+        return Some(format!(
+            "env name {:?} is not a name ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)",
+            agentjail_json::safe_text(name, 64)
+        ));
+    }
+    let upper = name.to_ascii_uppercase();
+    if ENV_DENIED.contains(&upper.as_str())
+        || ENV_DENIED_PREFIXES.iter().any(|p| upper.starts_with(p))
+    {
+        return Some(format!(
+            "env name {name} is refused: it makes programs load code or startup commands (or replaces what the jail sets); the refused names are {} and those starting with {}",
+            ENV_DENIED.join(", "),
+            ENV_DENIED_PREFIXES.join(", ")
+        ));
+    }
+    None
+}
+
+fn env_of(v: Option<&Value>) -> Result<Vec<(String, String)>, EngineError> {
+    let o = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(o)) if o.len() <= MAX_ENV => o,
+        Some(_) => {
+            return Err(bad(format!(
+                "\"env\" must be an object of at most {MAX_ENV} names to strings"
+            )))
+        }
+    };
+    let mut env = Vec::with_capacity(o.len());
+    for (k, v) in o {
+        if let Some(problem) = env_name_problem(k) {
+            return Err(EngineError::new("bad_env", problem));
+        }
+        match v {
+            Value::String(s) if s.len() <= MAX_ENV_VALUE_BYTES && !s.contains('\0') => {
+                env.push((k.clone(), s.clone()))
+            }
+            _ => {
+                return Err(bad(format!(
+                    "env {k} must be a string of at most {MAX_ENV_VALUE_BYTES} bytes without NUL"
+                )))
+            }
+        }
+    }
+    Ok(env)
+}
+
+/// A path a client names in the workspace: relative, or absolute under /workspace; the
+/// normalised relative path ("" for /workspace itself), or None when it is not one
+/// (`..`, `.`, empty components, control characters).
+pub fn workspace_path(p: &str) -> Option<String> {
+    let rel = if p == WORKSPACE || p == "/workspace/" {
+        return Some(String::new());
+    } else if let Some(r) = p.strip_prefix("/workspace/") {
+        r
+    } else if p.starts_with('/') {
+        return None;
+    } else {
+        p
+    };
+    let rel = rel.strip_suffix('/').unwrap_or(rel);
+    if rel.is_empty() || rel.len() > 4096 {
+        return None;
+    }
+    crate::contract::file_path_problem(rel)
+        .is_none()
+        .then(|| rel.to_string())
+}
+
+/// One workspace: its jail, its owner, its timers.
+pub struct Workspace {
+    pub id: String,
+    pub owner: Owner,
+    jail: Option<StartedJail>,
+    start: crate::pipeline::source::Start,
+    policy: Policy,
+    policy_ref: PolicyRef,
+    started: Instant,
+    last_used: Instant,
+    execs: u64,
+    ended: Option<String>,
+    ended_at: Option<Instant>,
+    /// The runner's ring after its last command, answered by the next.
+    rung: Option<supervise::Rung>,
+}
+
+/// What one command came to, as the runner and the supervisor tell it: the input of the
+/// one function that makes a command's record ([`exec_record`]).
+enum Ran {
+    /// The runner reported the command done: its report, and the call as supervised.
+    Done(Value, supervise::CallOutcome),
+    /// The jail ended during the command: the workspace is over.
+    Ended(supervise::Outcome),
+    /// Refused before it ran (the workspace ended, its budget spent): the reason and why.
+    Refused(StopReason, String),
+}
+
+impl Workspace {
+    fn new(
+        id: String,
+        owner: Owner,
+        (jail, start): (StartedJail, crate::pipeline::source::Start),
+        policy: Policy,
+        policy_ref: PolicyRef,
+    ) -> Workspace {
+        let now = Instant::now();
+        Workspace {
+            id,
+            owner,
+            jail: Some(jail),
+            start,
+            policy,
+            policy_ref,
+            started: now,
+            last_used: now,
+            execs: 0,
+            ended: None,
+            ended_at: None,
+            rung: None,
+        }
+    }
+
+    /// Why the workspace should be closed now (idle too long, too old), if it should.
+    pub fn expired(&self) -> Option<&'static str> {
+        let w = &self.policy.workspace;
+        if self.last_used.elapsed() >= Duration::from_secs(w.idle_timeout_seconds) {
+            return Some("idle_timeout");
+        }
+        if self.started.elapsed() >= Duration::from_secs(w.lifetime_seconds) {
+            return Some("lifetime");
+        }
+        None
+    }
+
+    /// An ended workspace is forgotten (`unknown_workspace`) this long after it ended.
+    pub fn forgotten(&self) -> bool {
+        self.ended_at
+            .is_some_and(|t| t.elapsed() >= super::session::ENDED_KEPT)
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.jail.is_none()
+    }
+
+    /// End the workspace: kill its jail (every process in it, background ones included);
+    /// the cgroup goes to the caller's teardown.
+    pub fn end(&mut self, why: &str) -> Option<Teardown> {
+        self.ended.get_or_insert_with(|| why.to_string());
+        self.ended_at.get_or_insert_with(Instant::now);
+        self.jail.take().map(|j| j.end().1)
+    }
+
+    fn describe(&self) -> Value {
+        json!({
+            "id": self.id,
+            "execs": self.execs,
+            "jail_start": self.start,
+            "ended": self.ended.is_some(),
+            "ended_reason": self.ended,
+        })
+    }
+
+    /// One command; its record, and the teardown when the workspace ended with it.
+    pub fn exec(
+        &mut self,
+        req: &ExecRequest,
+        interrupt: Option<Interrupt<'_>>,
+    ) -> (Sealed, Option<Teardown>) {
+        let mut r = Recorder::new();
+        r.sections.policy = Some(self.policy_ref.clone());
+        let t = Instant::now();
+        let ran = self.run(req, interrupt);
+        self.last_used = Instant::now();
+        // Before the jail may go with the workspace's end below.
+        if let Some(j) = &self.jail {
+            r.set_enforcement(j.enforcement());
+        }
+        let teardown = match &ran {
+            Ran::Ended(o) => {
+                let why = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
+                    .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
+                self.end(&why.to_string())
+            }
+            Ran::Refused(StopReason::InvalidRequest(w), _) if w != "workspace_ended" => {
+                self.end(w.trim_start_matches("workspace_"))
+            }
+            _ => None,
+        };
+        let record = exec_record(r, req, ran, self.describe(), &self.policy, t);
+        (record, teardown)
+    }
+
+    fn run(&mut self, req: &ExecRequest, interrupt: Option<Interrupt<'_>>) -> Ran {
+        if let Some(why) = &self.ended {
+            return Ran::Refused(
+                StopReason::InvalidRequest("workspace_ended".into()),
+                format!("the workspace has ended ({why}); start a new one"),
+            );
+        }
+        if self.execs >= self.policy.workspace.max_execs {
+            return Ran::Refused(
+                StopReason::InvalidRequest("workspace_max_execs".into()),
+                "the workspace ran the most commands its policy allows ([workspace] max_execs)"
+                    .into(),
+            );
+        }
+        if let Some(why) = self.expired() {
+            return Ran::Refused(
+                StopReason::InvalidRequest(format!("workspace_{why}")),
+                format!("the workspace is closed ({why})"),
+            );
+        }
+        let Some(jail) = self.jail.as_ref() else {
+            return Ran::Refused(
+                StopReason::InvalidRequest("workspace_ended".into()),
+                "the workspace has ended".into(),
+            );
+        };
+        let lim = &self.policy.limits;
+        let timeout_ms = match req.timeout_s {
+            Some(t) => lim.wall_time_ms.min(((t * 1000.0).floor() as u64).max(1)),
+            None => lim.wall_time_ms,
+        };
+        let nonce = agentjail_jail::ids::random_hex(16);
+        let frame = exec_frame(req, timeout_ms, &self.policy, &nonce);
+        // The supervisor's limits are the backstop: the runner stops the command at its
+        // timeout and forwards at most the caps.
+        let mut limits = crate::pipeline::stages::limits_of(&self.policy);
+        limits.wall_time_ms = timeout_ms + GRACE.as_millis() as u64;
+        limits.stdout_bytes = lim.stdout.0 + 1;
+        limits.stderr_bytes = lim.stderr.0 + 1;
+        let end = supervise::call(
+            jail.spawned(),
+            frame,
+            &|line: &[u8]| crate::runner::is_done_of(line, &nonce),
+            self.rung.take(),
+            &limits,
+            jail.cgroup(),
+            interrupt,
+        );
+        self.execs += 1;
+        match end {
+            CallEnd::Done(c) => {
+                self.rung = c.rung;
+                let report = done_report(&c.replies.data, &nonce).unwrap_or(Value::Null);
+                Ran::Done(report, c)
+            }
+            CallEnd::Ended(o) => Ran::Ended(o),
+        }
+    }
+}
+
+/// The frame the runner reads: `AJ1 exec <len> <nonce>` and the request as JSON.
+fn exec_frame(req: &ExecRequest, timeout_ms: u64, policy: &Policy, nonce: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let env: Map<String, Value> = req
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let body = json!({
+        "argv": req.argv,
+        "cwd": req.cwd,
+        "env": env,
+        "stdin_b64": base64::engine::general_purpose::STANDARD.encode(&req.stdin),
+        "timeout_ms": timeout_ms,
+        "background": req.background,
+        "stdout_cap": policy.limits.stdout.0,
+        "stderr_cap": policy.limits.stderr.0,
+    });
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    crate::runner::call_frame(&bytes, nonce)
+}
+
+/// One reply line of the workspace runner, read strictly (the jail's text: untrusted). Its
+/// `done` carries a command's wait status and counters, not a session call's value, so it
+/// is read here as JSON rather than as a `runner::Event`.
+fn parse_report(line: &[u8]) -> Option<Value> {
+    let limits = agentjail_json::ReadLimits {
+        max_depth: 8,
+        max_bytes: 64 * 1024,
+        ..agentjail_json::ReadLimits::default()
+    };
+    agentjail_json::parse_strict(line, &limits).ok()
+}
+
+/// The runner's `done` report of the command with nonce `call`.
+fn done_report(replies: &[u8], call: &str) -> Option<Value> {
+    String::from_utf8_lossy(replies)
+        .lines()
+        .rev()
+        .find_map(|line| {
+            crate::runner::is_done_of(line.as_bytes(), call)
+                .then(|| parse_report(line.as_bytes()))
+                .flatten()
+        })
+}
+
+/// The record of one command: every workspace record is made here.
+///
+/// `execution` holds the command's exit code or signal and its peak memory (the runner's
+/// wait4 of the command: `"source": "runner"`), its wall time and output totals (the
+/// runner's), the output itself (as the supervisor captured it) and the CPU time of the
+/// whole jail during the command (the kernel's). The stop reason: `success` for exit 0,
+/// `code_runtime_error:<n>`, `code_killed:<signal>`, `code_timeout` (the runner stopped it;
+/// the workspace lives on), or, when the jail ended, the supervisor's verdict.
+fn exec_record(
+    mut r: Recorder,
+    req: &ExecRequest,
+    ran: Ran,
+    workspace: Value,
+    policy: &Policy,
+    t: Instant,
+) -> Sealed {
+    cite(
+        &mut r,
+        "command",
+        json!({
+            "argv": if req.command.is_some() { Value::Null } else { json!(req.argv) },
+            "command": req.command,
+            "cwd": req.cwd,
+            "background": req.background,
+            "stdin_bytes": req.stdin.len(),
+            "env_names": req.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        }),
+    );
+    cite(
+        &mut r,
+        "decision",
+        json!({"decision": "allow", "reason": "not_checked", "violations": [],
+               "detail": "workspace commands are not statically checked: the jail is the boundary"}),
+    );
+    let (reason, phase) = match ran {
+        Ran::Refused(reason, message) => {
+            r.error(RecordError::message(message));
+            r.phase(Phase::Plan, false, t, Value::Null);
+            (reason, Phase::Plan)
+        }
+        Ran::Done(report, c) => {
+            let reason = done_reason(&report);
+            cite(&mut r, "execution", done_execution(&report, &c));
+            r.phase(
+                Phase::Execute,
+                reason.is_success(),
+                t,
+                json!({"program_wall_us": c.wall_us}),
+            );
+            (reason, Phase::Execute)
+        }
+        Ran::Ended(o) => {
+            let reason = crate::verdict::jail_verdict(&o, policy.limits.memory.0)
+                .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
+            let mut execution = serde_json::to_value(Execution::of(&o)).unwrap_or(Value::Null);
+            execution["workspace_ended"] = json!(true);
+            cite(&mut r, "execution", execution);
+            r.phase(
+                Phase::Execute,
+                false,
+                t,
+                json!({"program_wall_us": o.wall_us}),
+            );
+            (reason, Phase::Execute)
+        }
+    };
+    cite(&mut r, "workspace", workspace);
+    let record = match reason {
+        StopReason::Success => r.finish(StopReason::Success, Phase::Finalize),
+        other => r.finish(other, phase),
+    };
+    record.seal(&policy.redaction)
+}
+
+/// A section of a workspace record that the typed record has no field for yet (`command`,
+/// `workspace`, the command's `execution`, the `decision` with its detail): carried as
+/// the record's cited sections, which print at the top level like the typed ones.
+fn cite(r: &mut Recorder, key: &str, v: Value) {
+    r.sections.cited.insert(key.to_string(), v);
+}
+
+fn done_reason(report: &Value) -> StopReason {
+    if report.get("timed_out").and_then(Value::as_bool) == Some(true) {
+        return StopReason::CodeTimeout;
+    }
+    if let Some(sig) = report.get("signal").and_then(Value::as_i64) {
+        return StopReason::CodeKilled(crate::verdict::signal_name(sig as i32));
+    }
+    match report.get("exit_code").and_then(Value::as_i64) {
+        Some(0) => StopReason::Success,
+        Some(n) => StopReason::CodeRuntimeError(n as i32),
+        // No well-formed report: the runner's word is missing, which is the runner's fault.
+        None => StopReason::AgentjailError("workspace_runner_report".into()),
+    }
+}
+
+fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Value {
+    let num = |k: &str| report.get(k).and_then(Value::as_u64);
+    let stdout_total = num("stdout_bytes")
+        .unwrap_or(c.stdout.total)
+        .max(c.stdout.total);
+    let stderr_total = num("stderr_bytes")
+        .unwrap_or(c.stderr.total)
+        .max(c.stderr.total);
+    json!({
+        "exit_code": report.get("exit_code").and_then(Value::as_i64),
+        "signal": report.get("signal").and_then(Value::as_i64).map(|s| crate::verdict::signal_name(s as i32)),
+        "wall_ms": num("wall_us").unwrap_or(c.wall_us) / 1000,
+        "cpu_ms": c.cpu_us / 1000,
+        "peak_memory_bytes": num("maxrss_kb").map(|k| k * 1024),
+        "stdout_bytes": stdout_total,
+        "stderr_bytes": stderr_total,
+        "stdout": String::from_utf8_lossy(&c.stdout.data),
+        "stderr": String::from_utf8_lossy(&c.stderr.data),
+        "stdout_truncated": stdout_total > c.stdout.data.len() as u64,
+        "stderr_truncated": stderr_total > c.stderr.data.len() as u64,
+        "timed_out": report.get("timed_out").and_then(Value::as_bool).unwrap_or(false),
+        "source": {"exit_code": "runner", "peak_memory_bytes": "runner", "cpu_ms": "kernel"},
+    })
+}
+
+fn errno_text(e: i32) -> &'static str {
+    match e {
+        libc::ELOOP => "symlink",
+        libc::EXDEV => "outside",
+        libc::ENOENT => "not_found",
+        libc::ENOTDIR => "not_a_directory",
+        libc::EISDIR => "is_a_directory",
+        libc::ENOSPC | libc::EDQUOT => "workspace_full",
+        libc::ENXIO | libc::ENODEV => "not_regular",
+        libc::EACCES | libc::EPERM => "permission_denied",
+        libc::EOVERFLOW => "not_the_jail_user",
+        _ => "io_error",
+    }
+}
+
+fn cpath(s: &str) -> Result<std::ffi::CString, &'static str> {
+    std::ffi::CString::new(s).map_err(|_| "bad_path")
+}
+
+/// Write `contents` at `rel` beneath the workspace directory `root`: each directory on the
+/// way made if missing and opened without following anything (openat2), the file created
+/// or truncated only if it is a regular file (O_NONBLOCK: a FIFO planted there is never
+/// waited on, and is refused before a byte is written).
+fn put_file(root: &OwnedFd, rel: &str, contents: &[u8]) -> Result<(), &'static str> {
+    use agentjail_jail::os::{dir, fd};
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let leaf = parts.pop().ok_or("bad_path")?;
+    let mut at: Option<OwnedFd> = None;
+    for part in parts {
+        let here = at.as_ref().unwrap_or(root);
+        let name = cpath(part)?;
+        match dir::mkdir_at(here, &name, 0o755) {
+            Ok(()) | Err(libc::EEXIST) => {}
+            Err(e) => return Err(errno_text(e)),
+        }
+        // No O_NOFOLLOW: a symlink here is then RESOLVE_NO_SYMLINKS's ELOOP (`symlink`).
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        at = Some(dir::open_beneath(here, &name, flags, 0).map_err(errno_text)?);
+    }
+    let here = at.as_ref().unwrap_or(root);
+    let flags = libc::O_WRONLY
+        | libc::O_CREAT
+        | libc::O_TRUNC
+        | libc::O_NOFOLLOW
+        | libc::O_NONBLOCK
+        | libc::O_NOCTTY;
+    let file = dir::open_beneath(here, &cpath(leaf)?, flags, 0o644).map_err(errno_text)?;
+    let st = dir::stat(&file).map_err(errno_text)?;
+    if st.mode & libc::S_IFMT != libc::S_IFREG {
+        return Err("not_regular");
+    }
+    fd::write_all(&file, contents).map_err(errno_text)
+}
+
+/// Read `rel` beneath `root`: a regular file only, opened without following anything, at
+/// most `cap` bytes read (a sparse file's size is not what bounds the read).
+fn get_file(root: &OwnedFd, rel: &str, cap: u64) -> Result<Vec<u8>, &'static str> {
+    use agentjail_jail::os::{dir, fd};
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let file = dir::open_beneath(root, &cpath(rel)?, flags, 0).map_err(errno_text)?;
+    let st = dir::stat(&file).map_err(errno_text)?;
+    match st.mode & libc::S_IFMT {
+        libc::S_IFREG => {}
+        libc::S_IFDIR => return Err("is_a_directory"),
+        _ => return Err("not_regular"),
+    }
+    if st.size > cap {
+        return Err("too_large");
+    }
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    while (out.len() as u64) <= cap {
+        match fd::read(&file, &mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(errno_text(e)),
+        }
+    }
+    Err("too_large")
+}
+
+/// Run `f` as the jail's user on the host's side of its files: on a thread whose filesystem
+/// uid and gid are the ones the jail's user maps to (agentjail_jail::userns: nobody when
+/// agentjail runs as root, else agentjail's own). What the host writes in /workspace is then
+/// the jail user's (a file root created would be unmapped there: EOVERFLOW), and the host
+/// touches that tree with no more right than the code in the jail has.
+fn as_jail_user<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, EngineError> {
+    use agentjail_jail::os::process;
+    if process::geteuid() != 0 {
+        return Ok(f());
+    }
+    let (uid, gid) = (
+        crate::plan::ROOT_LAUNCH_HOST_UID,
+        crate::plan::ROOT_LAUNCH_HOST_GID,
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            process::set_thread_fs_ids(uid, gid)
+                .map(|()| f())
+                .map_err(|e| {
+                    EngineError::new(
+                        "unavailable",
+                        format!("cannot take the jail user's file ids: errno {e}"),
+                    )
+                })
+        })
+        .join()
+        .unwrap_or_else(|_| Err(EngineError::new("unavailable", "the file thread panicked")))
+    })
+}
+
+impl Workspace {
+    fn root(&self) -> Result<&OwnedFd, EngineError> {
+        let why = self.ended.as_deref().unwrap_or("ended");
+        self.jail.as_ref().and_then(|j| j.out()).ok_or_else(|| {
+            EngineError::new(
+                "workspace_ended",
+                format!("the workspace has ended ({why}); start a new one"),
+            )
+        })
+    }
+
+    /// `workspace_put`: `files` as an action's (`{path, content | content_base64}`, the
+    /// policy's [files] caps and path rules; a path may also start with /workspace/). All
+    /// are checked before any is written; the first that cannot be written stops the rest.
+    pub fn put(&mut self, files: &Value) -> Result<Value, EngineError> {
+        let root = self.root()?;
+        let mut files = files.clone();
+        if let Value::Array(items) = &mut files {
+            for f in items.iter_mut() {
+                if let Some(Value::String(p)) = f.get_mut("path") {
+                    if let Some(rel) = p.strip_prefix("/workspace/") {
+                        *p = rel.to_string();
+                    }
+                }
+            }
+        }
+        let parsed = crate::contract::parse_files(&files, &self.policy.files).map_err(|e| {
+            EngineError::new("bad_files", format!("{}: {}", e.reason(), e.message()))
+        })?;
+        let write_all = || {
+            let mut written = Vec::with_capacity(parsed.len());
+            for f in &parsed {
+                put_file(root, &f.path, &f.contents).map_err(|why| {
+                    EngineError::new(
+                        "put_refused",
+                        format!(
+                            "{} ({why}); files before it were written: {}",
+                            agentjail_json::safe_text(&f.path, 200),
+                            written.len()
+                        ),
+                    )
+                })?;
+                written.push(json!({"path": f.path, "bytes": f.contents.len(),
+                                    "sha256": crate::pipeline::sha256_hex(&f.contents)}));
+            }
+            Ok(written)
+        };
+        let written = as_jail_user(write_all)??;
+        self.last_used = Instant::now();
+        Ok(json!({ "files": written }))
+    }
+
+    /// `workspace_get`: each path's content, or its `error` (`not_found`, `symlink`,
+    /// `is_a_directory`, `not_regular`, `too_large`, `over_budget`, ...), under the policy's
+    /// [artifacts] caps.
+    pub fn get(&mut self, paths: &Value) -> Result<Value, EngineError> {
+        use base64::Engine as _;
+        let root = self.root()?;
+        let caps = &self.policy.artifacts;
+        let list: Vec<&str> = match paths {
+            Value::Array(a) if a.len() as u64 <= caps.max_count && !a.is_empty() => {
+                a.iter().filter_map(Value::as_str).collect()
+            }
+            _ => Vec::new(),
+        };
+        if list.is_empty() || list.len() != paths.as_array().map_or(0, Vec::len) {
+            return Err(bad(format!(
+                "\"paths\" must be a list of 1 to {} path strings",
+                caps.max_count
+            )));
+        }
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(list.len());
+        for p in list {
+            let Some(rel) = workspace_path(p).filter(|r| !r.is_empty()) else {
+                out.push(json!({"path": p, "error": "bad_path"}));
+                continue;
+            };
+            let cap = caps
+                .max_file_bytes
+                .0
+                .min(caps.max_total_bytes.0 - total.min(caps.max_total_bytes.0));
+            match as_jail_user(|| get_file(root, &rel, cap))? {
+                Ok(content) => {
+                    total += content.len() as u64;
+                    out.push(json!({"path": rel, "bytes": content.len(),
+                        "sha256": crate::pipeline::sha256_hex(&content),
+                        "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)}));
+                }
+                Err("too_large") if cap < caps.max_file_bytes.0 => {
+                    out.push(json!({"path": rel, "error": "over_budget"}))
+                }
+                Err(why) => out.push(json!({"path": rel, "error": why})),
+            }
+        }
+        self.last_used = Instant::now();
+        Ok(json!({ "files": out }))
+    }
+}
+
+/// Every workspace with its owner, kept outside the workspace's lock (a command holds it).
+pub(super) type Workspaces = HashMap<String, (Owner, Arc<Mutex<Workspace>>)>;
+
+/// A workspace plan and its warm pool.
+pub(super) type PlanAndPool = (Option<Arc<crate::plan::JailPlan>>, Option<Arc<pool::Pool>>);
+
+/// The engine's workspace plan and pool, when the policy enables workspaces.
+pub(super) fn start_plan(
+    policy: &Policy,
+    warm: usize,
+    spawner: &Arc<pool::Spawner>,
+) -> Result<PlanAndPool, String> {
+    if !policy.workspace.enabled {
+        return Ok((None, None));
+    }
+    let plan = Arc::new(plan(policy).map_err(|e| format!("[workspace]: {e}"))?);
+    let pool = (warm > 0).then(|| pool::Pool::holding_refills(Arc::clone(&plan), warm, spawner));
+    Ok((Some(plan), pool))
+}
+
+impl Engine {
+    fn lock_workspaces(&self) -> std::sync::MutexGuard<'_, Workspaces> {
+        self.workspaces.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new workspace for `owner`, its policy tightened by `hints`; its id.
+    pub fn workspace_start(
+        &self,
+        hints: Option<&Value>,
+        owner: Owner,
+    ) -> Result<String, EngineError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(EngineError::new(
+                "unavailable",
+                "agentjail is shutting down",
+            ));
+        }
+        let Some(plan) = &self.workspace_plan else {
+            return Err(bad("this policy has no workspaces ([workspace] enabled = false); serve a policy that enables them, such as policies/workspace.toml"));
+        };
+        let mut policy = self.policy.policy.clone();
+        if let Some(h) = hints.filter(|h| !h.is_null()) {
+            let parsed = crate::contract::parse_hints(h).map_err(|e| bad(e.to_string()))?;
+            policy = crate::contract::apply_hints(&policy, &parsed).0;
+        }
+        let max = policy.workspace.max_per_client;
+        let same_client = |o: &Owner| match owner.uid {
+            Some(uid) => o.uid == Some(uid),
+            None => o.connection == owner.connection,
+        };
+        let open = self
+            .lock_workspaces()
+            .values()
+            .filter(|(o, w)| same_client(o) && w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
+            .count() as u64;
+        if open >= max {
+            return Err(EngineError::new(
+                "too_many_workspaces",
+                format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
+            ));
+        }
+        let warm = self
+            .workspace_pool
+            .as_ref()
+            .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
+        let (jail, start) = match warm {
+            Some((jail, _)) => (jail, crate::pipeline::source::Start::Warm),
+            None => {
+                let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
+                    EngineError::new(
+                        "unavailable",
+                        format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
+                    )
+                })?;
+                (jail, crate::pipeline::source::Start::Cold)
+            }
+        };
+        let id = agentjail_jail::ids::random_hex(16);
+        let w = Workspace::new(
+            id.clone(),
+            owner,
+            (jail, start),
+            policy,
+            self.policy_ref.clone(),
+        );
+        self.lock_workspaces()
+            .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));
+        Ok(id)
+    }
+
+    /// The workspace `id`, if `owner` started it (another client's ids are unknown to it).
+    fn workspace(&self, id: &str, owner: Owner) -> Result<Arc<Mutex<Workspace>>, EngineError> {
+        let unknown = || {
+            EngineError::new(
+                "unknown_workspace",
+                format!(
+                    "no workspace {:?} on this connection",
+                    StopReason::suffix(id)
+                ),
+            )
+        };
+        let (o, w) = self
+            .lock_workspaces()
+            .get(id)
+            .cloned()
+            .ok_or_else(unknown)?;
+        if o.connection != owner.connection || o.uid != owner.uid {
+            return Err(unknown());
+        }
+        Ok(w)
+    }
+
+    /// Hold the workspace for one request: a command holds it for its whole run; one more
+    /// request meanwhile is `workspace_busy` (after a short grace).
+    fn hold<T>(
+        &self,
+        id: &str,
+        owner: Owner,
+        f: impl FnOnce(&mut Workspace) -> T,
+    ) -> Result<T, EngineError> {
+        let w = self.workspace(id, owner)?;
+        let t = Instant::now();
+        let mut guard = loop {
+            match w.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if t.elapsed() < BUSY_GRACE => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return Err(EngineError::new(
+                        "workspace_busy",
+                        "a command is running in this workspace; wait for its response",
+                    ))
+                }
+            }
+        };
+        Ok(f(&mut guard))
+    }
+
+    /// One command in a workspace; its record (stopped only by the engine's shutdown).
+    pub fn workspace_exec(
+        &self,
+        id: &str,
+        req: &ExecRequest,
+        owner: Owner,
+    ) -> Result<Sealed, EngineError> {
+        self.workspace_exec_for(id, req, owner, None)
+    }
+
+    /// One command in a workspace of a client with its own stop (serve's connections).
+    pub fn workspace_exec_for(
+        &self,
+        id: &str,
+        req: &ExecRequest,
+        owner: Owner,
+        stop: Option<&ClientStop>,
+    ) -> Result<Sealed, EngineError> {
+        let interrupt = stop.map_or(Interrupt::Shutdown(&self.stop_read), ClientStop::interrupt);
+        let (record, teardown) = self.hold(id, owner, |w| w.exec(req, Some(interrupt)))?;
+        if let Some(t) = teardown {
+            self.teardown(t);
+        }
+        Ok(record)
+    }
+
+    pub fn workspace_put(
+        &self,
+        id: &str,
+        files: &Value,
+        owner: Owner,
+    ) -> Result<Value, EngineError> {
+        self.hold(id, owner, |w| w.put(files))?
+    }
+
+    pub fn workspace_get(
+        &self,
+        id: &str,
+        paths: &Value,
+        owner: Owner,
+    ) -> Result<Value, EngineError> {
+        self.hold(id, owner, |w| w.get(paths))?
+    }
+
+    /// Close a workspace: every process in it is killed, its /workspace is gone.
+    pub fn workspace_close(&self, id: &str, owner: Owner) -> Result<bool, EngineError> {
+        let w = self.workspace(id, owner)?;
+        self.lock_workspaces().remove(id);
+        if let Some(t) = w.lock().unwrap_or_else(|e| e.into_inner()).end("closed") {
+            self.teardown(t);
+        }
+        Ok(true)
+    }
+
+    /// End every workspace a connection started (it closed), or every one (`None`: the
+    /// engine shuts down).
+    pub(super) fn end_workspaces(&self, connection: Option<u64>, why: &str) {
+        let mine: Vec<Arc<Mutex<Workspace>>> = {
+            let mut all = self.lock_workspaces();
+            let ids: Vec<String> = all
+                .iter()
+                .filter(|(_, (o, _))| connection.is_none_or(|c| o.connection == c))
+                .map(|(k, _)| k.clone())
+                .collect();
+            ids.iter()
+                .filter_map(|k| all.remove(k))
+                .map(|(_, w)| w)
+                .collect()
+        };
+        for w in mine {
+            if let Some(t) = w.lock().unwrap_or_else(|e| e.into_inner()).end(why) {
+                self.teardown(t);
+            }
+        }
+    }
+
+    /// The janitor's round: close workspaces that idled or lived too long, forget ended
+    /// ones after a while.
+    pub(super) fn expire_workspaces(&self) {
+        let mut forget = Vec::new();
+        let mut expired = Vec::new();
+        for (k, (_, w)) in self.lock_workspaces().iter() {
+            let Ok(guard) = w.try_lock() else { continue };
+            if guard.is_ended() {
+                if guard.forgotten() {
+                    forget.push(k.clone());
+                }
+            } else if let Some(why) = guard.expired() {
+                expired.push((Arc::clone(w), why));
+            }
+        }
+        for id in forget {
+            self.lock_workspaces().remove(&id);
+        }
+        for (w, why) in expired {
+            if let Some(t) = w.lock().unwrap_or_else(|x| x.into_inner()).end(why) {
+                self.teardown(t);
+            }
+        }
+    }
+
+    /// Open workspaces (for stats).
+    pub(super) fn workspace_count(&self) -> usize {
+        self.lock_workspaces()
+            .values()
+            .filter(|(_, w)| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(v: Value) -> Result<ExecRequest, EngineError> {
+        ExecRequest::from_fields(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn a_command_is_a_shell_line_or_an_argv_in_the_workspace() {
+        let r = req(json!({"command": "ls -l", "cwd": "/workspace/src/"})).unwrap();
+        assert_eq!(r.argv, ["/bin/sh", "-c", "ls -l"]);
+        assert_eq!(r.cwd, "/workspace/src");
+        let r = req(json!({"argv": ["python3", "-c", "pass"], "stdin_base64": "AAE="})).unwrap();
+        assert_eq!(
+            (r.cwd.as_str(), r.stdin.as_slice()),
+            ("/workspace", &[0u8, 1][..])
+        );
+        for bad in [
+            json!({}),
+            json!({"command": "x", "argv": ["x"]}),
+            json!({"command": "  "}),
+            json!({"argv": []}),
+            json!({"argv": [""]}),
+            json!({"argv": ["a\u{0}b"]}),
+            json!({"command": "x", "cwd": "../etc"}),
+            json!({"command": "x", "cwd": "/etc"}),
+            json!({"command": "x", "cwd": "a/./b"}),
+            json!({"command": "x", "timeout_s": 0}),
+            json!({"command": "x", "background": "yes"}),
+            json!({"command": "x", "stdin": "a", "stdin_base64": "YQ=="}),
+        ] {
+            assert!(req(bad.clone()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn env_names_that_load_code_are_refused() {
+        for name in [
+            "LD_PRELOAD",
+            "ld_audit",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "BASH_ENV",
+            "ENV",
+            "BASH_FUNC_f%%",
+            "PATH",
+            "IFS",
+            "GIT_CONFIG_COUNT",
+            "NODE_OPTIONS",
+            "PERL5LIB",
+            "GLIBC_TUNABLES",
+            "",
+            "1A",
+            "A-B",
+            "A=B",
+        ] {
+            assert!(env_name_problem(name).is_some(), "{name:?}");
+        }
+        for name in ["FOO", "my_var", "CI", "GIT_AUTHOR_NAME", "HOME", "LANG"] {
+            assert_eq!(env_name_problem(name), None, "{name}");
+        }
+        let e = req(json!({"command": "x", "env": {"LD_PRELOAD": "/x"}})).unwrap_err();
+        assert_eq!(e.code, "bad_env");
+    }
+
+    #[test]
+    fn workspace_paths_stay_beneath_it() {
+        assert_eq!(workspace_path("/workspace").as_deref(), Some(""));
+        assert_eq!(workspace_path("/workspace/a/b").as_deref(), Some("a/b"));
+        assert_eq!(workspace_path("a/b/").as_deref(), Some("a/b"));
+        for bad in [
+            "/etc/passwd",
+            "..",
+            "a/../b",
+            "/workspace/../etc",
+            "a//b",
+            "/workspacex/a",
+        ] {
+            assert_eq!(workspace_path(bad), None, "{bad}");
+        }
+    }
+
+    /// get and put on a host directory standing in for /workspace: a FIFO is neither waited
+    /// on nor written, a sparse file is refused on its size and never read past the cap,
+    /// a symlink anywhere on the way is refused.
+    #[test]
+    fn files_are_moved_without_following_or_waiting() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::File::open(d.path()).map(OwnedFd::from).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.path().join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(get_file(&root, "fifo", 1 << 20), Err("not_regular"));
+        assert_eq!(put_file(&root, "fifo", b"x"), Err("not_regular"));
+        let sparse = std::fs::File::create(d.path().join("sparse")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        assert_eq!(get_file(&root, "sparse", 1 << 20), Err("too_large"));
+        symlink("/etc", d.path().join("link")).unwrap();
+        assert_eq!(put_file(&root, "link/x", b"x"), Err("symlink"));
+        assert_eq!(get_file(&root, "link/passwd", 1 << 20), Err("symlink"));
+        assert_eq!(put_file(&root, "a/b/c.txt", b"abc"), Ok(()));
+        assert_eq!(get_file(&root, "a/b/c.txt", 3), Ok(b"abc".to_vec()));
+        assert_eq!(get_file(&root, "a/b/c.txt", 2), Err("too_large"));
+    }
+}

@@ -1,0 +1,643 @@
+//! Workspaces (`workspace_*` ops) attacked through `agentjail serve`, as root and as nobody:
+//! a command cannot leave /workspace (symlinks, `..`, hard links, /proc/self/cwd, init's
+//! root), cannot fill it past its caps (bytes, inodes, a sparse file), leaves no process
+//! behind its call (unless `background`) or its workspace's close, cannot see or signal
+//! another workspace; put and get never follow what the code planted and never read a FIFO
+//! or a huge sparse file; env names that load code are refused before anything runs; 100
+//! workspaces of 20 commands each leave nothing behind.
+//!
+//! The policy is policies/workspace.toml with the test marker in the interpreter's argv (the
+//! workspace runner's), a small /workspace, and cgroups best effort (as the other serve
+//! tests: not every CI host delegates them).
+
+use super::{assert_gone, Server};
+use crate::common::serve::{error_code, live_with, record, Conn};
+use crate::common::{self, variants};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
+    let shipped = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/workspace.toml"),
+    )
+    .expect("policies/workspace.toml");
+    let text = shipped
+        .replace(
+            "python_args = [\"-I\", \"-B\", \"-X\", \"utf8\"]",
+            &format!("python_args = [\"-I\", \"-B\", \"-X\", \"utf8\", \"-Wignore:{marker}\"]"),
+        )
+        .replace("size = \"512MiB\"", &format!("size = \"{size}\""))
+        .replace("inodes = 65536", &format!("inodes = {inodes}"))
+        .replace(
+            "requirement = \"required\"\n\n[environment]",
+            "requirement = \"best_effort\"\n\n[environment]",
+        )
+        .replace("wall_time_ms = 30000", "wall_time_ms = 20000")
+        .replace("stdout = \"1MiB\"", "stdout = \"64KiB\"");
+    assert!(text.contains(marker), "the marker went into the policy");
+    common::shared_file(&format!("ws-{marker}.toml"), &text)
+}
+
+fn start(conn: &mut Conn) -> String {
+    let r = conn.call(json!({"op": "workspace_start"}));
+    r["workspace"]
+        .as_str()
+        .unwrap_or_else(|| panic!("workspace_start failed: {r}"))
+        .to_string()
+}
+
+/// One shell command; its record.
+fn sh(conn: &mut Conn, ws: &str, command: &str) -> Value {
+    let r = conn.call(json!({"op": "workspace_exec", "workspace": ws, "command": command}));
+    record(&r).clone()
+}
+
+fn out(rec: &Value) -> &str {
+    rec["execution"]["stdout"].as_str().unwrap_or("")
+}
+
+/// The command ran to its end in a workspace that lives on.
+fn assert_ran(rec: &Value) {
+    assert_eq!(rec["workspace"]["ended"], false, "{rec:#}");
+    assert!(rec["execution"]["exit_code"].is_i64(), "{rec:#}");
+    assert_eq!(rec["decision"]["reason"], "not_checked", "{rec:#}");
+}
+
+fn put(conn: &mut Conn, ws: &str, files: Value) -> Value {
+    conn.call(json!({"op": "workspace_put", "workspace": ws, "files": files}))
+}
+
+fn get(conn: &mut Conn, ws: &str, paths: &[&str]) -> Vec<Value> {
+    let r = conn.call(json!({"op": "workspace_get", "workspace": ws, "paths": paths}));
+    r["files"]
+        .as_array()
+        .unwrap_or_else(|| panic!("workspace_get failed: {r}"))
+        .clone()
+}
+
+fn close(conn: &mut Conn, ws: &str) {
+    let r = conn.call(json!({"op": "workspace_close", "workspace": ws}));
+    assert_eq!(r["closed"], true, "{r}");
+}
+
+#[test]
+fn commands_run_and_files_move_in_and_out() {
+    for who in variants() {
+        let m = common::marker("ws-basic");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let r = put(
+            c,
+            &ws,
+            json!([{"path": "src/t.py", "content": "import sys\nprint(sys.stdin.read().upper())\n"},
+                                   {"path": "/workspace/data.bin", "content_base64": "AAEC"}]),
+        );
+        assert_eq!(r["files"][0]["bytes"], 43, "{r}");
+        let rec = record(&c.call(json!({"op": "workspace_exec", "workspace": ws,
+            "argv": ["python3", "src/t.py"], "stdin": "abc", "env": {"FOO": "bar"}})))
+        .clone();
+        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+        assert_eq!(out(&rec), "ABC\n");
+        let rec = record(&c.call(json!({"op": "workspace_exec", "workspace": ws,
+            "command": "echo $FOO > made.txt; pwd; id -u", "env": {"FOO": "bar"}, "cwd": "src"})))
+        .clone();
+        assert_eq!(out(&rec), "/workspace/src\n1000\n", "{rec:#}");
+        let rec = sh(c, &ws, "exit 3");
+        assert_eq!(rec["stop_reason"], "code_runtime_error:3");
+        assert_ran(&rec);
+        let rec = sh(c, &ws, "yes | head -c 200000");
+        assert_eq!(rec["execution"]["stdout_truncated"], true, "{rec:#}");
+        assert_eq!(rec["execution"]["stdout_bytes"], 200000);
+        assert_eq!(out(&rec).len(), 64 * 1024);
+        let rec = c.call(json!({"op": "workspace_exec", "workspace": ws, "command": "sleep 30", "timeout_s": 0.5}));
+        let rec = record(&rec).clone();
+        assert_eq!(rec["stop_reason"], "code_timeout", "{rec:#}");
+        assert_eq!(
+            rec["workspace"]["ended"], false,
+            "a timeout ends the command only"
+        );
+        let files = get(c, &ws, &["src/made.txt", "/workspace/data.bin", "nope"]);
+        assert_eq!(files[0]["content_base64"], "YmFyCg==", "{files:?}");
+        assert_eq!(files[1]["bytes"], 3);
+        assert_eq!(files[2]["error"], "not_found");
+        close(c, &ws);
+        let r = c.call(json!({"op": "workspace_exec", "workspace": ws, "command": "true"}));
+        assert_eq!(error_code(&r), "unknown_workspace");
+        s.finish();
+    }
+}
+
+#[test]
+fn a_command_cannot_leave_its_workspace() {
+    for who in variants() {
+        let m = common::marker("ws-escape");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let host_file = common::shared_file(&format!("ws-escape-{m}.txt"), "host secret\n");
+        let hf = host_file.display().to_string();
+        let script = format!(
+            r#"ln -s {hf} sl; cat sl 2>&1 || echo no-symlink-read
+ln {hf} hl 2>&1 || echo no-hardlink
+ln /usr/bin/python3 hl2 2>&1 || echo no-hardlink-usr
+cat /proc/self/cwd/../../{hf} 2>&1 || echo no-cwd-walk
+ls /proc/1/root/ 2>&1 || echo no-init-root
+touch /usr/ajx /etc/ajx /ajx /tmp/../ajx 2>&1 || echo no-write-outside
+echo planted > /tmp/t && cat /proc/self/mounts | grep -c ' /workspace '
+"#
+        );
+        let rec = sh(c, &ws, &script);
+        assert_ran(&rec);
+        let o = out(&rec);
+        assert!(!o.contains("host secret"), "the host file was read: {o}");
+        for refused in [
+            "no-symlink-read",
+            "no-hardlink",
+            "no-hardlink-usr",
+            "no-cwd-walk",
+            "no-init-root",
+            "no-write-outside",
+        ] {
+            assert!(o.contains(refused), "{refused}: {rec:#}");
+        }
+        // A cwd outside /workspace is refused before anything runs.
+        for cwd in ["..", "/tmp", "a/../..", "/workspace/../etc"] {
+            let r = c.call(
+                json!({"op": "workspace_exec", "workspace": ws, "command": "pwd", "cwd": cwd}),
+            );
+            assert_eq!(error_code(&r), "bad_request", "cwd {cwd}: {r}");
+        }
+        // A symlinked directory as the cwd leads only where the jail already reaches.
+        let rec = c.call(json!({"op": "workspace_exec", "workspace": ws,
+            "command": "touch x 2>&1 || echo read-only", "cwd": "usrlink"}));
+        assert_eq!(
+            record(&rec)["stop_reason"],
+            "code_runtime_error:126",
+            "no such dir yet: {rec}"
+        );
+        sh(c, &ws, "ln -s /usr usrlink");
+        let rec = c.call(json!({"op": "workspace_exec", "workspace": ws,
+            "command": "touch x 2>&1 || echo read-only", "cwd": "usrlink"}));
+        assert!(out(record(&rec)).contains("read-only"), "{rec}");
+        assert!(!std::path::Path::new("/usr/x").exists());
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+#[test]
+fn filling_a_workspace_stops_at_its_caps() {
+    for who in variants() {
+        let m = common::marker("ws-fill");
+        let p = policy(&m, "8MiB", 256);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let rec = sh(c, &ws, "dd if=/dev/zero of=big bs=1M count=64 2>/dev/null; wc -c < big; df -k /workspace | tail -1");
+        assert_ran(&rec);
+        let written: u64 = out(&rec)
+            .lines()
+            .next()
+            .unwrap_or("x")
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{rec:#}"));
+        assert!(
+            written <= 8 << 20,
+            "wrote {written} bytes into an 8MiB workspace"
+        );
+        let rec = sh(c, &ws, "rm big; i=0; while [ $i -lt 1000 ]; do { true > f$i; } 2>/dev/null || break; i=$((i+1)); done; echo $i");
+        let files: u64 = out(&rec)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{rec:#}"));
+        assert!(files < 256, "made {files} files in a 256-inode workspace");
+        // A sparse file far past the caps: it reads as too large, without being read.
+        let rec = sh(
+            c,
+            &ws,
+            "rm -f f*; truncate -s 200M sparse && ls -l sparse | cut -d' ' -f5",
+        );
+        assert_eq!(out(&rec).trim(), "209715200", "{rec:#}");
+        let files = get(c, &ws, &["sparse"]);
+        assert_eq!(files[0]["error"], "too_large", "{files:?}");
+        let r = put(
+            c,
+            &ws,
+            json!([{"path": "x", "content": "y".repeat(9 << 20)}]),
+        );
+        assert!(r.get("error").is_some(), "9MiB into an 8MiB workspace: {r}");
+        let rec = sh(c, &ws, "echo alive");
+        assert_eq!(out(&rec), "alive\n", "a full workspace lives on: {rec:#}");
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+#[test]
+fn processes_end_with_their_command_and_their_workspace() {
+    for who in variants() {
+        let m = common::marker("ws-procs");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        // A number no other process on the host has in its command line.
+        let tag = format!(
+            "{}{}",
+            1000 + std::process::id() % 9000,
+            m.bytes().map(u32::from).sum::<u32>() % 997
+        );
+        // Left behind by a command: in its group, out of its group (setsid), daemonised.
+        let rec = sh(
+            c,
+            &ws,
+            &format!("sleep {tag}.1 & setsid sleep {tag}.2 & (sleep {tag}.3 &) ; echo ok"),
+        );
+        assert_eq!(out(&rec), "ok\n", "{rec:#}");
+        let rec = sh(c, &ws, "ps -eo args | grep -c '^sleep'");
+        assert_eq!(
+            out(&rec).trim(),
+            "0",
+            "nothing of the last command: {rec:#}"
+        );
+        assert!(live_with(&format!("{tag}.")).is_empty());
+        // Asked to stay: it does, until the workspace closes.
+        let r = c.call(
+            json!({"op": "workspace_exec", "workspace": ws, "background": true,
+                              "command": format!("sleep {tag}.4 >/dev/null 2>&1 &")}),
+        );
+        assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+        let rec = sh(c, &ws, &format!("ps -eo args | grep -c '^sleep {tag}.4'"));
+        assert_eq!(out(&rec).trim(), "1", "{rec:#}");
+        // With a background command alive, a process that leaves its group and writes
+        // forever neither holds the call open nor outlives its pipe.
+        let rec = sh(
+            c,
+            &ws,
+            "setsid sh -c ': > started; exec yes' & (yes &); \
+             while [ ! -e started ]; do :; done; echo spawned",
+        );
+        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+        assert_eq!(rec["execution"]["stdout_truncated"], true, "{rec:#}");
+        let rec = sh(c, &ws, "ps -eo args | grep -c '^yes'");
+        assert_eq!(
+            out(&rec).trim(),
+            "0",
+            "the writers died with their pipe: {rec:#}"
+        );
+        let left = live_with(&format!("{tag}.4"));
+        assert_eq!(
+            left.len(),
+            1,
+            "the background sleep runs on the host: {left:?}"
+        );
+        let procs: Vec<common::Proc> = left
+            .iter()
+            .filter_map(|p| common::proc_stat(*p).map(|(_, _, start)| (*p, start)))
+            .collect();
+        close(c, &ws);
+        assert_gone(&procs, "the background process after close");
+        s.finish();
+    }
+}
+
+#[test]
+fn workspaces_cannot_reach_each_other() {
+    for who in variants() {
+        let m = common::marker("ws-cross");
+        let p = policy(&m, "16MiB", 1024);
+        let dir = crate::common::serve::scratch("ws-cross");
+        let sock = dir.path().join("s.sock");
+        let sock_s = sock.display().to_string();
+        let s = Server::start(who, &p, &m, &["--pool", "1", "--socket", &sock_s]);
+        let mut a = s.connect("a");
+        let mut b = s.connect("b");
+        let wa = start(&mut a);
+        let wb = start(&mut b);
+        let wa2 = start(&mut a);
+        let tag = format!("{}", 3000 + std::process::id() % 6000);
+        let r = a.call(
+            json!({"op": "workspace_exec", "workspace": wa, "background": true,
+            "command": format!("echo a-secret > s.txt; sleep {tag}.7 >/dev/null 2>&1 &")}),
+        );
+        assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+        let host = live_with(&format!("{tag}.7"));
+        assert_eq!(host.len(), 1, "{host:?}");
+        // From another workspace, of another connection or the same one: no trace of A's
+        // process or files, and no signal reaches it (its pid is in another namespace).
+        for (conn, w) in [(&mut b, &wb), (&mut a, &wa2)] {
+            let rec = sh(
+                conn,
+                w,
+                "ps -eo args | grep -c '^sleep'; ls /workspace; \
+                 cat /proc/*/root/workspace/s.txt 2>&1 | grep -c a-secret",
+            );
+            assert!(
+                out(&rec).starts_with("0\n"),
+                "A's process is visible: {rec:#}"
+            );
+            assert!(
+                !out(&rec).contains("s.txt") && !out(&rec).contains("a-secret\n"),
+                "{rec:#}"
+            );
+            // Every process it may signal, its own runner included: its workspace ends.
+            let rec = sh(conn, w, "kill -9 -1; echo after");
+            assert_eq!(rec["workspace"]["ended"], true, "{rec:#}");
+        }
+        // The kill -9 -1 ended only the workspaces that ran it.
+        let rec = sh(&mut a, &wa, "cat s.txt");
+        assert_eq!(out(&rec), "a-secret\n", "{rec:#}");
+        assert_eq!(live_with(&format!("{tag}.7")).len(), 1);
+        // Another connection cannot name A's workspace.
+        for op in [
+            json!({"op": "workspace_exec", "workspace": wa, "command": "true"}),
+            json!({"op": "workspace_get", "workspace": wa, "paths": ["s.txt"]}),
+            json!({"op": "workspace_put", "workspace": wa, "files": [{"path": "x", "content": "x"}]}),
+            json!({"op": "workspace_close", "workspace": wa}),
+        ] {
+            assert_eq!(error_code(&b.call(op)), "unknown_workspace");
+        }
+        // A's connection closing closes its workspaces: the background process dies.
+        let procs: Vec<common::Proc> = host
+            .iter()
+            .filter_map(|p| common::proc_stat(*p).map(|(_, _, start)| (*p, start)))
+            .collect();
+        a.close();
+        assert_gone(&procs, "a closed connection's background process");
+        b.close();
+        s.finish();
+    }
+}
+
+#[test]
+fn put_and_get_never_follow_what_the_code_planted() {
+    for who in variants() {
+        let m = common::marker("ws-plant");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let victim_dir = crate::common::serve::scratch("ws-victim");
+        let vd = victim_dir.path().display().to_string();
+        std::fs::write(victim_dir.path().join("keep.txt"), "host data\n").unwrap();
+        let rec = sh(
+            c,
+            &ws,
+            &format!(
+                "ln -s {vd}/keep.txt leaf; ln -s {vd} dir; mkdir real; ln -s ../real/x up; \
+             ln -s /proc/self/root/etc/passwd magic; mkdir d; mkfifo d/fifo 2>&1; echo made"
+            ),
+        );
+        assert!(out(&rec).ends_with("made\n"), "{rec:#}");
+        assert!(
+            out(&rec).contains("Operation not permitted"),
+            "no FIFO can be made: {rec:#}"
+        );
+        assert_ran(&rec);
+        for (path, why) in [
+            ("leaf", "symlink"),
+            ("dir/keep.txt", "symlink"),
+            ("dir/new.txt", "symlink"),
+            ("magic", "symlink"),
+        ] {
+            let r = put(
+                c,
+                &ws,
+                json!([{"path": path, "content": "planted-through"}]),
+            );
+            assert_eq!(error_code(&r), "put_refused", "{path}: {r}");
+            assert!(
+                r["error"]["message"].as_str().unwrap().contains(why),
+                "{path}: {r}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(victim_dir.path().join("keep.txt")).unwrap(),
+            "host data\n"
+        );
+        assert!(!victim_dir.path().join("new.txt").exists());
+        let files = get(
+            c,
+            &ws,
+            &[
+                "leaf",
+                "dir/keep.txt",
+                "up",
+                "magic",
+                "d",
+                "../x",
+                "/etc/passwd",
+                "d/fifo",
+            ],
+        );
+        let errors: Vec<&str> = files
+            .iter()
+            .map(|f| f["error"].as_str().unwrap_or("READ"))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "symlink",
+                "symlink",
+                "symlink",
+                "symlink",
+                "is_a_directory",
+                "bad_path",
+                "bad_path",
+                "not_found"
+            ],
+            "{files:?}"
+        );
+        // Paths that climb or are absolute elsewhere are refused before any file is touched.
+        for path in ["../x", "/etc/x", "a/./b", ""] {
+            let r = put(c, &ws, json!([{"path": path, "content": "x"}]));
+            assert_eq!(error_code(&r), "bad_files", "{path:?}: {r}");
+        }
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+#[test]
+fn env_names_that_load_code_are_refused_before_anything_runs() {
+    for who in variants() {
+        let m = common::marker("ws-env");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        for name in [
+            "LD_PRELOAD",
+            "ld_preload",
+            "LD_LIBRARY_PATH",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "BASH_ENV",
+            "ENV",
+            "BASH_FUNC_x%%",
+            "PATH",
+            "GIT_CONFIG_GLOBAL",
+            "NODE_OPTIONS",
+            "PERL5OPT",
+            "GLIBC_TUNABLES",
+            "A=B",
+            "1X",
+            "",
+        ] {
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                "command": "echo ran > ran.txt", "env": {name: "/workspace/x"}}));
+            assert!(matches!(error_code(&r), "bad_env"), "{name:?}: {r}");
+        }
+        let files = get(c, &ws, &["ran.txt"]);
+        assert_eq!(
+            files[0]["error"], "not_found",
+            "a refused exec ran: {files:?}"
+        );
+        let r = c.call(
+            json!({"op": "workspace_exec", "workspace": ws, "command": "echo $MY_VAR",
+                              "env": {"MY_VAR": "ok"}}),
+        );
+        assert_eq!(out(record(&r)), "ok\n");
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+/// 100 workspaces of 20 commands each, four connections at once: every record valid (the
+/// harness checks each response), every command's output its own, nothing left behind.
+#[test]
+fn a_hundred_workspaces_of_twenty_commands_leave_nothing() {
+    let who = variants()[0];
+    let m = common::marker("ws-soak");
+    let p = policy(&m, "4MiB", 256);
+    let dir = crate::common::serve::scratch("ws-soak");
+    let sock = dir.path().join("s.sock").display().to_string();
+    let s = Server::start(
+        who,
+        &p,
+        &m,
+        &[
+            "--pool",
+            "1",
+            "--session-pool",
+            "2",
+            "-j",
+            "8",
+            "--socket",
+            &sock,
+        ],
+    );
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let mut c = s.connect(&format!("c{t}"));
+            scope.spawn(move || {
+                for n in 0..25 {
+                    let ws = start(&mut c);
+                    for i in 0..20 {
+                        let want = format!("{t}-{n}-{i}");
+                        let rec = if i % 2 == 0 {
+                            sh(&mut c, &ws, &format!("echo {want} >> log; tail -n1 log"))
+                        } else {
+                            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                                "argv": ["echo", want]}));
+                            record(&r).clone()
+                        };
+                        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+                        assert_eq!(out(&rec), format!("{want}\n"));
+                    }
+                    close(&mut c, &ws);
+                }
+                c.close();
+            });
+        }
+    });
+    s.finish();
+}
+
+/// Escape attempts from tests/jail's red team, run as workspace commands (Python through
+/// argv, shell lines): each is refused by the kernel (EPERM and friends, the command goes on)
+/// or is a forbidden syscall (the workspace ends, its record says why); none prints BREACH.
+#[test]
+fn the_red_teams_escapes_are_contained_in_a_workspace() {
+    const PY: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def sysc(nr, *a):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "syscall %d" % nr)
+    return r
+print("ATTEMPT", flush=True)
+try:
+    r = CALL
+    print("BREACH", r, flush=True)
+except OSError as e:
+    print("refused", e, flush=True)
+"#;
+    // x86_64 numbers: unshare 272, setns 308, mount 165, chroot 161, ptrace 101, keyctl 250,
+    // bpf 321, open_tree 428, socket 41, init_module 175, pivot_root 155, setuid 105.
+    let calls = [
+        "sysc(272, 0x10000000)",
+        "sysc(272, 0x20000)",
+        "sysc(308, 0, 0)",
+        "sysc(165, 0, 0, 0, 0, 0)",
+        "sysc(161, 0)",
+        "sysc(101, 16, 1, 0, 0)",
+        "sysc(250, 0, 0, 0, 0, 0)",
+        "sysc(321, 0, 0, 0)",
+        "sysc(428, -100, 0, 0)",
+        "sysc(41, 2, 1, 0)",
+        "sysc(175, 0, 0, 0)",
+        "sysc(155, 0, 0)",
+        "sysc(105, 0)",
+        "open('/usr/bin/ajbreach', 'w')",
+        "open('/proc/sysrq-trigger', 'w').write('h')",
+        "os.listdir('/proc/1/root')",
+    ];
+    let shells = [
+        "echo x > /etc/ajbreach 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "mount -t tmpfs x /mnt 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "cat /proc/1/environ 2>/dev/null | grep -q . && echo BREACH; echo ATTEMPT",
+        "nc -z 127.0.0.1 22 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
+    ];
+    for who in variants() {
+        let m = common::marker("ws-redteam");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "2"]);
+        let c = s.io();
+        let mut ws = start(c);
+        let requests: Vec<Value> = calls
+            .iter()
+            .map(|call| json!({"argv": ["python3", "-c", PY.replace("CALL", call)]}))
+            .chain(shells.iter().map(|l| json!({"command": l})))
+            .collect();
+        for mut req in requests {
+            req["op"] = json!("workspace_exec");
+            req["workspace"] = json!(ws);
+            let rec = record(&c.call(req.clone())).clone();
+            let o = out(&rec);
+            assert!(!o.contains("BREACH"), "{who:?} {req}: {rec:#}");
+            let reason = rec["stop_reason"].as_str().unwrap_or("");
+            if rec["workspace"]["ended"] == true {
+                assert!(
+                    reason.starts_with("code_forbidden_syscall:"),
+                    "{req}: {rec:#}"
+                );
+                close(c, &ws);
+                ws = start(c);
+            } else {
+                assert!(o.contains("ATTEMPT"), "it did not run: {req}: {rec:#}");
+            }
+        }
+        assert!(!std::path::Path::new("/usr/bin/ajbreach").exists());
+        assert!(!std::path::Path::new("/etc/ajbreach").exists());
+        close(c, &ws);
+        s.finish();
+    }
+}
