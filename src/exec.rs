@@ -143,11 +143,13 @@ fn launch(
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    match crate::launch::execute(
-        plan,
-        io,
-        sigfd.as_ref().map(crate::supervise::Interrupt::Signals),
-    ) {
+    let started = crate::launch::prepare(plan)
+        .and_then(|p| p.start())
+        .and_then(|mut jail| {
+            let net = crate::netproxy::start(policy, false, &mut jail)?;
+            Ok((jail, net))
+        });
+    match started {
         Err(e) => {
             // Display says the stage/control, errno and fix in one line.
             match &e {
@@ -160,9 +162,15 @@ fn launch(
             let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
             (EXIT_SETUP, reason)
         }
-        Ok(run) => {
+        Ok((jail, net)) => {
+            let run = jail.run(io, sigfd.as_ref().map(crate::supervise::Interrupt::Signals));
+            let net_stop = crate::netproxy::finish(r, policy, net);
             let o = &run.outcome;
-            let (code, reason) = verdict(o, policy.limits.memory.0);
+            let (mut code, mut reason) = verdict(o, policy.limits.memory.0);
+            if let Some(stop) = net_stop {
+                eprintln!("agentjail: stopped: {stop}");
+                (code, reason) = (EXIT_STOPPED, stop);
+            }
             r.set("execution", record::execution_json(o));
             r.set_enforcement(&run.enforcement);
             if let (Some(dir), Some(out)) = (artifacts_dir, &run.out) {

@@ -18,6 +18,7 @@ pub mod hostpath;
 pub mod inputs;
 pub mod jail;
 pub mod mcp;
+pub mod netproxy;
 pub mod output;
 pub mod plan;
 pub mod policy;

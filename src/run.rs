@@ -336,7 +336,22 @@ pub fn execute(
         let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
         stopped(reason, Phase::Execute)
     })?;
+    let mut acquired = acquired;
+    let net = crate::netproxy::start(
+        &jail_policy,
+        crate::netproxy::narrowed_by(action),
+        &mut acquired.jail,
+    )
+    .map_err(|e| {
+        r.set("error", crate::record::jail_error_json(&e));
+        r.phase(Phase::Execute, false, t, Value::Null);
+        stopped(
+            StopReason::SandboxUnavailable(e.unavailable_control().into()),
+            Phase::Execute,
+        )
+    })?;
     let (run, start) = deliver(action, &jail_policy, acquired, source);
+    let net_stop = crate::netproxy::finish(r, &jail_policy, net);
     let o = &run.outcome;
     r.set("execution", record::execution_json(o));
     r.set_enforcement(&run.enforcement);
@@ -344,6 +359,10 @@ pub fn execute(
     collect_artifacts(r, &run, policy, source);
     let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us,
                         "jail_start": start.0, "jail_wait_us": start.1});
+    if let Some(reason) = net_stop {
+        r.phase(Phase::Execute, false, t, detail);
+        return Err(stopped(reason, Phase::Execute));
+    }
     if let Some(mut reason) = record::jail_verdict(o, jail_policy.limits.memory.0) {
         if reason == StopReason::CodeTimeout && budget_bound {
             reason = StopReason::MaxSeconds;
@@ -515,7 +534,12 @@ pub fn job(
     );
     // Host inputs are not in the action, so no key could cover them; and a stored record
     // cannot write artifacts into a directory: such jobs never use the cache.
-    let cache = cache.filter(|_| source.inputs().is_empty() && source.artifacts_dir().is_none());
+    // A job with network access depends on what the network answered: never cached either.
+    let cache = cache.filter(|_| {
+        source.inputs().is_empty()
+            && source.artifacts_dir().is_none()
+            && !policy.policy.network.allowlist()
+    });
     let mut key: Option<String> = None;
     let ended = (|| -> Result<Option<crate::cache::Hit>, Stopped> {
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;

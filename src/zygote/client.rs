@@ -404,5 +404,8 @@ fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
         reply: reply_fd,
         program_pidfd,
         held_dir,
+        // The template does not hand over a network listener: a policy with a network
+        // allowlist fails closed on a zygote's jail (src/netproxy.rs).
+        net: None,
     })
 }

@@ -148,6 +148,19 @@ pub fn prepare(plan: &LandlockPlan) -> Result<Prepared, SetupError> {
                 format!("the kernel refused the ruleset for ABI {abi}; {FIX}"),
             )
         })?;
+    if handled_net & NET_CONNECT_TCP != 0 {
+        for &port in &plan.connect_tcp_ports {
+            sys::landlock_add_net_rule(ruleset.as_raw_fd(), port, NET_CONNECT_TCP).map_err(
+                |e| {
+                    SetupError::new(
+                        "landlock add_rule (TCP port)",
+                        Some(e),
+                        format!("the kernel refused a TCP connect rule for port {port}"),
+                    )
+                },
+            )?;
+        }
+    }
     let mut rules = Vec::new();
     let sets: [(&Vec<String>, u64); 3] = [
         (&plan.read_exec, READ_EXEC),
@@ -267,6 +280,17 @@ pub fn enforcement(plan: &LandlockPlan, p: Option<&Prepared>) -> Control {
     );
     if p.handled_net != 0 {
         detail.push_str(", TCP bind/connect denied");
+        if !plan.connect_tcp_ports.is_empty() {
+            let ports: Vec<String> = plan
+                .connect_tcp_ports
+                .iter()
+                .map(|p| p.to_string())
+                .collect();
+            detail.push_str(&format!(
+                " but connect to port {} (the allowlist proxy)",
+                ports.join(", ")
+            ));
+        }
     }
     let mut scopes = Vec::new();
     if p.scoped & SCOPE_ABSTRACT_UNIX_SOCKET != 0 {

@@ -1,0 +1,115 @@
+//! The network allowlist at run time: the jail's listening socket (made by its setup on
+//! its own loopback, taken by the handshake: crates/agentjail-jail/src/child.rs, 5c) goes
+//! to a proxy (crates/agentjail-net) for the job's lifetime; its log becomes the record's
+//! `network` part. The argument is in docs/SECURITY.md, "Network by allowlist".
+
+use crate::contract::Action;
+use crate::jail::JailError;
+use crate::launch::StartedJail;
+use crate::policy::Policy;
+use crate::record::StopReason;
+use serde_json::{json, Value};
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+
+/// A job's running proxy.
+pub struct NetSession {
+    proxy: agentjail_net::Proxy,
+    narrowed: bool,
+}
+
+/// Whether an action's hints narrow the allowlist to nothing: its `network_access` hint
+/// (only "denied" spellings pass the contract) asks for no network.
+pub fn narrowed_by(action: &Action) -> bool {
+    action
+        .policy_hints
+        .as_ref()
+        .is_some_and(|h| h.network_access.is_some())
+}
+
+/// Start the proxy for `jail` when `policy` has an allowlist (None otherwise); `narrowed`:
+/// every request is denied and logged ([`narrowed_by`]). A jail without the listening
+/// socket (a zygote's) fails closed: `sandbox_unavailable:network`.
+pub fn start(
+    policy: &Policy,
+    narrowed: bool,
+    jail: &mut StartedJail,
+) -> Result<Option<NetSession>, JailError> {
+    let net = &policy.network;
+    if !net.allowlist() {
+        return Ok(None);
+    }
+    let unavailable = |detail: &str| JailError::Unavailable {
+        control: "network".into(),
+        detail: detail.into(),
+    };
+    let fd = jail.take_net().ok_or_else(|| {
+        unavailable("this jail has no allowlist listener (a zygote's jail: run without --zygote)")
+    })?;
+    let listener = TcpListener::from(fd);
+    let mut rules = net.rules();
+    if narrowed {
+        rules.allow.clear();
+    }
+    let on_deny: Option<Box<dyn Fn(&str) + Send + Sync>> =
+        match (net.deny_is_stop, jail.program_killer()) {
+            (true, Some(k)) => Some(Box::new(move |_host: &str| k.kill())),
+            (true, None) => {
+                return Err(unavailable(
+                    "no handle on the program to stop it at a denial",
+                ))
+            }
+            (false, _) => None,
+        };
+    let proxy = agentjail_net::Proxy::start(
+        listener,
+        rules,
+        Box::new(agentjail_net::SystemResolver),
+        on_deny,
+    )
+    .map_err(|e| unavailable(&format!("the proxy thread did not start: {e}")))?;
+    Ok(Some(NetSession { proxy, narrowed }))
+}
+
+/// Stop the proxy (the jail is gone) and put its log in the record's `network`. Returns
+/// the stop reason a denial makes under `deny_is_stop`.
+pub fn finish(
+    r: &mut crate::record::Recorder,
+    policy: &Policy,
+    s: Option<NetSession>,
+) -> Option<StopReason> {
+    let s = s?;
+    let report = s.proxy.finish(|l| {
+        let _ = agentjail_jail::sys::shutdown_both(l.as_raw_fd());
+    });
+    r.set("network", record_json(policy, &report, s.narrowed));
+    let denied = report
+        .first_denied
+        .filter(|_| policy.network.deny_is_stop)?;
+    Some(StopReason::CodeNetworkDenied(denied))
+}
+
+/// The record's `network` part.
+pub fn record_json(policy: &Policy, rep: &agentjail_net::Report, narrowed: bool) -> Value {
+    let requests: Vec<Value> = rep
+        .entries
+        .iter()
+        .map(|e| {
+            json!({"host": e.host, "port": e.port, "method": e.method, "allowed": e.allowed,
+                   "reason": e.reason, "address": e.address, "bytes_in": e.bytes_in,
+                   "bytes_out": e.bytes_out, "ms": e.ms})
+        })
+        .collect();
+    json!({
+        "mode": "allowlist",
+        "allow": if narrowed { Vec::new() } else { policy.network.allow.clone() },
+        "narrowed_by_hint": narrowed,
+        "requests": requests,
+        "requests_dropped": rep.dropped,
+        "connections": rep.connections,
+        "request_count": rep.requests,
+        "bytes_in": rep.bytes_in,
+        "bytes_out": rep.bytes_out,
+        "denied": rep.entries.iter().filter(|e| !e.allowed).count(),
+    })
+}
