@@ -51,16 +51,15 @@ pub fn start(
     if narrowed {
         rules.allow.clear();
     }
-    let on_deny: Option<Box<dyn Fn(&str) + Send + Sync>> =
-        match (net.deny_is_stop, jail.program_killer()) {
-            (true, Some(k)) => Some(Box::new(move |_host: &str| k.kill())),
-            (true, None) => {
-                return Err(unavailable(
-                    "no handle on the program to stop it at a denial",
-                ))
-            }
-            (false, _) => None,
-        };
+    let on_deny: Option<agentjail_net::OnDeny> = match (net.deny_is_stop, jail.program_killer()) {
+        (true, Some(k)) => Some(Box::new(move |_host: &str| k.kill())),
+        (true, None) => {
+            return Err(unavailable(
+                "no handle on the program to stop it at a denial",
+            ))
+        }
+        (false, _) => None,
+    };
     let proxy = agentjail_net::Proxy::start(
         listener,
         rules,

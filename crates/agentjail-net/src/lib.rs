@@ -20,5 +20,5 @@ pub mod rules;
 pub mod wire;
 
 pub use decide::{Resolver, SystemResolver};
-pub use proxy::{Entry, Proxy, Report};
+pub use proxy::{Entry, OnDeny, Proxy, Report};
 pub use rules::{Limits, Rules};

@@ -46,7 +46,7 @@ pub struct Report {
     pub first_denied: Option<String>,
 }
 
-type OnDeny = Box<dyn Fn(&str) + Send + Sync>;
+pub type OnDeny = Box<dyn Fn(&str) + Send + Sync>;
 
 struct Shared {
     rules: Rules,
@@ -207,6 +207,12 @@ fn deny(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
     );
     let mut c = client;
     let _ = c.write_all(msg.as_bytes());
+    refuse(sh, client, e, reason, t0);
+}
+
+/// Refuse without an answer (a tunnel already established: the program's TLS would read
+/// any text as garbage): close, log, react.
+fn refuse(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
     let _ = client.shutdown(Shutdown::Both);
     let host = if e.host.is_empty() {
         "unknown".to_string()
@@ -298,12 +304,12 @@ fn tunnel(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Ent
         Ok(First::Tls(rec)) => match wire::client_hello_sni(&rec) {
             Ok(Some(sni)) if normalize(&sni) == e.host => rec,
             Ok(None) if is_ip => rec,
-            Ok(Some(_)) => return deny(sh, &client, &e, "sni_mismatch", t0),
-            Ok(None) => return deny(sh, &client, &e, "tls_without_sni", t0),
-            Err(why) => return deny(sh, &client, &e, why, t0),
+            Ok(Some(_)) => return refuse(sh, &client, &e, "sni_mismatch", t0),
+            Ok(None) => return refuse(sh, &client, &e, "tls_without_sni", t0),
+            Err(why) => return refuse(sh, &client, &e, why, t0),
         },
-        Ok(First::NotTls(_)) => return deny(sh, &client, &e, "connect_not_tls", t0),
-        Err(why) => return deny(sh, &client, &e, why, t0),
+        Ok(First::NotTls(_)) => return refuse(sh, &client, &e, "connect_not_tls", t0),
+        Err(why) => return refuse(sh, &client, &e, why, t0),
     };
     let Some(up) = connect_upstream(sh, &addrs) else {
         let _ = client.shutdown(Shutdown::Both);

@@ -111,13 +111,17 @@ impl Allow {
             Some(suffix) if valid_name(suffix) && suffix.contains('.') => {
                 Host::Suffix(suffix.into())
             }
-            Some(_) => return Err(format!(
+            Some(_) => {
+                return Err(format!(
                 "{s:?}: a wildcard is `*.` before a domain of two labels or more (*.example.com)"
-            )),
+            ))
+            }
             None if valid_name(&name) => Host::Name(name),
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "{s:?} is not a host name (letters, digits, -, . only; * only as a leading `*.`)"
-            )),
+            ))
+            }
         };
         Ok(Allow { host, port })
     }
