@@ -213,3 +213,86 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::load_str;
+
+    const GROUPS: &str = "[seccomp]\nallow_groups = [\"basic_io\", \"files_read\", \"memory\", \"process_self\", \"exec\", \"network\"]\n";
+
+    fn load(net: &str, seccomp: &str) -> Result<super::Network, String> {
+        load_str(&format!("version = 1\n[network]\n{net}\n{seccomp}"), "test")
+            .map(|l| l.policy.network)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_default_is_no_network() {
+        let n = load("", "").unwrap();
+        assert!(!n.allowlist() && n.proxy_env().is_empty());
+    }
+
+    #[test]
+    fn an_allowlist_loads_and_makes_rules_and_variables() {
+        let n = load(
+            "mode = \"allowlist\"\nallow = [\"pypi.org:443\", \"*.example.com:443\", \"[::1]:80\"]\nallow_private = [\"10.0.0.0/8\"]\nmax_requests = 5\nmax_bytes_in = \"1MiB\"",
+            GROUPS,
+        )
+        .unwrap();
+        let r = n.rules();
+        assert_eq!(r.allow.len(), 3);
+        assert_eq!(r.allow_private.len(), 1);
+        assert_eq!((r.limits.requests, r.limits.bytes_in), (5, 1 << 20));
+        let env = n.proxy_env();
+        assert!(env.contains(&("HTTPS_PROXY".into(), "http://127.0.0.1:3128".into())));
+        assert!(env.contains(&("NO_PROXY".into(), String::new())));
+    }
+
+    #[test]
+    fn bad_allowlists_are_refused_with_the_key() {
+        for (net, seccomp, key) in [
+            ("mode = \"allowlist\"", GROUPS, "network.allow"),
+            (
+                "mode = \"allowlist\"\nallow = [\"pypi.org\"]",
+                GROUPS,
+                "network.allow",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"*:443\"]",
+                GROUPS,
+                "network.allow",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\", \"a.org:1\"]",
+                GROUPS,
+                "network.allow",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\"]\nallow_private = [\"10/8\"]",
+                GROUPS,
+                "network.allow_private",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\"]",
+                "",
+                "seccomp.allow_groups",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\"]\nenabled = true",
+                GROUPS,
+                "network.enabled",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\"]\nmax_connections = 0",
+                GROUPS,
+                "network.max_connections",
+            ),
+            ("allow = [\"a.org:1\"]", GROUPS, "network.allow"),
+            ("deny_is_stop = true", GROUPS, "network.allow"),
+            ("mode = \"open\"", GROUPS, "network.mode"),
+        ] {
+            let e = load(net, seccomp).unwrap_err();
+            assert!(e.contains(key), "{net}: {e}");
+        }
+    }
+}
