@@ -144,3 +144,13 @@ pub fn doctor_check() -> crate::doctor::Check {
         }),
     }
 }
+
+/// Sessions do not run a proxy yet (a session's calls share one jail, and its log would
+/// have to be split between their records): a session under an allowlist is refused
+/// rather than started with a listener nobody answers.
+pub fn refuse_session(policy: &Policy) -> Result<(), String> {
+    if policy.network.allowlist() {
+        return Err("sessions do not take a network allowlist yet (network.mode = \"allowlist\"): use `run` jobs, or a policy with mode = \"none\" for sessions".into());
+    }
+    Ok(())
+}

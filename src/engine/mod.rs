@@ -478,6 +478,8 @@ impl Engine {
                 "agentjail is shutting down",
             ));
         }
+        crate::netproxy::refuse_session(&self.policy.policy)
+            .map_err(|m| EngineError::new("bad_request", m))?;
         let mut policy = self.policy.policy.clone();
         if let Some(h) = hints.filter(|h| !h.is_null()) {
             let parsed = crate::contract::parse_hints(h)
