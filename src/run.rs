@@ -330,25 +330,20 @@ pub fn execute(
         files: action.files.clone(),
         inputs: source.inputs().to_vec(),
     };
-    let acquired = source.acquire(&jail_policy, language, &job).map_err(|e| {
+    // The allowlist's proxy, when the policy has one, starts with the jail: failing to
+    // start it is failing to start the jail.
+    let narrowed = crate::netproxy::narrowed_by(action);
+    let started = source
+        .acquire(&jail_policy, language, &job)
+        .and_then(|mut a| {
+            let net = crate::netproxy::start(&jail_policy, narrowed, &mut a.jail)?;
+            Ok((a, net))
+        });
+    let (acquired, net) = started.map_err(|e| {
         r.set("error", crate::record::jail_error_json(&e));
         r.phase(Phase::Execute, false, t, Value::Null);
         let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
         stopped(reason, Phase::Execute)
-    })?;
-    let mut acquired = acquired;
-    let net = crate::netproxy::start(
-        &jail_policy,
-        crate::netproxy::narrowed_by(action),
-        &mut acquired.jail,
-    )
-    .map_err(|e| {
-        r.set("error", crate::record::jail_error_json(&e));
-        r.phase(Phase::Execute, false, t, Value::Null);
-        stopped(
-            StopReason::SandboxUnavailable(e.unavailable_control().into()),
-            Phase::Execute,
-        )
     })?;
     let (run, start) = deliver(action, &jail_policy, acquired, source);
     let net_stop = crate::netproxy::finish(r, &jail_policy, net);

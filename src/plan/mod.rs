@@ -99,10 +99,7 @@ pub fn build(
         read_write,
         devices: DEVICES.iter().map(|d| d.to_string()).collect(),
         deny_tcp: !policy.network.enabled,
-        connect_tcp_ports: match policy.network.allowlist() {
-            true => vec![crate::policy::PROXY_PORT],
-            false => vec![],
-        },
+        connect_tcp_ports: policy.network.proxy_ports(),
         scope_abstract_unix: true,
         scope_signals: true,
     };

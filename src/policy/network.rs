@@ -73,6 +73,11 @@ impl Network {
         self.mode == NetworkMode::Allowlist
     }
 
+    /// The TCP ports the program may connect to on its loopback: the proxy's, or none.
+    pub fn proxy_ports(&self) -> Vec<u16> {
+        self.allowlist().then_some(PROXY_PORT).into_iter().collect()
+    }
+
     /// The proxy's rules (the policy was validated: the entries parse).
     pub fn rules(&self) -> agentjail_net::Rules {
         use std::time::Duration;
@@ -144,34 +149,7 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "list host:port entries (\"pypi.org:443\", \"*.example.com:443\"), or use mode = \"none\"",
         ));
     }
-    for (i, a) in n.allow.iter().enumerate() {
-        agentjail_net::rules::Allow::parse(a).map_err(|m| {
-            invalid_item(
-                "network.allow",
-                a,
-                m,
-                "write host:port, *.domain:port, IP:port or [IPv6]:port",
-            )
-        })?;
-        if n.allow[..i].contains(a) {
-            return Err(invalid_item(
-                "network.allow",
-                a,
-                format!("{a:?} is listed twice"),
-                "remove the duplicate",
-            ));
-        }
-    }
-    for c in &n.allow_private {
-        agentjail_net::addr::Cidr::parse(c).map_err(|m| {
-            invalid_item(
-                "network.allow_private",
-                c,
-                m,
-                "write an address or a CIDR range (10.0.0.0/8)",
-            )
-        })?;
-    }
+    entries(n)?;
     if !p.seccomp.allow_groups.iter().any(|g| g == "network") {
         return Err(invalid(
             "seccomp.allow_groups",
@@ -179,6 +157,31 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "add \"network\" (the jail's namespace has no other interface; the proxy decides what leaves it)",
         ));
     }
+    limits(n)
+}
+
+/// The allow and allow_private entries, each parsed as the proxy will.
+fn entries(n: &Network) -> Result<(), Invalid> {
+    for (i, a) in n.allow.iter().enumerate() {
+        agentjail_net::rules::Allow::parse(a).map_err(|m| {
+            let hint = "write host:port, *.domain:port, IP:port or [IPv6]:port";
+            invalid_item("network.allow", a, m, hint)
+        })?;
+        if n.allow[..i].contains(a) {
+            let m = format!("{a:?} is listed twice");
+            return Err(invalid_item("network.allow", a, m, "remove the duplicate"));
+        }
+    }
+    for c in &n.allow_private {
+        agentjail_net::addr::Cidr::parse(c).map_err(|m| {
+            let hint = "write an address or a CIDR range (10.0.0.0/8)";
+            invalid_item("network.allow_private", c, m, hint)
+        })?;
+    }
+    Ok(())
+}
+
+fn limits(n: &Network) -> Result<(), Invalid> {
     let limits = [
         (
             "network.max_connections",
@@ -204,11 +207,8 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     ];
     for (key, v, min, max) in limits {
         if v < min || v > max {
-            return Err(invalid(
-                key,
-                format!("{v} is outside {min}..={max}"),
-                "pick a value in the range",
-            ));
+            let m = format!("{v} is outside {min}..={max}");
+            return Err(invalid(key, m, "pick a value in the range"));
         }
     }
     Ok(())

@@ -228,6 +228,21 @@ fn announce(sock: RawFd, msg: &[u8]) {
     sys::close(sock);
 }
 
+/// Step 5c: bring the loopback up and listen on 127.0.0.1:`port`, the socket above fd 10
+/// (out of the way of `arrange_fds`' targets). Never returns on failure.
+fn net_listener(p: &Prepared, rep: RawFd, port: u16) -> RawFd {
+    let mut net = -1;
+    step(p, rep, Stage::NetLoopback, || {
+        let fd = plain(sys::loopback_up())
+            .and_then(|_| sys::tcp_listen_loopback(port).map_err(|e| (0, e)))?;
+        let high = sys::dup_cloexec_above(fd, 10).map_err(|e| (0, e));
+        sys::close(fd);
+        net = high?;
+        Ok(())
+    });
+    net
+}
+
 /// The steps of the module doc, one line each; the comments say why each is where it is.
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     let rep = fds.report_w;
@@ -274,17 +289,7 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         });
     }
     // 5c. The allowlist's listening socket on the jail's own loopback.
-    let mut net = None;
-    if let Some(port) = p.net_port {
-        step(p, rep, Stage::NetLoopback, || {
-            let fd = plain(sys::loopback_up())
-                .and_then(|_| sys::tcp_listen_loopback(port).map_err(|e| (0, e)))?;
-            let high = sys::dup_cloexec_above(fd, 10).map_err(|e| (0, e));
-            sys::close(fd);
-            net = Some(high?);
-            Ok(())
-        });
-    }
+    let net = p.net_port.map(|port| net_listener(p, rep, port));
     // 6. No privilege, ever again.
     step(p, rep, Stage::NoNewPrivs, || plain(sys::no_new_privs()));
     step(p, rep, Stage::DropCapabilities, || {
