@@ -197,9 +197,11 @@ fn log(sh: &Shared, e: Entry) {
     }
 }
 
-/// Refuse: a 403 naming the reason (the program's HTTP library shows it), the entry, and
-/// the policy's reaction.
+/// Refuse: the entry and the policy's reaction first (so a program that reads the answer
+/// finds it logged, and under `deny_is_stop` is killed before it can act on it), then a 403
+/// naming the reason (the program's HTTP library shows it).
 fn deny(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
+    record_denial(sh, e, reason, t0);
     let body = format!("agentjail: {}:{} denied: {reason}\n", e.host, e.port);
     let msg = format!(
         "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
@@ -207,13 +209,17 @@ fn deny(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
     );
     let mut c = client;
     let _ = c.write_all(msg.as_bytes());
-    refuse(sh, client, e, reason, t0);
+    let _ = client.shutdown(Shutdown::Both);
 }
 
 /// Refuse without an answer (a tunnel already established: the program's TLS would read
-/// any text as garbage): close, log, react.
+/// any text as garbage).
 fn refuse(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
+    record_denial(sh, e, reason, t0);
     let _ = client.shutdown(Shutdown::Both);
+}
+
+fn record_denial(sh: &Shared, e: &Entry, reason: &str, t0: Instant) {
     let host = if e.host.is_empty() {
         "unknown".to_string()
     } else {
@@ -312,21 +318,27 @@ fn tunnel(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Ent
         Err(why) => return refuse(sh, &client, &e, why, t0),
     };
     let Some(up) = connect_upstream(sh, &addrs) else {
-        let _ = client.shutdown(Shutdown::Both);
-        return log(
-            sh,
-            Entry {
-                allowed: true,
-                reason: "connect_failed".into(),
-                ms: t0.elapsed().as_millis() as u64,
-                ..e
-            },
-        );
+        return connect_failed(sh, &client, e, t0);
     };
     e.address = up.peer_addr().ok().map(|a| a.to_string());
     let mut first = hello;
     first.extend_from_slice(&leftover);
     relay(sh, client, up, first, e, t0);
+}
+
+/// An allowed destination that did not answer: logged, then the program's connection closed.
+fn connect_failed(sh: &Shared, client: &TcpStream, e: Entry, t0: Instant) {
+    let ms = t0.elapsed().as_millis() as u64;
+    log(
+        sh,
+        Entry {
+            allowed: true,
+            reason: "connect_failed".into(),
+            ms,
+            ..e
+        },
+    );
+    let _ = client.shutdown(Shutdown::Both);
 }
 
 /// Headers a proxy consumes or replaces: never forwarded.
@@ -379,16 +391,7 @@ fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entr
         Err(d) => return deny(sh, &client, &e, &d.0, t0),
     };
     let Some(up) = connect_upstream(sh, &addrs) else {
-        let _ = client.shutdown(Shutdown::Both);
-        return log(
-            sh,
-            Entry {
-                allowed: true,
-                reason: "connect_failed".into(),
-                ms: t0.elapsed().as_millis() as u64,
-                ..e
-            },
-        );
+        return connect_failed(sh, &client, e, t0);
     };
     e.address = up.peer_addr().ok().map(|a| a.to_string());
     let mut out = format!("{} {path} HTTP/1.1\r\n", head.method).into_bytes();
@@ -569,8 +572,7 @@ fn relay_request(
         ),
         Err(w) => Err(w),
     };
-    let _ = client.shutdown(Shutdown::Both);
-    let _ = up.shutdown(Shutdown::Both);
+    // Logged before the close the program waits for: its next request is logged after.
     log(
         sh,
         Entry {
@@ -582,6 +584,8 @@ fn relay_request(
             ..e
         },
     );
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = up.shutdown(Shutdown::Both);
 }
 
 #[cfg(test)]

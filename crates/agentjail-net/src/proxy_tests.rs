@@ -414,3 +414,52 @@ fn a_name_is_resolved_once_and_the_checked_address_is_used() {
         "{second}"
     );
 }
+
+#[test]
+fn an_allowed_destination_that_refuses_is_logged_as_connect_failed() {
+    // A port nobody listens on: bind one, note it, close it.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run = start(
+        &[format!("index.test:{port}")],
+        true,
+        Limits::default(),
+        &[("index.test", &["127.0.0.1"])],
+    );
+    let req = format!("GET http://index.test:{port}/ HTTP/1.1\r\nHost: index.test:{port}\r\n\r\n");
+    assert!(exchange(run.addr, req.as_bytes(), b"").is_empty());
+    let tunnel = format!("CONNECT index.test:{port} HTTP/1.1\r\n\r\n");
+    exchange(
+        run.addr,
+        tunnel.as_bytes(),
+        &client_hello(Some("index.test")),
+    );
+    let (r, denied) = run.finish();
+    assert!(
+        r.entries
+            .iter()
+            .all(|e| e.allowed && e.reason == "connect_failed"),
+        "{:?}",
+        r.entries
+    );
+    assert_eq!(r.entries.len(), 2);
+    assert!(denied.is_empty(), "a refused upstream is not a denial");
+}
+
+#[test]
+fn a_client_that_sends_nothing_is_refused_at_the_connect_timeout() {
+    let limits = Limits {
+        connect: Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let run = start(&["index.test:1".into()], false, limits, &[]);
+    let mut s = TcpStream::connect(run.addr).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    assert!(out.contains("request_read_failed"), "{out}");
+    let (r, _) = run.finish();
+    assert_eq!(r.entries[0].reason, "request_read_failed");
+}
