@@ -32,6 +32,10 @@
 # others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one,
 # then the same with `serve --zygote` (the warm jails forked from a pre-initialised
 # interpreter, src/zygote).
+#
+# Then `serve --http` (issue 27, informational, never fails the run): SandboxFusion's
+# `/run_code` against bare cold python (scripts/bench-http), and the Python client's per-call
+# overhead per transport against the raw protocol and curl (scripts/bench-python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -163,6 +167,13 @@ serve_args[1]="$out/serve-zygote"
 zygote_status=0
 "${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" --zygote >"$out/serve-zygote.txt" || zygote_status=$?
 
+step "agentjail serve --http: /run_code (scripts/bench-http) and the Python client (scripts/bench-python)"
+if [ "$short" = 1 ]; then http_args=(--rounds 20 --secs 1) py_args=(--rounds 300); else http_args=() py_args=(); fi
+"${prio[@]}" "$PY" scripts/bench-http "${http_args[@]}" >"$out/http.txt" 2>&1 ||
+    echo "bench-http FAILED (exit $?): see above" >>"$out/http.txt"
+"${prio[@]}" "$PY" scripts/bench-python "${py_args[@]}" >"$out/python.txt" 2>&1 ||
+    echo "bench-python FAILED (exit $?): see above" >>"$out/python.txt"
+
 if [ "${BENCH_PROFILE:-0}" = 1 ] && perf trace -o /dev/null -- /bin/true 2>/dev/null; then
     step "profile: one launch by segment (perf trace)"
     "${prio[@]}" "$PY" scripts/bench/profile.py 20 "$aj" "${pol[@]}" | tee "$out/profile.txt"
@@ -176,6 +187,10 @@ echo
 cat "$out/serve.txt"
 echo
 cat "$out/serve-zygote.txt"
+echo
+cat "$out/http.txt"
+echo
+cat "$out/python.txt"
 if [ "$serve_status" != 0 ] && [ "$status" = 0 ]; then
     status=$serve_status
 fi

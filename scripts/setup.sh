@@ -59,20 +59,25 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'impo
     fi
     echo "$want" >"$stamp"
 fi
-# The Python client's test venv, .venv-py/ (gitignored): pytest and smolagents pinned in
-# python/requirements-test.txt, then the package itself, editable (`pip install -e ./python`,
-# no build isolation: setuptools is among the pins). scripts/test-python.sh runs its tests.
+# The Python client's test venv, .venv-py/ (gitignored): pytest, smolagents, langchain-core and
+# ray (the fleet's tests: an 80 MB wheel; the venv grows to ~410 MB) pinned in
+# python/requirements-test.txt; verl pinned (by hash) in python/requirements-verl.txt, without
+# its dependencies (its SandboxFusion client needs only requests); then the package itself,
+# editable (`pip install -e ./python`, no build isolation: setuptools is among the pins).
+# scripts/test-python.sh runs its tests.
 pyvenv=.venv-py
 pyreq=python/requirements-test.txt
+pyverl=python/requirements-verl.txt
 pystamp=$pyvenv/.requirements.sha256
-pywant=$(cat "$pyreq" python/pyproject.toml | sha256sum | cut -d' ' -f1)
+pywant=$(cat "$pyreq" "$pyverl" python/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$pystamp" 2>/dev/null)" != "$pywant" ] || ! "$pyvenv/bin/python" -c 'import agentjail, pytest' 2>/dev/null; then
     rm -rf "$pyvenv"
     /usr/bin/python3 -m venv "$pyvenv"
     if ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$pyreq" ||
+        ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input --no-deps -r "$pyverl" ||
         ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input --no-build-isolation --no-deps -e ./python; then
         rm -rf "$pyvenv"
-        echo "setup: cannot install the Python client's test venv (pip install -r $pyreq, -e ./python failed):" >&2
+        echo "setup: cannot install the Python client's test venv (pip install -r $pyreq, -r $pyverl, -e ./python failed):" >&2
         echo "setup: is https://pypi.org reachable from here (proxy: PIP_INDEX_URL / HTTPS_PROXY)?" >&2
         exit 1
     fi

@@ -4,6 +4,8 @@ one shared client per module. A missing binary is an error, never a skip."""
 import json
 import os
 import pathlib
+import subprocess
+import threading
 
 import pytest
 
@@ -72,3 +74,30 @@ def needs_cgroups():
     if os.getuid() != 0 and os.environ.get("CI") != "true":
         pytest.skip("SKIPPED LOUDLY: not root, so policies requiring the memory cgroup stop with "
                     "sandbox_unavailable:cgroup_memory here (run as root, or under Delegate=yes)")
+
+
+class HttpServer:
+    """`agentjail serve --http ADDR` as a subprocess; `url` is what a client passes."""
+
+    def __init__(self, binary, addr, token_file=None, extra=()):
+        argv = [binary, "serve", "--http", addr, "--pool", "1", *extra]
+        if token_file is not None:
+            argv += ["--token-file", str(token_file)]
+        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        shown = None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if line.startswith("agentjail: serving HTTP on "):
+                shown = line.split(" on ", 1)[1].strip()
+                break
+        if shown is None:
+            self.proc.wait()
+            raise AssertionError(f"agentjail serve --http did not start: {''.join(self.lines)}")
+        threading.Thread(target=lambda: [self.lines.append(x) for x in self.proc.stderr], daemon=True).start()
+        self.url = shown if shown.startswith("unix:") else "http://" + shown
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        assert self.proc.wait(30) == 0, "".join(self.lines)

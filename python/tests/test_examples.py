@@ -28,5 +28,7 @@ def test_example_runs(path, binary):
         assert p.stdout == "True 45\n"
     if path.name == "smolagents_agent.py":
         assert p.stdout.strip().endswith("43")
+    if path.name == "http_client.py":
+        assert p.stdout == "True 144 example\n3\n"
     if path.name == "incident.py":
         assert '"incident_severity": "P1"' in p.stdout

@@ -85,13 +85,6 @@ def test_bad_binary_and_bad_policy(tmp_path, binary):
     c.close()
 
 
-def test_url_is_not_built_yet():
-    with pytest.raises(NotImplementedError, match="serve --http"):
-        agentjail.Client(url="http://127.0.0.1:8080", token="t")
-    with pytest.raises(agentjail.NotSupportedYet):
-        agentjail.AsyncClient(url="http://127.0.0.1:8080")
-
-
 def test_socket_server(binary, tmp_path):
     import asyncio
 

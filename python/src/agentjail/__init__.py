@@ -5,7 +5,8 @@
         record = client.run("print(2 + 2)", output_mode="text")
         print(record.ok, record.stdout)
 
-``Client`` starts and owns ``agentjail serve`` (or connects to one with ``socket=``);
+``Client`` starts and owns ``agentjail serve`` (or connects to one with ``socket=``, or to
+``agentjail serve --http`` with ``url=`` and ``token=``);
 ``AsyncClient`` is its asyncio twin. Pure standard library.
 """
 
@@ -23,6 +24,7 @@ from ._errors import (
     InvalidAction,
     InvalidOutput,
     InvalidRequest,
+    NodeLost,
     PolicyBlocked,
     ProtocolError,
     ResourceLimit,
@@ -30,6 +32,8 @@ from ._errors import (
     ServerError,
     SessionBusy,
     StoppedError,
+    TooManyRequests,
+    Unauthorized,
     UnknownSession,
     UnknownStop,
 )
@@ -44,8 +48,9 @@ __all__ = [
     "AgentjailError", "AgentjailInternalError", "Artifact", "AsyncClient", "AsyncSession",
     "BudgetExceeded", "Client", "CodeError", "CodeKilled", "CodeRuntimeError", "CodeTimeout",
     "ConnectionClosed", "Decision", "ForbiddenSyscall", "Interrupted", "InvalidAction",
-    "InvalidOutput", "InvalidRequest", "NotSupportedYet", "PolicyBlocked", "ProtocolError",
+    "InvalidOutput", "InvalidRequest", "NodeLost", "NotSupportedYet", "PolicyBlocked", "ProtocolError",
     "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
-    "SessionUnavailable", "Stop", "StopKind", "StoppedError", "UnknownSession", "UnknownStop",
+    "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
+    "UnknownSession", "UnknownStop",
     "build_action", "find_binary",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import itertools
 import os
 import signal
@@ -10,7 +12,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _errors as E
 from . import _protocol as P
-from ._client import reject_url, serve_argv, STDERR_KEEP
+from ._client import http_conn, serve_argv, STDERR_KEEP
 from ._record import Decision, Record
 
 
@@ -19,6 +21,8 @@ class AsyncClient:
 
     The server starts (or the socket connects) on ``await c.connect()``, on entering
     ``async with``, or on the first request. Arguments as :class:`~agentjail.Client`.
+    Over HTTP (``url=``), each request runs :class:`~agentjail.Client`'s HTTP transport on
+    a thread of the client's own pool (``http_workers`` requests at once, default 64).
     """
 
     def __init__(
@@ -33,11 +37,18 @@ class AsyncClient:
         env: Optional[Mapping[str, str]] = None,
         max_line: int = P.DEFAULT_MAX_LINE,
         close_timeout: float = 30.0,
+        http_timeout: Optional[float] = None,
+        http_workers: int = 64,
     ) -> None:
-        reject_url(url, token)
+        self._http = http_conn(url, token, max_line, http_timeout, socket=socket is not None,
+                               binary=binary is not None, policy=policy is not None, args=bool(args),
+                               env=env is not None)
+        self._http_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._http_workers = http_workers
+        self._http_checked = False
         if socket is not None and (policy is not None or args or binary is not None):
             raise ValueError("socket= connects to a running server: binary, policy and args are its own")
-        self._argv = None if socket is not None else serve_argv(binary, policy, args)
+        self._argv = None if socket is not None or self._http is not None else serve_argv(binary, policy, args)
         self._socket = None if socket is None else os.fspath(socket)
         self._env = None if env is None else dict(env)
         self._max_line = max_line
@@ -54,10 +65,25 @@ class AsyncClient:
         self._connecting: Optional[asyncio.Lock] = None
         self._write_lock: Optional[asyncio.Lock] = None
 
+    async def _http_request(self, op: str, **fields: Any) -> Any:
+        assert self._http is not None
+        if self._http_pool is None:
+            self._http_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self._http_workers, thread_name_prefix="agentjail-http")
+        call = functools.partial(self._http.request, op, **fields)
+        return await asyncio.get_running_loop().run_in_executor(self._http_pool, call)
+
     async def connect(self) -> "AsyncClient":
         if self._connecting is None:
             self._connecting = asyncio.Lock()
             self._write_lock = asyncio.Lock()
+        if self._http is not None:
+            async with self._connecting:
+                if not self._http_checked and not self._closed:
+                    # Reach the server and check the token now, as socket= connects now.
+                    await self._http_request("stats")
+                    self._http_checked = True
+            return self
         async with self._connecting:
             if self._reader is not None or self._closed:
                 return self
@@ -155,6 +181,8 @@ class AsyncClient:
     async def _request(self, op: str, **fields: Any) -> Any:
         if self._closed:
             raise E.ConnectionClosed("the client is closed")
+        if self._http is not None:
+            return await self._http_request(op, **fields)
         await self.connect()
         if self._dead is not None:
             raise E.ConnectionClosed(str(self._dead))
@@ -214,6 +242,11 @@ class AsyncClient:
             return
         self._closed = True
         timeout = self.close_timeout if timeout is None else timeout
+        if self._http is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._http.shutdown, timeout)
+            if self._http_pool is not None:
+                self._http_pool.shutdown(wait=False)
+            return
         if self._writer is not None:
             try:
                 if self._socket is not None:

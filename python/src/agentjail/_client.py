@@ -21,13 +21,15 @@ from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from . import _errors as E
 from . import _protocol as P
+from ._http import HttpConn
 from ._record import Decision, Record
 
 STDERR_KEEP = 64 * 1024
 
 
 class NotSupportedYet(E.AgentjailError, NotImplementedError):
-    """A part of the interface that a coming server front end will serve."""
+    """Kept so that code written for 0.1.0 still imports it: ``Client(url=...)`` raised it
+    before the HTTP transport existed. Nothing raises it now."""
 
 
 def find_binary(binary: Optional[str] = None) -> str:
@@ -57,12 +59,21 @@ def serve_argv(binary: Optional[str], policy: Optional[str], args: Iterable[str]
     return argv + extra
 
 
-def reject_url(url: Optional[str], token: Optional[str]) -> None:
-    if url is not None or token is not None:
-        raise NotSupportedYet(
-            "Client(url=..., token=...) is for `agentjail serve --http`, which is not built yet; "
-            "use Client() (a private server) or Client(socket=PATH) (`agentjail serve --socket PATH`)"
-        )
+def http_conn(url: Optional[str], token: Optional[str], max_line: int, http_timeout: Optional[float],
+              **others: Any) -> Optional[HttpConn]:
+    """The HTTP connection for ``url=`` (None without one), after checking the arguments."""
+    if url is None:
+        if token is not None:
+            raise ValueError("token= goes with url= (agentjail serve --http)")
+        if http_timeout is not None:
+            raise ValueError("http_timeout= goes with url= (agentjail serve --http)")
+        return None
+    given = [k for k, v in others.items() if v]
+    if given:
+        raise ValueError(f"url= connects to a running server: {', '.join(given)} cannot go with it")
+    if http_timeout is not None:
+        P._positive(http_timeout, "http_timeout")
+    return HttpConn(url, token, max_line, http_timeout)
 
 
 class _Conn:
@@ -219,7 +230,7 @@ def _reap(proc: subprocess.Popen, timeout: float) -> None:
             continue
 
 
-def _finalize(conn: _Conn) -> None:
+def _finalize(conn: Union[_Conn, HttpConn]) -> None:
     if not conn.closed:
         conn.shutdown(5.0)
 
@@ -230,8 +241,10 @@ class Client:
     ``Client()`` starts ``agentjail serve`` as a subprocess and owns it (``binary=`` or
     ``$AGENTJAIL_BINARY`` or PATH; ``policy=`` is ``--policy``; ``args`` more options, e.g.
     ``["--pool", "2"]``). ``Client(socket=PATH)`` connects to ``agentjail serve --socket
-    PATH``. ``Client(url=..., token=...)`` is for the HTTP front end, not built yet: it
-    raises :class:`NotSupportedYet`.
+    PATH``. ``Client(url=..., token=...)`` connects to ``agentjail serve --http ADDR``
+    (``url`` ``http://127.0.0.1:8080``, ``https://...`` or ``unix:PATH``; ``token`` one of
+    its ``--token-file``'s, sent as ``Authorization: Bearer``; ``http_timeout`` seconds for
+    connecting and for each answer, default none).
 
     Thread-safe: any number of threads may call it at once. ``close()`` (or leaving the
     ``with`` block) lets running requests finish, then ends the subprocess.
@@ -249,9 +262,22 @@ class Client:
         env: Optional[Mapping[str, str]] = None,
         max_line: int = P.DEFAULT_MAX_LINE,
         close_timeout: float = 30.0,
+        http_timeout: Optional[float] = None,
     ) -> None:
-        reject_url(url, token)
         self.close_timeout = close_timeout
+        http = http_conn(url, token, max_line, http_timeout, socket=socket is not None,
+                         binary=binary is not None, policy=policy is not None, args=bool(args),
+                         env=env is not None)
+        if http is not None:
+            self._conn: Union[_Conn, HttpConn] = http
+            self._finalizer = weakref.finalize(self, _finalize, http)
+            try:
+                # Reach the server and check the token now, as socket= connects now.
+                http.request("stats")
+            except BaseException:
+                self.close(0)
+                raise
+            return
         conn = _Conn(max_line)
         if socket is not None:
             if policy is not None or args or binary is not None:
@@ -336,7 +362,7 @@ class Client:
 
     @property
     def pid(self) -> Optional[int]:
-        """The server subprocess's pid (None on a socket)."""
+        """The server subprocess's pid (None on a socket or over HTTP)."""
         return self._conn.proc.pid if self._conn.proc is not None else None
 
     def __enter__(self) -> "Client":

@@ -44,6 +44,16 @@ class SessionBusy(ServerError):
     """``session_busy``: another call is running in this session."""
 
 
+class Unauthorized(ServerError):
+    """``unauthorized``: the HTTP server wants a token from its ``--token-file`` (``token=``
+    was missing or wrong)."""
+
+
+class TooManyRequests(ServerError):
+    """``too_many_requests``: the server has as many requests waiting as it takes (HTTP 429,
+    or a socket client past its per-client bound); retry later."""
+
+
 class StoppedError(AgentjailError):
     """The run stopped: ``record.status`` is ``"stopped"``. ``.record`` is the whole
     :class:`~agentjail.Record`; ``.stop_reason`` its reason."""
@@ -113,6 +123,12 @@ class Interrupted(StoppedError):
 
 class AgentjailInternalError(StoppedError):
     """``agentjail_error:*``: agentjail itself could not work (e.g. an invalid policy)."""
+
+
+class NodeLost(StoppedError, ConnectionClosed):
+    """``node_lost:<node id>``: a fleet's node, its Ray actor or its ``agentjail serve`` went
+    away before answering (:mod:`agentjail.fleet`). Whether the job ran is unknown and
+    nothing of its result came back; ``.record`` is the record that says so."""
 
 
 class UnknownStop(StoppedError):

@@ -139,7 +139,12 @@ def response_id(obj: Dict[str, Any]) -> Optional[int]:
     return rid if type(rid) is int else None
 
 
-_SERVER_ERRORS = {"unknown_session": E.UnknownSession, "session_busy": E.SessionBusy}
+_SERVER_ERRORS = {
+    "unknown_session": E.UnknownSession,
+    "session_busy": E.SessionBusy,
+    "unauthorized": E.Unauthorized,
+    "too_many_requests": E.TooManyRequests,
+}
 
 
 class SessionUnavailable(E.ServerError, E.SandboxUnavailable):

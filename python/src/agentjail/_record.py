@@ -44,6 +44,7 @@ class StopKind(str, enum.Enum):
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"
     MAX_SECONDS = "max_seconds"
     INTERRUPTED = "interrupted"
+    NODE_LOST = "node_lost"
     UNKNOWN = "unknown"
 
 
@@ -67,6 +68,7 @@ _ERRORS: Dict[StopKind, Type[E.StoppedError]] = {
     StopKind.SANDBOX_UNAVAILABLE: E.SandboxUnavailable,
     StopKind.MAX_SECONDS: E.BudgetExceeded,
     StopKind.INTERRUPTED: E.Interrupted,
+    StopKind.NODE_LOST: E.NodeLost,
     StopKind.UNKNOWN: E.UnknownStop,
 }
 
@@ -133,6 +135,8 @@ class Record:
     jail_start: Optional[str]
     cached: bool
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    #: The Ray node id that ran it, on a record from :mod:`agentjail.fleet` (else None).
+    node: Optional[str] = None
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,237 @@
+"""verl's OWN SandboxFusion client (verl 0.9.1, pinned by hash in requirements-verl.txt:
+verl/utils/reward_score/sandbox_fusion/, `call_sandbox_api`, `check_correctness`,
+`compute_score`) against the real `agentjail serve --http`'s /run_code: a verl user who sets
+`sandbox_fusion.url` to it gets these scores.
+
+`import verl` needs torch, ray and transformers (its __init__ imports verl.protocol), which
+this venv does not have: verl is installed with --no-deps and its sandbox_fusion package is
+loaded from the installed distribution's files under a private name; its one dependency,
+requests, is pinned in requirements-test.txt. Nothing of verl is copied into this repo.
+"""
+
+import importlib.util
+import json
+import pathlib
+import sys
+from importlib import metadata
+
+import pytest
+
+from conftest import HttpServer
+
+VERL_VERSION = "0.9.1"
+
+
+def load_verl_sandbox_fusion():
+    try:
+        dist = metadata.distribution("verl")
+    except metadata.PackageNotFoundError:
+        pytest.fail("verl is not installed in this venv: run scripts/setup.sh", pytrace=False)
+    assert dist.version == VERL_VERSION, f"verl {dist.version}; requirements-verl.txt pins {VERL_VERSION}"
+    pkg = pathlib.Path(dist.locate_file("verl/utils/reward_score/sandbox_fusion"))
+    name = "_verl_sandbox_fusion"
+    spec = importlib.util.spec_from_file_location(name, pkg / "__init__.py", submodule_search_locations=[str(pkg)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    assert "verl" not in sys.modules, "the verl package itself was imported"
+    return mod, sys.modules[name + ".utils"]
+
+
+@pytest.fixture(scope="module")
+def verl():
+    return load_verl_sandbox_fusion()
+
+
+@pytest.fixture(scope="module")
+def url(binary):
+    # verl's client is `requests.post(url)`: TCP only, and it sends no Authorization header.
+    s = HttpServer(binary, "127.0.0.1:0")
+    yield s.url + "/run_code"
+    s.stop()
+
+
+ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+def test_call_sandbox_api_gets_the_fields_verl_reads(verl, url):
+    _, utils = verl
+    resp, err = utils.call_sandbox_api(url, "print(2 + 2)", None, 10, 10, 1024)
+    assert err is None
+    assert resp["status"] == "Success"
+    assert resp["compile_result"] is None
+    rr = resp["run_result"]
+    assert (rr["status"], rr["stdout"], rr["return_code"]) == ("Finished", "4\n", 0)
+    assert isinstance(rr["execution_time"], float) and isinstance(rr["stderr"], str)
+
+
+def test_accepted_and_wrong_answers(verl, url):
+    _, utils = verl
+    cases = {"inputs": ["1 2\n", "3 4\n", "10 -3\n"], "outputs": ["3", "7", "7"]}
+    results, meta = utils.check_correctness(url, cases, ADD, timeout=10)
+    assert results == [True, True, True], meta
+    cases["outputs"][1] = "8"
+    results, meta = utils.check_correctness(url, cases, ADD, timeout=10)
+    assert results == [True, False, True], meta
+    assert meta[1]["status"] == "wrong_answer" and meta[1]["stdout"] == "7\n"
+
+
+def test_runtime_error_is_minus_2(verl, url):
+    _, utils = verl
+    results, meta = utils.check_correctness(url, {"inputs": ["0\n"], "outputs": ["x"]},
+                                            "print(1 // int(input()))", timeout=10)
+    assert results == [-2], meta
+    assert meta[0]["status"] == "runtime_error" and meta[0]["exit_code"] == 1
+    assert "ZeroDivisionError" in meta[0]["stderr"]
+
+
+def test_timeout_is_minus_3(verl, url):
+    _, utils = verl
+    results, meta = utils.check_correctness(url, {"inputs": [""], "outputs": ["1"]},
+                                            "while True:\n    pass\n", timeout=1)
+    assert results == [-3], meta
+    assert meta[0]["status"] == "timeout" and meta[0]["run_status"] == "TimeLimitExceeded"
+
+
+def test_unsupported_languages(verl, url):
+    _, utils = verl
+    # In verl's list, not run by this server's policy: SandboxFusion's 422, an API error to verl.
+    for lang in ("cpp", "nodejs"):
+        results, meta = utils.check_correctness(url, {"inputs": [""], "outputs": ["1"]}, "print(1)",
+                                                timeout=5, language=lang)
+        assert results == [-1], meta
+        assert "422" in meta[0]["api_request_error"]
+    # Not in verl's list: verl refuses it itself and never calls.
+    resp, err = utils.call_sandbox_api(url, "x", None, 1, 1, 1, language="cobol")
+    assert resp is None and "Unsupported language" in err
+
+
+def test_assert_cases_and_compute_score(verl, url):
+    sf, utils = verl
+    gen = "def add(a, b):\n    return a + b\n"
+    tests = {"inputs": ["", ""], "outputs": [None, None],
+             "assert_case": ["assert add(1, 2) == 3", "assert add(1, 2) == 4"]}
+    results, meta = utils.check_correctness(url, tests, gen, timeout=10)
+    assert results == [True, -2], meta
+    completion = "Here it is:\n```python\n" + ADD + "```\n"
+    score, meta = sf.compute_score(url, None, 1024, completion,
+                                   json.dumps({"inputs": ["1 1\n", "2 2\n"], "outputs": ["2", "5"]}))
+    assert score == 0.5, meta
+
+
+def test_many_cases_at_once(verl, url):
+    _, utils = verl
+    n = 12
+    cases = {"inputs": [f"{i} {i}\n" for i in range(n)], "outputs": [str(2 * i) for i in range(n)]}
+    results, meta = utils.check_correctness(url, cases, ADD, timeout=10)
+    assert results == [True] * n, meta
+
+
+def test_call_based_cases_do_not_pass_the_check(verl, url):
+    """verl's `fn_name` (call-based) cases send a wrapper of ~3 KB with 15 `from X import *`
+    lines, `globals()`, `getattr` and `if __name__`: over the default policy's 2400
+    characters, and star imports are refused by agentjail's check under every policy. They
+    score -2 (the reason is in stderr's last line); docs/REFERENCE.md says so."""
+    _, utils = verl
+    results, meta = utils.check_correctness(url, {"inputs": ["[1, 2]"], "outputs": ["3"], "fn_name": "add"},
+                                            "def add(a, b):\n    return a + b\n", timeout=10)
+    assert results == [-2], meta
+    assert meta[0]["api_response"]["message"] == "invalid_action:code_too_long"
+
+
+def test_a_token_protected_server_refuses_verls_client(verl, binary, tmp_path):
+    _, utils = verl
+    tokens = tmp_path / "tokens"
+    tokens.write_text("verl " + "t" * 32 + "\n")
+    tokens.chmod(0o600)
+    s = HttpServer(binary, "127.0.0.1:0", tokens)
+    try:
+        resp, err = utils.call_sandbox_api(s.url + "/run_code", "print(1)", None, 5, 5, 1024)
+        assert resp is None and "401" in err
+    finally:
+        s.stop()
+
+
+# -- policies/judge.toml: what verl users should serve /run_code with ------------------
+
+JUDGE = pathlib.Path(__file__).resolve().parents[2] / "policies" / "judge.toml"
+
+CP_SOLUTION = '''import sys
+from collections import Counter
+
+
+def main():
+    data = sys.stdin.read().split()
+    n = int(data[0])
+    words = Counter(data[1:1 + n])
+    best = max(sorted(words), key=lambda w: words[w])
+    sys.stdout.write(best + " " + str(words[best]) + "\\n")
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(10000)
+    main()
+'''
+
+# Through dunders (which judge.toml lets past the check) to __import__ and the os module,
+# then at the host: a write under /usr, a secret, the server's own port, a file in /tmp.
+ESCAPE = '''import sys
+b = None
+for c in ().__class__.__base__.__subclasses__():
+    try:
+        b = c.__init__.__globals__["__builtins__"]
+        break
+    except (AttributeError, KeyError):
+        pass
+imp = b["__import__"] if b.__class__ is dict else b.__import__
+g = imp("os").__dict__
+out = []
+def attempt(label, f):
+    try:
+        f()
+        out.append(label + ":DONE")
+    except Exception as e:
+        out.append(label + ":" + e.__class__.__name__)
+attempt("usr", lambda: g["open"]("/usr/agentjail-judge-escape", g["O_WRONLY"] | g["O_CREAT"], 420))
+attempt("shadow", lambda: g["open"]("/etc/shadow", g["O_RDONLY"]))
+attempt("tmp", lambda: g["open"]("/tmp/agentjail-judge-MARK", g["O_WRONLY"] | g["O_CREAT"], 420))
+print(" ".join(out))
+if "PORT" != "0":
+    imp("socket").create_connection(("127.0.0.1", PORT), 2)
+'''
+
+
+@pytest.fixture(scope="module")
+def judge_url(binary):
+    s = HttpServer(binary, "127.0.0.1:0", extra=["--policy", str(JUDGE)])
+    yield s.url + "/run_code"
+    s.stop()
+
+
+def test_judge_policy_passes_what_competitive_programming_writes(verl, url, judge_url):
+    _, utils = verl
+    cases = {"inputs": ["3\na b a\n", "4\nx y y x\n"], "outputs": ["a 2", "x 2"]}
+    results, meta = utils.check_correctness(judge_url, cases, CP_SOLUTION, timeout=10)
+    assert results == [True, True], meta
+    # The same under the default policy: refused by the check (sys, collections, __name__).
+    results, meta = utils.check_correctness(url, cases, CP_SOLUTION, timeout=10)
+    assert results == [-2, -2]
+    assert meta[0]["api_response"]["message"].startswith("policy_block:static_policy_violation:")
+
+
+def test_judge_policy_the_jail_holds_what_its_check_lets_through(verl, judge_url, tmp_path):
+    _, utils = verl
+    port = int(judge_url.rsplit(":", 1)[1].split("/")[0])
+    mark = "agentjail-judge-" + tmp_path.name
+    code = ESCAPE.replace("PORT", "0").replace("agentjail-judge-MARK", mark)
+    resp, err = utils.call_sandbox_api(judge_url, code, None, 10, 10, 1024)
+    assert err is None and resp["status"] == "Success", resp
+    got = dict(x.split(":") for x in resp["run_result"]["stdout"].split())
+    assert got["usr"] in ("OSError", "PermissionError"), got  # read-only bind (EROFS) or landlock
+    assert got["shadow"] in ("FileNotFoundError", "PermissionError"), got  # the jail's own /etc
+    assert got["tmp"] == "DONE", got  # the jail's own /tmp ...
+    # The server's own port: no socket at all (seccomp); verl scores it -2.
+    resp, err = utils.call_sandbox_api(judge_url, ESCAPE.replace("PORT", str(port)), None, 10, 10, 1024)
+    assert resp["status"] == "Failed" and resp["message"] == "code_forbidden_syscall:socket", resp
+    assert not pathlib.Path("/tmp", mark).exists()  # ... not the host's
+    assert not pathlib.Path("/usr/agentjail-judge-escape").exists()
