@@ -17,24 +17,36 @@ fn site() -> u16 {
             let Ok(mut s) = s else { continue };
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nfetched");
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nfetched",
+            );
         }
     });
     port
 }
 
 fn policy(port: u16) -> std::path::PathBuf {
-    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/policies/default.toml")).unwrap();
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/default.toml"
+    ))
+    .unwrap();
     let start = base.find("[network]").unwrap();
     let end = start + base[start..].find("[seccomp]").unwrap();
     let net = format!(
         "[network]\nmode = \"allowlist\"\nallow = [\"localhost:{port}\"]\nallow_private = [\"127.0.0.1/32\"]\nallow_http = true\n\n"
     );
     let text = format!("{}{net}{}", &base[..start], &base[end..])
-        .replace("allowed_imports = [\"json\", \"statistics\"]", "allowed_imports = [\"json\", \"urllib\", \"urllib.request\"]")
+        .replace(
+            "allowed_imports = [\"json\", \"statistics\"]",
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\"]",
+        )
         .replace("\"connect\", \"request\", \"urlopen\",", "\"connect\",")
         .replace("deny_url_literals = true", "deny_url_literals = false")
-        .replace("\"pipes\", \"exec\", \"system_info\",\n]", "\"pipes\", \"exec\", \"system_info\", \"network\",\n]")
+        .replace(
+            "\"pipes\", \"exec\", \"system_info\",\n]",
+            "\"pipes\", \"exec\", \"system_info\", \"network\",\n]",
+        )
         .replace("wall_time_ms = 2000", "wall_time_ms = 20000")
         .replace("cpu_time_ms = 2000", "cpu_time_ms = 10000");
     shared_file(&format!("net-run-{port}.toml"), &text)
@@ -56,14 +68,26 @@ fn run_fetches_from_the_list_and_records_every_request() {
         assert_eq!(r.record["output"]["other"], "HTTP Error 403: Forbidden");
         let reqs = r.record["network"]["requests"].as_array().unwrap();
         assert_eq!(reqs.len(), 2, "{reqs:#?}");
-        assert_eq!((reqs[0]["host"].as_str(), reqs[0]["allowed"].as_bool()), (Some("localhost"), Some(true)));
+        assert_eq!(
+            (reqs[0]["host"].as_str(), reqs[0]["allowed"].as_bool()),
+            (Some("localhost"), Some(true))
+        );
         assert_eq!(reqs[1]["host"], "evil.test");
         assert_eq!(reqs[1]["reason"], "not_allowlisted");
         // A "denied" network hint narrows the list to nothing for this action.
         let mut narrowed = action.clone();
         narrowed["policy_hints"] = json!({"network_access": "denied"});
-        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &serde_json::to_vec(&narrowed).unwrap(), None);
-        assert!(r.stop_reason().starts_with("code_runtime_error"), "{who:?}: {:#}", r.record);
+        let r = run_as(
+            who,
+            &["--policy", pol.to_str().unwrap()],
+            &serde_json::to_vec(&narrowed).unwrap(),
+            None,
+        );
+        assert!(
+            r.stop_reason().starts_with("code_runtime_error"),
+            "{who:?}: {:#}",
+            r.record
+        );
         let net = &r.record["network"];
         assert_eq!(net["narrowed_by_hint"], true);
         assert_eq!(net["requests"][0]["reason"], "not_allowlisted");
