@@ -14,8 +14,31 @@ use std::os::fd::AsRawFd;
 
 /// A job's running proxy.
 pub struct NetSession {
-    proxy: agentjail_net::Proxy,
+    proxy: Option<agentjail_net::Proxy>,
     narrowed: bool,
+}
+
+fn wake(l: &TcpListener) {
+    let _ = agentjail_jail::sys::shutdown_both(l.as_raw_fd());
+}
+
+impl NetSession {
+    /// A session's call: the requests that ended during it into the record's `network`
+    /// (counters are the session's so far); the host of a denial under `deny_is_stop`.
+    pub fn drain_into(&self, r: &mut crate::record::Recorder, policy: &Policy) -> Option<String> {
+        let report = self.proxy.as_ref()?.drain();
+        r.set("network", record_json(policy, &report, self.narrowed));
+        report.first_denied.filter(|_| policy.network.deny_is_stop)
+    }
+}
+
+/// A proxy never outlives its owner (a session dropped without its close): stop it.
+impl Drop for NetSession {
+    fn drop(&mut self) {
+        if let Some(p) = self.proxy.take() {
+            p.finish(wake);
+        }
+    }
 }
 
 /// Whether an action's hints narrow the allowlist to nothing: its `network_access` hint
@@ -67,7 +90,10 @@ pub fn start(
         on_deny,
     )
     .map_err(|e| unavailable(&format!("the proxy thread did not start: {e}")))?;
-    Ok(Some(NetSession { proxy, narrowed }))
+    Ok(Some(NetSession {
+        proxy: Some(proxy),
+        narrowed,
+    }))
 }
 
 /// Stop the proxy (the jail is gone) and put its log in the record's `network`. Returns
@@ -77,10 +103,8 @@ pub fn finish(
     policy: &Policy,
     s: Option<NetSession>,
 ) -> Option<StopReason> {
-    let s = s?;
-    let report = s.proxy.finish(|l| {
-        let _ = agentjail_jail::sys::shutdown_both(l.as_raw_fd());
-    });
+    let mut s = s?;
+    let report = s.proxy.take()?.finish(wake);
     r.set("network", record_json(policy, &report, s.narrowed));
     let denied = report
         .first_denied
@@ -143,14 +167,4 @@ pub fn doctor_check() -> crate::doctor::Check {
             "use a kernel >= 6.7 with landlock (ABI 4) and give agentjail's host a resolver configuration".to_string()
         }),
     }
-}
-
-/// Sessions do not run a proxy yet (a session's calls share one jail, and its log would
-/// have to be split between their records): a session under an allowlist is refused
-/// rather than started with a listener nobody answers.
-pub fn refuse_session(policy: &Policy) -> Result<(), String> {
-    if policy.network.allowlist() {
-        return Err("sessions do not take a network allowlist yet (network.mode = \"allowlist\"): use `run` jobs, or a policy with mode = \"none\" for sessions".into());
-    }
-    Ok(())
 }

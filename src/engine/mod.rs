@@ -478,8 +478,6 @@ impl Engine {
                 "agentjail is shutting down",
             ));
         }
-        crate::netproxy::refuse_session(&self.policy.policy)
-            .map_err(|m| EngineError::new("bad_request", m))?;
         let mut policy = self.policy.policy.clone();
         if let Some(h) = hints.filter(|h| !h.is_null()) {
             let parsed = crate::contract::parse_hints(h)
@@ -530,6 +528,12 @@ impl Engine {
                 (jail, Start::Cold)
             }
         };
+        // The allowlist's proxy lives as long as the session's jail (src/netproxy.rs).
+        let mut jail = jail;
+        let net = crate::netproxy::start(&policy, false, &mut jail).map_err(|e| {
+            let control = e.unavailable_control();
+            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+        })?;
         let id = crate::ids::random_hex(16);
         let session = Session::new(
             id.clone(),
@@ -537,7 +541,8 @@ impl Engine {
             (jail, start),
             policy,
             self.policy_ref.clone(),
-        );
+        )
+        .with_net(net);
         self.lock_sessions()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(session))));
         Ok(id)

@@ -3,6 +3,7 @@
 //! `allow_private`), every other host is refused by the proxy, and the record's `network`
 //! lists both. The attacks themselves are tests/jail/network.rs (through `exec`).
 
+use crate::common::serve;
 use crate::common::*;
 use serde_json::json;
 use std::io::{Read, Write};
@@ -91,5 +92,83 @@ fn run_fetches_from_the_list_and_records_every_request() {
         let net = &r.record["network"];
         assert_eq!(net["narrowed_by_hint"], true);
         assert_eq!(net["requests"][0]["reason"], "not_allowlisted");
+    }
+}
+
+/// One JSON line to `serve`, one back.
+fn ask(
+    f: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
+    req: serde_json::Value,
+) -> serde_json::Value {
+    use std::io::BufRead;
+    let mut line = serde_json::to_vec(&req).unwrap();
+    line.push(b'\n');
+    f.get_mut().write_all(&line).unwrap();
+    let mut answer = String::new();
+    f.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+#[test]
+fn a_session_keeps_its_proxy_and_each_call_records_its_requests() {
+    let port = site();
+    let pol = policy(port);
+    for who in variants() {
+        let dir = serve::scratch("net");
+        let sock = dir.path().join("s.sock");
+        let mut server = serve::command(who, agentjail_path())
+            .args(["serve", "--policy", pol.to_str().unwrap(), "--socket"])
+            .arg(&sock)
+            .args(["--pool", "0", "--session-pool", "0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = (0..500)
+            .find_map(|_| {
+                std::os::unix::net::UnixStream::connect(&sock)
+                    .ok()
+                    .or_else(|| {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        None
+                    })
+            })
+            .expect("serve listens");
+        let mut f = std::io::BufReader::new(s);
+        let sid = ask(&mut f, json!({"id": "s", "op": "session_start"}))["session"].clone();
+        assert!(sid.is_string(), "{who:?}");
+        let fetch = format!("import urllib.request as u\nb = u.urlopen('http://localhost:{port}/', timeout=10).read().decode()\nb");
+        let r = &ask(
+            &mut f,
+            json!({"id": "1", "op": "session_exec", "session": sid, "code": fetch}),
+        )["record"];
+        assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        assert_eq!(r["value"], "'fetched'");
+        assert_eq!(r["network"]["requests"][0]["reason"], "ok");
+        let evil = "try:\n    u.urlopen('http://evil.test/', timeout=10)\nexcept Exception as e:\n    x = str(e)\nx";
+        let r = &ask(
+            &mut f,
+            json!({"id": "2", "op": "session_exec", "session": sid, "code": evil}),
+        )["record"];
+        let reqs = r["network"]["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), 1, "only this call's requests: {reqs:#?}");
+        assert_eq!(
+            (reqs[0]["host"].as_str(), reqs[0]["reason"].as_str()),
+            (Some("evil.test"), Some("not_allowlisted"))
+        );
+        assert_eq!(
+            r["network"]["request_count"], 2,
+            "the session's count so far"
+        );
+        assert_eq!(
+            ask(
+                &mut f,
+                json!({"id": "c", "op": "session_close", "session": sid})
+            )["closed"],
+            true
+        );
+        let _ = server.kill();
+        let _ = server.wait();
     }
 }

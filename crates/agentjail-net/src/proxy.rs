@@ -104,6 +104,23 @@ impl Proxy {
         })
     }
 
+    /// The requests that ended since the last drain, with the run's counters so far, and
+    /// the first denial since then: a session's call takes what happened during it.
+    pub fn drain(&self) -> Report {
+        let sh = &self.shared;
+        let (entries, dropped) =
+            std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
+        Report {
+            entries,
+            dropped,
+            connections: sh.connections.load(SeqCst),
+            requests: sh.requests.load(SeqCst),
+            bytes_in: sh.bytes_in.load(SeqCst),
+            bytes_out: sh.bytes_out.load(SeqCst),
+            first_denied: sh.first_denied.lock().ok().and_then(|mut g| g.take()),
+        }
+    }
+
     /// Stop: `wake` must make the accept thread's blocked accept return (shutdown of the
     /// listening socket; the listener lives in the jail's network namespace, where nothing
     /// of ours can connect). Every open connection is cut, every thread joined.
