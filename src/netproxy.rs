@@ -134,6 +134,7 @@ pub fn record_json(policy: &Policy, rep: &agentjail_net::Report, narrowed: bool)
         "bytes_in": rep.bytes_in,
         "bytes_out": rep.bytes_out,
         "denied": rep.entries.iter().filter(|e| !e.allowed).count(),
+        "unfinished": rep.unfinished,
     })
 }
 

@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// How long `finish` waits for a request still being decided.
+const FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Most entries a run's log keeps; later ones are counted in `Report::dropped`.
 pub const MAX_ENTRIES: usize = 1000;
 
@@ -44,6 +47,8 @@ pub struct Report {
     pub bytes_out: u64,
     /// The host of the first denied request (for `deny_is_stop`).
     pub first_denied: Option<String>,
+    /// Requests still being decided (a slow resolver) when the run ended: not in `entries`.
+    pub unfinished: u32,
 }
 
 pub type OnDeny = Box<dyn Fn(&str) + Send + Sync>;
@@ -118,6 +123,7 @@ impl Proxy {
             bytes_in: sh.bytes_in.load(SeqCst),
             bytes_out: sh.bytes_out.load(SeqCst),
             first_denied: sh.first_denied.lock().ok().and_then(|mut g| g.take()),
+            unfinished: 0,
         }
     }
 
@@ -141,8 +147,19 @@ impl Proxy {
         {
             let _ = s.shutdown(Shutdown::Both);
         }
+        // A handler can only be stuck in the resolver now (every socket is shut down): wait
+        // for it a little, then leave it; it connects nowhere once it sees `stopping`.
+        let deadline = Instant::now() + FINISH_GRACE;
+        let mut unfinished = 0;
         for h in handlers.into_iter().flatten() {
-            let _ = h.join();
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                unfinished += 1;
+            }
         }
         let sh = &self.shared;
         let (entries, dropped) =
@@ -155,6 +172,7 @@ impl Proxy {
             bytes_in: sh.bytes_in.load(SeqCst),
             bytes_out: sh.bytes_out.load(SeqCst),
             first_denied: sh.first_denied.lock().ok().and_then(|g| g.clone()),
+            unfinished,
         }
     }
 }
@@ -285,6 +303,10 @@ fn handle(sh: &Shared, mut client: TcpStream) {
 
 fn connect_upstream(sh: &Shared, addrs: &[SocketAddr]) -> Option<TcpStream> {
     for a in addrs {
+        // The run ended while this request was being decided: connect nowhere.
+        if sh.stopping.load(SeqCst) {
+            return None;
+        }
         if let Ok(s) = TcpStream::connect_timeout(a, sh.rules.limits.connect) {
             track(sh, &s);
             return Some(s);

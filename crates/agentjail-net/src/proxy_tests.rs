@@ -463,3 +463,45 @@ fn a_client_that_sends_nothing_is_refused_at_the_connect_timeout() {
     let (r, _) = run.finish();
     assert_eq!(r.entries[0].reason, "request_read_failed");
 }
+
+#[test]
+fn a_request_stuck_in_the_resolver_does_not_hold_the_end_of_the_run() {
+    // The resolver answers only when the test lets it, after the run has ended: the
+    // request is counted as unfinished and `finish` returns without it. (Its late answer
+    // finds `stopping` set and connects nowhere: connect_upstream's first check.)
+    struct Gate(Mutex<std::sync::mpsc::Receiver<()>>);
+    impl Resolver for Gate {
+        fn resolve(&self, _: &str, _: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
+            let _ = self.0.lock().unwrap().recv();
+            Ok(vec!["127.0.0.1".parse().unwrap()])
+        }
+    }
+    let up = upstream(Vec::new(), 1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let rules = Rules {
+        allow: vec![Allow::parse(&format!("slow.test:{}", up.port)).unwrap()],
+        allow_private: vec![Cidr::parse("127.0.0.1").unwrap()],
+        allow_http: true,
+        limits: Limits::default(),
+    };
+    let proxy = Proxy::start(l, rules, Box::new(Gate(Mutex::new(rx))), None).unwrap();
+    let mut c = TcpStream::connect(addr).unwrap();
+    let req = format!(
+        "GET http://slow.test:{0}/ HTTP/1.1\r\nHost: slow.test:{0}\r\n\r\n",
+        up.port
+    );
+    c.write_all(req.as_bytes()).unwrap();
+    // The request is being decided once the proxy has counted it.
+    while proxy.shared.requests.load(SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let r = proxy.finish(|_| {
+        let _ = TcpStream::connect(addr);
+    });
+    assert_eq!(r.unfinished, 1);
+    assert!(r.entries.is_empty());
+    tx.send(()).unwrap();
+    drop(c);
+}
