@@ -52,7 +52,7 @@ pub fn narrowed_by(action: &Action) -> bool {
 
 /// Start the proxy for `jail` when `policy` has an allowlist (None otherwise); `narrowed`:
 /// every request is denied and logged ([`narrowed_by`]). A jail without the listening
-/// socket (a zygote's) fails closed: `sandbox_unavailable:network`.
+/// socket fails closed: `sandbox_unavailable:network`.
 pub fn start(
     policy: &Policy,
     narrowed: bool,
@@ -66,9 +66,9 @@ pub fn start(
         control: "network".into(),
         detail: detail.into(),
     };
-    let fd = jail.take_net().ok_or_else(|| {
-        unavailable("this jail has no allowlist listener (a zygote's jail: run without --zygote)")
-    })?;
+    let fd = jail
+        .take_net()
+        .ok_or_else(|| unavailable("the jail handed over no allowlist listener"))?;
     let listener = TcpListener::from(fd);
     let mut rules = net.rules();
     if narrowed {

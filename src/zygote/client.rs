@@ -387,6 +387,7 @@ fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
     let (pidfd, stdout, stderr, status) = (next(0), next(1), next(2), next(3));
     let (stdin, listener, job, reply_fd, program_pidfd, held_dir) =
         (next(4), next(5), next(6), next(7), next(8), next(9));
+    let net = next(10);
     let (Some(pidfd), Some(stdout), Some(stderr), Some(status)) = (pidfd, stdout, stderr, status)
     else {
         return Err(malformed("descriptors"));
@@ -404,8 +405,6 @@ fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
         reply: reply_fd,
         program_pidfd,
         held_dir,
-        // The template does not hand over a network listener: a policy with a network
-        // allowlist fails closed on a zygote's jail (src/netproxy.rs).
-        net: None,
+        net,
     })
 }

@@ -107,7 +107,7 @@ pub fn control() -> crate::jail::Control {
 
 /// The descriptors of a spawned jail, in the order they travel (a bit set says which of the
 /// optional ones are present).
-const FD_NAMES: [&str; 10] = [
+const FD_NAMES: [&str; 11] = [
     "pidfd",
     "stdout",
     "stderr",
@@ -118,6 +118,7 @@ const FD_NAMES: [&str; 10] = [
     "reply",
     "program_pidfd",
     "held_dir",
+    "net",
 ];
 
 /// Largest control message either side sends but the policy text (requests and replies

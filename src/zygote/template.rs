@@ -274,6 +274,7 @@ fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
         s.reply,
         s.program_pidfd,
         s.held_dir,
+        s.net,
     ];
     let mut bits = 0u32;
     let mut fds = vec![s.pidfd, s.stdout, s.stderr, s.status];
