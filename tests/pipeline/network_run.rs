@@ -109,33 +109,86 @@ fn ask(
     serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
 }
 
+/// `agentjail serve` on a socket in `dir` as `who`, and a connection to it.
+fn serve_on(
+    who: Who,
+    dir: &std::path::Path,
+    pol: &std::path::Path,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::os::unix::net::UnixStream>,
+) {
+    let sock = dir.join("s.sock");
+    let server = serve::command(who, agentjail_path())
+        .args(["serve", "--policy", pol.to_str().unwrap(), "--socket"])
+        .arg(&sock)
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let s = (0..1500)
+        .find_map(|_| {
+            std::os::unix::net::UnixStream::connect(&sock)
+                .ok()
+                .or_else(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    None
+                })
+        })
+        .expect("serve listens");
+    (server, std::io::BufReader::new(s))
+}
+
+#[test]
+fn a_zygote_jail_hands_its_listener_over() {
+    if !zygote_built() {
+        return;
+    }
+    let port = site();
+    let pol = policy(port);
+    let code = format!("import json, urllib.request as u\nprint(json.dumps({{'ok': u.urlopen('http://localhost:{port}/', timeout=10).read().decode()}}))\n");
+    let action = json!({"id": "z", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    for who in variants() {
+        let dir = serve::scratch("netz");
+        let (mut server, mut f) = serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
+        // Every job must fetch; the first ones may start cold while the template warms up,
+        // and one must come from the zygote.
+        let mut zygote = false;
+        for n in 0..30 {
+            let r = &ask(&mut f, json!({"id": n, "op": "run", "action": action}))["record"];
+            assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+            assert_eq!(r["output"]["ok"], "fetched");
+            assert_eq!(r["network"]["requests"][0]["reason"], "ok");
+            let controls = r["enforcement"].as_array().unwrap();
+            zygote = controls
+                .iter()
+                .any(|c| c["control"] == "address_space_layout");
+            if zygote {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(zygote, "{who:?}: no job ran in a zygote's jail");
+        let _ = server.kill();
+        let _ = server.wait();
+    }
+}
+
 #[test]
 fn a_session_keeps_its_proxy_and_each_call_records_its_requests() {
     let port = site();
     let pol = policy(port);
     for who in variants() {
         let dir = serve::scratch("net");
-        let sock = dir.path().join("s.sock");
-        let mut server = serve::command(who, agentjail_path())
-            .args(["serve", "--policy", pol.to_str().unwrap(), "--socket"])
-            .arg(&sock)
-            .args(["--pool", "0", "--session-pool", "0"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = (0..500)
-            .find_map(|_| {
-                std::os::unix::net::UnixStream::connect(&sock)
-                    .ok()
-                    .or_else(|| {
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                        None
-                    })
-            })
-            .expect("serve listens");
-        let mut f = std::io::BufReader::new(s);
+        let (mut server, mut f) = serve_on(
+            who,
+            dir.path(),
+            &pol,
+            &["--pool", "0", "--session-pool", "0"],
+        );
         let sid = ask(&mut f, json!({"id": "s", "op": "session_start"}))["session"].clone();
         assert!(sid.is_string(), "{who:?}");
         let fetch = format!("import urllib.request as u\nb = u.urlopen('http://localhost:{port}/', timeout=10).read().decode()\nb");
