@@ -20,13 +20,16 @@
 #   7. Crate directions (cargo metadata, every dependency kind): agentjail-json and
 #      agentjail-jail depend on no other agentjail crate; agentjail-check on agentjail-json at
 #      most; the main crate on those three; the zygote template on the main crate; the MCP
-#      server (agentjail-mcp) on the main crate, json and check; the HTTP front end
-#      (agentjail-http) on the main crate and json. Those two front ends are the only crates
+#      server (agentjail-mcp) on the main crate, json, check and jail (its `os` calls); the
+#      HTTP front end (agentjail-http) on the main crate, json and jail. Those two front ends are the only crates
 #      with the async stack (tokio; rmcp, hyper): nothing depends on the zygote or on them,
 #      and no other crate depends on the async stack. A workspace crate not in the table
 #      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
+#   9. The kernel module is the jail crate's alone: no `sys::` path outside
+#      crates/agentjail-jail/ (the crate declares it `pub(crate)`, so a use from another
+#      crate does not build either). Other crates use its safe, typed `agentjail_jail::os`.
 set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
 [ -d src ] || { echo "house-rules: no src/ here"; exit 2; }
@@ -45,8 +48,8 @@ agentjail-net:
 agentjail-check: agentjail-json
 agentjail: agentjail-json agentjail-check agentjail-jail agentjail-net
 agentjail-zygote: agentjail
-agentjail-mcp: agentjail agentjail-json agentjail-check
-agentjail-http: agentjail agentjail-json
+agentjail-mcp: agentjail agentjail-json agentjail-check agentjail-jail
+agentjail-http: agentjail agentjail-json agentjail-jail
 '
 # The async stack (the MCP SDK, the HTTP stack), and the front ends that may depend on it.
 ASYNC_DEPS='rmcp tokio hyper hyper-util'
@@ -139,6 +142,11 @@ for p in sorted(meta["packages"], key=lambda p: p["name"]):
     if [ "$n" -gt "$MAX_FILE_LINES" ] && ! [[ $f =~ $OVERSIZE_OK ]] && ! [[ $f =~ $GENERATED ]]; then
       echo "rule 8 (file over $MAX_FILE_LINES lines): $f — $n lines"
     fi
+  done
+  # 9: code lines only
+  find src crates zygote tests benches fuzz -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/' \
+    | sort | while read -r f; do
+    grep -nE '\bsys::' "$f" | grep -vE '^[0-9]+:\s*//' | sed "s|^|rule 9 (the kernel module outside the jail crate): $f:|"
   done
 }
 

@@ -20,8 +20,8 @@
 //! reports done, and only files new or changed since the previous call are reported. A file
 //! a background thread is still writing may then be read mid-write (within the same caps).
 
-use crate::jail::sys;
 use crate::policy::ArtifactsPolicy;
+use agentjail_jail::os;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::ffi::CString;
@@ -145,7 +145,10 @@ impl Walk<'_> {
     }
 
     fn entry(&mut self, dir: &OwnedFd, name: &CString, path: String, depth: usize) {
-        let Ok((mode, size, nlink)) = sys::fstatat_nofollow(dir.as_raw_fd(), name) else {
+        let Ok(os::dir::FileStat {
+            mode, size, nlink, ..
+        }) = os::dir::stat_at(dir, name)
+        else {
             return;
         };
         match mode & libc::S_IFMT {
@@ -153,8 +156,8 @@ impl Walk<'_> {
             libc::S_IFDIR if depth + 1 >= MAX_DEPTH => self.skip(path, "over_budget"),
             libc::S_IFDIR => {
                 let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-                if let Ok(fd) = sys::openat(dir.as_raw_fd(), name, flags, 0) {
-                    self.dir(&sys::owned(fd), &format!("{path}/"), depth + 1);
+                if let Ok(fd) = os::dir::open_at(dir, name, flags, 0) {
+                    self.dir(&fd, &format!("{path}/"), depth + 1);
                 }
             }
             libc::S_IFREG if nlink > 1 => self.skip(path, "hardlink"),
@@ -171,10 +174,10 @@ impl Walk<'_> {
         }
         // O_NONBLOCK: had the entry been swapped for a FIFO, the open would not wait.
         let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
-        let Ok(fd) = sys::openat(dir.as_raw_fd(), name, flags, 0).map(sys::owned) else {
+        let Ok(fd) = os::dir::open_at(dir, name, flags, 0) else {
             return self.skip(path, "not_regular");
         };
-        let Ok((mode, _, nlink, _)) = sys::fstat(fd.as_raw_fd()) else {
+        let Ok(os::dir::FileStat { mode, nlink, .. }) = os::dir::stat(&fd) else {
             return;
         };
         if mode & libc::S_IFMT != libc::S_IFREG || nlink > 1 {
@@ -209,7 +212,7 @@ fn read_at_most(fd: &OwnedFd, limit: u64) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 64 * 1024];
     while (out.len() as u64) < limit {
         let want = buf.len().min((limit - out.len() as u64) as usize);
-        match sys::read(fd.as_raw_fd(), &mut buf[..want]) {
+        match os::fd::read(fd, &mut buf[..want]) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(_) => return None,
@@ -341,7 +344,7 @@ impl ArtifactsDir {
             ));
         }
         let (parent, name) = crate::hostpath::parent_and_name(path, "--artifacts-dir")?;
-        let created = match sys::mkdirat(parent.as_raw_fd(), &name, 0o700) {
+        let created = match os::dir::mkdir_at(&parent, &name, 0o700) {
             Ok(()) => true,
             Err(libc::EEXIST) => false,
             Err(e) => {
@@ -353,7 +356,7 @@ impl ArtifactsDir {
         };
         let flags = libc::O_RDONLY | libc::O_DIRECTORY;
         let fd = crate::hostpath::openat(&parent, &name, flags, 0).map_err(|e| {
-            let is_link = sys::fstatat_file(parent.as_raw_fd(), &name)
+            let is_link = os::dir::stat_at(&parent, &name)
                 .is_ok_and(|st| st.mode & libc::S_IFMT == libc::S_IFLNK);
             if is_link {
                 format!("--artifacts-dir {shown} is a symlink; give a real directory")
@@ -363,9 +366,8 @@ impl ArtifactsDir {
                 format!("--artifacts-dir {shown}: {e}")
             }
         })?;
-        let st = sys::fstat_file(fd.as_raw_fd())
-            .map_err(|e| format!("--artifacts-dir {shown}: errno {e}"))?;
-        if st.uid != sys::geteuid() {
+        let st = os::dir::stat(&fd).map_err(|e| format!("--artifacts-dir {shown}: errno {e}"))?;
+        if st.uid != os::process::geteuid() {
             return Err(format!(
                 "--artifacts-dir {shown} belongs to uid {}, not to us",
                 st.uid
@@ -400,7 +402,7 @@ impl ArtifactsDir {
     /// directory we created is removed again (only while it is empty).
     pub fn discard(self) {
         if self.created {
-            let _ = sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR);
+            let _ = os::dir::unlink_at(&self.parent, &self.name, libc::AT_REMOVEDIR);
         }
     }
 
@@ -412,27 +414,24 @@ impl ArtifactsDir {
             let mut dir = self.fd.try_clone().map_err(|e| e.to_string())?;
             for part in &parts[..parts.len() - 1] {
                 let c = CString::new(*part).map_err(|e| e.to_string())?;
-                match sys::mkdirat(dir.as_raw_fd(), &c, 0o700) {
+                match os::dir::mkdir_at(&dir, &c, 0o700) {
                     Ok(()) | Err(libc::EEXIST) => {}
                     Err(e) => return Err(format!("mkdir {}: errno {e}", a.path)),
                 }
                 let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-                dir = sys::openat(dir.as_raw_fd(), &c, flags, 0)
-                    .map(sys::owned)
+                dir = os::dir::open_at(&dir, &c, flags, 0)
                     .map_err(|e| format!("open {}: errno {e}", a.path))?;
             }
             let name = CString::new(parts[parts.len() - 1]).map_err(|e| e.to_string())?;
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-            let fd = sys::openat(dir.as_raw_fd(), &name, flags, 0o600)
-                .map(sys::owned)
-                .map_err(|e| {
-                    format!(
-                        "create {}: {}",
-                        a.path,
-                        std::io::Error::from_raw_os_error(e)
-                    )
-                })?;
-            sys::write_all(fd.as_raw_fd(), &a.content)
+            let fd = os::dir::open_at(&dir, &name, flags, 0o600).map_err(|e| {
+                format!(
+                    "create {}: {}",
+                    a.path,
+                    std::io::Error::from_raw_os_error(e)
+                )
+            })?;
+            os::fd::write_all(&fd, &a.content)
                 .map_err(|e| format!("write {}: errno {e}", a.path))?;
             written.push(self.path.join(&a.path).display().to_string());
         }
@@ -548,7 +547,7 @@ mod tests {
         let _sock = std::os::unix::net::UnixListener::bind(d.path().join("sock")).unwrap();
         std::fs::write(d.path().join("ok.txt"), "ok").unwrap();
         let c = CString::new(d.path().as_os_str().as_bytes()).unwrap();
-        let dir = sys::owned(sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap());
+        let dir = os::dir::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
         let got = collect(&dir, &ArtifactsPolicy::default());
         assert_eq!(got.artifacts.len(), 1);
         assert_eq!(got.artifacts[0].path, "ok.txt");
@@ -565,7 +564,7 @@ mod tests {
 
     fn open_dir(p: &std::path::Path) -> OwnedFd {
         let c = CString::new(p.as_os_str().as_bytes()).unwrap();
-        sys::owned(sys::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap())
+        os::dir::open(&c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap()
     }
 
     /// A 1 TB sparse file costs nothing to make on the host (no jail can: RLIMIT_FSIZE); the

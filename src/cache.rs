@@ -19,13 +19,13 @@
 //!   "stored_at", "original_run_id"}`. A corrupt, foreign or expired entry is ignored with a
 //!   warning on stderr and the job runs.
 
-use crate::jail::sys;
 use crate::record::StopReason;
+use agentjail_jail::os;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::ffi::CString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -55,7 +55,7 @@ impl Cache {
     pub fn open(dir: &Path, ttl: Duration) -> Result<Cache, String> {
         let what = format!("cache directory {}", dir.display());
         let (parent, name) = crate::hostpath::parent_and_name(dir, "--cache")?;
-        match sys::mkdirat(parent.as_raw_fd(), &name, 0o700) {
+        match os::dir::mkdir_at(&parent, &name, 0o700) {
             Ok(()) | Err(libc::EEXIST) => {}
             Err(e) => {
                 return Err(format!(
@@ -76,13 +76,13 @@ impl Cache {
                 _ => format!("{what}: {e}"),
             }
         })?;
-        let st = sys::fstat_file(fd.as_raw_fd()).map_err(|e| format!("{what}: errno {e}"))?;
+        let st = os::dir::stat(&fd).map_err(|e| format!("{what}: errno {e}"))?;
         let mode = st.mode & 0o7777;
-        if st.uid != sys::geteuid() || mode & 0o022 != 0 {
+        if st.uid != os::process::geteuid() || mode & 0o022 != 0 {
             return Err(format!(
                 "cache directory {} must be owned by uid {} and not group- or world-writable (mode {:o}): anyone who can write it could plant records",
                 dir.display(),
-                sys::geteuid(),
+                os::process::geteuid(),
                 mode
             ));
         }
@@ -147,7 +147,7 @@ impl Cache {
                 Err(e) => return warn(&e.to_string()),
             };
         let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.uid() != sys::geteuid() || meta.mode() & 0o077 != 0 {
+        if !meta.is_file() || meta.uid() != os::process::geteuid() || meta.mode() & 0o077 != 0 {
             return warn("not a private regular file of ours");
         }
         let mut bytes = Vec::new();
@@ -170,7 +170,7 @@ impl Cache {
             return warn("corrupt");
         };
         if now_secs().saturating_sub(stored_at) > self.ttl.as_secs() {
-            let _ = sys::unlinkat(self.fd.as_raw_fd(), &name, 0);
+            let _ = os::dir::unlink_at(&self.fd, &name, 0);
             return None;
         }
         Some(Hit {
@@ -185,19 +185,19 @@ impl Cache {
     pub fn put(&self, key: &str, record: &Value) -> Result<(), String> {
         let entry = json!({"key": key, "stored_at": now_secs(), "record": record});
         let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
-        let tmp = CString::new(format!(".{key}.{}.tmp", crate::ids::random_hex(8)))
+        let tmp = CString::new(format!(".{key}.{}.tmp", agentjail_jail::ids::random_hex(8)))
             .map_err(|e| e.to_string())?;
         let name = CString::new(entry_name(key)).map_err(|e| e.to_string())?;
-        let dir = self.fd.as_raw_fd();
+        let dir = &self.fd;
         let write = || -> std::io::Result<()> {
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
             let mut f = std::fs::File::from(crate::hostpath::openat(&self.fd, &tmp, flags, 0o600)?);
             f.write_all(&bytes)?;
             f.sync_data()?;
-            sys::renameat(dir, &tmp, dir, &name).map_err(std::io::Error::from_raw_os_error)
+            os::dir::rename_at(dir, &tmp, dir, &name).map_err(std::io::Error::from_raw_os_error)
         };
         write().map_err(|e| {
-            let _ = sys::unlinkat(dir, &tmp, 0);
+            let _ = os::dir::unlink_at(dir, &tmp, 0);
             format!(
                 "cannot store the cache entry {}: {e}",
                 self.path(key).display()

@@ -5,12 +5,13 @@
 //! only raw syscalls and `_exit`s with 0 or the errno: no allocation, no locks after fork, so it
 //! is safe even when the caller has other threads. Probes that change nothing (landlock's
 //! version query, seccomp's action query, pidfd_open on ourselves) run in-process.
-//! The syscalls themselves are the shared wrappers of `jail::sys`, the same ones the jail uses.
+//! The syscalls themselves are the jail crate's (`agentjail_jail::os::probe`, over the same
+//! kernel wrappers the jail uses).
 
-use crate::jail::cgroup::{self, HostCgroups, Layout};
-use crate::jail::container;
-use crate::jail::sys;
 use crate::policy::LoadedPolicy;
+use agentjail_jail::cgroup::{self, HostCgroups, Layout};
+use agentjail_jail::container;
+use agentjail_jail::os;
 use serde::Serialize;
 use serde_json::Value;
 use std::os::fd::OwnedFd;
@@ -123,45 +124,31 @@ enum Probe {
 
 /// Fork, run `probe` in the child, return Ok(()) or the child's errno.
 fn in_child(probe: Probe) -> Result<(), i32> {
-    sys::probe_in_child(&move || child_probe(probe))
-}
-
-/// Runs in the forked child: returns 0 or an errno (all errnos fit in an exit status). Only
-/// raw syscalls on values computed before the fork.
-fn child_probe(probe: Probe) -> i32 {
-    let result = match probe {
+    match probe {
         Probe::Unshare {
             flags,
             remount_private,
-        } => sys::unshare(flags).and_then(|()| {
-            if remount_private {
-                sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
-            } else {
-                Ok(())
-            }
-        }),
-        Probe::NoNewPrivs => sys::no_new_privs(),
-    };
-    result.err().unwrap_or(0)
+        } => os::probe::unshare_in_child(flags, remount_private),
+        Probe::NoNewPrivs => os::probe::no_new_privs_in_child(),
+    }
 }
 
 /// The landlock ABI version, or the errno (ENOSYS: not built; EOPNOTSUPP: disabled at boot).
 pub fn landlock_abi() -> Result<u32, i32> {
-    sys::landlock_abi()
+    os::probe::landlock_abi()
 }
 
 /// Whether the kernel knows a seccomp return action (SECCOMP_GET_ACTION_AVAIL).
 fn seccomp_action_avail(action: u32) -> Result<(), i32> {
-    sys::seccomp_action_available(action)
+    os::probe::seccomp_action_available(action)
 }
 
 fn pidfd_open_self() -> Result<OwnedFd, i32> {
-    sys::pidfd_open(std::process::id() as libc::pid_t).map(sys::owned)
+    os::probe::pidfd_open_self()
 }
 
 fn pidfd_getfd(pidfd: &OwnedFd, target_fd: i32) -> Result<OwnedFd, i32> {
-    use std::os::fd::AsRawFd;
-    sys::pidfd_getfd(pidfd.as_raw_fd(), target_fd).map(sys::owned)
+    os::probe::pidfd_getfd(pidfd, target_fd)
 }
 
 fn status_field(status: &str, key: &str) -> Option<String> {
@@ -182,7 +169,7 @@ const FIX_CGROUP_V2: &str =
 /// trying changes nothing (or only a forked child); then, with a policy, a real jail from
 /// that policy's own plan ([`probe_jail`]), which is what decides "all well".
 pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
-    let euid = sys::geteuid();
+    let euid = os::process::geteuid();
     let root = euid == 0;
     let kernel = read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into());
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -1,10 +1,10 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
-use crate::jail::JailError;
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
 use crate::record::{self, Phase, Recorder, StopReason};
-use crate::supervise::{Io, Outcome};
+use agentjail_jail::supervise::{Io, Outcome};
+use agentjail_jail::JailError;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -90,7 +90,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         &policy,
         std::mem::take(&mut a.cmd),
         &contents,
-        &crate::jail::mount::RealHost,
+        &agentjail_jail::mount::RealHost,
     ) {
         Ok(p) => p,
         Err(e) => {
@@ -133,7 +133,7 @@ fn launch(
     artifacts_dir: Option<&crate::artifacts::ArtifactsDir>,
 ) -> (i32, StopReason) {
     let t0 = std::time::Instant::now();
-    let sigfd = crate::supervise::block_termination_signals();
+    let sigfd = agentjail_jail::supervise::block_termination_signals();
     let mut out = std::io::stdout();
     let mut err = std::io::stderr();
     let io = Io {
@@ -143,7 +143,7 @@ fn launch(
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    let started = crate::launch::prepare(plan)
+    let started = agentjail_jail::launch::prepare(plan)
         .and_then(|p| p.start())
         .and_then(|mut jail| {
             let net = crate::netproxy::start(policy, false, &mut jail)?;
@@ -163,7 +163,12 @@ fn launch(
             (EXIT_SETUP, reason)
         }
         Ok((jail, net)) => {
-            let run = jail.run(io, sigfd.as_ref().map(crate::supervise::Interrupt::Signals));
+            let run = jail.run(
+                io,
+                sigfd
+                    .as_ref()
+                    .map(agentjail_jail::supervise::Interrupt::Signals),
+            );
             let net_stop = crate::netproxy::finish(r, policy, net);
             let o = &run.outcome;
             let (mut code, mut reason) = verdict(o, policy.limits.memory.0);

@@ -10,16 +10,16 @@
 //! is relative to the directory's fd (`openat`, `mkdirat`, `renameat`, `unlinkat`), so a
 //! symlink swapped in afterwards, anywhere on the path, is never followed.
 
-use crate::jail::sys;
+use agentjail_jail::os;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Whether a directory with this owner and mode is safe to create things in: ours or
 /// root's, and not writable by group or others unless sticky.
-pub fn dir_is_safe(st: &sys::FileStat) -> bool {
-    let owner = st.uid == 0 || st.uid == sys::geteuid();
+pub fn dir_is_safe(st: &os::dir::FileStat) -> bool {
+    let owner = st.uid == 0 || st.uid == os::process::geteuid();
     let shared = st.mode & 0o022 != 0;
     owner && (!shared || st.mode & libc::S_ISVTX != 0)
 }
@@ -29,9 +29,8 @@ pub fn dir_is_safe(st: &sys::FileStat) -> bool {
 pub fn open_dir(dir: &Path, what: &str) -> Result<OwnedFd, String> {
     let real = std::fs::canonicalize(dir).map_err(|e| format!("{what}: {}: {e}", dir.display()))?;
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let mut fd = sys::open(c"/", flags, 0)
-        .map(sys::owned)
-        .map_err(|e| format!("{what}: cannot open /: errno {e}"))?;
+    let mut fd =
+        os::dir::open(c"/", flags, 0).map_err(|e| format!("{what}: cannot open /: errno {e}"))?;
     let mut walked = PathBuf::from("/");
     check_dir(&fd, &walked, what)?;
     for c in real.components() {
@@ -39,23 +38,20 @@ pub fn open_dir(dir: &Path, what: &str) -> Result<OwnedFd, String> {
         walked.push(name);
         let cname = CString::new(name.as_bytes())
             .map_err(|_| format!("{what}: NUL in {}", dir.display()))?;
-        fd = sys::openat(fd.as_raw_fd(), &cname, flags, 0)
-            .map(sys::owned)
-            .map_err(|e| {
-                format!(
-                    "{what}: {} changed while it was opened, or cannot be opened: {}",
-                    walked.display(),
-                    std::io::Error::from_raw_os_error(e)
-                )
-            })?;
+        fd = os::dir::open_at(&fd, &cname, flags, 0).map_err(|e| {
+            format!(
+                "{what}: {} changed while it was opened, or cannot be opened: {}",
+                walked.display(),
+                std::io::Error::from_raw_os_error(e)
+            )
+        })?;
         check_dir(&fd, &walked, what)?;
     }
     Ok(fd)
 }
 
 fn check_dir(fd: &OwnedFd, path: &Path, what: &str) -> Result<(), String> {
-    let st = sys::fstat_file(fd.as_raw_fd())
-        .map_err(|e| format!("{what}: {}: errno {e}", path.display()))?;
+    let st = os::dir::stat(fd).map_err(|e| format!("{what}: {}: errno {e}", path.display()))?;
     if dir_is_safe(&st) {
         return Ok(());
     }
@@ -66,7 +62,7 @@ fn check_dir(fd: &OwnedFd, path: &Path, what: &str) -> Result<(), String> {
         path.display(),
         st.uid,
         st.mode & 0o7777,
-        sys::geteuid()
+        os::process::geteuid()
     ))
 }
 
@@ -99,8 +95,7 @@ pub fn openat(
     flags: libc::c_int,
     mode: u32,
 ) -> std::io::Result<OwnedFd> {
-    sys::openat(dir.as_raw_fd(), name, flags | libc::O_NOFOLLOW, mode)
-        .map(sys::owned)
+    os::dir::open_at(dir, name, flags | libc::O_NOFOLLOW, mode)
         .map_err(std::io::Error::from_raw_os_error)
 }
 
@@ -110,8 +105,8 @@ mod tests {
 
     #[test]
     fn only_our_or_roots_directories_that_others_cannot_change_are_safe() {
-        let me = sys::geteuid();
-        let st = |uid, mode| sys::FileStat {
+        let me = os::process::geteuid();
+        let st = |uid, mode| os::dir::FileStat {
             mode: libc::S_IFDIR | mode,
             uid,
             gid: 0,

@@ -40,7 +40,8 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, String> {
             "input {spec:?}: NAME {name:?} must be one printable path component"
         ));
     }
-    crate::jail::mount::open_input(root, &relative).map_err(|e| format!("input {spec:?}: {e}"))?;
+    agentjail_jail::mount::open_input(root, &relative)
+        .map_err(|e| format!("input {spec:?}: {e}"))?;
     Ok(HostInput {
         root: root.clone(),
         relative,

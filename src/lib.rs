@@ -16,7 +16,6 @@ pub mod environment;
 pub mod exec;
 pub mod hostpath;
 pub mod inputs;
-pub mod jail;
 pub mod mcp;
 pub mod netproxy;
 pub mod output;
@@ -28,10 +27,6 @@ pub mod run;
 pub mod runner;
 pub mod serve;
 pub mod zygote;
-
-// The jail crate's launch sequence, supervisor, syscall table and random ids, under the
-// paths they had in this crate (`agentjail::supervise::...`, `crate::launch::...`).
-pub use agentjail_jail::{ids, launch, supervise, syscalls};
 
 use policy::LoadedPolicy;
 use record::{Record, Recorder};

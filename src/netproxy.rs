@@ -4,13 +4,12 @@
 //! `network` part. The argument is in docs/SECURITY.md, "Network by allowlist".
 
 use crate::contract::Action;
-use crate::jail::JailError;
-use crate::launch::StartedJail;
 use crate::policy::Policy;
 use crate::record::StopReason;
+use agentjail_jail::launch::StartedJail;
+use agentjail_jail::JailError;
 use serde_json::{json, Value};
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 
 /// A job's running proxy.
 pub struct NetSession {
@@ -19,7 +18,7 @@ pub struct NetSession {
 }
 
 fn wake(l: &TcpListener) {
-    let _ = agentjail_jail::sys::shutdown_both(l.as_raw_fd());
+    let _ = agentjail_jail::os::fd::shutdown_socket(l);
 }
 
 impl NetSession {

@@ -6,8 +6,8 @@
 //! cannot forge: the supervisor's own stops, the kernel's wait status and the cgroup's
 //! counters ([`jail_verdict`]); see docs/ARCHITECTURE.md, "Verdicts come from the kernel".
 
-use crate::jail::Control;
-use crate::supervise::{Outcome, Stop};
+use agentjail_jail::supervise::{Outcome, Stop};
+use agentjail_jail::Control;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 use std::fmt;
@@ -246,8 +246,8 @@ pub fn jail_verdict(o: &Outcome, memory_limit: u64) -> Option<StopReason> {
 
 /// The record's `error` object for a jail that could not run: the control and why, or the
 /// stage, errno and hint.
-pub fn jail_error_json(e: &crate::jail::JailError) -> Value {
-    use crate::jail::JailError;
+pub fn jail_error_json(e: &agentjail_jail::JailError) -> Value {
+    use agentjail_jail::JailError;
     match e {
         JailError::Unavailable { control, detail } => {
             json!({"control": control, "detail": detail})
@@ -343,7 +343,7 @@ pub struct Recorder {
 impl Recorder {
     pub fn new() -> Recorder {
         Recorder {
-            run_id: crate::ids::run_id(),
+            run_id: agentjail_jail::ids::run_id(),
             started: Instant::now(),
             trace: Vec::new(),
             fields: serde_json::Map::new(),
@@ -405,7 +405,7 @@ impl Default for Recorder {
 /// record's keys, so a caller parsing stdout never has to special-case it.
 pub fn error_record(reason: StopReason, message: &str) -> Value {
     json!({
-        "run_id": crate::ids::run_id(),
+        "run_id": agentjail_jail::ids::run_id(),
         "status": "stopped",
         "stop_reason": reason,
         "phase": Phase::Plan,
@@ -421,15 +421,13 @@ pub fn error_record(reason: StopReason, message: &str) -> Value {
 /// name that only we can write. Servers call it once at start, so a bad path is refused
 /// before any job.
 pub fn open_audit(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
     let (dir, name) =
         crate::hostpath::parent_and_name(path, "the audit log").map_err(std::io::Error::other)?;
     let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NONBLOCK;
     let f = std::fs::File::from(crate::hostpath::openat(&dir, &name, flags, 0o600)?);
-    let st =
-        crate::jail::sys::fstat_file(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
+    let st = agentjail_jail::os::dir::stat(&f).map_err(std::io::Error::from_raw_os_error)?;
     if st.mode & libc::S_IFMT != libc::S_IFREG
-        || st.uid != crate::jail::sys::geteuid()
+        || st.uid != agentjail_jail::os::process::geteuid()
         || st.nlink != 1
         || st.mode & 0o022 != 0
     {
@@ -444,14 +442,14 @@ pub fn open_audit(path: &std::path::Path) -> std::io::Result<std::fs::File> {
 /// Concurrent runs never interleave lines.
 pub fn append_audit(path: &std::path::Path, record: &Value) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::fd::AsRawFd;
+
     // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
     // for a line-based reader or steer a terminal.
     let mut line = agentjail_json::to_safe_string(record).into_bytes();
     line.push(b'\n');
     let mut f = open_audit(path)?;
     // Released when the file closes.
-    crate::jail::sys::flock_exclusive(f.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
+    agentjail_jail::os::fd::lock_exclusive(&f).map_err(std::io::Error::from_raw_os_error)?;
     f.write_all(&line)?;
     f.sync_data()
 }

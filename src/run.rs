@@ -5,16 +5,16 @@
 
 use crate::cache::Cache;
 use crate::contract::{self, Action};
-use crate::jail::JailError;
-use crate::launch::{JailRun, StartedJail, Teardown};
 use crate::output;
 use crate::plan::{JailFile, JailPlan, SuperviseLimits};
 use crate::policy::LoadedPolicy;
 use crate::policy::Policy;
 use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner::{self, Language};
-use crate::supervise::{Delivery, Interrupt, Io, Outcome};
 use agentjail_check::Decision;
+use agentjail_jail::launch::{JailRun, StartedJail, Teardown};
+use agentjail_jail::supervise::{Delivery, Interrupt, Io, Outcome};
+use agentjail_jail::JailError;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::time::Instant;
@@ -167,7 +167,7 @@ pub fn runner_plan(
         }
         Language::JavaScript => return Err("javascript has no session mode".into()),
     };
-    let mut plan = crate::plan::build(policy, argv, &contents, &crate::jail::mount::RealHost)?;
+    let mut plan = crate::plan::build(policy, argv, &contents, &agentjail_jail::mount::RealHost)?;
     plan.runner_fds = true;
     if language == Language::JavaScript {
         plan.widen_address_space(JS_ADDRESS_SPACE_HEADROOM);
@@ -250,7 +250,7 @@ impl ColdStart {
     /// Blocks SIGTERM, SIGINT and SIGHUP into a signalfd: they stop the job with a record.
     pub fn new() -> ColdStart {
         ColdStart {
-            sigfd: crate::supervise::block_termination_signals(),
+            sigfd: agentjail_jail::supervise::block_termination_signals(),
             inputs: Vec::new(),
             artifacts_dir: None,
         }
@@ -273,7 +273,7 @@ impl JailSource for ColdStart {
         let t = Instant::now();
         let plan = runner_plan(policy, language, runner::Mode::Run, false, job)
             .map_err(JailError::plan)?;
-        let jail = crate::launch::prepare(&plan)?.start()?;
+        let jail = agentjail_jail::launch::prepare(&plan)?.start()?;
         Ok(Acquired {
             jail,
             start: Start::Cold,

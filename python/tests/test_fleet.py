@@ -167,9 +167,23 @@ def test_a_killed_actor_is_replaced_and_its_sessions_are_unknown(fleet):
     node = s.node
     old_serve = fleet.stats()["nodes"][node]["serve_pid"]
     old_jails = descendants(old_serve)
-    ray.kill(fleet._nodes[node].actor)
-    # The call in flight (or the first after the kill) learns it: a typed error, never a record
-    # that claims success.
+    actor = fleet._nodes[node].actor
+    ray.kill(actor)
+
+    # ray.kill only asks: under load the next call can still reach the actor. Wait until Ray
+    # says it is dead (its own ping fails) so the call below is the first after the death.
+    def dead():
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return True
+        except ray.exceptions.GetTimeoutError:
+            pass
+        return False
+
+    assert _wait(dead), "ray.kill did not end the actor"
+    # The first call after the kill learns it: a typed error, never a record that claims
+    # success.
     with pytest.raises(NodeLost) as e:
         s.exec("y")
     assert e.value.record.stop.kind is StopKind.NODE_LOST and e.value.record.node == node

@@ -19,18 +19,18 @@ pub mod pool;
 pub mod session;
 
 use crate::cache::Cache;
-use crate::jail::JailError;
-use crate::launch::Teardown;
 use crate::policy::LoadedPolicy;
 use crate::record::{Record, Recorder};
 use crate::run::{self, Acquired, JailSource, Start};
 use crate::runner::{Language, Mode};
-use crate::supervise::Interrupt;
+use agentjail_jail::launch::Teardown;
+use agentjail_jail::supervise::Interrupt;
+use agentjail_jail::JailError;
 use pool::{Pool, Sizing, Spawner};
 use serde_json::{json, Value};
 use session::{Owner, Session};
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -64,8 +64,8 @@ pub struct EngineConfig {
 pub fn usable_cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CPUS.get_or_init(|| {
-        let affinity = (crate::jail::sys::affinity_cpus() as usize).max(1);
-        let quota = crate::jail::cgroup::detect_host().cpu_quota_cores();
+        let affinity = (agentjail_jail::os::process::affinity_cpus() as usize).max(1);
+        let quota = agentjail_jail::cgroup::detect_host().cpu_quota_cores();
         quota.map_or(affinity, |q| affinity.min(q))
     })
 }
@@ -210,7 +210,7 @@ pub struct ClientStop {
 
 impl ClientStop {
     fn new() -> Result<ClientStop, String> {
-        let (read, write) = crate::jail::sys::socketpair_seqpacket()
+        let (read, write) = agentjail_jail::os::fd::socketpair_seqpacket()
             .map_err(|e| format!("cannot create a socket pair: errno {e}"))?;
         Ok(ClientStop { read, write })
     }
@@ -218,7 +218,7 @@ impl ClientStop {
     /// Stop every job and call of the client: `H` (the client is gone, `interrupted:sighup`)
     /// or `T` (the server stops, `interrupted:sigterm`); the first one sent is what they see.
     fn send(&self, why: u8) {
-        let _ = crate::jail::sys::write(self.write.as_raw_fd(), &[why]);
+        let _ = agentjail_jail::os::fd::write(&self.write, &[why]);
     }
 
     fn interrupt(&self) -> Interrupt<'_> {
@@ -314,8 +314,8 @@ impl Engine {
             Some((dir, ttl)) => Some(Cache::open(dir, *ttl)?),
             None => None,
         };
-        let (stop_read, stop_write) =
-            crate::jail::sys::pipe2().map_err(|e| format!("cannot create a pipe: errno {e}"))?;
+        let (stop_read, stop_write) = agentjail_jail::os::fd::pipe()
+            .map_err(|e| format!("cannot create a pipe: errno {e}"))?;
         let (tx, rx) = mpsc::channel::<Teardown>();
         let reaper_thread = std::thread::Builder::new()
             .name("agentjail-reaper".into())
@@ -534,7 +534,7 @@ impl Engine {
             let control = e.unavailable_control();
             EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
         })?;
-        let id = crate::ids::random_hex(16);
+        let id = agentjail_jail::ids::random_hex(16);
         let session = Session::new(
             id.clone(),
             owner,
@@ -675,7 +675,7 @@ impl Engine {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
         {
-            let _ = crate::jail::sys::write(w.as_raw_fd(), b"x");
+            let _ = agentjail_jail::os::fd::write(w, b"x");
         }
     }
 

@@ -18,12 +18,11 @@
 //! to the ceiling; once no take has missed for the idle time (`--pool-idle`), the spawner
 //! threads end one surplus jail a second, the longest-waiting first, down to the floor.
 
-use crate::jail::{JailError, SetupError};
-use crate::launch::{self, StartedJail};
 use crate::plan::JailPlan;
 use crate::zygote::Zygote;
+use agentjail_jail::launch::{self, StartedJail};
+use agentjail_jail::{JailError, SetupError};
 use std::collections::VecDeque;
-use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,7 +33,7 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Wait until the runner in `jail` reports ready on its reply pipe. Reading stops at the
 /// end of that line, so the job's replies start clean.
 pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError> {
-    use crate::jail::sys;
+    use agentjail_jail::os;
     let fail = |what: &str, errno: Option<i32>| {
         JailError::Setup(SetupError::new(
             format!("runner start: {what}"),
@@ -53,14 +52,14 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
             return Err(fail("no ready report in time", Some(libc::ETIMEDOUT)));
         }
         let ms = left.as_millis().min(i32::MAX as u128) as i32;
-        match sys::poll_one(reply.as_raw_fd(), libc::POLLIN, ms) {
+        match os::fd::poll_one(reply, libc::POLLIN, ms) {
             Ok(0) => continue,
             Ok(_) => {}
             Err(libc::EINTR) => continue,
             Err(e) => return Err(fail("poll", Some(e))),
         }
         let mut b = [0u8; 1];
-        match sys::read(reply.as_raw_fd(), &mut b) {
+        match os::fd::read(reply, &mut b) {
             Ok(1) if b[0] == b'\n' => break,
             Ok(1) if line.len() < 256 => line.push(b[0]),
             Ok(1) => return Err(fail("malformed ready report", None)),
@@ -69,8 +68,7 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
             Err(e) => return Err(fail("read", Some(e))),
         }
     }
-    let ok = crate::runner::parse_reply(&line)
-        .is_some_and(|v| v.get("event").and_then(|e| e.as_str()) == Some("ready"));
+    let ok = crate::runner::Event::parse(&line) == Some(crate::runner::Event::Ready);
     if ok {
         Ok(())
     } else {
@@ -80,16 +78,17 @@ pub fn wait_ready(jail: &StartedJail, timeout: Duration) -> Result<(), JailError
 
 /// Prepare, start and wait for the runner: a jail ready for its job. With a zygote, the
 /// cgroup and the record's enforcement are made here as for any jail, and the template
-/// clones the jail into them.
+/// clones the jail into them from the plan it prepared once (nothing of the child's data is
+/// built here: what it enforces the zygote learned once, `Zygote::controls`).
 fn start_ready(plan: &JailPlan, zygote: Option<&Zygote>) -> Result<StartedJail, JailError> {
-    let prepared = launch::prepare(plan)?;
     let jail = match zygote {
         Some(z) => {
-            let mut jail = prepared.start_with(|_, cg, cover| z.spawn(cg, cover))?;
+            let prepared = launch::prepare_elsewhere(plan, z.controls())?;
+            let mut jail = prepared.start_elsewhere(|cg, cover| z.spawn(cg, cover))?;
             jail.add_control(crate::zygote::control());
             jail
         }
-        None => prepared.start()?,
+        None => launch::prepare(plan)?.start()?,
     };
     wait_ready(&jail, READY_TIMEOUT)?;
     Ok(jail)

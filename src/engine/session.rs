@@ -15,12 +15,12 @@
 //! `"source": "runner"`. A call's resource verdicts — timeout, CPU, output caps, memory,
 //! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
 
-use crate::launch::{StartedJail, Teardown};
 use crate::policy::Policy;
 use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner;
-use crate::supervise::{self, CallEnd, Interrupt};
 use agentjail_check::{python, Violation};
+use agentjail_jail::launch::{StartedJail, Teardown};
+use agentjail_jail::supervise::{self, CallEnd, Interrupt};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -352,7 +352,7 @@ impl Session {
         // Each call's frame and reports travel on a socket made for that call and installed
         // by the kernel in the runner alone (supervise::CallChannel); the nonce besides ties
         // the `done` to this frame.
-        let nonce = crate::ids::random_hex(16);
+        let nonce = agentjail_jail::ids::random_hex(16);
         let frame = runner::call_frame(code.as_bytes(), &nonce);
         let end = supervise::call(
             jail.spawned(),
@@ -499,24 +499,5 @@ fn call_execution(c: &supervise::CallOutcome) -> Value {
 /// The runner's done report of the call with nonce `call`: (ok, value text, error object
 /// marked source: runner).
 fn done_report(replies: &[u8], call: &str) -> Option<(bool, Value, Value)> {
-    let text = String::from_utf8_lossy(replies);
-    text.lines().rev().find_map(|line| {
-        if !runner::is_done_of(line.as_bytes(), call) {
-            return None;
-        }
-        let v = runner::parse_reply(line.as_bytes())?;
-        let ok = v.get("ok")?.as_bool()?;
-        let value = match v.get("value") {
-            Some(Value::String(s)) => Value::String(s.chars().take(10_000).collect()),
-            _ => Value::Null,
-        };
-        let error = v
-            .get("error")
-            .map(|e| {
-                let line = json!({"event": "error", "type": e.get("type"), "message": e.get("message"), "line": e.get("line"), "column": e.get("column")});
-                runner::error_report(format!("{line}\n").as_bytes()).unwrap_or(Value::Null)
-            })
-            .unwrap_or(Value::Null);
-        Some((ok, value, error))
-    })
+    runner::done_report(replies, call).map(|d| (d.ok, d.value, d.error))
 }

@@ -17,6 +17,7 @@
 //! write to fd 4 itself. No verdict depends on them; the record marks them
 //! `"source": "runner"`. Exit status, limits and usage come from the kernel.
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// The runner's source, placed in the jail at [`PATH`].
@@ -141,38 +142,80 @@ pub fn call_frame(source: &[u8], call: &str) -> Vec<u8> {
     f
 }
 
-/// Whether a reply line is the `done` report of the call with nonce `call`.
-pub fn is_done_of(line: &[u8], call: &str) -> bool {
-    parse_reply(line).is_some_and(|v| {
-        v.get("event").and_then(Value::as_str) == Some("done")
-            && v.get("call").and_then(Value::as_str) == Some(call)
-    })
+/// One report of the runner on the reply pipe (fd 4): a JSON line whose `event` names the
+/// variant. Every reader of the reply pipe goes through [`Event::parse`]: the line is read
+/// by the strict reader first (bounded, duplicate keys refused: it is the jail's text,
+/// untrusted), then as this enum. A field of the wrong type reads as absent (the reports
+/// are informational: see the module documentation).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The runner is warm and waits for its job (`{"event": "ready"}`).
+    Ready,
+    /// An uncaught exception of the program.
+    Error(ErrorReport),
+    /// A session call ended: `call` repeats the call's nonce; `ok` and either the value's
+    /// text or the exception.
+    Done {
+        #[serde(default, deserialize_with = "lenient")]
+        call: Option<String>,
+        #[serde(default, deserialize_with = "lenient")]
+        ok: Option<bool>,
+        #[serde(default, deserialize_with = "lenient")]
+        value: Option<String>,
+        #[serde(default, deserialize_with = "lenient")]
+        error: Option<ErrorReport>,
+    },
+}
+
+/// An exception as the runner reports it: its type's name, message and position.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ErrorReport {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub message: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub line: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub column: Option<u64>,
+}
+
+/// A field of the wrong type reads as absent rather than failing the whole report.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
 }
 
 /// Longest exception type and message kept from a report.
 const MAX_TYPE_CHARS: usize = 200;
 const MAX_MESSAGE_CHARS: usize = 2000;
+/// Longest value text kept from a session call's `done` report.
+const MAX_VALUE_CHARS: usize = 10_000;
 
-/// One reply line from the jail, read strictly (replies are the jail's text: untrusted).
-pub fn parse_reply(line: &[u8]) -> Option<Value> {
-    let limits = agentjail_json::ReadLimits {
-        max_depth: 8,
-        max_bytes: 64 * 1024,
-        ..agentjail_json::ReadLimits::default()
-    };
-    agentjail_json::parse_strict(line, &limits).ok()
+impl Event {
+    /// One reply line from the jail, read strictly (replies are the jail's text: untrusted);
+    /// None when it is not a well-formed report.
+    pub fn parse(line: &[u8]) -> Option<Event> {
+        let limits = agentjail_json::ReadLimits {
+            max_depth: 8,
+            max_bytes: 64 * 1024,
+            ..agentjail_json::ReadLimits::default()
+        };
+        let v = agentjail_json::parse_strict(line, &limits).ok()?;
+        serde_json::from_value(v).ok()
+    }
 }
 
-/// The last well-formed `error` report in the runner's replies, as the record's `error`
-/// object (`type`, `message`, `line`, `column`, `source: "runner"`), or None.
-pub fn error_report(replies: &[u8]) -> Option<Value> {
-    let text = String::from_utf8_lossy(replies);
-    text.lines().rev().find_map(|line| {
-        let v = parse_reply(line.as_bytes())?;
-        if v.get("event")?.as_str()? != "error" {
-            return None;
-        }
-        let kind = v.get("type")?.as_str()?;
+impl ErrorReport {
+    /// The record's `error` object (`type`, `message`, `line`, `column`, `source:
+    /// "runner"`), or None when the type is not a plausible exception name.
+    pub fn to_record(&self) -> Option<Value> {
+        let kind = &self.kind;
         let kind_ok = !kind.is_empty()
             && kind.chars().count() <= MAX_TYPE_CHARS
             && kind
@@ -181,25 +224,71 @@ pub fn error_report(replies: &[u8]) -> Option<Value> {
         if !kind_ok {
             return None;
         }
-        let message: String = v
-            .get("message")
-            .and_then(Value::as_str)
+        let message: String = self
+            .message
+            .as_deref()
             .unwrap_or("")
             .chars()
             .take(MAX_MESSAGE_CHARS)
             .collect();
-        let position = |key: &str| {
-            v.get(key)
-                .and_then(Value::as_u64)
-                .filter(|n| *n <= u32::MAX as u64)
-        };
+        let position = |p: Option<u64>| p.filter(|n| *n <= u32::MAX as u64);
         Some(json!({
             "type": kind,
             "message": message,
-            "line": position("line"),
-            "column": position("column"),
+            "line": position(self.line),
+            "column": position(self.column),
             "source": "runner",
         }))
+    }
+}
+
+/// Whether a reply line is the `done` report of the call with nonce `call`.
+pub fn is_done_of(line: &[u8], call: &str) -> bool {
+    matches!(Event::parse(line), Some(Event::Done { call: Some(c), .. }) if c == call)
+}
+
+/// The last well-formed `error` report in the runner's replies, as the record's `error`
+/// object, or None.
+pub fn error_report(replies: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(replies);
+    text.lines()
+        .rev()
+        .find_map(|line| match Event::parse(line.as_bytes())? {
+            Event::Error(e) => e.to_record(),
+            _ => None,
+        })
+}
+
+/// A session call's answer, from its `done` report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Done {
+    pub ok: bool,
+    /// The value's text (at most [`MAX_VALUE_CHARS`]), or null.
+    pub value: Value,
+    /// The exception as the record's `error` object, or null.
+    pub error: Value,
+}
+
+/// The last `done` report of the call with nonce `call` that says whether it went well.
+pub fn done_report(replies: &[u8], call: &str) -> Option<Done> {
+    let text = String::from_utf8_lossy(replies);
+    text.lines().rev().find_map(|line| {
+        let Event::Done {
+            call: Some(c),
+            ok: Some(ok),
+            value,
+            error,
+        } = Event::parse(line.as_bytes())?
+        else {
+            return None;
+        };
+        (c == call).then(|| Done {
+            ok,
+            value: value.map_or(Value::Null, |s| {
+                Value::String(s.chars().take(MAX_VALUE_CHARS).collect())
+            }),
+            error: error.and_then(|e| e.to_record()).unwrap_or(Value::Null),
+        })
     })
 }
 
@@ -268,5 +357,28 @@ mod tests {
         let bad = b"{\"event\": \"error\", \"type\": \"x\\ny\", \"line\": 1}\n";
         assert_eq!(error_report(bad), None);
         assert_eq!(error_report(b"garbage\n"), None);
+        // A field of the wrong type reads as absent; an unknown event is no report.
+        let odd = b"{\"event\": \"error\", \"type\": \"E\", \"message\": 5, \"line\": -1}\n";
+        let e = error_report(odd).unwrap();
+        assert_eq!(
+            (e["message"].as_str(), e["line"].is_null()),
+            (Some(""), true)
+        );
+        assert_eq!(Event::parse(b"{\"event\": \"exit\"}"), None);
+        assert_eq!(Event::parse(b"{\"event\": \"ready\"}"), Some(Event::Ready));
+    }
+
+    #[test]
+    fn a_done_report_answers_only_its_call() {
+        let replies = b"{\"event\": \"done\", \"call\": \"01\", \"ok\": false, \"error\": {\"type\": \"KeyError\", \"message\": \"k\", \"line\": 2}}\n{\"event\": \"done\", \"call\": \"02\", \"ok\": true, \"value\": \"3\"}\n{\"event\": \"done\", \"call\": \"01\"}\n";
+        let d = done_report(replies, "01").unwrap();
+        assert!(!d.ok);
+        assert_eq!(
+            (d.value.clone(), d.error["type"].clone()),
+            (Value::Null, json!("KeyError"))
+        );
+        let d = done_report(replies, "02").unwrap();
+        assert_eq!((d.ok, d.value, d.error), (true, json!("3"), Value::Null));
+        assert_eq!(done_report(replies, "03"), None);
     }
 }

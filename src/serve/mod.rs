@@ -13,7 +13,7 @@ pub mod protocol;
 
 use crate::engine::session::Owner;
 use crate::engine::{Engine, EngineError};
-use crate::jail::sys;
+use agentjail_jail::os;
 use protocol::{Op, Request};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -542,7 +542,7 @@ fn submit(
 pub fn serve(args: ServeArgs) -> i32 {
     // Block the termination signals before any thread starts, so every thread inherits the
     // mask and they arrive only on this signalfd.
-    let Some(sigfd) = crate::supervise::block_termination_signals() else {
+    let Some(sigfd) = agentjail_jail::supervise::block_termination_signals() else {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
@@ -631,8 +631,8 @@ fn finish(engine: &Arc<Engine>, workers: Arc<Workers>) {
 
 /// Whether the signalfd has a termination signal (consumed); `timeout_ms` -1 waits.
 pub fn signalled(sigfd: &OwnedFd, timeout_ms: i32) -> bool {
-    sys::poll_one(sigfd.as_raw_fd(), libc::POLLIN, timeout_ms).is_ok_and(|r| r & libc::POLLIN != 0)
-        && sys::read_signalfd(sigfd.as_raw_fd()).is_some()
+    os::fd::poll_one(sigfd, libc::POLLIN, timeout_ms).is_ok_and(|r| r & libc::POLLIN != 0)
+        && os::fd::read_signalfd(sigfd).is_some()
 }
 
 fn serve_stdin(
@@ -727,10 +727,10 @@ pub struct Created {
 
 impl Drop for Created {
     fn drop(&mut self) {
-        let ours = sys::fstatat_file(self.dir.as_raw_fd(), &self.name)
-            .is_ok_and(|st| (st.dev, st.ino) == self.ino);
+        let ours =
+            os::dir::stat_at(&self.dir, &self.name).is_ok_and(|st| (st.dev, st.ino) == self.ino);
         if ours {
-            let _ = sys::unlinkat(self.dir.as_raw_fd(), &self.name, 0);
+            let _ = os::dir::unlink_at(&self.dir, &self.name, 0);
         }
     }
 }
@@ -754,9 +754,9 @@ pub fn listen(
     }
     let gid = group.map(group_id).transpose()?;
     let (dir, name) = crate::hostpath::parent_and_name(path, "--socket")?;
-    match sys::fstatat_file(dir.as_raw_fd(), &name) {
+    match os::dir::stat_at(&dir, &name) {
         Err(libc::ENOENT) => {}
-        Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == sys::geteuid() => {}
+        Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == os::process::geteuid() => {}
         Ok(_) => {
             return Err(format!(
                 "{} exists and is not a socket of ours; remove it or choose another path",
@@ -765,9 +765,10 @@ pub fn listen(
         }
         Err(e) => return Err(format!("--socket {}: errno {e}", path.display())),
     }
-    let private = std::ffi::CString::new(format!(".agentjail-{}", crate::ids::random_hex(8)))
-        .map_err(|e| e.to_string())?;
-    sys::mkdirat(dir.as_raw_fd(), &private, 0o700).map_err(|e| {
+    let private =
+        std::ffi::CString::new(format!(".agentjail-{}", agentjail_jail::ids::random_hex(8)))
+            .map_err(|e| e.to_string())?;
+    os::dir::mkdir_at(&dir, &private, 0o700).map_err(|e| {
         format!(
             "--socket: cannot make a private directory in {}: {}",
             path.parent().unwrap_or(path).display(),
@@ -775,7 +776,7 @@ pub fn listen(
         )
     })?;
     let made = bind_in_private(&dir, &private, &name, path, gid);
-    let _ = sys::unlinkat(dir.as_raw_fd(), &private, libc::AT_REMOVEDIR);
+    let _ = os::dir::unlink_at(&dir, &private, libc::AT_REMOVEDIR);
     let (listener, created) = made?;
     Ok((listener, Some(created)))
 }
@@ -783,7 +784,7 @@ pub fn listen(
 /// Whether systemd passed us a listening socket (LISTEN_PID is ours, LISTEN_FDS >= 1).
 fn socket_activated() -> bool {
     let var = |k: &str| std::env::var(k).ok();
-    var("LISTEN_PID").and_then(|p| p.parse::<i32>().ok()) == Some(sys::getpid())
+    var("LISTEN_PID").and_then(|p| p.parse::<i32>().ok()) == Some(os::process::getpid())
         && var("LISTEN_FDS")
             .and_then(|n| n.parse::<u32>().ok())
             .unwrap_or(0)
@@ -802,27 +803,26 @@ fn bind_in_private(
     gid: Option<u32>,
 ) -> Result<(UnixListener, Created), String> {
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let pdir = sys::openat(dir.as_raw_fd(), private, flags, 0)
-        .map(sys::owned)
-        .map_err(|e| format!("--socket: errno {e}"))?;
-    let st = sys::fstat_file(pdir.as_raw_fd()).map_err(|e| format!("--socket: errno {e}"))?;
-    if st.uid != sys::geteuid() || st.mode & 0o077 != 0 {
+    let pdir =
+        os::dir::open_at(dir, private, flags, 0).map_err(|e| format!("--socket: errno {e}"))?;
+    let st = os::dir::stat(&pdir).map_err(|e| format!("--socket: errno {e}"))?;
+    if st.uid != os::process::geteuid() || st.mode & 0o077 != 0 {
         return Err("--socket: the private directory was replaced".into());
     }
     let inner = c"s";
     let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
     // Created 0600 (umask 0177 around bind), in a directory only we can reach.
-    let old = sys::umask(0o177);
+    let old = os::process::umask(0o177);
     let bound = UnixListener::bind(&at);
-    sys::umask(old);
+    os::process::umask(old);
     let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
     let cleanup = |e: String| {
-        let _ = sys::unlinkat(pdir.as_raw_fd(), inner, 0);
+        let _ = os::dir::unlink_at(&pdir, inner, 0);
         e
     };
     if let Some(gid) = gid {
-        sys::fchownat_nofollow(pdir.as_raw_fd(), inner, u32::MAX, gid)
-            .and_then(|_| sys::fchmodat(pdir.as_raw_fd(), inner, 0o660))
+        os::dir::chown_at_nofollow(&pdir, inner, u32::MAX, gid)
+            .and_then(|_| os::dir::chmod_at(&pdir, inner, 0o660))
             .map_err(|e| {
                 cleanup(format!(
                     "cannot give {} to group {gid}: {}",
@@ -831,9 +831,8 @@ fn bind_in_private(
                 ))
             })?;
     }
-    let st = sys::fstatat_file(pdir.as_raw_fd(), inner)
-        .map_err(|e| cleanup(format!("--socket: errno {e}")))?;
-    sys::renameat(pdir.as_raw_fd(), inner, dir.as_raw_fd(), name).map_err(|e| {
+    let st = os::dir::stat_at(&pdir, inner).map_err(|e| cleanup(format!("--socket: errno {e}")))?;
+    os::dir::rename_at(&pdir, inner, dir, name).map_err(|e| {
         let err = std::io::Error::from_raw_os_error(e);
         let at = path.display();
         // In a sticky directory (the only kind others may write that we accept) a name
@@ -860,8 +859,8 @@ fn bind_in_private(
 fn activated_listener() -> Result<UnixListener, String> {
     // fd 3 is systemd's listening socket by the socket-activation protocol, passed to this
     // process alone (LISTEN_PID is ours); it is taken over exactly once, here.
-    let passed = sys::owned(3);
-    let listening = sys::is_listening_unix_stream(passed.as_raw_fd());
+    let passed = os::fd::take_socket_activation_fd();
+    let listening = os::fd::is_listening_unix_stream(&passed);
     if !listening {
         return Err(
             "socket activation (LISTEN_FDS): fd 3 is not a listening unix stream socket; \
@@ -869,10 +868,10 @@ fn activated_listener() -> Result<UnixListener, String> {
                 .into(),
         );
     }
-    let fd = sys::dup_cloexec_above(passed.as_raw_fd(), 3)
+    let fd = os::fd::dup_cloexec_above(&passed, 3)
         .map_err(|e| format!("socket activation: cannot move fd 3: errno {e}"))?;
     drop(passed);
-    Ok(UnixListener::from(sys::owned(fd)))
+    Ok(UnixListener::from(fd))
 }
 
 /// A group name (from /etc/group) or number.
@@ -915,8 +914,8 @@ fn serve_socket(
                 revents: 0,
             },
         ];
-        sys::ppoll(&mut fds, None);
-        if fds[1].revents & libc::POLLIN != 0 && sys::read_signalfd(sigfd.as_raw_fd()).is_some() {
+        os::fd::ppoll(&mut fds, None);
+        if fds[1].revents & libc::POLLIN != 0 && os::fd::read_signalfd(sigfd).is_some() {
             return;
         }
         if fds[0].revents & libc::POLLIN == 0 {
@@ -926,7 +925,7 @@ fn serve_socket(
             continue;
         };
         let _ = stream.set_nonblocking(false);
-        let uid = sys::peer_uid(stream.as_raw_fd()).ok();
+        let uid = os::fd::peer_uid(&stream).ok();
         if let Some(c) = client(engine, workers, audit, stream, uid) {
             clients.add(&c);
         }

@@ -1,15 +1,16 @@
 //! The server's side: starts `agentjail-zygote`, hands it each jail's cgroup, and takes the
 //! jail it spawned (its pidfd and pipes) back as the [`Spawned`] a local clone would give.
 
-use super::{BINARY, FD_NAMES, MAX_MESSAGE, MAX_POLICY_TEXT};
-use crate::jail::cgroup::JobCgroup;
-use crate::jail::prepared::CgroupCover;
-use crate::jail::spawn::{self, Spawned};
-use crate::jail::{sys, SetupError};
+use super::protocol::{self, CgroupFds, FdSet, FromTemplate, ToTemplate};
+use super::{BINARY, MAX_MESSAGE, MAX_POLICY_TEXT};
 use crate::plan::JailPlan;
 use crate::policy::LoadedPolicy;
-use serde_json::{json, Value};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use agentjail_jail::cgroup::JobCgroup;
+use agentjail_jail::launch::PlanControls;
+use agentjail_jail::prepared::CgroupCover;
+use agentjail_jail::spawn::{self, Spawned};
+use agentjail_jail::{os, SetupError};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Mutex};
@@ -37,9 +38,9 @@ impl Drop for Template {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        while sys::poll_one(self.sock.as_raw_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+        while os::fd::poll_one(&self.sock, libc::POLLIN, 0).is_ok_and(|r| r != 0) {
             let mut buf = [0u8; 256];
-            match sys::recv_with_fds(self.sock.as_raw_fd(), &mut buf) {
+            match os::fd::recv_with_fds(&self.sock, &mut buf) {
                 Ok((0, _)) | Err(_) => break,
                 Ok((_, fds)) => fds.iter().for_each(spawn::kill_and_reap),
             }
@@ -55,6 +56,9 @@ pub struct Zygote {
     templates: Vec<Mutex<Option<Template>>>,
     /// Numbers the spawn requests (a late announcement names the spawn it belongs to).
     next: std::sync::atomic::AtomicU64,
+    /// What the plan's jails enforce (landlock, seccomp), learned once: the template
+    /// prepares the plan once and the server prepares nothing of the child's per jail.
+    controls: PlanControls,
 }
 
 /// Where the keeper thread sends a new template.
@@ -63,7 +67,7 @@ type LaunchReply = mpsc::SyncSender<Result<Template, String>>;
 /// What starting a template takes.
 struct Launcher {
     exe: PathBuf,
-    config: Value,
+    start: ToTemplate,
     /// The policy file's bytes, read once by the server (None: the embedded default).
     text: Option<Vec<u8>>,
     /// The server's plan of the warm jails, which the template's must equal.
@@ -76,7 +80,7 @@ impl Launcher {
     /// every program will see) and wait for its ready message.
     fn launch(&self) -> Result<Template, String> {
         let (ours, theirs) =
-            sys::socketpair_seqpacket().map_err(|e| format!("socketpair: errno {e}"))?;
+            os::fd::socketpair_seqpacket().map_err(|e| format!("socketpair: errno {e}"))?;
         let child = Command::new(&self.exe)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -87,23 +91,22 @@ impl Launcher {
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
         let t = Template { sock: ours, child };
-        let sock = t.sock.as_raw_fd();
         let send = |b: &[u8]| {
-            sys::send_with_fds(sock, b, &[])
+            os::fd::send_with_fds(&t.sock, b, &[])
                 .map_err(|e| format!("{BINARY}: send the policy: errno {e}"))
         };
-        send(self.config.to_string().as_bytes())?;
+        send(&protocol::encode(&self.start))?;
         if let Some(text) = &self.text {
             send(text)?;
         }
-        let reply = recv(&t.sock, Some(READY_TIMEOUT))?.0;
-        if reply["ready"] != json!(true) {
-            return Err(format!(
-                "{BINARY} did not start: {}",
-                reply["error"].as_str().unwrap_or("no reason given")
-            ));
-        }
-        if reply["plan_sha256"] != json!(self.plan_sha256) {
+        let plan_sha256 = match recv(&t.sock, Some(READY_TIMEOUT))?.0 {
+            FromTemplate::Ready { plan_sha256 } => plan_sha256,
+            FromTemplate::Refused { error } => {
+                return Err(format!("{BINARY} did not start: {error}"))
+            }
+            other => return Err(format!("{BINARY} did not start: it sent {other:?}")),
+        };
+        if plan_sha256 != self.plan_sha256 {
             return Err(format!(
                 "{BINARY} built another jail plan than the server's (did the host change?); restart the server"
             ));
@@ -138,12 +141,16 @@ impl Zygote {
         let text = policy_text(policy)?;
         let launcher = Launcher {
             exe,
-            config: json!({"policy_path": policy.path, "policy_sha256": policy.sha256,
-                           "text": text.is_some()}),
+            start: ToTemplate::Start {
+                policy_path: policy.path.clone(),
+                policy_sha256: policy.sha256.clone(),
+                text: text.is_some(),
+            },
             text,
             plan_sha256: super::template::plan_sha256(plan),
             env: plan.env.clone(),
         };
+        let controls = PlanControls::probe(plan).map_err(|e| e.to_string())?;
         let (tx, rx) = mpsc::channel::<LaunchReply>();
         let keeper = std::thread::Builder::new()
             .name("agentjail-zygote".into())
@@ -158,11 +165,18 @@ impl Zygote {
             keeper: Mutex::new(Some(keeper)),
             templates: (0..TEMPLATES).map(|_| Mutex::new(None)).collect(),
             next: std::sync::atomic::AtomicU64::new(1),
+            controls,
         };
         // The first template now: a policy it cannot serve fails the start, not each job.
         let t = z.new_template()?;
         *lock(&z.templates[0]) = Some(t);
         Ok(z)
+    }
+
+    /// What every jail of this zygote enforces of landlock and seccomp
+    /// (`launch::prepare_elsewhere` puts it in the jail's record).
+    pub fn controls(&self) -> &PlanControls {
+        &self.controls
     }
 
     /// Reap the idle templates that died (a zombie until now): a slot is used only when
@@ -208,6 +222,7 @@ impl Zygote {
     pub fn spawn(&self, cg: Option<&JobCgroup>, cover: CgroupCover) -> Result<Spawned, SetupError> {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (request, fds) = request(n, cg, cover);
+        let request = protocol::encode(&request);
         self.reap_dead();
         let mut guard = self.slot();
         let mut restarted = false;
@@ -280,23 +295,30 @@ fn unavailable(message: &str) -> SetupError {
 }
 
 /// The request for spawn `n`: what the cgroup covers and its attach descriptors.
-fn request(n: u64, cg: Option<&JobCgroup>, cover: CgroupCover) -> (Vec<u8>, Vec<RawFd>) {
-    let mut dirs = Vec::new();
+fn request(
+    n: u64,
+    cg: Option<&JobCgroup>,
+    cover: CgroupCover,
+) -> (ToTemplate, Vec<BorrowedFd<'_>>) {
+    let mut cgroups = Vec::new();
     let mut fds = Vec::new();
     for (v2, procs, dir) in cg.map(|c| c.attach_handles()).unwrap_or_default() {
-        fds.push(procs.as_raw_fd());
+        fds.push(procs);
         // A v2 directory goes with its fd (CLONE_INTO_CGROUP); without one the template
         // joins it by cgroup.procs, as a v1 directory.
-        match dir.filter(|_| v2) {
-            Some(d) => {
-                dirs.push(true);
-                fds.push(d.as_raw_fd());
-            }
-            None => dirs.push(false),
-        }
+        let dir = dir.filter(|_| v2);
+        fds.extend(dir);
+        cgroups.push(CgroupFds {
+            v2_dir: dir.is_some(),
+        });
     }
-    let r = json!({"n": n, "memory": cover.memory, "pids": cover.pids, "dirs": dirs});
-    (r.to_string().into_bytes(), fds)
+    let r = ToTemplate::Spawn {
+        n,
+        memory: cover.memory,
+        pids: cover.pids,
+        cgroups,
+    };
+    (r, fds)
 }
 
 /// One request and its reply (the template answers each request before the next).
@@ -310,25 +332,25 @@ fn exchange(
     t: &Template,
     n: u64,
     request: &[u8],
-    fds: &[RawFd],
-) -> Result<(Value, Vec<OwnedFd>), String> {
-    sys::send_with_fds(t.sock.as_raw_fd(), request, fds)
+    fds: &[BorrowedFd<'_>],
+) -> Result<(FromTemplate, Vec<OwnedFd>), String> {
+    os::fd::send_with_fds(&t.sock, request, fds)
         .map_err(|e| format!("send to {BINARY}: errno {e}"))?;
     let mut cloned: Vec<OwnedFd> = Vec::new();
     let end = |fds: Vec<OwnedFd>| fds.iter().for_each(spawn::kill_and_reap);
     loop {
         match recv(&t.sock, Some(SPAWN_TIMEOUT)) {
-            Ok((v, fds)) if v.get("cloned").is_some() => {
-                if v["cloned"].as_u64() == Some(n) {
+            Ok((FromTemplate::Cloned { n: m }, fds)) => {
+                if m == n {
                     cloned.extend(fds);
                 } else {
                     end(fds);
                 }
             }
-            Ok((v, fds)) if v.get("error").is_some() => {
+            Ok((reply @ FromTemplate::Failed { .. }, fds)) => {
                 end(cloned);
                 end(fds);
-                return Ok((v, Vec::new()));
+                return Ok((reply, Vec::new()));
             }
             Ok(reply) => return Ok(reply),
             Err(e) => {
@@ -339,7 +361,7 @@ fn exchange(
     }
 }
 
-fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(Value, Vec<OwnedFd>), String> {
+fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(FromTemplate, Vec<OwnedFd>), String> {
     if let Some(t) = timeout {
         let deadline = Instant::now() + t;
         loop {
@@ -347,7 +369,7 @@ fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(Value, Vec<OwnedFd
             if left.is_zero() {
                 return Err(format!("{BINARY} did not answer within {} s", t.as_secs()));
             }
-            match sys::poll_one(sock.as_raw_fd(), libc::POLLIN, left.as_millis() as i32) {
+            match os::fd::poll_one(sock, libc::POLLIN, left.as_millis() as i32) {
                 Ok(0) | Err(libc::EINTR) => continue,
                 Ok(_) => break,
                 Err(e) => return Err(format!("poll: errno {e}")),
@@ -355,56 +377,31 @@ fn recv(sock: &OwnedFd, timeout: Option<Duration>) -> Result<(Value, Vec<OwnedFd
         }
     }
     let mut buf = vec![0u8; MAX_MESSAGE];
-    let (n, fds) =
-        sys::recv_with_fds(sock.as_raw_fd(), &mut buf).map_err(|e| format!("recv: errno {e}"))?;
+    let (n, fds) = os::fd::recv_with_fds(sock, &mut buf).map_err(|e| format!("recv: errno {e}"))?;
     if n == 0 {
         return Err(format!(
             "{BINARY} exited (its error is on stderr; one that cannot load its libpython was built for another Python: rebuild it with scripts/build-zygote.sh --python <the policy's interpreter>)"
         ));
     }
-    let v = serde_json::from_slice(&buf[..n]).map_err(|e| format!("malformed reply: {e}"))?;
-    Ok((v, fds))
+    let m = protocol::decode(&buf[..n]).map_err(|e| format!("malformed reply: {e}"))?;
+    Ok((m, fds))
 }
 
 /// The template's reply as the jail it spawned, or its setup error (the failed child was
 /// reaped by `exchange`).
-fn spawned((reply, fds): (Value, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
-    if let Some(e) = reply.get("error") {
-        return Err(SetupError::new(
-            format!("zygote: {}", e["stage"].as_str().unwrap_or("?")),
-            e["errno"].as_i64().map(|v| v as i32),
-            e["hint"].as_str().unwrap_or(""),
-        ));
-    }
-    let bits = reply["fds"].as_u64().unwrap_or(0);
-    let present = (0..FD_NAMES.len()).filter(|i| bits & (1 << i) != 0).count();
+fn spawned((reply, fds): (FromTemplate, Vec<OwnedFd>)) -> Result<Spawned, SetupError> {
     let malformed = |what: &str| unavailable(&format!("malformed reply ({what})"));
-    if bits & 0xf != 0xf || fds.len() != present {
-        return Err(malformed("descriptors"));
+    match reply {
+        FromTemplate::Failed { error, .. } => Err(SetupError::new(
+            format!("zygote: {}", error.stage),
+            error.errno,
+            error.hint,
+        )),
+        FromTemplate::Spawned {
+            pid,
+            program_pid,
+            fds: set,
+        } => FdSet::join(set, pid, program_pid, fds).ok_or_else(|| malformed("descriptors")),
+        other => Err(malformed(&format!("{other:?}"))),
     }
-    let mut it = fds.into_iter();
-    let mut next = |i: usize| (bits & (1 << i) != 0).then(|| it.next()).flatten();
-    let (pidfd, stdout, stderr, status) = (next(0), next(1), next(2), next(3));
-    let (stdin, listener, job, reply_fd, program_pidfd, held_dir) =
-        (next(4), next(5), next(6), next(7), next(8), next(9));
-    let net = next(10);
-    let (Some(pidfd), Some(stdout), Some(stderr), Some(status)) = (pidfd, stdout, stderr, status)
-    else {
-        return Err(malformed("descriptors"));
-    };
-    Ok(Spawned {
-        pid: reply["pid"].as_i64().ok_or_else(|| malformed("pid"))? as i32,
-        pidfd,
-        stdin,
-        stdout,
-        stderr,
-        listener,
-        program_pid: reply["program_pid"].as_i64().map(|p| p as i32),
-        status,
-        job,
-        reply: reply_fd,
-        program_pidfd,
-        held_dir,
-        net,
-    })
 }

@@ -64,6 +64,7 @@
 //! `agentjail`, like `agentjail-mcp`.
 
 mod client;
+mod protocol;
 mod template;
 
 pub use client::Zygote;
@@ -96,30 +97,14 @@ pub struct EmbeddedPython {
 /// The record's account of a zygote jail: every control is its own, but its interpreter's
 /// address layout and `str` hash key are the template's, the same in every job of this
 /// server (see the module documentation for why that is a fair trade).
-pub fn control() -> crate::jail::Control {
-    crate::jail::Control::new(
+pub fn control() -> agentjail_jail::Control {
+    agentjail_jail::Control::new(
         "address_space_layout",
-        crate::jail::ControlState::Degraded,
+        agentjail_jail::ControlState::Degraded,
         "zygote fork",
         "the interpreter was forked from agentjail's zygote template (serve --zygote): its address layout and str hash key are the template's, shared by every job of this server; random is reseeded per job",
     )
 }
-
-/// The descriptors of a spawned jail, in the order they travel (a bit set says which of the
-/// optional ones are present).
-const FD_NAMES: [&str; 11] = [
-    "pidfd",
-    "stdout",
-    "stderr",
-    "status",
-    "stdin",
-    "listener",
-    "job",
-    "reply",
-    "program_pidfd",
-    "held_dir",
-    "net",
-];
 
 /// Largest control message either side sends but the policy text (requests and replies
 /// are a few hundred bytes of JSON; a setup error's hint is the longest).

@@ -1,32 +1,35 @@
 //! The template's side: runs in `agentjail-zygote`, outside any jail. It loads the policy,
 //! prepares the interpreter once, then spawns one jail per request from the server.
 //!
-//! Protocol on fd 0 (a SOCK_SEQPACKET socket whose other end the server holds):
-//! 1. server → template: `{"policy_path": …, "policy_sha256": …, "text": b}` and, when
-//!    `text`, the policy file's bytes as the next message (the server read them; a path
-//!    is never reopened here). template → server: `{"ready": true, "plan_sha256": …}` (the
-//!    server checks that both built the same plan) or `{"error": "…"}`.
-//! 2. per jail, server → template: `{"n": …, "memory": b, "pids": b, "dirs": [v2, …]}`
-//!    with, per directory, its cgroup.procs fd and (v2) the directory fd; template →
-//!    server: `{"pid": …, "program_pid": …, "fds": bits}` with the
-//!    jail's descriptors (`FD_NAMES` order), or `{"error": {stage, errno, hint}, "pidfd":
-//!    b}` with the failed child's pidfd (killed here; the server reaps it). Before either,
-//!    the cloned child itself sends `{"cloned": n}` with a pidfd of itself (jail/child.rs,
-//!    step 0), so the server can kill and reap it (its own, by CLONE_PARENT) if the
-//!    template dies or stalls mid-handshake.
+//! Protocol on fd 0 (a SOCK_SEQPACKET socket whose other end the server holds), typed in
+//! `protocol.rs`:
+//! 1. server → template: `Start` (the policy's path and sha256) and, when it says so, the
+//!    policy file's bytes as the next message (the server read them; a path is never
+//!    reopened here). The template loads the policy, builds the plan of the warm jails and
+//!    prepares it once (the root's steps, argv, landlock ruleset, seccomp programs: every
+//!    jail of this template is cloned from that one preparation); template → server:
+//!    `Ready` with the plan's sha256 (the server checks that both built the same plan), or
+//!    `Refused`.
+//! 2. per jail, server → template: `Spawn` (the number n, what the cgroup covers, and per
+//!    cgroup directory its cgroup.procs fd and, v2, the directory fd); template → server:
+//!    `Spawned` with the jail's descriptors as its `FdSet` names them, or `Failed` with the
+//!    failed child's pidfd (killed here; the server reaps it). Before either, the cloned
+//!    child itself sends `Cloned { n }` with a pidfd of itself (jail/child.rs, step 0), so
+//!    the server can kill and reap it (its own, by CLONE_PARENT) if the template dies or
+//!    stalls mid-handshake.
 //!
 //! EOF on fd 0 ends the template. It dies with the server (PDEATHSIG) in any case.
 
+use super::protocol::{self, FdSet, FromTemplate, ToTemplate, WireSetupError};
 use super::{EmbeddedPython, MAX_MESSAGE, MAX_POLICY_TEXT, PYTHON_ARGS};
-use crate::jail::cgroup::JobCgroup;
-use crate::jail::prepared::{self, CgroupCover};
-use crate::jail::spawn::{self, Spawned};
-use crate::jail::{sys, SetupError};
 use crate::plan::JailPlan;
 use crate::runner::{self, Language, Mode};
-use serde_json::{json, Value};
+use agentjail_jail::cgroup::JobCgroup;
+use agentjail_jail::prepared::{self, CgroupCover, Prepared};
+use agentjail_jail::spawn;
+use agentjail_jail::{os, rlimit, SetupError};
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 
 /// The interpreter the template binary embeds (libpython; agentjail itself cannot link it).
 pub trait Interpreter {
@@ -53,7 +56,7 @@ pub fn template_main(interp: &mut dyn Interpreter, entry: fn() -> !) -> i32 {
     match serve_template(interp, entry) {
         Ok(()) => 0,
         Err(msg) => {
-            let _ = send(&json!({ "error": msg }), &[]);
+            let _ = send(&FromTemplate::Refused { error: msg.clone() }, &[]);
             eprintln!("agentjail-zygote: {msg}");
             1
         }
@@ -62,25 +65,42 @@ pub fn template_main(interp: &mut dyn Interpreter, entry: fn() -> !) -> i32 {
 
 fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), String> {
     // Die with the server; and if it is already gone, the socket's EOF ends us below.
-    sys::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong)
-        .map_err(|e| format!("prctl(PR_SET_PDEATHSIG): errno {e}"))?;
-    let (config, _) = recv()?.ok_or("the server closed the socket before the policy")?;
-    let text = match config["text"].as_bool() {
-        Some(true) => Some(recv_bytes()?),
-        _ => None,
+    os::process::die_with_parent().map_err(|e| format!("prctl(PR_SET_PDEATHSIG): errno {e}"))?;
+    let (start, _) = recv()?.ok_or("the server closed the socket before the policy")?;
+    let ToTemplate::Start {
+        policy_path,
+        policy_sha256,
+        text,
+    } = start
+    else {
+        return Err("the server's first message is not Start".into());
     };
-    let plan = load_plan(&config, text.as_deref(), &interp.python())?;
+    let text = if text { Some(recv_bytes()?) } else { None };
+    let plan = load_plan(
+        &policy_path,
+        &policy_sha256,
+        text.as_deref(),
+        &interp.python(),
+    )?;
     let preloads = preloads(&plan)?;
     interp.load_runner(runner::PYTHON, runner::PATH, &preloads)?;
     single_threaded()?;
-    send(
-        &json!({"ready": true, "plan_sha256": plan_sha256(&plan)}),
-        &[],
-    )?;
+    // The plan prepared once, for every jail: each spawn only sets what differs (the
+    // rlimits its cgroup leaves to them, its announcement).
+    let mut prepared = prepared::prepare(&plan, CgroupCover::default())
+        .map_err(|e| format!("prepare the jail plan: {e}"))?;
+    prepared.entry = Some(entry);
+    // The jail is the server's child, as a cold jail is: the server reaps it, reads its
+    // status and rusage, and it dies with the server (its PDEATHSIG parent).
+    prepared.clone_flags |= libc::CLONE_PARENT as u64;
+    let ready = FromTemplate::Ready {
+        plan_sha256: plan_sha256(&plan),
+    };
+    send(&ready, &[])?;
     while let Some((request, fds)) = recv()? {
-        let (reply, fds) = spawn_one(&plan, &request, fds, interp, entry);
-        let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
-        send(&reply, &raw)?;
+        let (reply, fds) = spawn_one(&plan, &mut prepared, &request, fds, interp);
+        let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+        send(&reply, &borrowed)?;
         // Our copies close here: the server holds the jail now.
     }
     Ok(())
@@ -89,12 +109,11 @@ fn serve_template(interp: &mut dyn Interpreter, entry: fn() -> !) -> Result<(), 
 /// The policy the server runs, from the bytes it read (or the embedded default), checked
 /// against the server's hash, and the plan of its warm jails.
 fn load_plan(
-    config: &Value,
+    path: &str,
+    sha: &str,
     text: Option<&[u8]>,
     embedded: &EmbeddedPython,
 ) -> Result<JailPlan, String> {
-    let path = config["policy_path"].as_str().ok_or("no policy_path")?;
-    let sha = config["policy_sha256"].as_str().ok_or("no policy_sha256")?;
     let loaded = match text {
         None if path == crate::policy::DEFAULT_POLICY_ORIGIN => {
             crate::policy::load_default().map_err(|e| e.to_string())?
@@ -192,55 +211,58 @@ fn preloads(plan: &JailPlan) -> Result<Vec<String>, String> {
     Ok(plan.argv.iter().skip(at + 3).cloned().collect())
 }
 
-/// One jail for one request: the reply and the descriptors that go with it.
+/// One jail for one request, cloned from the plan prepared once: the reply and the
+/// descriptors that go with it.
 fn spawn_one(
     plan: &JailPlan,
-    request: &Value,
+    prepared: &mut Prepared,
+    request: &ToTemplate,
     fds: Vec<OwnedFd>,
     interp: &mut dyn Interpreter,
-    entry: fn() -> !,
-) -> (Value, Vec<OwnedFd>) {
-    let refused = |e: SetupError| json!({"error": {"stage": e.stage, "errno": e.errno, "hint": e.hint}, "pidfd": false});
-    let cover = CgroupCover {
-        memory: request["memory"].as_bool().unwrap_or(false),
-        pids: request["pids"].as_bool().unwrap_or(false),
+) -> (FromTemplate, Vec<OwnedFd>) {
+    let refused = |e: &SetupError| FromTemplate::Failed {
+        error: WireSetupError::from(e),
+        pidfd: false,
     };
-    let cgroup = match attach_target(request, fds) {
+    let ToTemplate::Spawn { n, cgroups, .. } = request else {
+        let e = SetupError::new("zygote request", Some(libc::EINVAL), "not a spawn request");
+        return (refused(&e), Vec::new());
+    };
+    let cgroup = match attach_target(cgroups, fds) {
         Ok(c) => c,
-        Err(e) => return (refused(e), Vec::new()),
+        Err(e) => return (refused(&e), Vec::new()),
     };
-    let mut prepared = match prepared::prepare(plan, cover) {
-        Ok(p) => p,
-        Err(e) => return (refused(e), Vec::new()),
-    };
-    prepared.entry = Some(entry);
-    // The jail is the server's child, as a cold jail is: the server reaps it, reads its
-    // status and rusage, and it dies with the server (its PDEATHSIG parent).
-    prepared.clone_flags |= libc::CLONE_PARENT as u64;
+    let cover = request.cover();
+    prepared.rlimits = rlimit::prepare(&prepared::effective_rlimits(&plan.rlimits, cover));
     // The child tells the server of itself first (child.rs, step 0): should this process
     // die in the handshake, the server kills and reaps it (its own, by CLONE_PARENT).
-    let n = request["n"].as_u64().unwrap_or(0);
-    prepared.announce = Some((SOCK, json!({ "cloned": n }).to_string().into_bytes()));
+    let cloned = protocol::encode(&FromTemplate::Cloned { n: *n });
+    prepared.announce = Some((SOCK, cloned));
     interp.before_fork();
-    let spawned = spawn::spawn_keeping(&prepared, cgroup.as_ref());
+    let spawned = spawn::spawn_keeping(prepared, cgroup.as_ref());
     interp.after_fork_parent();
     match spawned {
-        Ok(s) => handover(s),
+        Ok(s) => FdSet::split(s),
         Err((e, pidfd)) => {
-            let mut reply = refused(e);
             let fds: Vec<OwnedFd> = pidfd.into_iter().collect();
             if let Some(fd) = fds.first() {
                 // Killed here, reaped by the server (whose child it is).
-                let _ = sys::pidfd_send_signal(fd.as_raw_fd(), libc::SIGKILL);
-                reply["pidfd"] = json!(true);
+                let _ = os::process::kill_pidfd(fd);
             }
+            let reply = FromTemplate::Failed {
+                error: WireSetupError::from(&e),
+                pidfd: !fds.is_empty(),
+            };
             (reply, fds)
         }
     }
 }
 
 /// The request's cgroup descriptors as an attach-only handle (None: no cgroup).
-fn attach_target(request: &Value, fds: Vec<OwnedFd>) -> Result<Option<JobCgroup>, SetupError> {
+fn attach_target(
+    cgroups: &[protocol::CgroupFds],
+    fds: Vec<OwnedFd>,
+) -> Result<Option<JobCgroup>, SetupError> {
     let bad = || {
         SetupError::new(
             "zygote request",
@@ -248,74 +270,44 @@ fn attach_target(request: &Value, fds: Vec<OwnedFd>) -> Result<Option<JobCgroup>
             "malformed cgroup handles",
         )
     };
-    let dirs = request["dirs"].as_array().ok_or_else(bad)?;
     let mut fds = fds.into_iter();
     let mut handles = Vec::new();
-    for d in dirs {
-        let v2 = d.as_bool().ok_or_else(bad)?;
+    for d in cgroups {
         let procs = File::from(fds.next().ok_or_else(bad)?);
-        let dir = if v2 {
+        let dir = if d.v2_dir {
             Some(File::from(fds.next().ok_or_else(bad)?))
         } else {
             None
         };
-        handles.push((v2, procs, dir));
+        handles.push((d.v2_dir, procs, dir));
     }
     Ok((!handles.is_empty()).then(|| JobCgroup::attach_only(handles)))
 }
 
-/// A spawned jail as the reply and its descriptors (`FD_NAMES` order: the four always
-/// there, then a bit per optional one); our copies close when they are sent.
-fn handover(s: Spawned) -> (Value, Vec<OwnedFd>) {
-    let optional = [
-        s.stdin,
-        s.listener,
-        s.job,
-        s.reply,
-        s.program_pidfd,
-        s.held_dir,
-        s.net,
-    ];
-    let mut bits = 0u32;
-    let mut fds = vec![s.pidfd, s.stdout, s.stderr, s.status];
-    for (i, fd) in optional.into_iter().enumerate() {
-        if let Some(fd) = fd {
-            bits |= 1 << (i + 4);
-            fds.push(fd);
-        }
-    }
-    let reply = json!({
-        "pid": s.pid,
-        "program_pid": s.program_pid,
-        "fds": bits | 0xf,
-    });
-    (reply, fds)
-}
-
-fn send(v: &Value, fds: &[RawFd]) -> Result<(), String> {
-    sys::send_with_fds(SOCK, v.to_string().as_bytes(), fds)
+fn send(m: &FromTemplate, fds: &[BorrowedFd<'_>]) -> Result<(), String> {
+    os::fd::send_with_fds(std::io::stdin(), &protocol::encode(m), fds)
         .map_err(|e| format!("send to the server: errno {e}"))
 }
 
 /// The next message as raw bytes (the policy text).
 fn recv_bytes() -> Result<Vec<u8>, String> {
     let mut buf = vec![0u8; MAX_POLICY_TEXT];
-    let (n, _) = sys::recv_with_fds(SOCK, &mut buf)
+    let (n, _) = os::fd::recv_with_fds(std::io::stdin(), &mut buf)
         .map_err(|e| format!("read the policy from the server: errno {e}"))?;
     buf.truncate(n);
     Ok(buf)
 }
 
 /// The next message, or None at EOF.
-fn recv() -> Result<Option<(Value, Vec<OwnedFd>)>, String> {
+fn recv() -> Result<Option<(ToTemplate, Vec<OwnedFd>)>, String> {
     let mut buf = vec![0u8; MAX_MESSAGE];
-    let (n, fds) = sys::recv_with_fds(SOCK, &mut buf)
+    let (n, fds) = os::fd::recv_with_fds(std::io::stdin(), &mut buf)
         .map_err(|e| format!("read from the server: errno {e}"))?;
     if n == 0 {
         return Ok(None);
     }
-    let v = serde_json::from_slice(&buf[..n]).map_err(|e| format!("malformed request: {e}"))?;
-    Ok(Some((v, fds)))
+    let m = protocol::decode(&buf[..n]).map_err(|e| format!("malformed request: {e}"))?;
+    Ok(Some((m, fds)))
 }
 
 #[cfg(test)]

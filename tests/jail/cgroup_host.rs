@@ -3,8 +3,8 @@
 //! an unprivileged user it must degrade to "unavailable with a fix". Everything is removed.
 //!
 //! A missing kernel feature is printed loudly; under CI=true it fails instead of skipping.
-use agentjail::jail::cgroup::{detect_host, sweep_stale, CgroupLimits, JobCgroup};
-use agentjail::jail::ControlState;
+use agentjail_jail::cgroup::{detect_host, sweep_stale, CgroupLimits, JobCgroup};
+use agentjail_jail::ControlState;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -194,7 +194,7 @@ fn drop_kills_and_removes_and_sweep_finds_nothing_of_ours() {
     eprintln!("sweep_stale removed {n} stale job cgroups");
 }
 
-fn degraded_as_unprivileged(host: &agentjail::jail::cgroup::HostCgroups) {
+fn degraded_as_unprivileged(host: &agentjail_jail::cgroup::HostCgroups) {
     let limits = CgroupLimits {
         memory_max: Some(64 << 20),
         pids_max: Some(8),

@@ -2,9 +2,9 @@
 //! kernel shows them) and the fake cgroupfs that makes and removes cgroups there as the
 //! kernel does: detection, the files `create` writes, degradation, `remove` and
 //! `sweep_stale`. No privileges needed.
-use agentjail::jail::cgroup::fake::FakeCgroupFs;
-use agentjail::jail::cgroup::{detect, CgroupLimits, HostCgroups, JobCgroup, Layout};
-use agentjail::jail::ControlState;
+use agentjail_jail::cgroup::fake::FakeCgroupFs;
+use agentjail_jail::cgroup::{detect, CgroupLimits, HostCgroups, JobCgroup, Layout};
+use agentjail_jail::ControlState;
 use std::fs;
 use std::path::Path;
 
@@ -329,7 +329,7 @@ fn sweep_removes_only_dead_launchers_empty_dirs() {
     }
     put(&busy.join("cgroup.procs"), "123\n");
     assert_eq!(
-        agentjail::jail::cgroup::sweep_stale_in(&FakeCgroupFs, &host),
+        agentjail_jail::cgroup::sweep_stale_in(&FakeCgroupFs, &host),
         1
     );
     assert!(!dead.exists() && alive.exists() && busy.exists() && other.exists());

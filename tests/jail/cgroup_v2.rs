@@ -8,8 +8,8 @@
 //! `scripts/vm.sh run`; `scripts/vm.sh setup` must have run). Without CI and without delegated v2
 //! controllers it prints a loud SKIPPED notice; inside the VM a missing feature fails the test.
 use crate::common;
-use agentjail::jail::cgroup::{detect_host, sweep_stale, CgroupLimits, JobCgroup, SUPERVISOR_LEAF};
-use agentjail::jail::ControlState;
+use agentjail_jail::cgroup::{detect_host, sweep_stale, CgroupLimits, JobCgroup, SUPERVISOR_LEAF};
+use agentjail_jail::ControlState;
 use std::io::{BufRead, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! Attacks on the landlock rules, each from a forked child that applied them; the test
 //! process itself is never restricted. A payload that succeeds fails the test.
 
-use agentjail::jail::landlock::{self, LandlockPlan, Prepared};
 use agentjail::policy::Requirement;
+use agentjail_jail::landlock::{self, LandlockPlan, Prepared};
 use std::ffi::CString;
 use std::net::TcpListener;
 use std::os::linux::net::SocketAddrExt;
@@ -264,7 +264,7 @@ fn enforcement_reports_abi_and_features() {
     if landlock::host_abi() >= 6 {
         assert_eq!(
             c.state,
-            agentjail::jail::ControlState::Enforced,
+            agentjail_jail::ControlState::Enforced,
             "{}",
             c.detail
         );
@@ -279,6 +279,6 @@ fn enforcement_reports_abi_and_features() {
     let p = landlock::prepare(&best_effort).unwrap();
     assert_eq!(
         landlock::enforcement(&best_effort, Some(&p)).state,
-        agentjail::jail::ControlState::Degraded
+        agentjail_jail::ControlState::Degraded
     );
 }

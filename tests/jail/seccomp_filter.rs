@@ -2,8 +2,9 @@
 //! test process. The parent takes the listener with pidfd_getfd, as the supervisor does, and
 //! reports what happened to the child: exit code, killing signal, or the notified syscall.
 
-use agentjail::jail::seccomp::{self, Filter};
+use agentjail::plan::seccomp::plan as seccomp_plan;
 use agentjail::policy::SeccompPolicy;
+use agentjail_jail::seccomp::{self, Filter};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ fn filter_for(groups: &[&str], errno: &[&str]) -> Filter {
         p.allow_groups.extend(groups.iter().map(|s| s.to_string()));
     }
     p.errno_syscalls = errno.iter().map(|s| s.to_string()).collect();
-    let plan = seccomp::plan(&p).expect("plan");
+    let plan = seccomp_plan(&p).expect("plan");
     seccomp::compile(&plan).expect("compile")
 }
 

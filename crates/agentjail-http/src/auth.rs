@@ -47,7 +47,7 @@ impl Tokens {
                 meta.mode() & 0o7777
             ));
         }
-        let me = agentjail::jail::sys::geteuid();
+        let me = agentjail_jail::os::process::geteuid();
         if meta.uid() != me && meta.uid() != 0 {
             return Err(format!(
                 "--token-file {shown} belongs to uid {}, not to this user ({me}) or root",

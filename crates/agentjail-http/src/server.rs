@@ -159,7 +159,7 @@ fn connection_limit() -> usize {
     };
     let want = hard.min(MAX_CONNECTIONS as u64 + FDS_KEPT);
     let soft = if want > soft
-        && agentjail::jail::sys::setrlimit(libc::RLIMIT_NOFILE, want, hard).is_ok()
+        && agentjail_jail::os::process::setrlimit(libc::RLIMIT_NOFILE, want, hard).is_ok()
     {
         want
     } else {
@@ -178,7 +178,7 @@ fn hostname() -> String {
 /// `agentjail serve --http`; returns the exit code.
 pub fn serve(args: Args) -> i32 {
     // Blocked before any thread starts: every thread inherits the mask.
-    let Some(sigfd) = agentjail::supervise::block_termination_signals() else {
+    let Some(sigfd) = agentjail_jail::supervise::block_termination_signals() else {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };

@@ -36,7 +36,9 @@ pub struct JailRun {
 /// Everything built, nothing running: the job cgroup exists (or the policy allows going
 /// without), the argv, root steps, landlock ruleset and seccomp program are ready.
 pub struct PreparedJail {
-    prepared: Prepared,
+    /// The child's data (None: another process spawns this jail from data of its own,
+    /// prepared once for every jail of the plan; see [`prepare_elsewhere`]).
+    prepared: Option<Prepared>,
     /// Which limits the job cgroup covers (the rlimits were chosen for it).
     cover: CgroupCover,
     /// The plan gives the program /app/out (open it once the jail runs).
@@ -71,6 +73,48 @@ pub fn execute(
 /// Decide what this host can enforce for `plan` (failing closed on what the policy
 /// requires) and build everything the child will need.
 pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
+    prepare_jail(plan, None)
+}
+
+/// How a plan's landlock and seccomp are enforced on this host: the same for every jail of
+/// the plan, so a spawner that prepares the plan once (the engine's zygote) learns them once.
+#[derive(Debug, Clone)]
+pub struct PlanControls {
+    landlock: Control,
+    seccomp: Control,
+}
+
+impl PlanControls {
+    /// Prepare `plan` once (nothing runs) and read what its jails will enforce. A control
+    /// the policy requires and the host lacks fails each jail's prepare, as it does
+    /// without a zygote; a plan that cannot be prepared at all fails here.
+    pub fn probe(plan: &JailPlan) -> Result<PlanControls, SetupError> {
+        let prepared = prepared::prepare(plan, CgroupCover::default())?;
+        Ok(PlanControls::of(plan, &prepared))
+    }
+
+    fn of(plan: &JailPlan, prepared: &Prepared) -> PlanControls {
+        PlanControls {
+            landlock: landlock::enforcement(&plan.landlock, prepared.landlock.as_ref()),
+            seccomp: seccomp::enforcement(&plan.seccomp, &prepared.seccomp),
+        }
+    }
+}
+
+/// As [`prepare`] (the cgroup, the record's enforcement), for a jail another process
+/// spawns from the plan it prepared once ([`PreparedJail::start_elsewhere`]): nothing of
+/// the child's data is built here; `controls` says what that data enforces.
+pub fn prepare_elsewhere(
+    plan: &JailPlan,
+    controls: &PlanControls,
+) -> Result<PreparedJail, JailError> {
+    prepare_jail(plan, Some(controls))
+}
+
+fn prepare_jail(
+    plan: &JailPlan,
+    elsewhere: Option<&PlanControls>,
+) -> Result<PreparedJail, JailError> {
     let t0 = Instant::now();
     if plan.seccomp.requirement == Requirement::Required && plan.seccomp.allowed.is_empty() {
         return Err(unavailable("seccomp", "empty allowlist"));
@@ -86,12 +130,23 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
         pids: enforced("cgroup_pids"),
     };
     let cpu_cgroup = enforced("cgroup_cpu");
-    let prepared = prepared::prepare(plan, cover)?;
-    let ll = landlock::enforcement(&plan.landlock, prepared.landlock.as_ref());
+    let (
+        prepared,
+        PlanControls {
+            landlock: ll,
+            seccomp: sc,
+        },
+    ) = match elsewhere {
+        Some(controls) => (None, controls.clone()),
+        None => {
+            let prepared = prepared::prepare(plan, cover)?;
+            let controls = PlanControls::of(plan, &prepared);
+            (Some(prepared), controls)
+        }
+    };
     if plan.landlock.requirement == Requirement::Required && ll.state != ControlState::Enforced {
         return Err(unavailable("landlock", &ll.detail));
     }
-    let sc = seccomp::enforcement(&plan.seccomp, &prepared.seccomp);
     let mut enforcement = fixed_controls(plan.network);
     enforcement.push(ll);
     enforcement.push(sc);
@@ -127,18 +182,32 @@ pub fn prepare(plan: &JailPlan) -> Result<PreparedJail, JailError> {
 
 impl PreparedJail {
     /// clone3 into the namespaces; the child takes its ordered steps and execs the program.
-    pub fn start(self) -> Result<StartedJail, JailError> {
-        self.start_with(|p, cg, _| spawn::spawn(p, cg))
+    pub fn start(mut self) -> Result<StartedJail, JailError> {
+        let Some(prepared) = self.prepared.take() else {
+            return Err(JailError::Setup(SetupError::new(
+                "clone3",
+                None,
+                "this jail was prepared to be spawned elsewhere (launch::prepare_elsewhere): start it with start_elsewhere",
+            )));
+        };
+        self.finish(|cg, _| spawn::spawn(&prepared, cg))
     }
 
-    /// As [`start`](Self::start), with the clone and handshake made by `spawn` (given this
-    /// jail's prepared data, its cgroup and what the cgroup covers): the engine's zygote
-    /// spawns the jail in another process and hands it over (src/zygote).
-    pub fn start_with(
+    /// As [`start`](Self::start), with the clone and handshake made by `spawn` in another
+    /// process (given this jail's cgroup and what the cgroup covers), from the plan that
+    /// process prepared once: the engine's zygote hands the jail over (src/zygote).
+    pub fn start_elsewhere(
         self,
-        spawn: impl FnOnce(&Prepared, Option<&JobCgroup>, CgroupCover) -> Result<Spawned, SetupError>,
+        spawn: impl FnOnce(Option<&JobCgroup>, CgroupCover) -> Result<Spawned, SetupError>,
     ) -> Result<StartedJail, JailError> {
-        let mut spawned = spawn(&self.prepared, self.cgroup.as_ref(), self.cover)?;
+        self.finish(spawn)
+    }
+
+    fn finish(
+        self,
+        spawn: impl FnOnce(Option<&JobCgroup>, CgroupCover) -> Result<Spawned, SetupError>,
+    ) -> Result<StartedJail, JailError> {
+        let mut spawned = spawn(self.cgroup.as_ref(), self.cover)?;
         // /app/out, opened beneath the jail's root by the handshake while the program was
         // stopped before its exec (spawn.rs); held so its files can be read once every
         // process of the jail is gone.

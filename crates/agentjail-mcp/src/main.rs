@@ -48,9 +48,8 @@ mod transport;
 use agentjail::cli::{Cli, Command};
 use agentjail::engine::session::Owner;
 use agentjail::engine::{Engine, EngineConfig};
-use agentjail::jail::sys;
+use agentjail_jail::os;
 use clap::Parser;
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -109,7 +108,7 @@ fn next_connection() -> u64 {
 fn serve(args: McpArgs) -> i32 {
     // Block the termination signals before any thread starts (every thread inherits the
     // mask), so they arrive only on this signalfd.
-    let Some(sigfd) = agentjail::supervise::block_termination_signals() else {
+    let Some(sigfd) = agentjail_jail::supervise::block_termination_signals() else {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
@@ -199,9 +198,9 @@ fn watch_signals(sigfd: std::os::fd::OwnedFd, gone: transport::Hook, input: tran
     let spawned = std::thread::Builder::new()
         .name("agentjail-mcp-signals".into())
         .spawn(move || loop {
-            match sys::poll_one(sigfd.as_raw_fd(), libc::POLLIN, -1) {
+            match os::fd::poll_one(&sigfd, libc::POLLIN, -1) {
                 Ok(r) if r & libc::POLLIN != 0 => {
-                    if sys::read_signalfd(sigfd.as_raw_fd()).is_some() {
+                    if os::fd::read_signalfd(&sigfd).is_some() {
                         gone("signal");
                         input.close();
                         return;

@@ -206,21 +206,6 @@ pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: u32) -> SysResu
     check(unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) })
 }
 
-/// What a directory entry is, without following it: (st_mode, st_size, st_nlink).
-pub fn fstatat_nofollow(dir: RawFd, name: &CStr) -> SysResult<(u32, u64, u64)> {
-    fstatat_file(dir, name).map(|st| (st.mode, st.size, st.nlink))
-}
-
-/// fstat(2): (st_mode, st_size, st_nlink, st_uid).
-pub fn fstat(fd: RawFd) -> SysResult<(u32, u64, u64, u32)> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstat writes one `struct stat` into `st`.
-    check(unsafe { libc::fstat(fd, st.as_mut_ptr()) })?;
-    // SAFETY: fstat succeeded, so it initialised `st`.
-    let st = unsafe { st.assume_init() };
-    Ok((st.st_mode, st.st_size.max(0) as u64, st.st_nlink, st.st_uid))
-}
-
 /// mkdirat(2).
 pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> SysResult<()> {
     // SAFETY: name is a valid NUL-terminated string.

@@ -12,12 +12,12 @@
 //! prepared in the parent. Errors are the raw errno (one helper reads it: [`errno`]) so the
 //! child can report them as (stage, errno).
 
-pub mod fs;
-pub mod io;
-pub mod net;
-pub mod process;
-pub mod security;
-pub mod signal;
+pub(crate) mod fs;
+pub(crate) mod io;
+pub(crate) mod net;
+pub(crate) mod process;
+pub(crate) mod security;
+pub(crate) mod signal;
 
 pub use fs::*;
 pub use io::*;
