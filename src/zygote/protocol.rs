@@ -272,12 +272,14 @@ mod tests {
             reply: Some(pipe()),
             program_pidfd: None,
             held_dir: None,
+            net: Some(pipe()),
             program_pid: Some(11),
         };
         let s = spawned();
-        let (job, reply) = (
+        let (job, reply, net) = (
             s.job.as_ref().unwrap().as_raw_fd(),
             s.reply.as_ref().unwrap().as_raw_fd(),
+            s.net.as_ref().unwrap().as_raw_fd(),
         );
         let (m, fds) = FdSet::split(s);
         let FromTemplate::Spawned {
@@ -289,14 +291,16 @@ mod tests {
             panic!("{m:?}")
         };
         assert_eq!(
-            (set.job, set.reply, set.stdin, set.count()),
-            (true, true, false, 6)
+            (set.job, set.reply, set.stdin, set.net, set.count()),
+            (true, true, false, true, 7)
         );
-        // In order: the four always there, then job and reply.
-        assert_eq!((fds[4].as_raw_fd(), fds[5].as_raw_fd()), (job, reply));
+        // In order: the four always there, then job, reply and the allowlist listener.
+        let order = (fds[4].as_raw_fd(), fds[5].as_raw_fd(), fds[6].as_raw_fd());
+        assert_eq!(order, (job, reply, net));
         let back = set.join(pid, program_pid, fds).unwrap();
         assert_eq!(back.job.as_ref().map(|f| f.as_raw_fd()), Some(job));
         assert_eq!(back.reply.as_ref().map(|f| f.as_raw_fd()), Some(reply));
+        assert_eq!(back.net.as_ref().map(|f| f.as_raw_fd()), Some(net));
         assert!(back.stdin.is_none() && back.program_pid == Some(11));
         // A descriptor short (or one too many) is no jail.
         let (_, mut fds) = FdSet::split(spawned());
