@@ -16,7 +16,7 @@ struct Site {
     port: u16,
 }
 
-fn respond(path: &str, port: u16, files: &std::path::Path) -> Vec<u8> {
+fn respond(path: &str, files: &std::collections::HashMap<String, Vec<u8>>) -> Vec<u8> {
     let ok = |ctype: &str, body: &[u8]| {
         let mut r = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -30,15 +30,10 @@ fn respond(path: &str, port: u16, files: &std::path::Path) -> Vec<u8> {
         "/ok" => ok("text/plain", b"OK-BODY"),
         "/redirect" => b"HTTP/1.1 302 Found\r\nLocation: http://evil.test/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
         "/big" => ok("application/octet-stream", &vec![b'z'; 300_000]),
-        p => match std::fs::read(files.join(p.trim_start_matches('/')).join("index.html"))
-            .or_else(|_| std::fs::read(files.join(p.trim_start_matches('/'))))
-        {
-            Ok(b) if p.ends_with(".whl") => ok("application/octet-stream", &b),
-            Ok(b) => ok("text/html", &b),
-            Err(_) => {
-                let _ = port;
-                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
-            }
+        p => match files.get(p) {
+            Some(b) if p.ends_with(".whl") => ok("application/octet-stream", b),
+            Some(b) => ok("text/html", b),
+            None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
         },
     }
 }
@@ -46,7 +41,7 @@ fn respond(path: &str, port: u16, files: &std::path::Path) -> Vec<u8> {
 fn site() -> &'static Site {
     static S: OnceLock<Site> = OnceLock::new();
     S.get_or_init(|| {
-        let files = index_dir();
+        let files = std::sync::Arc::new(index_files());
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         std::thread::spawn(move || {
@@ -64,7 +59,7 @@ fn site() -> &'static Site {
                     }
                     let text = String::from_utf8_lossy(&head);
                     let path = text.split(' ').nth(1).unwrap_or("/").to_string();
-                    let _ = s.write_all(&respond(&path, port, &files));
+                    let _ = s.write_all(&respond(&path, &files));
                 });
             }
         });
@@ -72,31 +67,40 @@ fn site() -> &'static Site {
     })
 }
 
-/// A simple index (PEP 503) with one hand-made wheel, written by Python's zipfile.
-fn index_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentjail-net-index-{}", std::process::id()));
+/// A simple index (PEP 503) with one hand-made wheel, made by Python's zipfile in memory:
+/// path → bytes (no file is written).
+fn index_files() -> std::collections::HashMap<String, Vec<u8>> {
     let script = r#"
-import zipfile, hashlib, base64, os, sys
-root = sys.argv[1]
-os.makedirs(root + '/simple/tinypkg', exist_ok=True); os.makedirs(root + '/packages', exist_ok=True)
+import zipfile, hashlib, base64, io, json
 name = 'tinypkg-0.1-py3-none-any.whl'
 files = {'tinypkg/__init__.py': b'X = 1\n',
  'tinypkg-0.1.dist-info/METADATA': b'Metadata-Version: 2.1\nName: tinypkg\nVersion: 0.1\n',
  'tinypkg-0.1.dist-info/WHEEL': b'Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n'}
 rec = ''.join('%s,sha256=%s,%d\n' % (k, base64.urlsafe_b64encode(hashlib.sha256(v).digest()).rstrip(b'=').decode(), len(v)) for k, v in files.items())
 files['tinypkg-0.1.dist-info/RECORD'] = (rec + 'tinypkg-0.1.dist-info/RECORD,,\n').encode()
-with zipfile.ZipFile(root + '/packages/' + name, 'w') as z:
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, 'w') as z:
     for k, v in files.items(): z.writestr(k, v)
-d = hashlib.sha256(open(root + '/packages/' + name, 'rb').read()).hexdigest()
-open(root + '/simple/tinypkg/index.html', 'w').write('<a href="/packages/%s#sha256=%s">%s</a>\n' % (name, d, name))
+whl = buf.getvalue()
+index = '<a href="/packages/%s#sha256=%s">%s</a>\n' % (name, hashlib.sha256(whl).hexdigest(), name)
+print(json.dumps({'/packages/' + name: base64.b64encode(whl).decode(),
+                  '/simple/tinypkg/': base64.b64encode(index.encode()).decode()}))
 "#;
-    let st = std::process::Command::new(PY)
+    let out = std::process::Command::new(PY)
         .args(["-c", script])
-        .arg(&dir)
-        .status()
+        .output()
         .unwrap();
-    assert!(st.success(), "could not write the test index");
-    dir
+    assert!(out.status.success(), "could not make the test index");
+    let m: std::collections::HashMap<String, String> = serde_json::from_slice(&out.stdout).unwrap();
+    use base64::Engine;
+    m.into_iter()
+        .map(|(k, v)| {
+            (
+                k,
+                base64::engine::general_purpose::STANDARD.decode(v).unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// The attack policy: the default's, with the allowlist naming the test site.

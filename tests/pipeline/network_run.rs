@@ -109,16 +109,25 @@ fn ask(
     serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
 }
 
+/// A running `serve`: stopped with SIGTERM (it ends its jails and removes their cgroups)
+/// and reaped when dropped, a failed assertion included.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = self.0.wait();
+    }
+}
+
 /// `agentjail serve` on a socket in `dir` as `who`, and a connection to it.
 fn serve_on(
     who: Who,
     dir: &std::path::Path,
     pol: &std::path::Path,
     extra: &[&str],
-) -> (
-    std::process::Child,
-    std::io::BufReader<std::os::unix::net::UnixStream>,
-) {
+) -> (Server, std::io::BufReader<std::os::unix::net::UnixStream>) {
     let sock = dir.join("s.sock");
     let server = serve::command(who, agentjail_path())
         .args(["serve", "--policy", pol.to_str().unwrap(), "--socket"])
@@ -129,6 +138,7 @@ fn serve_on(
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let server = Server(server);
     let s = (0..1500)
         .find_map(|_| {
             std::os::unix::net::UnixStream::connect(&sock)
@@ -153,7 +163,7 @@ fn a_zygote_jail_hands_its_listener_over() {
     let action = json!({"id": "z", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
     for who in variants() {
         let dir = serve::scratch("netz");
-        let (mut server, mut f) = serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
+        let (_server, mut f) = serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
         // Every job must fetch; the first ones may start cold while the template warms up,
         // and one must come from the zygote.
         let mut zygote = false;
@@ -172,8 +182,6 @@ fn a_zygote_jail_hands_its_listener_over() {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         assert!(zygote, "{who:?}: no job ran in a zygote's jail");
-        let _ = server.kill();
-        let _ = server.wait();
     }
 }
 
@@ -183,7 +191,7 @@ fn a_session_keeps_its_proxy_and_each_call_records_its_requests() {
     let pol = policy(port);
     for who in variants() {
         let dir = serve::scratch("net");
-        let (mut server, mut f) = serve_on(
+        let (_server, mut f) = serve_on(
             who,
             dir.path(),
             &pol,
@@ -221,7 +229,5 @@ fn a_session_keeps_its_proxy_and_each_call_records_its_requests() {
             )["closed"],
             true
         );
-        let _ = server.kill();
-        let _ = server.wait();
     }
 }
