@@ -115,8 +115,10 @@ struct Server(std::process::Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let pid = self.0.id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status();
         let _ = self.0.wait();
     }
 }
