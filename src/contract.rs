@@ -226,8 +226,8 @@ impl ContractError {
     }
 
     /// The record's stop reason.
-    pub fn stop_reason(&self) -> crate::record::StopReason {
-        use crate::record::StopReason;
+    pub fn stop_reason(&self) -> crate::verdict::StopReason {
+        use crate::verdict::StopReason;
         match self {
             ContractError::InvalidAction { what, .. } => StopReason::InvalidAction(what.clone()),
             ContractError::InvalidRequest { what, .. } => StopReason::InvalidRequest(what.clone()),

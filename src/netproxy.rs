@@ -4,8 +4,8 @@
 //! `network` part. The argument is in docs/SECURITY.md, "Network by allowlist".
 
 use crate::contract::Action;
+use crate::pipeline::record::{Recorder, StopReason};
 use crate::policy::Policy;
-use crate::record::StopReason;
 use agentjail_jail::launch::StartedJail;
 use agentjail_jail::JailError;
 use serde_json::{json, Value};
@@ -24,9 +24,9 @@ fn wake(l: &TcpListener) {
 impl NetSession {
     /// A session's call: the requests that ended during it into the record's `network`
     /// (counters are the session's so far); the host of a denial under `deny_is_stop`.
-    pub fn drain_into(&self, r: &mut crate::record::Recorder, policy: &Policy) -> Option<String> {
+    pub fn drain_into(&self, r: &mut Recorder, policy: &Policy) -> Option<String> {
         let report = self.proxy.as_ref()?.drain();
-        r.set("network", record_json(policy, &report, self.narrowed));
+        r.sections.network = Some(record_json(policy, &report, self.narrowed));
         report.first_denied.filter(|_| policy.network.deny_is_stop)
     }
 }
@@ -97,14 +97,10 @@ pub fn start(
 
 /// Stop the proxy (the jail is gone) and put its log in the record's `network`. Returns
 /// the stop reason a denial makes under `deny_is_stop`.
-pub fn finish(
-    r: &mut crate::record::Recorder,
-    policy: &Policy,
-    s: Option<NetSession>,
-) -> Option<StopReason> {
+pub fn finish(r: &mut Recorder, policy: &Policy, s: Option<NetSession>) -> Option<StopReason> {
     let mut s = s?;
     let report = s.proxy.take()?.finish(wake);
-    r.set("network", record_json(policy, &report, s.narrowed));
+    r.sections.network = Some(record_json(policy, &report, s.narrowed));
     let denied = report
         .first_denied
         .filter(|_| policy.network.deny_is_stop)?;

@@ -16,12 +16,12 @@
 //! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
-pub mod session;
 
 use crate::cache::Cache;
+use crate::pipeline::record::{PolicyRef, Recorder, Sealed};
+use crate::pipeline::source::{self, Acquired, JailSource, JobInputs, Start};
+use crate::pipeline::{self, session};
 use crate::policy::LoadedPolicy;
-use crate::record::{Record, Recorder};
-use crate::run::{self, Acquired, JailSource, Start};
 use crate::runner::{Language, Mode};
 use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
@@ -159,8 +159,8 @@ impl Runner {
         spawner: &Arc<Spawner>,
     ) -> Result<Runner, String> {
         let policy = &cfg.policy.policy;
-        let inputs = run::JobInputs::default();
-        let plan = Arc::new(run::runner_plan(
+        let inputs = JobInputs::default();
+        let plan = Arc::new(source::runner_plan(
             policy,
             language,
             Mode::Run,
@@ -247,7 +247,7 @@ impl EngineError {
 
 pub struct Engine {
     policy: LoadedPolicy,
-    policy_ref: Value,
+    policy_ref: PolicyRef,
     runners: Vec<Runner>,
     /// Python sessions' plan; None when the policy does not execute Python.
     session_plan: Option<Arc<crate::plan::JailPlan>>,
@@ -294,12 +294,12 @@ impl Engine {
             runners.push(Runner::start(&cfg, language, &spawner)?);
         }
         let session_plan = if policy.executes("python") {
-            let p = run::runner_plan(
+            let p = source::runner_plan(
                 policy,
                 Language::Python,
                 Mode::Session,
                 true,
-                &run::JobInputs::default(),
+                &JobInputs::default(),
             )?;
             Some(Arc::new(p))
         } else {
@@ -322,7 +322,7 @@ impl Engine {
             .spawn(move || rx.into_iter().for_each(drop))
             .map_err(|e| format!("cannot start the reaper thread: {e}"))?;
         let engine = Arc::new(Engine {
-            policy_ref: json!({"path": cfg.policy.path, "sha256": cfg.policy.sha256}),
+            policy_ref: PolicyRef::of(&cfg.policy),
             policy: cfg.policy,
             runners,
             session_plan,
@@ -357,7 +357,7 @@ impl Engine {
         if let Some(path) = &audit {
             // Refused now, not at the first record: a directory on its way that another
             // user can change (crate::hostpath), a symlink or another's file in its place.
-            crate::record::open_audit(path)
+            crate::pipeline::audit::open_audit(path)
                 .map_err(|e| format!("the audit log {}: {e}", path.display()))?;
         }
         Ok((Engine::start(cfg)?, audit))
@@ -369,12 +369,9 @@ impl Engine {
 
     /// One job: the whole pipeline of `agentjail run` on these action bytes. `caller`: the
     /// peer's uid when the front end knows it (a unix socket's SO_PEERCRED).
-    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Record {
-        let mut r = Recorder::new();
-        if let Some(uid) = caller {
-            r.set("caller", json!({ "uid": uid }));
-        }
-        run::job(r, action, &self.policy, self, self.cache.as_ref())
+    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Sealed {
+        let r = Recorder::for_job(self.policy_ref.clone(), caller);
+        pipeline::job(r, action, &self.policy, self, self.cache.as_ref())
     }
 
     /// The front end has written a response (a job's record, a session call's): the refills
@@ -399,7 +396,7 @@ impl Engine {
         action: &[u8],
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
-    ) -> Record {
+    ) -> Sealed {
         self.run_for_client(action, caller, inputs, None)
     }
 
@@ -411,20 +408,17 @@ impl Engine {
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
         stop: Option<&ClientStop>,
-    ) -> Record {
+    ) -> Sealed {
         if inputs.is_empty() && stop.is_none() {
             return self.run(action, caller);
         }
-        let mut r = Recorder::new();
-        if let Some(uid) = caller {
-            r.set("caller", json!({ "uid": uid }));
-        }
+        let r = Recorder::for_job(self.policy_ref.clone(), caller);
         let source = WithInputs {
             engine: self,
             inputs,
             stop,
         };
-        run::job(r, action, &self.policy, &source, self.cache.as_ref())
+        pipeline::job(r, action, &self.policy, &source, self.cache.as_ref())
     }
 
     /// A new client's own stop (`serve`: one per connection), registered so that
@@ -463,7 +457,7 @@ impl Engine {
 
     /// `agentjail check` on these action bytes: the decision, and whether it allows.
     pub fn check(&self, action: &[u8]) -> (Value, bool) {
-        run::check_bytes(&self.policy.policy, action)
+        pipeline::check_bytes(&self.policy.policy, action)
     }
 
     /// A new session for `owner`, its policy tightened by `hints`; its id.
@@ -559,7 +553,7 @@ impl Engine {
                 "unknown_session",
                 format!(
                     "no session {:?} on this connection",
-                    crate::record::StopReason::suffix(id)
+                    crate::verdict::StopReason::suffix(id)
                 ),
             )
         };
@@ -577,7 +571,7 @@ impl Engine {
         code: &str,
         timeout_s: Option<f64>,
         owner: Owner,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         self.session_exec_for(id, code, timeout_s, owner, None)
     }
 
@@ -589,7 +583,7 @@ impl Engine {
         timeout_s: Option<f64>,
         owner: Owner,
         stop: Option<&ClientStop>,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         let s = self.session(id, owner)?;
         // A call holds the session's lock for its whole run; the janitor and a closing
         // connection hold it for the milliseconds of ending it. Only the first is busy.
@@ -763,7 +757,7 @@ impl JailSource for Engine {
         &self,
         policy: &crate::policy::Policy,
         language: Language,
-        job: &run::JobInputs,
+        job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         let t = Instant::now();
         let runner = self
@@ -794,7 +788,7 @@ impl JailSource for Engine {
         } else {
             // Inputs live in the jail's root, built before its processes: such a job gets a
             // jail built for it.
-            let plan = run::runner_plan(policy, language, Mode::Run, true, job)
+            let plan = source::runner_plan(policy, language, Mode::Run, true, job)
                 .map_err(JailError::plan)?;
             Arc::new(plan)
         };
@@ -828,7 +822,7 @@ impl JailSource for WithInputs<'_> {
         &self,
         policy: &crate::policy::Policy,
         language: Language,
-        job: &run::JobInputs,
+        job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         self.engine.acquire(policy, language, job)
     }

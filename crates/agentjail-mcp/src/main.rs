@@ -46,8 +46,8 @@ mod tools;
 mod transport;
 
 use agentjail::cli::{Cli, Command};
-use agentjail::engine::session::Owner;
 use agentjail::engine::{Engine, EngineConfig};
+use agentjail::pipeline::session::Owner;
 use agentjail_jail::os;
 use clap::Parser;
 use std::path::PathBuf;
