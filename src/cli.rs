@@ -156,13 +156,13 @@ pub struct EngineFlags {
     /// Warm jails kept ready (default: one per usable core — affinity and cgroup CPU quota — 2 to 64; 0: start each job's jail for it).
     #[arg(long, value_name = "N")]
     pool: Option<usize>,
-    /// The most warm jails the pool grows to while jobs wait for jails (default: two per usable core, at least --pool, at most 64; --pool-max equal to --pool keeps the pool fixed).
+    /// The most warm jails the pool grows to while jobs wait for jails (default: four per usable core, at least --pool, at most 64; --pool-max equal to --pool keeps the pool fixed).
     #[arg(long, value_name = "N")]
     pool_max: Option<usize>,
     /// Seconds the pool keeps jails above --pool once no job has waited for one; then it ends one a second.
     #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pool_idle: u64,
-    /// Threads that start jails (default: one per usable core, at least 2).
+    /// Threads that start jails (default: four per usable core, 4 to 64).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     spawners: Option<u16>,
     /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).

@@ -76,11 +76,17 @@ pub fn default_pool_size() -> usize {
     usable_cpus().clamp(2, 64)
 }
 
-/// The default number of spawner threads (the threads that start every jail): one per
-/// usable core, at least 2. Two, a constant, held a 16-core host at ~60 jobs/s, the same
-/// as 2 cores; 16 threads there gave ~300.
+/// The default number of spawner threads (the threads that start every jail): four per
+/// usable core, 4 to 64 — as many as the pool's default ceiling, so that the threads are never
+/// what bounds how many jails start at once (the pool's ceiling and `-j` are). A spawner is
+/// blocked for most of a start: it waits in `pool::wait_ready` while the interpreter in the
+/// new jail starts and imports the preloads (sampled on 2 cores, 4 clients: 1.3 of the 2
+/// threads sat in that poll, 0.15 in the clone's handshake, ~0.3 ran). One per core (the
+/// previous default) left one server at ~0.6× the throughput of two servers on the same 2
+/// cores; 8 threads with `--pool-max 8` did as well as two (docs/BENCH.md, "One server or
+/// two"). Two, a constant before that, held a 16-core host at ~60 jobs/s; 16 gave ~300.
 pub fn default_spawners() -> usize {
-    usable_cpus().clamp(2, 64)
+    (usable_cpus() * 4).clamp(4, 64)
 }
 
 /// The default number of warm session jails: one, unless the pool is off (`--pool 0`: every
@@ -97,13 +103,19 @@ pub fn default_jobs() -> usize {
     (default_pool_size() * 2).max(4)
 }
 
-/// The default ceiling of a pool of `pool` jails: two per usable core (what the default
-/// `-j` runs at once), at least `pool`, at most 64; none when the pool is off.
+/// The default ceiling of a pool of `pool` jails: four per usable core, at least `pool`, at
+/// most 64; none when the pool is off. The ceiling bounds the refills under way at once (a
+/// refill is owed per jail taken, and the pool's ready and starting jails never exceed its
+/// target), so it bounds the throughput when every job waits for a jail: two per core (the
+/// previous default) let 4 clients on 2 cores keep at most 4 jails starting while ~2/3 of
+/// each start is the jail's interpreter starting, and the engine did ~0.75× of what four per
+/// core does (same run, 8 spawners both; docs/BENCH.md). The pool grows past `pool` only
+/// while jobs wait for jails, and shrinks back after `--pool-idle` ([`pool::DEFAULT_IDLE`]).
 pub fn default_pool_max(pool: usize) -> usize {
     if pool == 0 {
         0
     } else {
-        (usable_cpus() * 2).min(64).max(pool)
+        (usable_cpus() * 4).min(64).max(pool)
     }
 }
 
