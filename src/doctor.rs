@@ -189,6 +189,9 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
         if let Some(c) = python_check(&p.policy) {
             checks.push(c);
         }
+        if p.policy.network.allowlist() {
+            checks.push(crate::netproxy::doctor_check());
+        }
         checks.extend(probe_jail(p));
     }
     DoctorReport {

@@ -167,13 +167,13 @@ fn launch(
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    match agentjail_jail::launch::execute(
-        plan,
-        io,
-        sigfd
-            .as_ref()
-            .map(agentjail_jail::supervise::Interrupt::Signals),
-    ) {
+    let started = agentjail_jail::launch::prepare(plan)
+        .and_then(|p| p.start())
+        .and_then(|mut jail| {
+            let net = crate::netproxy::start(policy, false, &mut jail)?;
+            Ok((jail, net))
+        });
+    match started {
         Err(e) => {
             // Display says the stage/control, errno and fix in one line.
             match &e {
@@ -186,9 +186,20 @@ fn launch(
             let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
             (EXIT_SETUP, reason)
         }
-        Ok(run) => {
+        Ok((jail, net)) => {
+            let run = jail.run(
+                io,
+                sigfd
+                    .as_ref()
+                    .map(agentjail_jail::supervise::Interrupt::Signals),
+            );
+            let net_stop = crate::netproxy::finish(r, policy, net);
             let o = &run.outcome;
-            let (code, reason) = verdict(o, policy.limits.memory.0);
+            let (mut code, mut reason) = verdict(o, policy.limits.memory.0);
+            if let Some(stop) = net_stop {
+                eprintln!("agentjail: stopped: {stop}");
+                (code, reason) = (EXIT_STOPPED, stop);
+            }
             r.sections.execution = Some(Execution::of(o));
             r.set_enforcement(&run.enforcement);
             if let (Some(dir), Some(out)) = (artifacts_dir, &run.out) {

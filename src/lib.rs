@@ -17,6 +17,7 @@ pub mod exec;
 pub mod hostpath;
 pub mod inputs;
 pub mod mcp;
+pub mod netproxy;
 pub mod output;
 pub mod pipeline;
 pub mod plan;

@@ -51,6 +51,9 @@ pub enum StopReason {
     CodeOutputTooLarge,
     CodeStderrTooLarge,
     CodeForbiddenSyscall(String),
+    /// The network allowlist's proxy denied a request and the policy says that stops the
+    /// run (`network.deny_is_stop`): the host asked for.
+    CodeNetworkDenied(String),
     CodeRuntimeError(i32),
     CodeKilled(String),
     InvalidCodeOutput(String),
@@ -165,6 +168,7 @@ impl fmt::Display for StopReason {
             CodeOutputTooLarge => f.write_str("code_output_too_large"),
             CodeStderrTooLarge => f.write_str("code_stderr_too_large"),
             CodeForbiddenSyscall(n) => s(f, "code_forbidden_syscall", n),
+            CodeNetworkDenied(h) => s(f, "code_network_denied", h),
             CodeRuntimeError(c) => write!(f, "code_runtime_error:{c}"),
             CodeKilled(sig) => s(f, "code_killed", sig),
             InvalidCodeOutput(w) => s(f, "invalid_code_output", w),

@@ -544,6 +544,12 @@ impl Engine {
                 (jail, Start::Cold)
             }
         };
+        // The allowlist's proxy lives as long as the session's jail (src/netproxy.rs).
+        let mut jail = jail;
+        let net = crate::netproxy::start(&policy, false, &mut jail).map_err(|e| {
+            let control = e.unavailable_control();
+            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+        })?;
         let id = agentjail_jail::ids::random_hex(16);
         let session = Session::new(
             id.clone(),
@@ -551,7 +557,8 @@ impl Engine {
             (jail, start),
             policy,
             self.policy_ref.clone(),
-        );
+        )
+        .with_net(net);
         self.lock_sessions()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(session))));
         Ok(id)

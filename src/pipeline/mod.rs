@@ -83,7 +83,12 @@ pub fn job(
     r.sections.policy = Some(record::PolicyRef::of(policy));
     // Host inputs are not in the action, so no key could cover them; and a stored record
     // cannot write artifacts into a directory: such jobs never use the cache.
-    let cache = cache.filter(|_| source.inputs().is_empty() && source.artifacts_dir().is_none());
+    // A job with network access depends on what the network answered: never cached either.
+    let cache = cache.filter(|_| {
+        source.inputs().is_empty()
+            && source.artifacts_dir().is_none()
+            && !policy.policy.network.allowlist()
+    });
     let mut key: Option<String> = None;
     let ended = (|| -> Result<Option<crate::cache::Hit>, Stopped> {
         let (action, effective) = contract(&mut r, raw, &policy.policy)?;

@@ -214,6 +214,9 @@ pub struct Sections {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jail_start: Option<Start>,
     /// The validated output object (json mode).
+    /// The network allowlist's requests (src/netproxy.rs: `record_json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -65,6 +65,8 @@ pub struct Session {
     /// The runner's ring of the session doorbell after its last call, answered by the next
     /// (see supervise::CallChannel).
     rung: Option<supervise::Rung>,
+    /// The network allowlist's proxy for this session's jail (src/netproxy.rs), if any.
+    net: Option<crate::netproxy::NetSession>,
 }
 
 impl Session {
@@ -93,7 +95,14 @@ impl Session {
             reported: Default::default(),
             skipped_reported: Default::default(),
             rung: None,
+            net: None,
         }
+    }
+
+    /// Give the session the proxy started for its jail.
+    pub fn with_net(mut self, net: Option<crate::netproxy::NetSession>) -> Session {
+        self.net = net;
+        self
     }
 
     /// Why the session should be closed now (idle too long, too old), if it should.
@@ -122,7 +131,9 @@ impl Session {
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
         self.ended_at.get_or_insert_with(Instant::now);
-        self.jail.take().map(|j| j.end().1)
+        let teardown = self.jail.take().map(|j| j.end().1);
+        self.net = None;
+        teardown
     }
 
     /// One call: check, run, record. `timeout_s` may only tighten the policy's wall limit.
@@ -134,7 +145,20 @@ impl Session {
     ) -> (Sealed, Option<Teardown>) {
         let mut r = Recorder::new();
         r.sections.policy = Some(self.policy_ref.clone());
-        let result = self.checked_call(&mut r, code, timeout_s, interrupt);
+        let mut result = self.checked_call(&mut r, code, timeout_s, interrupt);
+        if let Some(host) = self
+            .net
+            .as_ref()
+            .and_then(|n| n.drain_into(&mut r, &self.policy))
+        {
+            // deny_is_stop: the proxy killed the program, and the session with it.
+            let reason = StopReason::CodeNetworkDenied(host);
+            let stopped = Stopped {
+                reason,
+                phase: Phase::Execute,
+            };
+            result = Err((stopped, Some("network_denied".into())));
+        }
         let teardown = match &result {
             Err((_, Some(why))) => self.end(why),
             _ => None,

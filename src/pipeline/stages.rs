@@ -128,13 +128,9 @@ pub fn execute(
         files: action.files.clone(),
         inputs: source.inputs().to_vec(),
     };
-    let acquired = source.acquire(&jail_policy, language, &job).map_err(|e| {
-        r.error(RecordError::of_jail(&e));
-        r.phase(Phase::Execute, false, t, Value::Null);
-        let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
-        stopped(reason, Phase::Execute)
-    })?;
+    let (acquired, net) = acquire(r, (&jail_policy, action, language), &job, source, t)?;
     let (run, start) = deliver(action, &jail_policy, acquired, source);
+    let net_stop = crate::netproxy::finish(r, &jail_policy, net);
     let o = &run.outcome;
     r.sections.execution = Some(Execution::of(o));
     r.set_enforcement(&run.enforcement);
@@ -142,6 +138,10 @@ pub fn execute(
     collect_artifacts(r, &run, policy, source);
     let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us,
                         "jail_start": start.0, "jail_wait_us": start.1});
+    if let Some(reason) = net_stop {
+        r.phase(Phase::Execute, false, t, detail);
+        return Err(stopped(reason, Phase::Execute));
+    }
     if let Some(mut reason) = crate::verdict::jail_verdict(o, jail_policy.limits.memory.0) {
         if reason == StopReason::CodeTimeout && budget_bound {
             reason = StopReason::MaxSeconds;
@@ -157,6 +157,28 @@ pub fn execute(
     }
     r.phase(Phase::Execute, true, t, detail);
     Ok(run)
+}
+
+/// A jail from `source`, with the network allowlist's proxy started on it when the policy
+/// has one (src/netproxy.rs): failing either is failing to start the jail.
+fn acquire(
+    r: &mut Recorder,
+    (policy, action, language): (&Policy, &Action, Language),
+    job: &JobInputs,
+    source: &dyn JailSource,
+    t: Instant,
+) -> Result<(Acquired, Option<crate::netproxy::NetSession>), Stopped> {
+    let narrowed = crate::netproxy::narrowed_by(action);
+    let started = source.acquire(policy, language, job).and_then(|mut a| {
+        let net = crate::netproxy::start(policy, narrowed, &mut a.jail)?;
+        Ok((a, net))
+    });
+    started.map_err(|e| {
+        r.error(RecordError::of_jail(&e));
+        r.phase(Phase::Execute, false, t, Value::Null);
+        let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
+        stopped(reason, Phase::Execute)
+    })
 }
 
 /// The artifacts of a finished jail (every process gone): into the record, inline or
