@@ -13,6 +13,11 @@ The static check needs two facts it cannot see in a program's source:
   (`$(pyenv root)/versions/3.1x.*`) and /usr/bin/python3.1x where the host has one,
   imported under `-I -S`; when several builds of one version differ, the table holds the
   union of their edges (an edge only ever makes the checker stricter).
+* what `from M import *` binds, per Python version (the `exports` of STDLIB_TABLES), for
+  each module in STDLIB_ROOTS: `M.__all__` when M has one, else its names without a
+  leading underscore; the union over the builds of a version. The checker allows a star
+  import (`check.allow_star_imports`) only of a module listed here, judging every name it
+  binds as if imported by name.
 * the third-party packages' tables (PACKAGE_TABLE): the edges of the modules data.toml
   allows and, for each package, the attribute names through which any module reachable
   from it (its own submodules and everything they import) exposes a dangerous module. They
@@ -89,8 +94,17 @@ def edges(name):
     return sorted(out)
 def is_dangerous(name):
     return name in dangerous or name.split(".")[0] in dangerous
+def exports(name):
+    # What `from name import *` binds: __all__ when the module has one, else every name
+    # without a leading underscore.
+    mod = importlib.import_module(name)
+    if hasattr(mod, "__all__"):
+        return sorted({str(n) for n in mod.__all__})
+    return sorted(n for n in dir(mod) if not n.startswith("_"))
 mode = sys.argv[3]
-if mode == "shallow":
+if mode == "exports":
+    print(json.dumps({n: exports(n) for n in names}))
+elif mode == "shallow":
     for n in names:
         importlib.import_module(n)
     print(json.dumps({n: edges(n) for n in names}))
@@ -195,16 +209,24 @@ def interpreters(given):
 
 
 def stdlib_graphs(found):
-    """{version: (union graph, [build labels])}."""
+    """{version: (union graph, [build labels], union exports)}."""
     graphs = {}
     for version, full, label, path in found:
         graph = run(path, ["-I", "-S"], STDLIB_ROOTS, "graph")
-        table, builds = graphs.setdefault(version, ({}, []))
+        table, builds, exported = graphs.setdefault(version, ({}, [], {}))
         builds.append(f"{full} ({label})")
         for module, edges in graph.items():
             merged = {tuple(e) for e in table.get(module, [])} | {tuple(e) for e in edges}
             table[module] = sorted(merged)
+        for module, names in run(path, ["-I", "-S"], STDLIB_ROOTS, "exports").items():
+            exported[module] = sorted(set(exported.get(module, [])) | set(names))
     return graphs
+
+
+def render_exports(exported, indent):
+    pad = " " * indent
+    return "".join(f"{pad}({json.dumps(m)}, &[{', '.join(json.dumps(n) for n in exported[m])}]),\n"
+                   for m in sorted(exported))
 
 
 def render_graph(table, indent):
@@ -239,12 +261,14 @@ def render(graphs, pkgs):
     for version in VERSIONS:
         if version not in graphs:
             continue
-        table, builds = graphs[version]
+        table, builds, exported = graphs[version]
         out.append("    StdlibTable {\n")
         out.append(f"        python: {json.dumps(version)},\n")
         out.append(f"        built_from: {json.dumps(', '.join(sorted(builds)))},\n")
         out.append("        graph: &[\n")
         out.append(render_graph(table, 12))
+        out.append("        ],\n        exports: &[\n")
+        out.append(render_exports(exported, 12))
         out.append("        ],\n    },\n")
     out.append("];\n\n")
     version, full, versions, shallow, reach = pkgs
@@ -275,7 +299,10 @@ def parse_table(text):
     blocks = re.split(r"\n    StdlibTable \{\n", text.split("pub const PACKAGE_TABLE")[0])[1:]
     for block in blocks:
         version = re.search(r'python: "([0-9.]+)"', block).group(1)
-        stdlib[version] = graph_of(block)
+        graph_text, _, exports_text = block.partition("exports: &[")
+        exported = {m: set(re.findall(r'"([^"]+)"', body))
+                    for m, body in re.findall(r'^\s+\("([^"]+)", &\[(.*)\]\),$', exports_text, re.M)}
+        stdlib[version] = (graph_of(graph_text), exported)
     pkg = text.split("pub const PACKAGE_TABLE")[1]
     python = re.search(r'python: "([0-9.]+)"', pkg).group(1)
     versions = dict(re.findall(r'\("([a-z]+)", "([^"]+)"\),', pkg.split("graph: &[")[0]))
@@ -317,7 +344,12 @@ def check(found, packages_python):
             problems.append(f"CPython {full} ({label}): no table for {version}")
             continue
         graph = run(path, ["-I", "-S"], STDLIB_ROOTS, "graph")
-        problems += missing(tables["stdlib"][version], graph, f"CPython {full} ({label})")
+        table, exported = tables["stdlib"][version]
+        problems += missing(table, graph, f"CPython {full} ({label})")
+        for module, names in sorted(run(path, ["-I", "-S"], STDLIB_ROOTS, "exports").items()):
+            for name in sorted(set(names) - exported.get(module, set())):
+                problems.append(f"CPython {full} ({label}): `from {module} import *` binds "
+                                f"{name}, not in the table's exports")
         print(f"checked the {version} table against CPython {full} ({label})")
     python, versions, graph, reach = tables["packages"]
     if not os.path.exists(packages_python):

@@ -44,8 +44,9 @@ GENERATED='^crates/agentjail-check/src/tables\.rs$'
 ALLOWED_DEPS='
 agentjail-json:
 agentjail-jail:
+agentjail-net:
 agentjail-check: agentjail-json
-agentjail: agentjail-json agentjail-check agentjail-jail
+agentjail: agentjail-json agentjail-check agentjail-jail agentjail-net
 agentjail-zygote: agentjail
 agentjail-mcp: agentjail agentjail-json agentjail-check agentjail-jail
 agentjail-http: agentjail agentjail-json agentjail-jail

@@ -15,11 +15,11 @@
 //!   ours and not group- or world-writable, and reached through directories no other user
 //!   can change (crate::hostpath), or the cache is refused.
 //! - A hit is a new record of the request that asked (its own run_id, caller, action id,
-//!   timing; `run::hit_record`) citing the stored outcome, with `cache: {"hit": true, "key",
+//!   timing; `pipeline::hit_record`) citing the stored outcome, with `cache: {"hit": true, "key",
 //!   "stored_at", "original_run_id"}`. A corrupt, foreign or expired entry is ignored with a
 //!   warning on stderr and the job runs.
 
-use crate::record::StopReason;
+use crate::verdict::StopReason;
 use agentjail_jail::os;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

@@ -226,8 +226,8 @@ impl ContractError {
     }
 
     /// The record's stop reason.
-    pub fn stop_reason(&self) -> crate::record::StopReason {
-        use crate::record::StopReason;
+    pub fn stop_reason(&self) -> crate::verdict::StopReason {
+        use crate::verdict::StopReason;
         match self {
             ContractError::InvalidAction { what, .. } => StopReason::InvalidAction(what.clone()),
             ContractError::InvalidRequest { what, .. } => StopReason::InvalidRequest(what.clone()),
@@ -796,7 +796,8 @@ fn validate_schema(schema: Value) -> Result<Value, ContractError> {
 }
 
 /// Decide whether `action` may run under `policy`: its language, then the static check
-/// ([`agentjail_check`]). Apply the action's hints to the policy first ([`apply_hints`]) so a
+/// ([`agentjail_check`]) for the action's output mode (the `input()` rule is the JSON
+/// contract's). Apply the action's hints to the policy first ([`apply_hints`]) so a
 /// tightened language list counts.
 pub fn check_action(action: &Action, policy: &Policy) -> agentjail_check::Decision {
     let languages = agentjail_check::Languages {
@@ -809,6 +810,10 @@ pub fn check_action(action: &Action, policy: &Policy) -> agentjail_check::Decisi
         languages,
         &policy.check,
         policy.python_version(),
+        match action.output_mode {
+            OutputMode::Json => agentjail_check::OutputMode::Json,
+            OutputMode::Text => agentjail_check::OutputMode::Text,
+        },
     )
 }
 

@@ -189,6 +189,9 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
         if let Some(c) = python_check(&p.policy) {
             checks.push(c);
         }
+        if p.policy.network.allowlist() {
+            checks.push(crate::netproxy::doctor_check());
+        }
         checks.extend(probe_jail(p));
     }
     DoctorReport {
@@ -286,9 +289,9 @@ pub fn probe_jail(policy: &LoadedPolicy) -> Vec<Check> {
             Some("list python or javascript in languages.execute"),
         )];
     };
-    let source = crate::run::ColdStart::new();
-    let record = crate::run::job(
-        crate::record::Recorder::new(),
+    let source = crate::pipeline::source::ColdStart::new();
+    let record = crate::pipeline::job(
+        crate::pipeline::record::Recorder::new(),
         &action,
         policy,
         &source,
@@ -737,6 +740,38 @@ pub fn favordynmods_on(mounts: &str) -> bool {
             && (f[2] == "cgroup" || f[2] == "cgroup2")
             && f[3].split(',').any(|o| o == "favordynmods")
     })
+}
+
+/// `agentjail doctor [--policy FILE]`: exit 0 when the probe jail of that policy (the
+/// embedded default without one) ran and every control it requires is available, 1
+/// otherwise (also when the embedded default does not load on this host: a failed `policy`
+/// check says why), 2 when a policy file given cannot be loaded.
+pub fn command(json: bool, policy: Option<&std::path::Path>) -> i32 {
+    let report = match crate::load_policy(policy) {
+        Ok(p) => run(Some(&p)),
+        // No --policy: the default does not fit this host (no python3 agentjail can use):
+        // a finding about the host, reported with the others.
+        Err(e) if policy.is_none() => run_without_default_policy(&e),
+        // A policy file given that does not load: bad input.
+        Err(e) => {
+            eprintln!("agentjail doctor: {e}");
+            return 2;
+        }
+    };
+    let text = if json {
+        serde_json::to_string_pretty(&report.to_json()).map(|s| s + "\n")
+    } else {
+        Ok(report.to_text())
+    };
+    // Written, not println!: a reader that goes away (`doctor | head`) is not a panic.
+    use std::io::Write;
+    match text {
+        Ok(t) => {
+            let _ = std::io::stdout().lock().write_all(t.as_bytes());
+        }
+        Err(e) => eprintln!("agentjail: {e}"),
+    }
+    i32::from(!report.all_required_ok())
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
+use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, StopReason};
 use crate::plan::JailPlan;
 use crate::policy::{parse_bytes, Bytes, Policy};
-use crate::record::{self, Phase, Recorder, StopReason};
 use agentjail_jail::supervise::{Io, Outcome};
 use agentjail_jail::JailError;
 use serde_json::json;
@@ -26,24 +26,48 @@ pub struct ExecArgs {
 pub const EXIT_STOPPED: i32 = 124;
 pub const EXIT_SETUP: i32 = 125;
 
+/// A flag of `exec` that cannot be honoured (exit 2, before any jail).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlagError {
+    /// `--time-limit` outside (0, 86400] seconds.
+    TimeLimit(f64),
+    /// `--memory-limit` that is not a size (the parser's reason).
+    MemoryLimit(String),
+    /// `--memory-limit` below 16 MiB.
+    MemoryTooSmall(String),
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlagError::TimeLimit(t) => {
+                write!(f, "--time-limit {t}: give seconds between 0.001 and 86400")
+            }
+            FlagError::MemoryLimit(e) => write!(f, "--memory-limit: {e}"),
+            FlagError::MemoryTooSmall(m) => write!(
+                f,
+                "--memory-limit {m}: below 16MiB nothing starts; give at least 16MiB"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FlagError {}
+
 /// Apply the operator's flags. They replace the policy's values (the operator may loosen).
-pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), String> {
+pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), FlagError> {
     if let Some(t) = a.time_limit {
         if !t.is_finite() || t <= 0.0 || t > 86_400.0 {
-            return Err(format!(
-                "--time-limit {t}: give seconds between 0.001 and 86400"
-            ));
+            return Err(FlagError::TimeLimit(t));
         }
         let ms = (t * 1000.0).round().max(1.0) as u64;
         policy.limits.wall_time_ms = ms;
         policy.limits.cpu_time_ms = ms;
     }
     if let Some(m) = &a.memory_limit {
-        let b = parse_bytes(m).map_err(|e| format!("--memory-limit: {e}"))?;
+        let b = parse_bytes(m).map_err(|e| FlagError::MemoryLimit(e.to_string()))?;
         if b < 16 * 1024 * 1024 {
-            return Err(format!(
-                "--memory-limit {m}: below 16MiB nothing starts; give at least 16MiB"
-            ));
+            return Err(FlagError::MemoryTooSmall(m.clone()));
         }
         policy.limits.memory = Bytes(b);
     }
@@ -57,7 +81,7 @@ pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), String> {
 /// The exit code and the record's verdict for a jail that ran: the supervisor's or the
 /// kernel's verdict (124), else the command's own status (128+N for a signal).
 fn verdict(o: &Outcome, memory_limit: u64) -> (i32, StopReason) {
-    if let Some(reason) = record::jail_verdict(o, memory_limit) {
+    if let Some(reason) = crate::verdict::jail_verdict(o, memory_limit) {
         eprintln!("agentjail: stopped: {reason}");
         return (EXIT_STOPPED, reason);
     }
@@ -106,15 +130,15 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         return 0;
     }
     let mut r = Recorder::new();
-    r.set(
-        "policy",
-        json!({"path": a.policy_path, "sha256": a.policy_sha256}),
-    );
-    r.set("command", json!(plan.argv));
+    r.sections.policy = Some(record::PolicyRef {
+        path: a.policy_path.clone(),
+        sha256: a.policy_sha256.clone(),
+    });
+    r.sections.command = Some(plan.argv.clone());
     let (code, reason) = launch(&mut r, &plan, &policy, a.artifacts_dir.as_ref());
     let record = r.finish(reason, Phase::Execute);
     if let Some(path) = &a.record {
-        let text = agentjail_json::to_safe_string_pretty(&record.value);
+        let text = agentjail_json::to_safe_string_pretty(&record.to_value());
         if let Err(e) = std::fs::write(path, text + "\n") {
             eprintln!(
                 "agentjail: cannot write the record to {}: {e}",
@@ -143,13 +167,13 @@ fn launch(
         stdout_sink: Some(&mut out),
         stderr_sink: Some(&mut err),
     };
-    match agentjail_jail::launch::execute(
-        plan,
-        io,
-        sigfd
-            .as_ref()
-            .map(agentjail_jail::supervise::Interrupt::Signals),
-    ) {
+    let started = agentjail_jail::launch::prepare(plan)
+        .and_then(|p| p.start())
+        .and_then(|mut jail| {
+            let net = crate::netproxy::start(policy, false, &mut jail)?;
+            Ok((jail, net))
+        });
+    match started {
         Err(e) => {
             // Display says the stage/control, errno and fix in one line.
             match &e {
@@ -158,14 +182,25 @@ fn launch(
                 }
                 JailError::Setup(setup) => eprintln!("agentjail: {setup}"),
             }
-            r.set("error", crate::record::jail_error_json(&e));
+            r.error(RecordError::of_jail(&e));
             let reason = StopReason::SandboxUnavailable(e.unavailable_control().into());
             (EXIT_SETUP, reason)
         }
-        Ok(run) => {
+        Ok((jail, net)) => {
+            let run = jail.run(
+                io,
+                sigfd
+                    .as_ref()
+                    .map(agentjail_jail::supervise::Interrupt::Signals),
+            );
+            let net_stop = crate::netproxy::finish(r, policy, net);
             let o = &run.outcome;
-            let (code, reason) = verdict(o, policy.limits.memory.0);
-            r.set("execution", record::execution_json(o));
+            let (mut code, mut reason) = verdict(o, policy.limits.memory.0);
+            if let Some(stop) = net_stop {
+                eprintln!("agentjail: stopped: {stop}");
+                (code, reason) = (EXIT_STOPPED, stop);
+            }
+            r.sections.execution = Some(Execution::of(o));
             r.set_enforcement(&run.enforcement);
             if let (Some(dir), Some(out)) = (artifacts_dir, &run.out) {
                 save_artifacts(r, dir, out, policy);
@@ -178,23 +213,41 @@ fn launch(
 }
 
 /// The files the command left in /app/out, copied into the artifacts directory (collected
-/// by the same rules as a run's: crate::artifacts) and listed in the record.
+/// by the same rules as a run's: crate::pipeline::artifacts) and listed in the record.
 fn save_artifacts(
     r: &mut Recorder,
     dir: &crate::artifacts::ArtifactsDir,
     out: &std::os::fd::OwnedFd,
     policy: &Policy,
 ) {
-    let collected = crate::artifacts::collect(out, &policy.artifacts);
-    let written = match dir.write(&collected) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("agentjail: artifacts: {e}");
-            r.set("artifacts_error", json!(agentjail_json::safe_text(&e, 500)));
-            Vec::new()
-        }
+    use crate::pipeline::artifacts::{self, Unsaved};
+    let collected = artifacts::collect(out, policy);
+    if let Err(e) = artifacts::into_record(r, &collected, 0, Some(dir), Unsaved::Listed) {
+        eprintln!("agentjail: artifacts: {e}");
+    }
+}
+
+/// `exec`: load the policy, open the artifacts directory (unless only printing the plan),
+/// run. A flag that cannot be honoured stops it with exit 2 before any jail.
+pub fn command(
+    policy: Option<&std::path::Path>,
+    mut args: ExecArgs,
+    artifacts_dir: Option<std::path::PathBuf>,
+) -> i32 {
+    let Ok(loaded) = crate::cli::load(policy) else {
+        return crate::cli::ExitStatus::Error as i32;
     };
-    let (artifacts, skipped) = crate::artifacts::record_fields(&collected, 0, Some(&written));
-    r.set("artifacts", artifacts);
-    r.set("artifacts_skipped", skipped);
+    args.policy = loaded.policy;
+    args.policy_path = loaded.path;
+    args.policy_sha256 = loaded.sha256;
+    if let Some(d) = artifacts_dir.filter(|_| !args.print_plan) {
+        match crate::artifacts::ArtifactsDir::open(&d) {
+            Ok(d) => args.artifacts_dir = Some(d),
+            Err(e) => {
+                eprintln!("agentjail: {e}");
+                return crate::cli::ExitStatus::Error as i32;
+            }
+        }
+    }
+    exec(args)
 }

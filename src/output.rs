@@ -6,7 +6,7 @@
 //! and validated by agentjail's bounded validator, which stops at its step budget and polls
 //! `interrupt` (the run's deadline, SIGTERM) while it works.
 
-use crate::record::StopReason;
+use crate::verdict::StopReason;
 use serde_json::Value;
 
 /// Why the output was refused: the stop reason and a message for the agent.
@@ -89,7 +89,7 @@ fn check_schema(
         )),
         Err(ValidationFailure::Interrupted) => Err(match why {
             Some(Stopped::Signal(sig)) => (
-                StopReason::Interrupted(crate::record::signal_name(sig).to_lowercase()),
+                StopReason::Interrupted(crate::verdict::signal_name(sig).to_lowercase()),
                 "agentjail was asked to stop".into(),
             ),
             _ => (StopReason::MaxSeconds, "the run's time budget ran out during validation".into()),

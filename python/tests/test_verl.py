@@ -127,16 +127,24 @@ def test_many_cases_at_once(verl, url):
     assert results == [True] * n, meta
 
 
-def test_call_based_cases_do_not_pass_the_check(verl, url):
-    """verl's `fn_name` (call-based) cases send a wrapper of ~3 KB with 15 `from X import *`
-    lines, `globals()`, `getattr` and `if __name__`: over the default policy's 2400
-    characters, and star imports are refused by agentjail's check under every policy. They
-    score -2 (the reason is in stderr's last line); docs/REFERENCE.md says so."""
+def test_call_based_cases_do_not_pass_the_check(verl, url, judge_url):
+    """verl's `fn_name` (call-based) cases send a wrapper of ~3 KB: 15 `from X import *`
+    lines, `import traceback`, `globals()`, `getattr` and `if __name__`. Over the default
+    policy's 2400 characters; under judge.toml the star imports of math, collections, ...
+    pass (allow_star_imports) but those of sys, io, builtins, string, re, operator and
+    typing, `traceback`, `globals` and `getattr` do not. They score -2 (the reason is in
+    stderr's last line); docs/REFERENCE.md says so."""
     _, utils = verl
-    results, meta = utils.check_correctness(url, {"inputs": ["[1, 2]"], "outputs": ["3"], "fn_name": "add"},
-                                            "def add(a, b):\n    return a + b\n", timeout=10)
+    case = {"inputs": ["[1, 2]"], "outputs": ["3"], "fn_name": "add"}
+    gen = "def add(a, b):\n    return a + b\n"
+    results, meta = utils.check_correctness(url, case, gen, timeout=10)
     assert results == [-2], meta
     assert meta[0]["api_response"]["message"] == "invalid_action:code_too_long"
+    results, meta = utils.check_correctness(judge_url, case, gen, timeout=10)
+    assert results == [-2], meta
+    assert meta[0]["api_response"]["message"] == (
+        "policy_block:static_policy_violation:"
+        "import_not_allowed:builtins,import_not_allowed:io,import_not_allowed:traceback")
 
 
 def test_a_token_protected_server_refuses_verls_client(verl, binary, tmp_path):
@@ -217,6 +225,37 @@ def test_judge_policy_passes_what_competitive_programming_writes(verl, url, judg
     results, meta = utils.check_correctness(url, cases, CP_SOLUTION, timeout=10)
     assert results == [-2, -2]
     assert meta[0]["api_response"]["message"].startswith("policy_block:static_policy_violation:")
+
+
+# The ways a solution reads stdin with input() (the JSON contract's input() rule does not
+# apply to /run_code's text mode), and star imports of modules judge.toml allows.
+INPUT_SOLUTIONS = [
+    "def main():\n    n = int(input())\n    xs = list(map(int, input().split()))\n"
+    "    print(sum(xs[:n]))\n\n\nmain()\n",
+    "import sys\ninput = sys.stdin.readline\nn = int(input())\n"
+    "print(sum(int(x) for x in input().split()[:n]))\n",
+    "lines = []\nwhile True:\n    try:\n        lines.append(input())\n    except EOFError:\n"
+    "        break\nprint(sum(map(int, lines[1].split()[:int(lines[0])])))\n",
+    "from math import *\nfrom itertools import *\nfrom collections import *\n"
+    "def main():\n    n = int(input())\n    print(int(fsum(islice(map(int, input().split()), n))))\n"
+    "if __name__ == '__main__':\n    main()\n",
+]
+
+
+def test_judge_policy_passes_input_in_functions_and_star_imports(verl, url, judge_url):
+    _, utils = verl
+    cases = {"inputs": ["2\n3 4 5\n", "3\n1 1 1\n"], "outputs": ["7", "3"]}
+    for code in INPUT_SOLUTIONS:
+        results, meta = utils.check_correctness(judge_url, cases, code, timeout=10)
+        assert results == [True, True], (code, meta)
+    # The default policy, in /run_code's text mode too: input() inside main() passes (no
+    # other rule is broken); the star imports and `sys` are refused.
+    results, meta = utils.check_correctness(url, cases, INPUT_SOLUTIONS[0], timeout=10)
+    assert results == [True, True], meta
+    for code in INPUT_SOLUTIONS[1:2] + INPUT_SOLUTIONS[3:]:
+        results, meta = utils.check_correctness(url, cases, code, timeout=10)
+        assert results == [-2, -2], (code, meta)
+        assert meta[0]["api_response"]["message"].startswith("policy_block:static_policy_violation:")
 
 
 def test_judge_policy_the_jail_holds_what_its_check_lets_through(verl, judge_url, tmp_path):

@@ -16,13 +16,13 @@
 //! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
-pub mod session;
 pub mod workspace;
 
 use crate::cache::Cache;
+use crate::pipeline::record::{PolicyRef, Recorder, Sealed};
+use crate::pipeline::source::{self, Acquired, JailSource, JobInputs, Start};
+use crate::pipeline::{self, session};
 use crate::policy::LoadedPolicy;
-use crate::record::{Record, Recorder};
-use crate::run::{self, Acquired, JailSource, Start};
 use crate::runner::{Language, Mode};
 use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
@@ -77,11 +77,17 @@ pub fn default_pool_size() -> usize {
     usable_cpus().clamp(2, 64)
 }
 
-/// The default number of spawner threads (the threads that start every jail): one per
-/// usable core, at least 2. Two, a constant, held a 16-core host at ~60 jobs/s, the same
-/// as 2 cores; 16 threads there gave ~300.
+/// The default number of spawner threads (the threads that start every jail): four per
+/// usable core, 4 to 64 — as many as the pool's default ceiling, so that the threads are never
+/// what bounds how many jails start at once (the pool's ceiling and `-j` are). A spawner is
+/// blocked for most of a start: it waits in `pool::wait_ready` while the interpreter in the
+/// new jail starts and imports the preloads (sampled on 2 cores, 4 clients: 1.3 of the 2
+/// threads sat in that poll, 0.15 in the clone's handshake, ~0.3 ran). One per core (the
+/// previous default) left one server at ~0.6× the throughput of two servers on the same 2
+/// cores; 8 threads with `--pool-max 8` did as well as two (docs/BENCH.md, "One server or
+/// two"). Two, a constant before that, held a 16-core host at ~60 jobs/s; 16 gave ~300.
 pub fn default_spawners() -> usize {
-    usable_cpus().clamp(2, 64)
+    (usable_cpus() * 4).clamp(4, 64)
 }
 
 /// The default number of warm session jails: one, unless the pool is off (`--pool 0`: every
@@ -98,13 +104,19 @@ pub fn default_jobs() -> usize {
     (default_pool_size() * 2).max(4)
 }
 
-/// The default ceiling of a pool of `pool` jails: two per usable core (what the default
-/// `-j` runs at once), at least `pool`, at most 64; none when the pool is off.
+/// The default ceiling of a pool of `pool` jails: four per usable core, at least `pool`, at
+/// most 64; none when the pool is off. The ceiling bounds the refills under way at once (a
+/// refill is owed per jail taken, and the pool's ready and starting jails never exceed its
+/// target), so it bounds the throughput when every job waits for a jail: two per core (the
+/// previous default) let 4 clients on 2 cores keep at most 4 jails starting while ~2/3 of
+/// each start is the jail's interpreter starting, and the engine did ~0.75× of what four per
+/// core does (same run, 8 spawners both; docs/BENCH.md). The pool grows past `pool` only
+/// while jobs wait for jails, and shrinks back after `--pool-idle` ([`pool::DEFAULT_IDLE`]).
 pub fn default_pool_max(pool: usize) -> usize {
     if pool == 0 {
         0
     } else {
-        (usable_cpus() * 2).min(64).max(pool)
+        (usable_cpus() * 4).min(64).max(pool)
     }
 }
 
@@ -160,8 +172,8 @@ impl Runner {
         spawner: &Arc<Spawner>,
     ) -> Result<Runner, String> {
         let policy = &cfg.policy.policy;
-        let inputs = run::JobInputs::default();
-        let plan = Arc::new(run::runner_plan(
+        let inputs = JobInputs::default();
+        let plan = Arc::new(source::runner_plan(
             policy,
             language,
             Mode::Run,
@@ -248,7 +260,7 @@ impl EngineError {
 
 pub struct Engine {
     policy: LoadedPolicy,
-    policy_ref: Value,
+    policy_ref: PolicyRef,
     runners: Vec<Runner>,
     /// Python sessions' plan; None when the policy does not execute Python.
     session_plan: Option<Arc<crate::plan::JailPlan>>,
@@ -299,12 +311,12 @@ impl Engine {
             runners.push(Runner::start(&cfg, language, &spawner)?);
         }
         let session_plan = if policy.executes("python") {
-            let p = run::runner_plan(
+            let p = source::runner_plan(
                 policy,
                 Language::Python,
                 Mode::Session,
                 true,
-                &run::JobInputs::default(),
+                &JobInputs::default(),
             )?;
             Some(Arc::new(p))
         } else {
@@ -329,7 +341,7 @@ impl Engine {
             .spawn(move || rx.into_iter().for_each(drop))
             .map_err(|e| format!("cannot start the reaper thread: {e}"))?;
         let engine = Arc::new(Engine {
-            policy_ref: json!({"path": cfg.policy.path, "sha256": cfg.policy.sha256}),
+            policy_ref: PolicyRef::of(&cfg.policy),
             policy: cfg.policy,
             runners,
             session_plan,
@@ -367,7 +379,7 @@ impl Engine {
         if let Some(path) = &audit {
             // Refused now, not at the first record: a directory on its way that another
             // user can change (crate::hostpath), a symlink or another's file in its place.
-            crate::record::open_audit(path)
+            crate::pipeline::audit::open_audit(path)
                 .map_err(|e| format!("the audit log {}: {e}", path.display()))?;
         }
         Ok((Engine::start(cfg)?, audit))
@@ -379,12 +391,9 @@ impl Engine {
 
     /// One job: the whole pipeline of `agentjail run` on these action bytes. `caller`: the
     /// peer's uid when the front end knows it (a unix socket's SO_PEERCRED).
-    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Record {
-        let mut r = Recorder::new();
-        if let Some(uid) = caller {
-            r.set("caller", json!({ "uid": uid }));
-        }
-        run::job(r, action, &self.policy, self, self.cache.as_ref())
+    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Sealed {
+        let r = Recorder::for_job(self.policy_ref.clone(), caller);
+        pipeline::job(r, action, &self.policy, self, self.cache.as_ref())
     }
 
     /// The front end has written a response (a job's record, a session call's): the refills
@@ -409,7 +418,7 @@ impl Engine {
         action: &[u8],
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
-    ) -> Record {
+    ) -> Sealed {
         self.run_for_client(action, caller, inputs, None)
     }
 
@@ -421,20 +430,17 @@ impl Engine {
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
         stop: Option<&ClientStop>,
-    ) -> Record {
+    ) -> Sealed {
         if inputs.is_empty() && stop.is_none() {
             return self.run(action, caller);
         }
-        let mut r = Recorder::new();
-        if let Some(uid) = caller {
-            r.set("caller", json!({ "uid": uid }));
-        }
+        let r = Recorder::for_job(self.policy_ref.clone(), caller);
         let source = WithInputs {
             engine: self,
             inputs,
             stop,
         };
-        run::job(r, action, &self.policy, &source, self.cache.as_ref())
+        pipeline::job(r, action, &self.policy, &source, self.cache.as_ref())
     }
 
     /// A new client's own stop (`serve`: one per connection), registered so that
@@ -473,7 +479,7 @@ impl Engine {
 
     /// `agentjail check` on these action bytes: the decision, and whether it allows.
     pub fn check(&self, action: &[u8]) -> (Value, bool) {
-        run::check_bytes(&self.policy.policy, action)
+        pipeline::check_bytes(&self.policy.policy, action)
     }
 
     /// A new session for `owner`, its policy tightened by `hints`; its id.
@@ -538,6 +544,12 @@ impl Engine {
                 (jail, Start::Cold)
             }
         };
+        // The allowlist's proxy lives as long as the session's jail (src/netproxy.rs).
+        let mut jail = jail;
+        let net = crate::netproxy::start(&policy, false, &mut jail).map_err(|e| {
+            let control = e.unavailable_control();
+            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+        })?;
         let id = agentjail_jail::ids::random_hex(16);
         let session = Session::new(
             id.clone(),
@@ -545,7 +557,8 @@ impl Engine {
             (jail, start),
             policy,
             self.policy_ref.clone(),
-        );
+        )
+        .with_net(net);
         self.lock_sessions()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(session))));
         Ok(id)
@@ -562,7 +575,7 @@ impl Engine {
                 "unknown_session",
                 format!(
                     "no session {:?} on this connection",
-                    crate::record::StopReason::suffix(id)
+                    crate::verdict::StopReason::suffix(id)
                 ),
             )
         };
@@ -580,7 +593,7 @@ impl Engine {
         code: &str,
         timeout_s: Option<f64>,
         owner: Owner,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         self.session_exec_for(id, code, timeout_s, owner, None)
     }
 
@@ -592,7 +605,7 @@ impl Engine {
         timeout_s: Option<f64>,
         owner: Owner,
         stop: Option<&ClientStop>,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         let s = self.session(id, owner)?;
         // A call holds the session's lock for its whole run; the janitor and a closing
         // connection hold it for the milliseconds of ending it. Only the first is busy.
@@ -773,7 +786,7 @@ impl JailSource for Engine {
         &self,
         policy: &crate::policy::Policy,
         language: Language,
-        job: &run::JobInputs,
+        job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         let t = Instant::now();
         let runner = self
@@ -804,7 +817,7 @@ impl JailSource for Engine {
         } else {
             // Inputs live in the jail's root, built before its processes: such a job gets a
             // jail built for it.
-            let plan = run::runner_plan(policy, language, Mode::Run, true, job)
+            let plan = source::runner_plan(policy, language, Mode::Run, true, job)
                 .map_err(JailError::plan)?;
             Arc::new(plan)
         };
@@ -838,7 +851,7 @@ impl JailSource for WithInputs<'_> {
         &self,
         policy: &crate::policy::Policy,
         language: Language,
-        job: &run::JobInputs,
+        job: &JobInputs,
     ) -> Result<Acquired, JailError> {
         self.engine.acquire(policy, language, job)
     }

@@ -23,8 +23,10 @@
 
 use super::session::Owner;
 use super::{pool, ClientStop, Engine, EngineError, BUSY_GRACE};
+use crate::pipeline::record::{
+    Execution, Phase, PolicyRef, RecordError, Recorder, Sealed, StopReason,
+};
 use crate::policy::Policy;
-use crate::record::{Phase, Record, Recorder, StopReason};
 use agentjail_jail::launch::{StartedJail, Teardown};
 use agentjail_jail::supervise::{self, CallEnd, Interrupt};
 use serde_json::{json, Map, Value};
@@ -321,9 +323,9 @@ pub struct Workspace {
     pub id: String,
     pub owner: Owner,
     jail: Option<StartedJail>,
-    start: crate::run::Start,
+    start: crate::pipeline::source::Start,
     policy: Policy,
-    policy_ref: Value,
+    policy_ref: PolicyRef,
     started: Instant,
     last_used: Instant,
     execs: u64,
@@ -348,9 +350,9 @@ impl Workspace {
     fn new(
         id: String,
         owner: Owner,
-        (jail, start): (StartedJail, crate::run::Start),
+        (jail, start): (StartedJail, crate::pipeline::source::Start),
         policy: Policy,
-        policy_ref: Value,
+        policy_ref: PolicyRef,
     ) -> Workspace {
         let now = Instant::now();
         Workspace {
@@ -414,9 +416,9 @@ impl Workspace {
         &mut self,
         req: &ExecRequest,
         interrupt: Option<Interrupt<'_>>,
-    ) -> (Record, Option<Teardown>) {
+    ) -> (Sealed, Option<Teardown>) {
         let mut r = Recorder::new();
-        r.set("policy", self.policy_ref.clone());
+        r.sections.policy = Some(self.policy_ref.clone());
         let t = Instant::now();
         let ran = self.run(req, interrupt);
         self.last_used = Instant::now();
@@ -426,7 +428,7 @@ impl Workspace {
         }
         let teardown = match &ran {
             Ran::Ended(o) => {
-                let why = crate::record::jail_verdict(o, self.policy.limits.memory.0)
+                let why = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
                     .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
                 self.end(&why.to_string())
             }
@@ -474,7 +476,7 @@ impl Workspace {
         let frame = exec_frame(req, timeout_ms, &self.policy, &nonce);
         // The supervisor's limits are the backstop: the runner stops the command at its
         // timeout and forwards at most the caps.
-        let mut limits = crate::run::limits_of(&self.policy);
+        let mut limits = crate::pipeline::stages::limits_of(&self.policy);
         limits.wall_time_ms = timeout_ms + GRACE.as_millis() as u64;
         limits.stdout_bytes = lim.stdout.0 + 1;
         limits.stderr_bytes = lim.stderr.0 + 1;
@@ -560,8 +562,9 @@ fn exec_record(
     workspace: Value,
     policy: &Policy,
     t: Instant,
-) -> Record {
-    r.set(
+) -> Sealed {
+    cite(
+        &mut r,
         "command",
         json!({
             "argv": if req.command.is_some() { Value::Null } else { json!(req.argv) },
@@ -572,20 +575,21 @@ fn exec_record(
             "env_names": req.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
         }),
     );
-    r.set(
+    cite(
+        &mut r,
         "decision",
         json!({"decision": "allow", "reason": "not_checked", "violations": [],
                "detail": "workspace commands are not statically checked: the jail is the boundary"}),
     );
     let (reason, phase) = match ran {
         Ran::Refused(reason, message) => {
-            r.set("error", json!({ "message": message }));
+            r.error(RecordError::message(message));
             r.phase(Phase::Plan, false, t, Value::Null);
             (reason, Phase::Plan)
         }
         Ran::Done(report, c) => {
             let reason = done_reason(&report);
-            r.set("execution", done_execution(&report, &c));
+            cite(&mut r, "execution", done_execution(&report, &c));
             r.phase(
                 Phase::Execute,
                 reason.is_success(),
@@ -595,11 +599,11 @@ fn exec_record(
             (reason, Phase::Execute)
         }
         Ran::Ended(o) => {
-            let reason = crate::record::jail_verdict(&o, policy.limits.memory.0)
+            let reason = crate::verdict::jail_verdict(&o, policy.limits.memory.0)
                 .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
-            let mut execution = crate::record::execution_json(&o);
+            let mut execution = serde_json::to_value(Execution::of(&o)).unwrap_or(Value::Null);
             execution["workspace_ended"] = json!(true);
-            r.set("execution", execution);
+            cite(&mut r, "execution", execution);
             r.phase(
                 Phase::Execute,
                 false,
@@ -609,13 +613,19 @@ fn exec_record(
             (reason, Phase::Execute)
         }
     };
-    r.set("workspace", workspace);
-    let mut record = match reason {
+    cite(&mut r, "workspace", workspace);
+    let record = match reason {
         StopReason::Success => r.finish(StopReason::Success, Phase::Finalize),
         other => r.finish(other, phase),
     };
-    record.seal(&policy.redaction);
-    record
+    record.seal(&policy.redaction)
+}
+
+/// A section of a workspace record that the typed record has no field for yet (`command`,
+/// `workspace`, the command's `execution`, the `decision` with its detail): carried as
+/// the record's cited sections, which print at the top level like the typed ones.
+fn cite(r: &mut Recorder, key: &str, v: Value) {
+    r.sections.cited.insert(key.to_string(), v);
 }
 
 fn done_reason(report: &Value) -> StopReason {
@@ -623,7 +633,7 @@ fn done_reason(report: &Value) -> StopReason {
         return StopReason::CodeTimeout;
     }
     if let Some(sig) = report.get("signal").and_then(Value::as_i64) {
-        return StopReason::CodeKilled(crate::record::signal_name(sig as i32));
+        return StopReason::CodeKilled(crate::verdict::signal_name(sig as i32));
     }
     match report.get("exit_code").and_then(Value::as_i64) {
         Some(0) => StopReason::Success,
@@ -643,7 +653,7 @@ fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Value {
         .max(c.stderr.total);
     json!({
         "exit_code": report.get("exit_code").and_then(Value::as_i64),
-        "signal": report.get("signal").and_then(Value::as_i64).map(|s| crate::record::signal_name(s as i32)),
+        "signal": report.get("signal").and_then(Value::as_i64).map(|s| crate::verdict::signal_name(s as i32)),
         "wall_ms": num("wall_us").unwrap_or(c.wall_us) / 1000,
         "cpu_ms": c.cpu_us / 1000,
         "peak_memory_bytes": num("maxrss_kb").map(|k| k * 1024),
@@ -812,7 +822,7 @@ impl Workspace {
                     )
                 })?;
                 written.push(json!({"path": f.path, "bytes": f.contents.len(),
-                                    "sha256": crate::run::sha256_hex(&f.contents)}));
+                                    "sha256": crate::pipeline::sha256_hex(&f.contents)}));
             }
             Ok(written)
         };
@@ -855,7 +865,7 @@ impl Workspace {
                 Ok(content) => {
                     total += content.len() as u64;
                     out.push(json!({"path": rel, "bytes": content.len(),
-                        "sha256": crate::run::sha256_hex(&content),
+                        "sha256": crate::pipeline::sha256_hex(&content),
                         "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)}));
                 }
                 Err("too_large") if cap < caps.max_file_bytes.0 => {
@@ -935,7 +945,7 @@ impl Engine {
             .as_ref()
             .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
         let (jail, start) = match warm {
-            Some((jail, _)) => (jail, crate::run::Start::Warm),
+            Some((jail, _)) => (jail, crate::pipeline::source::Start::Warm),
             None => {
                 let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
                     EngineError::new(
@@ -943,7 +953,7 @@ impl Engine {
                         format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
                     )
                 })?;
-                (jail, crate::run::Start::Cold)
+                (jail, crate::pipeline::source::Start::Cold)
             }
         };
         let id = agentjail_jail::ids::random_hex(16);
@@ -1015,7 +1025,7 @@ impl Engine {
         id: &str,
         req: &ExecRequest,
         owner: Owner,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         self.workspace_exec_for(id, req, owner, None)
     }
 
@@ -1026,7 +1036,7 @@ impl Engine {
         req: &ExecRequest,
         owner: Owner,
         stop: Option<&ClientStop>,
-    ) -> Result<Record, EngineError> {
+    ) -> Result<Sealed, EngineError> {
         let interrupt = stop.map_or(Interrupt::Shutdown(&self.stop_read), ClientStop::interrupt);
         let (record, teardown) = self.hold(id, owner, |w| w.exec(req, Some(interrupt)))?;
         if let Some(t) = teardown {

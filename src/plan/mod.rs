@@ -99,6 +99,7 @@ pub fn build(
         read_write,
         devices: DEVICES.iter().map(|d| d.to_string()).collect(),
         deny_tcp: !policy.network.enabled,
+        connect_tcp_ports: policy.network.proxy_ports(),
         scope_abstract_unix: true,
         scope_signals: true,
     };
@@ -125,6 +126,10 @@ pub fn build(
         landlock,
         seccomp,
         network: policy.network.enabled,
+        net_proxy_port: policy
+            .network
+            .allowlist()
+            .then_some(crate::policy::PROXY_PORT),
         runner_fds: false,
         limits: SuperviseLimits {
             wall_time_ms: lim.wall_time_ms,
@@ -327,6 +332,11 @@ fn environment(policy: &Policy) -> Vec<(String, String)> {
     for (k, v) in &policy.environment.extra {
         env.retain(|(ek, _)| ek != k);
         env.push((k.clone(), v.clone()));
+    }
+    // The allowlist's proxy variables last: the policy's extras cannot point them elsewhere.
+    for (k, v) in policy.network.proxy_env() {
+        env.retain(|(ek, _)| *ek != k);
+        env.push((k, v));
     }
     env
 }

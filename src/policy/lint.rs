@@ -130,6 +130,44 @@ fn jail_lints(policy: &Policy, w: &mut Vec<LintWarning>) {
              payload and downloads of code become possible",
         );
     }
+    if p.network.allowlist() {
+        warn(
+            w,
+            "network.mode",
+            format!(
+                "network allowlist: the program can send data to and run code from {}; \
+                 whatever those hosts accept or serve is in reach",
+                p.network.allow.join(", ")
+            ),
+        );
+        if p.network.allow.iter().any(|a| a.starts_with("*.")) {
+            warn(
+                w,
+                "network.allow",
+                "a wildcard entry admits every name under its domain, including ones other \
+                 parties can create there (user content hosts, cloud buckets)",
+            );
+        }
+        if !p.network.allow_private.is_empty() {
+            warn(
+                w,
+                "network.allow_private",
+                format!(
+                    "private ranges are reachable ({}): services on the host's networks, \
+                     not only the internet",
+                    p.network.allow_private.join(", ")
+                ),
+            );
+        }
+        if p.network.allow_http {
+            warn(
+                w,
+                "network.allow_http",
+                "plain HTTP is allowed: anyone on the path can read and change what the \
+                 program downloads",
+            );
+        }
+    }
     for g in &p.seccomp.allow_groups {
         if let Some((_, why)) = DANGEROUS_SECCOMP_GROUPS.iter().find(|(n, _)| n == g) {
             warn(w, "seccomp.allow_groups", format!("{g}: {why}"));

@@ -12,7 +12,9 @@ pub mod python;
 /// What `seccomp.allow_groups` names mean: the jail crate's table (the policy names the
 /// jail's vocabulary, as it holds the check crate's rule types).
 pub use agentjail_jail::syscall_groups;
+mod network;
 mod validate;
+pub use network::{Network, NetworkMode, PROXY_PORT};
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
 
@@ -306,13 +308,6 @@ pub struct Filesystem {
     /// bind (Debian reaches libblas, liblapack and similar through them). Links only: no
     /// host file is copied, and a link to anything else is left out.
     pub alternatives: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields, default)]
-pub struct Network {
-    /// false: a fresh network namespace with only a down loopback; nothing reachable.
-    pub enabled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -27,7 +27,7 @@ pub(super) fn refused(r: super::python::Refused) -> Invalid {
     }
 }
 
-fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> Invalid {
+pub(super) fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> Invalid {
     Invalid {
         key: key.into(),
         item: None,
@@ -36,7 +36,12 @@ fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> In
     }
 }
 
-fn invalid_item(key: &str, item: &str, message: impl Into<String>, hint: &str) -> Invalid {
+pub(super) fn invalid_item(
+    key: &str,
+    item: &str,
+    message: impl Into<String>,
+    hint: &str,
+) -> Invalid {
     Invalid {
         key: key.into(),
         item: Some(item.into()),
@@ -142,6 +147,7 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     files(p)?;
     artifacts(p)?;
     redaction(p)?;
+    super::network::validate(p)?;
     Ok(())
 }
 

@@ -12,8 +12,8 @@
 pub mod protocol;
 mod workspace;
 
-use crate::engine::session::Owner;
 use crate::engine::{Engine, EngineError};
+use crate::pipeline::session::Owner;
 use agentjail_jail::os;
 use protocol::{Op, Request};
 use serde_json::{json, Value};
@@ -340,15 +340,8 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
     let id = req.id;
     let engine_err =
         |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
-    let audited = |record: &crate::record::Record| {
-        if let Some(path) = audit {
-            if let Err(e) = crate::record::append_audit(path, record.audit_value()) {
-                eprintln!(
-                    "agentjail: cannot append to the audit log {}: {e}",
-                    path.display()
-                );
-            }
-        }
+    let audited = |record: &crate::pipeline::record::Sealed| {
+        crate::pipeline::audit::append(audit.map(PathBuf::as_path), record);
     };
     match req.op {
         Op::Run { action, inputs } => {
@@ -392,7 +385,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
         ) {
             Ok(mut record) => {
                 if let Some(uid) = conn.owner.uid {
-                    record.value["caller"] = json!({ "uid": uid });
+                    record.set_caller(json!({ "uid": uid }), false);
                 }
                 audited(&record);
                 json!({"id": id, "record": record.value})
@@ -974,6 +967,38 @@ fn client(
         return None;
     }
     Some(conn)
+}
+
+/// `serve`: load the policy, start the engine and serve until EOF or a signal.
+pub fn command(command: crate::cli::Command) -> i32 {
+    let crate::cli::Command::Serve {
+        policy,
+        engine,
+        jobs,
+        socket,
+        socket_group,
+        audit_log,
+        http,
+        token_file: _,
+        pod_workspace: _,
+    } = command
+    else {
+        unreachable!("serve_command is called with Command::Serve only");
+    };
+    // The HTTP front end is its own binary (src/serve/mod.rs, exec_http_binary, says why).
+    if http.is_some() {
+        return exec_http_binary();
+    }
+    let Ok(loaded) = crate::cli::load(policy.as_deref()) else {
+        return crate::cli::ExitStatus::Error as i32;
+    };
+    serve(ServeArgs {
+        engine: engine.config(loaded),
+        jobs: jobs.unwrap_or_else(crate::engine::default_jobs),
+        socket,
+        socket_group,
+        audit_log,
+    })
 }
 
 #[cfg(test)]

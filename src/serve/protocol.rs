@@ -171,7 +171,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         )),
     };
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        let k = crate::record::StopReason::suffix(k);
+        let k = crate::verdict::StopReason::suffix(k);
         return Err(err(
             &id,
             "bad_request",

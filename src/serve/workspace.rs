@@ -10,7 +10,7 @@ pub(super) fn handle(
     op: Op,
     conn: &Conn,
     id: Value,
-    audited: &dyn Fn(&crate::record::Record),
+    audited: &dyn Fn(&crate::pipeline::record::Sealed),
 ) -> Value {
     let engine_err =
         |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
@@ -30,7 +30,7 @@ pub(super) fn handle(
             match engine.workspace_exec_for(&workspace, &request, owner, conn.stop.as_deref()) {
                 Ok(mut record) => {
                     if let Some(uid) = owner.uid {
-                        record.value["caller"] = json!({ "uid": uid });
+                        record.set_caller(json!({ "uid": uid }), false);
                     }
                     audited(&record);
                     json!({"id": id, "record": record.value})

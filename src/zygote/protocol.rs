@@ -115,6 +115,9 @@ pub struct FdSet {
     pub reply: bool,
     pub program_pidfd: bool,
     pub held_dir: bool,
+    /// The network allowlist's listening socket (src/netproxy.rs).
+    #[serde(default)]
+    pub net: bool,
 }
 
 impl FdSet {
@@ -127,6 +130,7 @@ impl FdSet {
             self.reply,
             self.program_pidfd,
             self.held_dir,
+            self.net,
         ]
         .iter()
         .filter(|b| **b)
@@ -142,6 +146,7 @@ impl FdSet {
             reply: s.reply.is_some(),
             program_pidfd: s.program_pidfd.is_some(),
             held_dir: s.held_dir.is_some(),
+            net: s.net.is_some(),
         };
         let mut all = vec![s.pidfd, s.stdout, s.stderr, s.status];
         all.extend(
@@ -152,6 +157,7 @@ impl FdSet {
                 s.reply,
                 s.program_pidfd,
                 s.held_dir,
+                s.net,
             ]
             .into_iter()
             .flatten(),
@@ -184,6 +190,7 @@ impl FdSet {
             reply: next(self.reply),
             program_pidfd: next(self.program_pidfd),
             held_dir: next(self.held_dir),
+            net: next(self.net),
             program_pid,
         })
     }
@@ -265,12 +272,14 @@ mod tests {
             reply: Some(pipe()),
             program_pidfd: None,
             held_dir: None,
+            net: Some(pipe()),
             program_pid: Some(11),
         };
         let s = spawned();
-        let (job, reply) = (
+        let (job, reply, net) = (
             s.job.as_ref().unwrap().as_raw_fd(),
             s.reply.as_ref().unwrap().as_raw_fd(),
+            s.net.as_ref().unwrap().as_raw_fd(),
         );
         let (m, fds) = FdSet::split(s);
         let FromTemplate::Spawned {
@@ -282,14 +291,16 @@ mod tests {
             panic!("{m:?}")
         };
         assert_eq!(
-            (set.job, set.reply, set.stdin, set.count()),
-            (true, true, false, 6)
+            (set.job, set.reply, set.stdin, set.net, set.count()),
+            (true, true, false, true, 7)
         );
-        // In order: the four always there, then job and reply.
-        assert_eq!((fds[4].as_raw_fd(), fds[5].as_raw_fd()), (job, reply));
+        // In order: the four always there, then job, reply and the allowlist listener.
+        let order = (fds[4].as_raw_fd(), fds[5].as_raw_fd(), fds[6].as_raw_fd());
+        assert_eq!(order, (job, reply, net));
         let back = set.join(pid, program_pid, fds).unwrap();
         assert_eq!(back.job.as_ref().map(|f| f.as_raw_fd()), Some(job));
         assert_eq!(back.reply.as_ref().map(|f| f.as_raw_fd()), Some(reply));
+        assert_eq!(back.net.as_ref().map(|f| f.as_raw_fd()), Some(net));
         assert!(back.stdin.is_none() && back.program_pid == Some(11));
         // A descriptor short (or one too many) is no jail.
         let (_, mut fds) = FdSet::split(spawned());

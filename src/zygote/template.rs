@@ -137,13 +137,14 @@ fn load_plan(
         p.python_version(),
         &p.interpreter.python_args,
     )?;
-    crate::run::runner_plan(p, Language::Python, Mode::Run, true, &Default::default())
+    crate::pipeline::source::runner_plan(p, Language::Python, Mode::Run, true, &Default::default())
+        .map_err(String::from)
 }
 
 /// What the template and the server compare, so the jails are built from the plan whose
 /// enforcement the records state (both probe the host for it).
 pub fn plan_sha256(plan: &JailPlan) -> String {
-    crate::run::sha256_hex(serde_json::to_string(plan).unwrap_or_default().as_bytes())
+    crate::pipeline::sha256_hex(serde_json::to_string(plan).unwrap_or_default().as_bytes())
 }
 
 /// The clone of a multi-threaded process keeps one thread: a lock another thread held

@@ -2,7 +2,8 @@
 //! corpora and red-team programs, policy files, and the output schema validator's bounds.
 //! One test binary, each subject a module (`cargo test --test check -- MODULE::`).
 //!
-//! - `corpus`, `data_corpus`, `js_corpus`, `redteam`: the checkers;
+//! - `corpus`, `data_corpus`, `js_corpus`, `redteam`: the checkers; `judge`: judge mode and
+//!   policies/judge.toml (the input() rule, star imports);
 //! - `policy_files`: loading, validation and lint of policies;
 //! - `schema_bounds`: hostile schemas and documents, each in a child process under RLIMIT_AS;
 //! - `bench`: the checker's timing harness (ignored; scripts/bench-check.sh runs it).
@@ -14,6 +15,7 @@ mod bench;
 mod corpus;
 mod data_corpus;
 mod js_corpus;
+mod judge;
 mod policy_files;
 mod redteam;
 mod schema_bounds;

@@ -136,3 +136,56 @@ fn run_reports_a_setup_fault_in_the_record() {
     );
     assert!(rec.get("output").is_none());
 }
+
+#[test]
+fn the_network_listener_stage_fails_cleanly() {
+    // Only a policy with a network allowlist reaches it (child.rs, 5c).
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/default.toml"
+    ))
+    .unwrap();
+    let start = base.find("[network]").unwrap();
+    let end = start + base[start..].find("[seccomp]").unwrap();
+    let text = format!(
+        "{}[network]\nmode = \"allowlist\"\nallow = [\"example.com:443\"]\n\n{}",
+        &base[..start],
+        &base[end..]
+    )
+    .replace(
+        "\"pipes\", \"exec\", \"system_info\",\n]",
+        "\"pipes\", \"exec\", \"system_info\", \"network\",\n]",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pol = dir.path().join("net.toml");
+    std::fs::write(&pol, text).unwrap();
+    let m = format!("faultmarknet{}", std::process::id());
+    let child = Command::new(BIN)
+        .env("AGENTJAIL_FAULT", "network_loopback")
+        .args([
+            "exec",
+            "--policy",
+            pol.to_str().unwrap(),
+            "--",
+            "/bin/echo",
+            &m,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let launcher = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("network_loopback") && stderr.contains("errno 5"),
+        "{stderr}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains(&m),
+        "the command ran anyway"
+    );
+    assert!(job_cgroups(launcher).is_empty(), "a cgroup was left");
+    assert_eq!(marker_processes(&m), 0, "a process survived");
+}

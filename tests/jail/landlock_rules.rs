@@ -77,6 +77,7 @@ fn layout() -> Layout {
         read_write: vec![base.join("rw").to_str().unwrap().to_string()],
         devices: vec!["/dev/null".into()],
         deny_tcp: true,
+        connect_tcp_ports: vec![],
         scope_abstract_unix: true,
         scope_signals: true,
     };

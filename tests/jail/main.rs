@@ -21,6 +21,7 @@ mod cgroup_v2;
 mod faults;
 mod host_layouts;
 mod landlock_rules;
+mod network;
 mod node_attacks;
 mod perf_invariants;
 mod python_attacks;

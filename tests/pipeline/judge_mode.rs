@@ -202,3 +202,44 @@ fn a_policy_may_refuse_text_mode() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
+
+/// Under policies/judge.toml, `input()` inside `main()` and `input = sys.stdin.readline` run
+/// in text mode (the check's input() rule is the JSON contract's) and are refused in JSON
+/// mode; a star import judge.toml allows runs. `agentjail check` says the same as `run`.
+#[test]
+fn input_in_main_and_star_imports_run_in_text_mode_and_check_agrees() {
+    let text_of = |p: &str| std::fs::read_to_string(format!("{}/{p}", env!("CARGO_MANIFEST_DIR")));
+    let judge = shared_file("judge-input.toml", &text_of("policies/judge.toml").unwrap());
+    let judge = judge.to_str().unwrap();
+    let code = "import sys\ninput = sys.stdin.readline\nfrom math import *\n\ndef main():\n    \
+                n = int(input())\n    print(floor(sum(int(input()) for _ in range(n)) / 2))\n\n\
+                main()\n";
+    let as_text = text(code, "2\n3\n4\n");
+    let as_json = action(code, json!({"input_payload": {}}));
+    for who in variants() {
+        let r = run_as(who, &["--policy", judge], &as_text, None);
+        assert_stop(who, &r, "success");
+        assert_eq!(r.record["execution"]["stdout"], "3\n", "{who:?}");
+        let r = run_as(who, &["--policy", judge], &as_json, None);
+        let reason = r.stop_reason();
+        assert!(
+            reason.starts_with("policy_block:static_policy_violation:")
+                && reason.contains("name_not_allowed:input"),
+            "{who:?}: {}",
+            r.record
+        );
+    }
+    for (body, allow) in [(&as_text, true), (&as_json, false)] {
+        let mut c = std::process::Command::new(crate::common::agentjail_path())
+            .args(["check", "--policy", judge, "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("agentjail check");
+        std::io::Write::write_all(&mut c.stdin.take().unwrap(), body).unwrap();
+        let out = c.wait_with_output().unwrap();
+        let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(if allow { 0 } else { 1 }), "{d}");
+        assert_eq!(d["decision"], if allow { "allow" } else { "deny" }, "{d}");
+    }
+}

@@ -21,4 +21,5 @@ mod contract;
 mod files_artifacts;
 mod hardening;
 mod judge_mode;
+mod network_run;
 mod run_pipeline;

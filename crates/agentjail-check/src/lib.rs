@@ -29,6 +29,20 @@ pub mod tables;
 pub use rules::CheckRules;
 use serde::Serialize;
 
+/// What a program's stdin carries, which decides the `input()` rule (`too_many_input_reads`,
+/// `name_not_allowed:input`): the action's `output_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputMode {
+    /// The JSON contract: stdin is one payload line, so `input()` may be called at most
+    /// `max_input_reads` times, never in a loop, function, lambda or comprehension, and the
+    /// name `input` may not be rebound or passed around.
+    #[default]
+    Json,
+    /// Judge mode: stdin is the raw bytes of `stdin`, read as the program likes; `input` is
+    /// an ordinary builtin and the rule does not apply.
+    Text,
+}
+
 /// Languages this build of agentjail can execute (a policy chooses among them with
 /// `languages.execute`).
 pub const EXECUTION_LANGUAGES: [&str; 2] = ["python", "javascript"];
@@ -111,12 +125,14 @@ pub fn lists(list: &[String], language: &str) -> bool {
 /// Decide whether `code` in `language` may run under a policy's `languages` and `rules`
 /// (`python_version`: the interpreter's, "" for [`python::DEFAULT_PYTHON`]). The caller
 /// applies an action's hints to the policy first, so a tightened language list counts.
+/// `mode`: the action's output mode (the `input()` rule holds in [`OutputMode::Json`] only).
 pub fn check_code(
     language: &str,
     code: &str,
     languages: Languages<'_>,
     rules: &CheckRules,
     python_version: &str,
+    mode: OutputMode,
 ) -> Decision {
     let language = language.trim().to_lowercase();
     if !lists(languages.allowed, &language) {
@@ -127,7 +143,7 @@ pub fn check_code(
     }
     let violations = match language.as_str() {
         "javascript" => javascript::check_source(code, &rules.javascript),
-        _ => python::check_source_for_version(code, rules, python_version),
+        _ => python::check_source_in_mode(code, rules, python_version, mode),
     };
     if violations.is_empty() {
         return Decision {

@@ -39,10 +39,12 @@
 //!
 //! * `import_not_allowed:<module>` (`relative` for `from . import`), and for an allowed module
 //!   a submodule or a name outside its safe list: `import_not_allowed:json.decoder`;
-//!   `import_star_not_allowed:<module>`; the detail lists the allowed imports;
+//!   `import_star_not_allowed:<module>` unless `allow_star_imports` and every name the star
+//!   import binds (the tables' exports) passes the rules `module.name` and an import by name
+//!   would and is not a module (`Checker::star_import`); the detail lists the allowed imports;
 //! * `name_not_allowed:<n>` for denied names, dunder names, and a denied callable used as a
 //!   value (`e = eval`, `@eval`, `f(x=exec)`, `lambda f=eval: ...`); `call_not_allowed:<n>`
-//!   when called; `input` may only be called, never referenced; a field-name factory may
+//!   when called; `input` may only be called, never referenced (JSON mode); a field-name factory may
 //!   only be called, subclassed or named in isinstance (`f = namedtuple` is denied);
 //! * `attr_not_allowed:<a>` for denied and dunder attributes, frame/code/generator
 //!   internals (`gi_frame`, `f_globals`, `tb_frame`, `mro`, ...), string evaluators
@@ -64,7 +66,10 @@
 //! * `network_literal_blocked` for URLs (`scheme://`) in any string, bytes or f-string part
 //!   (after escape decoding), and for `http://`/`https://` anywhere in the source as the seed;
 //! * `too_many_input_reads` above `max_input_reads`, or `input()` inside a loop, function,
-//!   lambda or comprehension (where one call can read many times);
+//!   lambda or comprehension (where one call can read many times); with `input` only
+//!   called, never referenced or rebound, this rule holds for the JSON contract only
+//!   ([`OutputMode::Json`]: one payload line on stdin); in judge mode `input` is a builtin
+//!   like any other;
 //! * `syntax_error`, `nesting_too_deep`, `source_too_large`.
 //!
 //! A few names are denied whatever the policy says ([`ALWAYS_DENIED_CALLS`],
@@ -82,6 +87,7 @@ mod visit;
 
 use crate::stdlib::Modules;
 use crate::CheckRules;
+use crate::OutputMode;
 use crate::Violation;
 use prepass::Prepass;
 use ruff_python_ast::visitor::Visitor;
@@ -161,6 +167,18 @@ pub fn check_source_for_version(
     rules: &CheckRules,
     python_version: &str,
 ) -> Vec<Violation> {
+    check_source_in_mode(code, rules, python_version, OutputMode::Json)
+}
+
+/// As [`check_source_for_version`], for a program run in `mode`: the `input()` rule
+/// (`too_many_input_reads`, `name_not_allowed:input`) exists because the JSON contract gives
+/// one payload line on stdin, and holds in [`OutputMode::Json`] only.
+pub fn check_source_in_mode(
+    code: &str,
+    rules: &CheckRules,
+    python_version: &str,
+    mode: OutputMode,
+) -> Vec<Violation> {
     let given = python_version.trim();
     let name = if given.is_empty() {
         DEFAULT_PYTHON.to_string()
@@ -168,7 +186,7 @@ pub fn check_source_for_version(
         given.to_string()
     };
     match (name.parse::<PythonVersion>(), Modules::for_version(&name)) {
-        (Ok(version), Some(tables)) => check_source_for(code, rules, version, tables),
+        (Ok(version), Some(tables)) => check_source_for(code, rules, version, tables, mode),
         _ => vec![Violation {
             rule: "python_version_unsupported".into(),
             detail: format!(
@@ -186,6 +204,7 @@ fn check_source_for(
     rules: &CheckRules,
     version: PythonVersion,
     tables: Modules,
+    mode: OutputMode,
 ) -> Vec<Violation> {
     if code.len() > MAX_SOURCE_BYTES {
         return vec![Violation::source_too_large(code.len(), MAX_SOURCE_BYTES)];
@@ -202,7 +221,7 @@ fn check_source_for(
     }
     let needed = BASE_STACK.saturating_add(code.len().saturating_mul(STACK_PER_BYTE));
     stacker::maybe_grow(needed, needed, || {
-        check_parsed(code, rules, version, tables, &lines, &mut out)
+        check_parsed(code, rules, version, tables, mode, &lines, &mut out)
     });
     finish(&mut out);
     out
@@ -414,6 +433,7 @@ fn check_parsed(
     rules: &CheckRules,
     version: PythonVersion,
     tables: Modules,
+    mode: OutputMode,
     lines: &LineIndex<'_>,
     out: &mut Vec<Violation>,
 ) {
@@ -448,11 +468,14 @@ fn check_parsed(
     let body = &module.syntax().body;
     let pre = Prepass::new(body, rules, tables);
     let mut checker = Checker::new(rules, lines, out, code, version, pre);
+    checker.input_rule = mode == OutputMode::Json;
     checker.visit_body(body);
     checker.finish_dispatch();
     let input_calls = checker.input_calls;
     let input_in_loop = checker.input_in_loop;
-    if input_calls > rules.max_input_reads || (input_in_loop && input_calls > 0) {
+    if mode == OutputMode::Json && input_calls > rules.max_input_reads
+        || (input_in_loop && input_calls > 0)
+    {
         out.push(Violation {
             rule: "too_many_input_reads".into(),
             detail: format!(

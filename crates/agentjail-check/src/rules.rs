@@ -19,7 +19,10 @@ pub struct CheckRules {
     pub deny_dunder: bool,
     /// Reject string literals containing `http://` or `https://` (and other URL schemes).
     pub deny_url_literals: bool,
-    /// How many `input()` calls the code may contain.
+    /// Allow `from M import *` of an allowed module M whose every bound name passes the
+    /// checks an import by name would (the module's star exports are in the tables).
+    pub allow_star_imports: bool,
+    /// How many `input()` calls the code may contain (JSON mode only).
     pub max_input_reads: u32,
     /// Deepest expression/statement nesting accepted (protects the checker's stack).
     pub max_nesting_depth: u32,
@@ -82,6 +85,7 @@ impl Default for CheckRules {
             .collect(),
             deny_dunder: true,
             deny_url_literals: true,
+            allow_star_imports: false,
             max_input_reads: 1,
             max_nesting_depth: 64,
             javascript: JsRules::default(),

@@ -75,6 +75,9 @@ pub struct StdlibTable {
     /// The builds it was generated from (union of their edges).
     pub built_from: &'static str,
     pub graph: Graph,
+    /// What `from M import *` binds, for each module a policy may plausibly allow: `M.__all__`
+    /// when it has one, else its names without a leading underscore (union over the builds).
+    pub exports: &'static [(&'static str, &'static [&'static str])],
 }
 
 /// The third-party packages' tables ([`PACKAGE_TABLE`]): they hold for one Python version
@@ -133,6 +136,16 @@ impl Modules {
         self.edges(module)
             .and_then(|edges| edges.iter().find(|(a, _)| *a == attr))
             .map(|(_, target)| *target)
+    }
+
+    /// The names `from module import *` binds in this version; `None` when the tables do
+    /// not list them (a star import of it is then refused).
+    pub fn star_exports(&self, module: &str) -> Option<&'static [&'static str]> {
+        self.stdlib
+            .exports
+            .iter()
+            .find(|(name, _)| *name == module)
+            .map(|(_, names)| *names)
     }
 
     /// Whether the tables know `module` (so a missing edge means "not a module").
@@ -615,6 +628,23 @@ pub fn module_attr_allowed(module: &str, attr: &str) -> bool {
 mod tests {
     use super::*;
     use crate::CheckRules;
+
+    #[test]
+    fn star_exports_are_listed_per_version_for_the_roots_only() {
+        for version in supported_versions() {
+            let m = Modules::for_version(version).unwrap();
+            let json = m.star_exports("json").unwrap();
+            assert!(
+                json.contains(&"dumps") && !json.contains(&"decoder"),
+                "{version}"
+            );
+            assert!(m.star_exports("math").unwrap().contains(&"floor"));
+            // Dangerous modules and modules outside the roots have no list (refused).
+            for none in ["sys", "os", "builtins", "io", "sched"] {
+                assert!(m.star_exports(none).is_none(), "{version} {none}");
+            }
+        }
+    }
 
     #[test]
     fn reachability_table_finds_and_closes_paths() {

@@ -402,27 +402,17 @@ pub async fn blocking<T: Send + 'static>(
 /// A record's last touches: who called, the audit log, the metrics, the pool's refills.
 pub fn finish(
     st: &State,
-    record: &mut agentjail::record::Record,
+    record: &mut agentjail::pipeline::record::Sealed,
     caller: &Caller,
     started: Instant,
 ) {
     let who = caller.value();
     if who.as_object().is_some_and(|o| !o.is_empty()) {
-        record.value["caller"] = who.clone();
-        if let Some(a) = record.audit.as_mut().filter(|a| a.is_object()) {
-            a["caller"] = who;
-        }
+        record.set_caller(who, true);
     }
-    if let Some(path) = &st.audit {
-        if let Err(e) = agentjail::record::append_audit(path, record.audit_value()) {
-            eprintln!(
-                "agentjail: cannot append to the audit log {}: {e}",
-                path.display()
-            );
-        }
-    }
-    let reason = record.value["stop_reason"].as_str().unwrap_or("");
-    st.metrics.job(reason, started.elapsed());
+    agentjail::pipeline::audit::append(st.audit.as_deref(), record);
+    st.metrics
+        .job(&record.stop_reason.to_string(), started.elapsed());
     st.engine.answered();
 }
 

@@ -14,8 +14,8 @@
 
 use crate::auth::Tokens;
 use crate::metrics::Metrics;
-use agentjail::engine::session::Owner;
 use agentjail::engine::{Engine, EngineConfig};
+use agentjail::pipeline::session::Owner;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -12,10 +12,10 @@
 
 use crate::routes::{bad_request, blocking, error, finish, json_resp, strict, Caller, Resp, Route};
 use crate::server::State;
-use agentjail::engine::session::Owner;
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::{Engine, EngineError};
-use agentjail::record::Record;
+use agentjail::pipeline::record::Sealed as Record;
+use agentjail::pipeline::session::Owner;
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::{json, Map, Value};

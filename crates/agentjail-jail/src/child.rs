@@ -16,6 +16,10 @@
 //!    cgroup namespace so its root is the job cgroup. A v1 attach waits for an RCU grace
 //!    period in the kernel (1-15 ms here); steps 2-5 run meanwhile. They are agentjail's
 //!    own work on prepared data: nothing of the program exists before the fork in 11;
+//!    5c. (network allowlist only) bring the jail's loopback up and listen on
+//!    127.0.0.1:<proxy port>, while we still hold CAP_NET_ADMIN in our user namespace and
+//!    before landlock denies TCP bind; the supervisor takes the socket at 12 and its proxy
+//!    accepts on it. No other interface exists, so that port is the jail's only way out;
 //! 6. no_new_privs, then drop every capability (bounding, ambient, effective, permitted,
 //!    inheritable): after this the process can never regain privilege, not even via exec;
 //! 7. landlock (needs no_new_privs; paths are now jail paths);
@@ -51,6 +55,10 @@ pub const REPLY_FD: RawFd = 4;
 const REPORT_FD: RawFd = 5;
 const SYNC_FD: RawFd = 6;
 const STATUS_FD: RawFd = 7;
+/// The network allowlist's listening socket (loopback, the plan's proxy port), kept until
+/// the supervisor took it from the program with pidfd_getfd; close-on-exec, and init
+/// closes its copy.
+pub const NET_FD: RawFd = 8;
 
 /// What init reports when the jail is over: the program's raw wait status, and the CPU time
 /// and peak RSS of everything init reaped. Fixed-size, native-endian, written at once (a pipe
@@ -106,8 +114,9 @@ fn fail(report_fd: RawFd, stage: Stage, detail: u32, errno: i32) -> ! {
 }
 
 /// Move the fds the child keeps to fixed numbers: 0-2 stdio, 3 and 4 the runner's job and
-/// reply pipes (or nothing), 5 report, 6 sync, 7 status (close-on-exec); close the rest.
-fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
+/// reply pipes (or nothing), 5 report, 6 sync, 7 status, 8 the allowlist's listening
+/// socket (close-on-exec); close the rest.
+fn arrange_fds(fds: &ChildFds, net: Option<RawFd>) -> Result<(), i32> {
     // First copy everything above any target number so no dup2 overwrites a source.
     let high = |fd: RawFd| sys::dup_cloexec_above(fd, 10);
     let (i, o, e, r, s, st) = (
@@ -140,7 +149,14 @@ fn arrange_fds(fds: &ChildFds) -> Result<(), i32> {
     sys::dup3_cloexec(r, REPORT_FD)?;
     sys::dup3_cloexec(s, SYNC_FD)?;
     sys::dup3_cloexec(st, STATUS_FD)?;
-    sys::close_range_from(STATUS_FD as u32 + 1)
+    // `net` was made above 10 (step 5c), so no dup2 above overwrote it.
+    match net {
+        Some(n) => {
+            sys::dup3_cloexec(n, NET_FD)?;
+            sys::close_range_from(NET_FD as u32 + 1)
+        }
+        None => sys::close_range_from(STATUS_FD as u32 + 1),
+    }
 }
 
 /// A step's failure: (detail, errno); `detail` names the part of a multi-part step (the
@@ -212,6 +228,21 @@ fn announce(sock: RawFd, msg: &[u8]) {
     sys::close(sock);
 }
 
+/// Step 5c: bring the loopback up and listen on 127.0.0.1:`port`, the socket above fd 10
+/// (out of the way of `arrange_fds`' targets). Never returns on failure.
+fn net_listener(p: &Prepared, rep: RawFd, port: u16) -> RawFd {
+    let mut net = -1;
+    step(p, rep, Stage::NetLoopback, || {
+        let fd = plain(sys::loopback_up())
+            .and_then(|_| sys::tcp_listen_loopback(port).map_err(|e| (0, e)))?;
+        let high = sys::dup_cloexec_above(fd, 10).map_err(|e| (0, e));
+        sys::close(fd);
+        net = high?;
+        Ok(())
+    });
+    net
+}
+
 /// The steps of the module doc, one line each; the comments say why each is where it is.
 pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     let rep = fds.report_w;
@@ -257,6 +288,8 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
             plain(sys::unshare(libc::CLONE_NEWCGROUP))
         });
     }
+    // 5c. The allowlist's listening socket on the jail's own loopback.
+    let net = p.net_port.map(|port| net_listener(p, rep, port));
     // 6. No privilege, ever again.
     step(p, rep, Stage::NoNewPrivs, || plain(sys::no_new_privs()));
     step(p, rep, Stage::DropCapabilities, || {
@@ -268,7 +301,7 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         None => Ok(()),
     });
     // 8. Only stdio (and the runner's pipes) survive exec; the report pipe is REPORT_FD now.
-    step(p, rep, Stage::CloseFds, || plain(arrange_fds(fds)));
+    step(p, rep, Stage::CloseFds, || plain(arrange_fds(fds, net)));
     let rep = REPORT_FD;
     // 9. Resource limits (after 8: RLIMIT_NOFILE would forbid the high fd numbers).
     step(p, rep, Stage::Rlimit, || {
@@ -374,7 +407,7 @@ fn init(p: &Prepared, rep: RawFd, program: libc::pid_t) -> ! {
     // Init holds nothing the program or the supervisor waits on: its copy of the report
     // pipe must close so the parent sees EOF at the program's exec, and stdio and the
     // runner's pipes must close so EOF on them means the program's side closed.
-    for fd in [REPORT_FD, SYNC_FD, 0, 1, 2, JOB_FD, REPLY_FD] {
+    for fd in [REPORT_FD, SYNC_FD, NET_FD, 0, 1, 2, JOB_FD, REPLY_FD] {
         sys::close(fd);
     }
     // Reap until no child is left. When the program ends, end everything else in the

@@ -148,6 +148,9 @@ pub fn prepare(plan: &LandlockPlan) -> Result<Prepared, SetupError> {
                 format!("the kernel refused the ruleset for ABI {abi}; {FIX}"),
             )
         })?;
+    if handled_net & NET_CONNECT_TCP != 0 {
+        add_port_rules(&ruleset, &plan.connect_tcp_ports)?;
+    }
     let mut rules = Vec::new();
     let sets: [(&Vec<String>, u64); 3] = [
         (&plan.read_exec, READ_EXEC),
@@ -174,6 +177,33 @@ pub fn prepare(plan: &LandlockPlan) -> Result<Prepared, SetupError> {
         scoped,
         rules,
     })
+}
+
+/// The TCP ports the program may still connect to (the allowlist's proxy), added in the
+/// parent: a port rule names no path.
+fn add_port_rules(ruleset: &OwnedFd, ports: &[u16]) -> Result<(), SetupError> {
+    for &port in ports {
+        sys::landlock_add_net_rule(ruleset.as_raw_fd(), port, NET_CONNECT_TCP).map_err(|e| {
+            SetupError::new(
+                "landlock add_rule (TCP port)",
+                Some(e),
+                format!("the kernel refused a TCP connect rule for port {port}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The enforcement detail's note of the ports still open to connect ("" when none).
+fn port_exceptions(ports: &[u16]) -> String {
+    if ports.is_empty() {
+        return String::new();
+    }
+    let ports: Vec<String> = ports.iter().map(|p| p.to_string()).collect();
+    format!(
+        " but connect to port {} (the allowlist proxy)",
+        ports.join(", ")
+    )
 }
 
 /// Child side, after pivot_root and before seccomp: add one rule per path and restrict the
@@ -267,6 +297,7 @@ pub fn enforcement(plan: &LandlockPlan, p: Option<&Prepared>) -> Control {
     );
     if p.handled_net != 0 {
         detail.push_str(", TCP bind/connect denied");
+        detail.push_str(&port_exceptions(&plan.connect_tcp_ports));
     }
     let mut scopes = Vec::new();
     if p.scoped & SCOPE_ABSTRACT_UNIX_SOCKET != 0 {

@@ -276,6 +276,19 @@ impl StartedJail {
         self.out.as_ref()
     }
 
+    /// Take the network allowlist's listening socket (the plan's `net_proxy_port`), for the
+    /// caller's proxy to accept on. None when the plan has none or it was taken already.
+    pub fn take_net(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.spawned.net.take()
+    }
+
+    /// A handle that kills the program (and so, through its init, the whole jail): for a
+    /// proxy thread that must stop the run (`network.deny_is_stop`).
+    pub fn program_killer(&self) -> Option<ProgramKiller> {
+        let fd = self.spawned.program_pidfd.as_ref()?.try_clone().ok()?;
+        Some(ProgramKiller(fd))
+    }
+
     /// The running jail, for a session's calls.
     pub fn spawned(&self) -> &Spawned {
         &self.spawned
@@ -319,6 +332,18 @@ impl StartedJail {
         } = self;
         let outcome = supervise::end(spawned, cgroup.as_ref());
         (outcome, Teardown(supervise::Exiting::none(), cgroup))
+    }
+}
+
+/// A pidfd of a jail's program that may outlive the run: killing a program already reaped
+/// signals nobody (a pidfd never names a recycled pid).
+#[derive(Debug)]
+pub struct ProgramKiller(std::os::fd::OwnedFd);
+
+impl ProgramKiller {
+    pub fn kill(&self) {
+        use std::os::fd::AsRawFd;
+        let _ = crate::sys::pidfd_send_signal(self.0.as_raw_fd(), libc::SIGKILL);
     }
 }
 

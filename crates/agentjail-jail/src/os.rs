@@ -175,6 +175,12 @@ pub mod fd {
         sys::flock_exclusive(fd.as_fd().as_raw_fd())
     }
 
+    /// shutdown(2) both ways: wakes a thread blocked in accept on a listening socket (the
+    /// network allowlist's proxy, at the end of a job).
+    pub fn shutdown_socket(sock: impl AsFd) -> Result<(), Errno> {
+        sys::shutdown_both(sock.as_fd().as_raw_fd())
+    }
+
     /// The uid of the process at the other end of a connected unix socket (SO_PEERCRED).
     pub fn peer_uid(sock: impl AsFd) -> Result<u32, Errno> {
         sys::peer_uid(sock.as_fd().as_raw_fd())

@@ -54,6 +54,9 @@ pub struct LandlockPlan {
     /// Device files that may be read and written (/dev/null, ...).
     pub devices: Vec<String>,
     pub deny_tcp: bool,
+    /// TCP ports the program may still connect to when `deny_tcp` (landlock ABI ≥ 4): the
+    /// network allowlist's proxy port on the jail's own loopback.
+    pub connect_tcp_ports: Vec<u16>,
     pub scope_abstract_unix: bool,
     pub scope_signals: bool,
 }
@@ -165,6 +168,10 @@ pub struct JailPlan {
     pub landlock: LandlockPlan,
     pub seccomp: SeccompPlan,
     pub network: bool,
+    /// The network allowlist (`network.mode = "allowlist"`): the child brings the jail's
+    /// loopback up and listens on 127.0.0.1:PORT there, and the supervisor takes the
+    /// listening socket (its proxy accepts on it from outside). None: loopback stays down.
+    pub net_proxy_port: Option<u16>,
     pub limits: SuperviseLimits,
     /// The program is agentjail's runner: it gets the job pipe (fd 3) and the reply pipe
     /// (fd 4) besides stdio. Off for `exec`, whose command keeps only fds 0-2.

@@ -37,6 +37,8 @@ pub struct Prepared {
     /// whose files are collected after the jail is gone.
     pub hold_dir: Option<CString>,
     pub maps: userns::IdMaps,
+    /// The plan's `net_proxy_port`: the child listens there on its loopback (child.rs, 5c).
+    pub net_port: Option<u16>,
     /// The zygote's program (src/zygote): instead of exec'ing `exe`, the program continues
     /// in this process, whose interpreter the template initialised before any job existed.
     /// None everywhere else.
@@ -177,6 +179,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
             _ => None,
         },
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
+        net_port: plan.net_proxy_port,
         entry: None,
         announce: None,
     })

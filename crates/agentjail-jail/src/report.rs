@@ -35,12 +35,13 @@ pub enum Stage {
     Fork,
     InitFilter,
     CgroupNamespace,
+    NetLoopback,
 }
 
 impl Stage {
     pub fn from_u32(v: u32) -> Option<Stage> {
         use Stage::*;
-        const ALL: [Stage; 25] = [
+        const ALL: [Stage; 26] = [
             WaitParent,
             ParentDeathSignal,
             SetGid,
@@ -66,6 +67,7 @@ impl Stage {
             Fork,
             InitFilter,
             CgroupNamespace,
+            NetLoopback,
         ];
         ALL.iter().copied().find(|s| *s as u32 == v)
     }
@@ -98,6 +100,7 @@ impl Stage {
             Fork => "fork_init",
             InitFilter => "init_seccomp",
             CgroupNamespace => "cgroup_namespace",
+            NetLoopback => "network_loopback",
         }
     }
 
@@ -113,6 +116,7 @@ impl Stage {
             (Seccomp, _) | (SeccompHandover, _) => "the seccomp filter could not be installed: check `agentjail doctor` (seccomp user notification needs Linux >= 5.6)",
             (SetUid, _) | (SetGid, _) => "the uid/gid map was not accepted: check `agentjail doctor`",
             (Rlimit, _) => "a resource limit was rejected: lower limits.open_files or limits.file_size",
+            (NetLoopback, _) => "the jail could not bring its loopback up or listen on the proxy port: check `agentjail doctor` (network allowlist)",
             (WaitParent, _) => "the supervisor went away during setup",
             _ => "see `agentjail doctor` for what this host supports",
         }
@@ -158,12 +162,12 @@ mod tests {
 
     #[test]
     fn every_stage_decodes() {
-        for v in 1..=25 {
+        for v in 1..=26 {
             let s = Stage::from_u32(v).expect("stage");
             assert_eq!(s as u32, v);
             assert!(!s.name().is_empty());
         }
         assert_eq!(Stage::from_u32(0), None);
-        assert_eq!(Stage::from_u32(26), None);
+        assert_eq!(Stage::from_u32(27), None);
     }
 }

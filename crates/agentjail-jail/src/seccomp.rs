@@ -175,6 +175,11 @@ fn arg_verdict(name: &str, groups: &[String]) -> Option<Verdict> {
             let mut c = Vec::new();
             if has("sockets_local") {
                 c.push(eq(0, libc::AF_UNIX as u32, RET_ALLOW));
+            } else {
+                // As without any socket group (see `verdicts`): glibc's nscd probe, made by
+                // every name lookup of a program with `network` (the allowlist), gets the
+                // EACCES of a host without nscd instead of stopping the run.
+                c.push(eq(0, libc::AF_UNIX as u32, ret_errno(libc::EACCES)));
             }
             if has("network") {
                 c.push(eq(0, libc::AF_INET as u32, RET_ALLOW));
@@ -645,6 +650,9 @@ mod tests {
             }
             "clone" if group("process_spawn") => allow_if(lo(0) & new_ns == 0),
             "clone" => allow_if(lo(0) & new_ns == 0 && lo(0) & libc::CLONE_THREAD as u32 != 0),
+            "socket" if lo(0) == libc::AF_UNIX as u32 && !group("sockets_local") => {
+                libc::SECCOMP_RET_ERRNO | libc::EACCES as u32
+            }
             "socket" => allow_if(
                 (group("sockets_local") && lo(0) == libc::AF_UNIX as u32)
                     || (group("network")

@@ -29,6 +29,9 @@ pub struct Spawned {
     /// The plan's `hold_dir` (/app/out), opened beneath the jail's root before the program
     /// could run (and so before it could have exited).
     pub held_dir: Option<OwnedFd>,
+    /// The network allowlist's listening socket, in the jail's network namespace (its
+    /// loopback, the plan's proxy port), taken from the program before its exec.
+    pub net: Option<OwnedFd>,
 }
 
 /// Fds the child uses; raw numbers valid in the child after clone.
@@ -197,7 +200,9 @@ pub fn spawn_keeping(
             listener,
             program,
             held_dir,
+            net,
         }) => Ok(Spawned {
+            net,
             pid,
             pidfd,
             stdin: Some(stdin.0),
@@ -221,6 +226,7 @@ struct Handover {
     listener: Option<OwnedFd>,
     program: Option<(i32, OwnedFd)>,
     held_dir: Option<OwnedFd>,
+    net: Option<OwnedFd>,
 }
 
 /// clone3 into the new namespaces; the child runs `child::run` and never returns here.
@@ -358,6 +364,7 @@ impl Handshake<'_> {
             listener: None,
             program: None,
             held_dir: None,
+            net: None,
         };
         loop {
             let mut msg = [0u8; report::MSG_LEN];
@@ -387,6 +394,16 @@ impl Handshake<'_> {
             // showed it.)
             if let Some(dir) = &self.p.hold_dir {
                 h.held_dir = Some(open_beneath_root(gpid, dir)?);
+            }
+            if self.p.net_port.is_some() {
+                let fd = sys::pidfd_getfd(gfd.as_raw_fd(), child::NET_FD).map_err(|e| {
+                    SetupError::new(
+                        "pidfd_getfd (network listener)",
+                        Some(e),
+                        "needs Linux >= 5.6",
+                    )
+                })?;
+                h.net = Some(sys::owned(fd));
             }
             h.program = Some((gpid, gfd));
             h.listener = Some(fd);

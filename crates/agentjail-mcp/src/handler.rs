@@ -10,8 +10,8 @@ use crate::result;
 use crate::tools::{
     self, CHECK_PYTHON, RUN_JAVASCRIPT, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START,
 };
-use agentjail::engine::session::Owner;
 use agentjail::engine::{Engine, EngineError};
+use agentjail::pipeline::session::Owner;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -152,7 +152,7 @@ impl Handler {
         self.0.owner
     }
 
-    pub(crate) fn audited(&self, record: &agentjail::record::Record) {
+    pub(crate) fn audited(&self, record: &agentjail::pipeline::record::Sealed) {
         self.0.audited(record);
     }
 
@@ -329,15 +329,8 @@ impl Handler {
 
 impl Inner {
     /// Append the record's audit copy (redacted, agentjail::redact) to the audit log, if any.
-    fn audited(&self, record: &agentjail::record::Record) {
-        if let Some(path) = &self.audit {
-            if let Err(e) = agentjail::record::append_audit(path, record.audit_value()) {
-                eprintln!(
-                    "agentjail: cannot append to the audit log {}: {e}",
-                    path.display()
-                );
-            }
-        }
+    fn audited(&self, record: &agentjail::pipeline::record::Sealed) {
+        agentjail::pipeline::audit::append(self.audit.as_deref(), record);
     }
 }
 

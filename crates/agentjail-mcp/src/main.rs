@@ -47,8 +47,8 @@ mod transport;
 mod workspace;
 
 use agentjail::cli::{Cli, Command};
-use agentjail::engine::session::Owner;
 use agentjail::engine::{Engine, EngineConfig};
+use agentjail::pipeline::session::Owner;
 use agentjail_jail::os;
 use clap::Parser;
 use std::path::PathBuf;

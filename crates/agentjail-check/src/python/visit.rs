@@ -77,6 +77,8 @@ pub(super) struct Checker<'a, 'o> {
     pub too_deep: bool,
     pub input_calls: u32,
     pub input_in_loop: bool,
+    /// The `input()` rule applies (the JSON contract's one payload line on stdin).
+    pub input_rule: bool,
     pub loop_depth: u32,
     /// Directly in a class body (not inside a function, lambda or comprehension defined
     /// there): an import binds a class attribute (`C.json`), a name binds an attribute.
@@ -119,6 +121,7 @@ impl<'a, 'o> Checker<'a, 'o> {
             too_deep: false,
             input_calls: 0,
             input_in_loop: false,
+            input_rule: true,
             loop_depth: 0,
             in_class_body: false,
             in_annotation: 0,
@@ -175,7 +178,10 @@ impl<'a, 'o> Checker<'a, 'o> {
 
     /// A name being bound (def, class, parameter, alias, handler, pattern capture, global).
     fn check_binding(&mut self, name: &str, range: TextRange) {
-        if self.is_denied_name(name) || self.is_denied_call(name) || name == "input" {
+        if self.is_denied_name(name)
+            || self.is_denied_call(name)
+            || (self.input_rule && name == "input")
+        {
             self.report(
                 format!("name_not_allowed:{name}"),
                 "binding a denied name",
@@ -202,7 +208,7 @@ impl<'a, 'o> Checker<'a, 'o> {
                 );
             }
         }
-        if name == "input" {
+        if self.input_rule && name == "input" {
             if in_call {
                 self.input_calls += 1;
                 if self.loop_depth > 0 {
@@ -1108,11 +1114,13 @@ impl Checker<'_, '_> {
         for alias in &import.names {
             let name = alias.name.id.as_str();
             if name == "*" {
-                self.report(
-                    format!("import_star_not_allowed:{module}"),
-                    "star import: import the names you use",
-                    alias.range,
-                );
+                if let Err(why) = self.star_import(module, alias.range) {
+                    self.report(
+                        format!("import_star_not_allowed:{module}"),
+                        why,
+                        alias.range,
+                    );
+                }
                 continue;
             }
             if !module_attr_allowed(module, name) {
@@ -1139,5 +1147,53 @@ impl Checker<'_, '_> {
             self.check_binding(bound.id.as_str(), bound.range);
             self.record_binding(true, bound.id.as_str());
         }
+    }
+
+    /// `from module import *` (the module an allowed import): allowed only under
+    /// `check.allow_star_imports`, for a module whose star exports the tables list, when
+    /// every name it binds passes the rules an explicit `from module import name` and a
+    /// `module.name` would (the module's lists, the policy's denied attributes, names and
+    /// calls, the always-denied ones) and none is a module (the checker would not know the
+    /// bound name is one). A star-bound name is never checked as an attribute again, so
+    /// this is where a name the checker restricts as an attribute would slip through.
+    fn star_import(&mut self, module: &str, range: TextRange) -> Result<(), String> {
+        if !self.rules.allow_star_imports {
+            return Err(
+                "star import: import the names you use (check.allow_star_imports is off)".into(),
+            );
+        }
+        let Some(names) = self.pre.tables.star_exports(module) else {
+            return Err(format!(
+                "star import of {module}: the checker has no list of the names it binds; \
+                 import the names you use"
+            ));
+        };
+        let mut refused: Vec<&str> = Vec::new();
+        for name in names {
+            let before = self.out.len();
+            self.check_attribute(name, Base::Module(module), range);
+            self.check_binding(name, range);
+            let module_valued = self.pre.tables.module_edge(module, name).is_some();
+            if self.out.len() > before || module_valued {
+                refused.push(name);
+            }
+            self.out.truncate(before);
+        }
+        if refused.is_empty() {
+            for name in names {
+                self.record_binding(true, name);
+            }
+            return Ok(());
+        }
+        const SHOWN: usize = 8;
+        let more = refused.len().saturating_sub(SHOWN);
+        let mut list = refused[..refused.len().min(SHOWN)].join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more"));
+        }
+        Err(format!(
+            "star import of {module} binds names this policy refuses as {module}.<name> or \
+             as a name ({list}); import the names you use"
+        ))
     }
 }

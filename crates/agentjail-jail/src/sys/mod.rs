@@ -4,7 +4,8 @@
 //!
 //! Split by subject: [`fs`] (paths and mounts), [`io`] (fds, pipes, polling, locks),
 //! [`process`] (clone3, fork, exec, wait, pidfds, credentials, rlimits), [`signal`] (masks,
-//! dispositions, signalfd) and [`security`] (capabilities, no_new_privs, landlock, seccomp).
+//! dispositions, signalfd), [`security`] (capabilities, no_new_privs, landlock, seccomp) and
+//! [`net`] (the allowlist's loopback listener).
 //!
 //! Everything the jail's child calls between clone3 and execve is callable there: no
 //! allocation, no locks, no panics. Arguments are pre-built NUL-terminated strings (`&CStr`)
@@ -13,12 +14,14 @@
 
 pub(crate) mod fs;
 pub(crate) mod io;
+pub(crate) mod net;
 pub(crate) mod process;
 pub(crate) mod security;
 pub(crate) mod signal;
 
 pub use fs::*;
 pub use io::*;
+pub use net::*;
 pub use process::*;
 pub use security::*;
 pub use signal::*;

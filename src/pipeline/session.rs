@@ -15,8 +15,11 @@
 //! `"source": "runner"`. A call's resource verdicts — timeout, CPU, output caps, memory,
 //! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
 
+use crate::pipeline::artifacts;
+use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
+use crate::pipeline::source::Start;
+use crate::pipeline::stages::{self, stopped, Stopped};
 use crate::policy::Policy;
-use crate::record::{self, Phase, Record, Recorder, StopReason};
 use crate::runner;
 use agentjail_check::{python, Violation};
 use agentjail_jail::launch::{StartedJail, Teardown};
@@ -43,9 +46,9 @@ pub struct Session {
     pub owner: Owner,
     jail: Option<StartedJail>,
     /// Whether the jail was a warm one from the session pool or started for this session.
-    start: crate::run::Start,
+    start: Start,
     policy: Policy,
-    policy_ref: Value,
+    policy_ref: record::PolicyRef,
     started: Instant,
     last_used: Instant,
     calls: u64,
@@ -62,15 +65,17 @@ pub struct Session {
     /// The runner's ring of the session doorbell after its last call, answered by the next
     /// (see supervise::CallChannel).
     rung: Option<supervise::Rung>,
+    /// The network allowlist's proxy for this session's jail (src/netproxy.rs), if any.
+    net: Option<crate::netproxy::NetSession>,
 }
 
 impl Session {
     pub fn new(
         id: String,
         owner: Owner,
-        (jail, start): (StartedJail, crate::run::Start),
+        (jail, start): (StartedJail, Start),
         policy: Policy,
-        policy_ref: Value,
+        policy_ref: record::PolicyRef,
     ) -> Session {
         let now = Instant::now();
         Session {
@@ -90,7 +95,14 @@ impl Session {
             reported: Default::default(),
             skipped_reported: Default::default(),
             rung: None,
+            net: None,
         }
+    }
+
+    /// Give the session the proxy started for its jail.
+    pub fn with_net(mut self, net: Option<crate::netproxy::NetSession>) -> Session {
+        self.net = net;
+        self
     }
 
     /// Why the session should be closed now (idle too long, too old), if it should.
@@ -119,7 +131,9 @@ impl Session {
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
         self.ended_at.get_or_insert_with(Instant::now);
-        self.jail.take().map(|j| j.end().1)
+        let teardown = self.jail.take().map(|j| j.end().1);
+        self.net = None;
+        teardown
     }
 
     /// One call: check, run, record. `timeout_s` may only tighten the policy's wall limit.
@@ -128,33 +142,45 @@ impl Session {
         code: &str,
         timeout_s: Option<f64>,
         interrupt: Option<Interrupt<'_>>,
-    ) -> (Record, Option<Teardown>) {
+    ) -> (Sealed, Option<Teardown>) {
         let mut r = Recorder::new();
-        r.set("policy", self.policy_ref.clone());
-        let result = self.checked_call(&mut r, code, timeout_s, interrupt);
+        r.sections.policy = Some(self.policy_ref.clone());
+        let mut result = self.checked_call(&mut r, code, timeout_s, interrupt);
+        if let Some(host) = self
+            .net
+            .as_ref()
+            .and_then(|n| n.drain_into(&mut r, &self.policy))
+        {
+            // deny_is_stop: the proxy killed the program, and the session with it.
+            let reason = StopReason::CodeNetworkDenied(host);
+            let stopped = Stopped {
+                reason,
+                phase: Phase::Execute,
+            };
+            result = Err((stopped, Some("network_denied".into())));
+        }
         let teardown = match &result {
             Err((_, Some(why))) => self.end(why),
             _ => None,
         };
         self.last_used = Instant::now();
-        r.set("session", self.describe());
-        let mut record = match result {
+        r.sections.session = Some(self.describe());
+        let record = match result {
             Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
             Err((stop, _)) => r.finish(stop.reason, stop.phase),
         };
-        record.seal(&self.policy.redaction);
-        (record, teardown)
+        (record.seal(&self.policy.redaction), teardown)
     }
 
-    fn describe(&self) -> Value {
-        json!({
-            "id": self.id,
-            "calls": self.calls,
-            "exec_ms": self.exec.as_millis() as u64,
-            "jail_start": self.start,
-            "ended": self.ended.is_some(),
-            "ended_reason": self.ended,
-        })
+    fn describe(&self) -> record::SessionRef {
+        record::SessionRef {
+            id: self.id.clone(),
+            calls: self.calls,
+            exec_ms: self.exec.as_millis() as u64,
+            jail_start: self.start,
+            ended: self.ended.is_some(),
+            ended_reason: self.ended.clone(),
+        }
     }
 
     /// The call's stages; Err carries the stop and, when the session must end, why.
@@ -164,16 +190,14 @@ impl Session {
         code: &str,
         timeout_s: Option<f64>,
         interrupt: Option<Interrupt<'_>>,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
-        let stop = |reason: StopReason, phase: Phase| crate::run::Stopped { reason, phase };
+    ) -> Result<(), (Stopped, Option<String>)> {
         let t = Instant::now();
         if let Some(why) = &self.ended {
-            r.set(
-                "error",
-                json!({"message": format!("the session has ended ({why}); start a new one")}),
-            );
+            r.error(RecordError::message(format!(
+                "the session has ended ({why}); start a new one"
+            )));
             return Err((
-                stop(
+                stopped(
                     StopReason::InvalidRequest("session_ended".into()),
                     Phase::Plan,
                 ),
@@ -181,12 +205,11 @@ impl Session {
             ));
         }
         self.budget_left().map_err(|why| {
-            r.set(
-                "error",
-                json!({"message": format!("the session's budget is spent ({why})")}),
-            );
+            r.error(RecordError::message(format!(
+                "the session's budget is spent ({why})"
+            )));
             (
-                stop(
+                stopped(
                     StopReason::InvalidRequest(format!("session_{why}")),
                     Phase::Plan,
                 ),
@@ -222,13 +245,10 @@ impl Session {
         r: &mut Recorder,
         code: &str,
         timeout_s: Option<f64>,
-    ) -> Result<crate::plan::SuperviseLimits, crate::run::Stopped> {
+    ) -> Result<crate::plan::SuperviseLimits, Stopped> {
         let invalid = |r: &mut Recorder, what: &str, message: String| {
-            r.set("error", json!({ "message": message }));
-            crate::run::Stopped {
-                reason: StopReason::InvalidAction(what.into()),
-                phase: Phase::Plan,
-            }
+            r.error(RecordError::message(message));
+            stopped(StopReason::InvalidAction(what.into()), Phase::Plan)
         };
         if code.trim().is_empty() {
             return Err(invalid(
@@ -246,7 +266,7 @@ impl Session {
                 format!("code is {chars} characters; the limit is {max}"),
             ));
         }
-        let mut limits = crate::run::limits_of(&self.policy);
+        let mut limits = stages::limits_of(&self.policy);
         if let Some(t) = timeout_s {
             if !t.is_finite() || t <= 0.0 {
                 return Err(invalid(
@@ -269,7 +289,7 @@ impl Session {
     /// source so far and this call are checked together (a module bound earlier is still a
     /// module now), and the violations that point into this call are reported. This call
     /// alone is checked too, for what only it can say (syntax, input reads).
-    fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), crate::run::Stopped> {
+    fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), Stopped> {
         let t = Instant::now();
         let rules = &self.policy.check;
         let version = self.policy.python_version();
@@ -287,22 +307,13 @@ impl Session {
                 violations = in_call(&prefix, code, rules, version);
             }
         }
+        r.sections.action = Some(record::ActionRef {
+            named: None,
+            code_hash: super::sha256_hex(code.as_bytes()),
+            chars: code.chars().count(),
+        });
         let decision = agentjail_check::Decision::from_violations(violations);
-        r.set("decision", json!(decision));
-        r.set("action", json!({"code_hash": crate::run::sha256_hex(code.as_bytes()), "chars": code.chars().count()}));
-        let allowed = decision.is_allow();
-        r.phase(
-            Phase::PolicyCheck,
-            allowed,
-            t,
-            json!({"reason": decision.reason}),
-        );
-        if !allowed {
-            return Err(crate::run::Stopped {
-                reason: StopReason::of_check(&decision),
-                phase: Phase::PolicyCheck,
-            });
-        }
+        stages::decided(r, decision, t)?;
         if !self.source.is_empty() {
             self.source.push('\n');
         }
@@ -316,13 +327,13 @@ impl Session {
         code: &str,
         limits: &crate::plan::SuperviseLimits,
         interrupt: Option<Interrupt<'_>>,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+    ) -> Result<(), (Stopped, Option<String>)> {
         let t = Instant::now();
         let Some(jail) = self.jail.as_ref() else {
-            let s = crate::run::Stopped {
-                reason: StopReason::InvalidRequest("session_ended".into()),
-                phase: Phase::Execute,
-            };
+            let s = stopped(
+                StopReason::InvalidRequest("session_ended".into()),
+                Phase::Execute,
+            );
             return Err((s, None));
         };
         // Each call's frame and reports travel on a socket made for that call and installed
@@ -355,26 +366,23 @@ impl Session {
         c: &supervise::CallOutcome,
         nonce: &str,
         t: Instant,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+    ) -> Result<(), (Stopped, Option<String>)> {
         self.exec += Duration::from_micros(c.wall_us);
         self.rung = c.rung;
-        r.set("execution", call_execution(c));
+        r.sections.execution = Some(Execution::of_call(c));
         self.call_artifacts(r);
         let detail = json!({"program_wall_us": c.wall_us});
         match done_report(&c.replies.data, nonce) {
             Some((true, value, _)) => {
-                r.set("value", value);
+                r.sections.value = Some(value);
                 r.phase(Phase::Execute, true, t, detail);
                 return Ok(());
             }
-            Some((false, _, error)) => r.set("error", error),
+            Some((false, _, error)) => r.error(RecordError::Runner(error)),
             None => {}
         }
         r.phase(Phase::Execute, false, t, detail);
-        let stop = crate::run::Stopped {
-            reason: StopReason::CodeRuntimeError(1),
-            phase: Phase::Execute,
-        };
+        let stop = stopped(StopReason::CodeRuntimeError(1), Phase::Execute);
         Err((stop, None))
     }
 
@@ -385,13 +393,13 @@ impl Session {
         r: &mut Recorder,
         o: &supervise::Outcome,
         t: Instant,
-    ) -> Result<(), (crate::run::Stopped, Option<String>)> {
+    ) -> Result<(), (Stopped, Option<String>)> {
         self.exec += Duration::from_micros(o.wall_us);
-        r.set("execution", record::execution_json(o));
-        let reason = record::jail_verdict(o, self.policy.limits.memory.0)
+        r.sections.execution = Some(Execution::of(o));
+        let reason = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
             .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
         if let Some(e) = runner::error_report(&o.replies.data) {
-            r.set("error", e);
+            r.error(RecordError::Runner(e));
         }
         r.phase(
             Phase::Execute,
@@ -400,7 +408,7 @@ impl Session {
             json!({"program_wall_us": o.wall_us}),
         );
         let why = reason.to_string();
-        let stop = crate::run::Stopped {
+        let stop = Stopped {
             reason,
             phase: Phase::Execute,
         };
@@ -416,7 +424,7 @@ impl Session {
         let Some(out) = self.jail.as_ref().and_then(|j| j.out()) else {
             return;
         };
-        let mut c = crate::artifacts::collect(out, &self.policy.artifacts);
+        let mut c = artifacts::collect(out, &self.policy);
         c.artifacts
             .retain(|a| self.reported.get(&a.path) != Some(&a.stamp));
         for a in &c.artifacts {
@@ -425,9 +433,8 @@ impl Session {
         c.skipped
             .retain(|k| self.skipped_reported.insert((k.path.clone(), k.reason)));
         let inline = self.policy.artifacts.inline_max_bytes.0;
-        let (artifacts, skipped) = crate::artifacts::record_fields(&c, inline, None);
-        r.set("artifacts", artifacts);
-        r.set("artifacts_skipped", skipped);
+        // No directory: nothing to fail.
+        let _ = artifacts::into_record(r, &c, inline, None, artifacts::Unsaved::Inline);
     }
 }
 
@@ -453,23 +460,6 @@ fn in_call(
             v
         })
         .collect()
-}
-
-/// The record's `execution` for a call that ended with done (no exit status: the
-/// interpreter lives on).
-fn call_execution(c: &supervise::CallOutcome) -> Value {
-    json!({
-        "exit_code": Value::Null,
-        "signal": Value::Null,
-        "wall_ms": c.wall_us / 1000,
-        "cpu_ms": c.cpu_us / 1000,
-        "stdout_bytes": c.stdout.total,
-        "stderr_bytes": c.stderr.total,
-        "stdout": String::from_utf8_lossy(&c.stdout.data),
-        "stderr": String::from_utf8_lossy(&c.stderr.data),
-        "stdout_truncated": c.stdout.truncated,
-        "stderr_truncated": c.stderr.truncated,
-    })
 }
 
 /// The runner's done report of the call with nonce `call`: (ok, value text, error object

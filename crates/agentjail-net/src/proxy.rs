@@ -1,0 +1,632 @@
+//! The proxy: one accept thread on the jail's listening socket, one thread per connection
+//! (at most `limits.connections` in a run), two per tunnel while it relays. Every request,
+//! allowed or not, becomes an [`Entry`].
+
+use crate::decide::{decide, Resolver};
+use crate::rules::{normalize, Rules};
+use crate::wire::{self, First, Head};
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// How long `finish` waits for a request still being decided.
+const FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Most entries a run's log keeps; later ones are counted in `Report::dropped`.
+pub const MAX_ENTRIES: usize = 1000;
+
+/// One request through the proxy (the record's `network.requests[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Entry {
+    pub host: String,
+    pub port: u16,
+    /// `CONNECT`, or the plain-HTTP method.
+    pub method: String,
+    /// Bytes from the upstream to the program, and from the program to the upstream.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub allowed: bool,
+    /// Why it was denied, or how an allowed one ended (`ok`, `bytes_in_limit`, ...).
+    pub reason: String,
+    /// The address the proxy connected to (the one it checked).
+    pub address: Option<String>,
+    pub ms: u64,
+}
+
+/// What the proxy saw in a run.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub entries: Vec<Entry>,
+    pub dropped: u64,
+    pub connections: u32,
+    pub requests: u32,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// The host of the first denied request (for `deny_is_stop`).
+    pub first_denied: Option<String>,
+    /// Requests still being decided (a slow resolver) when the run ended: not in `entries`.
+    pub unfinished: u32,
+}
+
+pub type OnDeny = Box<dyn Fn(&str) + Send + Sync>;
+
+struct Shared {
+    rules: Rules,
+    resolver: Box<dyn Resolver>,
+    on_deny: Option<OnDeny>,
+    log: Mutex<(Vec<Entry>, u64)>,
+    first_denied: Mutex<Option<String>>,
+    connections: AtomicU32,
+    requests: AtomicU32,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    stopping: AtomicBool,
+    /// Copies of every socket opened, shut down at `finish` so no relay outlives the run.
+    live: Mutex<Vec<TcpStream>>,
+}
+
+/// A running proxy; [`Proxy::finish`] stops it and returns its report.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    listener: Arc<TcpListener>,
+    accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    /// Accept on `listener` (already listening) under `rules`. `on_deny` is called with the
+    /// host of every denied request, from the connection's thread.
+    pub fn start(
+        listener: TcpListener,
+        rules: Rules,
+        resolver: Box<dyn Resolver>,
+        on_deny: Option<OnDeny>,
+    ) -> std::io::Result<Proxy> {
+        let shared = Arc::new(Shared {
+            rules,
+            resolver,
+            on_deny,
+            log: Mutex::new((Vec::new(), 0)),
+            first_denied: Mutex::new(None),
+            connections: AtomicU32::new(0),
+            requests: AtomicU32::new(0),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            live: Mutex::new(Vec::new()),
+        });
+        let listener = Arc::new(listener);
+        let (sh, l) = (shared.clone(), listener.clone());
+        let accept = std::thread::Builder::new()
+            .name("agentjail-net".into())
+            .spawn(move || accept_loop(&sh, &l))?;
+        Ok(Proxy {
+            shared,
+            listener,
+            accept: Some(accept),
+        })
+    }
+
+    /// The requests that ended since the last drain, with the run's counters so far, and
+    /// the first denial since then: a session's call takes what happened during it.
+    pub fn drain(&self) -> Report {
+        let sh = &self.shared;
+        let (entries, dropped) =
+            std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
+        Report {
+            entries,
+            dropped,
+            connections: sh.connections.load(SeqCst),
+            requests: sh.requests.load(SeqCst),
+            bytes_in: sh.bytes_in.load(SeqCst),
+            bytes_out: sh.bytes_out.load(SeqCst),
+            first_denied: sh.first_denied.lock().ok().and_then(|mut g| g.take()),
+            unfinished: 0,
+        }
+    }
+
+    /// Stop: `wake` must make the accept thread's blocked accept return (shutdown of the
+    /// listening socket; the listener lives in the jail's network namespace, where nothing
+    /// of ours can connect). Every open connection is cut, every thread joined.
+    pub fn finish(mut self, wake: impl FnOnce(&TcpListener)) -> Report {
+        self.shared.stopping.store(true, SeqCst);
+        wake(&self.listener);
+        let handlers = self.accept.take().map(|h| h.join().unwrap_or_default());
+        for s in self
+            .shared
+            .live
+            .lock()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|s| s.try_clone().ok())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        // A handler can only be stuck in the resolver now (every socket is shut down): wait
+        // for it a little, then leave it; it connects nowhere once it sees `stopping`.
+        let deadline = Instant::now() + FINISH_GRACE;
+        let mut unfinished = 0;
+        for h in handlers.into_iter().flatten() {
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                unfinished += 1;
+            }
+        }
+        let sh = &self.shared;
+        let (entries, dropped) =
+            std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
+        Report {
+            entries,
+            dropped,
+            connections: sh.connections.load(SeqCst),
+            requests: sh.requests.load(SeqCst),
+            bytes_in: sh.bytes_in.load(SeqCst),
+            bytes_out: sh.bytes_out.load(SeqCst),
+            first_denied: sh.first_denied.lock().ok().and_then(|g| g.clone()),
+            unfinished,
+        }
+    }
+}
+
+fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> {
+    let mut handlers = Vec::new();
+    loop {
+        let accepted = listener.accept();
+        if sh.stopping.load(SeqCst) {
+            break;
+        }
+        let Ok((client, _)) = accepted else {
+            // EMFILE and the like: a moment for the relays to close theirs.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        };
+        let n = sh.connections.fetch_add(1, SeqCst) + 1;
+        if n > sh.rules.limits.connections {
+            sh.connections.fetch_sub(1, SeqCst);
+            deny(
+                sh,
+                &client,
+                &Entry {
+                    method: "?".into(),
+                    ..Default::default()
+                },
+                "connection_limit",
+                Instant::now(),
+            );
+            continue;
+        }
+        track(sh, &client);
+        let sh2 = sh.clone();
+        match std::thread::Builder::new()
+            .name("agentjail-net-conn".into())
+            .spawn(move || handle(&sh2, client))
+        {
+            Ok(h) => handlers.push(h),
+            Err(_) => continue,
+        }
+    }
+    handlers
+}
+
+fn track(sh: &Shared, s: &TcpStream) {
+    if let (Ok(c), Ok(mut l)) = (s.try_clone(), sh.live.lock()) {
+        l.push(c);
+    }
+}
+
+fn log(sh: &Shared, e: Entry) {
+    let mut g = sh.log.lock().unwrap_or_else(|e| e.into_inner());
+    if g.0.len() < MAX_ENTRIES {
+        g.0.push(e);
+    } else {
+        g.1 += 1;
+    }
+}
+
+/// Refuse: the entry and the policy's reaction first (so a program that reads the answer
+/// finds it logged, and under `deny_is_stop` is killed before it can act on it), then a 403
+/// naming the reason (the program's HTTP library shows it).
+fn deny(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
+    record_denial(sh, e, reason, t0);
+    let body = format!("agentjail: {}:{} denied: {reason}\n", e.host, e.port);
+    let msg = format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut c = client;
+    let _ = c.write_all(msg.as_bytes());
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+/// Refuse without an answer (a tunnel already established: the program's TLS would read
+/// any text as garbage).
+fn refuse(sh: &Shared, client: &TcpStream, e: &Entry, reason: &str, t0: Instant) {
+    record_denial(sh, e, reason, t0);
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+fn record_denial(sh: &Shared, e: &Entry, reason: &str, t0: Instant) {
+    let host = if e.host.is_empty() {
+        "unknown".to_string()
+    } else {
+        e.host.clone()
+    };
+    if let Ok(mut f) = sh.first_denied.lock() {
+        f.get_or_insert_with(|| host.clone());
+    }
+    log(
+        sh,
+        Entry {
+            allowed: false,
+            reason: reason.into(),
+            ms: t0.elapsed().as_millis() as u64,
+            ..e.clone()
+        },
+    );
+    if let Some(cb) = &sh.on_deny {
+        cb(&host);
+    }
+}
+
+fn handle(sh: &Shared, mut client: TcpStream) {
+    let t0 = Instant::now();
+    let lim = &sh.rules.limits;
+    let _ = client.set_read_timeout(Some(lim.connect));
+    let mut e = Entry {
+        method: "?".into(),
+        ..Default::default()
+    };
+    let head = wire::read_head(&mut client).and_then(|(h, rest)| Ok((wire::parse_head(&h)?, rest)));
+    let (head, rest) = match head {
+        Ok(x) => x,
+        Err(why) => return deny(sh, &client, &e, why, t0),
+    };
+    e.method = head.method.clone();
+    if sh.requests.fetch_add(1, SeqCst) + 1 > lim.requests {
+        return deny(sh, &client, &e, "request_limit", t0);
+    }
+    if head.method == "CONNECT" {
+        tunnel(sh, client, &head, rest, e, t0)
+    } else {
+        plain(sh, client, &head, rest, e, t0)
+    }
+}
+
+fn connect_upstream(sh: &Shared, addrs: &[SocketAddr]) -> Option<TcpStream> {
+    for a in addrs {
+        // The run ended while this request was being decided: connect nowhere.
+        if sh.stopping.load(SeqCst) {
+            return None;
+        }
+        if let Ok(s) = TcpStream::connect_timeout(a, sh.rules.limits.connect) {
+            track(sh, &s);
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// CONNECT host:port: decide, answer 200, read the ClientHello, check its SNI, connect to
+/// the checked address, relay both ways.
+fn tunnel(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entry, t0: Instant) {
+    let (host, port) = match wire::split_authority(&head.target, 0) {
+        Ok((h, p)) if p != 0 => (h, p),
+        _ => return deny(sh, &client, &e, "bad_connect_target", t0),
+    };
+    e.host = normalize(&host);
+    e.port = port;
+    let addrs = match decide(&sh.rules, sh.resolver.as_ref(), &host, port) {
+        Ok(a) => a,
+        Err(d) => return deny(sh, &client, &e, &d.0, t0),
+    };
+    let mut c = &client;
+    if c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .is_err()
+    {
+        return log(
+            sh,
+            Entry {
+                allowed: true,
+                reason: "client_gone".into(),
+                ..e
+            },
+        );
+    }
+    let mut reader = (&rest[..]).chain(&client);
+    let first = wire::read_first_record(&mut reader);
+    let leftover = reader.into_inner().0.to_vec();
+    let is_ip = host.starts_with('[') || host.parse::<std::net::IpAddr>().is_ok();
+    let hello = match first {
+        Ok(First::Tls(rec)) => match wire::client_hello_sni(&rec) {
+            Ok(Some(sni)) if normalize(&sni) == e.host => rec,
+            Ok(None) if is_ip => rec,
+            Ok(Some(_)) => return refuse(sh, &client, &e, "sni_mismatch", t0),
+            Ok(None) => return refuse(sh, &client, &e, "tls_without_sni", t0),
+            Err(why) => return refuse(sh, &client, &e, why, t0),
+        },
+        Ok(First::NotTls(_)) => return refuse(sh, &client, &e, "connect_not_tls", t0),
+        Err(why) => return refuse(sh, &client, &e, why, t0),
+    };
+    let Some(up) = connect_upstream(sh, &addrs) else {
+        return connect_failed(sh, &client, e, t0);
+    };
+    e.address = up.peer_addr().ok().map(|a| a.to_string());
+    let mut first = hello;
+    first.extend_from_slice(&leftover);
+    relay(sh, client, up, first, e, t0);
+}
+
+/// An allowed destination that did not answer: logged, then the program's connection closed.
+fn connect_failed(sh: &Shared, client: &TcpStream, e: Entry, t0: Instant) {
+    let ms = t0.elapsed().as_millis() as u64;
+    log(
+        sh,
+        Entry {
+            allowed: true,
+            reason: "connect_failed".into(),
+            ms,
+            ..e
+        },
+    );
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+/// Headers a proxy consumes or replaces: never forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "proxy-connection",
+    "proxy-authorization",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+];
+
+/// An absolute-form plain-HTTP request: its `Host` must name the URL's host and port; it
+/// goes upstream in origin form with `Connection: close`, its body (Content-Length only)
+/// after it, and the response comes back until the upstream closes. One request per
+/// connection: nothing the program sends after the body is read.
+fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entry, t0: Instant) {
+    let (host, port, path) = match wire::parse_http_url(&head.target) {
+        Ok(x) => x,
+        Err(why) => return deny(sh, &client, &e, why, t0),
+    };
+    e.host = normalize(&host);
+    e.port = port;
+    if !sh.rules.allow_http {
+        return deny(sh, &client, &e, "plain_http_denied", t0);
+    }
+    let host_hdr = match head.one("host") {
+        Ok(Some(h)) => h,
+        Ok(None) => return deny(sh, &client, &e, "host_header_missing", t0),
+        Err(why) => return deny(sh, &client, &e, why, t0),
+    };
+    match wire::split_authority(host_hdr, 80) {
+        Ok((h, p)) if normalize(&h) == e.host && p == port => {}
+        _ => return deny(sh, &client, &e, "host_mismatch", t0),
+    }
+    if head.one("transfer-encoding").map_or(true, |v| v.is_some()) {
+        return deny(sh, &client, &e, "request_transfer_encoding_unsupported", t0);
+    }
+    let body_len = match head.one("content-length") {
+        Ok(None) => 0,
+        Ok(Some(v)) => match v.parse::<u64>() {
+            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => return deny(sh, &client, &e, "bad_content_length", t0),
+        },
+        Err(why) => return deny(sh, &client, &e, why, t0),
+    };
+    let addrs = match decide(&sh.rules, sh.resolver.as_ref(), &host, port) {
+        Ok(a) => a,
+        Err(d) => return deny(sh, &client, &e, &d.0, t0),
+    };
+    let Some(up) = connect_upstream(sh, &addrs) else {
+        return connect_failed(sh, &client, e, t0);
+    };
+    e.address = up.peer_addr().ok().map(|a| a.to_string());
+    let mut out = format!("{} {path} HTTP/1.1\r\n", head.method).into_bytes();
+    for (n, v) in &head.headers {
+        if !HOP_BY_HOP.iter().any(|h| n.eq_ignore_ascii_case(h)) {
+            out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+        }
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    // The body: what came with the head, then the rest from the socket, exactly body_len.
+    let mut body = rest;
+    body.truncate(body_len.min(usize::MAX as u64) as usize);
+    let more = body_len - body.len() as u64;
+    out.extend_from_slice(&body);
+    let client_body = (&client).take(more);
+    relay_request(sh, &client, client_body, up, out, e, t0);
+}
+
+/// How a transfer ended: `ok`, or what cut it.
+fn end_reason(r: Result<(), &'static str>) -> &'static str {
+    r.err().unwrap_or("ok")
+}
+
+/// Copy `from` → `to`, counting into `mine` and the run's `total` under `limit`. Ok at EOF.
+fn pump(
+    from: &mut impl Read,
+    to: &TcpStream,
+    mine: &AtomicU64,
+    total: &AtomicU64,
+    limit: u64,
+    over: &'static str,
+) -> Result<(), &'static str> {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err("idle_timeout")
+            }
+            Err(_) => return Err("connection_reset"),
+        };
+        if !add_within(total, n as u64, limit) {
+            return Err(over);
+        }
+        let mut t = to;
+        if t.write_all(&buf[..n]).is_err() {
+            total.fetch_sub(n as u64, SeqCst);
+            return Err("connection_reset");
+        }
+        mine.fetch_add(n as u64, SeqCst);
+    }
+}
+
+/// Add `n` to `total` unless that would pass `limit`.
+fn add_within(total: &AtomicU64, n: u64, limit: u64) -> bool {
+    total
+        .fetch_update(SeqCst, SeqCst, |t| t.checked_add(n).filter(|s| *s <= limit))
+        .is_ok()
+}
+
+fn send_counted(
+    sh: &Shared,
+    to: &TcpStream,
+    bytes: &[u8],
+    mine: &AtomicU64,
+) -> Result<(), &'static str> {
+    if !add_within(&sh.bytes_out, bytes.len() as u64, sh.rules.limits.bytes_out) {
+        return Err("bytes_out_limit");
+    }
+    let mut t = to;
+    t.write_all(bytes).map_err(|_| "connection_reset")?;
+    mine.fetch_add(bytes.len() as u64, SeqCst);
+    Ok(())
+}
+
+/// A tunnel: `first` (the ClientHello and what followed it) upstream, then both ways.
+fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry, t0: Instant) {
+    let lim = &sh.rules.limits;
+    let _ = client.set_read_timeout(Some(lim.idle));
+    let _ = up.set_read_timeout(Some(lim.idle));
+    let (bin, bout) = (AtomicU64::new(0), AtomicU64::new(0));
+    let mut out_end = send_counted(sh, &up, &first, &bout);
+    let mut in_end = Ok(());
+    if out_end.is_ok() {
+        std::thread::scope(|s| {
+            let (c2, u2) = (&client, &up);
+            let outward = s.spawn(|| {
+                let r = pump(
+                    &mut &*c2,
+                    u2,
+                    &bout,
+                    &sh.bytes_out,
+                    lim.bytes_out,
+                    "bytes_out_limit",
+                );
+                finish_direction(r, c2, u2);
+                r
+            });
+            in_end = pump(
+                &mut &up,
+                &client,
+                &bin,
+                &sh.bytes_in,
+                lim.bytes_in,
+                "bytes_in_limit",
+            );
+            finish_direction(in_end, &up, &client);
+            out_end = outward.join().unwrap_or(Err("relay_panicked"));
+        });
+    }
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = up.shutdown(Shutdown::Both);
+    let reason = end_reason(in_end.and(out_end));
+    log(
+        sh,
+        Entry {
+            bytes_in: bin.load(SeqCst),
+            bytes_out: bout.load(SeqCst),
+            allowed: true,
+            reason: reason.into(),
+            ms: t0.elapsed().as_millis() as u64,
+            ..e
+        },
+    );
+}
+
+/// One direction ended: at EOF pass the half-close on; on anything else cut both sockets.
+fn finish_direction(r: Result<(), &'static str>, from: &TcpStream, to: &TcpStream) {
+    match r {
+        Ok(()) => {
+            let _ = to.shutdown(Shutdown::Write);
+        }
+        Err(_) => {
+            let _ = from.shutdown(Shutdown::Both);
+            let _ = to.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A plain-HTTP request: the rewritten head and body upstream, then the response back.
+fn relay_request(
+    sh: &Shared,
+    client: &TcpStream,
+    mut body: impl Read,
+    up: TcpStream,
+    head: Vec<u8>,
+    e: Entry,
+    t0: Instant,
+) {
+    let lim = &sh.rules.limits;
+    let _ = client.set_read_timeout(Some(lim.idle));
+    let _ = up.set_read_timeout(Some(lim.idle));
+    let (bin, bout) = (AtomicU64::new(0), AtomicU64::new(0));
+    let sent = send_counted(sh, &up, &head, &bout).and_then(|_| {
+        pump(
+            &mut body,
+            &up,
+            &bout,
+            &sh.bytes_out,
+            lim.bytes_out,
+            "bytes_out_limit",
+        )
+    });
+    let got = match sent {
+        Ok(()) => pump(
+            &mut &up,
+            client,
+            &bin,
+            &sh.bytes_in,
+            lim.bytes_in,
+            "bytes_in_limit",
+        ),
+        Err(w) => Err(w),
+    };
+    // Logged before the close the program waits for: its next request is logged after.
+    log(
+        sh,
+        Entry {
+            bytes_in: bin.load(SeqCst),
+            bytes_out: bout.load(SeqCst),
+            allowed: true,
+            reason: end_reason(got).into(),
+            ms: t0.elapsed().as_millis() as u64,
+            ..e
+        },
+    );
+    let _ = client.shutdown(Shutdown::Both);
+    let _ = up.shutdown(Shutdown::Both);
+}
+
+#[cfg(test)]
+#[path = "proxy_tests.rs"]
+mod tests;

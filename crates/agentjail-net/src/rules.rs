@@ -1,0 +1,237 @@
+//! The allowlist as the proxy holds it: host patterns with their ports, the private ranges
+//! it may still reach, the limits. Built from a policy's `[network]` table by the main
+//! crate, which reports [`Rules::parse_allow`]'s errors as policy errors.
+
+use crate::addr::Cidr;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// What an `allow` entry names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    /// One host name, lower case, no trailing dot.
+    Name(String),
+    /// `*.example.com`: any name ending in `.example.com` (not `example.com` itself).
+    Suffix(String),
+    /// A bare IP address: reachable only because it is listed.
+    Ip(IpAddr),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allow {
+    pub host: Host,
+    pub port: u16,
+}
+
+/// Per-run limits; every one is counted over the whole run (all connections together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub connections: u32,
+    pub requests: u32,
+    /// A read that waits longer than this ends the transfer (slow peers, stalled clients).
+    pub idle: Duration,
+    /// The upstream connect, and the request head or ClientHello from the program.
+    pub connect: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            bytes_in: 64 << 20,
+            bytes_out: 1 << 20,
+            connections: 32,
+            requests: 64,
+            idle: Duration::from_secs(30),
+            connect: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rules {
+    pub allow: Vec<Allow>,
+    pub allow_private: Vec<Cidr>,
+    pub allow_http: bool,
+    pub limits: Limits,
+}
+
+/// A host name as the proxy compares it: lower case, without one trailing dot.
+pub fn normalize(host: &str) -> String {
+    host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase()
+}
+
+/// Letters, digits, `-` and `_` in dot-separated labels of 1..=63, 253 at most.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+/// Split `host:port` (`[v6]:port` for IPv6). The port is required.
+pub fn split_host_port(s: &str) -> Result<(&str, u16), String> {
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, p) = rest
+            .split_once("]:")
+            .ok_or_else(|| format!("{s:?}: write an IPv6 address as [addr]:port"))?;
+        (h, p)
+    } else {
+        s.rsplit_once(':')
+            .ok_or_else(|| format!("{s:?} has no port: write host:port"))?
+    };
+    let port = port
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("{s:?}: the port must be 1..=65535"))?;
+    Ok((host, port))
+}
+
+impl Allow {
+    pub fn parse(s: &str) -> Result<Allow, String> {
+        let (host, port) = split_host_port(s)?;
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return Ok(Allow {
+                host: Host::Ip(ip),
+                port,
+            });
+        }
+        if s.starts_with('[') {
+            return Err(format!("{s:?}: not an IPv6 address"));
+        }
+        let name = normalize(host);
+        let host = match name.strip_prefix("*.") {
+            Some(suffix) if valid_name(suffix) && suffix.contains('.') => {
+                Host::Suffix(suffix.into())
+            }
+            Some(_) => {
+                return Err(format!(
+                "{s:?}: a wildcard is `*.` before a domain of two labels or more (*.example.com)"
+            ))
+            }
+            None if valid_name(&name) => Host::Name(name),
+            None => {
+                return Err(format!(
+                "{s:?} is not a host name (letters, digits, -, . only; * only as a leading `*.`)"
+            ))
+            }
+        };
+        Ok(Allow { host, port })
+    }
+
+    /// Whether this entry admits `host` (normalised) on `port`.
+    pub fn admits(&self, host: &str, ip: Option<IpAddr>, port: u16) -> bool {
+        if port != self.port {
+            return false;
+        }
+        match (&self.host, ip) {
+            (Host::Ip(listed), Some(ip)) => {
+                crate::addr::canonical(*listed) == crate::addr::canonical(ip)
+            }
+            (Host::Ip(_), None) => false,
+            (_, Some(_)) => false,
+            (Host::Name(n), None) => n == host,
+            (Host::Suffix(s), None) => {
+                host.len() > s.len() + 1
+                    && host.ends_with(s.as_str())
+                    && host.as_bytes()[host.len() - s.len() - 1] == b'.'
+            }
+        }
+    }
+}
+
+impl Rules {
+    /// The entries of a policy's `allow` list, each checked.
+    pub fn parse_allow(list: &[String]) -> Result<Vec<Allow>, String> {
+        list.iter().map(|s| Allow::parse(s)).collect()
+    }
+
+    pub fn parse_private(list: &[String]) -> Result<Vec<Cidr>, String> {
+        list.iter().map(|s| Cidr::parse(s)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_entries() {
+        assert_eq!(
+            Allow::parse("PyPI.org.:443").unwrap(),
+            Allow {
+                host: Host::Name("pypi.org".into()),
+                port: 443
+            }
+        );
+        assert_eq!(
+            Allow::parse("*.example.com:8443").unwrap().host,
+            Host::Suffix("example.com".into())
+        );
+        assert_eq!(
+            Allow::parse("[::1]:80").unwrap().host,
+            Host::Ip("::1".parse().unwrap())
+        );
+        assert_eq!(
+            Allow::parse("10.0.0.1:80").unwrap().host,
+            Host::Ip("10.0.0.1".parse().unwrap())
+        );
+        for bad in [
+            "pypi.org",
+            "pypi.org:0",
+            "pypi.org:70000",
+            "pypi.org:x",
+            "*:443",
+            "*.com:443",
+            "a.*.com:443",
+            "-a.com:443",
+            "a..com:443",
+            ":443",
+            "[::1:80",
+            "[nothost]:80",
+            "exa mple.com:443",
+            "a/b.com:443",
+            "*example.com:443",
+        ] {
+            assert!(Allow::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn matching() {
+        let exact = Allow::parse("pypi.org:443").unwrap();
+        assert!(exact.admits("pypi.org", None, 443));
+        assert!(!exact.admits("pypi.org", None, 80));
+        assert!(!exact.admits("evilpypi.org", None, 443));
+        assert!(!exact.admits("pypi.org.evil.com", None, 443));
+        let wild = Allow::parse("*.example.com:443").unwrap();
+        assert!(wild.admits("a.example.com", None, 443));
+        assert!(wild.admits("a.b.example.com", None, 443));
+        assert!(!wild.admits("example.com", None, 443));
+        assert!(!wild.admits("badexample.com", None, 443));
+        assert!(!wild.admits(".example.com", None, 443));
+        let ip = Allow::parse("10.0.0.1:80").unwrap();
+        assert!(ip.admits("10.0.0.1", Some("10.0.0.1".parse().unwrap()), 80));
+        assert!(ip.admits("", Some("::ffff:10.0.0.1".parse().unwrap()), 80));
+        assert!(
+            !ip.admits("10.0.0.1", None, 80),
+            "a name never matches an IP entry"
+        );
+        assert!(!exact.admits("1.2.3.4", Some("1.2.3.4".parse().unwrap()), 443));
+    }
+
+    #[test]
+    fn names() {
+        assert!(valid_name("a-b.c_d.example"));
+        assert!(!valid_name(&"a".repeat(64)));
+        assert!(!valid_name(""));
+        assert_eq!(normalize("Example.COM."), "example.com");
+    }
+}

@@ -1,0 +1,235 @@
+//! `agentjail run` under a network allowlist, as root and as nobody: the checked Python
+//! program fetches from a listed host (a test server on host loopback, admitted by
+//! `allow_private`), every other host is refused by the proxy, and the record's `network`
+//! lists both. The attacks themselves are tests/jail/network.rs (through `exec`).
+
+use crate::common::serve;
+use crate::common::*;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+/// One fixed answer per connection, on 127.0.0.1.
+fn site() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nfetched",
+            );
+        }
+    });
+    port
+}
+
+fn policy(port: u16) -> std::path::PathBuf {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/default.toml"
+    ))
+    .unwrap();
+    let start = base.find("[network]").unwrap();
+    let end = start + base[start..].find("[seccomp]").unwrap();
+    let net = format!(
+        "[network]\nmode = \"allowlist\"\nallow = [\"localhost:{port}\"]\nallow_private = [\"127.0.0.1/32\"]\nallow_http = true\n\n"
+    );
+    let text = format!("{}{net}{}", &base[..start], &base[end..])
+        .replace(
+            "allowed_imports = [\"json\", \"statistics\"]",
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\"]",
+        )
+        .replace("\"connect\", \"request\", \"urlopen\",", "\"connect\",")
+        .replace("deny_url_literals = true", "deny_url_literals = false")
+        .replace(
+            "\"pipes\", \"exec\", \"system_info\",\n]",
+            "\"pipes\", \"exec\", \"system_info\", \"network\",\n]",
+        )
+        .replace("wall_time_ms = 2000", "wall_time_ms = 20000")
+        .replace("cpu_time_ms = 2000", "cpu_time_ms = 10000");
+    shared_file(&format!("net-run-{port}.toml"), &text)
+}
+
+#[test]
+fn run_fetches_from_the_list_and_records_every_request() {
+    let port = site();
+    let pol = policy(port);
+    let code = format!(
+        "import json, urllib.request\nok = urllib.request.urlopen('http://localhost:{port}/x', timeout=10).read().decode()\ntry:\n    urllib.request.urlopen('http://evil.test/', timeout=10)\n    other = 'reached'\nexcept Exception as e:\n    other = str(e)\nprint(json.dumps({{'ok': ok, 'other': other}}))\n"
+    );
+    let action = json!({"id": "net", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let bytes = serde_json::to_vec(&action).unwrap();
+    for who in variants() {
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &bytes, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        assert_eq!(r.record["output"]["ok"], "fetched");
+        assert_eq!(r.record["output"]["other"], "HTTP Error 403: Forbidden");
+        let reqs = r.record["network"]["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), 2, "{reqs:#?}");
+        assert_eq!(
+            (reqs[0]["host"].as_str(), reqs[0]["allowed"].as_bool()),
+            (Some("localhost"), Some(true))
+        );
+        assert_eq!(reqs[1]["host"], "evil.test");
+        assert_eq!(reqs[1]["reason"], "not_allowlisted");
+        // A "denied" network hint narrows the list to nothing for this action.
+        let mut narrowed = action.clone();
+        narrowed["policy_hints"] = json!({"network_access": "denied"});
+        let r = run_as(
+            who,
+            &["--policy", pol.to_str().unwrap()],
+            &serde_json::to_vec(&narrowed).unwrap(),
+            None,
+        );
+        assert!(
+            r.stop_reason().starts_with("code_runtime_error"),
+            "{who:?}: {:#}",
+            r.record
+        );
+        let net = &r.record["network"];
+        assert_eq!(net["narrowed_by_hint"], true);
+        assert_eq!(net["requests"][0]["reason"], "not_allowlisted");
+    }
+}
+
+/// One JSON line to `serve`, one back.
+fn ask(
+    f: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
+    req: serde_json::Value,
+) -> serde_json::Value {
+    use std::io::BufRead;
+    let mut line = serde_json::to_vec(&req).unwrap();
+    line.push(b'\n');
+    f.get_mut().write_all(&line).unwrap();
+    let mut answer = String::new();
+    f.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+/// A running `serve`: stopped with SIGTERM (it ends its jails and removes their cgroups)
+/// and reaped when dropped, a failed assertion included.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// `agentjail serve` on a socket in `dir` as `who`, and a connection to it.
+fn serve_on(
+    who: Who,
+    dir: &std::path::Path,
+    pol: &std::path::Path,
+    extra: &[&str],
+) -> (Server, std::io::BufReader<std::os::unix::net::UnixStream>) {
+    let sock = dir.join("s.sock");
+    let server = serve::command(who, agentjail_path())
+        .args(["serve", "--policy", pol.to_str().unwrap(), "--socket"])
+        .arg(&sock)
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server(server);
+    let s = (0..1500)
+        .find_map(|_| {
+            std::os::unix::net::UnixStream::connect(&sock)
+                .ok()
+                .or_else(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    None
+                })
+        })
+        .expect("serve listens");
+    (server, std::io::BufReader::new(s))
+}
+
+#[test]
+fn a_zygote_jail_hands_its_listener_over() {
+    if !zygote_built() {
+        return;
+    }
+    let port = site();
+    let pol = policy(port);
+    let code = format!("import json, urllib.request as u\nprint(json.dumps({{'ok': u.urlopen('http://localhost:{port}/', timeout=10).read().decode()}}))\n");
+    let action = json!({"id": "z", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    for who in variants() {
+        let dir = serve::scratch("netz");
+        let (_server, mut f) = serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
+        // Every job must fetch; the first ones may start cold while the template warms up,
+        // and one must come from the zygote.
+        let mut zygote = false;
+        for n in 0..30 {
+            let r = &ask(&mut f, json!({"id": n, "op": "run", "action": action}))["record"];
+            assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+            assert_eq!(r["output"]["ok"], "fetched");
+            assert_eq!(r["network"]["requests"][0]["reason"], "ok");
+            let controls = r["enforcement"].as_array().unwrap();
+            zygote = controls
+                .iter()
+                .any(|c| c["control"] == "address_space_layout");
+            if zygote {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(zygote, "{who:?}: no job ran in a zygote's jail");
+    }
+}
+
+#[test]
+fn a_session_keeps_its_proxy_and_each_call_records_its_requests() {
+    let port = site();
+    let pol = policy(port);
+    for who in variants() {
+        let dir = serve::scratch("net");
+        let (_server, mut f) = serve_on(
+            who,
+            dir.path(),
+            &pol,
+            &["--pool", "0", "--session-pool", "0"],
+        );
+        let sid = ask(&mut f, json!({"id": "s", "op": "session_start"}))["session"].clone();
+        assert!(sid.is_string(), "{who:?}");
+        let fetch = format!("import urllib.request as u\nb = u.urlopen('http://localhost:{port}/', timeout=10).read().decode()\nb");
+        let r = &ask(
+            &mut f,
+            json!({"id": "1", "op": "session_exec", "session": sid, "code": fetch}),
+        )["record"];
+        assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        assert_eq!(r["value"], "'fetched'");
+        assert_eq!(r["network"]["requests"][0]["reason"], "ok");
+        let evil = "try:\n    u.urlopen('http://evil.test/', timeout=10)\nexcept Exception as e:\n    x = str(e)\nx";
+        let r = &ask(
+            &mut f,
+            json!({"id": "2", "op": "session_exec", "session": sid, "code": evil}),
+        )["record"];
+        let reqs = r["network"]["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), 1, "only this call's requests: {reqs:#?}");
+        assert_eq!(
+            (reqs[0]["host"].as_str(), reqs[0]["reason"].as_str()),
+            (Some("evil.test"), Some("not_allowlisted"))
+        );
+        assert_eq!(
+            r["network"]["request_count"], 2,
+            "the session's count so far"
+        );
+        assert_eq!(
+            ask(
+                &mut f,
+                json!({"id": "c", "op": "session_close", "session": sid})
+            )["closed"],
+            true
+        );
+    }
+}
