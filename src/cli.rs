@@ -112,6 +112,9 @@ pub enum Command {
         /// With --http: bearer tokens, one `NAME TOKEN` per line (mode 0600 or stricter); required on an address that is not loopback.
         #[arg(long, value_name = "FILE", requires = "http")]
         token_file: Option<PathBuf>,
+        /// With --http, inside a pod: start one workspace the server owns and serve it at the Kubernetes agent-sandbox runtime's routes (GET /, POST /execute, POST /upload, GET /download|list|exists/PATH).
+        #[arg(long, requires = "http")]
+        pod_workspace: bool,
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,

@@ -980,6 +980,7 @@ pub fn command(command: crate::cli::Command) -> i32 {
         audit_log,
         http,
         token_file: _,
+        pod_workspace: _,
     } = command
     else {
         unreachable!("serve_command is called with Command::Serve only");

@@ -8,9 +8,11 @@
 
 mod auth;
 mod metrics;
+mod multipart;
 mod routes;
 mod sandboxfusion;
 mod server;
+mod workspaces;
 
 use agentjail::cli::{Cli, Command};
 use clap::Parser;
@@ -31,6 +33,7 @@ fn main() {
         audit_log,
         http: Some(addr),
         token_file,
+        pod_workspace,
         ..
     } = cli.command
     else {
@@ -50,5 +53,6 @@ fn main() {
         addr,
         token_file,
         audit_log,
+        pod_workspace,
     }));
 }

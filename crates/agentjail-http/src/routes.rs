@@ -31,6 +31,18 @@ pub enum Route {
     Healthz,
     Metrics,
     RunCode,
+    WorkspaceStart,
+    WorkspaceExec(String),
+    WorkspacePut(String),
+    WorkspaceGet(String),
+    WorkspaceClose(String),
+    /// The agent-sandbox runtime's routes (`--pod-workspace`).
+    PodHealth,
+    PodExecute,
+    PodUpload,
+    PodDownload(String),
+    PodList(String),
+    PodExists(String),
 }
 
 /// Longest session id taken from a path (ids are 32 hex digits).
@@ -53,7 +65,23 @@ pub fn route(method: &Method, path: &str) -> Result<Route, Resp> {
         "/healthz" => return only(Method::GET, Route::Healthz),
         "/metrics" => return only(Method::GET, Route::Metrics),
         "/run_code" => return only(Method::POST, Route::RunCode),
+        "/v1/workspaces" => return only(Method::POST, Route::WorkspaceStart),
+        "/" => return only(Method::GET, Route::PodHealth),
+        "/execute" => return only(Method::POST, Route::PodExecute),
+        "/upload" => return only(Method::POST, Route::PodUpload),
         _ => {}
+    }
+    for (prefix, r) in [
+        ("/download/", Route::PodDownload as fn(String) -> Route),
+        ("/list/", Route::PodList),
+        ("/exists/", Route::PodExists),
+    ] {
+        if let Some(p) = path.strip_prefix(prefix) {
+            return only(Method::GET, r(p.to_string()));
+        }
+    }
+    if let Some(rest) = path.strip_prefix("/v1/workspaces/") {
+        return workspace_route(method, rest);
     }
     let Some(rest) = path.strip_prefix("/v1/sessions/") else {
         return Err(error(StatusCode::NOT_FOUND, "not_found", "no such route"));
@@ -71,6 +99,41 @@ pub fn route(method: &Method, path: &str) -> Result<Route, Resp> {
         "" => only(Method::DELETE, Route::SessionClose(id.to_string())),
         _ => Err(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     }
+}
+
+/// `/v1/workspaces/{id}/exec|put|get` (POST) and `/v1/workspaces/{id}` (DELETE).
+fn workspace_route(method: &Method, rest: &str) -> Result<Route, Resp> {
+    let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let id_ok =
+        !id.is_empty() && id.len() <= MAX_SESSION_ID && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let make: fn(String) -> Route = match tail {
+        "exec" => Route::WorkspaceExec,
+        "put" => Route::WorkspacePut,
+        "get" => Route::WorkspaceGet,
+        "" => Route::WorkspaceClose,
+        _ => return Err(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
+    };
+    if !id_ok {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            "unknown_workspace",
+            "no such workspace for this caller",
+        ));
+    }
+    let want = if tail.is_empty() {
+        Method::DELETE
+    } else {
+        Method::POST
+    };
+    if *method != want {
+        return Err(method_not_allowed(want.as_str()));
+    }
+    Ok(make(id.to_string()))
+}
+
+/// A response of raw bytes.
+pub fn bytes_resp(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
+    respond(status, content_type, body)
 }
 
 fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
@@ -126,6 +189,32 @@ fn engine_error(e: EngineError) -> Resp {
     error(status, e.code, &message)
 }
 
+impl Route {
+    /// The agent-sandbox runtime's routes (`--pod-workspace`).
+    pub fn is_pod(&self) -> bool {
+        matches!(
+            self,
+            Route::PodHealth
+                | Route::PodExecute
+                | Route::PodUpload
+                | Route::PodDownload(_)
+                | Route::PodList(_)
+                | Route::PodExists(_)
+        )
+    }
+
+    fn is_workspace(&self) -> bool {
+        matches!(
+            self,
+            Route::WorkspaceStart
+                | Route::WorkspaceExec(_)
+                | Route::WorkspacePut(_)
+                | Route::WorkspaceGet(_)
+                | Route::WorkspaceClose(_)
+        ) || self.is_pod()
+    }
+}
+
 /// Who called: the token's name (with tokens), the peer's uid (a unix socket), both or
 /// neither (loopback without tokens).
 #[derive(Clone)]
@@ -136,7 +225,7 @@ pub struct Caller {
 
 impl Caller {
     /// Whose sessions these are: the token's, else the uid's, else every anonymous caller's.
-    fn key(&self) -> String {
+    pub fn key(&self) -> String {
         match (&self.token, self.uid) {
             (Some(t), _) => format!("token:{t}"),
             (None, Some(u)) => format!("uid:{u}"),
@@ -226,11 +315,21 @@ pub async fn handle(st: Arc<State>, uid: Option<u32>, req: Request<Incoming>) ->
             .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
         return resp;
     };
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let body = match read_body(&st, req).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };
-    let resp = dispatch(&st, r, caller, body).await;
+    let resp = if r.is_workspace() {
+        crate::workspaces::dispatch(&st, r, &caller, body, content_type).await
+    } else {
+        dispatch(&st, r, caller, body).await
+    };
     drop(slot);
     resp
 }
@@ -274,7 +373,7 @@ async fn read_body(st: &State, req: Request<Incoming>) -> Result<Bytes, Resp> {
 
 /// Run `f` on a job thread, at most `jobs` at once (waiting or running on tokio's blocking
 /// threads).
-async fn blocking<T: Send + 'static>(
+pub async fn blocking<T: Send + 'static>(
     st: &Arc<State>,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Resp> {
@@ -301,7 +400,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// A record's last touches: who called, the audit log, the metrics, the pool's refills.
-fn finish(
+pub fn finish(
     st: &State,
     record: &mut agentjail::pipeline::record::Sealed,
     caller: &Caller,
@@ -317,7 +416,7 @@ fn finish(
     st.engine.answered();
 }
 
-fn strict(body: &[u8]) -> Result<Value, String> {
+pub fn strict(body: &[u8]) -> Result<Value, String> {
     let limits = agentjail_json::ReadLimits {
         max_bytes: MAX_BODY_BYTES,
         ..Default::default()
@@ -325,7 +424,7 @@ fn strict(body: &[u8]) -> Result<Value, String> {
     agentjail_json::parse_strict(body, &limits).map_err(|e| e.to_string())
 }
 
-fn bad_request(message: &str) -> Resp {
+pub fn bad_request(message: &str) -> Resp {
     error(StatusCode::BAD_REQUEST, "bad_request", message)
 }
 
@@ -401,6 +500,8 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
         }
         Route::RunCode => Ok(run_code(st, caller, body, started).await),
         Route::Healthz => Ok(json_resp(StatusCode::OK, &json!({"ok": true}))),
+        // Answered by crate::workspaces::dispatch.
+        _ => Ok(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     };
     answer.unwrap_or_else(|resp| resp)
 }
@@ -416,7 +517,7 @@ fn stats(st: &State) -> Value {
 }
 
 /// `POST /v1/sessions`: an empty body, or `{"policy_hints": {...}}`.
-fn session_hints(body: &[u8]) -> Result<Option<Value>, String> {
+pub fn session_hints(body: &[u8]) -> Result<Option<Value>, String> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -514,6 +615,40 @@ mod tests {
             Some(Route::SessionClose(id.into()))
         );
         assert_eq!(code_of(route(&Method::GET, "/v1/run")), 405);
+        assert_eq!(
+            route(&Method::POST, "/v1/workspaces").ok(),
+            Some(Route::WorkspaceStart)
+        );
+        for (tail, r) in [
+            ("/exec", Route::WorkspaceExec(id.into())),
+            ("/put", Route::WorkspacePut(id.into())),
+            ("/get", Route::WorkspaceGet(id.into())),
+        ] {
+            let p = format!("/v1/workspaces/{id}{tail}");
+            assert_eq!(route(&Method::POST, &p).ok(), Some(r));
+            assert_eq!(code_of(route(&Method::GET, &p)), 405);
+        }
+        assert_eq!(
+            route(&Method::DELETE, &format!("/v1/workspaces/{id}")).ok(),
+            Some(Route::WorkspaceClose(id.into()))
+        );
+        assert_eq!(
+            code_of(route(&Method::POST, "/v1/workspaces/..%2Fx/exec")),
+            404
+        );
+        assert_eq!(
+            code_of(route(&Method::POST, &format!("/v1/workspaces/{id}/run"))),
+            404
+        );
+        assert_eq!(
+            route(&Method::GET, "/download/a%2Fb").ok(),
+            Some(Route::PodDownload("a%2Fb".into()))
+        );
+        assert_eq!(
+            route(&Method::POST, "/execute").ok(),
+            Some(Route::PodExecute)
+        );
+        assert_eq!(code_of(route(&Method::POST, "/download/x")), 405);
         for p in [
             "/v1/sessions/../stats",
             "/v1/sessions/%2e%2e/stats",
@@ -581,6 +716,13 @@ mod tests {
                     proptest::prop_assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
                     proptest::prop_assert!(path.starts_with("/v1/sessions/"));
                 }
+                Ok(Route::WorkspaceExec(id) | Route::WorkspacePut(id) | Route::WorkspaceGet(id) | Route::WorkspaceClose(id)) => {
+                    proptest::prop_assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+                    proptest::prop_assert!(path.starts_with("/v1/workspaces/"));
+                }
+                // A runtime route's path is decoded, then held to the workspace's path rules
+                // (workspaces.rs).
+                Ok(Route::PodDownload(_) | Route::PodList(_) | Route::PodExists(_)) => {}
                 Ok(_) => proptest::prop_assert!(!path.contains("..") && !path.contains('%')),
                 Err(r) => {
                     let code = r.status().as_u16();

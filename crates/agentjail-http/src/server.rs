@@ -47,6 +47,8 @@ pub struct Args {
     pub addr: String,
     pub token_file: Option<PathBuf>,
     pub audit_log: Option<PathBuf>,
+    /// `--pod-workspace`: one workspace the server owns, at the agent-sandbox runtime routes.
+    pub pod_workspace: bool,
 }
 
 /// Where to listen.
@@ -85,6 +87,8 @@ pub struct State {
     /// to its caller, not to one TCP connection.
     owners: Mutex<HashMap<String, u64>>,
     pub pod: String,
+    /// With `--pod-workspace`: the workspace the runtime routes use.
+    pub pod_workspace: Option<crate::workspaces::PodWorkspace>,
 }
 
 impl State {
@@ -175,6 +179,34 @@ fn hostname() -> String {
         .unwrap_or_default()
 }
 
+/// The one-thread runtime that reads requests, and its blocking threads that run jobs.
+fn runtime(jobs: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        // The check and the schema validator recurse over hostile input within their own
+        // bounds; the job threads get the stack serve's workers get.
+        .thread_stack_size(16 * 1024 * 1024)
+        .max_blocking_threads(jobs.max(1) + 4)
+        .thread_name("agentjail-http-job")
+        .build()
+        .map_err(|e| format!("cannot start the HTTP runtime: {e}"))
+}
+
+/// With `--pod-workspace`, its workspace, started now; the engine is shut down when it
+/// cannot be.
+fn pod_workspace(
+    on: bool,
+    engine: &Engine,
+) -> Result<Option<crate::workspaces::PodWorkspace>, String> {
+    if !on {
+        return Ok(None);
+    }
+    crate::workspaces::PodWorkspace::start(engine)
+        .map(Some)
+        .inspect_err(|_| engine.shutdown())
+}
+
 /// `agentjail serve --http`; returns the exit code.
 pub fn serve(args: Args) -> i32 {
     // Blocked before any thread starts: every thread inherits the mask.
@@ -194,18 +226,9 @@ pub fn serve(args: Args) -> i32 {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        // The check and the schema validator recurse over hostile input within their own
-        // bounds; the job threads get the stack serve's workers get.
-        .thread_stack_size(16 * 1024 * 1024)
-        .max_blocking_threads(args.jobs.max(1) + 4)
-        .thread_name("agentjail-http-job")
-        .build()
-    {
+    let runtime = match runtime(args.jobs) {
         Ok(r) => r,
-        Err(e) => return fail(format!("cannot start the HTTP runtime: {e}")),
+        Err(e) => return fail(e),
     };
     let listener = match runtime.block_on(async { bind(&addr) }) {
         Ok(l) => l,
@@ -213,6 +236,10 @@ pub fn serve(args: Args) -> i32 {
     };
     let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    let pod_workspace = match pod_workspace(args.pod_workspace, &engine) {
+        Ok(p) => p,
         Err(e) => return fail(e),
     };
     let jobs = args.jobs.max(1);
@@ -228,6 +255,7 @@ pub fn serve(args: Args) -> i32 {
         max_connections: connection_limit(),
         owners: Mutex::new(HashMap::new()),
         pod: hostname(),
+        pod_workspace,
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let watcher = std::thread::Builder::new()
@@ -250,6 +278,9 @@ pub fn serve(args: Args) -> i32 {
     eprintln!("agentjail: serving HTTP on {shown}");
     runtime.block_on(run(Arc::clone(&state), listener, stop_rx));
     runtime.shutdown_timeout(Duration::from_secs(5));
+    if let Some(p) = &state.pod_workspace {
+        p.close(&engine);
+    }
     engine.shutdown();
     0
 }

@@ -728,3 +728,201 @@ fn agentjail_serve_http_execs_this_binary() {
     let s = start_with(main.to_str().unwrap(), "unix:{dir}/a.sock", &[]);
     assert_eq!(get(&s.target, "/healthz").json(), json!({"ok": true}));
 }
+
+const WORKSPACE_POLICY: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/workspace.toml");
+
+#[test]
+fn workspaces_keep_files_and_run_commands_across_requests() {
+    let s = start(
+        "127.0.0.1:0",
+        &["--policy", WORKSPACE_POLICY, "--pool", "1"],
+    );
+    let t = &s.target;
+    let r = request(t, "POST", "/v1/workspaces", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["workspace"].as_str().unwrap().to_string();
+    let url = |tail: &str| format!("/v1/workspaces/{id}/{tail}");
+
+    let put = post(
+        t,
+        &url("put"),
+        &json!({"files": [{"path": "src/calc.py", "content": "def add(a, b):\n    return a + b\n"},
+                          {"path": "/workspace/raw.bin", "content_base64": "AP8="}]}),
+    );
+    assert_eq!(put.status, 200, "{}", String::from_utf8_lossy(&put.body));
+    assert_eq!(put.json()["files"][0]["path"], "src/calc.py");
+
+    let rec = post(
+        t,
+        &url("exec"),
+        &json!({"command": "cd src && python3 -c 'import calc; print(calc.add(2, 3))' | tee ../out.txt"}),
+    )
+    .json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(rec["execution"]["stdout"], "5\n");
+    let rec = post(
+        t,
+        &url("exec"),
+        &json!({"argv": ["cat"], "stdin": "piped", "cwd": "src"}),
+    )
+    .json();
+    assert_eq!(rec["execution"]["stdout"], "piped", "{rec}");
+    let rec = post(t, &url("exec"), &json!({"command": "exit 3"})).json();
+    assert_eq!(rec["execution"]["exit_code"], 3, "{rec}");
+
+    let got = post(
+        t,
+        &url("get"),
+        &json!({"paths": ["out.txt", "raw.bin", "nope"]}),
+    )
+    .json();
+    assert_eq!(got["files"][0]["content_base64"], "NQo=", "{got}");
+    assert_eq!(got["files"][1]["bytes"], 2);
+    assert_eq!(got["files"][2]["error"], "not_found");
+
+    // Bad bodies and paths are refused with the route's error, and the workspace goes on.
+    for (tail, body) in [
+        ("exec", json!({"command": "true", "shell": "bash"})),
+        ("exec", json!({"argv": []})),
+        (
+            "exec",
+            json!({"command": "true", "env": {"LD_PRELOAD": "/workspace/x.so"}}),
+        ),
+        ("exec", json!({"command": "true", "cwd": "../etc"})),
+        (
+            "put",
+            json!({"files": [{"path": "../escape", "content": "x"}]}),
+        ),
+        ("get", json!({"paths": "out.txt"})),
+    ] {
+        let r = post(t, &url(tail), &body);
+        assert_eq!(
+            r.status,
+            400,
+            "{tail} {body}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        assert!(r.json()["error"]["code"].is_string());
+    }
+    let got = post(
+        t,
+        &url("get"),
+        &json!({"paths": ["../etc/passwd", "/etc/passwd"]}),
+    )
+    .json();
+    assert_eq!(got["files"][0]["error"], "bad_path", "{got}");
+    assert_eq!(got["files"][1]["error"], "bad_path", "{got}");
+    assert_eq!(
+        request(t, "GET", &url("exec"), &[], b"").status,
+        405,
+        "exec is POST"
+    );
+
+    let r = request(t, "DELETE", &format!("/v1/workspaces/{id}"), &[], b"");
+    assert_eq!(r.json(), json!({"closed": true}));
+    let r = post(t, &url("exec"), &json!({"command": "true"}));
+    assert_eq!(
+        r.status,
+        404,
+        "closed is gone: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(
+        post(t, "/v1/workspaces/zz/exec", &json!({"command": "true"})).status,
+        404
+    );
+}
+
+/// A multipart/form-data body as the agent-sandbox client (requests) sends it.
+fn multipart(filename: &str, content: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "agentjail-test-boundary";
+    let mut b = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\n\r\n"
+    )
+    .into_bytes();
+    b.extend_from_slice(content);
+    b.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), b)
+}
+
+#[test]
+fn the_pod_workspace_speaks_the_agent_sandbox_runtime() {
+    let s = start(
+        "127.0.0.1:0",
+        &[
+            "--policy",
+            WORKSPACE_POLICY,
+            "--pool",
+            "1",
+            "--pod-workspace",
+        ],
+    );
+    let t = &s.target;
+    assert_eq!(get(t, "/").json()["status"], "ok");
+
+    let (ct, body) = multipart("src/hello.py", b"print('hello from the pod')\n");
+    let r = request(t, "POST", "/upload", &[("Content-Type", &ct)], &body);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("src/hello.py"));
+
+    let r = post(
+        t,
+        "/execute",
+        &json!({"command": "python3 src/hello.py && echo oops >&2; exit 4"}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json(),
+        json!({"stdout": "hello from the pod\n", "stderr": "oops\n", "exit_code": 4})
+    );
+    // State lasts: a file a command wrote is there for the next request.
+    post(
+        t,
+        "/execute",
+        &json!({"command": "echo kept > src/state.txt"}),
+    );
+    let r = get(t, "/download/src%2Fstate.txt");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"kept\n");
+    assert_eq!(
+        r.header("content-type").as_deref(),
+        Some("application/octet-stream")
+    );
+    assert_eq!(get(t, "/download/src%2Fnone").status, 404);
+    for bad in ["%2e%2e%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "%zz", "a%00b"] {
+        let r = get(t, &format!("/download/{bad}"));
+        assert_eq!(r.status, 400, "{bad}: {}", String::from_utf8_lossy(&r.body));
+    }
+    // A symlink the code planted is not followed out of /workspace.
+    post(t, "/execute", &json!({"command": "ln -s /etc/passwd link"}));
+    let r = get(t, "/download/link");
+    assert_ne!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+
+    let list = get(t, "/list/src").json();
+    let mut names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hello.py", "state.txt"], "{list}");
+    assert_eq!(list[0]["type"], "file");
+    assert_eq!(get(t, "/exists/src%2Fhello.py").json()["exists"], true);
+    assert_eq!(get(t, "/exists/nope").json()["exists"], false);
+    assert_eq!(post(t, "/execute", &json!({"cmd": "ls"})).status, 422);
+
+    // Without --pod-workspace the runtime's routes are not there.
+    let plain = start(
+        "127.0.0.1:0",
+        &["--policy", WORKSPACE_POLICY, "--pool", "0"],
+    );
+    assert_eq!(
+        post(&plain.target, "/execute", &json!({"command": "true"})).status,
+        404
+    );
+}

@@ -51,7 +51,8 @@ impl Handler {
     pub fn new(engine: Arc<Engine>, owner: Owner, jobs: usize, audit: Option<PathBuf>) -> Self {
         let policy = &engine.policy().policy;
         let caps = tools::Capabilities::probe(policy);
-        let tools = tools::all(policy, caps);
+        let mut tools = tools::all(policy, caps);
+        tools.extend(crate::workspace::tools(policy));
         let instructions = tools::instructions(policy);
         Handler(Arc::new(Inner {
             engine,
@@ -92,8 +93,15 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let progress = Progress::of(&context);
-        let ends_work = [RUN_PYTHON, RUN_JAVASCRIPT, SESSION_EXEC, SESSION_CLOSE]
-            .contains(&request.name.as_ref());
+        let ends_work = [
+            RUN_PYTHON,
+            RUN_JAVASCRIPT,
+            SESSION_EXEC,
+            SESSION_CLOSE,
+            crate::workspace::EXEC,
+            crate::workspace::CLOSE,
+        ]
+        .contains(&request.name.as_ref());
         let result = match request.name.as_ref() {
             RUN_PYTHON => self.run_python(args, progress).await?,
             RUN_JAVASCRIPT if self.0.engine.policy().policy.executes("javascript") => {
@@ -103,6 +111,11 @@ impl ServerHandler for Handler {
             SESSION_START => self.session_start(args, progress).await?,
             SESSION_EXEC => self.session_exec(args, progress).await?,
             SESSION_CLOSE => self.session_close(args).await?,
+            name if crate::workspace::NAMES.contains(&name)
+                && self.0.engine.policy().policy.workspace.enabled =>
+            {
+                self.workspace_call(name, args, progress).await?
+            }
             other => {
                 // An unknown tool is a protocol error (MCP: -32602), not a tool result.
                 return Err(McpError::invalid_params(
@@ -131,6 +144,18 @@ impl ServerHandler for Handler {
 }
 
 impl Handler {
+    pub(crate) fn engine(&self) -> Arc<Engine> {
+        Arc::clone(&self.0.engine)
+    }
+
+    pub(crate) fn owner(&self) -> Owner {
+        self.0.owner
+    }
+
+    pub(crate) fn audited(&self, record: &agentjail::pipeline::record::Sealed) {
+        self.0.audited(record);
+    }
+
     fn next_action_id(&self) -> String {
         format!("mcp-{}", self.0.runs.fetch_add(1, Ordering::Relaxed))
     }
@@ -278,7 +303,11 @@ impl Handler {
 
     /// Run `f` on the blocking pool once one of the `jobs` slots is free, reporting
     /// progress while it runs when the client asked for it.
-    async fn blocking<T, F>(&self, progress: Option<Progress>, f: F) -> Result<T, McpError>
+    pub(crate) async fn blocking<T, F>(
+        &self,
+        progress: Option<Progress>,
+        f: F,
+    ) -> Result<T, McpError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,

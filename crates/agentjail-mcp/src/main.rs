@@ -44,6 +44,7 @@ mod handler;
 mod result;
 mod tools;
 mod transport;
+mod workspace;
 
 use agentjail::cli::{Cli, Command};
 use agentjail::engine::{Engine, EngineConfig};

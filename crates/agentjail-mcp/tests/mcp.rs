@@ -84,8 +84,13 @@ fn server_command(who: Who, policy: Option<&Path>) -> Vec<String> {
 /// policies/data.toml as a file nobody can read; with cgroups best-effort when `who` is
 /// nobody (no delegated cgroup for nobody on this host: the policy requires one).
 fn data_policy(who: Who) -> PathBuf {
-    let text = std::fs::read_to_string(Path::new(ROOT).join("policies/data.toml"))
-        .expect("read policies/data.toml");
+    shipped_policy(who, "data")
+}
+
+/// policies/NAME.toml as [`data_policy`] makes data.toml.
+fn shipped_policy(who: Who, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(format!("policies/{name}.toml")))
+        .unwrap_or_else(|e| panic!("read policies/{name}.toml: {e}"));
     if who == Who::Nobody {
         let relaxed = text.replace(
             "[cgroup]\n",
@@ -96,10 +101,10 @@ fn data_policy(who: Who) -> PathBuf {
             "requirement = \"best_effort\"\n\n[environment]",
             1,
         );
-        assert_ne!(relaxed, text, "data.toml's [cgroup] section moved");
-        common::shared_file("data-nobody.toml", &relaxed)
+        assert_ne!(relaxed, text, "{name}.toml's [cgroup] section moved");
+        common::shared_file(&format!("{name}-nobody.toml"), &relaxed)
     } else {
-        common::shared_file("mcp-data.toml", &text)
+        common::shared_file(&format!("mcp-{name}.toml"), &text)
     }
 }
 
@@ -920,4 +925,18 @@ fn run_javascript_is_listed_only_where_the_policy_runs_javascript() {
     );
     let e = d.call(2, "run_javascript", json!({"code": "1"}));
     assert_eq!(error_code(&e), -32602, "{e}");
+}
+
+/// The workspace tools, listed under policies/workspace.toml: a file put, a test run, its
+/// result read back as text, and nothing of it visible to another connection.
+#[test]
+fn workspace_tools_keep_files_and_run_commands() {
+    each_launcher(|who| {
+        scenario(
+            "workspace",
+            who,
+            Some(&shipped_policy(who, "workspace")),
+            json!({}),
+        );
+    });
 }

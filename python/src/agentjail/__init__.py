@@ -36,11 +36,14 @@ from ._errors import (
     Unauthorized,
     UnknownSession,
     UnknownStop,
+    UnknownWorkspace,
+    WorkspaceBusy,
 )
 from ._record import Artifact, Decision, Record, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
 from ._client import Client, NotSupportedYet, Session, find_binary
 from ._async import AsyncClient, AsyncSession
+from ._workspace import AsyncWorkspace, Workspace, WorkspaceFile
 
 __version__ = "0.1.0"
 
@@ -51,6 +54,7 @@ __all__ = [
     "InvalidOutput", "InvalidRequest", "NodeLost", "NotSupportedYet", "PolicyBlocked", "ProtocolError",
     "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
-    "UnknownSession", "UnknownStop",
+    "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
+    "WorkspaceFile", "AsyncWorkspace",
     "build_action", "find_binary",
 ]

@@ -14,6 +14,7 @@ from . import _errors as E
 from . import _protocol as P
 from ._client import http_conn, serve_argv, STDERR_KEEP
 from ._record import Decision, Record
+from ._workspace import AsyncWorkspace
 
 
 class AsyncClient:
@@ -232,6 +233,11 @@ class AsyncClient:
     def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "AsyncSession":
         """``async with client.session() as s: await s.exec(code)`` (or ``await client.session()``)."""
         return AsyncSession(self, None if policy_hints is None else dict(policy_hints))
+
+    def workspace(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> AsyncWorkspace:
+        """``async with client.workspace() as ws: await ws.exec("ls")`` (or ``await
+        client.workspace()``)."""
+        return AsyncWorkspace(self._request, None if policy_hints is None else dict(policy_hints))
 
     async def stats(self) -> Dict[str, Any]:
         return await self._request("stats")

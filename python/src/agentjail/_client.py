@@ -23,6 +23,7 @@ from . import _errors as E
 from . import _protocol as P
 from ._http import HttpConn
 from ._record import Decision, Record
+from ._workspace import Workspace
 
 STDERR_KEEP = 64 * 1024
 
@@ -349,6 +350,12 @@ class Client:
     def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "Session":
         """Start a session: one interpreter whose globals survive between calls."""
         return Session(self, self._conn.request("session_start", policy_hints=_opt_dict(policy_hints)))
+
+    def workspace(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "Workspace":
+        """Start a workspace: one jail with a writable ``/workspace`` that lasts across
+        calls (``with client.workspace() as ws: ws.put({...}); ws.exec("pytest -q")``)."""
+        wid = self._conn.request("workspace_start", policy_hints=_opt_dict(policy_hints))
+        return Workspace(self._conn.request, wid)
 
     def stats(self) -> Dict[str, Any]:
         """The server's pools and sessions (``{"pool", "pools", "session_pool", "sessions"}``)."""

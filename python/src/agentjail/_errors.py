@@ -44,6 +44,15 @@ class SessionBusy(ServerError):
     """``session_busy``: another call is running in this session."""
 
 
+class UnknownWorkspace(UnknownSession):
+    """``unknown_workspace``: the workspace was closed or ended, or belongs to another
+    connection."""
+
+
+class WorkspaceBusy(SessionBusy):
+    """``workspace_busy``: another call is running in this workspace."""
+
+
 class Unauthorized(ServerError):
     """``unauthorized``: the HTTP server wants a token from its ``--token-file`` (``token=``
     was missing or wrong)."""

@@ -5,7 +5,8 @@ It answers the same ``request(op, **fields)`` as the JSON-lines connection, so
 :class:`~agentjail.Client` and its sessions work unchanged on it: ``run`` is ``POST
 /v1/run``, ``check`` ``POST /v1/check``, ``session_start`` ``POST /v1/sessions``,
 ``session_exec`` ``POST /v1/sessions/{id}/exec``, ``session_close`` ``DELETE
-/v1/sessions/{id}``, ``stats`` ``GET /v1/stats``. Answers go through the same parsers
+/v1/sessions/{id}``, ``stats`` ``GET /v1/stats``, and the ``workspace_*`` ops on
+``/v1/workspaces`` (``POST`` start, ``POST {id}/exec|put|get``, ``DELETE {id}``). Answers go through the same parsers
 (:func:`agentjail._protocol.result`), so records, decisions and error answers become the
 same objects and exceptions as on a socket.
 
@@ -280,6 +281,18 @@ class HttpConn:
             return "DELETE", f"/v1/sessions/{_sid(f['session'])}", None, None
         if op == "stats":
             return "GET", "/v1/stats", None, "stats"
+        if op == "workspace_start":
+            hints = f.get("policy_hints")
+            return "POST", "/v1/workspaces", b"" if hints is None else _json({"policy_hints": hints}), None
+        if op.startswith("workspace_"):
+            ws = f"/v1/workspaces/{_sid(f['workspace'])}"
+            rest = {k: v for k, v in f.items() if k != "workspace" and v is not None}
+            if op == "workspace_exec":
+                return "POST", ws + "/exec", _json(rest), "record"
+            if op in ("workspace_put", "workspace_get"):
+                return "POST", ws + "/" + op[len("workspace_"):], _json(rest), None
+            if op == "workspace_close":
+                return "DELETE", ws, None, None
         raise ValueError(f"no HTTP route for op {op!r}")
 
     # -- the end ----------------------------------------------------------------------

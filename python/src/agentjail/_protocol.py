@@ -142,6 +142,8 @@ def response_id(obj: Dict[str, Any]) -> Optional[int]:
 _SERVER_ERRORS = {
     "unknown_session": E.UnknownSession,
     "session_busy": E.SessionBusy,
+    "unknown_workspace": E.UnknownWorkspace,
+    "workspace_busy": E.WorkspaceBusy,
     "unauthorized": E.Unauthorized,
     "too_many_requests": E.TooManyRequests,
 }
@@ -169,6 +171,10 @@ def result(op: str, obj: Dict[str, Any]) -> Any:
         if code == "unavailable":
             raise SessionUnavailable(code, msg)
         raise _SERVER_ERRORS.get(code, E.ServerError)(code, msg)
+    if op.startswith("workspace_"):
+        from . import _workspace
+
+        return _workspace.result(op, obj)
     if op in ("run", "session_exec"):
         return Record.from_dict(obj.get("record"))
     if op == "check":

@@ -340,11 +340,44 @@ async def s_files(c):
     say("ok files", c.api)
 
 
+async def s_workspace(c):
+    """The workspace tools under policies/workspace.toml: files and commands that last
+    across calls, text back as text, and another connection sees none of it."""
+    names = {t.name for t in await c.tools()}
+    want = {"workspace_start", "workspace_exec", "workspace_put", "workspace_get", "workspace_close"}
+    check(want <= names, "workspace tools missing: %r" % sorted(names))
+    r = await c.call("workspace_start", {})
+    check(not r.is_error, "start: %r" % (r.structured_content,))
+    ws = r.structured_content["workspace"]
+    r = await c.call("workspace_put", {"workspace": ws, "files": [
+        {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"},
+        {"path": "test_calc.py", "content": "from calc import add\nassert add(2, 3) == 5\nprint('passed')\n"}]})
+    check(not r.is_error, "put: %r" % (r.structured_content,))
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "python3 test_calc.py | tee result.txt"}))
+    check(rec["status"] == "ok" and rec["execution"]["stdout"] == "passed\n", "exec: %s %r" % (rec["stop_reason"], rec["execution"]))
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "argv": ["sh", "-c", "exit 3"]}))
+    check(rec["execution"]["exit_code"] == 3, "exit code: %r" % rec["execution"])
+    r = await c.call("workspace_get", {"workspace": ws, "paths": ["result.txt", "missing"]})
+    files = r.structured_content["files"]
+    check(files[0].get("content") == "passed\n", "get: %r" % files)
+    check(files[1].get("error") == "not_found", "get missing: %r" % files)
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "true", "env": {"LD_PRELOAD": "x"}}))
+    check(rec["stop_reason"].startswith("invalid_request:"), "LD_PRELOAD: %s" % rec["stop_reason"])
+    async with connect(c.api) as other:
+        rec = record_of(await other.call("workspace_exec", {"workspace": ws, "command": "cat result.txt"}))
+        check(rec["status"] == "stopped" and "passed" not in json.dumps(rec), "other connection: %r" % rec)
+    r = await c.call("workspace_close", {"workspace": ws})
+    check(r.structured_content == {"closed": True}, "close: %r" % r.structured_content)
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "true"}))
+    check(rec["status"] == "stopped", "after close: %s" % rec["stop_reason"])
+    say("ok workspace", c.api)
+
+
 SCENARIOS = {
     "tools": s_tools, "incident": s_incident, "denied_import": s_denied_import,
     "timeout": s_timeout, "session": s_session, "isolation": s_isolation,
     "concurrent": s_concurrent, "bad_arguments": s_bad_arguments, "long_run": s_long_run,
-    "plot": s_plot, "files": s_files,
+    "plot": s_plot, "files": s_files, "workspace": s_workspace,
 }
 
 

@@ -1,0 +1,524 @@
+//! Workspaces over HTTP: the `/v1/workspaces` routes (the `serve` ops' fields as JSON
+//! bodies) and, with `--pod-workspace`, the Kubernetes agent-sandbox in-pod runtime's routes
+//! on one workspace the server owns (`GET /`, `POST /execute`, `POST /upload`,
+//! `GET /download/{path}`, `GET /list/{path}`, `GET /exists/{path}`).
+//!
+//! Every body is read strictly (agentjail-json); every path a client names is the engine's to
+//! judge (relative or under /workspace, no `..`, no symlink followed): a runtime route only
+//! percent-decodes it first, as the agent-sandbox client encodes its slashes.
+
+// A refusal is the HTTP response itself, made once per request and returned at once.
+#![allow(clippy::result_large_err)]
+
+use crate::routes::{bad_request, blocking, error, finish, json_resp, strict, Caller, Resp, Route};
+use crate::server::State;
+use agentjail::engine::workspace::ExecRequest;
+use agentjail::engine::{Engine, EngineError};
+use agentjail::pipeline::record::Sealed as Record;
+use agentjail::pipeline::session::Owner;
+use bytes::Bytes;
+use hyper::StatusCode;
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// A record's last touches (the audit log, the metrics, the caller): routes::finish.
+type Finish<'a> = &'a dyn Fn(&mut Record);
+
+/// Answer a workspace route (on a job thread: bodies are parsed there too).
+pub async fn dispatch(
+    st: &Arc<State>,
+    r: Route,
+    caller: &Caller,
+    body: Bytes,
+    content_type: String,
+) -> Resp {
+    let started = Instant::now();
+    let owner = st.owner(&caller.key());
+    let s = Arc::clone(st);
+    let caller = caller.clone();
+    let answer = blocking(st, move || {
+        let done = |rec: &mut Record| finish(&s, rec, &caller, started);
+        match s.pod_workspace.as_ref() {
+            _ if !r.is_pod() => workspace_route(&s.engine, r, owner, &body, &done),
+            Some(pod) => pod_route(&s.engine, pod, r, &content_type, &body, &done),
+            None => error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route (the agent-sandbox runtime routes need --pod-workspace)",
+            ),
+        }
+    })
+    .await;
+    answer.unwrap_or_else(|resp| resp)
+}
+
+/// `/v1/workspaces...`.
+fn workspace_route(e: &Engine, r: Route, owner: Owner, body: &[u8], done: Finish) -> Resp {
+    let json_body = || strict(body).map_err(|e| bad_request(&e));
+    let result = match r {
+        Route::WorkspaceStart => match crate::routes::session_hints(body) {
+            Ok(hints) => e
+                .workspace_start(hints.as_ref(), owner)
+                .map(|id| json!({ "workspace": id })),
+            Err(m) => return bad_request(&m),
+        },
+        Route::WorkspaceExec(id) => {
+            let req = match json_body().and_then(exec_request) {
+                Ok(r) => r,
+                Err(resp) => return resp,
+            };
+            e.workspace_exec_for(&id, &req, owner, None).map(|mut rec| {
+                done(&mut rec);
+                rec.value
+            })
+        }
+        Route::WorkspacePut(id) => match json_body().and_then(|v| list_field(v, "files")) {
+            Ok(files) => e.workspace_put(&id, &files, owner),
+            Err(resp) => return resp,
+        },
+        Route::WorkspaceGet(id) => match json_body().and_then(|v| list_field(v, "paths")) {
+            Ok(paths) => e.workspace_get(&id, &paths, owner),
+            Err(resp) => return resp,
+        },
+        Route::WorkspaceClose(id) => e
+            .workspace_close(&id, owner)
+            .map(|closed| json!({ "closed": closed })),
+        _ => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+    };
+    match result {
+        Ok(v) => json_resp(StatusCode::OK, &v),
+        Err(err) => engine_error(err),
+    }
+}
+
+/// The agent-sandbox runtime's routes, on the pod's workspace.
+fn pod_route(
+    e: &Engine,
+    pod: &PodWorkspace,
+    r: Route,
+    content_type: &str,
+    body: &[u8],
+    done: Finish,
+) -> Resp {
+    match r {
+        Route::PodHealth => json_resp(
+            StatusCode::OK,
+            &json!({"status": "ok", "message": "Sandbox Runtime is active."}),
+        ),
+        Route::PodExecute => match strict(body) {
+            Ok(v) => execute(e, pod, v, done),
+            Err(m) => message(StatusCode::UNPROCESSABLE_ENTITY, &m),
+        },
+        Route::PodUpload => upload(e, pod, content_type, body),
+        Route::PodDownload(p) => download(e, pod, &p),
+        Route::PodList(p) => list(e, pod, &p, done),
+        Route::PodExists(p) => exists(e, pod, &p, done),
+        _ => error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+    }
+}
+
+/// The fields a `POST /v1/workspaces/{id}/exec` body may hold (the `workspace_exec` op's).
+pub const EXEC_FIELDS: &[&str] = &[
+    "command",
+    "argv",
+    "cwd",
+    "stdin",
+    "stdin_base64",
+    "env",
+    "timeout_s",
+    "background",
+];
+
+/// The owner of the pod's workspace: no caller's (callers are numbered from 1).
+pub const POD_OWNER: Owner = Owner {
+    connection: u64::MAX,
+    uid: None,
+};
+
+/// The HTTP status of an engine error about a workspace.
+pub fn status_of(e: &EngineError) -> StatusCode {
+    match e.code {
+        "unknown_workspace" | "unknown_session" => StatusCode::NOT_FOUND,
+        "workspace_busy" | "session_busy" => StatusCode::CONFLICT,
+        "workspace_ended" => StatusCode::GONE,
+        "too_many_workspaces" | "too_many_sessions" => StatusCode::TOO_MANY_REQUESTS,
+        "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
+        c if c.starts_with("bad_") || c == "put_refused" => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+pub fn engine_error(e: EngineError) -> Resp {
+    let status = status_of(&e);
+    let message = if e.code == "unknown_workspace" {
+        "no such workspace for this caller".to_string()
+    } else {
+        e.message
+    };
+    error(status, e.code, &message)
+}
+
+/// A strict JSON object body with only `allowed` keys.
+pub fn object(v: Value, allowed: &[&str], shape: &str) -> Result<Map<String, Value>, String> {
+    let Value::Object(o) = v else {
+        return Err(format!("the body is a JSON object: {shape}"));
+    };
+    if let Some(k) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown field {}; allowed: {}",
+            agentjail_json::safe_text(k, 64),
+            allowed.join(", ")
+        ));
+    }
+    Ok(o)
+}
+
+/// `POST /v1/workspaces/{id}/exec`: the exec op's fields.
+pub fn exec_request(v: Value) -> Result<ExecRequest, Resp> {
+    let o = object(
+        v,
+        EXEC_FIELDS,
+        "{\"command\": \"...\"} or {\"argv\": [...]}",
+    )
+    .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e))?;
+    ExecRequest::from_fields(&o).map_err(engine_error)
+}
+
+/// `POST /v1/workspaces/{id}/put` (`{"files": [...]}`) or `/get` (`{"paths": [...]}`): the
+/// one list.
+pub fn list_field(v: Value, field: &'static str) -> Result<Value, Resp> {
+    let shape = format!("{{\"{field}\": [...]}}");
+    let mut o = object(v, &[field], &shape)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e))?;
+    match o.remove(field) {
+        Some(list @ Value::Array(_)) => Ok(list),
+        _ => Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!("{field} must be a list"),
+        )),
+    }
+}
+
+// ---- the agent-sandbox in-pod runtime ------------------------------------------------
+
+/// The workspace a `--pod-workspace` server owns, started with the server.
+pub struct PodWorkspace {
+    id: Mutex<Option<String>>,
+}
+
+impl PodWorkspace {
+    pub fn start(engine: &Engine) -> Result<PodWorkspace, String> {
+        let id = engine
+            .workspace_start(None, POD_OWNER)
+            .map_err(|e| format!("--pod-workspace: cannot start the workspace: {}", e.message))?;
+        Ok(PodWorkspace {
+            id: Mutex::new(Some(id)),
+        })
+    }
+
+    pub fn id(&self) -> Option<String> {
+        self.id.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Close it (at shutdown).
+    pub fn close(&self, engine: &Engine) {
+        if let Some(id) = self.id.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = engine.workspace_close(&id, POD_OWNER);
+        }
+    }
+}
+
+/// The runtime's refusal: `{"message": ...}`, as its own server answers.
+fn message(status: StatusCode, text: &str) -> Resp {
+    json_resp(
+        status,
+        &json!({"message": agentjail_json::safe_text(text, 2000)}),
+    )
+}
+
+fn pod_error(e: EngineError) -> Resp {
+    message(status_of(&e), &format!("{}: {}", e.code, e.message))
+}
+
+/// `POST /execute {"command": "..."}` → `{stdout, stderr, exit_code}`: the line through
+/// the jail's /bin/sh in /workspace. A command agentjail stopped (timeout, a cap) answers
+/// exit_code -1 with the stop reason on stderr's last line.
+pub fn execute(engine: &Engine, pod: &PodWorkspace, body: Value, done: Finish) -> Resp {
+    let o = match object(body, &["command"], "{\"command\": \"...\"}") {
+        Ok(o) => o,
+        Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e),
+    };
+    let req = match ExecRequest::from_fields(&o) {
+        Ok(r) => r,
+        Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e.message),
+    };
+    let Some(id) = pod.id() else {
+        return message(StatusCode::GONE, "the pod's workspace is closed");
+    };
+    match engine.workspace_exec_for(&id, &req, POD_OWNER, None) {
+        Ok(mut rec) => {
+            done(&mut rec);
+            json_resp(StatusCode::OK, &runtime_result(&rec.value))
+        }
+        Err(e) => pod_error(e),
+    }
+}
+
+/// A record as the runtime's `{stdout, stderr, exit_code}`.
+pub fn runtime_result(rec: &Value) -> Value {
+    let ex = &rec["execution"];
+    let text = |k: &str| ex[k].as_str().unwrap_or("").to_string();
+    let mut stderr = text("stderr");
+    let code = ex["exit_code"].as_i64();
+    let reason = rec["stop_reason"].as_str().unwrap_or("");
+    let stopped = rec["status"] != "ok" && !reason.starts_with("code_runtime_error");
+    if stopped {
+        if !stderr.is_empty() && !stderr.ends_with('\n') {
+            stderr.push('\n');
+        }
+        stderr.push_str(&format!("agentjail: stopped: {reason}\n"));
+    }
+    json!({
+        "stdout": text("stdout"),
+        "stderr": stderr,
+        "exit_code": if stopped { -1 } else { code.unwrap_or(-1) },
+    })
+}
+
+/// `POST /upload`: a multipart/form-data body whose `file` part's filename is the path under
+/// /workspace.
+pub fn upload(engine: &Engine, pod: &PodWorkspace, content_type: &str, body: &[u8]) -> Resp {
+    let (name, content) = match crate::multipart::file_part(content_type, body, "file") {
+        Ok(p) => p,
+        Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e),
+    };
+    let Some(id) = pod.id() else {
+        return message(StatusCode::GONE, "the pod's workspace is closed");
+    };
+    let files = json!([{"path": name, "content_base64": b64(&content)}]);
+    match engine.workspace_put(&id, &files, POD_OWNER) {
+        Ok(_) => json_resp(
+            StatusCode::OK,
+            &json!({"message": format!("File '{}' uploaded successfully.", agentjail_json::safe_text(&name, 500))}),
+        ),
+        Err(e) => pod_error(e),
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `GET /download/{path}`: the file's bytes (application/octet-stream), or 404.
+pub fn download(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
+    use base64::Engine as _;
+    let Some(path) = percent_decode(raw) else {
+        return message(
+            StatusCode::BAD_REQUEST,
+            "the path is not percent-encoded UTF-8",
+        );
+    };
+    let Some(id) = pod.id() else {
+        return message(StatusCode::GONE, "the pod's workspace is closed");
+    };
+    let got = match engine.workspace_get(&id, &json!([path]), POD_OWNER) {
+        Ok(v) => v,
+        Err(e) => return pod_error(e),
+    };
+    let f = &got["files"][0];
+    match f["content_base64"].as_str() {
+        Some(b) => match base64::engine::general_purpose::STANDARD.decode(b) {
+            Ok(bytes) => {
+                crate::routes::bytes_resp(StatusCode::OK, "application/octet-stream", bytes)
+            }
+            Err(_) => message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the engine sent bad base64",
+            ),
+        },
+        None => {
+            let why = f["error"].as_str().unwrap_or("not_found");
+            let status = match why {
+                "not_found" | "not_regular" => StatusCode::NOT_FOUND,
+                "bad_path" | "symlink" => StatusCode::BAD_REQUEST,
+                "too_large" | "over_budget" => StatusCode::PAYLOAD_TOO_LARGE,
+                _ => StatusCode::FORBIDDEN,
+            };
+            if status == StatusCode::NOT_FOUND {
+                message(status, "File not found")
+            } else {
+                message(status, &format!("cannot download this path: {why}"))
+            }
+        }
+    }
+}
+
+/// A directory listing as the runtime's `[{name, size, type, mod_time}]`, read by a command
+/// in the jail (find's -printf: type, size, mtime, name; NUL-separated).
+const LIST: &str =
+    "cd /workspace && find \"./$1\" -mindepth 1 -maxdepth 1 -printf '%y %s %T@ %f\\0'";
+const EXISTS: &str = "cd /workspace && test -e \"./$1\"";
+
+/// A path for the listing commands: one the engine would take for a file (or the root).
+fn listing_path(raw: &str) -> Result<String, Resp> {
+    let path = percent_decode(raw).ok_or_else(|| {
+        message(
+            StatusCode::BAD_REQUEST,
+            "the path is not percent-encoded UTF-8",
+        )
+    })?;
+    if path.is_empty() || path == "." || path == "/workspace" {
+        return Ok(String::new());
+    }
+    agentjail::engine::workspace::workspace_path(&path).ok_or_else(|| {
+        message(
+            StatusCode::BAD_REQUEST,
+            "the path must be relative to /workspace (or under it), without `..`",
+        )
+    })
+}
+
+fn run_sh(
+    engine: &Engine,
+    pod: &PodWorkspace,
+    script: &str,
+    arg: &str,
+    done: Finish,
+) -> Result<Value, Resp> {
+    let Some(id) = pod.id() else {
+        return Err(message(StatusCode::GONE, "the pod's workspace is closed"));
+    };
+    let mut o = Map::new();
+    o.insert("argv".into(), json!(["/bin/sh", "-c", script, "sh", arg]));
+    let req = ExecRequest::from_fields(&o).map_err(pod_error)?;
+    engine
+        .workspace_exec_for(&id, &req, POD_OWNER, None)
+        .map(|mut r| {
+            done(&mut r);
+            r.value
+        })
+        .map_err(pod_error)
+}
+
+/// `GET /list/{path}`.
+pub fn list(engine: &Engine, pod: &PodWorkspace, raw: &str, done: Finish) -> Resp {
+    let path = match listing_path(raw) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let rec = match run_sh(engine, pod, LIST, &path, done) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    if rec["execution"]["exit_code"].as_i64() != Some(0) {
+        return message(StatusCode::NOT_FOUND, "Directory not found");
+    }
+    let out = rec["execution"]["stdout"].as_str().unwrap_or("");
+    let entries: Vec<Value> = out
+        .split('\0')
+        .filter(|e| !e.is_empty())
+        .filter_map(|e| {
+            let mut it = e.splitn(4, ' ');
+            let (t, size, mtime, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
+            Some(json!({
+                "name": name,
+                "size": size.parse::<u64>().ok()?,
+                "type": if t == "d" { "directory" } else { "file" },
+                "mod_time": mtime.parse::<f64>().ok()?,
+            }))
+        })
+        .collect();
+    json_resp(StatusCode::OK, &Value::Array(entries))
+}
+
+/// `GET /exists/{path}` → `{"path", "exists"}`.
+pub fn exists(engine: &Engine, pod: &PodWorkspace, raw: &str, done: Finish) -> Resp {
+    let path = match listing_path(raw) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    match run_sh(engine, pod, EXISTS, &path, done) {
+        Ok(rec) => json_resp(
+            StatusCode::OK,
+            &json!({"path": path, "exists": rec["execution"]["exit_code"].as_i64() == Some(0)}),
+        ),
+        Err(r) => r,
+    }
+}
+
+/// `%XX` decoded (the agent-sandbox client quotes every byte but letters, digits and
+/// `_.-~`), as UTF-8 without control characters; None otherwise.
+pub fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    let text = String::from_utf8(out).ok()?;
+    (!text.chars().any(char::is_control)).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding_is_strict() {
+        assert_eq!(percent_decode("a%2Fb.txt").as_deref(), Some("a/b.txt"));
+        assert_eq!(percent_decode("x%20y").as_deref(), Some("x y"));
+        assert_eq!(percent_decode("%2e%2e%2Fetc").as_deref(), Some("../etc"));
+        assert_eq!(percent_decode("%"), None);
+        assert_eq!(percent_decode("%zz"), None);
+        assert_eq!(percent_decode("%00"), None);
+        assert_eq!(percent_decode("%0a"), None);
+        assert_eq!(percent_decode("%ff"), None);
+    }
+
+    #[test]
+    fn a_listing_path_is_the_engines() {
+        assert_eq!(listing_path("").ok(), Some(String::new()));
+        assert_eq!(listing_path("src%2Fa").ok(), Some("src/a".into()));
+        assert!(listing_path("%2e%2e%2Fetc").is_err());
+        assert!(listing_path("%2Fetc").is_err());
+    }
+
+    #[test]
+    fn records_become_runtime_results() {
+        let ok = json!({"status": "ok", "stop_reason": "success",
+            "execution": {"stdout": "hi\n", "stderr": "", "exit_code": 0}});
+        assert_eq!(
+            runtime_result(&ok),
+            json!({"stdout": "hi\n", "stderr": "", "exit_code": 0})
+        );
+        let failed = json!({"status": "stopped", "stop_reason": "code_runtime_error:3",
+            "execution": {"stdout": "", "stderr": "boom", "exit_code": 3}});
+        assert_eq!(runtime_result(&failed)["exit_code"], 3);
+        let timeout = json!({"status": "stopped", "stop_reason": "code_timeout",
+            "execution": {"stdout": "", "stderr": "", "exit_code": null}});
+        let r = runtime_result(&timeout);
+        assert_eq!(r["exit_code"], -1);
+        assert_eq!(r["stderr"], "agentjail: stopped: code_timeout\n");
+    }
+
+    #[test]
+    fn bodies_are_strict() {
+        assert!(exec_request(json!({"command": "ls"})).is_ok());
+        assert!(exec_request(json!({"command": "ls", "x": 1})).is_err());
+        assert!(exec_request(json!({"argv": []})).is_err());
+        assert!(exec_request(json!([1])).is_err());
+        assert!(list_field(json!({"paths": ["a"]}), "paths").is_ok());
+        assert!(list_field(json!({"paths": "a"}), "paths").is_err());
+        assert!(list_field(json!({"files": []}), "paths").is_err());
+    }
+}
