@@ -23,6 +23,8 @@ def main():
     bin_, count = sys.argv[1], int(sys.argv[2])
     text = open(os.path.join(ROOT, "policies/workspace.toml")).read()
     text = text.replace('size = "512MiB"', 'size = "4MiB"').replace("inodes = 65536", "inodes = 512")
+    # Every fifth workspace stays open for SIGTERM: let one client hold them all.
+    text = text.replace("max_per_client = 8", "max_per_client = %d" % max(8, count))
     d = tempfile.mkdtemp(prefix="soak-ws-")
     policy = os.path.join(d, "workspace.toml")
     with open(policy, "w") as f:
@@ -51,9 +53,10 @@ def main():
     t = time.monotonic()
     cmds = 0
     for i in range(count):
-        ws = call(op="workspace_start").get("workspace")
+        r = call(op="workspace_start")
+        ws = r.get("workspace")
         if not ws:
-            bad.append("workspace_start failed")
+            bad.append("workspace_start failed: %s" % json.dumps(r)[:300])
             continue
         r = call(op="workspace_put", workspace=ws, files=[{"path": "in/a.txt", "content": "w%d" % i}])
         expect("put", "files" in r, r)

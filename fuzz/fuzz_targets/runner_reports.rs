@@ -2,12 +2,12 @@
 //! <nonce>\n<source>`) must read back as the runner reads it (src/runner/python.py,
 //! `read_frame`: a header of at most 64 bytes, four fields, then exactly <len> bytes) for any
 //! source. What comes back from the jail is untrusted text: no reply line may make
-//! `is_done_of` accept a `done` whose `call` is not this call's nonce, and the error report
+//! `is_done_of` or `done_report` accept a `done` whose `call` is not this call's nonce, and the error report
 //! taken from the replies must keep its bounds (a non-empty type of at most 200 characters,
 //! a message of at most 2000), without a panic.
 #![no_main]
 
-use agentjail::runner::{call_frame, error_report, is_done_of, parse_reply};
+use agentjail::runner::{call_frame, done_report, error_report, is_done_of, Event};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -32,11 +32,20 @@ fuzz_target!(|data: &[u8]| {
 
     for line in data.split(|b| *b == b'\n') {
         if is_done_of(line, &nonce) {
-            let v = parse_reply(line).expect("an accepted done parses");
-            assert_eq!(v["event"], Value::from("done"));
-            assert_eq!(v["call"], Value::from(nonce.as_str()));
+            match Event::parse(line) {
+                Some(Event::Done { call, .. }) => assert_eq!(call.as_deref(), Some(nonce.as_str())),
+                other => panic!("an accepted done reads back as {other:?}"),
+            }
         }
         assert!(!is_done_of(line, ""), "an empty nonce matches nothing the runner sends");
+    }
+    if let Some(d) = done_report(data, &nonce) {
+        // A done is only ever this call's, and its value keeps its bound.
+        assert!(data.split(|b| *b == b'\n').any(|l| is_done_of(l, &nonce)));
+        assert!(d.value.as_str().is_none_or(|v| v.chars().count() <= 10_000));
+        if let Some(e) = d.error.as_object() {
+            assert_eq!(e["source"], Value::from("runner"));
+        }
     }
     if let Some(e) = error_report(data) {
         let kind = e["type"].as_str().expect("a type");
