@@ -495,9 +495,13 @@ impl Engine {
             ));
         }
         let mut policy = self.policy.policy.clone();
+        // A "denied" network hint narrows the allowlist to nothing, as it does for a run
+        // (crate::netproxy::narrowed_by).
+        let mut net_narrowed = false;
         if let Some(h) = hints.filter(|h| !h.is_null()) {
             let parsed = crate::contract::parse_hints(h)
                 .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
+            net_narrowed = parsed.network_access.is_some();
             policy = crate::contract::apply_hints(&policy, &parsed).0;
         }
         // A client's open sessions (ended ones hold no jail): a uid on a socket is one client
@@ -546,7 +550,7 @@ impl Engine {
         };
         // The allowlist's proxy lives as long as the session's jail (src/netproxy.rs).
         let mut jail = jail;
-        let net = crate::netproxy::start(&policy, false, &mut jail).map_err(|e| {
+        let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
             let control = e.unavailable_control();
             EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
         })?;
