@@ -603,7 +603,7 @@ except OSError as e:
         "echo x > /etc/ajbreach 2>/dev/null && echo BREACH; echo ATTEMPT",
         "mount -t tmpfs x /mnt 2>/dev/null && echo BREACH; echo ATTEMPT",
         "cat /proc/1/environ 2>/dev/null | grep -q . && echo BREACH; echo ATTEMPT",
-        "nc -z 127.0.0.1 22 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 22), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
         "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
     ];
     for who in variants() {
