@@ -16,6 +16,7 @@
 //! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
+mod slots;
 pub mod workspace;
 
 use crate::cache::Cache;
@@ -270,6 +271,9 @@ pub struct Engine {
     workspace_plan: Option<Arc<crate::plan::JailPlan>>,
     workspace_pool: Option<Arc<Pool>>,
     workspaces: Mutex<workspace::Workspaces>,
+    /// Sessions' and workspaces' starts under way, counted in `max_per_client` (slots.rs).
+    session_starts: slots::Pending,
+    workspace_starts: slots::Pending,
     spawner: Arc<Spawner>,
     /// Each session with its owner kept outside the session's lock: a call holds that lock
     /// for its whole run, and finding whose a session is must never wait for a call.
@@ -349,6 +353,8 @@ impl Engine {
             workspace_plan,
             workspace_pool,
             workspaces: Mutex::new(HashMap::new()),
+            session_starts: slots::Pending::default(),
+            workspace_starts: slots::Pending::default(),
             spawner,
             sessions: Mutex::new(HashMap::new()),
             closing: std::sync::atomic::AtomicUsize::new(0),
@@ -511,17 +517,22 @@ impl Engine {
             Some(uid) => o.uid == Some(uid),
             None => o.connection == owner.connection,
         };
-        let open = self
-            .lock_sessions()
-            .values()
-            .filter(|(o, s)| same_client(o) && s.try_lock().map(|s| !s.is_ended()).unwrap_or(true))
-            .count() as u64;
-        if open >= max {
-            return Err(EngineError::new(
+        let open = || {
+            self.lock_sessions()
+                .values()
+                .filter(|(o, s)| {
+                    same_client(o) && s.try_lock().map(|s| !s.is_ended()).unwrap_or(true)
+                })
+                .count() as u64
+        };
+        // Held until the session is in the map (or the start fails): parallel starts count it.
+        let _slot = self
+            .session_starts
+            .reserve(owner, same_client, open, max)
+            .map_err(|open| EngineError::new(
                 "too_many_sessions",
                 format!("this client holds {open} open sessions, the most the policy allows ([session] max_per_client); close one first"),
-            ));
-        }
+            ))?;
         let Some(plan) = &self.session_plan else {
             return Err(EngineError::new(
                 "bad_request",

@@ -929,17 +929,23 @@ impl Engine {
             Some(uid) => o.uid == Some(uid),
             None => o.connection == owner.connection,
         };
-        let open = self
-            .lock_workspaces()
-            .values()
-            .filter(|(o, w)| same_client(o) && w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
-            .count() as u64;
-        if open >= max {
-            return Err(EngineError::new(
+        let open = || {
+            self.lock_workspaces()
+                .values()
+                .filter(|(o, w)| {
+                    same_client(o) && w.try_lock().map(|w| !w.is_ended()).unwrap_or(true)
+                })
+                .count() as u64
+        };
+        // Held until the workspace is in the map (or the start fails): parallel starts count
+        // it (slots.rs).
+        let _slot = self
+            .workspace_starts
+            .reserve(owner, same_client, open, max)
+            .map_err(|open| EngineError::new(
                 "too_many_workspaces",
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
-            ));
-        }
+            ))?;
         let warm = self
             .workspace_pool
             .as_ref()
