@@ -1069,6 +1069,12 @@ impl Engine {
         self.hold(id, owner, |w| w.get(paths))?
     }
 
+    /// Whether `owner`'s workspace `id` is open; never waits (one running a command is).
+    pub fn workspace_open(&self, id: &str, owner: Owner) -> bool {
+        self.workspace(id, owner)
+            .is_ok_and(|w| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
+    }
+
     /// Close a workspace: every process in it is killed, its /workspace is gone.
     pub fn workspace_close(&self, id: &str, owner: Owner) -> Result<bool, EngineError> {
         let w = self.workspace(id, owner)?;
