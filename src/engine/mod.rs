@@ -500,35 +500,19 @@ impl Engine {
                 "agentjail is shutting down",
             ));
         }
-        let mut policy = self.policy.policy.clone();
-        // A "denied" network hint narrows the allowlist to nothing, as it does for a run
-        // (crate::netproxy::narrowed_by).
-        let mut net_narrowed = false;
-        if let Some(h) = hints.filter(|h| !h.is_null()) {
-            let parsed = crate::contract::parse_hints(h)
-                .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
-            net_narrowed = parsed.network_access.is_some();
-            policy = crate::contract::apply_hints(&policy, &parsed).0;
-        }
-        // A client's open sessions (ended ones hold no jail): a uid on a socket is one client
-        // however many connections it opens; without a uid, the connection is.
+        let (policy, net_narrowed) = self.hinted(hints)?;
+        // A client's open sessions (ended ones hold no jail) and starts under way (slots.rs);
+        // the slot is held until the session is in the map, or the start fails.
         let max = self.policy.policy.session.max_per_client;
-        let same_client = |o: &Owner| match owner.uid {
-            Some(uid) => o.uid == Some(uid),
-            None => o.connection == owner.connection,
+        let open = |same: &dyn Fn(&Owner) -> bool| {
+            let live =
+                |s: &Arc<Mutex<Session>>| s.try_lock().map(|s| !s.is_ended()).unwrap_or(true);
+            let all = self.lock_sessions();
+            all.values().filter(|(o, s)| same(o) && live(s)).count() as u64
         };
-        let open = || {
-            self.lock_sessions()
-                .values()
-                .filter(|(o, s)| {
-                    same_client(o) && s.try_lock().map(|s| !s.is_ended()).unwrap_or(true)
-                })
-                .count() as u64
-        };
-        // Held until the session is in the map (or the start fails): parallel starts count it.
         let _slot = self
             .session_starts
-            .reserve(owner, same_client, open, max)
+            .reserve(owner, open, max)
             .map_err(|open| EngineError::new(
                 "too_many_sessions",
                 format!("this client holds {open} open sessions, the most the policy allows ([session] max_per_client); close one first"),
@@ -560,7 +544,7 @@ impl Engine {
             }
         };
         // The allowlist's proxy lives as long as the session's jail (src/netproxy.rs).
-        let mut jail = jail;
+        let (mut jail, start) = (jail, start);
         let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
             let control = e.unavailable_control();
             EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
@@ -577,6 +561,19 @@ impl Engine {
         self.lock_sessions()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(session))));
         Ok(id)
+    }
+
+    /// The policy tightened by a session's `hints`, and whether they narrow the allowlist to
+    /// nothing (a "denied" network hint, as for a run: crate::netproxy::narrowed_by).
+    fn hinted(&self, hints: Option<&Value>) -> Result<(crate::policy::Policy, bool), EngineError> {
+        let policy = self.policy.policy.clone();
+        let Some(h) = hints.filter(|h| !h.is_null()) else {
+            return Ok((policy, false));
+        };
+        let parsed = crate::contract::parse_hints(h)
+            .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
+        let narrowed = parsed.network_access.is_some();
+        Ok((crate::contract::apply_hints(&policy, &parsed).0, narrowed))
     }
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {

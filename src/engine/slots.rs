@@ -18,17 +18,18 @@ pub struct Slot<'a> {
 }
 
 impl Pending {
-    /// A slot for `owner` when the open ones (`open`, counted under this lock) and the
-    /// client's starts under way (`same_client`) are fewer than `max`; else their count.
+    /// A slot for `owner` when its client's open ones (`open`, given whether an owner is
+    /// that client, counts them under this lock) and starts under way are fewer than `max`;
+    /// else their count.
     pub fn reserve(
         &self,
         owner: Owner,
-        same_client: impl Fn(&Owner) -> bool,
-        open: impl FnOnce() -> u64,
+        open: impl FnOnce(&dyn Fn(&Owner) -> bool) -> u64,
         max: u64,
     ) -> Result<Slot<'_>, u64> {
+        let same = |o: &Owner| same_client(&owner, o);
         let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let held = open() + list.iter().filter(|o| same_client(o)).count() as u64;
+        let held = open(&same) + list.iter().filter(|o| same(o)).count() as u64;
         if held >= max {
             return Err(held);
         }
@@ -37,6 +38,15 @@ impl Pending {
             pending: self,
             owner,
         })
+    }
+}
+
+/// A uid on a socket is one client however many connections it opens; without a uid, the
+/// connection is.
+pub fn same_client(a: &Owner, b: &Owner) -> bool {
+    match a.uid {
+        Some(uid) => b.uid == Some(uid),
+        None => b.connection == a.connection,
     }
 }
 
@@ -60,14 +70,21 @@ mod tests {
             connection: 1,
             uid: Some(7),
         };
-        let same = |o: &Owner| o.uid == Some(7);
-        let a = p.reserve(me, same, || 0, 2).unwrap();
-        let b = p.reserve(me, same, || 0, 2).unwrap();
-        assert_eq!(p.reserve(me, same, || 0, 2).err(), Some(2));
+        let other_conn = Owner {
+            connection: 2,
+            ..me
+        };
+        let a = p.reserve(me, |_| 0, 2).unwrap();
+        let b = p.reserve(other_conn, |_| 0, 2).unwrap();
+        assert_eq!(
+            p.reserve(me, |_| 0, 2).err(),
+            Some(2),
+            "one uid, one client"
+        );
         drop(a);
-        let c = p.reserve(me, same, || 1, 2);
+        let c = p.reserve(me, |_| 1, 2);
         assert_eq!(c.err(), Some(2), "one open and one under way");
         drop(b);
-        assert!(p.reserve(me, same, || 1, 2).is_ok());
+        assert!(p.reserve(me, |_| 1, 2).is_ok());
     }
 }

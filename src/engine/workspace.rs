@@ -925,23 +925,17 @@ impl Engine {
             policy = crate::contract::apply_hints(&policy, &parsed).0;
         }
         let max = policy.workspace.max_per_client;
-        let same_client = |o: &Owner| match owner.uid {
-            Some(uid) => o.uid == Some(uid),
-            None => o.connection == owner.connection,
-        };
-        let open = || {
-            self.lock_workspaces()
-                .values()
-                .filter(|(o, w)| {
-                    same_client(o) && w.try_lock().map(|w| !w.is_ended()).unwrap_or(true)
-                })
-                .count() as u64
+        let open = |same: &dyn Fn(&Owner) -> bool| {
+            let live =
+                |w: &Arc<Mutex<Workspace>>| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true);
+            let all = self.lock_workspaces();
+            all.values().filter(|(o, w)| same(o) && live(w)).count() as u64
         };
         // Held until the workspace is in the map (or the start fails): parallel starts count
         // it (slots.rs).
         let _slot = self
             .workspace_starts
-            .reserve(owner, same_client, open, max)
+            .reserve(owner, open, max)
             .map_err(|open| EngineError::new(
                 "too_many_workspaces",
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),

@@ -301,7 +301,7 @@ fn closed() -> Resp {
 /// An error that says the workspace is gone: the request never reached it.
 fn ended_error<T>(r: &Result<T, EngineError>) -> bool {
     r.as_ref()
-        .is_err_and(|e| matches!(&*e.code, "unknown_workspace" | "workspace_ended"))
+        .is_err_and(|e| matches!(e.code, "unknown_workspace" | "workspace_ended"))
 }
 
 /// A command refused because its workspace ended (`invalid_request:workspace_*`: ended,
