@@ -16,6 +16,7 @@
 //! Python only (the JavaScript runner has no session mode).
 
 pub mod pool;
+mod slots;
 pub mod workspace;
 
 use crate::cache::Cache;
@@ -270,6 +271,9 @@ pub struct Engine {
     workspace_plan: Option<Arc<crate::plan::JailPlan>>,
     workspace_pool: Option<Arc<Pool>>,
     workspaces: Mutex<workspace::Workspaces>,
+    /// Sessions' and workspaces' starts under way, counted in `max_per_client` (slots.rs).
+    session_starts: slots::Pending,
+    workspace_starts: slots::Pending,
     spawner: Arc<Spawner>,
     /// Each session with its owner kept outside the session's lock: a call holds that lock
     /// for its whole run, and finding whose a session is must never wait for a call.
@@ -349,6 +353,8 @@ impl Engine {
             workspace_plan,
             workspace_pool,
             workspaces: Mutex::new(HashMap::new()),
+            session_starts: slots::Pending::default(),
+            workspace_starts: slots::Pending::default(),
             spawner,
             sessions: Mutex::new(HashMap::new()),
             closing: std::sync::atomic::AtomicUsize::new(0),
@@ -494,30 +500,23 @@ impl Engine {
                 "agentjail is shutting down",
             ));
         }
-        let mut policy = self.policy.policy.clone();
-        if let Some(h) = hints.filter(|h| !h.is_null()) {
-            let parsed = crate::contract::parse_hints(h)
-                .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
-            policy = crate::contract::apply_hints(&policy, &parsed).0;
-        }
-        // A client's open sessions (ended ones hold no jail): a uid on a socket is one client
-        // however many connections it opens; without a uid, the connection is.
+        let (policy, net_narrowed) = self.hinted(hints)?;
+        // A client's open sessions (ended ones hold no jail) and starts under way (slots.rs);
+        // the slot is held until the session is in the map, or the start fails.
         let max = self.policy.policy.session.max_per_client;
-        let same_client = |o: &Owner| match owner.uid {
-            Some(uid) => o.uid == Some(uid),
-            None => o.connection == owner.connection,
+        let open = |same: &dyn Fn(&Owner) -> bool| {
+            let live =
+                |s: &Arc<Mutex<Session>>| s.try_lock().map(|s| !s.is_ended()).unwrap_or(true);
+            let all = self.lock_sessions();
+            all.values().filter(|(o, s)| same(o) && live(s)).count() as u64
         };
-        let open = self
-            .lock_sessions()
-            .values()
-            .filter(|(o, s)| same_client(o) && s.try_lock().map(|s| !s.is_ended()).unwrap_or(true))
-            .count() as u64;
-        if open >= max {
-            return Err(EngineError::new(
+        let _slot = self
+            .session_starts
+            .reserve(owner, open, max)
+            .map_err(|open| EngineError::new(
                 "too_many_sessions",
                 format!("this client holds {open} open sessions, the most the policy allows ([session] max_per_client); close one first"),
-            ));
-        }
+            ))?;
         let Some(plan) = &self.session_plan else {
             return Err(EngineError::new(
                 "bad_request",
@@ -545,8 +544,8 @@ impl Engine {
             }
         };
         // The allowlist's proxy lives as long as the session's jail (src/netproxy.rs).
-        let mut jail = jail;
-        let net = crate::netproxy::start(&policy, false, &mut jail).map_err(|e| {
+        let (mut jail, start) = (jail, start);
+        let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
             let control = e.unavailable_control();
             EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
         })?;
@@ -562,6 +561,19 @@ impl Engine {
         self.lock_sessions()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(session))));
         Ok(id)
+    }
+
+    /// The policy tightened by a session's `hints`, and whether they narrow the allowlist to
+    /// nothing (a "denied" network hint, as for a run: crate::netproxy::narrowed_by).
+    fn hinted(&self, hints: Option<&Value>) -> Result<(crate::policy::Policy, bool), EngineError> {
+        let policy = self.policy.policy.clone();
+        let Some(h) = hints.filter(|h| !h.is_null()) else {
+            return Ok((policy, false));
+        };
+        let parsed = crate::contract::parse_hints(h)
+            .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
+        let narrowed = parsed.network_access.is_some();
+        Ok((crate::contract::apply_hints(&policy, &parsed).0, narrowed))
     }
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {

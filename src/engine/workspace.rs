@@ -925,21 +925,21 @@ impl Engine {
             policy = crate::contract::apply_hints(&policy, &parsed).0;
         }
         let max = policy.workspace.max_per_client;
-        let same_client = |o: &Owner| match owner.uid {
-            Some(uid) => o.uid == Some(uid),
-            None => o.connection == owner.connection,
+        let open = |same: &dyn Fn(&Owner) -> bool| {
+            let live =
+                |w: &Arc<Mutex<Workspace>>| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true);
+            let all = self.lock_workspaces();
+            all.values().filter(|(o, w)| same(o) && live(w)).count() as u64
         };
-        let open = self
-            .lock_workspaces()
-            .values()
-            .filter(|(o, w)| same_client(o) && w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
-            .count() as u64;
-        if open >= max {
-            return Err(EngineError::new(
+        // Held until the workspace is in the map (or the start fails): parallel starts count
+        // it (slots.rs).
+        let _slot = self
+            .workspace_starts
+            .reserve(owner, open, max)
+            .map_err(|open| EngineError::new(
                 "too_many_workspaces",
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
-            ));
-        }
+            ))?;
         let warm = self
             .workspace_pool
             .as_ref()
@@ -1061,6 +1061,12 @@ impl Engine {
         owner: Owner,
     ) -> Result<Value, EngineError> {
         self.hold(id, owner, |w| w.get(paths))?
+    }
+
+    /// Whether `owner`'s workspace `id` is open; never waits (one running a command is).
+    pub fn workspace_open(&self, id: &str, owner: Owner) -> bool {
+        self.workspace(id, owner)
+            .is_ok_and(|w| w.try_lock().map(|w| !w.is_ended()).unwrap_or(true))
     }
 
     /// Close a workspace: every process in it is killed, its /workspace is gone.

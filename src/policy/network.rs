@@ -142,6 +142,13 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "remove enabled (mode = \"allowlist\" keeps the jail's own network namespace)",
         ));
     }
+    if p.workspace.enabled {
+        return Err(invalid(
+            "workspace.enabled",
+            "workspaces do not run under mode = \"allowlist\" yet: their jails would get the proxy's variables but no proxy",
+            "set workspace.enabled = false, or use network.mode = \"none\" for workspaces",
+        ));
+    }
     if n.allow.is_empty() {
         return Err(invalid(
             "network.allow",
@@ -246,6 +253,17 @@ mod tests {
         let env = n.proxy_env();
         assert!(env.contains(&("HTTPS_PROXY".into(), "http://127.0.0.1:3128".into())));
         assert!(env.contains(&("NO_PROXY".into(), String::new())));
+    }
+
+    #[test]
+    fn workspaces_under_an_allowlist_are_refused() {
+        let net = "mode = \"allowlist\"\nallow = [\"pypi.org:443\"]\n[workspace]\nenabled = true";
+        let e = load(net, GROUPS).unwrap_err();
+        assert!(
+            e.contains("workspace.enabled") && e.contains("allowlist"),
+            "{e}"
+        );
+        load(&net.replace("enabled = true", "enabled = false"), GROUPS).unwrap();
     }
 
     #[test]

@@ -233,3 +233,34 @@ fn a_session_keeps_its_proxy_and_each_call_records_its_requests() {
         );
     }
 }
+
+/// A session started with `network_access: "denied"` is held to it as a run is: the
+/// allowlist narrows to nothing and a request to a listed host is denied and recorded.
+#[test]
+fn a_session_with_the_denied_hint_gets_no_network() {
+    let port = site();
+    let pol = policy(port);
+    for who in variants() {
+        let dir = serve::scratch("netd");
+        let (_server, mut f) = serve_on(
+            who,
+            dir.path(),
+            &pol,
+            &["--pool", "0", "--session-pool", "0"],
+        );
+        let start =
+            json!({"id": "s", "op": "session_start", "policy_hints": {"network_access": "denied"}});
+        let sid = ask(&mut f, start)["session"].clone();
+        assert!(sid.is_string(), "{who:?}");
+        let fetch = format!("import urllib.request as u\ntry:\n    x = u.urlopen('http://localhost:{port}/', timeout=10).read().decode()\nexcept Exception as e:\n    x = 'refused'\nx");
+        let r = &ask(
+            &mut f,
+            json!({"id": "1", "op": "session_exec", "session": sid, "code": fetch}),
+        )["record"];
+        assert_ne!(r["value"], "'fetched'", "{who:?}: {r:#}");
+        assert_eq!(r["network"]["narrowed_by_hint"], true, "{who:?}: {r:#}");
+        let reqs = r["network"]["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), 1, "{who:?}: {reqs:#?}");
+        assert_eq!(reqs[0]["allowed"], false, "{who:?}: {reqs:#?}");
+    }
+}

@@ -2,7 +2,10 @@
 //! named `file` with a filename. Read from a body already bounded in size; nothing else of
 //! RFC 7578 is needed (no nested multiparts, no transfer encodings).
 
-/// The boundary of a `multipart/form-data; boundary=...` content type.
+/// The longest boundary RFC 2046 allows; it also bounds the search for it (body × this).
+const MAX_BOUNDARY: usize = 70;
+
+/// The boundary of a `multipart/form-data; boundary=...` content type (any length).
 fn boundary(content_type: &str) -> Option<&str> {
     let mut parts = content_type.split(';');
     let kind = parts.next()?.trim();
@@ -15,7 +18,7 @@ fn boundary(content_type: &str) -> Option<&str> {
             return None;
         }
         let v = v.trim().trim_matches('"');
-        (!v.is_empty() && v.len() <= 200).then_some(v)
+        (!v.is_empty()).then_some(v)
     })
 }
 
@@ -65,6 +68,12 @@ pub fn file_part(
 ) -> Result<(String, Vec<u8>), String> {
     let b = boundary(content_type)
         .ok_or("the body must be multipart/form-data with a boundary (a `file` part)")?;
+    if b.len() > MAX_BOUNDARY {
+        return Err(format!(
+            "the multipart boundary is {} characters; at most {MAX_BOUNDARY} (RFC 2046)",
+            b.len()
+        ));
+    }
     let delim = format!("--{b}");
     let end_delim = format!("\r\n--{b}");
     // `pos`: where the current boundary line ("--b") starts.
@@ -121,6 +130,22 @@ mod tests {
         }
         v.extend_from_slice(b"--XyZ--\r\n");
         v
+    }
+
+    #[test]
+    fn a_boundary_past_70_characters_is_refused() {
+        let long = "b".repeat(71);
+        let ct = format!("multipart/form-data; boundary={long}");
+        let body = format!("--{long}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\nx\r\n--{long}--\r\n");
+        let e = file_part(&ct, body.as_bytes(), "file").unwrap_err();
+        assert!(e.contains("at most 70"), "{e}");
+        let ok = "b".repeat(70);
+        let ct = format!("multipart/form-data; boundary={ok}");
+        let body = body.replace(&long, &ok);
+        assert_eq!(
+            file_part(&ct, body.as_bytes(), "file"),
+            Ok(("a".into(), b"x".to_vec()))
+        );
     }
 
     #[test]

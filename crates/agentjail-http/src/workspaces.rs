@@ -102,10 +102,13 @@ fn pod_route(
     done: Finish,
 ) -> Resp {
     match r {
-        Route::PodHealth => json_resp(
-            StatusCode::OK,
-            &json!({"status": "ok", "message": "Sandbox Runtime is active."}),
-        ),
+        Route::PodHealth => match pod.ensure(e) {
+            Ok(_) => json_resp(
+                StatusCode::OK,
+                &json!({"status": "ok", "message": "Sandbox Runtime is active."}),
+            ),
+            Err(r) => r,
+        },
         Route::PodExecute => match strict(body) {
             Ok(v) => execute(e, pod, v, done),
             Err(m) => message(StatusCode::UNPROCESSABLE_ENTITY, &m),
@@ -222,6 +225,59 @@ impl PodWorkspace {
         self.id.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The id of an open workspace: the current one, or a new one in its place when it has
+    /// ended (idle, lifetime, max_execs, a breach, every process killed); 503 when none can
+    /// be started, 410 once the server closed it.
+    fn ensure(&self, engine: &Engine) -> Result<String, Resp> {
+        let id = self.id().ok_or_else(closed)?;
+        if engine.workspace_open(&id, POD_OWNER) {
+            return Ok(id);
+        }
+        self.renew(engine, &id)
+    }
+
+    /// A new workspace in place of `old`, under the id's lock (unless another request
+    /// already replaced it). What the old one held is lost.
+    fn renew(&self, engine: &Engine, old: &str) -> Result<String, Resp> {
+        let mut id = self.id.lock().unwrap_or_else(|e| e.into_inner());
+        match id.as_deref() {
+            None => return Err(closed()),
+            Some(cur) if cur != old => return Ok(cur.to_string()),
+            Some(_) => {}
+        }
+        let _ = engine.workspace_close(old, POD_OWNER);
+        *id = None;
+        let new = engine.workspace_start(None, POD_OWNER).map_err(|e| {
+            message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "the pod's workspace ended and a new one cannot be started: {}: {}",
+                    e.code, e.message
+                ),
+            )
+        });
+        // A failed start leaves the old (closed) id, so the next request tries again.
+        *id = Some(new.clone().unwrap_or_else(|_| old.to_string()));
+        new
+    }
+
+    /// `f` on the pod's workspace; when `gone` says it found the workspace ended (the request
+    /// never ran), once more on a new one ([`Self::renew`]).
+    fn on<T>(
+        &self,
+        engine: &Engine,
+        f: impl Fn(&str) -> Result<T, EngineError>,
+        gone: impl Fn(&Result<T, EngineError>) -> bool,
+    ) -> Result<T, Resp> {
+        let id = self.ensure(engine)?;
+        let first = f(&id);
+        if !gone(&first) {
+            return first.map_err(pod_error);
+        }
+        let id = self.renew(engine, &id)?;
+        f(&id).map_err(pod_error)
+    }
+
     /// Close it (at shutdown).
     pub fn close(&self, engine: &Engine) {
         if let Some(id) = self.id.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -236,6 +292,27 @@ fn message(status: StatusCode, text: &str) -> Resp {
         status,
         &json!({"message": agentjail_json::safe_text(text, 2000)}),
     )
+}
+
+fn closed() -> Resp {
+    message(StatusCode::GONE, "the pod's workspace is closed")
+}
+
+/// An error that says the workspace is gone: the request never reached it.
+fn ended_error<T>(r: &Result<T, EngineError>) -> bool {
+    r.as_ref()
+        .is_err_and(|e| matches!(e.code, "unknown_workspace" | "workspace_ended"))
+}
+
+/// A command refused because its workspace ended (`invalid_request:workspace_*`: ended,
+/// max_execs, idle_timeout, lifetime): it never ran.
+fn ended_exec(r: &Result<Record, EngineError>) -> bool {
+    ended_error(r)
+        || r.as_ref().is_ok_and(|rec| {
+            rec.value["stop_reason"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("invalid_request:workspace_"))
+        })
 }
 
 fn pod_error(e: EngineError) -> Resp {
@@ -254,15 +331,13 @@ pub fn execute(engine: &Engine, pod: &PodWorkspace, body: Value, done: Finish) -
         Ok(r) => r,
         Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e.message),
     };
-    let Some(id) = pod.id() else {
-        return message(StatusCode::GONE, "the pod's workspace is closed");
-    };
-    match engine.workspace_exec_for(&id, &req, POD_OWNER, None) {
+    let run = |id: &str| engine.workspace_exec_for(id, &req, POD_OWNER, None);
+    match pod.on(engine, run, ended_exec) {
         Ok(mut rec) => {
             done(&mut rec);
             json_resp(StatusCode::OK, &runtime_result(&rec.value))
         }
-        Err(e) => pod_error(e),
+        Err(r) => r,
     }
 }
 
@@ -294,16 +369,14 @@ pub fn upload(engine: &Engine, pod: &PodWorkspace, content_type: &str, body: &[u
         Ok(p) => p,
         Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e),
     };
-    let Some(id) = pod.id() else {
-        return message(StatusCode::GONE, "the pod's workspace is closed");
-    };
     let files = json!([{"path": name, "content_base64": b64(&content)}]);
-    match engine.workspace_put(&id, &files, POD_OWNER) {
+    let put = |id: &str| engine.workspace_put(id, &files, POD_OWNER);
+    match pod.on(engine, put, ended_error) {
         Ok(_) => json_resp(
             StatusCode::OK,
             &json!({"message": format!("File '{}' uploaded successfully.", agentjail_json::safe_text(&name, 500))}),
         ),
-        Err(e) => pod_error(e),
+        Err(r) => r,
     }
 }
 
@@ -321,12 +394,10 @@ pub fn download(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
             "the path is not percent-encoded UTF-8",
         );
     };
-    let Some(id) = pod.id() else {
-        return message(StatusCode::GONE, "the pod's workspace is closed");
-    };
-    let got = match engine.workspace_get(&id, &json!([path]), POD_OWNER) {
+    let get = |id: &str| engine.workspace_get(id, &json!([path]), POD_OWNER);
+    let got = match pod.on(engine, get, ended_error) {
         Ok(v) => v,
-        Err(e) => return pod_error(e),
+        Err(r) => return r,
     };
     let f = &got["files"][0];
     match f["content_base64"].as_str() {
@@ -388,19 +459,14 @@ fn run_sh(
     arg: &str,
     done: Finish,
 ) -> Result<Value, Resp> {
-    let Some(id) = pod.id() else {
-        return Err(message(StatusCode::GONE, "the pod's workspace is closed"));
-    };
     let mut o = Map::new();
     o.insert("argv".into(), json!(["/bin/sh", "-c", script, "sh", arg]));
     let req = ExecRequest::from_fields(&o).map_err(pod_error)?;
-    engine
-        .workspace_exec_for(&id, &req, POD_OWNER, None)
-        .map(|mut r| {
-            done(&mut r);
-            r.value
-        })
-        .map_err(pod_error)
+    let run = |id: &str| engine.workspace_exec_for(id, &req, POD_OWNER, None);
+    pod.on(engine, run, ended_exec).map(|mut r| {
+        done(&mut r);
+        r.value
+    })
 }
 
 /// `GET /list/{path}`.

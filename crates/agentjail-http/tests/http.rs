@@ -916,6 +916,22 @@ fn the_pod_workspace_speaks_the_agent_sandbox_runtime() {
     assert_eq!(get(t, "/exists/nope").json()["exists"], false);
     assert_eq!(post(t, "/execute", &json!({"cmd": "ls"})).status, 422);
 
+    // A command that ends the workspace (every process killed) does not end the pod: the
+    // next request gets a new workspace (what the old one held is gone).
+    post(t, "/execute", &json!({"command": "kill -9 -1"}));
+    let r = post(
+        t,
+        "/execute",
+        &json!({"command": "echo again; ls src 2>&1 | wc -l"}),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["stdout"], "again\n1\n", "{}", r.json());
+    let r = request(t, "POST", "/upload", &[("Content-Type", &ct)], &body);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    post(t, "/execute", &json!({"command": "kill -9 -1"}));
+    assert_eq!(get(t, "/").json()["status"], "ok");
+    assert_eq!(get(t, "/exists/src%2Fhello.py").json()["exists"], false);
+
     // Without --pod-workspace the runtime's routes are not there.
     let plain = start(
         "127.0.0.1:0",

@@ -77,7 +77,9 @@ pub fn non_public(ip: IpAddr) -> Option<&'static str> {
 fn v4_class(ip: Ipv4Addr) -> Option<&'static str> {
     let o = ip.octets();
     let r = match o {
-        [169, 254, 169, 254] => "metadata",
+        // The clouds' instance metadata (and Azure's WireServer, which hands out agent
+        // configuration and certificates).
+        [169, 254, 169, 254] | [168, 63, 129, 16] => "metadata",
         [0, ..] => "unspecified",
         [127, ..] => "loopback",
         [10, ..] => "private",
@@ -111,6 +113,14 @@ fn v6_class(ip: Ipv6Addr) -> Option<&'static str> {
         "NAT64"
     } else if s[0] == 0x2002 {
         "6to4"
+    } else if s[0] == 0x2001 && s[1] == 0 {
+        // Teredo: the tunnel's relay reaches an IPv4 address embedded in the address.
+        "Teredo"
+    } else if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+        // ::ffff:0:a.b.c.d (IPv4-translated, SIIT): an IPv4 address of the translator's.
+        "IPv4-translated"
+    } else if s[0] == 0x100 && s[1..4] == [0; 3] {
+        "discard"
     } else if s[0] == 0x2001 && s[1] == 0x0db8 {
         "documentation"
     } else if s[0] == 0xfec0 {
@@ -136,6 +146,12 @@ mod tests {
     fn refused_ranges() {
         for (a, why) in [
             ("169.254.169.254", "metadata"),
+            ("168.63.129.16", "metadata"),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
+            ("::ffff:0:a00:1", "IPv4-translated"),
+            ("::ffff:0:808:808", "IPv4-translated"),
+            ("100::1", "discard"),
+            ("100::ffff:1:2:3", "discard"),
             ("169.254.1.1", "link-local"),
             ("127.0.0.1", "loopback"),
             ("127.255.0.9", "loopback"),
@@ -181,6 +197,9 @@ mod tests {
             "2a04:4e42::223",
             "2606:4700::1111",
             "223.255.255.255",
+            "168.63.129.17",
+            "2001:4860:4860::8888",
+            "100:0:0:1::1",
         ] {
             assert_eq!(non_public(ip(a)), None, "{a}");
         }

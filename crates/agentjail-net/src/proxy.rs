@@ -64,8 +64,9 @@ struct Shared {
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
     stopping: AtomicBool,
-    /// Copies of every socket opened, shut down at `finish` so no relay outlives the run.
-    live: Mutex<Vec<TcpStream>>,
+    /// Copies of the sockets in use, shut down at `finish` so no relay outlives the run;
+    /// each leaves when its connection ends ([`Tracked`]).
+    live: Mutex<Live>,
 }
 
 /// A running proxy; [`Proxy::finish`] stops it and returns its report.
@@ -95,7 +96,7 @@ impl Proxy {
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
-            live: Mutex::new(Vec::new()),
+            live: Mutex::new(Live::default()),
         });
         let listener = Arc::new(listener);
         let (sh, l) = (shared.clone(), listener.clone());
@@ -139,7 +140,8 @@ impl Proxy {
             .live
             .lock()
             .map(|l| {
-                l.iter()
+                l.socks
+                    .values()
                     .filter_map(|s| s.try_clone().ok())
                     .collect::<Vec<_>>()
             })
@@ -204,7 +206,6 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> 
             );
             continue;
         }
-        track(sh, &client);
         let sh2 = sh.clone();
         match std::thread::Builder::new()
             .name("agentjail-net-conn".into())
@@ -217,10 +218,42 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> 
     handlers
 }
 
-fn track(sh: &Shared, s: &TcpStream) {
-    if let (Ok(c), Ok(mut l)) = (s.try_clone(), sh.live.lock()) {
-        l.push(c);
+#[derive(Default)]
+struct Live {
+    next: u64,
+    socks: std::collections::HashMap<u64, TcpStream>,
+}
+
+/// A socket's place in `live`, given up when the connection it serves ends.
+struct Tracked<'a> {
+    sh: &'a Shared,
+    key: u64,
+}
+
+impl Drop for Tracked<'_> {
+    fn drop(&mut self) {
+        let mut l = self.sh.live.lock().unwrap_or_else(|e| e.into_inner());
+        l.socks.remove(&self.key);
     }
+}
+
+/// A copy of `s` for `finish` to shut down; None (and `s` shut down) once the proxy is
+/// stopping. `stopping` is read under the lock `finish` takes its copies under, after it
+/// set it: a socket is either among those copies or never used.
+fn track<'a>(sh: &'a Shared, s: &TcpStream) -> Option<Tracked<'a>> {
+    let mut l = sh.live.lock().unwrap_or_else(|e| e.into_inner());
+    let copy = match s.try_clone() {
+        Ok(c) if !sh.stopping.load(SeqCst) => c,
+        _ => {
+            drop(l);
+            let _ = s.shutdown(Shutdown::Both);
+            return None;
+        }
+    };
+    let key = l.next;
+    l.next += 1;
+    l.socks.insert(key, copy);
+    Some(Tracked { sh, key })
 }
 
 fn log(sh: &Shared, e: Entry) {
@@ -278,6 +311,9 @@ fn record_denial(sh: &Shared, e: &Entry, reason: &str, t0: Instant) {
 }
 
 fn handle(sh: &Shared, mut client: TcpStream) {
+    let Some(_tracked) = track(sh, &client) else {
+        return;
+    };
     let t0 = Instant::now();
     let lim = &sh.rules.limits;
     let _ = client.set_read_timeout(Some(lim.connect));
@@ -301,15 +337,15 @@ fn handle(sh: &Shared, mut client: TcpStream) {
     }
 }
 
-fn connect_upstream(sh: &Shared, addrs: &[SocketAddr]) -> Option<TcpStream> {
+fn connect_upstream<'a>(sh: &'a Shared, addrs: &[SocketAddr]) -> Option<(TcpStream, Tracked<'a>)> {
     for a in addrs {
         // The run ended while this request was being decided: connect nowhere.
         if sh.stopping.load(SeqCst) {
             return None;
         }
         if let Ok(s) = TcpStream::connect_timeout(a, sh.rules.limits.connect) {
-            track(sh, &s);
-            return Some(s);
+            // Or during the connect: the new socket is shut down, nothing is sent on it.
+            return track(sh, &s).map(|t| (s, t));
         }
     }
     None
@@ -356,7 +392,7 @@ fn tunnel(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Ent
         Ok(First::NotTls(_)) => return refuse(sh, &client, &e, "connect_not_tls", t0),
         Err(why) => return refuse(sh, &client, &e, why, t0),
     };
-    let Some(up) = connect_upstream(sh, &addrs) else {
+    let Some((up, _tracked)) = connect_upstream(sh, &addrs) else {
         return connect_failed(sh, &client, e, t0);
     };
     e.address = up.peer_addr().ok().map(|a| a.to_string());
@@ -429,7 +465,7 @@ fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entr
         Ok(a) => a,
         Err(d) => return deny(sh, &client, &e, &d.0, t0),
     };
-    let Some(up) = connect_upstream(sh, &addrs) else {
+    let Some((up, _tracked)) = connect_upstream(sh, &addrs) else {
         return connect_failed(sh, &client, e, t0);
     };
     e.address = up.peer_addr().ok().map(|a| a.to_string());

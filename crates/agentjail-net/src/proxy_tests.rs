@@ -505,3 +505,49 @@ fn a_request_stuck_in_the_resolver_does_not_hold_the_end_of_the_run() {
     tx.send(()).unwrap();
     drop(c);
 }
+
+/// A connection's sockets leave `live` when it ends: a long session does not hold a copy
+/// of every socket it ever opened until `finish`.
+#[test]
+fn ended_connections_give_up_their_sockets() {
+    let hello = client_hello(Some("index.test"));
+    let up = upstream(b"server-bytes".to_vec(), hello.len());
+    let run = start(
+        &[format!("index.test:{}", up.port)],
+        false,
+        Limits::default(),
+        &[("index.test", &["127.0.0.1"])],
+    );
+    let req = format!(
+        "CONNECT index.test:{} HTTP/1.1\r\nHost: index.test\r\n\r\n",
+        up.port
+    );
+    for _ in 0..5 {
+        let out = exchange(run.addr, req.as_bytes(), &hello);
+        assert!(text(&out).ends_with("server-bytes"), "{}", text(&out));
+    }
+    // Each handler gives its sockets up as it returns, just after the client saw EOF.
+    let live = || run.proxy.shared.live.lock().unwrap().socks.len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(live(), 0, "every ended connection left `live`");
+    let (r, _) = run.finish();
+    assert_eq!(r.entries.len(), 5);
+}
+
+/// A socket opened (an upstream connect that was under way) once `finish` has begun is
+/// shut down and never tracked, so nothing is sent on it after the record.
+#[test]
+fn a_socket_opened_after_finish_began_is_shut_down() {
+    let up = upstream(Vec::new(), 1);
+    let run = start(&[], false, Limits::default(), &[]);
+    run.proxy.shared.stopping.store(true, SeqCst);
+    let s = TcpStream::connect(("127.0.0.1", up.port)).unwrap();
+    assert!(track(&run.proxy.shared, &s).is_none());
+    assert!((&s).write_all(b"x").is_err(), "the socket was shut down");
+    assert!(run.proxy.shared.live.lock().unwrap().socks.is_empty());
+    run.proxy.shared.stopping.store(false, SeqCst);
+    run.finish();
+}

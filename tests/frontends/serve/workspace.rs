@@ -603,7 +603,7 @@ except OSError as e:
         "echo x > /etc/ajbreach 2>/dev/null && echo BREACH; echo ATTEMPT",
         "mount -t tmpfs x /mnt 2>/dev/null && echo BREACH; echo ATTEMPT",
         "cat /proc/1/environ 2>/dev/null | grep -q . && echo BREACH; echo ATTEMPT",
-        "nc -z 127.0.0.1 22 2>/dev/null && echo BREACH; echo ATTEMPT",
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 22), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
         "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
     ];
     for who in variants() {
@@ -640,4 +640,41 @@ except OSError as e:
         close(c, &ws);
         s.finish();
     }
+}
+
+/// One client (one uid over many connections) starting many workspaces at once never holds
+/// more than `max_per_client`: a start reserves its slot before its jail starts.
+#[test]
+fn parallel_starts_from_one_client_stay_within_max_per_client() {
+    let who = variants()[0];
+    let m = common::marker("ws-maxpc");
+    let text = std::fs::read_to_string(policy(&m, "4MiB", 256))
+        .unwrap()
+        .replace("max_per_client = 8", "max_per_client = 2");
+    let p = common::shared_file(&format!("ws-{m}-max.toml"), &text);
+    let dir = crate::common::serve::scratch("ws-maxpc");
+    let sock = dir.path().join("s.sock").display().to_string();
+    let s = Server::start(who, &p, &m, &["--pool", "1", "-j", "8", "--socket", &sock]);
+    let (answers, mut conns): (Vec<Value>, Vec<Conn>) = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let mut c = s.connect(&format!("c{t}"));
+                scope.spawn(move || {
+                    let r = c.call(json!({"op": "workspace_start"}));
+                    (r, c)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).unzip()
+    });
+    let started = answers
+        .iter()
+        .filter(|r| r["workspace"].is_string())
+        .count();
+    assert_eq!(started, 2, "{answers:#?}");
+    for r in answers.iter().filter(|r| !r["workspace"].is_string()) {
+        assert_eq!(error_code(r), "too_many_workspaces", "{r}");
+    }
+    conns.iter_mut().for_each(Conn::close);
+    s.finish();
 }
