@@ -54,7 +54,8 @@ impl Cache {
     /// without following anything another user can swap (crate::hostpath).
     pub fn open(dir: &Path, ttl: Duration) -> Result<Cache, String> {
         let what = format!("cache directory {}", dir.display());
-        let (parent, name) = crate::hostpath::parent_and_name(dir, "--cache")?;
+        let (parent, name) =
+            crate::hostpath::parent_and_name(dir, "--cache").map_err(|e| e.to_string())?;
         match os::dir::mkdir_at(&parent, &name, 0o700) {
             Ok(()) | Err(libc::EEXIST) => {}
             Err(e) => {

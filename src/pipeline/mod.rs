@@ -263,7 +263,7 @@ pub fn run_options(loaded: &LoadedPolicy, flags: RunFlags) -> Result<RunOptions,
         .map(|spec| crate::inputs::resolve(spec, roots))
         .collect::<Result<Vec<_>, _>>()?;
     let artifacts_dir = match flags.artifacts_dir {
-        Some(d) => Some(crate::artifacts::ArtifactsDir::open(&d)?),
+        Some(d) => Some(crate::artifacts::ArtifactsDir::open(&d).map_err(|e| e.to_string())?),
         None => None,
     };
     let cache = match flags.cache {
@@ -300,7 +300,7 @@ pub fn run_command(
             eprintln!("agentjail: {e}");
             let reason = crate::verdict::StopReason::AgentjailError("policy".into());
             crate::cli::print_json(
-                &crate::pipeline::record::Record::refused(reason, &e).to_value(),
+                &crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
             );
             return crate::cli::ExitStatus::Error;
         }
@@ -312,7 +312,7 @@ pub fn run_command(
             eprintln!("agentjail: {e}");
             let reason = crate::verdict::StopReason::AgentjailError("flags".into());
             crate::cli::print_json(
-                &crate::pipeline::record::Record::refused(reason, &e).to_value(),
+                &crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
             );
             return crate::cli::ExitStatus::Error;
         }

@@ -752,7 +752,8 @@ pub fn listen(
         return activated_listener().map(|l| (l, None));
     }
     let gid = group.map(group_id).transpose()?;
-    let (dir, name) = crate::hostpath::parent_and_name(path, "--socket")?;
+    let (dir, name) =
+        crate::hostpath::parent_and_name(path, "--socket").map_err(|e| e.to_string())?;
     match os::dir::stat_at(&dir, &name) {
         Err(libc::ENOENT) => {}
         Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == os::process::geteuid() => {}
