@@ -330,7 +330,7 @@ impl Engine {
         let (workspace_plan, workspace_pool) =
             workspace::start_plan(policy, cfg.session_pool, &spawner)?;
         let cache = match &cfg.cache {
-            Some((dir, ttl)) => Some(Cache::open(dir, *ttl)?),
+            Some((dir, ttl)) => Some(Cache::open(dir, *ttl).map_err(|e| e.to_string())?),
             None => None,
         };
         let (stop_read, stop_write) = agentjail_jail::os::fd::pipe()

@@ -362,7 +362,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
                     json!({"id": id, "record": record.value})
                 }
                 Err(e) => json!({"id": id, "error": {"code": "bad_inputs",
-                                  "message": agentjail_json::safe_text(&e, 1000)}}),
+                                  "message": agentjail_json::safe_text(&e.to_string(), 1000)}}),
             }
         }
         Op::Check { action } => json!({"id": id, "decision": engine.check(&action).0}),
