@@ -99,7 +99,7 @@ const ENV_DENIED_PREFIXES: &[&str] = &[
 
 /// The jail plan of a workspace: the policy's jail, the workspace runner as its program,
 /// /workspace a capped tmpfs and its working directory (held open by the host).
-pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, String> {
+pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, crate::plan::BuildError> {
     let files = [crate::plan::JailFile {
         path: RUNNER_PATH.into(),
         contents: RUNNER.into(),

@@ -82,14 +82,14 @@ pub enum PlanError {
     /// The language runs once per jail (JavaScript): there is no session runner for it.
     NoSessionMode(Language),
     /// The policy's plan was refused (crate::plan::build says why).
-    Plan(String),
+    Plan(crate::plan::BuildError),
 }
 
 impl std::fmt::Display for PlanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PlanError::NoSessionMode(l) => write!(f, "{} has no session mode", l.name()),
-            PlanError::Plan(e) => f.write_str(e),
+            PlanError::Plan(e) => e.fmt(f),
         }
     }
 }
