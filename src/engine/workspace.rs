@@ -890,11 +890,11 @@ pub(super) fn start_plan(
     policy: &Policy,
     warm: usize,
     spawner: &Arc<pool::Spawner>,
-) -> Result<PlanAndPool, String> {
+) -> Result<PlanAndPool, super::StartError> {
     if !policy.workspace.enabled {
         return Ok((None, None));
     }
-    let plan = Arc::new(plan(policy).map_err(|e| format!("[workspace]: {e}"))?);
+    let plan = Arc::new(plan(policy).map_err(super::StartError::Workspace)?);
     let pool = (warm > 0).then(|| pool::Pool::holding_refills(Arc::clone(&plan), warm, spawner));
     Ok((Some(plan), pool))
 }

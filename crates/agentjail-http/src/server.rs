@@ -236,7 +236,7 @@ pub fn serve(args: Args) -> i32 {
     };
     let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let pod_workspace = match pod_workspace(args.pod_workspace, &engine) {
         Ok(p) => p,
