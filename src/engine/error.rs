@@ -30,6 +30,19 @@ pub enum StartError {
 }
 
 impl StartError {
+    /// For `map_err`: `what` (a thread) did not start.
+    pub(super) fn thread(what: &'static str) -> impl FnOnce(std::io::Error) -> StartError {
+        move |e| StartError::Thread {
+            what,
+            detail: e.to_string(),
+        }
+    }
+
+    /// For `map_err`: `what` (a pipe, a socket pair) could not be made.
+    pub(super) fn os(what: &'static str) -> impl FnOnce(i32) -> StartError {
+        move |errno| StartError::Os { what, errno }
+    }
+
     /// The errno of the call that failed, where one did.
     pub fn errno(&self) -> Option<i32> {
         match self {

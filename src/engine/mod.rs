@@ -224,11 +224,8 @@ pub struct ClientStop {
 
 impl ClientStop {
     fn new() -> Result<ClientStop, StartError> {
-        let (read, write) =
-            agentjail_jail::os::fd::socketpair_seqpacket().map_err(|errno| StartError::Os {
-                what: "a socket pair",
-                errno,
-            })?;
+        let (read, write) = agentjail_jail::os::fd::socketpair_seqpacket()
+            .map_err(StartError::os("a socket pair"))?;
         Ok(ClientStop { read, write })
     }
 
@@ -338,18 +335,12 @@ impl Engine {
             None => None,
         };
         let (stop_read, stop_write) =
-            agentjail_jail::os::fd::pipe().map_err(|errno| StartError::Os {
-                what: "a pipe",
-                errno,
-            })?;
+            agentjail_jail::os::fd::pipe().map_err(StartError::os("a pipe"))?;
         let (tx, rx) = mpsc::channel::<Teardown>();
         let reaper_thread = std::thread::Builder::new()
             .name("agentjail-reaper".into())
             .spawn(move || rx.into_iter().for_each(drop))
-            .map_err(|e| StartError::Thread {
-                what: "the reaper thread",
-                detail: e.to_string(),
-            })?;
+            .map_err(StartError::thread("the reaper thread"))?;
         let engine = Arc::new(Engine {
             policy_ref: PolicyRef::of(&cfg.policy),
             policy: cfg.policy,
@@ -375,10 +366,7 @@ impl Engine {
         std::thread::Builder::new()
             .name("agentjail-janitor".into())
             .spawn(move || janitor(weak))
-            .map_err(|e| StartError::Thread {
-                what: "the janitor thread",
-                detail: e.to_string(),
-            })?;
+            .map_err(StartError::thread("the janitor thread"))?;
         Ok(engine)
     }
 

@@ -124,10 +124,7 @@ impl Spawner {
             let t = std::thread::Builder::new()
                 .name(format!("agentjail-spawner-{i}"))
                 .spawn(move || spawner_loop(&q))
-                .map_err(|e| super::StartError::Thread {
-                    what: "a spawner thread",
-                    detail: e.to_string(),
-                })?;
+                .map_err(super::StartError::thread("a spawner thread"))?;
             handles.push(t);
         }
         Ok(Arc::new(Spawner {
