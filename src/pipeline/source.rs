@@ -96,8 +96,8 @@ impl std::fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
-/// The engine and the zygote report a plan they cannot make as text (their errors are
-/// start-up messages).
+/// A job whose jail cannot be planned fails as the jail crate's `JailError::plan`, which
+/// holds the reason as text (the jail crate does not know this crate's types).
 impl From<PlanError> for String {
     fn from(e: PlanError) -> String {
         e.to_string()
