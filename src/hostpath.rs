@@ -240,4 +240,31 @@ mod tests {
         assert!(!dir_is_safe(&st(me.wrapping_add(12345), 0o755)));
         assert!(!dir_is_safe(&st(me.wrapping_add(12345), 0o1777)));
     }
+
+    #[test]
+    fn errors_carry_the_path_and_errno_and_say_what_to_do() {
+        let e = HostPathError::Unsafe {
+            what: "--cache".into(),
+            path: "/srv/shared".into(),
+            uid: 1000,
+            mode: 0o777,
+            euid: 0,
+        };
+        assert_eq!(
+            e.to_string(),
+            "--cache: /srv/shared (uid 1000, mode 777) can be changed by another user: a \
+             directory on the way must belong to root or to uid 0 and, if group or others may \
+             write it, be sticky (like /tmp); choose another path or fix its owner or mode"
+        );
+        assert_eq!(e.errno(), None);
+        let open = HostPathError::Open {
+            what: "--socket".into(),
+            path: "/run/x".into(),
+            errno: libc::ELOOP,
+        };
+        assert_eq!(open.errno(), Some(libc::ELOOP));
+        assert!(open
+            .to_string()
+            .starts_with("--socket: /run/x changed while it was opened, or cannot be opened: "));
+    }
 }

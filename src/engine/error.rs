@@ -89,3 +89,32 @@ impl From<CacheError> for StartError {
         StartError::Cache(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapped_error_keeps_its_kind_and_prints_as_before() {
+        let e: StartError = ZygoteError::NoBinary {
+            exe: "/opt/aj/agentjail-zygote".into(),
+        }
+        .into();
+        assert_eq!(
+            e.to_string(),
+            "--zygote: --zygote needs /opt/aj/agentjail-zygote next to agentjail; build it \
+             with scripts/build-zygote.sh"
+        );
+        let w = StartError::Workspace(BuildError::MissingReadOnly {
+            path: "/opt/x".into(),
+        });
+        assert_eq!(
+            w.to_string(),
+            "[workspace]: filesystem.read_only: /opt/x does not exist on this host; remove it \
+             or list it in filesystem.optional"
+        );
+        let p = StartError::os("a pipe")(libc::EMFILE);
+        assert_eq!(p.to_string(), "cannot create a pipe: errno 24");
+        assert_eq!(p.errno(), Some(libc::EMFILE));
+    }
+}

@@ -119,3 +119,26 @@ impl From<HostPathError> for SocketError {
         SocketError::HostPath(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_another_user_holds_is_named_as_such() {
+        let e = |errno| SocketError::Rename {
+            path: "/run/aj.sock".into(),
+            errno,
+        };
+        assert_eq!(
+            e(libc::EPERM).to_string(),
+            "cannot put the socket at /run/aj.sock: another user's file or link is at that \
+             name (Operation not permitted (os error 1))"
+        );
+        assert_eq!(
+            e(libc::ENOSPC).to_string(),
+            "cannot put the socket at /run/aj.sock: No space left on device (os error 28)"
+        );
+        assert_eq!(e(libc::EPERM).errno(), Some(libc::EPERM));
+    }
+}
