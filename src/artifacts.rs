@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 /// Deepest directory walked, and most entries looked at, per collection.
 const MAX_DEPTH: usize = 16;
@@ -328,9 +329,128 @@ pub struct ArtifactsDir {
     created: bool,
 }
 
+/// Why the artifacts directory could not be opened or written: the path (or the artifact),
+/// the errno where a call failed. Display is the message agentjail prints and records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArtifactsError {
+    /// The directory's parent does not exist.
+    NoParent { path: PathBuf },
+    /// A directory on the way was refused (crate::hostpath).
+    HostPath(crate::hostpath::HostPathError),
+    /// `mkdir` failed.
+    Create { path: PathBuf, errno: i32 },
+    /// It is a symlink.
+    Symlink { path: PathBuf },
+    /// It is not a directory.
+    NotDir { path: PathBuf },
+    /// It could not be opened: `detail` is the I/O error's text.
+    Open {
+        path: PathBuf,
+        errno: Option<i32>,
+        detail: String,
+    },
+    /// It could not be stat'ed.
+    Stat { path: PathBuf, errno: i32 },
+    /// It belongs to another user.
+    NotOurs { path: PathBuf, uid: u32 },
+    /// It already holds files.
+    NotEmpty { path: PathBuf },
+    /// Group or others may write it.
+    Writable { path: PathBuf, mode: u32 },
+    /// One artifact could not be written: `step` is the call (`mkdir`, `open`, `create`,
+    /// `write`), `artifact` its path under /app/out.
+    Write {
+        step: &'static str,
+        artifact: String,
+        errno: i32,
+    },
+    /// An internal failure with no path to name (a dup or a NUL in a name).
+    Internal(String),
+}
+
+impl std::fmt::Display for ArtifactsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use ArtifactsError as E;
+        match self {
+            E::NoParent { path } => write!(
+                f,
+                "--artifacts-dir {}: cannot create it: its parent does not exist",
+                path.display()
+            ),
+            E::HostPath(e) => e.fmt(f),
+            E::Create { path, errno } => write!(
+                f,
+                "--artifacts-dir {}: cannot create it: {}",
+                path.display(),
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            E::Symlink { path } => write!(
+                f,
+                "--artifacts-dir {} is a symlink; give a real directory",
+                path.display()
+            ),
+            E::NotDir { path } => write!(f, "--artifacts-dir {} is not a directory", path.display()),
+            E::Open { path, detail, .. } => write!(f, "--artifacts-dir {}: {detail}", path.display()),
+            E::Stat { path, errno } => write!(f, "--artifacts-dir {}: errno {errno}", path.display()),
+            E::NotOurs { path, uid } => write!(
+                f,
+                "--artifacts-dir {} belongs to uid {uid}, not to us",
+                path.display()
+            ),
+            E::NotEmpty { path } => write!(
+                f,
+                "--artifacts-dir {} is not empty; give a new or empty directory",
+                path.display()
+            ),
+            E::Writable { path, mode } => write!(
+                f,
+                "--artifacts-dir {} can be written by group or others (mode {mode:o}); give a directory only we can write",
+                path.display()
+            ),
+            E::Write {
+                step: "create",
+                artifact,
+                errno,
+            } => write!(
+                f,
+                "create {artifact}: {}",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            E::Write {
+                step,
+                artifact,
+                errno,
+            } => write!(f, "{step} {artifact}: errno {errno}"),
+            E::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ArtifactsError {}
+
+impl From<crate::hostpath::HostPathError> for ArtifactsError {
+    fn from(e: crate::hostpath::HostPathError) -> Self {
+        ArtifactsError::HostPath(e)
+    }
+}
+
+impl ArtifactsError {
+    /// The errno of the call that failed, where one did.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            ArtifactsError::HostPath(e) => e.errno(),
+            ArtifactsError::Create { errno, .. }
+            | ArtifactsError::Stat { errno, .. }
+            | ArtifactsError::Write { errno, .. } => Some(*errno),
+            ArtifactsError::Open { errno, .. } => *errno,
+            _ => None,
+        }
+    }
+}
+
 impl ArtifactsDir {
-    pub fn open(path: &std::path::Path) -> Result<ArtifactsDir, String> {
-        let shown = path.display();
+    pub fn open(path: &std::path::Path) -> Result<ArtifactsDir, ArtifactsError> {
+        let p = || path.to_path_buf();
         // The parent is walked and checked (crate::hostpath: no directory on the way that
         // another user can change), then everything is done under its fd: the directory is
         // made or opened with O_NOFOLLOW and judged by what was opened, never by a second
@@ -339,19 +459,17 @@ impl ArtifactsDir {
             .parent()
             .is_some_and(|p| !p.as_os_str().is_empty() && !p.exists())
         {
-            return Err(format!(
-                "--artifacts-dir {shown}: cannot create it: its parent does not exist"
-            ));
+            return Err(ArtifactsError::NoParent { path: p() });
         }
         let (parent, name) = crate::hostpath::parent_and_name(path, "--artifacts-dir")?;
         let created = match os::dir::mkdir_at(&parent, &name, 0o700) {
             Ok(()) => true,
             Err(libc::EEXIST) => false,
             Err(e) => {
-                return Err(format!(
-                    "--artifacts-dir {shown}: cannot create it: {}",
-                    std::io::Error::from_raw_os_error(e)
-                ))
+                return Err(ArtifactsError::Create {
+                    path: p(),
+                    errno: e,
+                })
             }
         };
         let flags = libc::O_RDONLY | libc::O_DIRECTORY;
@@ -359,35 +477,37 @@ impl ArtifactsDir {
             let is_link = os::dir::stat_at(&parent, &name)
                 .is_ok_and(|st| st.mode & libc::S_IFMT == libc::S_IFLNK);
             if is_link {
-                format!("--artifacts-dir {shown} is a symlink; give a real directory")
+                ArtifactsError::Symlink { path: p() }
             } else if e.raw_os_error() == Some(libc::ENOTDIR) {
-                format!("--artifacts-dir {shown} is not a directory")
+                ArtifactsError::NotDir { path: p() }
             } else {
-                format!("--artifacts-dir {shown}: {e}")
+                ArtifactsError::Open {
+                    path: p(),
+                    errno: e.raw_os_error(),
+                    detail: e.to_string(),
+                }
             }
         })?;
-        let st = os::dir::stat(&fd).map_err(|e| format!("--artifacts-dir {shown}: errno {e}"))?;
+        let st = os::dir::stat(&fd).map_err(|errno| ArtifactsError::Stat { path: p(), errno })?;
         if st.uid != os::process::geteuid() {
-            return Err(format!(
-                "--artifacts-dir {shown} belongs to uid {}, not to us",
-                st.uid
-            ));
+            return Err(ArtifactsError::NotOurs {
+                path: p(),
+                uid: st.uid,
+            });
         }
         if !created {
             let empty = std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd()))
                 .map(|mut d| d.next().is_none())
                 .unwrap_or(false);
             if !empty {
-                return Err(format!(
-                    "--artifacts-dir {shown} is not empty; give a new or empty directory"
-                ));
+                return Err(ArtifactsError::NotEmpty { path: p() });
             }
         }
         if st.mode & 0o022 != 0 {
-            return Err(format!(
-                "--artifacts-dir {shown} can be written by group or others (mode {:o}); give a directory only we can write",
-                st.mode & 0o7777
-            ));
+            return Err(ArtifactsError::Writable {
+                path: p(),
+                mode: st.mode & 0o7777,
+            });
         }
         Ok(ArtifactsDir {
             path: path.to_path_buf(),
@@ -407,32 +527,50 @@ impl ArtifactsDir {
     }
 
     /// Write every artifact under the directory; their host paths, or why one failed.
-    pub fn write(&self, collected: &Collected) -> Result<Vec<String>, String> {
+    pub fn write(&self, collected: &Collected) -> Result<Vec<String>, ArtifactsError> {
         let mut written = Vec::new();
         for a in &collected.artifacts {
             let parts: Vec<&str> = a.path.split('/').collect();
-            let mut dir = self.fd.try_clone().map_err(|e| e.to_string())?;
+            let mut dir = self
+                .fd
+                .try_clone()
+                .map_err(|e| ArtifactsError::Internal(e.to_string()))?;
             for part in &parts[..parts.len() - 1] {
-                let c = CString::new(*part).map_err(|e| e.to_string())?;
+                let c = CString::new(*part).map_err(|e| ArtifactsError::Internal(e.to_string()))?;
                 match os::dir::mkdir_at(&dir, &c, 0o700) {
                     Ok(()) | Err(libc::EEXIST) => {}
-                    Err(e) => return Err(format!("mkdir {}: errno {e}", a.path)),
+                    Err(errno) => {
+                        return Err(ArtifactsError::Write {
+                            step: "mkdir",
+                            artifact: a.path.clone(),
+                            errno,
+                        })
+                    }
                 }
                 let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-                dir = os::dir::open_at(&dir, &c, flags, 0)
-                    .map_err(|e| format!("open {}: errno {e}", a.path))?;
+                dir = os::dir::open_at(&dir, &c, flags, 0).map_err(|errno| {
+                    ArtifactsError::Write {
+                        step: "open",
+                        artifact: a.path.clone(),
+                        errno,
+                    }
+                })?;
             }
-            let name = CString::new(parts[parts.len() - 1]).map_err(|e| e.to_string())?;
+            let name = CString::new(parts[parts.len() - 1])
+                .map_err(|e| ArtifactsError::Internal(e.to_string()))?;
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-            let fd = os::dir::open_at(&dir, &name, flags, 0o600).map_err(|e| {
-                format!(
-                    "create {}: {}",
-                    a.path,
-                    std::io::Error::from_raw_os_error(e)
-                )
+            let fd = os::dir::open_at(&dir, &name, flags, 0o600).map_err(|errno| {
+                ArtifactsError::Write {
+                    step: "create",
+                    artifact: a.path.clone(),
+                    errno,
+                }
             })?;
-            os::fd::write_all(&fd, &a.content)
-                .map_err(|e| format!("write {}: errno {e}", a.path))?;
+            os::fd::write_all(&fd, &a.content).map_err(|errno| ArtifactsError::Write {
+                step: "write",
+                artifact: a.path.clone(),
+                errno,
+            })?;
             written.push(self.path.join(&a.path).display().to_string());
         }
         Ok(written)

@@ -49,42 +49,121 @@ pub struct Cache {
     ttl: Duration,
 }
 
+/// Why the cache directory could not be opened or an entry stored: the directory or entry,
+/// the errno where a call failed. Display is the message agentjail prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheError {
+    /// A directory on the way was refused (crate::hostpath).
+    HostPath(crate::hostpath::HostPathError),
+    /// `mkdir` failed.
+    Create { dir: PathBuf, errno: i32 },
+    /// It is a symlink or not a directory.
+    NotDir { dir: PathBuf },
+    /// It could not be opened: `detail` is the I/O error's text.
+    Open {
+        dir: PathBuf,
+        errno: Option<i32>,
+        detail: String,
+    },
+    /// It could not be stat'ed.
+    Stat { dir: PathBuf, errno: i32 },
+    /// Another user owns it, or group or others may write it.
+    Unsafe { dir: PathBuf, euid: u32, mode: u32 },
+    /// An entry could not be stored: `detail` is the I/O error's text.
+    Store {
+        entry: PathBuf,
+        errno: Option<i32>,
+        detail: String,
+    },
+    /// An internal failure with no path to name (serialising, a NUL in a name).
+    Internal(String),
+}
+
+impl std::fmt::Display for CacheError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheError::HostPath(e) => e.fmt(f),
+            CacheError::Create { dir, errno } => write!(
+                f,
+                "cannot create the cache directory {}: {}",
+                dir.display(),
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            CacheError::NotDir { dir } => write!(
+                f,
+                "cache {} is not a directory (symlinks are refused)",
+                dir.display()
+            ),
+            CacheError::Open { dir, detail, .. } => {
+                write!(f, "cache directory {}: {detail}", dir.display())
+            }
+            CacheError::Stat { dir, errno } => {
+                write!(f, "cache directory {}: errno {errno}", dir.display())
+            }
+            CacheError::Unsafe { dir, euid, mode } => write!(
+                f,
+                "cache directory {} must be owned by uid {euid} and not group- or world-writable (mode {mode:o}): anyone who can write it could plant records",
+                dir.display()
+            ),
+            CacheError::Store { entry, detail, .. } => write!(
+                f,
+                "cannot store the cache entry {}: {detail}",
+                entry.display()
+            ),
+            CacheError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+impl From<crate::hostpath::HostPathError> for CacheError {
+    fn from(e: crate::hostpath::HostPathError) -> Self {
+        CacheError::HostPath(e)
+    }
+}
+
+impl CacheError {
+    /// The errno of the call that failed, where one did.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            CacheError::HostPath(e) => e.errno(),
+            CacheError::Create { errno, .. } | CacheError::Stat { errno, .. } => Some(*errno),
+            CacheError::Open { errno, .. } | CacheError::Store { errno, .. } => *errno,
+            _ => None,
+        }
+    }
+}
+
 impl Cache {
     /// Open (creating it 0700 if missing) a cache directory that only we can write, reached
     /// without following anything another user can swap (crate::hostpath).
-    pub fn open(dir: &Path, ttl: Duration) -> Result<Cache, String> {
-        let what = format!("cache directory {}", dir.display());
+    pub fn open(dir: &Path, ttl: Duration) -> Result<Cache, CacheError> {
+        let d = || dir.to_path_buf();
         let (parent, name) = crate::hostpath::parent_and_name(dir, "--cache")?;
         match os::dir::mkdir_at(&parent, &name, 0o700) {
             Ok(()) | Err(libc::EEXIST) => {}
-            Err(e) => {
-                return Err(format!(
-                    "cannot create the {what}: {}",
-                    std::io::Error::from_raw_os_error(e)
-                ))
-            }
+            Err(e) => return Err(CacheError::Create { dir: d(), errno: e }),
         }
         let flags = libc::O_RDONLY | libc::O_DIRECTORY;
         let fd = crate::hostpath::openat(&parent, &name, flags, 0).map_err(|e| {
             match e.raw_os_error() {
-                Some(libc::ELOOP | libc::ENOTDIR) => {
-                    format!(
-                        "cache {} is not a directory (symlinks are refused)",
-                        dir.display()
-                    )
-                }
-                _ => format!("{what}: {e}"),
+                Some(libc::ELOOP | libc::ENOTDIR) => CacheError::NotDir { dir: d() },
+                errno => CacheError::Open {
+                    dir: d(),
+                    errno,
+                    detail: e.to_string(),
+                },
             }
         })?;
-        let st = os::dir::stat(&fd).map_err(|e| format!("{what}: errno {e}"))?;
+        let st = os::dir::stat(&fd).map_err(|errno| CacheError::Stat { dir: d(), errno })?;
         let mode = st.mode & 0o7777;
         if st.uid != os::process::geteuid() || mode & 0o022 != 0 {
-            return Err(format!(
-                "cache directory {} must be owned by uid {} and not group- or world-writable (mode {:o}): anyone who can write it could plant records",
-                dir.display(),
-                os::process::geteuid(),
-                mode
-            ));
+            return Err(CacheError::Unsafe {
+                dir: d(),
+                euid: os::process::geteuid(),
+                mode,
+            });
         }
         Ok(Cache {
             dir: dir.to_path_buf(),
@@ -182,12 +261,13 @@ impl Cache {
 
     /// Store `record` under `key`: a private temp file, fsync, atomic rename, all under the
     /// directory's fd.
-    pub fn put(&self, key: &str, record: &Value) -> Result<(), String> {
+    pub fn put(&self, key: &str, record: &Value) -> Result<(), CacheError> {
         let entry = json!({"key": key, "stored_at": now_secs(), "record": record});
-        let bytes = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(&entry).map_err(|e| CacheError::Internal(e.to_string()))?;
         let tmp = CString::new(format!(".{key}.{}.tmp", agentjail_jail::ids::random_hex(8)))
-            .map_err(|e| e.to_string())?;
-        let name = CString::new(entry_name(key)).map_err(|e| e.to_string())?;
+            .map_err(|e| CacheError::Internal(e.to_string()))?;
+        let name =
+            CString::new(entry_name(key)).map_err(|e| CacheError::Internal(e.to_string()))?;
         let dir = &self.fd;
         let write = || -> std::io::Result<()> {
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
@@ -198,10 +278,11 @@ impl Cache {
         };
         write().map_err(|e| {
             let _ = os::dir::unlink_at(dir, &tmp, 0);
-            format!(
-                "cannot store the cache entry {}: {e}",
-                self.path(key).display()
-            )
+            CacheError::Store {
+                entry: self.path(key),
+                errno: e.raw_os_error(),
+                detail: e.to_string(),
+            }
         })
     }
 }

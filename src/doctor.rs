@@ -751,7 +751,7 @@ pub fn command(json: bool, policy: Option<&std::path::Path>) -> i32 {
         Ok(p) => run(Some(&p)),
         // No --policy: the default does not fit this host (no python3 agentjail can use):
         // a finding about the host, reported with the others.
-        Err(e) if policy.is_none() => run_without_default_policy(&e),
+        Err(e) if policy.is_none() => run_without_default_policy(&e.to_string()),
         // A policy file given that does not load: bad input.
         Err(e) => {
             eprintln!("agentjail doctor: {e}");

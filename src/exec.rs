@@ -32,7 +32,7 @@ pub enum FlagError {
     /// `--time-limit` outside (0, 86400] seconds.
     TimeLimit(f64),
     /// `--memory-limit` that is not a size (the parser's reason).
-    MemoryLimit(String),
+    MemoryLimit(crate::policy::BytesError),
     /// `--memory-limit` below 16 MiB.
     MemoryTooSmall(String),
 }
@@ -65,7 +65,7 @@ pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), FlagError> {
         policy.limits.cpu_time_ms = ms;
     }
     if let Some(m) = &a.memory_limit {
-        let b = parse_bytes(m).map_err(|e| FlagError::MemoryLimit(e.to_string()))?;
+        let b = parse_bytes(m).map_err(FlagError::MemoryLimit)?;
         if b < 16 * 1024 * 1024 {
             return Err(FlagError::MemoryTooSmall(m.clone()));
         }

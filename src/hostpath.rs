@@ -24,58 +24,173 @@ pub fn dir_is_safe(st: &os::dir::FileStat) -> bool {
     owner && (!shared || st.mode & libc::S_ISVTX != 0)
 }
 
+/// Why a host path was refused: the flag it came from (`what`), the directory or path, the
+/// errno where a call failed, and (through [`HostPathError::hint`]) what to do. Display is
+/// the message agentjail prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPathError {
+    /// The path could not be resolved (`realpath`): `detail` is the I/O error's text.
+    Resolve {
+        what: String,
+        path: PathBuf,
+        errno: Option<i32>,
+        detail: String,
+    },
+    /// `/` itself could not be opened.
+    OpenRoot { what: String, errno: i32 },
+    /// A directory on the way could not be opened without following a symlink.
+    Open {
+        what: String,
+        path: PathBuf,
+        errno: i32,
+    },
+    /// A directory on the way could not be stat'ed.
+    Stat {
+        what: String,
+        path: PathBuf,
+        errno: i32,
+    },
+    /// A directory on the way can be changed by another user.
+    Unsafe {
+        what: String,
+        path: PathBuf,
+        uid: u32,
+        mode: u32,
+        euid: u32,
+    },
+    /// The path holds a NUL byte.
+    Nul { what: String, path: PathBuf },
+    /// The path does not end in a file name (`/`, `..`).
+    NoFileName { what: String, path: PathBuf },
+}
+
+impl HostPathError {
+    /// The errno of the call that failed, where one did.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            HostPathError::Resolve { errno, .. } => *errno,
+            HostPathError::OpenRoot { errno, .. }
+            | HostPathError::Open { errno, .. }
+            | HostPathError::Stat { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+
+    /// What the operator can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            HostPathError::Unsafe { .. } => "choose another path or fix its owner or mode",
+            HostPathError::Nul { .. } | HostPathError::NoFileName { .. } => {
+                "give a path that ends in a plain file name"
+            }
+            _ => "check the path and its permissions",
+        }
+    }
+}
+
+impl std::fmt::Display for HostPathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostPathError::Resolve {
+                what, path, detail, ..
+            } => write!(f, "{what}: {}: {detail}", path.display()),
+            HostPathError::OpenRoot { what, errno } => {
+                write!(f, "{what}: cannot open /: errno {errno}")
+            }
+            HostPathError::Open { what, path, errno } => write!(
+                f,
+                "{what}: {} changed while it was opened, or cannot be opened: {}",
+                path.display(),
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            HostPathError::Stat { what, path, errno } => {
+                write!(f, "{what}: {}: errno {errno}", path.display())
+            }
+            HostPathError::Unsafe {
+                what,
+                path,
+                uid,
+                mode,
+                euid,
+            } => write!(
+                f,
+                "{what}: {} (uid {uid}, mode {mode:o}) can be changed by another user: a \
+                 directory on the way must belong to root or to uid {euid} and, if group or \
+                 others may write it, be sticky (like /tmp); {}",
+                path.display(),
+                self.hint()
+            ),
+            HostPathError::Nul { what, path } => write!(f, "{what}: NUL in {}", path.display()),
+            HostPathError::NoFileName { what, path } => {
+                write!(f, "{what}: {} does not end in a file name", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for HostPathError {}
+
 /// The directory `dir` (which must exist), walked from `/` under the rule above; an
 /// `O_PATH` fd of it. `what` names the flag in errors.
-pub fn open_dir(dir: &Path, what: &str) -> Result<OwnedFd, String> {
-    let real = std::fs::canonicalize(dir).map_err(|e| format!("{what}: {}: {e}", dir.display()))?;
+pub fn open_dir(dir: &Path, what: &str) -> Result<OwnedFd, HostPathError> {
+    let real = std::fs::canonicalize(dir).map_err(|e| HostPathError::Resolve {
+        what: what.to_string(),
+        path: dir.to_path_buf(),
+        errno: e.raw_os_error(),
+        detail: e.to_string(),
+    })?;
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let mut fd =
-        os::dir::open(c"/", flags, 0).map_err(|e| format!("{what}: cannot open /: errno {e}"))?;
+    let mut fd = os::dir::open(c"/", flags, 0).map_err(|errno| HostPathError::OpenRoot {
+        what: what.to_string(),
+        errno,
+    })?;
     let mut walked = PathBuf::from("/");
     check_dir(&fd, &walked, what)?;
     for c in real.components() {
         let Component::Normal(name) = c else { continue };
         walked.push(name);
-        let cname = CString::new(name.as_bytes())
-            .map_err(|_| format!("{what}: NUL in {}", dir.display()))?;
-        fd = os::dir::open_at(&fd, &cname, flags, 0).map_err(|e| {
-            format!(
-                "{what}: {} changed while it was opened, or cannot be opened: {}",
-                walked.display(),
-                std::io::Error::from_raw_os_error(e)
-            )
+        let cname = CString::new(name.as_bytes()).map_err(|_| HostPathError::Nul {
+            what: what.to_string(),
+            path: dir.to_path_buf(),
+        })?;
+        fd = os::dir::open_at(&fd, &cname, flags, 0).map_err(|errno| HostPathError::Open {
+            what: what.to_string(),
+            path: walked.clone(),
+            errno,
         })?;
         check_dir(&fd, &walked, what)?;
     }
     Ok(fd)
 }
 
-fn check_dir(fd: &OwnedFd, path: &Path, what: &str) -> Result<(), String> {
-    let st = os::dir::stat(fd).map_err(|e| format!("{what}: {}: errno {e}", path.display()))?;
+fn check_dir(fd: &OwnedFd, path: &Path, what: &str) -> Result<(), HostPathError> {
+    let st = os::dir::stat(fd).map_err(|errno| HostPathError::Stat {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        errno,
+    })?;
     if dir_is_safe(&st) {
         return Ok(());
     }
-    Err(format!(
-        "{what}: {} (uid {}, mode {:o}) can be changed by another user: a directory on the \
-         way must belong to root or to uid {} and, if group or others may write it, be \
-         sticky (like /tmp); choose another path or fix its owner or mode",
-        path.display(),
-        st.uid,
-        st.mode & 0o7777,
-        os::process::geteuid()
-    ))
+    Err(HostPathError::Unsafe {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        uid: st.uid,
+        mode: st.mode & 0o7777,
+        euid: os::process::geteuid(),
+    })
 }
 
 /// The parent directory of `path` (walked and checked by [`open_dir`]) and the last
 /// component's name, for `*at` calls. The name must be a plain file name.
-pub fn parent_and_name(path: &Path, what: &str) -> Result<(OwnedFd, CString), String> {
+pub fn parent_and_name(path: &Path, what: &str) -> Result<(OwnedFd, CString), HostPathError> {
     let name = match path.components().next_back() {
         Some(Component::Normal(n)) => n,
         _ => {
-            return Err(format!(
-                "{what}: {} does not end in a file name",
-                path.display()
-            ))
+            return Err(HostPathError::NoFileName {
+                what: what.to_string(),
+                path: path.to_path_buf(),
+            })
         }
     };
     let parent = match path.parent() {
@@ -83,8 +198,10 @@ pub fn parent_and_name(path: &Path, what: &str) -> Result<(OwnedFd, CString), St
         _ => Path::new("."),
     };
     let fd = open_dir(parent, what)?;
-    let name =
-        CString::new(name.as_bytes()).map_err(|_| format!("{what}: NUL in {}", path.display()))?;
+    let name = CString::new(name.as_bytes()).map_err(|_| HostPathError::Nul {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+    })?;
     Ok((fd, name))
 }
 
@@ -122,5 +239,32 @@ mod tests {
         assert!(!dir_is_safe(&st(0, 0o775)));
         assert!(!dir_is_safe(&st(me.wrapping_add(12345), 0o755)));
         assert!(!dir_is_safe(&st(me.wrapping_add(12345), 0o1777)));
+    }
+
+    #[test]
+    fn errors_carry_the_path_and_errno_and_say_what_to_do() {
+        let e = HostPathError::Unsafe {
+            what: "--cache".into(),
+            path: "/srv/shared".into(),
+            uid: 1000,
+            mode: 0o777,
+            euid: 0,
+        };
+        assert_eq!(
+            e.to_string(),
+            "--cache: /srv/shared (uid 1000, mode 777) can be changed by another user: a \
+             directory on the way must belong to root or to uid 0 and, if group or others may \
+             write it, be sticky (like /tmp); choose another path or fix its owner or mode"
+        );
+        assert_eq!(e.errno(), None);
+        let open = HostPathError::Open {
+            what: "--socket".into(),
+            path: "/run/x".into(),
+            errno: libc::ELOOP,
+        };
+        assert_eq!(open.errno(), Some(libc::ELOOP));
+        assert!(open
+            .to_string()
+            .starts_with("--socket: /run/x changed while it was opened, or cannot be opened: "));
     }
 }

@@ -4,9 +4,46 @@
 
 use crate::plan::HostInput;
 
+/// Why an input spec was refused: the spec (or its path), and what was wrong. Display is
+/// the message agentjail prints (and serve's `bad_inputs` carries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputError {
+    /// The path is not absolute and normalised.
+    NotNormal { spec: String },
+    /// The path is under no `files.host_roots` entry (`roots`, as the policy lists them).
+    NotUnderRoot { path: String, roots: Vec<String> },
+    /// NAME is not one printable path component.
+    BadName { spec: String, name: String },
+    /// The jail could not open it beneath its root: the jail's reason.
+    Open { spec: String, reason: String },
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::NotNormal { spec } => write!(
+                f,
+                "input {spec:?}: give an absolute, normalised host path (no `.`, `..` or `//`)"
+            ),
+            InputError::NotUnderRoot { path, roots } => write!(
+                f,
+                "input {path:?} is not under any files.host_roots entry ({}); the policy decides which host directories may reach a jail",
+                if roots.is_empty() { "none are listed".to_string() } else { roots.join(", ") }
+            ),
+            InputError::BadName { spec, name } => write!(
+                f,
+                "input {spec:?}: NAME {name:?} must be one printable path component"
+            ),
+            InputError::Open { spec, reason } => write!(f, "input {spec:?}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
 /// Resolve an input spec against the policy's host roots, and try to open it the way the
 /// jail will (beneath its root, no symlink on the way): refused here rather than at launch.
-pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, String> {
+pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, InputError> {
     let (path, name) = match spec.rsplit_once(':') {
         Some((p, n)) if !n.contains('/') && !p.is_empty() => (p, Some(n)),
         _ => (spec, None),
@@ -18,30 +55,31 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, String> {
             .split('/')
             .any(|c| c.is_empty() || c == "." || c == "..");
     if !normal {
-        return Err(format!(
-            "input {spec:?}: give an absolute, normalised host path (no `.`, `..` or `//`)"
-        ));
+        return Err(InputError::NotNormal {
+            spec: spec.to_string(),
+        });
     }
     let root = host_roots
         .iter()
         .find(|r| path == r.as_str() || path.starts_with(&format!("{r}/")))
-        .ok_or_else(|| {
-            format!(
-                "input {path:?} is not under any files.host_roots entry ({}); the policy decides which host directories may reach a jail",
-                if host_roots.is_empty() { "none are listed".to_string() } else { host_roots.join(", ") }
-            )
+        .ok_or_else(|| InputError::NotUnderRoot {
+            path: path.to_string(),
+            roots: host_roots.to_vec(),
         })?;
     let relative = path[root.len()..].trim_start_matches('/').to_string();
     let name = name
         .map(str::to_string)
         .unwrap_or_else(|| path.rsplit('/').next().unwrap_or("input").to_string());
     if name.contains('/') || crate::contract::file_path_problem(&name).is_some() {
-        return Err(format!(
-            "input {spec:?}: NAME {name:?} must be one printable path component"
-        ));
+        return Err(InputError::BadName {
+            spec: spec.to_string(),
+            name,
+        });
     }
-    agentjail_jail::mount::open_input(root, &relative)
-        .map_err(|e| format!("input {spec:?}: {e}"))?;
+    agentjail_jail::mount::open_input(root, &relative).map_err(|reason| InputError::Open {
+        spec: spec.to_string(),
+        reason,
+    })?;
     Ok(HostInput {
         root: root.clone(),
         relative,
@@ -58,12 +96,14 @@ mod tests {
         let roots = vec!["/srv/data".to_string()];
         assert!(resolve("/etc/passwd", &roots)
             .unwrap_err()
+            .to_string()
             .contains("not under"));
         assert!(resolve("/srv/data/../x", &roots).is_err());
         assert!(resolve("srv/data/x", &roots).is_err());
-        assert!(resolve("/srv/datax", &roots)
-            .unwrap_err()
-            .contains("not under"));
+        assert!(matches!(
+            resolve("/srv/datax", &roots),
+            Err(InputError::NotUnderRoot { .. })
+        ));
         assert!(resolve("/srv/data/x:a/b", &roots).is_err());
     }
 }

@@ -31,9 +31,9 @@ pub mod zygote;
 use policy::LoadedPolicy;
 
 /// The policy to use: a file, or the embedded default.
-pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, String> {
+pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, policy::PolicyError> {
     match path {
-        None => policy::load_default().map_err(|e| e.to_string()),
-        Some(p) => policy::load_file(p).map_err(|e| e.to_string()),
+        None => policy::load_default(),
+        Some(p) => policy::load_file(p),
     }
 }

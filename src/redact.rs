@@ -73,14 +73,35 @@ impl Counts {
     }
 }
 
+/// A redaction pattern that did not compile: which one (`built-in KIND` or
+/// `redaction.patterns[I]`) and the regex engine's reason. Display is the message recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedactError {
+    /// `built-in KIND` or `redaction.patterns[I]`.
+    pub pattern: String,
+    /// The regex engine's reason.
+    pub reason: String,
+}
+
+impl std::fmt::Display for RedactError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.pattern, self.reason)
+    }
+}
+
+impl std::error::Error for RedactError {}
+
 impl Redactor {
     /// Compile a policy's section. Its own patterns were checked when the policy loaded;
     /// one that fails here anyway is an error, never silently dropped.
-    pub fn new(p: &Redaction) -> Result<Redactor, String> {
+    pub fn new(p: &Redaction) -> Result<Redactor, RedactError> {
         let mut rules = Vec::new();
         if p.defaults {
             for (kind, pat) in BUILT_IN {
-                let re = Regex::new(pat).map_err(|e| format!("built-in {kind}: {e}"))?;
+                let re = Regex::new(pat).map_err(|e| RedactError {
+                    pattern: format!("built-in {kind}"),
+                    reason: e.to_string(),
+                })?;
                 rules.push(((*kind).to_string(), re));
             }
         }
@@ -88,7 +109,10 @@ impl Redactor {
             let re = regex::RegexBuilder::new(pat)
                 .size_limit(1 << 20)
                 .build()
-                .map_err(|e| format!("redaction.patterns[{i}]: {e}"))?;
+                .map_err(|e| RedactError {
+                    pattern: format!("redaction.patterns[{i}]"),
+                    reason: e.to_string(),
+                })?;
             rules.push((format!("pattern_{i}"), re));
         }
         Ok(Redactor {
@@ -98,7 +122,7 @@ impl Redactor {
     }
 
     /// The redactor of `p`, compiled once per process (a server seals every record with it).
-    pub fn of(p: &Redaction) -> Result<Arc<Redactor>, String> {
+    pub fn of(p: &Redaction) -> Result<Arc<Redactor>, RedactError> {
         type Memo = Mutex<Vec<(Redaction, Arc<Redactor>)>>;
         static MEMO: OnceLock<Memo> = OnceLock::new();
         let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));

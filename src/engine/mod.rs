@@ -15,6 +15,7 @@
 //! resident against Python's ~10-20 MiB, and agent traffic is mostly Python. Sessions run
 //! Python only (the JavaScript runner has no session mode).
 
+mod error;
 pub mod pool;
 mod slots;
 pub mod workspace;
@@ -28,6 +29,7 @@ use crate::runner::{Language, Mode};
 use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
 use agentjail_jail::JailError;
+pub use error::StartError;
 use pool::{Pool, Sizing, Spawner};
 use serde_json::{json, Value};
 use session::{Owner, Session};
@@ -171,7 +173,7 @@ impl Runner {
         cfg: &EngineConfig,
         language: Language,
         spawner: &Arc<Spawner>,
-    ) -> Result<Runner, String> {
+    ) -> Result<Runner, StartError> {
         let policy = &cfg.policy.policy;
         let inputs = JobInputs::default();
         let plan = Arc::new(source::runner_plan(
@@ -195,10 +197,9 @@ impl Runner {
         };
         let size = sizing.floor;
         let zygote = match language {
-            Language::Python if cfg.zygote && size > 0 => Some(Arc::new(
-                crate::zygote::Zygote::start(&cfg.policy, &plan)
-                    .map_err(|e| format!("--zygote: {e}"))?,
-            )),
+            Language::Python if cfg.zygote && size > 0 => {
+                Some(Arc::new(crate::zygote::Zygote::start(&cfg.policy, &plan)?))
+            }
             _ => None,
         };
         let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), sizing, spawner, zygote));
@@ -223,9 +224,9 @@ pub struct ClientStop {
 }
 
 impl ClientStop {
-    fn new() -> Result<ClientStop, String> {
+    fn new() -> Result<ClientStop, StartError> {
         let (read, write) = agentjail_jail::os::fd::socketpair_seqpacket()
-            .map_err(|e| format!("cannot create a socket pair: errno {e}"))?;
+            .map_err(StartError::os("a socket pair"))?;
         Ok(ClientStop { read, write })
     }
 
@@ -297,7 +298,7 @@ pub struct Engine {
 impl Engine {
     /// Start the engine: its spawner threads, the pool (filling in the background), the
     /// reaper and the session janitor.
-    pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, String> {
+    pub fn start(cfg: EngineConfig) -> Result<Arc<Engine>, StartError> {
         let policy = &cfg.policy.policy;
         // The environment digest every record names (a few hundred stat calls, cached per
         // process and interpreter): computed now, so the first job does not pay for it.
@@ -337,13 +338,13 @@ impl Engine {
             Some((dir, ttl)) => Some(Cache::open(dir, *ttl)?),
             None => None,
         };
-        let (stop_read, stop_write) = agentjail_jail::os::fd::pipe()
-            .map_err(|e| format!("cannot create a pipe: errno {e}"))?;
+        let (stop_read, stop_write) =
+            agentjail_jail::os::fd::pipe().map_err(StartError::os("a pipe"))?;
         let (tx, rx) = mpsc::channel::<Teardown>();
         let reaper_thread = std::thread::Builder::new()
             .name("agentjail-reaper".into())
             .spawn(move || rx.into_iter().for_each(drop))
-            .map_err(|e| format!("cannot start the reaper thread: {e}"))?;
+            .map_err(StartError::thread("the reaper thread"))?;
         let engine = Arc::new(Engine {
             policy_ref: PolicyRef::of(&cfg.policy),
             policy: cfg.policy,
@@ -371,7 +372,7 @@ impl Engine {
         std::thread::Builder::new()
             .name("agentjail-janitor".into())
             .spawn(move || janitor(weak))
-            .map_err(|e| format!("cannot start the janitor thread: {e}"))?;
+            .map_err(StartError::thread("the janitor thread"))?;
         Ok(engine)
     }
 
@@ -380,13 +381,16 @@ impl Engine {
     pub fn start_server(
         cfg: EngineConfig,
         audit_flag: Option<PathBuf>,
-    ) -> Result<(Arc<Engine>, Option<PathBuf>), String> {
+    ) -> Result<(Arc<Engine>, Option<PathBuf>), StartError> {
         let audit = cfg.policy.audit_log(audit_flag);
         if let Some(path) = &audit {
             // Refused now, not at the first record: a directory on its way that another
             // user can change (crate::hostpath), a symlink or another's file in its place.
-            crate::pipeline::audit::open_audit(path)
-                .map_err(|e| format!("the audit log {}: {e}", path.display()))?;
+            crate::pipeline::audit::open_audit(path).map_err(|e| StartError::AuditLog {
+                path: path.clone(),
+                errno: e.raw_os_error(),
+                detail: e.to_string(),
+            })?;
         }
         Ok((Engine::start(cfg)?, audit))
     }
@@ -451,7 +455,7 @@ impl Engine {
 
     /// A new client's own stop (`serve`: one per connection), registered so that
     /// [`Engine::stop_jobs`] reaches its jobs too; [`Engine::forget_client`] when it is gone.
-    pub fn client_stop(&self, connection: u64) -> Result<Arc<ClientStop>, String> {
+    pub fn client_stop(&self, connection: u64) -> Result<Arc<ClientStop>, StartError> {
         let stop = Arc::new(ClientStop::new()?);
         self.clients
             .lock()

@@ -109,7 +109,7 @@ pub struct Spawner {
 }
 
 impl Spawner {
-    pub fn new(threads: usize) -> Result<Arc<Spawner>, String> {
+    pub fn new(threads: usize) -> Result<Arc<Spawner>, super::StartError> {
         let queue = Arc::new((
             Mutex::new(SpawnQueue {
                 requests: VecDeque::new(),
@@ -124,7 +124,7 @@ impl Spawner {
             let t = std::thread::Builder::new()
                 .name(format!("agentjail-spawner-{i}"))
                 .spawn(move || spawner_loop(&q))
-                .map_err(|e| format!("cannot start a spawner thread: {e}"))?;
+                .map_err(super::StartError::thread("a spawner thread"))?;
             handles.push(t);
         }
         Ok(Arc::new(Spawner {

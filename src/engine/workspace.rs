@@ -99,7 +99,7 @@ const ENV_DENIED_PREFIXES: &[&str] = &[
 
 /// The jail plan of a workspace: the policy's jail, the workspace runner as its program,
 /// /workspace a capped tmpfs and its working directory (held open by the host).
-pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, String> {
+pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, crate::plan::BuildError> {
     let files = [crate::plan::JailFile {
         path: RUNNER_PATH.into(),
         contents: RUNNER.into(),
@@ -890,11 +890,11 @@ pub(super) fn start_plan(
     policy: &Policy,
     warm: usize,
     spawner: &Arc<pool::Spawner>,
-) -> Result<PlanAndPool, String> {
+) -> Result<PlanAndPool, super::StartError> {
     if !policy.workspace.enabled {
         return Ok((None, None));
     }
-    let plan = Arc::new(plan(policy).map_err(|e| format!("[workspace]: {e}"))?);
+    let plan = Arc::new(plan(policy).map_err(super::StartError::Workspace)?);
     let pool = (warm > 0).then(|| pool::Pool::holding_refills(Arc::clone(&plan), warm, spawner));
     Ok((Some(plan), pool))
 }

@@ -30,13 +30,13 @@ pub fn into_record(
     inline_max: u64,
     dir: Option<&ArtifactsDir>,
     unsaved: Unsaved,
-) -> Result<(), String> {
+) -> Result<(), crate::artifacts::ArtifactsError> {
     let mut failed = Ok(());
     let written = match dir.map(|d| d.write(c)) {
         None => None,
         Some(Ok(w)) => Some(w),
         Some(Err(e)) => {
-            r.sections.artifacts_error = Some(agentjail_json::safe_text(&e, 500));
+            r.sections.artifacts_error = Some(agentjail_json::safe_text(&e.to_string(), 500));
             failed = Err(e);
             match unsaved {
                 Unsaved::Inline => None,

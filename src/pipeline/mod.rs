@@ -251,9 +251,48 @@ pub struct RunFlags {
     pub artifacts_dir: Option<std::path::PathBuf>,
 }
 
+/// A `run` flag that cannot be honoured: the input, cache or artifacts directory error it
+/// wraps. Display is that error's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunFlagError {
+    Input(crate::inputs::InputError),
+    Cache(crate::cache::CacheError),
+    Artifacts(crate::artifacts::ArtifactsError),
+}
+
+impl std::fmt::Display for RunFlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunFlagError::Input(e) => e.fmt(f),
+            RunFlagError::Cache(e) => e.fmt(f),
+            RunFlagError::Artifacts(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RunFlagError {}
+
+impl From<crate::inputs::InputError> for RunFlagError {
+    fn from(e: crate::inputs::InputError) -> Self {
+        RunFlagError::Input(e)
+    }
+}
+
+impl From<crate::cache::CacheError> for RunFlagError {
+    fn from(e: crate::cache::CacheError) -> Self {
+        RunFlagError::Cache(e)
+    }
+}
+
+impl From<crate::artifacts::ArtifactsError> for RunFlagError {
+    fn from(e: crate::artifacts::ArtifactsError) -> Self {
+        RunFlagError::Artifacts(e)
+    }
+}
+
 /// Open the cache, resolve the inputs against the policy's host roots, open the artifacts
 /// directory: a flag that cannot be honoured stops agentjail (exit 2) before any jail.
-pub fn run_options(loaded: &LoadedPolicy, flags: RunFlags) -> Result<RunOptions, String> {
+pub fn run_options(loaded: &LoadedPolicy, flags: RunFlags) -> Result<RunOptions, RunFlagError> {
     // Side-effect-free checks first; then what creates directories, undone if a later one
     // is refused: a refused flag leaves nothing behind.
     let roots = &loaded.policy.files.host_roots;
@@ -274,7 +313,7 @@ pub fn run_options(loaded: &LoadedPolicy, flags: RunFlags) -> Result<RunOptions,
                     if let Some(d) = artifacts_dir {
                         d.discard();
                     }
-                    return Err(e);
+                    return Err(e.into());
                 }
             }
         }
@@ -300,7 +339,7 @@ pub fn run_command(
             eprintln!("agentjail: {e}");
             let reason = crate::verdict::StopReason::AgentjailError("policy".into());
             crate::cli::print_json(
-                &crate::pipeline::record::Record::refused(reason, &e).to_value(),
+                &crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
             );
             return crate::cli::ExitStatus::Error;
         }
@@ -312,7 +351,7 @@ pub fn run_command(
             eprintln!("agentjail: {e}");
             let reason = crate::verdict::StopReason::AgentjailError("flags".into());
             crate::cli::print_json(
-                &crate::pipeline::record::Record::refused(reason, &e).to_value(),
+                &crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
             );
             return crate::cli::ExitStatus::Error;
         }

@@ -325,7 +325,7 @@ impl Sealed {
             Err(e) => json!({
                 "run_id": value.get("run_id"),
                 "stop_reason": value.get("stop_reason"),
-                "redaction": {"error": e},
+                "redaction": {"error": e.to_string()},
             }),
         };
         Sealed {

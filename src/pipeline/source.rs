@@ -82,22 +82,22 @@ pub enum PlanError {
     /// The language runs once per jail (JavaScript): there is no session runner for it.
     NoSessionMode(Language),
     /// The policy's plan was refused (crate::plan::build says why).
-    Plan(String),
+    Plan(crate::plan::BuildError),
 }
 
 impl std::fmt::Display for PlanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PlanError::NoSessionMode(l) => write!(f, "{} has no session mode", l.name()),
-            PlanError::Plan(e) => f.write_str(e),
+            PlanError::Plan(e) => e.fmt(f),
         }
     }
 }
 
 impl std::error::Error for PlanError {}
 
-/// The engine and the zygote report a plan they cannot make as text (their errors are
-/// start-up messages).
+/// A job whose jail cannot be planned fails as the jail crate's `JailError::plan`, which
+/// holds the reason as text (the jail crate does not know this crate's types).
 impl From<PlanError> for String {
     fn from(e: PlanError) -> String {
         e.to_string()

@@ -59,6 +59,40 @@ const PROC_SYS_MASKED: [&str; 1] = ["/proc/sys/kernel/random/boot_id"];
 /// procfs trees that stay visible but read-only.
 const PROC_READ_ONLY: [&str; 4] = ["/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"];
 
+/// Why a policy has no jail plan on this host. Display is the message agentjail prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    /// A `filesystem.read_only` path is missing here.
+    MissingReadOnly { path: String },
+    /// The `[seccomp]` table does not resolve (an unknown group or syscall): the reason.
+    Seccomp(String),
+}
+
+impl BuildError {
+    /// What the operator can do about it.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            BuildError::MissingReadOnly { .. } => "remove it or list it in filesystem.optional",
+            BuildError::Seccomp(_) => "fix the policy's [seccomp] table",
+        }
+    }
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::MissingReadOnly { path } => write!(
+                f,
+                "filesystem.read_only: {path} does not exist on this host; {}",
+                self.hint()
+            ),
+            BuildError::Seccomp(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
 /// Build the plan for running `argv` under `policy`. `host` answers what a host path is
 /// (the real filesystem in production, a table in tests).
 pub fn build(
@@ -66,7 +100,7 @@ pub fn build(
     argv: Vec<String>,
     contents: &Contents<'_>,
     host: &dyn Host,
-) -> Result<JailPlan, String> {
+) -> Result<JailPlan, BuildError> {
     let lim = &policy.limits;
     let mut root = Root::default();
     root.host_binds(policy, host)?;
@@ -103,7 +137,7 @@ pub fn build(
         scope_abstract_unix: true,
         scope_signals: true,
     };
-    let seccomp = seccomp::plan(&policy.seccomp)?;
+    let seccomp = seccomp::plan(&policy.seccomp).map_err(BuildError::Seccomp)?;
 
     Ok(JailPlan {
         argv,
@@ -150,7 +184,7 @@ struct Root {
 
 impl Root {
     /// The policy's read-only host paths (symlinks recreated, missing optional ones skipped).
-    fn host_binds(&mut self, policy: &Policy, host: &dyn Host) -> Result<(), String> {
+    fn host_binds(&mut self, policy: &Policy, host: &dyn Host) -> Result<(), BuildError> {
         let fs = &policy.filesystem;
         let mut seen = std::collections::BTreeSet::new();
         for path in fs.read_only.iter().chain(fs.optional.iter()) {
@@ -162,17 +196,21 @@ impl Root {
                     // Every directory above the bind (an interpreter under /opt/py312 needs
                     // /opt in a root that has none).
                     self.parents(path);
-                    self.mounts.push(MountOp::BindReadOnly { source: path.clone(), target: path.clone() });
+                    self.mounts.push(MountOp::BindReadOnly {
+                        source: path.clone(),
+                        target: path.clone(),
+                    });
                     self.read_exec.push(path.clone());
                 }
                 HostPath::Symlink(target) => {
-                    self.mounts.push(MountOp::Symlink { target, link: path.clone() });
+                    self.mounts.push(MountOp::Symlink {
+                        target,
+                        link: path.clone(),
+                    });
                 }
                 HostPath::Missing if fs.optional.contains(path) => {}
                 HostPath::Missing => {
-                    return Err(format!(
-                        "filesystem.read_only: {path} does not exist on this host; remove it or list it in filesystem.optional"
-                    ))
+                    return Err(BuildError::MissingReadOnly { path: path.clone() })
                 }
             }
         }
@@ -641,7 +679,13 @@ mod tests {
         let mut policy = Policy::default();
         policy.filesystem.read_only.push("/opt/tool".into());
         let err = build(&policy, vec!["x".into()], &Contents::default(), &HOST).unwrap_err();
-        assert!(err.contains("/opt/tool"), "{err}");
+        assert_eq!(
+            err,
+            BuildError::MissingReadOnly {
+                path: "/opt/tool".into()
+            }
+        );
+        assert!(err.to_string().contains("/opt/tool"), "{err}");
         policy.filesystem.optional.push("/opt/tool".into());
         assert!(build(&policy, vec!["x".into()], &Contents::default(), &HOST).is_ok());
     }

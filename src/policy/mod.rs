@@ -749,31 +749,64 @@ impl<'de> Deserialize<'de> for Bytes {
     }
 }
 
+/// Why a size (`limits.memory`, `exec --memory`) does not parse: the text as given and
+/// what is wrong with it. Display is the message agentjail prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BytesError {
+    /// No digits.
+    NotASize { text: String },
+    /// The number does not fit 64 bits.
+    Overflow { text: String },
+    /// A suffix other than B, KiB, MiB, GiB (K, M, G).
+    UnknownUnit { text: String, unit: String },
+}
+
+impl fmt::Display for BytesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BytesError::NotASize { text } => write!(
+                f,
+                "{text:?} is not a size: use bytes or a suffix like 64KiB, 256MiB, 1GiB"
+            ),
+            BytesError::Overflow { text } => write!(f, "size {text:?} overflows"),
+            BytesError::UnknownUnit { text, unit } => write!(
+                f,
+                "unknown size unit {unit:?} in {text:?}: use B, KiB, MiB or GiB (binary units)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BytesError {}
+
 /// Parse "4096", "4096B", "64KiB", "256MiB", "1GiB" (binary units; "K"/"M"/"G" accepted as
 /// the same).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, BytesError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!(
-            "{s:?} is not a size: use bytes or a suffix like 64KiB, 256MiB, 1GiB"
-        ));
+        return Err(BytesError::NotASize {
+            text: s.to_string(),
+        });
     }
-    let n: u64 = num.parse().map_err(|_| format!("size {s:?} overflows"))?;
+    let overflow = || BytesError::Overflow {
+        text: s.to_string(),
+    };
+    let n: u64 = num.parse().map_err(|_| overflow())?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "K" | "KiB" | "k" => 1024,
         "M" | "MiB" => MIB,
         "G" | "GiB" => 1024 * MIB,
         other => {
-            return Err(format!(
-                "unknown size unit {other:?} in {s:?}: use B, KiB, MiB or GiB (binary units)"
-            ))
+            return Err(BytesError::UnknownUnit {
+                text: s.to_string(),
+                unit: other.to_string(),
+            })
         }
     };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size {s:?} overflows"))
+    n.checked_mul(mult).ok_or_else(overflow)
 }
 
 // ---------------------------------------------------------------------------------------

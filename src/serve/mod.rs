@@ -9,7 +9,9 @@
 //! finish for [`GRACE`], then stop the rest (each still gets its record, `interrupted:
 //! sigterm`), end every jail and session, exit 0.
 
+mod error;
 pub mod protocol;
+pub use error::SocketError;
 mod workspace;
 
 use crate::engine::{Engine, EngineError};
@@ -362,7 +364,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
                     json!({"id": id, "record": record.value})
                 }
                 Err(e) => json!({"id": id, "error": {"code": "bad_inputs",
-                                  "message": agentjail_json::safe_text(&e, 1000)}}),
+                                  "message": agentjail_json::safe_text(&e.to_string(), 1000)}}),
             }
         }
         Op::Check { action } => json!({"id": id, "decision": engine.check(&action).0}),
@@ -747,7 +749,7 @@ impl Drop for Created {
 pub fn listen(
     path: &std::path::Path,
     group: Option<&str>,
-) -> Result<(UnixListener, Option<Created>), String> {
+) -> Result<(UnixListener, Option<Created>), SocketError> {
     if socket_activated() {
         return activated_listener().map(|l| (l, None));
     }
@@ -757,22 +759,23 @@ pub fn listen(
         Err(libc::ENOENT) => {}
         Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == os::process::geteuid() => {}
         Ok(_) => {
-            return Err(format!(
-                "{} exists and is not a socket of ours; remove it or choose another path",
-                path.display()
-            ))
+            return Err(SocketError::NotOurs {
+                path: path.to_path_buf(),
+            })
         }
-        Err(e) => return Err(format!("--socket {}: errno {e}", path.display())),
+        Err(errno) => {
+            return Err(SocketError::Stat {
+                path: path.to_path_buf(),
+                errno,
+            })
+        }
     }
     let private =
         std::ffi::CString::new(format!(".agentjail-{}", agentjail_jail::ids::random_hex(8)))
-            .map_err(|e| e.to_string())?;
-    os::dir::mkdir_at(&dir, &private, 0o700).map_err(|e| {
-        format!(
-            "--socket: cannot make a private directory in {}: {}",
-            path.parent().unwrap_or(path).display(),
-            std::io::Error::from_raw_os_error(e)
-        )
+            .map_err(|e| SocketError::Internal(e.to_string()))?;
+    os::dir::mkdir_at(&dir, &private, 0o700).map_err(|errno| SocketError::Private {
+        dir: path.parent().unwrap_or(path).to_path_buf(),
+        errno,
     })?;
     let made = bind_in_private(&dir, &private, &name, path, gid);
     let _ = os::dir::unlink_at(&dir, &private, libc::AT_REMOVEDIR);
@@ -800,13 +803,13 @@ fn bind_in_private(
     name: &std::ffi::CString,
     path: &std::path::Path,
     gid: Option<u32>,
-) -> Result<(UnixListener, Created), String> {
+) -> Result<(UnixListener, Created), SocketError> {
     let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let pdir =
-        os::dir::open_at(dir, private, flags, 0).map_err(|e| format!("--socket: errno {e}"))?;
-    let st = os::dir::stat(&pdir).map_err(|e| format!("--socket: errno {e}"))?;
+    let pdir = os::dir::open_at(dir, private, flags, 0)
+        .map_err(|errno| SocketError::PrivateErrno { errno })?;
+    let st = os::dir::stat(&pdir).map_err(|errno| SocketError::PrivateErrno { errno })?;
     if st.uid != os::process::geteuid() || st.mode & 0o077 != 0 {
-        return Err("--socket: the private directory was replaced".into());
+        return Err(SocketError::Replaced);
     }
     let inner = c"s";
     let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
@@ -814,38 +817,43 @@ fn bind_in_private(
     let old = os::process::umask(0o177);
     let bound = UnixListener::bind(&at);
     os::process::umask(old);
-    let listener = bound.map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
-    let cleanup = |e: String| {
+    let listener = bound.map_err(|e| SocketError::Listen {
+        path: path.to_path_buf(),
+        errno: e.raw_os_error(),
+        detail: e.to_string(),
+    })?;
+    let cleanup = |e: SocketError| {
         let _ = os::dir::unlink_at(&pdir, inner, 0);
         e
     };
     if let Some(gid) = gid {
         os::dir::chown_at_nofollow(&pdir, inner, u32::MAX, gid)
             .and_then(|_| os::dir::chmod_at(&pdir, inner, 0o660))
-            .map_err(|e| {
-                cleanup(format!(
-                    "cannot give {} to group {gid}: {}",
-                    path.display(),
-                    std::io::Error::from_raw_os_error(e)
-                ))
+            .map_err(|errno| {
+                cleanup(SocketError::Chown {
+                    path: path.to_path_buf(),
+                    gid,
+                    errno,
+                })
             })?;
     }
-    let st = os::dir::stat_at(&pdir, inner).map_err(|e| cleanup(format!("--socket: errno {e}")))?;
-    os::dir::rename_at(&pdir, inner, dir, name).map_err(|e| {
-        let err = std::io::Error::from_raw_os_error(e);
-        let at = path.display();
-        // In a sticky directory (the only kind others may write that we accept) a name
-        // another user holds cannot be replaced: EPERM says someone else put it there.
-        cleanup(if e == libc::EPERM {
-            format!("cannot put the socket at {at}: another user's file or link is at that name ({err})")
-        } else {
-            format!("cannot put the socket at {at}: {err}")
+    let st = os::dir::stat_at(&pdir, inner)
+        .map_err(|errno| cleanup(SocketError::PrivateErrno { errno }))?;
+    // In a sticky directory (the only kind others may write that we accept) a name another
+    // user holds cannot be replaced: EPERM says someone else put it there (SocketError's
+    // Display says so).
+    os::dir::rename_at(&pdir, inner, dir, name).map_err(|errno| {
+        cleanup(SocketError::Rename {
+            path: path.to_path_buf(),
+            errno,
         })
     })?;
     Ok((
         listener,
         Created {
-            dir: dir.try_clone().map_err(|e| e.to_string())?,
+            dir: dir
+                .try_clone()
+                .map_err(|e| SocketError::Internal(e.to_string()))?,
             name: name.clone(),
             ino: (st.dev, st.ino),
         },
@@ -855,26 +863,22 @@ fn bind_in_private(
 /// fd 3 from systemd, checked to be what the .socket unit promises (a listening AF_UNIX
 /// stream socket: anything else would be polled and never accepted), moved to a close-on-exec
 /// fd (systemd passes it inheritable).
-fn activated_listener() -> Result<UnixListener, String> {
+fn activated_listener() -> Result<UnixListener, SocketError> {
     // fd 3 is systemd's listening socket by the socket-activation protocol, passed to this
     // process alone (LISTEN_PID is ours); it is taken over exactly once, here.
     let passed = os::fd::take_socket_activation_fd();
     let listening = os::fd::is_listening_unix_stream(&passed);
     if !listening {
-        return Err(
-            "socket activation (LISTEN_FDS): fd 3 is not a listening unix stream socket; \
-                    the .socket unit must have one ListenStream= with a path"
-                .into(),
-        );
+        return Err(SocketError::NotListening);
     }
     let fd = os::fd::dup_cloexec_above(&passed, 3)
-        .map_err(|e| format!("socket activation: cannot move fd 3: errno {e}"))?;
+        .map_err(|errno| SocketError::MoveActivated { errno })?;
     drop(passed);
     Ok(UnixListener::from(fd))
 }
 
 /// A group name (from /etc/group) or number.
-fn group_id(g: &str) -> Result<u32, String> {
+fn group_id(g: &str) -> Result<u32, SocketError> {
     if let Ok(n) = g.parse() {
         return Ok(n);
     }
@@ -888,7 +892,9 @@ fn group_id(g: &str) -> Result<u32, String> {
                     .flatten()
             })
         })
-        .ok_or_else(|| format!("--socket-group {g:?}: no such group"))
+        .ok_or_else(|| SocketError::NoGroup {
+            group: g.to_string(),
+        })
 }
 
 fn serve_socket(

@@ -115,6 +115,55 @@ impl Launcher {
     }
 }
 
+/// Why the zygote did not start: what was missing or refused, with the underlying error
+/// kept (the jail's [`SetupError`] for a plan it cannot prepare). Display is the message
+/// agentjail prints after `--zygote: `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZygoteError {
+    /// The policy's interpreter arguments are ones the template cannot honour.
+    Args(String),
+    /// agentjail's own path is unknown (`/proc/self/exe`): the I/O error's text.
+    OwnPath { errno: Option<i32>, detail: String },
+    /// The template binary is not next to agentjail.
+    NoBinary { exe: PathBuf },
+    /// The policy file cannot be handed to the template (unreadable, changed, too large).
+    Policy(String),
+    /// The plan cannot be prepared on this host.
+    Controls(SetupError),
+    /// The keeper thread did not start: the I/O error's text.
+    Thread(String),
+    /// The first template did not start or refused the policy.
+    Template(String),
+}
+
+impl std::fmt::Display for ZygoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZygoteError::Args(m) | ZygoteError::Policy(m) | ZygoteError::Template(m) => {
+                f.write_str(m)
+            }
+            ZygoteError::OwnPath { detail, .. } => {
+                write!(f, "cannot find agentjail's own path: {detail}")
+            }
+            ZygoteError::NoBinary { exe } => write!(
+                f,
+                "--zygote needs {} next to agentjail; build it with scripts/build-zygote.sh",
+                exe.display()
+            ),
+            ZygoteError::Controls(e) => e.fmt(f),
+            ZygoteError::Thread(e) => write!(f, "cannot start the zygote's thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ZygoteError {}
+
+impl From<SetupError> for ZygoteError {
+    fn from(e: SetupError) -> Self {
+        ZygoteError::Controls(e)
+    }
+}
+
 impl Zygote {
     /// Start the template for `policy` (whose warm jails are `plan`'s) and wait until it is
     /// ready.
@@ -124,21 +173,21 @@ impl Zygote {
     /// (PDEATHSIG), and so does every jail it clones (CLONE_PARENT makes that same thread
     /// their parent). Started by whichever thread asked, a template replaced by a spawner
     /// thread would tie its jails to that thread's life.
-    pub fn start(policy: &LoadedPolicy, plan: &JailPlan) -> Result<Zygote, String> {
+    pub fn start(policy: &LoadedPolicy, plan: &JailPlan) -> Result<Zygote, ZygoteError> {
         let p = &policy.policy;
         // Which Python the template binary embeds only it knows (its build fixed it): it
         // checks the interpreter itself and its refusal is this start's error.
-        super::template::check_args(&p.interpreter.python_args)?;
+        super::template::check_args(&p.interpreter.python_args).map_err(ZygoteError::Args)?;
         let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find agentjail's own path: {e}"))?
+            .map_err(|e| ZygoteError::OwnPath {
+                errno: e.raw_os_error(),
+                detail: e.to_string(),
+            })?
             .with_file_name(BINARY);
         if !exe.is_file() {
-            return Err(format!(
-                "--zygote needs {} next to agentjail; build it with scripts/build-zygote.sh",
-                exe.display()
-            ));
+            return Err(ZygoteError::NoBinary { exe });
         }
-        let text = policy_text(policy)?;
+        let text = policy_text(policy).map_err(ZygoteError::Policy)?;
         let launcher = Launcher {
             exe,
             start: ToTemplate::Start {
@@ -150,7 +199,7 @@ impl Zygote {
             plan_sha256: super::template::plan_sha256(plan),
             env: plan.env.clone(),
         };
-        let controls = PlanControls::probe(plan).map_err(|e| e.to_string())?;
+        let controls = PlanControls::probe(plan)?;
         let (tx, rx) = mpsc::channel::<LaunchReply>();
         let keeper = std::thread::Builder::new()
             .name("agentjail-zygote".into())
@@ -159,7 +208,7 @@ impl Zygote {
                     let _ = reply.send(launcher.launch());
                 }
             })
-            .map_err(|e| format!("cannot start the zygote's thread: {e}"))?;
+            .map_err(|e| ZygoteError::Thread(e.to_string()))?;
         let z = Zygote {
             launch: Mutex::new(Some(tx)),
             keeper: Mutex::new(Some(keeper)),
@@ -168,7 +217,7 @@ impl Zygote {
             controls,
         };
         // The first template now: a policy it cannot serve fails the start, not each job.
-        let t = z.new_template()?;
+        let t = z.new_template().map_err(ZygoteError::Template)?;
         *lock(&z.templates[0]) = Some(t);
         Ok(z)
     }

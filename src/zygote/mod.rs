@@ -67,7 +67,7 @@ mod client;
 mod protocol;
 mod template;
 
-pub use client::Zygote;
+pub use client::{Zygote, ZygoteError};
 pub use template::{template_main, Interpreter};
 
 /// The template's binary, looked up next to `agentjail`.

@@ -123,7 +123,7 @@ fn bind(addr: &Addr) -> Result<Listener, String> {
                 .map_err(|e| e.to_string())
         }
         Addr::Unix(p) => {
-            let (l, created) = agentjail::serve::listen(p, None)?;
+            let (l, created) = agentjail::serve::listen(p, None).map_err(|e| e.to_string())?;
             l.set_nonblocking(true).map_err(|e| e.to_string())?;
             tokio::net::UnixListener::from_std(l)
                 .map(|l| Listener::Unix(l, created))
@@ -236,7 +236,7 @@ pub fn serve(args: Args) -> i32 {
     };
     let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
         Ok(e) => e,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let pod_workspace = match pod_workspace(args.pod_workspace, &engine) {
         Ok(p) => p,
