@@ -58,7 +58,7 @@ agentjail-fuzz: agentjail agentjail-json agentjail-check agentjail-http
 # The async stack (the MCP SDK, the HTTP stack), and the front ends that may depend on it.
 ASYNC_DEPS='rmcp tokio hyper hyper-util'
 ASYNC_CRATE='agentjail-mcp agentjail-http'
-# ...and the fuzz crate, for agentjail-http's (its timer-less runtime and body types only).
+# ...and the fuzz crate, for agentjail-http's request and body types only.
 ASYNC_FUZZ='agentjail-fuzz'
 
 findings() {

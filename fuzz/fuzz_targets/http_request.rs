@@ -27,6 +27,7 @@ use http_body_util::BodyExt;
 use hyper::{Method, Uri};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+use std::future::Future;
 
 const TOKEN: &[u8] = b"0123456789abcdef0123";
 
@@ -41,16 +42,15 @@ enum Shape {
     Message,
 }
 
-/// A `Full` body is ready at once.
+/// A `Full` body is ready at once: polled once, with no runtime.
 fn body_of(r: Resp) -> (u16, Vec<u8>) {
     let status = r.status().as_u16();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let collected = rt.block_on(r.into_body().collect());
-    let bytes = match collected {
-        Ok(c) => c.to_bytes().to_vec(),
-        Err(e) => match e {},
+    let mut collect = std::pin::pin!(r.into_body().collect());
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let bytes = match collect.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(Ok(c)) => c.to_bytes().to_vec(),
+        std::task::Poll::Ready(Err(e)) => match e {},
+        std::task::Poll::Pending => panic!("a refusal's body is not ready at once"),
     };
     (status, bytes)
 }
