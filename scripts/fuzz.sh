@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run each cargo-fuzz target for a bounded time and print how many inputs it executed.
 #
-# usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30)
+# usage: scripts/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]   (default 30, every target)
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). libFuzzer builds use -Zsanitizer flags,
 # so a nightly toolchain is used when installed; without one the script falls back to
@@ -14,7 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-30}"
-targets=(contract checker policy strict_json schema js_check serve_request runner_reports)
+targets=(contract checker policy strict_json schema js_check serve_request runner_reports http_request)
+if [ "$#" -gt 1 ]; then
+    shift
+    targets=("$@")
+fi
 
 # A fresh machine has no cargo-fuzz: install it from crates.io (once, ~1-2 min).
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -49,7 +53,7 @@ for t in "${targets[@]}"; do
     fi
     execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
     speed=$(grep -Eo 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
-    printf '%-9s %-6s execs=%s exec/s=%s\n' "$t" "$verdict" "$execs" "$speed"
+    printf '%-14s %-6s execs=%s exec/s=%s\n' "$t" "$verdict" "$execs" "$speed"
     if [ "$verdict" != ok ]; then tail -30 "$log"; fi
     rm -f "$log"
 done

@@ -25,6 +25,9 @@
 #      with the async stack (tokio; rmcp, hyper): nothing depends on the zygote or on them,
 #      and no other crate depends on the async stack. A workspace crate not in the table
 #      below is a finding until it is added (with its directions) here and in ARCHITECTURE.md.
+#      The fuzz crate (fuzz/, its own workspace: nothing it pulls reaches the main crate's
+#      build) is held to the table too; it may depend on agentjail-http, whose request
+#      handling it fuzzes without a socket, and so on the async stack for that alone.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
 #   9. The kernel module is the jail crate's alone: no `sys::` path outside
@@ -50,10 +53,13 @@ agentjail: agentjail-json agentjail-check agentjail-jail agentjail-net
 agentjail-zygote: agentjail
 agentjail-mcp: agentjail agentjail-json agentjail-check agentjail-jail
 agentjail-http: agentjail agentjail-json agentjail-jail
+agentjail-fuzz: agentjail agentjail-json agentjail-check agentjail-http
 '
 # The async stack (the MCP SDK, the HTTP stack), and the front ends that may depend on it.
 ASYNC_DEPS='rmcp tokio hyper hyper-util'
 ASYNC_CRATE='agentjail-mcp agentjail-http'
+# ...and the fuzz crate, for agentjail-http's request and body types only.
+ASYNC_FUZZ='agentjail-fuzz'
 
 findings() {
   # 1
@@ -106,18 +112,30 @@ findings() {
   if ! command -v cargo >/dev/null || ! command -v python3 >/dev/null; then
     echo "rule 7 (crate directions): needs cargo and python3"
   else
-    cargo metadata --format-version 1 --no-deps --offline 2>/dev/null \
-      | ALLOWED_DEPS="$ALLOWED_DEPS" ASYNC_DEPS="$ASYNC_DEPS" ASYNC_CRATE="$ASYNC_CRATE" python3 -c '
+    { cargo metadata --format-version 1 --no-deps --offline 2>/dev/null || echo '{}'
+      [ -f fuzz/Cargo.toml ] && cargo metadata --format-version 1 --no-deps --offline \
+        --manifest-path fuzz/Cargo.toml 2>/dev/null; } \
+      | ALLOWED_DEPS="$ALLOWED_DEPS" ASYNC_DEPS="$ASYNC_DEPS" ASYNC_CRATE="$ASYNC_CRATE $ASYNC_FUZZ" python3 -c '
 import json, os, sys
 allowed = {}
 for row in os.environ["ALLOWED_DEPS"].strip().splitlines():
     name, _, deps = row.partition(":")
     allowed[name.strip()] = set(deps.split())
-try:
-    meta = json.load(sys.stdin)
-except ValueError:
+# The workspace metadata, then the fuzz crate metadata (its own workspace).
+packages = []
+dec, text, i = json.JSONDecoder(), sys.stdin.read(), 0
+while i < len(text.rstrip()):
+    try:
+        doc, i = dec.raw_decode(text, i)
+    except ValueError:
+        break
+    while i < len(text) and text[i].isspace():
+        i += 1
+    packages += doc.get("packages", [])
+if not any(p["name"] == "agentjail" for p in packages):
     print("rule 7 (crate directions): cargo metadata failed")
     sys.exit(0)
+meta = {"packages": list({p["name"]: p for p in packages}.values())}
 ours = {p["name"] for p in meta["packages"]}
 async_deps, async_crates = set(os.environ["ASYNC_DEPS"].split()), set(os.environ["ASYNC_CRATE"].split())
 for p in sorted(meta["packages"], key=lambda p: p["name"]):

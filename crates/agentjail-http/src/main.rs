@@ -5,16 +5,12 @@
 //! hyper (HTTP/1.1) on a one-thread tokio runtime reads requests; each job runs on tokio's
 //! blocking threads, at most `-j N` at once, on the same engine as the JSON-lines server
 //! (pools, sessions, cache, the engine flags).
-
-mod auth;
-mod metrics;
-mod multipart;
-mod routes;
-mod sandboxfusion;
-mod server;
-mod workspaces;
+//!
+//! The request handling lives in the crate's library (src/lib.rs), so the fuzz target
+//! (fuzz/fuzz_targets/http_request.rs) reaches the same code; this file is the command line.
 
 use agentjail::cli::{Cli, Command};
+use agentjail_http::server;
 use clap::Parser;
 
 fn main() {

@@ -535,7 +535,7 @@ pub fn session_hints(body: &[u8]) -> Result<Option<Value>, String> {
 }
 
 /// `POST /v1/sessions/{id}/exec`: `{"code": "...", "timeout_s": N?}`.
-fn exec_body(body: &[u8]) -> Result<(String, Option<f64>), String> {
+pub fn exec_body(body: &[u8]) -> Result<(String, Option<f64>), String> {
     let v = strict(body)?;
     let Some(o) = v.as_object() else {
         return Err("the body is a JSON object: {\"code\": \"...\", \"timeout_s\": N}".into());
@@ -568,24 +568,29 @@ async fn run_code(st: &Arc<State>, caller: Caller, body: Bytes, started: Instant
     answer.unwrap_or_else(|resp| resp)
 }
 
+/// A `/run_code` body read: the action to run, or the 422 SandboxFusion answers a request
+/// it refuses. `executes(language)`: whether the policy runs agentjail's language.
+pub fn run_code_request(
+    body: &[u8],
+    executes: &dyn Fn(&str) -> bool,
+) -> Result<crate::sandboxfusion::Parsed, Resp> {
+    let unprocessable = |v: &Value| json_resp(StatusCode::UNPROCESSABLE_ENTITY, v);
+    let req = strict(body).map_err(|e| {
+        unprocessable(&crate::sandboxfusion::unprocessable(vec![json!({
+            "type": "json_invalid", "loc": ["body"], "msg": format!("JSON decode error: {e}")
+        })]))
+    })?;
+    crate::sandboxfusion::parse(&req, executes).map_err(|detail| unprocessable(&detail))
+}
+
 /// `/run_code` on a job thread: read the request (a 422 when SandboxFusion would refuse
 /// it), run it, answer as SandboxFusion.
 fn run_code_job(s: &State, caller: &Caller, body: &[u8], started: Instant) -> Resp {
-    let unprocessable = |v: &Value| json_resp(StatusCode::UNPROCESSABLE_ENTITY, v);
-    let req = match strict(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return unprocessable(&crate::sandboxfusion::unprocessable(vec![json!({
-                "type": "json_invalid", "loc": ["body"], "msg": format!("JSON decode error: {e}")
-            })]))
-        }
-    };
     let policy = &s.engine.policy().policy;
-    let parsed = match crate::sandboxfusion::parse(&req, &|l| policy.executes(l)) {
+    let parsed = match run_code_request(body, &|l| policy.executes(l)) {
         Ok(p) => p,
-        Err(detail) => return unprocessable(&detail),
+        Err(resp) => return resp,
     };
-    drop(req);
     let action = serde_json::to_vec(&parsed.action).unwrap_or_default();
     let mut rec = s.engine.run(&action, caller.uid);
     finish(s, &mut rec, caller, started);

@@ -109,9 +109,9 @@ fn pod_route(
             ),
             Err(r) => r,
         },
-        Route::PodExecute => match strict(body) {
-            Ok(v) => execute(e, pod, v, done),
-            Err(m) => message(StatusCode::UNPROCESSABLE_ENTITY, &m),
+        Route::PodExecute => match execute_request(body) {
+            Ok(req) => execute(e, pod, &req, done),
+            Err(resp) => resp,
         },
         Route::PodUpload => upload(e, pod, content_type, body),
         Route::PodDownload(p) => download(e, pod, &p),
@@ -319,19 +319,19 @@ fn pod_error(e: EngineError) -> Resp {
     message(status_of(&e), &format!("{}: {}", e.code, e.message))
 }
 
+/// A `POST /execute` body read: `{"command": "..."}`, or the runtime's 422.
+pub fn execute_request(body: &[u8]) -> Result<ExecRequest, Resp> {
+    let unprocessable = |m: &str| message(StatusCode::UNPROCESSABLE_ENTITY, m);
+    let v = strict(body).map_err(|m| unprocessable(&m))?;
+    let o = object(v, &["command"], "{\"command\": \"...\"}").map_err(|e| unprocessable(&e))?;
+    ExecRequest::from_fields(&o).map_err(|e| unprocessable(&e.message))
+}
+
 /// `POST /execute {"command": "..."}` → `{stdout, stderr, exit_code}`: the line through
 /// the jail's /bin/sh in /workspace. A command agentjail stopped (timeout, a cap) answers
 /// exit_code -1 with the stop reason on stderr's last line.
-pub fn execute(engine: &Engine, pod: &PodWorkspace, body: Value, done: Finish) -> Resp {
-    let o = match object(body, &["command"], "{\"command\": \"...\"}") {
-        Ok(o) => o,
-        Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e),
-    };
-    let req = match ExecRequest::from_fields(&o) {
-        Ok(r) => r,
-        Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e.message),
-    };
-    let run = |id: &str| engine.workspace_exec_for(id, &req, POD_OWNER, None);
+pub fn execute(engine: &Engine, pod: &PodWorkspace, req: &ExecRequest, done: Finish) -> Resp {
+    let run = |id: &str| engine.workspace_exec_for(id, req, POD_OWNER, None);
     match pod.on(engine, run, ended_exec) {
         Ok(mut rec) => {
             done(&mut rec);
@@ -365,9 +365,9 @@ pub fn runtime_result(rec: &Value) -> Value {
 /// `POST /upload`: a multipart/form-data body whose `file` part's filename is the path under
 /// /workspace.
 pub fn upload(engine: &Engine, pod: &PodWorkspace, content_type: &str, body: &[u8]) -> Resp {
-    let (name, content) = match crate::multipart::file_part(content_type, body, "file") {
+    let (name, content) = match upload_request(content_type, body) {
         Ok(p) => p,
-        Err(e) => return message(StatusCode::UNPROCESSABLE_ENTITY, &e),
+        Err(resp) => return resp,
     };
     let files = json!([{"path": name, "content_base64": b64(&content)}]);
     let put = |id: &str| engine.workspace_put(id, &files, POD_OWNER);
@@ -380,6 +380,13 @@ pub fn upload(engine: &Engine, pod: &PodWorkspace, content_type: &str, body: &[u
     }
 }
 
+/// A `POST /upload` body read: the `file` part's filename (the engine judges it as a path)
+/// and bytes, or the runtime's 422.
+pub fn upload_request(content_type: &str, body: &[u8]) -> Result<(String, Vec<u8>), Resp> {
+    crate::multipart::file_part(content_type, body, "file")
+        .map_err(|e| message(StatusCode::UNPROCESSABLE_ENTITY, &e))
+}
+
 fn b64(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -388,11 +395,9 @@ fn b64(bytes: &[u8]) -> String {
 /// `GET /download/{path}`: the file's bytes (application/octet-stream), or 404.
 pub fn download(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
     use base64::Engine as _;
-    let Some(path) = percent_decode(raw) else {
-        return message(
-            StatusCode::BAD_REQUEST,
-            "the path is not percent-encoded UTF-8",
-        );
+    let path = match download_path(raw) {
+        Ok(p) => p,
+        Err(resp) => return resp,
     };
     let get = |id: &str| engine.workspace_get(id, &json!([path]), POD_OWNER);
     let got = match pod.on(engine, get, ended_error) {
@@ -433,14 +438,19 @@ const LIST: &str =
     "cd /workspace && find \"./$1\" -mindepth 1 -maxdepth 1 -printf '%y %s %T@ %f\\0'";
 const EXISTS: &str = "cd /workspace && test -e \"./$1\"";
 
-/// A path for the listing commands: one the engine would take for a file (or the root).
-fn listing_path(raw: &str) -> Result<String, Resp> {
-    let path = percent_decode(raw).ok_or_else(|| {
+/// `GET /download/{path}`'s path decoded (the engine judges it as a path), or a 400.
+pub fn download_path(raw: &str) -> Result<String, Resp> {
+    percent_decode(raw).ok_or_else(|| {
         message(
             StatusCode::BAD_REQUEST,
             "the path is not percent-encoded UTF-8",
         )
-    })?;
+    })
+}
+
+/// A path for the listing commands: one the engine would take for a file (or the root).
+pub fn listing_path(raw: &str) -> Result<String, Resp> {
+    let path = download_path(raw)?;
     if path.is_empty() || path == "." || path == "/workspace" {
         return Ok(String::new());
     }

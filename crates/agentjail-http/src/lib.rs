@@ -1,0 +1,12 @@
+//! agentjail's HTTP front end as a library: the binary (src/main.rs) is its command line,
+//! and the fuzz target `http_request` (fuzz/) feeds arbitrary requests through the same
+//! decoding (the routes, the token header, the bodies of every route, the workspace paths)
+//! without a socket or an engine.
+
+pub mod auth;
+pub mod metrics;
+pub mod multipart;
+pub mod routes;
+pub mod sandboxfusion;
+pub mod server;
+pub mod workspaces;
