@@ -214,6 +214,22 @@ impl Runner {
 /// How long a session call waits for a session held by someone ending it (see session_exec).
 const BUSY_GRACE: Duration = Duration::from_millis(250);
 
+/// The lock of a session or a workspace, waiting at most [`BUSY_GRACE`] for a holder that
+/// is only ending it (the janitor, a closing connection); None while a call still holds it.
+fn lock_within_grace<T>(m: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
+    let t = Instant::now();
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if t.elapsed() < BUSY_GRACE => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
 type Sessions = HashMap<String, (Owner, Arc<Mutex<Session>>)>;
 
 /// One client's own stop (a connection of `serve`): its jobs and calls poll `read`
@@ -625,21 +641,11 @@ impl Engine {
         let s = self.session(id, owner)?;
         // A call holds the session's lock for its whole run; the janitor and a closing
         // connection hold it for the milliseconds of ending it. Only the first is busy.
-        let t = Instant::now();
-        let mut session = loop {
-            match s.try_lock() {
-                Ok(g) => break g,
-                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) if t.elapsed() < BUSY_GRACE => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    return Err(EngineError::new(
-                        "session_busy",
-                        "a call is already running in this session; wait for its response",
-                    ))
-                }
-            }
+        let Some(mut session) = lock_within_grace(&s) else {
+            return Err(EngineError::new(
+                "session_busy",
+                "a call is already running in this session; wait for its response",
+            ));
         };
         let interrupt = stop.map_or(Interrupt::Shutdown(&self.stop_read), ClientStop::interrupt);
         let (record, teardown) = session.call(code, timeout_s, Some(interrupt));

@@ -22,7 +22,7 @@
 //! boundary, and every record says so (`decision.reason`: `not_checked`).
 
 use super::session::Owner;
-use super::{pool, ClientStop, Engine, EngineError, BUSY_GRACE};
+use super::{pool, ClientStop, Engine, EngineError};
 use crate::pipeline::record::{
     Execution, Phase, PolicyRef, RecordError, Recorder, Sealed, StopReason,
 };
@@ -1000,21 +1000,11 @@ impl Engine {
         f: impl FnOnce(&mut Workspace) -> T,
     ) -> Result<T, EngineError> {
         let w = self.workspace(id, owner)?;
-        let t = Instant::now();
-        let mut guard = loop {
-            match w.try_lock() {
-                Ok(g) => break g,
-                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) if t.elapsed() < BUSY_GRACE => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    return Err(EngineError::new(
-                        "workspace_busy",
-                        "a command is running in this workspace; wait for its response",
-                    ))
-                }
-            }
+        let Some(mut guard) = super::lock_within_grace(&w) else {
+            return Err(EngineError::new(
+                "workspace_busy",
+                "a command is running in this workspace; wait for its response",
+            ));
         };
         Ok(f(&mut guard))
     }
