@@ -119,6 +119,19 @@ class AsyncClient:
         except (OSError, ValueError):
             return
 
+    async def _settle(self) -> None:
+        """After EOF from a child server: give it a moment to exit and its stderr to drain,
+        so the error says why it went (its last words), not only that it did."""
+        if self._proc is None:
+            return
+        try:
+            await asyncio.wait_for(self._proc.wait(), 1.0)
+        except asyncio.TimeoutError:
+            return
+        drains = self._tasks[1:]
+        if drains:
+            await asyncio.wait(drains, timeout=1.0)
+
     def _gone(self) -> str:
         what = "agentjail serve closed the connection"
         if self._proc is not None:
@@ -137,11 +150,7 @@ class AsyncClient:
                 if e.partial:
                     err = E.ProtocolError("the connection ended inside a response line")
                 else:
-                    if self._proc is not None:
-                        try:
-                            await asyncio.wait_for(self._proc.wait(), 1.0)
-                        except asyncio.TimeoutError:
-                            pass
+                    await self._settle()
                     err = E.ConnectionClosed(self._gone())
                 break
             except asyncio.LimitOverrunError:

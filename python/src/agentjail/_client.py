@@ -161,6 +161,16 @@ class _Conn:
     def gone_message(self) -> str:
         what = "agentjail serve closed the connection"
         if self.proc is not None:
+            # EOF may reach us before the server's last words on stderr: give it a moment
+            # to exit and the stderr thread to drain, so the error says why it went.
+            try:
+                self.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+            else:
+                for t in self.threads[1:]:
+                    if t is not threading.current_thread():
+                        t.join(timeout=1.0)
             rc = self.proc.poll()
             what = "agentjail serve exited" + (f" (status {rc})" if rc is not None else "")
         tail = b"".join(self.stderr)[-2000:].decode("utf-8", "replace").strip()
