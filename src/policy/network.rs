@@ -94,6 +94,7 @@ impl Network {
                 idle: Duration::from_millis(self.idle_timeout_ms),
                 connect: Duration::from_millis(self.connect_timeout_ms),
             },
+            broker: Default::default(),
         }
     }
 
