@@ -115,73 +115,7 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     }
     let rules = agentjail_net::Rules::parse_allow(&n.allow).unwrap_or_default();
     for (i, c) in n.credentials.iter().enumerate() {
-        let item = |m: String, hint: &str| invalid_item(key, &c.name, m, hint);
-        let name_ok = !c.name.is_empty()
-            && c.name.len() <= 64
-            && c.name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !name_ok {
-            return Err(item(
-                format!("name {:?} is not 1-64 letters, digits, _ or -", c.name),
-                "name it like api_example",
-            ));
-        }
-        let host = agentjail_net::rules::normalize(&c.host);
-        if !agentjail_net::rules::valid_name(&host) || host.parse::<std::net::IpAddr>().is_ok() {
-            return Err(item(
-                format!("host {:?} is not a host name", c.host),
-                "write the API's host name (api.example.com), no port, no wildcard",
-            ));
-        }
-        let earlier = &n.credentials[..i];
-        if earlier.iter().any(|e| e.name == c.name) {
-            return Err(item(format!("{:?} is named twice", c.name), "rename one"));
-        }
-        if earlier
-            .iter()
-            .any(|e| agentjail_net::rules::normalize(&e.host) == host)
-        {
-            return Err(item(
-                format!("{host} has two credentials"),
-                "one credential per host",
-            ));
-        }
-        let port = c.port();
-        if port == 0 {
-            return Err(item("port 0".into(), "give the upstream's port, 1..=65535"));
-        }
-        if !rules.iter().any(|a| a.admits(&host, None, port)) {
-            return Err(item(
-                format!("{host}:{port} is not in network.allow"),
-                &format!("add \"{host}:{port}\" to network.allow"),
-            ));
-        }
-        if !is_token(&c.header)
-            || RESERVED_HEADERS
-                .iter()
-                .any(|h| c.header.eq_ignore_ascii_case(h))
-        {
-            return Err(item(
-                format!("header {:?} cannot carry a credential", c.header),
-                "name an ordinary header (Authorization, X-Api-Key)",
-            ));
-        }
-        if c.format.matches("{}").count() != 1 || !header_safe(&c.format) {
-            return Err(item(
-                format!(
-                    "format {:?} must hold `{{}}` once, in printable ASCII",
-                    c.format
-                ),
-                "write e.g. \"Bearer {}\" or \"{}\"",
-            ));
-        }
-        if !Path::new(&c.value_file).is_absolute() {
-            return Err(item(
-                format!("value_file {:?} is not an absolute path", c.value_file),
-                "name the file by its absolute path",
-            ));
-        }
+        entry(c, &n.credentials[..i], &rules)?;
     }
     let tls = n.credentials.iter().any(|c| c.upstream == Upstream::Https);
     if n.ca_file.is_some() && !tls {
@@ -189,6 +123,81 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "network.ca_file",
             "ca_file applies to credentials with upstream = \"https\" only",
             "remove it, or give a credential an https upstream",
+        ));
+    }
+    Ok(())
+}
+
+/// One entry, after the `earlier` ones, against the allowlist's entries.
+fn entry(
+    c: &Credential,
+    earlier: &[Credential],
+    rules: &[agentjail_net::rules::Allow],
+) -> Result<(), Invalid> {
+    let item = |m: String, hint: &str| invalid_item("network.credentials", &c.name, m, hint);
+    let name_ok = !c.name.is_empty()
+        && c.name.len() <= 64
+        && c.name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(item(
+            format!("name {:?} is not 1-64 letters, digits, _ or -", c.name),
+            "name it like api_example",
+        ));
+    }
+    let host = agentjail_net::rules::normalize(&c.host);
+    if !agentjail_net::rules::valid_name(&host) || host.parse::<std::net::IpAddr>().is_ok() {
+        return Err(item(
+            format!("host {:?} is not a host name", c.host),
+            "write the API's host name (api.example.com), no port, no wildcard",
+        ));
+    }
+    if earlier.iter().any(|e| e.name == c.name) {
+        return Err(item(format!("{:?} is named twice", c.name), "rename one"));
+    }
+    if earlier
+        .iter()
+        .any(|e| agentjail_net::rules::normalize(&e.host) == host)
+    {
+        return Err(item(
+            format!("{host} has two credentials"),
+            "one credential per host",
+        ));
+    }
+    let port = c.port();
+    if port == 0 {
+        return Err(item("port 0".into(), "give the upstream's port, 1..=65535"));
+    }
+    if !rules.iter().any(|a| a.admits(&host, None, port)) {
+        return Err(item(
+            format!("{host}:{port} is not in network.allow"),
+            &format!("add \"{host}:{port}\" to network.allow"),
+        ));
+    }
+    if !is_token(&c.header)
+        || RESERVED_HEADERS
+            .iter()
+            .any(|h| c.header.eq_ignore_ascii_case(h))
+    {
+        return Err(item(
+            format!("header {:?} cannot carry a credential", c.header),
+            "name an ordinary header (Authorization, X-Api-Key)",
+        ));
+    }
+    if c.format.matches("{}").count() != 1 || !header_safe(&c.format) {
+        return Err(item(
+            format!(
+                "format {:?} must hold `{{}}` once, in printable ASCII",
+                c.format
+            ),
+            "write e.g. \"Bearer {}\" or \"{}\"",
+        ));
+    }
+    if !Path::new(&c.value_file).is_absolute() {
+        return Err(item(
+            format!("value_file {:?} is not an absolute path", c.value_file),
+            "name the file by its absolute path",
         ));
     }
     Ok(())

@@ -138,7 +138,7 @@ fn unsafe_files_are_refused_with_a_clear_error() {
     let e = load(&net(&inside, "")).unwrap_err();
     assert!(e.contains("can be changed by another user"), "{e}");
     // Another user's file (only root can make one).
-    if agentjail_jail::os::process::geteuid() == 0 {
+    if nix::unistd::geteuid().is_root() {
         let theirs = file(d.path(), "theirs", SECRET.as_bytes(), 0o600);
         std::os::unix::fs::chown(&theirs, Some(12345), None).unwrap();
         let e = load(&net(&theirs, "")).unwrap_err();
@@ -166,6 +166,7 @@ fn bad_values_are_refused_without_being_shown() {
     }
 }
 
+// long because: one table of every refused entry, each with its key and reason.
 #[test]
 fn bad_entries_are_refused_with_the_key() {
     let d = tempfile::tempdir().unwrap();
