@@ -292,3 +292,28 @@ fn bad_entries_are_refused_with_the_key() {
         assert!(e.contains("network.ca_file") && e.contains(why), "{e}");
     }
 }
+
+/// Without `ca_file`, an https credential trusts the system bundle (where it is a safe
+/// file); a relative `ca_file` is refused.
+#[test]
+fn the_system_bundle_is_the_default_and_ca_file_is_absolute() {
+    let d = tempfile::tempdir().unwrap();
+    let v = file(d.path(), "key", SECRET.as_bytes(), 0o600);
+    match load(&net(&v, "")) {
+        Ok(p) => assert!(p.network.broker.tls.is_some()),
+        Err(e) => assert!(
+            e.contains("network.ca_file") && e.contains(super::SYSTEM_CA_FILE),
+            "{e}"
+        ),
+    }
+    let text = net(&v, "").replacen(
+        "mode = \"allowlist\"",
+        "mode = \"allowlist\"\nca_file = \"certs/ca.pem\"",
+        1,
+    );
+    let e = load(&text).unwrap_err();
+    assert!(
+        e.contains("network.ca_file") && e.contains("not an absolute path"),
+        "{e}"
+    );
+}

@@ -268,6 +268,22 @@ fn a_brokered_key_reaches_a_plain_upstream_and_never_the_record() {
             "{who:?}: {text}"
         );
         assert!(r.record["redaction"]["kinds"]["credential_api"].as_u64() >= Some(1));
+        // A `denied` network hint drops the credential with the list: nothing goes out.
+        let mut narrowed: serde_json::Value = serde_json::from_slice(&action(&key)).unwrap();
+        narrowed["policy_hints"] = json!({"network_access": "denied"});
+        let n = seen.lock().unwrap().len();
+        let bytes = serde_json::to_vec(&narrowed).unwrap();
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &bytes, None);
+        no_key_anywhere(who, &r);
+        let req = &r.record["network"]["requests"][0];
+        assert!(!req["allowed"].as_bool().unwrap(), "{who:?}: {req}");
+        assert_eq!(req["reason"], "plain_http_denied", "{who:?}: {req}");
+        assert!(req["credential"].is_null(), "{who:?}: {req}");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            n,
+            "{who:?}: nothing reached the upstream"
+        );
     }
 }
 

@@ -309,3 +309,25 @@ fn a_tunnel_to_the_credentials_host_carries_no_credential() {
     );
     assert_eq!(rep.entries[0].credential, None);
 }
+
+/// An upstream that ends its response by closing the socket without TLS's close_notify:
+/// the response still reaches the program whole, and the request ends `ok`.
+#[test]
+fn an_upstream_closing_without_close_notify_ends_the_response() {
+    let up = test_tls::server_with(echo, false);
+    let (ca, _) = test_tls::ca();
+    let r = run(
+        &[format!("index.test:{}", up.port)],
+        false,
+        vec![cred(up.port, true)],
+        Some(&ca),
+    );
+    let req = "GET http://index.test/ HTTP/1.1\r\nHost: index.test\r\n\r\n";
+    let out = text(&exchange(r.addr, req.as_bytes(), b""));
+    assert!(
+        out.starts_with("HTTP/1.1 200") && out.ends_with("\r\n\r\n"),
+        "{out}"
+    );
+    let (rep, _) = r.finish();
+    assert_eq!(rep.entries[0].reason, "ok", "{:?}", rep.entries[0]);
+}

@@ -115,6 +115,11 @@ pub struct Server {
 }
 
 pub fn server(reply: fn(&[u8]) -> Vec<u8>) -> Server {
+    server_with(reply, true)
+}
+
+/// [`server`], closing with a TLS close_notify or (`close_notify` false) just the socket.
+pub fn server_with(reply: fn(&[u8]) -> Vec<u8>, close_notify: bool) -> Server {
     let c = certs();
     let chain = vec![CertificateDer::from_pem_slice(&c.leaf).unwrap()];
     let key = PrivateKeyDer::from_pem_slice(&c.key).unwrap();
@@ -151,7 +156,9 @@ pub fn server(reply: fn(&[u8]) -> Vec<u8>) -> Server {
                 continue;
             }
             let _ = tls.write_all(&reply(&head));
-            tls.conn.send_close_notify();
+            if close_notify {
+                tls.conn.send_close_notify();
+            }
             let _ = tls.flush();
         }
     });
