@@ -317,3 +317,42 @@ fn the_system_bundle_is_the_default_and_ca_file_is_absolute() {
         "{e}"
     );
 }
+
+#[test]
+fn lint_names_what_a_credential_opens() {
+    let d = tempfile::tempdir().unwrap();
+    let v = file(d.path(), "key", SECRET.as_bytes(), 0o644);
+    let text = format!(
+        "mode = \"allowlist\"\nallow = [\"svc.internal:80\"]\n[[network.credentials]]\nname = \"svc\"\nhost = \"svc.internal\"\nvalue_file = \"{}\"\nupstream = \"http\"",
+        v.display()
+    );
+    let p = load(&text).unwrap();
+    let w: Vec<String> = super::super::lint(&p)
+        .into_iter()
+        .map(|w| w.message)
+        .collect();
+    let all = w.join("\n");
+    assert!(
+        all.contains("svc: the program can call svc.internal:80"),
+        "{all}"
+    );
+    assert!(all.contains("in clear"), "{all}");
+    assert!(
+        all.contains("readable by group or others (mode 644)"),
+        "{all}"
+    );
+    assert!(!all.contains(SECRET));
+    std::fs::set_permissions(&v, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let https = text.replace("upstream = \"http\"", "upstream = \"https\"\nport = 80");
+    if let Ok(p) = load(&https) {
+        let all: Vec<String> = super::super::lint(&p)
+            .into_iter()
+            .map(|w| w.message)
+            .collect();
+        assert!(
+            !all.iter()
+                .any(|m| m.contains("in clear") || m.contains("readable")),
+            "{all:?}"
+        );
+    }
+}

@@ -383,3 +383,52 @@ fn unsafe_key_files_refuse_the_policy() {
         }
     }
 }
+
+/// `serve`'s sessions take the same credentials: each call's record names the credential
+/// and redacts the echoed key from the call's value.
+#[test]
+fn a_serve_session_brokers_the_key_and_redacts_it() {
+    use crate::common::serve;
+    use crate::network_run::{ask, serve_on};
+    let (port, seen) = plain_upstream();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("serve-{who:?}"),
+        );
+        let dir = serve::scratch("netcred");
+        let (_server, mut f) = serve_on(
+            who,
+            dir.path(),
+            &pol,
+            &["--pool", "0", "--session-pool", "0"],
+        );
+        let sid = ask(&mut f, json!({"id": "s", "op": "session_start"}))["session"].clone();
+        assert!(sid.is_string(), "{who:?}");
+        let code = "import urllib.request as u\nb = u.urlopen('http://localhost/x', timeout=10).read().decode()\nb";
+        let answer = ask(
+            &mut f,
+            json!({"id": "1", "op": "session_exec", "session": sid, "code": code}),
+        );
+        let text = answer.to_string();
+        assert!(!text.contains(SECRET), "{who:?}: {text}");
+        let r = &answer["record"];
+        assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        assert!(
+            r["value"]
+                .as_str()
+                .unwrap()
+                .contains("[REDACTED:credential_api]"),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["network"]["requests"][0]["credential"], "api");
+        let head = seen.lock().unwrap().last().cloned().unwrap();
+        assert!(head.contains(&format!("Authorization: Bearer {SECRET}\r\n")));
+        ask(
+            &mut f,
+            json!({"id": "c", "op": "session_close", "session": sid}),
+        );
+    }
+}
