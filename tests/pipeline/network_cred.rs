@@ -61,9 +61,11 @@ fn plain_upstream() -> (u16, Seen) {
 }
 
 /// The test's certificates: a CA, a leaf for `localhost` it signed, and a CA that signed
-/// nothing here. (dir, ca.pem, other.pem) in a directory readable by nobody.
+/// nothing here; the CAs' files in the shared directory (readable by nobody), the rest
+/// in memory (the directory openssl worked in is removed).
 struct Certs {
-    dir: PathBuf,
+    ca: PathBuf,
+    other: PathBuf,
     leaf: Vec<u8>,
     key: Vec<u8>,
 }
@@ -71,13 +73,12 @@ struct Certs {
 fn certs() -> &'static Certs {
     static C: OnceLock<Certs> = OnceLock::new();
     C.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("ajcred-certs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path();
         let run = |args: &[&str]| {
             let out = std::process::Command::new("openssl")
                 .args(args)
-                .current_dir(&dir)
+                .current_dir(dir)
                 .output()
                 .expect("the test needs the openssl command");
             assert!(out.status.success(), "openssl {args:?}: {out:?}");
@@ -95,14 +96,12 @@ fn certs() -> &'static Certs {
         )
         .unwrap();
         run(&"x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 -extfile ext".split(' ').collect::<Vec<_>>());
-        for f in ["ca.pem", "other.pem"] {
-            std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644))
-                .unwrap();
-        }
+        let pem = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
         Certs {
+            ca: shared_file("cred-ca.pem", &pem("ca.pem")),
+            other: shared_file("cred-other-ca.pem", &pem("other.pem")),
             leaf: std::fs::read(dir.join("leaf.pem")).unwrap(),
             key: std::fs::read(dir.join("leaf.key")).unwrap(),
-            dir,
         }
     })
 }
@@ -293,8 +292,9 @@ fn a_tls_upstream_is_verified_against_the_policys_ca() {
     let c = certs();
     for who in variants() {
         let (_d, key) = secret_file(who);
-        for (ca, ok) in [("ca.pem", true), ("other.pem", false)] {
-            let ca_line = format!("ca_file = \"{}\"\n", c.dir.join(ca).display());
+        for (ca, ok) in [(&c.ca, true), (&c.other, false)] {
+            let ca_line = format!("ca_file = \"{}\"\n", ca.display());
+            let ca = if ok { "ca" } else { "other" };
             let pol = policy(port, &cred(&key, port, ""), &format!("tls-{who:?}-{ca}"));
             // ca_file belongs to [network], ahead of the credentials' tables.
             let text = std::fs::read_to_string(&pol).unwrap().replacen(

@@ -33,7 +33,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 pub fn certs() -> &'static Certs {
     static C: OnceLock<Certs> = OnceLock::new();
     C.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("agentjail-net-tls-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("ajnet-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ec = [
             "-newkey",
