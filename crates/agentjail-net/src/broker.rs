@@ -189,6 +189,18 @@ mod tests {
     }
 
     #[test]
+    fn a_host_that_is_no_server_name_is_refused_before_any_byte() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let tls = Tls::from_pem(&crate::test_tls::ca().0).unwrap();
+        assert!(tls.connect("not a name!", sock).is_err());
+        let (mut peer, _) = l.accept().unwrap();
+        let mut b = [0u8; 1];
+        use std::io::Read;
+        assert_eq!(peer.read(&mut b).unwrap(), 0, "nothing was sent");
+    }
+
+    #[test]
     fn tls_configs_are_equal_only_to_themselves() {
         let pem = crate::test_tls::ca().0;
         let a = Tls::from_pem(&pem).unwrap();
