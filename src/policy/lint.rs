@@ -195,7 +195,7 @@ fn credential_lints(p: &Policy, w: &mut Vec<LintWarning>) {
             w,
             "network.credentials",
             format!(
-                "{name}: the program can call {host}:{port} with this key for anything the key                  allows, and a response that echoes the key hands it to the program"
+                "{name}: the program can call {host}:{port} with this key for anything the key allows, and a response that echoes the key hands it to the program"
             ),
         );
         if c.upstream == super::Upstream::Http {
