@@ -1062,6 +1062,7 @@ impl Engine {
     /// Close a workspace: every process in it is killed, its /workspace is gone.
     pub fn workspace_close(&self, id: &str, owner: Owner) -> Result<bool, EngineError> {
         let w = self.workspace(id, owner)?;
+        let _closing = self.closing();
         self.lock_workspaces().remove(id);
         if let Some(t) = w.lock().unwrap_or_else(|e| e.into_inner()).end("closed") {
             self.teardown(t);
@@ -1094,6 +1095,7 @@ impl Engine {
     /// The janitor's round: close workspaces that idled or lived too long, forget ended
     /// ones after a while.
     pub(super) fn expire_workspaces(&self) {
+        let _closing = self.closing();
         let mut forget = Vec::new();
         let mut expired = Vec::new();
         for (k, (_, w)) in self.lock_workspaces().iter() {

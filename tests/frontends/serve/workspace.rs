@@ -507,11 +507,64 @@ fn env_names_that_load_code_are_refused_before_anything_runs() {
     }
 }
 
+/// SIGTERM with workspaces open (processes left in the background, one command running,
+/// writers that left their group): serve answers the command, ends every workspace and
+/// exits only once every process of its jails is gone and reaped. Checked the moment it
+/// has exited, with no settle time (common::serve, `sigterm_leaves_nothing_at_exit`).
+#[test]
+fn sigterm_exits_only_after_every_workspace_process_is_gone() {
+    for who in variants() {
+        let m = common::marker("ws-term");
+        let p = policy(&m, "4MiB", 256);
+        let dir = crate::common::serve::scratch("ws-term");
+        let sock = dir.path().join("s.sock").display().to_string();
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "--session-pool", "2", "--socket", &sock],
+        );
+        let mut c = s.connect("c");
+        let tag = format!("{}", 2000 + std::process::id() % 7000);
+        for i in 0..4 {
+            let ws = start(&mut c);
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws, "background": true,
+                "command": format!("sleep {tag}.{i} >/dev/null 2>&1 & setsid sleep {tag}.{i}1 >/dev/null 2>&1 &")}));
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+        }
+        let ws = start(&mut c);
+        let running = c.send(json!({"op": "workspace_exec", "workspace": ws,
+            "command": format!("sleep {tag}.9 & sleep 1.5; echo done")}));
+        let t = std::time::Instant::now();
+        while live_with(&format!("{tag}.9")).is_empty() {
+            assert!(t.elapsed().as_secs() < 20, "the command never started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Nine sleeps (and the running command's shell, whose line names one).
+        let procs = live_with(&format!("{tag}."));
+        assert!(procs.len() >= 9, "{procs:?}");
+        s.sigterm_leaves_nothing_at_exit();
+        let rec = record(&c.wait(&running)).clone();
+        assert_eq!(
+            out(&rec),
+            "done\n",
+            "the running command had its grace: {rec:#}"
+        );
+        c.assert_all_answered();
+    }
+}
+
 /// 100 workspaces of 20 commands each, four connections at once: every record valid (the
-/// harness checks each response), every command's output its own, nothing left behind.
+/// harness checks each response), every command's output its own, nothing left behind. As
+/// root and as nobody.
 #[test]
 fn a_hundred_workspaces_of_twenty_commands_leave_nothing() {
-    let who = variants()[0];
+    for who in variants() {
+        a_hundred_workspaces_of_twenty_commands(who);
+    }
+}
+
+fn a_hundred_workspaces_of_twenty_commands(who: common::Who) {
     let m = common::marker("ws-soak");
     let p = policy(&m, "4MiB", 256);
     let dir = crate::common::serve::scratch("ws-soak");
