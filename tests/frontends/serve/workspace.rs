@@ -16,7 +16,7 @@ use crate::common::{self, variants};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
-fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
+pub(super) fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
     let shipped = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/workspace.toml"),
     )
@@ -38,7 +38,7 @@ fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
     common::shared_file(&format!("ws-{marker}.toml"), &text)
 }
 
-fn start(conn: &mut Conn) -> String {
+pub(super) fn start(conn: &mut Conn) -> String {
     let r = conn.call(json!({"op": "workspace_start"}));
     r["workspace"]
         .as_str()
@@ -47,12 +47,12 @@ fn start(conn: &mut Conn) -> String {
 }
 
 /// One shell command; its record.
-fn sh(conn: &mut Conn, ws: &str, command: &str) -> Value {
+pub(super) fn sh(conn: &mut Conn, ws: &str, command: &str) -> Value {
     let r = conn.call(json!({"op": "workspace_exec", "workspace": ws, "command": command}));
     record(&r).clone()
 }
 
-fn out(rec: &Value) -> &str {
+pub(super) fn out(rec: &Value) -> &str {
     rec["execution"]["stdout"].as_str().unwrap_or("")
 }
 
@@ -63,11 +63,11 @@ fn assert_ran(rec: &Value) {
     assert_eq!(rec["decision"]["reason"], "not_checked", "{rec:#}");
 }
 
-fn put(conn: &mut Conn, ws: &str, files: Value) -> Value {
+pub(super) fn put(conn: &mut Conn, ws: &str, files: Value) -> Value {
     conn.call(json!({"op": "workspace_put", "workspace": ws, "files": files}))
 }
 
-fn get(conn: &mut Conn, ws: &str, paths: &[&str]) -> Vec<Value> {
+pub(super) fn get(conn: &mut Conn, ws: &str, paths: &[&str]) -> Vec<Value> {
     let r = conn.call(json!({"op": "workspace_get", "workspace": ws, "paths": paths}));
     r["files"]
         .as_array()
@@ -75,7 +75,7 @@ fn get(conn: &mut Conn, ws: &str, paths: &[&str]) -> Vec<Value> {
         .clone()
 }
 
-fn close(conn: &mut Conn, ws: &str) {
+pub(super) fn close(conn: &mut Conn, ws: &str) {
     let r = conn.call(json!({"op": "workspace_close", "workspace": ws}));
     assert_eq!(r["closed"], true, "{r}");
 }
@@ -609,90 +609,6 @@ fn a_hundred_workspaces_of_twenty_commands(who: common::Who) {
         }
     });
     s.finish();
-}
-
-/// Escape attempts from tests/jail's red team, run as workspace commands (Python through
-/// argv, shell lines): each is refused by the kernel (EPERM and friends, the command goes on)
-/// or is a forbidden syscall (the workspace ends, its record says why); none prints BREACH.
-#[test]
-fn the_red_teams_escapes_are_contained_in_a_workspace() {
-    const PY: &str = r#"
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def sysc(nr, *a):
-    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
-    if r < 0:
-        raise OSError(ctypes.get_errno(), "syscall %d" % nr)
-    return r
-print("ATTEMPT", flush=True)
-try:
-    r = CALL
-    print("BREACH", r, flush=True)
-except OSError as e:
-    print("refused", e, flush=True)
-"#;
-    // x86_64 numbers: unshare 272, setns 308, mount 165, chroot 161, ptrace 101, keyctl 250,
-    // bpf 321, open_tree 428, socket 41, init_module 175, pivot_root 155, setuid 105.
-    let calls = [
-        "sysc(272, 0x10000000)",
-        "sysc(272, 0x20000)",
-        "sysc(308, 0, 0)",
-        "sysc(165, 0, 0, 0, 0, 0)",
-        "sysc(161, 0)",
-        "sysc(101, 16, 1, 0, 0)",
-        "sysc(250, 0, 0, 0, 0, 0)",
-        "sysc(321, 0, 0, 0)",
-        "sysc(428, -100, 0, 0)",
-        "sysc(41, 2, 1, 0)",
-        "sysc(175, 0, 0, 0)",
-        "sysc(155, 0, 0)",
-        "sysc(105, 0)",
-        "open('/usr/bin/ajbreach', 'w')",
-        "open('/proc/sysrq-trigger', 'w').write('h')",
-        "os.listdir('/proc/1/root')",
-    ];
-    let shells = [
-        "echo x > /etc/ajbreach 2>/dev/null && echo BREACH; echo ATTEMPT",
-        "mount -t tmpfs x /mnt 2>/dev/null && echo BREACH; echo ATTEMPT",
-        "cat /proc/1/environ 2>/dev/null | grep -q . && echo BREACH; echo ATTEMPT",
-        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 22), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
-        "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>/dev/null && echo BREACH; echo ATTEMPT",
-    ];
-    for who in variants() {
-        let m = common::marker("ws-redteam");
-        let p = policy(&m, "16MiB", 1024);
-        let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "2"]);
-        let c = s.io();
-        let mut ws = start(c);
-        let requests: Vec<Value> = calls
-            .iter()
-            .map(|call| json!({"argv": ["python3", "-c", PY.replace("CALL", call)]}))
-            .chain(shells.iter().map(|l| json!({"command": l})))
-            .collect();
-        for mut req in requests {
-            req["op"] = json!("workspace_exec");
-            req["workspace"] = json!(ws);
-            let rec = record(&c.call(req.clone())).clone();
-            let o = out(&rec);
-            assert!(!o.contains("BREACH"), "{who:?} {req}: {rec:#}");
-            let reason = rec["stop_reason"].as_str().unwrap_or("");
-            if rec["workspace"]["ended"] == true {
-                assert!(
-                    reason.starts_with("code_forbidden_syscall:"),
-                    "{req}: {rec:#}"
-                );
-                close(c, &ws);
-                ws = start(c);
-            } else {
-                assert!(o.contains("ATTEMPT"), "it did not run: {req}: {rec:#}");
-            }
-        }
-        assert!(!std::path::Path::new("/usr/bin/ajbreach").exists());
-        assert!(!std::path::Path::new("/etc/ajbreach").exists());
-        close(c, &ws);
-        s.finish();
-    }
 }
 
 /// One client (one uid over many connections) starting many workspaces at once never holds
