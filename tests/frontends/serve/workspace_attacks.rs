@@ -12,7 +12,7 @@
 //! the fork bomb below) and are left out by name (attacks::PROCESS_SPAWN).
 
 use super::workspace::{close, out, policy, put, start};
-use crate::common::serve::{record, Conn, Server};
+use crate::common::serve::{live_with, record, Conn, Server};
 use crate::common::{self, attacks, variants, Who};
 use serde_json::{json, Value};
 
@@ -354,4 +354,104 @@ fn shell_lines_that_attack_the_jail_are_contained_in_a_workspace() {
         assert!(!std::path::Path::new(p).exists(), "{p} was written");
     }
     common::assert_all_blocked(&failures);
+}
+
+/// A fork bomb (against the pids limit), a memory balloon (against the memory cap) and
+/// `kill -9 -1` (every process the command may signal), each in a workspace of one
+/// connection while another connection's workspace runs a background process: each ends
+/// in its own limit or its own workspace, the record says which, and the bystander, its
+/// process and its files, and the server live on.
+#[test]
+fn bombs_and_kill_minus_one_end_only_their_own_workspace() {
+    for who in variants() {
+        let m = common::marker("ws-bombs");
+        let p = policy(&m, "16MiB", 1024);
+        let dir = crate::common::serve::scratch("ws-bombs");
+        let sock = dir.path().join("s.sock").display().to_string();
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "--session-pool", "2", "--socket", &sock],
+        );
+        let mut a = s.connect("a");
+        let mut b = s.connect("b");
+        let wb = start(&mut b);
+        let tag = format!("{}", 4000 + std::process::id() % 5000);
+        let r = b.call(
+            json!({"op": "workspace_exec", "workspace": wb, "background": true,
+            "command": format!("echo kept > k.txt; sleep {tag}.3 >/dev/null 2>&1 &")}),
+        );
+        assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+        assert_eq!(live_with(&format!("{tag}.3")).len(), 1);
+
+        let wa = start(&mut a);
+        let rec = record(&a.call(json!({"op": "workspace_exec", "workspace": wa,
+            "command": "echo ATTEMPT; kill -9 -1; echo BREACH survived"})))
+        .clone();
+        // Every process it may signal is its own jail's, the runner included: its
+        // workspace ends, and the record says so.
+        assert!(!out(&rec).contains("BREACH"), "{rec:#}");
+        assert_eq!(rec["stop_reason"], "code_killed:SIGKILL", "{rec:#}");
+        assert_eq!(rec["workspace"]["ended"], true, "{rec:#}");
+        assert_eq!(
+            rec["workspace"]["ended_reason"], "code_killed:SIGKILL",
+            "{rec:#}"
+        );
+        let r = sh_rec(&mut a, &wa, "true");
+        assert_eq!(r["stop_reason"], "invalid_request:workspace_ended", "{r:#}");
+
+        // Bounded by the pids limit (its forks fail), stopped at its timeout; nothing of it
+        // is left in the workspace, which lives on.
+        let wa = start(&mut a);
+        let rec = record(
+            &a.call(json!({"op": "workspace_exec", "workspace": wa,
+            "command": "echo ATTEMPT; b() { b | b & }; b; sleep 30; echo BREACH", "timeout_s": 3})),
+        )
+        .clone();
+        assert!(!out(&rec).contains("BREACH"), "{rec:#}");
+        assert_eq!(rec["stop_reason"], "code_timeout", "{rec:#}");
+        let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
+        assert!(stderr.contains("Cannot fork"), "the pids limit: {rec:#}");
+        assert_eq!(rec["workspace"]["ended"], false, "{rec:#}");
+        let after = sh_rec(&mut a, &wa, "ps -e -o comm=");
+        assert_eq!(
+            out(&after).lines().count(),
+            4,
+            "init, the runner, sh and ps only: {after:#}"
+        );
+
+        // Past the memory cap: the cgroup's OOM kill (code_memory_limit) where the memory
+        // cgroup is enforced, else RLIMIT_AS (MemoryError).
+        let wa = start(&mut a);
+        let rec = record(&a.call(json!({"op": "workspace_exec", "workspace": wa,
+            "argv": ["python3", "-c", "print('ATTEMPT', flush=True)\nb = bytearray(2 << 30)\nprint('BREACH')"]})))
+        .clone();
+        assert!(!out(&rec).contains("BREACH"), "{rec:#}");
+        let cgroup_memory = rec["enforcement"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|c| c["control"] == "cgroup_memory" && c["state"] == "enforced")
+        });
+        if cgroup_memory {
+            assert_eq!(rec["stop_reason"], "code_memory_limit", "{rec:#}");
+        } else {
+            assert_eq!(rec["stop_reason"], "code_runtime_error:1", "{rec:#}");
+            let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
+            assert!(stderr.contains("MemoryError"), "{rec:#}");
+        }
+        eprintln!("{who:?}: the balloon ended in {}", rec["stop_reason"]);
+
+        // The bystander, its file and its background process, and the server.
+        let rec = sh_rec(&mut b, &wb, "cat k.txt");
+        assert_eq!(out(&rec), "kept\n", "{rec:#}");
+        assert_eq!(live_with(&format!("{tag}.3")).len(), 1);
+        assert!(b.stats()["workspaces"].as_u64() >= Some(1));
+        a.close();
+        b.close();
+        s.finish();
+    }
+}
+
+fn sh_rec(c: &mut Conn, ws: &str, command: &str) -> Value {
+    record(&c.call(json!({"op": "workspace_exec", "workspace": ws, "command": command}))).clone()
 }
