@@ -455,3 +455,63 @@ fn bombs_and_kill_minus_one_end_only_their_own_workspace() {
 fn sh_rec(c: &mut Conn, ws: &str, command: &str) -> Value {
     record(&c.call(json!({"op": "workspace_exec", "workspace": ws, "command": command}))).clone()
 }
+
+/// put and get while a background command flips the path's directory between a real one
+/// and a symlink to a host directory the jail user could write (a race, not a link planted
+/// before the call): every put lands in /workspace or is refused, no get reads the host's
+/// file, and the host directory is as it was.
+#[test]
+fn put_and_get_racing_a_symlink_flip_stay_in_the_workspace() {
+    for who in variants() {
+        let (mut s, _) = server(who, "ws-race");
+        let c = s.io();
+        let ws = start(c);
+        let victim = crate::common::serve::scratch("ws-race-victim");
+        let vd = victim.path().display().to_string();
+        std::fs::write(victim.path().join("x"), "host data\n").unwrap();
+        let r = c.call(
+            json!({"op": "workspace_exec", "workspace": ws, "background": true,
+            "command": format!("while :; do mkdir d 2>/dev/null; echo inside > d/x 2>/dev/null; \
+                rm -rf d; ln -s {vd} d; rm -f d; done >/dev/null 2>&1 &")}),
+        );
+        assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+        let (mut landed, mut refused, mut read) = (0, 0, 0);
+        for i in 0..150 {
+            let r = put(
+                c,
+                &ws,
+                json!([{"path": "d/x", "content": format!("put{i}\n")}]),
+            );
+            if r["files"].is_array() {
+                landed += 1;
+            } else {
+                assert!(r["error"]["code"].is_string(), "{r}");
+                refused += 1;
+            }
+            let r = c.call(json!({"op": "workspace_get", "workspace": ws, "paths": ["d/x"]}));
+            let f = &r["files"][0];
+            if let Some(b64) = f["content_base64"].as_str() {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .unwrap();
+                assert_ne!(bytes, b"host data\n", "a get read the host's file: {r}");
+                read += 1;
+            } else {
+                assert!(f["error"].is_string(), "{r}");
+            }
+        }
+        eprintln!("{who:?}: {landed} puts landed, {refused} refused, {read} gets read");
+        let names: Vec<_> = std::fs::read_dir(victim.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["x"], "a put wrote into the host directory");
+        assert_eq!(
+            std::fs::read_to_string(victim.path().join("x")).unwrap(),
+            "host data\n"
+        );
+        close(c, &ws);
+        s.finish();
+    }
+}
