@@ -54,7 +54,7 @@ impl Ws<'_> {
 
     /// `code` as `python3 -c` or as a script put into /workspace (every other call).
     fn python(&mut self, code: &str) -> Value {
-        if self.n % 2 == 0 {
+        if self.n.is_multiple_of(2) {
             self.exec(json!({"argv": ["python3", "-c", code]}))
         } else {
             let r = put(
