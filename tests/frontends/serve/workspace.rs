@@ -129,6 +129,33 @@ fn commands_run_and_files_move_in_and_out() {
     }
 }
 
+/// policies/workspace.toml executes javascript: its warm node jails start (node's event loop
+/// needs eventfd2, which the policy once refused with EPERM, so every node aborted at start
+/// and the pool retried forever), and a command can run node.
+#[test]
+fn node_runs_under_the_workspace_policy() {
+    let who = variants()[0];
+    let m = common::marker("ws-node");
+    let p = policy(&m, "16MiB", 1024);
+    let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+    let c = s.io();
+    let t = std::time::Instant::now();
+    loop {
+        let st = c.stats();
+        if st["pools"]["javascript"]["ready"].as_u64() >= Some(1) {
+            assert_eq!(st["pools"]["javascript"]["refill_failures"], 0, "{st}");
+            break;
+        }
+        assert!(t.elapsed().as_secs() < 30, "no warm node jail: {st}");
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let ws = start(c);
+    let rec = sh(c, &ws, "node -e 'console.log(6 * 7)'");
+    assert_eq!(out(&rec), "42\n", "{rec:#}");
+    close(c, &ws);
+    s.finish();
+}
+
 #[test]
 fn a_command_cannot_leave_its_workspace() {
     for who in variants() {
