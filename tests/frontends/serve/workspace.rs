@@ -352,7 +352,19 @@ fn workspaces_cannot_reach_each_other() {
             "command": format!("echo a-secret > s.txt; sleep {tag}.7 >/dev/null 2>&1 &")}),
         );
         assert_eq!(record(&r)["stop_reason"], "success", "{r}");
-        let host = live_with(&format!("{tag}.7"));
+        // The background child may be between fork and exec (its cmdline briefly unreadable):
+        // wait, bounded, for the one process to be seen.
+        let one_live = |needle: &str| {
+            let t = std::time::Instant::now();
+            loop {
+                let found = live_with(needle);
+                if found.len() == 1 || t.elapsed().as_secs() >= 10 {
+                    return found;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        };
+        let host = one_live(&format!("{tag}.7"));
         assert_eq!(host.len(), 1, "{host:?}");
         // From another workspace, of another connection or the same one: no trace of A's
         // process or files, and no signal reaches it (its pid is in another namespace).
@@ -378,7 +390,7 @@ fn workspaces_cannot_reach_each_other() {
         // The kill -9 -1 ended only the workspaces that ran it.
         let rec = sh(&mut a, &wa, "cat s.txt");
         assert_eq!(out(&rec), "a-secret\n", "{rec:#}");
-        assert_eq!(live_with(&format!("{tag}.7")).len(), 1);
+        assert_eq!(one_live(&format!("{tag}.7")), host);
         // Another connection cannot name A's workspace.
         for op in [
             json!({"op": "workspace_exec", "workspace": wa, "command": "true"}),
