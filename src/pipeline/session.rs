@@ -288,13 +288,15 @@ impl Session {
     /// The static check of this call, in the context of every earlier call: the session's
     /// source so far and this call are checked together (a module bound earlier is still a
     /// module now), and the violations that point into this call are reported. This call
-    /// alone is checked too, for what only it can say (syntax, input reads).
+    /// alone is checked too, for what only it can say (syntax, input reads). Under a
+    /// policy whose check is not enforced (`check.enforce = false`) the findings, of this
+    /// call alone, are reported and refuse nothing, and no source is kept.
     fn check(&mut self, r: &mut Recorder, code: &str) -> Result<(), Stopped> {
         let t = Instant::now();
         let rules = &self.policy.check;
         let version = self.policy.python_version();
         let mut violations = python::check_source_for_version(code, rules, version);
-        if violations.is_empty() && !self.source.is_empty() {
+        if rules.enforce && violations.is_empty() && !self.source.is_empty() {
             let prefix = format!("{}\n", self.source);
             if prefix.len() + code.len() > MAX_SESSION_SOURCE_BYTES {
                 violations.push(Violation {
@@ -312,8 +314,12 @@ impl Session {
             code_hash: super::sha256_hex(code.as_bytes()),
             chars: code.chars().count(),
         });
-        let decision = agentjail_check::Decision::from_violations(violations);
+        let enforce = rules.enforce;
+        let decision = agentjail_check::Decision::from_violations(violations, enforce);
         stages::decided(r, decision, t)?;
+        if !enforce {
+            return Ok(());
+        }
         if !self.source.is_empty() {
             self.source.push('\n');
         }

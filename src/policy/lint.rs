@@ -28,6 +28,17 @@ fn warn(out: &mut Vec<LintWarning>, key: &str, message: impl Into<String>) {
 /// Weak choices in a policy, each with the key to change. Silent on `policies/default.toml`.
 pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     let mut w = Vec::new();
+    if !policy.check.enforce {
+        warn(
+            &mut w,
+            "check.enforce",
+            "false: THE STATIC CHECK REFUSES NOTHING under this policy. Its findings are only \
+             reported (the record's decision.check.findings) and every program in an allowed \
+             language runs: the jail alone (no network, read-only host, its own /tmp, \
+             required seccomp and landlock, the limits) holds it. Use it only where a refusal \
+             would be a wrong answer (policies/judge-open.toml: verl's call-based cases)",
+        );
+    }
     jail_lints(policy, &mut w);
     check_lints(&policy.check, policy.python_version(), &mut w);
     javascript_lints(policy, &mut w);

@@ -148,6 +148,48 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     artifacts(p)?;
     redaction(p)?;
     super::network::validate(p)?;
+    unenforced_check(p)?;
+    Ok(())
+}
+
+/// `check.enforce = false` (the static check reports and refuses nothing) only with every
+/// control that then holds the program: no network at all, seccomp required and without
+/// the opt-in groups that widen it (processes, sockets), landlock required. A read-only
+/// host, the jail's own /tmp and finite limits hold under every policy (the format has no
+/// key to loosen them). docs/SECURITY.md, "A check that is not enforced".
+fn unenforced_check(p: &Policy) -> Result<(), Invalid> {
+    if p.check.enforce {
+        return Ok(());
+    }
+    const HINT: &str = "check.enforce = false leaves the jail as the only barrier, so it needs \
+                        every control: network.enabled = false with mode = \"none\", \
+                        seccomp.requirement = \"required\" without process_spawn, \
+                        sockets_local or network, landlock.requirement = \"required\"; or \
+                        set check.enforce = true";
+    let missing = if p.network.enabled {
+        Some("network.enabled = true shares the host's network")
+    } else if p.network.mode != super::network::NetworkMode::None {
+        Some("network.mode = \"allowlist\" lets the program out through the proxy")
+    } else if p.seccomp.requirement != Requirement::Required {
+        Some("seccomp.requirement is not \"required\": the syscall filter may be missing")
+    } else if p.landlock.requirement != Requirement::Required {
+        Some("landlock.requirement is not \"required\": the file access rules may be missing")
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        return Err(invalid("check.enforce", format!("false, but {why}"), HINT));
+    }
+    if let Some((g, _)) = DANGEROUS_SECCOMP_GROUPS
+        .iter()
+        .find(|(g, _)| p.seccomp.allow_groups.iter().any(|a| a == g))
+    {
+        return Err(invalid(
+            "check.enforce",
+            format!("false, but seccomp.allow_groups lists {g:?}, which widens the filter"),
+            HINT,
+        ));
+    }
     Ok(())
 }
 

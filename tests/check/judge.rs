@@ -246,3 +246,152 @@ fn star_imports_binding_restricted_names_are_refused() {
         "{d:?}"
     );
 }
+
+// -- policies/judge-open.toml: check.enforce = false ----------------------------------------
+
+fn shipped(name: &str) -> Policy {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("policies")
+        .join(name);
+    agentjail::policy::load_file(&path)
+        .unwrap_or_else(|e| panic!("policies/{name}: {e}"))
+        .policy
+}
+
+/// A harness in the shape RL pipelines wrap call-based solutions in (written here, not
+/// verl's text): star imports of `sys`, `io` and `builtins`, `traceback`, `globals()`,
+/// `getattr`, `if __name__`. judge.toml refuses it whatever the solution inside.
+const HARNESS: &str = "import traceback\nfrom sys import *\nfrom io import *\n\
+from builtins import *\nimport sys\nimport json\n\n\
+def add(a, b):\n    return a + b\n\n\
+def _call(name):\n    args = [json.loads(l) for l in sys.stdin.read().splitlines()]\n    \
+f = globals()[name] if name in globals() else getattr(globals()['Solution'](), name)\n    \
+try:\n        return f(*args)\n    except Exception:\n        traceback.print_exc()\n\n\
+if __name__ == '__main__':\n    print(_call('add'))\n";
+
+#[test]
+fn judge_open_reports_what_judge_refuses_and_refuses_nothing() {
+    let judge = decide(HARNESS, OutputMode::Text, &judge_policy());
+    assert_eq!(judge.decision, "deny", "{judge:?}");
+    assert!(judge.check.is_none());
+    let open = decide(HARNESS, OutputMode::Text, &shipped("judge-open.toml"));
+    assert_eq!(open.decision, "allow", "{open:?}");
+    assert!(open.violations.is_empty(), "nothing refused it: {open:?}");
+    assert_eq!(
+        open.reason,
+        judge
+            .reason
+            .replace("static_policy_violation:", "check_not_enforced:")
+    );
+    let c = open.check.as_ref().expect("the findings");
+    assert!(!c.enforced);
+    // The findings are exactly what the enforcing twin refused it for.
+    assert_eq!(c.findings, judge.violations);
+    for r in [
+        "import_not_allowed:builtins",
+        "import_not_allowed:traceback",
+    ] {
+        assert!(c.findings.iter().any(|v| v.rule == r), "{r}: {c:?}");
+    }
+    // The record's shape: decision.check {enforced: false, findings: [{rule, detail, line,
+    // column}]}, decision.violations [].
+    let v = serde_json::to_value(&open).unwrap();
+    assert_eq!(v["decision"], "allow");
+    assert_eq!(v["violations"], serde_json::json!([]));
+    assert_eq!(v["check"]["enforced"], false);
+    assert_eq!(
+        v["check"]["findings"][0]["rule"],
+        c.findings[0].rule.as_str()
+    );
+    assert!(v["check"]["findings"][0]["line"].as_u64().unwrap() >= 1);
+    // Nothing found: policy_pass, and the record still says the check was not enforced.
+    let clean = decide("print(1)\n", OutputMode::Text, &shipped("judge-open.toml"));
+    assert_eq!(clean.reason, "policy_pass");
+    let v = serde_json::to_value(&clean).unwrap();
+    assert_eq!(
+        v["check"],
+        serde_json::json!({"enforced": false, "findings": []})
+    );
+    // Under an enforcing policy the key is absent: those records are as they were.
+    for name in ["default.toml", "data.toml", "judge.toml"] {
+        let d = decide("print(1)\n", OutputMode::Text, &shipped(name));
+        assert!(
+            serde_json::to_value(&d).unwrap().get("check").is_none(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn judge_open_keeps_the_contracts_refusals() {
+    let open = shipped("judge-open.toml");
+    // Languages: the policy's lists still decide, before any rule runs.
+    let mut a = action("console.log(1)", OutputMode::Text);
+    a.language = "javascript".into();
+    let d = check_action(&a, &open);
+    assert_eq!(
+        (d.decision.as_str(), d.reason.as_str()),
+        ("deny", "language_denied_policy")
+    );
+    assert!(d.check.is_none());
+    // Code length and hints are the contract's (parse_action): judge-open holds a
+    // harness plus a long solution, and refuses past its budget as judge.toml does.
+    assert_eq!(
+        open.budget.max_code_chars,
+        judge_policy().budget.max_code_chars
+    );
+    let long = format!("{HARNESS}{}", "x = 1\n".repeat(2500));
+    assert!(long.chars().count() < open.budget.max_code_chars);
+    let body = |code: &str| {
+        serde_json::to_vec(&serde_json::json!({"id": "t", "language": "python",
+            "entrypoint": "main.py", "code": code, "stdin": "", "output_mode": "text"}))
+        .unwrap()
+    };
+    assert!(agentjail::contract::parse_action(&body(&long), &open).is_ok());
+    let too_long = "x = 1\n".repeat(open.budget.max_code_chars / 6 + 1);
+    let e = agentjail::contract::parse_action(&body(&too_long), &open).expect_err("too long");
+    assert_eq!(e.reason(), "invalid_action:code_too_long");
+}
+
+/// Attacks the check refuses under the embedded default and data.toml: under judge-open
+/// they pass with findings (the jail contains them: tests/pipeline/judge_mode.rs runs them).
+const HOST_ATTACKS: &[(&str, &str)] = &[
+    (
+        "import os\nprint(os.read(os.open('/etc/shadow', os.O_RDONLY), 100))\n",
+        "import_not_allowed:os",
+    ),
+    (
+        "import socket\nsocket.create_connection(('127.0.0.1', 22), 2)\n",
+        "import_not_allowed:socket",
+    ),
+    (
+        "import os\nos.open('/usr/agentjail-x', os.O_WRONLY | os.O_CREAT, 0o644)\n",
+        "import_not_allowed:os",
+    ),
+];
+
+#[test]
+fn attacks_refused_by_enforcing_policies_are_findings_under_judge_open() {
+    let default = agentjail::policy::load_default().expect("default").policy;
+    let open = shipped("judge-open.toml");
+    for (code, rule) in HOST_ATTACKS {
+        for (name, p) in [
+            ("default", &default),
+            ("data.toml", &shipped("data.toml")),
+            ("judge.toml", &judge_policy()),
+        ] {
+            for mode in [OutputMode::Json, OutputMode::Text] {
+                let d = decide(code, mode, p);
+                assert_eq!(d.decision, "deny", "{name} {mode:?}: {code:?} {d:?}");
+                assert!(rules(&d).contains(rule), "{name}: {code:?} {d:?}");
+            }
+        }
+        let d = decide(code, OutputMode::Text, &open);
+        assert_eq!(d.decision, "allow", "{code:?}");
+        let c = d.check.expect("findings");
+        assert!(
+            c.findings.iter().any(|v| v.rule == *rule),
+            "{code:?}: {c:?}"
+        );
+    }
+}

@@ -627,6 +627,116 @@ fn lint_flags_each_weak_choice() {
     }
 }
 
+// -- check.enforce = false: the check reports, the jail alone holds -----------------------
+
+/// The jail's full controls, as a policy that may turn the check off must have them.
+const FULL_JAIL: &str =
+    "version = 1\n[landlock]\nrequirement = \"required\"\n[check]\nenforce = false\n";
+
+#[test]
+fn an_unenforced_check_needs_the_jails_full_controls() {
+    let p = load_str(FULL_JAIL, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert!(!p.policy.check.enforce);
+    let line = |text: &str| text.lines().position(|l| l == "enforce = false").unwrap() + 1;
+    // Each control missing (or widened) is refused at load, the error on check.enforce.
+    let cases: &[(&str, &str)] = &[
+        ("[landlock]\nrequirement = \"best_effort\"\n", "landlock.requirement"),
+        ("[seccomp]\nrequirement = \"best_effort\"\n", "seccomp.requirement"),
+        ("[network]\nenabled = true\n", "network.enabled"),
+        (
+            "[network]\nmode = \"allowlist\"\nallow = [\"pypi.org:443\"]\n[seccomp]\nallow_groups = [\"exec\", \"network\"]\n",
+            "allowlist",
+        ),
+        ("[seccomp]\nallow_groups = [\"exec\", \"network\"]\n", "\"network\""),
+        ("[seccomp]\nallow_groups = [\"exec\", \"sockets_local\"]\n", "sockets_local"),
+        ("[seccomp]\nallow_groups = [\"exec\", \"process_spawn\"]\n", "process_spawn"),
+    ];
+    for (extra, needle) in cases {
+        // A later table of the same name would be a TOML error: replace the one above.
+        let base = if extra.starts_with("[landlock]") {
+            FULL_JAIL.replace("[landlock]\nrequirement = \"required\"\n", "")
+        } else {
+            FULL_JAIL.to_string()
+        };
+        let text = format!("{base}{extra}");
+        let e = assert_err(&text, "check.enforce", line(&text));
+        assert!(e.to_string().contains(needle), "{extra}: {e}");
+    }
+    // Without landlock required (the default is best-effort), `enforce = false` alone is refused.
+    let e = assert_err(
+        "version = 1\n[check]\nenforce = false\n",
+        "check.enforce",
+        3,
+    );
+    assert!(e.to_string().contains("landlock"), "{e}");
+    // A wrong type is the loader's usual error.
+    assert_err(
+        "version = 1\n[check]\nenforce = \"no\"\n",
+        "check.enforce",
+        3,
+    );
+}
+
+#[test]
+fn every_shipped_policy_but_judge_open_enforces_its_check() {
+    assert!(load_default().expect("default").policy.check.enforce);
+    let mut open = Vec::new();
+    for entry in std::fs::read_dir(policies_dir()).expect("policies/") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) == Some("toml")
+            && !load_file(&path)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .policy
+                .check
+                .enforce
+        {
+            open.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert_eq!(open, ["judge-open.toml"]);
+}
+
+/// judge-open.toml is judge.toml with the check reported instead of enforced, landlock
+/// required (as the loader demands for that) and its own name: nothing else differs, so its
+/// findings are exactly judge.toml's refusals.
+#[test]
+fn judge_open_is_judge_with_the_check_reported() {
+    let judge = load_file(&policies_dir().join("judge.toml"))
+        .expect("judge")
+        .policy;
+    let open = load_file(&policies_dir().join("judge-open.toml"))
+        .expect("judge-open")
+        .policy;
+    assert!(judge.check.enforce && !open.check.enforce);
+    assert_eq!(open.name, "judge-open");
+    assert_eq!(
+        open.landlock.requirement,
+        agentjail::policy::Requirement::Required
+    );
+    let mut same = open.clone();
+    same.name = judge.name.clone();
+    same.description = judge.description.clone();
+    same.check.enforce = true;
+    same.landlock.requirement = judge.landlock.requirement;
+    assert_eq!(same, judge);
+}
+
+#[test]
+fn lint_says_first_and_loudly_that_the_check_refuses_nothing() {
+    // First, whatever else is weak (here the default best-effort cgroup, which the check
+    // never stood in for: it refuses no memory or CPU hog).
+    let w = lint_keys(FULL_JAIL);
+    let keys: Vec<&str> = w.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["check.enforce", "cgroup.requirement"], "{w:?}");
+    assert!(w[0].1.contains("REFUSES NOTHING"), "{w:?}");
+    let open = load_file(&policies_dir().join("judge-open.toml")).expect("judge-open");
+    let w = lint(&open.policy);
+    assert_eq!(w[0].key, "check.enforce", "{w:?}");
+    // The enforcing judge policy has no such warning.
+    let judge = load_file(&policies_dir().join("judge.toml")).expect("judge");
+    assert!(lint(&judge.policy).iter().all(|w| w.key != "check.enforce"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 

@@ -15,6 +15,10 @@
 //!    joined by `,` (all violations are listed in `violations`);
 //! 4. otherwise `policy_pass`.
 //!
+//! Under rules with `enforce = false` step 3 refuses nothing: the decision is `allow`, its
+//! reason `check_not_enforced:<rules>` (or `policy_pass` when nothing was found), and the
+//! findings are in its `check` ([`Unenforced`]); steps 1 and 2 refuse as always.
+//!
 //! Its own crate: it reads the policy's rule types ([`CheckRules`], [`javascript::JsRules`],
 //! defined here and held by the policy) and returns a [`Decision`] with its violations. It
 //! knows nothing of actions, jails or records; the main crate turns a decision into a stop
@@ -52,11 +56,25 @@ pub const EXECUTION_LANGUAGES: [&str; 2] = ["python", "javascript"];
 pub struct Decision {
     /// `allow` or `deny`.
     pub decision: String,
-    /// `policy_pass`, `language_denied_policy`, `language_denied_execution` or
-    /// `static_policy_violation:<rules>`.
+    /// `policy_pass`, `check_not_enforced:<rules>` (an allow), `language_denied_policy`,
+    /// `language_denied_execution` or `static_policy_violation:<rules>`.
     pub reason: String,
-    /// Every violation found, sorted by position then rule.
+    /// Every violation found, sorted by position then rule (what refused the program:
+    /// always empty in an `allow`).
     pub violations: Vec<Violation>,
+    /// Present exactly when the rules ran with `enforce = false`: what they found, none of
+    /// it refusing. Absent under an enforcing policy (those records are unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<Unenforced>,
+}
+
+/// The static rules' findings under `check.enforce = false`: reported, never refusing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unenforced {
+    /// Always `false` (the key is there so a reader never has to infer it).
+    pub enforced: bool,
+    /// Every rule that fired, as `violations` would list them under an enforcing policy.
+    pub findings: Vec<Violation>,
 }
 
 impl Decision {
@@ -64,13 +82,31 @@ impl Decision {
         self.decision == "allow"
     }
 
-    /// The decision of a source check alone (a session call: the language is the session's).
-    pub fn from_violations(violations: Vec<Violation>) -> Self {
+    /// The decision of a source check alone (a session call: the language is the
+    /// session's), under rules that refuse (`enforce`) or only report what they find.
+    pub fn from_violations(violations: Vec<Violation>, enforce: bool) -> Self {
+        if !enforce {
+            let reason = if violations.is_empty() {
+                "policy_pass".into()
+            } else {
+                format!("check_not_enforced:{}", rule_names(&violations))
+            };
+            return Decision {
+                decision: "allow".into(),
+                reason,
+                violations: Vec::new(),
+                check: Some(Unenforced {
+                    enforced: false,
+                    findings: violations,
+                }),
+            };
+        }
         if violations.is_empty() {
             return Decision {
                 decision: "allow".into(),
                 reason: "policy_pass".into(),
                 violations,
+                check: None,
             };
         }
         Decision::deny(static_reason(&violations), violations)
@@ -81,6 +117,7 @@ impl Decision {
             decision: "deny".into(),
             reason,
             violations,
+            check: None,
         }
     }
 }
@@ -145,21 +182,19 @@ pub fn check_code(
         "javascript" => javascript::check_source(code, &rules.javascript),
         _ => python::check_source_in_mode(code, rules, python_version, mode),
     };
-    if violations.is_empty() {
-        return Decision {
-            decision: "allow".into(),
-            reason: "policy_pass".into(),
-            violations,
-        };
-    }
-    Decision::deny(static_reason(&violations), violations)
+    Decision::from_violations(violations, rules.enforce)
 }
 
 /// `static_policy_violation:` and the first three sorted unique rule names, as the seed.
 pub fn static_reason(violations: &[Violation]) -> String {
+    format!("static_policy_violation:{}", rule_names(violations))
+}
+
+/// The first three sorted unique rule names, joined by `,`.
+fn rule_names(violations: &[Violation]) -> String {
     let mut rules: Vec<&str> = violations.iter().map(|v| v.rule.as_str()).collect();
     rules.sort_unstable();
     rules.dedup();
     rules.truncate(3);
-    format!("static_policy_violation:{}", rules.join(","))
+    rules.join(",")
 }

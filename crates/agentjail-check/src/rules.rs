@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CheckRules {
+    /// Whether a finding refuses the program (`true` under the embedded default and every
+    /// shipped policy but `policies/judge-open.toml`). `false`: the rules still run and
+    /// their findings go into the decision (`check: {enforced: false, findings}`), but
+    /// nothing is refused by them; the policy loader accepts it only together with the
+    /// jail's full controls (src/policy/validate.rs), and `policy lint` warns.
+    pub enforce: bool,
     /// Top-level modules the code may import.
     pub allowed_imports: Vec<String>,
     /// Names that may not be called (`eval(...)`), also blocked when referenced.
@@ -33,6 +39,7 @@ pub struct CheckRules {
 impl Default for CheckRules {
     fn default() -> Self {
         CheckRules {
+            enforce: true,
             allowed_imports: strings(&["json", "statistics"]),
             denied_calls: strings(&[
                 "exec",
