@@ -127,15 +127,15 @@ def test_many_cases_at_once(verl, url):
     assert results == [True] * n, meta
 
 
-def test_call_based_cases_do_not_pass_the_check(verl, url, judge_url):
+def test_call_based_cases_are_refused_by_enforcing_policies(verl, url, judge_url):
     """verl's `fn_name` (call-based) cases send a wrapper of ~3 KB: 15 `from X import *`
     lines, `import traceback`, `globals()`, `getattr` and `if __name__`. Over the default
     policy's 2400 characters; under judge.toml the star imports of math, collections, ...
     pass (allow_star_imports) but those of sys, io, builtins, string, re, operator and
-    typing, `traceback`, `globals` and `getattr` do not. They score -2 (the reason is in
-    stderr's last line); docs/REFERENCE.md says so."""
+    typing, `traceback`, `globals` and `getattr` do not: -2 whatever the solution (the
+    reason is in stderr's last line). policies/judge-open.toml is for them (below)."""
     _, utils = verl
-    case = {"inputs": ["[1, 2]"], "outputs": ["3"], "fn_name": "add"}
+    case = {"inputs": ["1\n2"], "outputs": ["3"], "fn_name": "add"}
     gen = "def add(a, b):\n    return a + b\n"
     results, meta = utils.check_correctness(url, case, gen, timeout=10)
     assert results == [-2], meta
@@ -145,6 +145,203 @@ def test_call_based_cases_do_not_pass_the_check(verl, url, judge_url):
     assert meta[0]["api_response"]["message"] == (
         "policy_block:static_policy_violation:"
         "import_not_allowed:builtins,import_not_allowed:io,import_not_allowed:traceback")
+
+
+# -- policies/judge-open.toml: the check reported, not enforced (verl's call-based cases) --
+
+# A LeetCode-style solution of realistic length (a class with helpers), called by name.
+LONG_SOLUTION = '''from typing import List
+import heapq
+
+
+class DisjointSet:
+    """Union by size with path halving."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+        self.size = [1] * n
+
+    def find(self, x: int) -> int:
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        if self.size[ra] < self.size[rb]:
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        self.size[ra] += self.size[rb]
+        return True
+
+
+class SegmentTree:
+    """Range minimum over a fixed array, point updates."""
+
+    def __init__(self, values: List[int]) -> None:
+        self.n = 1
+        while self.n < len(values):
+            self.n *= 2
+        self.tree = [float("inf")] * (2 * self.n)
+        for i, v in enumerate(values):
+            self.tree[self.n + i] = v
+        for i in range(self.n - 1, 0, -1):
+            self.tree[i] = min(self.tree[2 * i], self.tree[2 * i + 1])
+
+    def update(self, i: int, v: int) -> None:
+        i += self.n
+        self.tree[i] = v
+        while i > 1:
+            i //= 2
+            self.tree[i] = min(self.tree[2 * i], self.tree[2 * i + 1])
+
+    def query(self, lo: int, hi: int) -> float:
+        res = float("inf")
+        lo += self.n
+        hi += self.n
+        while lo < hi:
+            if lo & 1:
+                res = min(res, self.tree[lo])
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                res = min(res, self.tree[hi])
+            lo //= 2
+            hi //= 2
+        return res
+
+
+class Solution:
+    def minCostConnectPoints(self, points: List[List[int]]) -> int:
+        """Kruskal over every pair (Manhattan distance)."""
+        n = len(points)
+        edges = []
+        for i in range(n):
+            xi, yi = points[i]
+            for j in range(i + 1, n):
+                xj, yj = points[j]
+                edges.append((abs(xi - xj) + abs(yi - yj), i, j))
+        edges.sort()
+        dsu = DisjointSet(n)
+        total = used = 0
+        for w, a, b in edges:
+            if dsu.union(a, b):
+                total += w
+                used += 1
+                if used == n - 1:
+                    break
+        return total
+
+    def cheapest(self, n: int, flights: List[List[int]], src: int, dst: int) -> int:
+        """Dijkstra; -1 when dst cannot be reached."""
+        graph = [[] for _ in range(n)]
+        for a, b, w in flights:
+            graph[a].append((b, w))
+        dist = [float("inf")] * n
+        dist[src] = 0
+        heap = [(0, src)]
+        while heap:
+            d, u = heapq.heappop(heap)
+            if d > dist[u]:
+                continue
+            for v, w in graph[u]:
+                if d + w < dist[v]:
+                    dist[v] = d + w
+                    heapq.heappush(heap, (dist[v], v))
+        return -1 if dist[dst] == float("inf") else dist[dst]
+
+    def rangeMin(self, values: List[int], queries: List[List[int]]) -> List[int]:
+        tree = SegmentTree(values)
+        return [int(tree.query(lo, hi)) for lo, hi in queries]
+'''
+
+JUDGE_OPEN = pathlib.Path(__file__).resolve().parents[2] / "policies" / "judge-open.toml"
+
+
+@pytest.fixture(scope="module")
+def open_url(binary):
+    s = HttpServer(binary, "127.0.0.1:0", extra=["--policy", str(JUDGE_OPEN)])
+    yield s.url + "/run_code"
+    s.stop()
+
+
+def test_call_based_right_and_wrong_answers_under_judge_open(verl, url, open_url):
+    _, utils = verl
+    gen = "def add(a, b):\n    return a + b\n"
+    case = {"inputs": ["1\n2", "10\n-3", "\"ab\"\n\"cd\""], "outputs": ["3", "7", "abcd"], "fn_name": "add"}
+    results, meta = utils.check_correctness(open_url, case, gen, timeout=10)
+    assert results == [True, True, True], meta
+    case["outputs"][1] = "8"
+    results, meta = utils.check_correctness(open_url, case, gen, timeout=10)
+    assert results == [True, False, True], meta
+    assert meta[1]["status"] == "wrong_answer" and meta[1]["stdout"] == "7\n"
+    # A LeetCode-style `class Solution` of realistic length (verl's wrapper plus it is far
+    # over the default policy's 2400 characters, within judge-open's 20000).
+    cases = {"fn_name": "minCostConnectPoints",
+             "inputs": ["[[0,0],[2,2],[3,10],[5,2],[7,0]]", "[[3,12],[-2,5],[-4,1]]"],
+             "outputs": ["20", "18"]}
+    results, meta = utils.check_correctness(open_url, cases, LONG_SOLUTION, timeout=10)
+    assert results == [True, True], meta
+    assert len(LONG_SOLUTION) > 2400
+    results, meta = utils.check_correctness(url, cases, LONG_SOLUTION, timeout=10)
+    assert results == [-2, -2], meta
+    assert meta[0]["api_response"]["message"] == "invalid_action:code_too_long"
+    cases = {"fn_name": "cheapest",
+             "inputs": ["4\n[[0,1,100],[1,2,100],[2,0,100],[1,3,600],[2,3,200]]\n0\n3",
+                        "3\n[[0,1,1]]\n0\n2"],
+             "outputs": ["400", "-1"]}
+    results, meta = utils.check_correctness(open_url, cases, LONG_SOLUTION, timeout=10)
+    assert results == [True, True], meta
+    cases = {"fn_name": "rangeMin", "inputs": ["[5,2,8,1,9]\n[[0,2],[2,5],[4,5]]"],
+             "outputs": ["[2, 1, 9]"]}
+    results, meta = utils.check_correctness(open_url, cases, LONG_SOLUTION, timeout=10)
+    assert results == [True], meta
+
+
+def test_call_based_runtime_errors_and_timeouts_under_judge_open(verl, open_url):
+    _, utils = verl
+    case = {"inputs": ["1\n0"], "outputs": ["x"], "fn_name": "div"}
+    # An error outside verl's try (here at import time): the wrapper exits 1, -2.
+    gen = "def div(a, b):\n    return a // b\n\nTABLE = {}[\"missing\"]\n"
+    results, meta = utils.check_correctness(open_url, case, gen, timeout=10)
+    assert results == [-2], meta
+    assert meta[0]["status"] == "runtime_error" and meta[0]["exit_code"] == 1
+    assert "KeyError" in meta[0]["stderr"]
+    # A solution that does not parse: Python's SyntaxError at run time, -2 (the check only
+    # reports it).
+    results, meta = utils.check_correctness(open_url, case, "def div(a, b)\n    return 0\n", timeout=10)
+    assert results == [-2], meta
+    assert "SyntaxError" in meta[0]["stderr"]
+    # An exception inside the called function: verl's own wrapper catches it, prints the
+    # traceback to stderr and exits 0 with no output, so verl scores it False (as on
+    # SandboxFusion).
+    gen = "def div(a, b):\n    return a // b\n"
+    results, meta = utils.check_correctness(open_url, case, gen, timeout=10)
+    assert results == [False], meta
+    assert "ZeroDivisionError" in meta[0]["stderr"] and meta[0]["stdout"] == ""
+    # An infinite loop: the run's timeout, -3.
+    case = {"inputs": ["1"], "outputs": ["1"], "fn_name": "spin"}
+    gen = "def spin(n):\n    while True:\n        n += 1\n"
+    results, meta = utils.check_correctness(open_url, case, gen, timeout=1)
+    assert results == [-3], meta
+    assert meta[0]["status"] == "timeout" and meta[0]["run_status"] == "TimeLimitExceeded"
+
+
+def test_judge_open_keeps_every_contract_refusal(verl, open_url):
+    _, utils = verl
+    # Languages the policy does not run: SandboxFusion's 422, as under every policy.
+    results, meta = utils.check_correctness(open_url, {"inputs": [""], "outputs": ["1"]}, "print(1)",
+                                            timeout=5, language="nodejs")
+    assert results == [-1] and "422" in meta[0]["api_request_error"], meta
+    # Code past the budget: refused before anything runs.
+    case = {"inputs": ["1\n2"], "outputs": ["3"], "fn_name": "add"}
+    gen = "def add(a, b):\n    return a + b\n" + "# pad\n" * 4000
+    results, meta = utils.check_correctness(open_url, case, gen, timeout=10)
+    assert results == [-2], meta
+    assert meta[0]["api_response"]["message"] == "invalid_action:code_too_long"
 
 
 def test_a_token_protected_server_refuses_verls_client(verl, binary, tmp_path):
@@ -258,8 +455,10 @@ def test_judge_policy_passes_input_in_functions_and_star_imports(verl, url, judg
         assert meta[0]["api_response"]["message"].startswith("policy_block:static_policy_violation:")
 
 
-def test_judge_policy_the_jail_holds_what_its_check_lets_through(verl, judge_url, tmp_path):
+@pytest.mark.parametrize("which", ["judge", "judge-open"])
+def test_judge_policy_the_jail_holds_what_its_check_lets_through(verl, judge_url, open_url, tmp_path, which):
     _, utils = verl
+    judge_url = judge_url if which == "judge" else open_url
     port = int(judge_url.rsplit(":", 1)[1].split("/")[0])
     mark = "agentjail-judge-" + tmp_path.name
     code = ESCAPE.replace("PORT", "0").replace("agentjail-judge-MARK", mark)

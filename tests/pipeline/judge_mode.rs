@@ -243,3 +243,114 @@ fn input_in_main_and_star_imports_run_in_text_mode_and_check_agrees() {
         assert_eq!(d["decision"], if allow { "allow" } else { "deny" }, "{d}");
     }
 }
+
+/// policies/judge-open.toml (`check.enforce = false`): what the check finds runs, with the
+/// findings in the record, and the jail alone contains it. A program that reaches for the
+/// host through plain imports (refused by the embedded default, data.toml and judge.toml
+/// before it runs) reads no /etc/shadow, writes nothing outside its own /tmp and opens no
+/// socket (seccomp stops the run). A call-based harness judge.toml refuses runs and answers.
+#[test]
+fn judge_open_runs_what_the_check_finds_and_the_jail_contains_it() {
+    let text_of = |p: &str| {
+        std::fs::read_to_string(format!("{}/policies/{p}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    let open = shared_file("judge-open.toml", &text_of("judge-open.toml"));
+    let open = open.to_str().unwrap();
+    let judge = shared_file("judge-enforced.toml", &text_of("judge.toml"));
+    let judge = judge.to_str().unwrap();
+    let data = shared_file("judge-data.toml", &text_of("data.toml"));
+    let data = data.to_str().unwrap();
+    let mark = format!("agentjail-open-{}", std::process::id());
+    let usr = format!("/usr/{mark}");
+    let attack = format!(
+        "import os\nimport socket\nout = []\n\
+def attempt(label, f):\n    try:\n        f()\n        out.append(label + ':DONE')\n    \
+except Exception as e:\n        out.append(label + ':' + type(e).__name__)\n\
+attempt('shadow', lambda: os.read(os.open('/etc/shadow', os.O_RDONLY), 64))\n\
+attempt('usr', lambda: os.open('{usr}', os.O_WRONLY | os.O_CREAT, 0o644))\n\
+attempt('root', lambda: os.open('/root/{mark}', os.O_WRONLY | os.O_CREAT, 0o644))\n\
+attempt('tmp', lambda: os.open('/tmp/{mark}', os.O_WRONLY | os.O_CREAT, 0o644))\n\
+print(' '.join(out), flush=True)\n\
+socket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(('127.0.0.1', 22))\n"
+    );
+    let body = text(&attack, "");
+    for who in variants() {
+        let r = run_as(who, &["--policy", open], &body, None);
+        assert_stop(who, &r, "code_forbidden_syscall:socket");
+        let d = &r.record["decision"];
+        assert_eq!(d["decision"], "allow", "{who:?}: {d}");
+        assert_eq!(d["violations"], json!([]), "{who:?}: {d}");
+        assert_eq!(d["check"]["enforced"], false, "{who:?}: {d}");
+        let found: Vec<&str> = d["check"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap())
+            .collect();
+        for rule in ["import_not_allowed:os", "import_not_allowed:socket"] {
+            assert!(found.contains(&rule), "{who:?}: {rule} not in {d}");
+        }
+        let stdout = r.record["execution"]["stdout"].as_str().unwrap_or("");
+        let got: std::collections::HashMap<&str, &str> = stdout
+            .split_whitespace()
+            .filter_map(|x| x.split_once(':'))
+            .collect();
+        assert_eq!(got.len(), 4, "{who:?}: {}", r.record);
+        for (k, ok) in [
+            ("shadow", &["FileNotFoundError", "PermissionError"][..]),
+            ("usr", &["OSError", "PermissionError"][..]),
+            (
+                "root",
+                &["FileNotFoundError", "PermissionError", "OSError"][..],
+            ),
+        ] {
+            assert!(ok.contains(&got[k]), "{who:?}: {k}: {stdout}");
+        }
+        assert_eq!(got["tmp"], "DONE", "{who:?}: the jail's own /tmp: {stdout}");
+        assert!(!std::path::Path::new(&usr).exists(), "{who:?}");
+        assert!(
+            !std::path::Path::new("/tmp").join(&mark).exists(),
+            "{who:?}: the host's /tmp"
+        );
+        assert!(
+            !std::path::Path::new("/root").join(&mark).exists(),
+            "{who:?}"
+        );
+        // Every enforcing policy refuses the same program before it runs.
+        for args in [&[][..], &["--policy", data][..], &["--policy", judge][..]] {
+            let r = run_as(who, args, &body, None);
+            let refused = r.record["decision"]["violations"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v["rule"] == "import_not_allowed:os"));
+            assert!(
+                r.stop_reason()
+                    .starts_with("policy_block:static_policy_violation:")
+                    && refused,
+                "{who:?} {args:?}: {}",
+                r.record
+            );
+            assert!(r.record["decision"].get("check").is_none(), "{}", r.record);
+        }
+    }
+    // A call-based harness (star imports of sys, io and builtins, traceback, globals(),
+    // getattr): refused by judge.toml whatever the solution, answered under judge-open.
+    let harness = "import traceback\nfrom sys import *\nfrom io import *\nfrom builtins import *\n\
+import sys\nimport json\n\ndef add(a, b):\n    return a + b\n\n\
+def _call(name):\n    args = [json.loads(l) for l in sys.stdin.read().splitlines()]\n    \
+f = globals()[name] if name in globals() else getattr(globals()['Solution'](), name)\n    \
+try:\n        return f(*args)\n    except Exception:\n        traceback.print_exc()\n\n\
+if __name__ == '__main__':\n    print(_call('add'))\n";
+    let body = text(harness, "1\n2\n");
+    for who in variants() {
+        let r = run_as(who, &["--policy", open], &body, None);
+        assert_stop(who, &r, "success");
+        assert_eq!(r.record["execution"]["stdout"], "3\n", "{who:?}");
+        let r = run_as(who, &["--policy", judge], &body, None);
+        assert!(
+            r.stop_reason()
+                .starts_with("policy_block:static_policy_violation:"),
+            "{who:?}: {}",
+            r.record
+        );
+    }
+}

@@ -284,6 +284,14 @@ fn decision_schema() -> Value {
                     }
                 }
             },
+            "check": {
+                "type": "object",
+                "description": "only under a policy whose check is not enforced: what it found, refusing nothing",
+                "properties": {
+                    "enforced": {"type": "boolean"},
+                    "findings": {"type": "array"}
+                }
+            },
             "code_hash": {"type": "string"},
             "message": {"type": "string"}
         }
