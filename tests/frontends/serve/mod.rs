@@ -863,6 +863,62 @@ for line in sys.argv[2:]:
         .collect()
 }
 
+/// A session under policies/judge-open.toml (`check.enforce = false`): each call's findings
+/// are in its record and refuse nothing (the call runs; state carries to the next call);
+/// under judge.toml the same call is refused. As root and as nobody.
+#[test]
+fn session_calls_under_an_unenforced_check_run_with_their_findings() {
+    let shipped = |name: &str| {
+        std::fs::read_to_string(format!("{}/policies/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
+    let call = "import os\nimport json\nprint(json.dumps([os.getpid()]))\n";
+    for who in variants() {
+        for (name, enforced) in [("judge-open.toml", false), ("judge.toml", true)] {
+            let m = common::marker("open");
+            let args = "python_args = [\"-I\", \"-S\", \"-B\", \"-X\", \"utf8\"]";
+            let text = shipped(name);
+            assert!(text.contains(args), "{name} changed shape");
+            let text = text.replace(
+                args,
+                &format!(
+                    "python_args = [\"-I\", \"-S\", \"-B\", \"-X\", \"utf8\", \"-Wignore:{m}\"]"
+                ),
+            );
+            let p = common::shared_file(&format!("serve-{m}.toml"), &text);
+            let mut s = Server::start(who, &p, &m, &["--pool", "1", "--session-pool", "0"]);
+            let id = s.io().start_session();
+            if enforced {
+                let r = s.io().exec(&id, call);
+                let rec = record(&r);
+                assert!(
+                    rec["stop_reason"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("policy_block:static_policy_violation:"),
+                    "{who:?}: {rec}"
+                );
+                assert!(rec["decision"].get("check").is_none(), "{rec}");
+            } else {
+                let rec = s.io().exec_ok(&id, call);
+                let d = &rec["decision"];
+                assert_eq!(d["check"]["enforced"], false, "{who:?}: {d}");
+                assert!(
+                    d["check"]["findings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f["rule"] == "import_not_allowed:os"),
+                    "{who:?}: {d}"
+                );
+                // The module bound by the first call is there in the next one.
+                let rec = s.io().exec_ok(&id, "print(json.dumps([os.getpid()]))\n");
+                assert!(printed(&rec)[0].as_i64().is_some(), "{rec}");
+            }
+            s.finish();
+        }
+    }
+}
+
 #[test]
 fn a_session_belongs_to_the_connection_that_started_it() {
     for who in variants() {
