@@ -333,6 +333,9 @@ pub struct Workspace {
     ended_at: Option<Instant>,
     /// The runner's ring after its last command, answered by the next.
     rung: Option<supervise::Rung>,
+    /// The network allowlist's proxy for this workspace's jail (src/netproxy.rs), if any:
+    /// it lives until the workspace ends, and its limits count over the whole workspace.
+    net: Option<crate::netproxy::NetSession>,
 }
 
 /// What one command came to, as the runner and the supervisor tell it: the input of the
@@ -353,6 +356,7 @@ impl Workspace {
         (jail, start): (StartedJail, crate::pipeline::source::Start),
         policy: Policy,
         policy_ref: PolicyRef,
+        net: Option<crate::netproxy::NetSession>,
     ) -> Workspace {
         let now = Instant::now();
         Workspace {
@@ -368,6 +372,7 @@ impl Workspace {
             ended: None,
             ended_at: None,
             rung: None,
+            net,
         }
     }
 
@@ -398,7 +403,9 @@ impl Workspace {
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
         self.ended_at.get_or_insert_with(Instant::now);
-        self.jail.take().map(|j| j.end().1)
+        let teardown = self.jail.take().map(|j| j.end().1);
+        self.net = None;
+        teardown
     }
 
     fn describe(&self) -> Value {
@@ -426,6 +433,19 @@ impl Workspace {
         if let Some(j) = &self.jail {
             r.set_enforcement(j.enforcement());
         }
+        // The requests that ended since the last command (a background process's included)
+        // go in this command's record; under deny_is_stop a denial has killed the jail (the
+        // proxy's doing, or it will be on its next command) and ends the workspace.
+        let denied = self
+            .net
+            .as_ref()
+            .and_then(|n| n.drain_into(&mut r, &self.policy))
+            .map(StopReason::CodeNetworkDenied);
+        if let Some(d) = &denied {
+            let teardown = self.end(&d.to_string());
+            let record = exec_record(r, req, ran, self.describe(), &self.policy, t, denied);
+            return (record, teardown);
+        }
         let teardown = match &ran {
             Ran::Ended(o) => {
                 let why = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
@@ -437,7 +457,7 @@ impl Workspace {
             }
             _ => None,
         };
-        let record = exec_record(r, req, ran, self.describe(), &self.policy, t);
+        let record = exec_record(r, req, ran, self.describe(), &self.policy, t, None);
         (record, teardown)
     }
 
@@ -554,7 +574,8 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
 /// runner's), the output itself (as the supervisor captured it) and the CPU time of the
 /// whole jail during the command (the kernel's). The stop reason: `success` for exit 0,
 /// `code_runtime_error:<n>`, `code_killed:<signal>`, `code_timeout` (the runner stopped it;
-/// the workspace lives on), or, when the jail ended, the supervisor's verdict.
+/// the workspace lives on), or, when the jail ended, the supervisor's verdict; `denied`
+/// (a network denial under `deny_is_stop`, which ended the workspace) overrides them all.
 fn exec_record(
     mut r: Recorder,
     req: &ExecRequest,
@@ -562,6 +583,7 @@ fn exec_record(
     workspace: Value,
     policy: &Policy,
     t: Instant,
+    denied: Option<StopReason>,
 ) -> Sealed {
     cite(
         &mut r,
@@ -614,6 +636,10 @@ fn exec_record(
         }
     };
     cite(&mut r, "workspace", workspace);
+    let (reason, phase) = match denied {
+        Some(d) => (d, Phase::Execute),
+        None => (reason, phase),
+    };
     let record = match reason {
         StopReason::Success => r.finish(StopReason::Success, Phase::Finalize),
         other => r.finish(other, phase),
@@ -919,11 +945,7 @@ impl Engine {
         let Some(plan) = &self.workspace_plan else {
             return Err(bad("this policy has no workspaces ([workspace] enabled = false); serve a policy that enables them, such as policies/workspace.toml"));
         };
-        let mut policy = self.policy.policy.clone();
-        if let Some(h) = hints.filter(|h| !h.is_null()) {
-            let parsed = crate::contract::parse_hints(h).map_err(|e| bad(e.to_string()))?;
-            policy = crate::contract::apply_hints(&policy, &parsed).0;
-        }
+        let (policy, net_narrowed) = self.hinted(hints)?;
         let max = policy.workspace.max_per_client;
         let open = |same: &dyn Fn(&Owner) -> bool| {
             let live =
@@ -956,6 +978,12 @@ impl Engine {
                 (jail, crate::pipeline::source::Start::Cold)
             }
         };
+        // The allowlist's proxy lives as long as the workspace's jail (src/netproxy.rs).
+        let mut jail = jail;
+        let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
+            let control = e.unavailable_control();
+            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+        })?;
         let id = agentjail_jail::ids::random_hex(16);
         let w = Workspace::new(
             id.clone(),
@@ -963,6 +991,7 @@ impl Engine {
             (jail, start),
             policy,
             self.policy_ref.clone(),
+            net,
         );
         self.lock_workspaces()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));

@@ -9,6 +9,7 @@
 
 pub mod python;
 pub mod serve;
+pub mod site;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

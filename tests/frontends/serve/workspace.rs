@@ -16,7 +16,7 @@ use crate::common::{self, variants};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
-fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
+pub(super) fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
     let shipped = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/workspace.toml"),
     )
@@ -38,7 +38,7 @@ fn policy(marker: &str, size: &str, inodes: u64) -> PathBuf {
     common::shared_file(&format!("ws-{marker}.toml"), &text)
 }
 
-fn start(conn: &mut Conn) -> String {
+pub(super) fn start(conn: &mut Conn) -> String {
     let r = conn.call(json!({"op": "workspace_start"}));
     r["workspace"]
         .as_str()
@@ -47,12 +47,12 @@ fn start(conn: &mut Conn) -> String {
 }
 
 /// One shell command; its record.
-fn sh(conn: &mut Conn, ws: &str, command: &str) -> Value {
+pub(super) fn sh(conn: &mut Conn, ws: &str, command: &str) -> Value {
     let r = conn.call(json!({"op": "workspace_exec", "workspace": ws, "command": command}));
     record(&r).clone()
 }
 
-fn out(rec: &Value) -> &str {
+pub(super) fn out(rec: &Value) -> &str {
     rec["execution"]["stdout"].as_str().unwrap_or("")
 }
 
@@ -75,7 +75,7 @@ fn get(conn: &mut Conn, ws: &str, paths: &[&str]) -> Vec<Value> {
         .clone()
 }
 
-fn close(conn: &mut Conn, ws: &str) {
+pub(super) fn close(conn: &mut Conn, ws: &str) {
     let r = conn.call(json!({"op": "workspace_close", "workspace": ws}));
     assert_eq!(r["closed"], true, "{r}");
 }
