@@ -62,3 +62,61 @@ pub fn network_section(extra: &str) -> String {
         port()
     )
 }
+
+/// policies/default.toml's text (`default_toml`) made into an allowlist policy for the
+/// site: the `[network]` of [`network_section`], urllib allowed by the static check,
+/// URL literals allowed, the `network` syscall group, 20 s of wall time for a fetch, and
+/// `marker` in the interpreter's argv (a `-W` filter that matches nothing) so the test
+/// finds the jails' processes on the host.
+pub fn default_policy_text(default_toml: &str, marker: &str) -> String {
+    let start = default_toml.find("[network]").expect("[network]");
+    let end = start + default_toml[start..].find("[seccomp]").expect("[seccomp]");
+    let mut text = format!(
+        "{}{}\n{}",
+        &default_toml[..start],
+        network_section(""),
+        &default_toml[end..]
+    );
+    for (from, to) in [
+        (
+            "allowed_imports = [\"json\", \"statistics\"]".to_string(),
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\"]".to_string(),
+        ),
+        (
+            "\"connect\", \"request\", \"urlopen\",".into(),
+            "\"connect\",".into(),
+        ),
+        (
+            "deny_url_literals = true".into(),
+            "deny_url_literals = false".into(),
+        ),
+        (
+            "\"pipes\", \"exec\", \"system_info\",\n]".into(),
+            "\"pipes\", \"exec\", \"system_info\", \"network\",\n]".into(),
+        ),
+        ("wall_time_ms = 2000".into(), "wall_time_ms = 20000".into()),
+        ("cpu_time_ms = 2000".into(), "cpu_time_ms = 10000".into()),
+        (
+            "python_args = [\"-I\", \"-S\", \"-B\", \"-X\", \"utf8\"]".into(),
+            format!(
+                "python_args = [\"-I\", \"-S\", \"-B\", \"-X\", \"utf8\", \"-Wignore:{marker}\"]"
+            ),
+        ),
+    ] {
+        assert!(
+            text.contains(&from),
+            "policies/default.toml no longer has {from:?}"
+        );
+        text = text.replacen(&from, &to, 1);
+    }
+    text
+}
+
+/// A program (for `run`, output mode json) that fetches the site's `/ok` and then a host no
+/// list names, and prints both outcomes as one JSON object: `{"ok": body, "other": why}`.
+pub fn fetch_both_code() -> String {
+    format!(
+        "import json, urllib.request\nok = urllib.request.urlopen('http://localhost:{}/ok', timeout=20).read().decode()\ntry:\n    urllib.request.urlopen('http://evil.test/', timeout=20)\n    other = 'reached'\nexcept Exception as e:\n    other = str(e)\nprint(json.dumps({{'ok': ok, 'other': other}}))\n",
+        port()
+    )
+}
