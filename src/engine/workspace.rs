@@ -885,9 +885,17 @@ impl Workspace {
             match as_jail_user(|| get_file(root, &rel, cap))? {
                 Ok(content) => {
                     total += content.len() as u64;
-                    out.push(json!({"path": rel, "bytes": content.len(),
+                    // A brokered credential's value an upstream echoed into a file leaves
+                    // as its marker, as from an artifact (bytes and sha256: what is sent).
+                    let secrets = &self.policy.redaction.secrets;
+                    let (content, redacted) = crate::redact::scrub_bytes(&content, secrets);
+                    let mut f = json!({"path": rel, "bytes": content.len(),
                         "sha256": crate::pipeline::sha256_hex(&content),
-                        "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)}));
+                        "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)});
+                    if redacted > 0 {
+                        f["redacted"] = json!(redacted);
+                    }
+                    out.push(f);
                 }
                 Err("too_large") if cap < caps.max_file_bytes.0 => {
                     out.push(json!({"path": rel, "error": "over_budget"}))

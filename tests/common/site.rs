@@ -7,8 +7,9 @@ use std::net::TcpListener;
 use std::sync::OnceLock;
 
 /// The answer to `path`: `/ok` a short body, `/redirect` a redirect to a host no list
-/// names, `/big` 300,000 bytes (past a 100 KiB `max_bytes_in`), anything else 404.
-fn respond(path: &str) -> Vec<u8> {
+/// names, `/big` 300,000 bytes (past a 100 KiB `max_bytes_in`), `/echo` the request's head
+/// (headers a brokered credential added included), anything else 404.
+fn respond(path: &str, head: &[u8]) -> Vec<u8> {
     let ok = |body: &[u8]| {
         let mut r = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -22,6 +23,7 @@ fn respond(path: &str) -> Vec<u8> {
         "/ok" => ok(b"OK-BODY"),
         "/redirect" => b"HTTP/1.1 302 Found\r\nLocation: http://evil.test/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
         "/big" => ok(&vec![b'z'; 300_000]),
+        "/echo" => ok(head),
         _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
     }
 }
@@ -46,7 +48,7 @@ pub fn port() -> u16 {
                     }
                     let text = String::from_utf8_lossy(&head);
                     let path = text.split(' ').nth(1).unwrap_or("/").to_string();
-                    let _ = s.write_all(&respond(&path));
+                    let _ = s.write_all(&respond(&path, &head));
                 });
             }
         });

@@ -302,3 +302,75 @@ fn a_denial_ends_the_workspace_when_the_policy_says_so() {
         s.finish();
     }
 }
+
+/// A brokered credential (`[[network.credentials]]`) in a workspace: the proxy adds the key
+/// to the command's request, the command never holds it, and when the upstream echoes it
+/// back it leaves neither in the command's record nor in a file taken out with
+/// workspace_get (both carry the marker instead).
+#[test]
+fn a_brokered_key_never_leaves_a_workspace() {
+    use base64::Engine as _;
+    use std::os::unix::fs::PermissionsExt;
+    const SECRET: &str = "wsnet-secret-5d1e88a0c4";
+    let port = site::port();
+    for who in variants() {
+        // Made before the server starts (the harness compares /tmp before and after it).
+        let d = tempfile::Builder::new()
+            .prefix("ajwscred-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let key = d.path().join("api-key");
+        std::fs::write(&key, format!("{SECRET}\n")).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if who == common::Who::Nobody {
+            std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
+        }
+        let m = common::marker("wsnet-cred");
+        let cred = format!(
+            "[[network.credentials]]\nname = \"api\"\nhost = \"localhost\"\nport = {port}\nvalue_file = \"{}\"\nformat = \"Bearer {{}}\"\nupstream = \"http\"\n",
+            key.display()
+        );
+        let p = policy(&m, &cred);
+        let mut s = Server::start(who, &p, &m, &["--pool", "0"]);
+        let c = s.io();
+        let ws = start(c);
+        put(c, &ws, "fetch.py", FETCH);
+        let rec = sh(
+            c,
+            &ws,
+            &format!("python3 fetch.py http://localhost:{port}/echo > echo.txt; cat echo.txt"),
+        );
+        assert_eq!(rec["stop_reason"], "success", "{who:?}: {rec:#}");
+        assert!(!rec.to_string().contains(SECRET), "{who:?}: {rec:#}");
+        assert!(
+            out(&rec).contains("Authorization: Bearer [REDACTED:credential_api]"),
+            "{who:?}: the key went upstream, and came back redacted: {rec:#}"
+        );
+        assert_eq!(
+            rec["network"]["requests"][0]["credential"], "api",
+            "{rec:#}"
+        );
+        let r = c.call(json!({"op": "workspace_get", "workspace": ws, "paths": ["echo.txt"]}));
+        assert!(!r.to_string().contains(SECRET), "{who:?}: {r}");
+        let f = &r["files"][0];
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(
+                f["content_base64"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{r}")),
+            )
+            .unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(!body.contains(SECRET), "{who:?}: {body}");
+        assert!(
+            body.contains("[REDACTED:credential_api]"),
+            "{who:?}: {body}"
+        );
+        assert_eq!(f["redacted"], 1, "{r}");
+        assert_eq!(f["bytes"], body.len(), "{r}");
+        close(c, &ws);
+        s.finish();
+        drop(d);
+    }
+}
