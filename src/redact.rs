@@ -260,6 +260,32 @@ impl Redactor {
     }
 }
 
+/// `content` with every brokered credential's value replaced by its marker
+/// (`[REDACTED:credential_<name>]`), and how many replacements were made: for bytes that
+/// leave agentjail outside a record (artifacts, a workspace's files).
+pub fn scrub_bytes(content: &[u8], secrets: &[crate::policy::Secret]) -> (Vec<u8>, u64) {
+    let mut n = 0;
+    let mut content = content.to_vec();
+    for s in secrets {
+        let needle = s.value.as_bytes();
+        if needle.is_empty() {
+            continue;
+        }
+        let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
+        let mut out = Vec::with_capacity(content.len());
+        let mut rest = &content[..];
+        while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
+            out.extend_from_slice(&rest[..i]);
+            out.extend_from_slice(&marker);
+            rest = &rest[i + needle.len()..];
+            n += 1;
+        }
+        out.extend_from_slice(rest);
+        content = out;
+    }
+    (content, n)
+}
+
 /// Replace every brokered credential's value in the artifacts' bytes with its marker (size,
 /// digest and media type recomputed), before they are written anywhere or put in a record:
 /// a file is not text the record's pass sees. Returns how many replacements were made.
@@ -270,23 +296,10 @@ pub fn scrub_artifacts(
     use sha2::{Digest, Sha256};
     let mut n = 0;
     for a in &mut c.artifacts {
-        let mut changed = false;
-        for s in secrets {
-            let needle = s.value.as_bytes();
-            let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
-            let mut out = Vec::with_capacity(a.content.len());
-            let mut rest = &a.content[..];
-            while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
-                out.extend_from_slice(&rest[..i]);
-                out.extend_from_slice(&marker);
-                rest = &rest[i + needle.len()..];
-                n += 1;
-                changed = true;
-            }
-            out.extend_from_slice(rest);
-            a.content = out;
-        }
-        if changed {
+        let (content, k) = scrub_bytes(&a.content, secrets);
+        if k > 0 {
+            n += k;
+            a.content = content;
             a.bytes = a.content.len() as u64;
             a.sha256 = format!("{:x}", Sha256::digest(&a.content));
             a.media_type = crate::artifacts::media_type(&a.content);
