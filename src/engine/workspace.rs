@@ -127,6 +127,28 @@ pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, crate::plan::Build
     Ok(plan)
 }
 
+/// The plan of a workspace whose /workspace is the host directory `dir`: the workspace
+/// plan with its tmpfs replaced by a read-write bind of the directory (nosuid, nodev,
+/// noexec, as the tmpfs), and no chmod or create with a set-id mode (seccomp: the files stay
+/// on the host, where the mount's nosuid no longer holds).
+pub fn host_dir_plan(
+    base: &crate::plan::JailPlan,
+    dir: &super::hostdir::HostDir,
+) -> crate::plan::JailPlan {
+    let mut plan = base.clone();
+    for op in &mut plan.mounts {
+        if matches!(op, crate::plan::MountOp::Tmpfs { target, .. } if target == WORKSPACE) {
+            *op = crate::plan::MountOp::BindHostDir {
+                root: dir.root.clone(),
+                relative: dir.relative.clone(),
+                target: WORKSPACE.into(),
+            };
+        }
+    }
+    plan.seccomp.deny_setid_modes = true;
+    plan
+}
+
 /// One `workspace_exec` request, as every front end sends it (serve's op fields; the HTTP
 /// and MCP front ends build the same object).
 #[derive(Debug, Clone, PartialEq)]
@@ -333,6 +355,8 @@ pub struct Workspace {
     ended_at: Option<Instant>,
     /// The runner's ring after its last command, answered by the next.
     rung: Option<supervise::Rung>,
+    /// The host directory bound at /workspace (`host_dir`), claimed until the jail is gone.
+    host_dir: Option<super::hostdir::HostDir>,
 }
 
 /// What one command came to, as the runner and the supervisor tell it: the input of the
@@ -368,6 +392,7 @@ impl Workspace {
             ended: None,
             ended_at: None,
             rung: None,
+            host_dir: None,
         }
     }
 
@@ -398,7 +423,11 @@ impl Workspace {
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
         self.ended_at.get_or_insert_with(Instant::now);
-        self.jail.take().map(|j| j.end().1)
+        let teardown = self.jail.take().map(|j| j.end().1);
+        // Every process of the jail is gone (its init reaped with the pid namespace): the
+        // directory may now be another workspace's.
+        self.host_dir = None;
+        teardown
     }
 
     fn describe(&self) -> Value {
@@ -408,6 +437,7 @@ impl Workspace {
             "jail_start": self.start,
             "ended": self.ended.is_some(),
             "ended_reason": self.ended,
+            "host_dir": self.host_dir.as_ref().map(|h| h.path()),
         })
     }
 
@@ -910,6 +940,18 @@ impl Engine {
         hints: Option<&Value>,
         owner: Owner,
     ) -> Result<String, EngineError> {
+        self.workspace_start_in(hints, None, owner)
+    }
+
+    /// As [`workspace_start`](Self::workspace_start), with /workspace the host directory
+    /// `host_dir` (beneath a `[workspace] host_roots` entry; src/engine/hostdir.rs) when
+    /// given: always a cold jail (the pool's hold a tmpfs).
+    pub fn workspace_start_in(
+        &self,
+        hints: Option<&Value>,
+        host_dir: Option<&str>,
+        owner: Owner,
+    ) -> Result<String, EngineError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(EngineError::new(
                 "unavailable",
@@ -919,6 +961,9 @@ impl Engine {
         let Some(plan) = &self.workspace_plan else {
             return Err(bad("this policy has no workspaces ([workspace] enabled = false); serve a policy that enables them, such as policies/workspace.toml"));
         };
+        let claimed = host_dir
+            .map(|d| super::hostdir::claim(d, &self.policy.policy.workspace.host_roots))
+            .transpose()?;
         let mut policy = self.policy.policy.clone();
         if let Some(h) = hints.filter(|h| !h.is_null()) {
             let parsed = crate::contract::parse_hints(h).map_err(|e| bad(e.to_string()))?;
@@ -943,11 +988,16 @@ impl Engine {
         let warm = self
             .workspace_pool
             .as_ref()
+            .filter(|_| claimed.is_none())
             .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
+        let plan = match &claimed {
+            Some(dir) => Arc::new(host_dir_plan(plan, dir)),
+            None => Arc::clone(plan),
+        };
         let (jail, start) = match warm {
             Some((jail, _)) => (jail, crate::pipeline::source::Start::Warm),
             None => {
-                let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
+                let jail = self.spawner.start(plan).map_err(|e| {
                     EngineError::new(
                         "unavailable",
                         format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
@@ -956,14 +1006,33 @@ impl Engine {
                 (jail, crate::pipeline::source::Start::Cold)
             }
         };
+        if let Some(dir) = &claimed {
+            // The bind went through a second open (the jail's own, in its mount namespace):
+            // it must have found the directory that was checked and locked.
+            let same = jail
+                .out()
+                .and_then(|fd| agentjail_jail::os::dir::stat(fd).ok())
+                .is_some_and(|st| (st.dev, st.ino) == dir.id);
+            if !same {
+                self.teardown(jail.end().1);
+                return Err(EngineError::new(
+                    "bad_host_dir",
+                    format!(
+                        "host_dir {:?} changed while the jail was being set up; try again",
+                        dir.path()
+                    ),
+                ));
+            }
+        }
         let id = agentjail_jail::ids::random_hex(16);
-        let w = Workspace::new(
+        let mut w = Workspace::new(
             id.clone(),
             owner,
             (jail, start),
             policy,
             self.policy_ref.clone(),
         );
+        w.host_dir = claimed;
         self.lock_workspaces()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));
         Ok(id)

@@ -179,10 +179,16 @@ fn files(p: &Policy) -> Result<(), Invalid> {
         MAX_PAYLOAD_BYTES,
         "all input files of an action; 0 to 64MiB",
     )?;
-    for root in &f.host_roots {
+    host_roots("files.host_roots", &f.host_roots)
+}
+
+/// `files.host_roots` and `workspace.host_roots`: absolute, normalised, never `/` nor under
+/// the host's kernel interfaces and configuration.
+fn host_roots(key: &str, roots: &[String]) -> Result<(), Invalid> {
+    for root in roots {
         if let Some(problem) = path_problem(root) {
             return Err(invalid_item(
-                "files.host_roots",
+                key,
                 root,
                 format!("{root:?} {problem}"),
                 "give absolute, normalised directories",
@@ -190,7 +196,7 @@ fn files(p: &Policy) -> Result<(), Invalid> {
         }
         if root == "/" || FORBIDDEN_HOST_ROOTS.iter().any(|r| is_under(root, r)) {
             return Err(invalid_item(
-                "files.host_roots",
+                key,
                 root,
                 format!("{root:?} is / or under {}", FORBIDDEN_HOST_ROOTS.join(", ")),
                 "list the directories that hold job data, e.g. /srv/agentjail/data",
@@ -335,7 +341,16 @@ fn workspace(p: &Policy) -> Result<(), Invalid> {
         1,
         10_000,
         "workspaces one client holds open at once; 1 to 10000",
-    )
+    )?;
+    host_roots("workspace.host_roots", &w.host_roots)?;
+    if !w.host_roots.is_empty() && !w.host_quota_acknowledged {
+        return Err(invalid(
+            "workspace.host_quota_acknowledged",
+            "workspace.host_roots lets a workspace write a host directory, which workspace.size and workspace.inodes cannot bound (they cap the tmpfs only)",
+            "put the roots on a filesystem with a quota (or one you can let fill) and set host_quota_acknowledged = true",
+        ));
+    }
+    Ok(())
 }
 
 /// The format version and the name.

@@ -13,6 +13,8 @@
 //! {"id": "r5", "op": "session_close", "session": "<id>"}     → {"id": "r5", "closed": true}
 //! {"id": "r6", "op": "stats"}                                → {"id": "r6", "stats": {...}}
 //! {"id": "w1", "op": "workspace_start", "policy_hints": {...}} → {"id": "w1", "workspace": "<id>"}
+//!      (optional "host_dir": "/srv/ws/x": /workspace is that host directory; policy
+//!       [workspace] host_roots)
 //! {"id": "w2", "op": "workspace_exec", "workspace": "<id>", "command": "sh line"}
 //!      (or "argv": [...]; optional cwd, stdin | stdin_base64, env, timeout_s, background)
 //!                                                            → {"id": "w2", "record": {...}}
@@ -61,6 +63,9 @@ pub enum Op {
     Stats,
     WorkspaceStart {
         policy_hints: Option<Value>,
+        /// A host directory beneath `[workspace] host_roots` for /workspace (checked by the
+        /// engine, src/engine/hostdir.rs, not here).
+        host_dir: Option<String>,
     },
     WorkspaceExec {
         workspace: String,
@@ -149,7 +154,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         "session_exec" => &["session", "code", "timeout_s"],
         "session_close" => &["session"],
         "stats" => &[],
-        "workspace_start" => &["policy_hints"],
+        "workspace_start" => &["policy_hints", "host_dir"],
         "workspace_exec" => &[
             "workspace",
             "command",
@@ -235,6 +240,17 @@ fn build_op(
         },
         "workspace_start" => Op::WorkspaceStart {
             policy_hints: obj.remove("policy_hints").filter(|h| !h.is_null()),
+            host_dir: match obj.remove("host_dir") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s),
+                Some(_) => {
+                    return Err(err(
+                        id,
+                        "bad_request",
+                        "\"host_dir\" must be a string (an absolute host path)",
+                    ))
+                }
+            },
         },
         "workspace_exec" => {
             let workspace = string(&mut obj, "workspace")?;
