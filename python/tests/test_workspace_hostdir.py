@@ -5,7 +5,10 @@ per directory; anything else is refused with ``bad_host_dir``."""
 
 import asyncio
 import os
+import pathlib
+import shutil
 import stat
+import tempfile
 
 import pytest
 
@@ -19,10 +22,12 @@ JAIL_UID = 65534 if os.geteuid() == 0 else os.geteuid()
 
 @pytest.fixture()
 def roots(tmp_path):
-    base = tmp_path / "base"
+    # Not beneath tmp_path: pytest's base directory is 0700, and the jail's user must be
+    # able to search every directory down to its workspace (agentjail refuses one it cannot).
+    base = pathlib.Path(tempfile.mkdtemp(prefix="agentjail-pyhost-", dir="/tmp"))
     root = base / "roots"
-    root.mkdir(parents=True)
-    for d in (tmp_path, base, root):
+    root.mkdir()
+    for d in (base, root):
         d.chmod(0o755)
     dirs = {}
     for name in ("a", "b"):
@@ -32,8 +37,16 @@ def roots(tmp_path):
             os.chown(d, JAIL_UID, JAIL_UID)
         dirs[name] = str(d)
     policy = tmp_path / "ws-host.toml"
-    policy.write_text(SHIPPED + f'\nhost_roots = ["{root}"]\nhost_quota_acknowledged = true\n')
-    return str(policy), str(root), dirs
+    # A second root under pytest's 0700 base directory: as root, the jail's user (nobody)
+    # cannot search its way there.
+    hidden = tmp_path / "hidden"
+    (hidden / "w").mkdir(parents=True)
+    if os.geteuid() == 0:
+        os.chown(hidden / "w", JAIL_UID, JAIL_UID)
+    dirs["hidden"] = str(hidden / "w")
+    policy.write_text(SHIPPED + f'\nhost_roots = ["{root}", "{hidden}"]\nhost_quota_acknowledged = true\n')
+    yield str(policy), str(root), dirs
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_host_directory_keeps_the_files_and_no_setid_bit(binary, roots):
@@ -48,7 +61,10 @@ def test_a_host_directory_keeps_the_files_and_no_setid_bit(binary, roots):
             with pytest.raises(agentjail.ServerError) as e:
                 c.workspace(host_dir=dirs["a"])
             assert e.value.code == "host_dir_in_use"
-        for bad in ("/etc", root, dirs["a"] + "/../b", dirs["a"] + "/missing"):
+        bad_dirs = ["/etc", root, dirs["a"] + "/../b", dirs["a"] + "/missing"]
+        if os.geteuid() == 0:
+            bad_dirs.append(dirs["hidden"])
+        for bad in bad_dirs:
             with pytest.raises(agentjail.ServerError) as e:
                 c.workspace(host_dir=bad)
             assert e.value.code == "bad_host_dir", bad

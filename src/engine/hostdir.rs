@@ -10,7 +10,10 @@
 //!   root, RESOLVE_NO_SYMLINKS): a symlink anywhere below the root is refused, and the bind
 //!   goes through an opened directory, never through the path again;
 //! - it is a directory, owned by the uid the jail's user is on the host (nobody when
-//!   agentjail runs as root, else agentjail's own): the one identity that writes it.
+//!   agentjail runs as root, else agentjail's own): the one identity that writes it;
+//! - the caller (src/engine/workspace.rs) claims it as that user (a thread with its
+//!   filesystem ids), so a directory on the way that the jail could not search, and so
+//!   could not bind, is refused here rather than at the jail's setup.
 //!
 //! Two live workspaces never share a directory, nor one nested in another's: every
 //! directory from the root down holds a shared flock and the directory itself an exclusive
@@ -80,8 +83,12 @@ pub fn claim(host_dir: &str, roots: &[String]) -> Result<HostDir, EngineError> {
             "host_dir {shown:?} is a [workspace] host_roots entry itself; give a directory beneath it"
         )));
     }
-    let opened = agentjail_jail::mount::open_input(&root, &relative)
-        .map_err(|why| bad(format!("host_dir: {why}")))?;
+    let opened = agentjail_jail::mount::open_input(&root, &relative).map_err(|why| {
+        bad(format!(
+            "host_dir: {why} (opened as the jail's user, uid {}: every directory from / down must be searchable by it)",
+            jail_host_uid()
+        ))
+    })?;
     let st =
         dir::stat(&opened).map_err(|e| bad(format!("host_dir {shown:?}: fstat: errno {e}")))?;
     if st.mode & libc::S_IFMT != libc::S_IFDIR {
@@ -141,7 +148,7 @@ fn lock_chain(root: &str, relative: &str, shown: &str) -> Result<Vec<OwnedFd>, E
                         libc::ELOOP => "a symlink is on the way",
                         libc::EXDEV => "a mount point is on the way",
                         libc::ENOTDIR => "not a directory",
-                        libc::EACCES => "agentjail may not read a directory on the way",
+                        libc::EACCES => "the jail's user may not read a directory on the way",
                         _ => "cannot open a directory on the way",
                     },
                     std::io::Error::from_raw_os_error(e)

@@ -961,9 +961,13 @@ impl Engine {
         let Some(plan) = &self.workspace_plan else {
             return Err(bad("this policy has no workspaces ([workspace] enabled = false); serve a policy that enables them, such as policies/workspace.toml"));
         };
-        let claimed = host_dir
-            .map(|d| super::hostdir::claim(d, &self.policy.policy.workspace.host_roots))
-            .transpose()?;
+        // As the jail's user: the jail reopens the path with no more right than that (a
+        // directory on the way it cannot search is refused here, not at the jail's setup).
+        let roots = &self.policy.policy.workspace.host_roots;
+        let claimed = match host_dir {
+            Some(d) => Some(as_jail_user(|| super::hostdir::claim(d, roots))??),
+            None => None,
+        };
         let mut policy = self.policy.policy.clone();
         if let Some(h) = hints.filter(|h| !h.is_null()) {
             let parsed = crate::contract::parse_hints(h).map_err(|e| bad(e.to_string()))?;
