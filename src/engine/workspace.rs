@@ -989,28 +989,47 @@ impl Engine {
                 "too_many_workspaces",
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
             ))?;
+        let (jail, start) = self.workspace_jail(plan, claimed.as_ref())?;
+        let id = agentjail_jail::ids::random_hex(16);
+        let mut w = Workspace::new(
+            id.clone(),
+            owner,
+            (jail, start),
+            policy,
+            self.policy_ref.clone(),
+        );
+        w.host_dir = claimed;
+        self.lock_workspaces()
+            .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));
+        Ok(id)
+    }
+
+    /// A started jail for a workspace: warm from the pool for a tmpfs one, cold with its
+    /// own plan for a host directory (checked, once started, to hold the claimed directory).
+    fn workspace_jail(
+        &self,
+        plan: &Arc<crate::plan::JailPlan>,
+        claimed: Option<&super::hostdir::HostDir>,
+    ) -> Result<(StartedJail, crate::pipeline::source::Start), EngineError> {
         let warm = self
             .workspace_pool
             .as_ref()
             .filter(|_| claimed.is_none())
             .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
-        let plan = match &claimed {
+        if let Some((jail, _)) = warm {
+            return Ok((jail, crate::pipeline::source::Start::Warm));
+        }
+        let plan = match claimed {
             Some(dir) => Arc::new(host_dir_plan(plan, dir)),
             None => Arc::clone(plan),
         };
-        let (jail, start) = match warm {
-            Some((jail, _)) => (jail, crate::pipeline::source::Start::Warm),
-            None => {
-                let jail = self.spawner.start(plan).map_err(|e| {
-                    EngineError::new(
-                        "unavailable",
-                        format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
-                    )
-                })?;
-                (jail, crate::pipeline::source::Start::Cold)
-            }
-        };
-        if let Some(dir) = &claimed {
+        let jail = self.spawner.start(plan).map_err(|e| {
+            EngineError::new(
+                "unavailable",
+                format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
+            )
+        })?;
+        if let Some(dir) = claimed {
             // The bind went through a second open (the jail's own, in its mount namespace):
             // it must have found the directory that was checked and locked.
             let same = jail
@@ -1028,18 +1047,7 @@ impl Engine {
                 ));
             }
         }
-        let id = agentjail_jail::ids::random_hex(16);
-        let mut w = Workspace::new(
-            id.clone(),
-            owner,
-            (jail, start),
-            policy,
-            self.policy_ref.clone(),
-        );
-        w.host_dir = claimed;
-        self.lock_workspaces()
-            .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));
-        Ok(id)
+        Ok((jail, crate::pipeline::source::Start::Cold))
     }
 
     /// The workspace `id`, if `owner` started it (another client's ids are unknown to it).

@@ -108,6 +108,15 @@ fn err(id: &Value, code: &'static str, message: impl Into<String>) -> ProtocolEr
     }
 }
 
+/// workspace_start's optional `host_dir`: a string, or absent (or null).
+fn host_dir(v: Option<Value>) -> Result<Option<String>, &'static str> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err("\"host_dir\" must be a string (an absolute host path)"),
+    }
+}
+
 /// Parse one request line (without its newline).
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     let null = Value::Null;
@@ -240,17 +249,7 @@ fn build_op(
         },
         "workspace_start" => Op::WorkspaceStart {
             policy_hints: obj.remove("policy_hints").filter(|h| !h.is_null()),
-            host_dir: match obj.remove("host_dir") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s),
-                Some(_) => {
-                    return Err(err(
-                        id,
-                        "bad_request",
-                        "\"host_dir\" must be a string (an absolute host path)",
-                    ))
-                }
-            },
+            host_dir: host_dir(obj.remove("host_dir")).map_err(|m| err(id, "bad_request", m))?,
         },
         "workspace_exec" => {
             let workspace = string(&mut obj, "workspace")?;
