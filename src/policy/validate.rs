@@ -940,4 +940,26 @@ mod tests {
         assert!(is_under("/etc/ssl", "/etc"));
         assert!(!is_under("/etcetera", "/etc"));
     }
+
+    #[test]
+    fn workspace_host_roots_are_checked_and_need_the_quota_acknowledged() {
+        let mut p = Policy::default();
+        p.workspace.host_roots = vec!["/srv/ws".into()];
+        let e = workspace(&p).unwrap_err();
+        assert_eq!(e.key, "workspace.host_quota_acknowledged");
+        p.workspace.host_quota_acknowledged = true;
+        assert!(workspace(&p).is_ok());
+        for bad in ["/", "/etc/x", "srv/ws", "/srv/../etc", "/proc"] {
+            p.workspace.host_roots = vec![bad.into()];
+            assert_eq!(
+                workspace(&p).unwrap_err().key,
+                "workspace.host_roots",
+                "{bad}"
+            );
+        }
+        p.workspace.host_roots = vec!["/srv/ws".into()];
+        assert!(super::super::lint::lint(&p)
+            .iter()
+            .any(|w| w.key == "workspace.host_roots"));
+    }
 }
