@@ -414,4 +414,17 @@ mod tests {
         let names: Vec<String> = tools(&p).iter().map(|t| t.name.to_string()).collect();
         assert_eq!(names, NAMES);
     }
+
+    #[test]
+    fn host_dir_is_offered_only_where_the_policy_lists_roots() {
+        let mut p = agentjail::policy::load_default().expect("default").policy;
+        assert!(start_schema(&p)["properties"].get("host_dir").is_none());
+        p.workspace.host_roots = vec!["/srv/ws".into()];
+        let s = start_schema(&p);
+        assert_eq!(s["properties"]["host_dir"]["type"], "string");
+        assert!(s["properties"]["host_dir"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("/srv/ws"));
+    }
 }
