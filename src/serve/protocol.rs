@@ -369,6 +369,8 @@ mod tests {
             br#"{"op": "workspace_put", "workspace": "a", "files": []}"#,
             br#"{"op": "workspace_get", "workspace": "a", "paths": ["x"]}"#,
             br#"{"op": "workspace_close", "workspace": "a"}"#,
+            br#"{"op": "workspace_start", "host_dir": "/srv/ws/a"}"#,
+            br#"{"op": "workspace_start", "host_dir": null}"#,
         ] {
             assert!(
                 parse_request(line).is_ok(),
@@ -376,6 +378,12 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+        let e = parse_request(br#"{"op": "workspace_start", "host_dir": ["/srv"]}"#).unwrap_err();
+        assert_eq!(e.code, "bad_request");
+        let r = parse_request(br#"{"op": "workspace_start", "host_dir": "/srv/ws/a"}"#).unwrap();
+        assert!(
+            matches!(r.op, Op::WorkspaceStart { host_dir: Some(ref d), .. } if d == "/srv/ws/a")
+        );
     }
 
     #[test]
