@@ -38,7 +38,14 @@ if [ "${FUZZ_PROFILE:-dev}" = dev ]; then
     run+=(--dev)
     how="$how, dev profile"
 fi
-echo "fuzzing with ${how}; ${secs}s per target"
+# The fuzz build (every dependency, hyper and oxc included, with libFuzzer's instrumentation)
+# is most of this script's time in CI, which starts from a clean clone each time: keep its
+# target directory outside the checkout so the dependencies are built once per machine.
+# Cargo's fingerprints still rebuild whatever changed, this project's crates included.
+target_dir="${FUZZ_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentjail/fuzz-target}"
+mkdir -p "$target_dir"
+run+=(--target-dir "$target_dir")
+echo "fuzzing with ${how}; ${secs}s per target; build in $target_dir"
 
 status=0
 for t in "${targets[@]}"; do

@@ -28,6 +28,9 @@
 #      The fuzz crate (fuzz/, its own workspace: nothing it pulls reaches the main crate's
 #      build) is held to the table too; it may depend on agentjail-http, whose request
 #      handling it fuzzes without a socket, and so on the async stack for that alone.
+#      The TLS stack (rustls, ring) is agentjail-net's alone: the credential broker's
+#      upstream client. The main crate may have it as a dev-dependency (its tests' TLS
+#      server); nothing else names it.
 #   8. No .rs file is longer than MAX_FILE_LINES lines, except the ones grandfathered below
 #      (to be split, never to grow a sibling) and the generated module tables.
 #   9. The kernel module is the jail crate's alone: no `sys::` path outside
@@ -60,6 +63,10 @@ ASYNC_DEPS='rmcp tokio hyper hyper-util'
 ASYNC_CRATE='agentjail-mcp agentjail-http'
 # ...and the fuzz crate, for agentjail-http's request and body types only.
 ASYNC_FUZZ='agentjail-fuzz'
+# The TLS stack, the crate that may depend on it, and the one that may in its tests only.
+TLS_DEPS='rustls rustls-pki-types rustls-webpki ring'
+TLS_CRATE='agentjail-net'
+TLS_DEV_CRATE='agentjail'
 
 findings() {
   # 1
@@ -115,7 +122,8 @@ findings() {
     { cargo metadata --format-version 1 --no-deps --offline 2>/dev/null || echo '{}'
       [ -f fuzz/Cargo.toml ] && cargo metadata --format-version 1 --no-deps --offline \
         --manifest-path fuzz/Cargo.toml 2>/dev/null; } \
-      | ALLOWED_DEPS="$ALLOWED_DEPS" ASYNC_DEPS="$ASYNC_DEPS" ASYNC_CRATE="$ASYNC_CRATE $ASYNC_FUZZ" python3 -c '
+      | ALLOWED_DEPS="$ALLOWED_DEPS" ASYNC_DEPS="$ASYNC_DEPS" ASYNC_CRATE="$ASYNC_CRATE $ASYNC_FUZZ" \
+        TLS_DEPS="$TLS_DEPS" TLS_CRATE="$TLS_CRATE" TLS_DEV_CRATE="$TLS_DEV_CRATE" python3 -c '
 import json, os, sys
 allowed = {}
 for row in os.environ["ALLOWED_DEPS"].strip().splitlines():
@@ -138,6 +146,7 @@ if not any(p["name"] == "agentjail" for p in packages):
 meta = {"packages": list({p["name"]: p for p in packages}.values())}
 ours = {p["name"] for p in meta["packages"]}
 async_deps, async_crates = set(os.environ["ASYNC_DEPS"].split()), set(os.environ["ASYNC_CRATE"].split())
+tls_deps, tls_crate, tls_dev = set(os.environ["TLS_DEPS"].split()), os.environ["TLS_CRATE"], os.environ["TLS_DEV_CRATE"]
 for p in sorted(meta["packages"], key=lambda p: p["name"]):
     name = p["name"]
     if name not in allowed:
@@ -149,6 +158,9 @@ for p in sorted(meta["packages"], key=lambda p: p["name"]):
             kind = d.get("kind") or "normal"
             only = " and ".join(sorted(async_crates))
             print(f"rule 7 (crate directions): {name} depends on {dep} ({kind}); only {only} may")
+        if dep in tls_deps and name != tls_crate and not (name == tls_dev and d.get("kind") == "dev"):
+            kind = d.get("kind") or "normal"
+            print(f"rule 7 (crate directions): {name} depends on {dep} ({kind}); the TLS stack is {tls_crate}'"'"'s (and {tls_dev}'"'"'s tests)")
         if (dep in ours or dep.startswith("agentjail")) and dep not in allowed[name]:
             kind = d.get("kind") or "normal"
             print(f"rule 7 (crate directions): {name} depends on {dep} ({kind})")

@@ -17,6 +17,8 @@ fi
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v bc >/dev/null || need+=(bc)
 command -v ps >/dev/null || need+=(procps)
+# The brokered-credential tests make their CAs and certificates with the openssl command.
+command -v openssl >/dev/null || need+=(openssl)
 # policies/data.toml allows numpy, pandas and matplotlib; the checker's tests run programs
 # using them (site-enabled: Debian installs them in /usr/lib/python3/dist-packages).
 for pkg in numpy pandas matplotlib; do

@@ -216,6 +216,68 @@ pub fn openat(
         .map_err(std::io::Error::from_raw_os_error)
 }
 
+/// Read a file the operator keeps for agentjail (a brokered credential, a CA bundle):
+/// `path` must be absolute; the directories on the way pass [`open_dir`]'s rule; the file
+/// itself is opened without following a symlink and must be a regular file that belongs to
+/// root or to us, that neither group nor others may write, and of at most `max` bytes.
+/// `what` names it in errors; an error's text never holds the file's content.
+pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    if !path.is_absolute() {
+        return Err(format!(
+            "{what}: {} is not an absolute path",
+            path.display()
+        ));
+    }
+    let (dir, name) = parent_and_name(path, what).map_err(|e| e.to_string())?;
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let fd = openat(&dir, &name, flags, 0).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => format!(
+            "{what}: {} is a symbolic link; name the file itself",
+            path.display()
+        ),
+        _ => format!(
+            "{what}: {} cannot be opened by uid {}: {e}",
+            path.display(),
+            os::process::geteuid()
+        ),
+    })?;
+    let file = std::fs::File::from(fd);
+    let md = file
+        .metadata()
+        .map_err(|e| format!("{what}: {}: {e}", path.display()))?;
+    let euid = os::process::geteuid();
+    if !md.file_type().is_file() {
+        return Err(format!("{what}: {} is not a regular file", path.display()));
+    }
+    if md.uid() != 0 && md.uid() != euid {
+        return Err(format!(
+            "{what}: {} belongs to uid {}; it must belong to root or to the server's uid {euid}",
+            path.display(),
+            md.uid()
+        ));
+    }
+    if md.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{what}: {} is writable by group or others (mode {:o}); chmod go-w it",
+            path.display(),
+            md.mode() & 0o7777
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{what}: {} cannot be read: {e}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "{what}: {} is larger than {max} bytes",
+            path.display()
+        ));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,6 +72,7 @@ pub fn start(
     let mut rules = net.rules();
     if narrowed {
         rules.allow.clear();
+        rules.broker = agentjail_net::Broker::default();
     }
     let on_deny: Option<agentjail_net::OnDeny> = match (net.deny_is_stop, jail.program_killer()) {
         (true, Some(k)) => Some(Box::new(move |_host: &str| k.kill())),
@@ -115,7 +116,7 @@ pub fn record_json(policy: &Policy, rep: &agentjail_net::Report, narrowed: bool)
         .map(|e| {
             json!({"host": e.host, "port": e.port, "method": e.method, "allowed": e.allowed,
                    "reason": e.reason, "address": e.address, "bytes_in": e.bytes_in,
-                   "bytes_out": e.bytes_out, "ms": e.ms})
+                   "bytes_out": e.bytes_out, "ms": e.ms, "credential": e.credential})
         })
         .collect();
     json!({

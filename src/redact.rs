@@ -59,8 +59,19 @@ const BUILT_IN: &[(&str, &str)] = &[
 /// The compiled patterns of one `[redaction]` section.
 #[derive(Debug)]
 pub struct Redactor {
+    /// The brokered credentials' values (`credential_<name>`, literal): both copies, always.
+    secrets: Vec<(String, Regex)>,
     rules: Vec<(String, Regex)>,
     printed: bool,
+}
+
+/// Which rules a pass applies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Every rule: the audit copy, and the printed one under `printed = true`.
+    All,
+    /// The credentials' values only: the printed copy otherwise.
+    Secrets,
 }
 
 /// Replacements made, by kind.
@@ -115,7 +126,16 @@ impl Redactor {
                 })?;
             rules.push((format!("pattern_{i}"), re));
         }
+        let mut secrets = Vec::new();
+        for s in &p.secrets {
+            let re = Regex::new(&regex::escape(&s.value)).map_err(|e| RedactError {
+                pattern: format!("credential {}", s.name),
+                reason: e.to_string(),
+            })?;
+            secrets.push((format!("credential_{}", s.name), re));
+        }
         Ok(Redactor {
+            secrets,
             rules,
             printed: p.printed,
         })
@@ -141,8 +161,16 @@ impl Redactor {
 
     /// `text` with every match replaced, and the replacements counted.
     pub fn text(&self, text: &str, counts: &mut Counts) -> Option<String> {
+        self.text_pass(text, counts, Pass::All)
+    }
+
+    fn text_pass(&self, text: &str, counts: &mut Counts, pass: Pass) -> Option<String> {
         let mut out: Option<String> = None;
-        for (kind, re) in &self.rules {
+        let rules = match pass {
+            Pass::All => &self.rules[..],
+            Pass::Secrets => &[],
+        };
+        for (kind, re) in self.secrets.iter().chain(rules) {
             let cur = out.as_deref().unwrap_or(text);
             let n = re.find_iter(cur).count() as u64;
             if n == 0 {
@@ -158,15 +186,19 @@ impl Redactor {
 
     /// Redact every string in `v` in place (and object keys when `keys`).
     pub fn value(&self, v: &mut Value, keys: bool, counts: &mut Counts) {
+        self.value_pass(v, keys, counts, Pass::All)
+    }
+
+    fn value_pass(&self, v: &mut Value, keys: bool, counts: &mut Counts, pass: Pass) {
         match v {
             Value::String(s) => {
-                if let Some(r) = self.text(s, counts) {
+                if let Some(r) = self.text_pass(s, counts, pass) {
                     *s = r;
                 }
             }
             Value::Array(items) => {
                 for item in items {
-                    self.value(item, keys, counts);
+                    self.value_pass(item, keys, counts, pass);
                 }
             }
             Value::Object(map) => {
@@ -174,11 +206,11 @@ impl Redactor {
                 let mut new = Map::new();
                 for (k, mut item) in old {
                     let key = if keys {
-                        self.text(&k, counts).unwrap_or(k)
+                        self.text_pass(&k, counts, pass).unwrap_or(k)
                     } else {
                         k
                     };
-                    self.value(&mut item, keys, counts);
+                    self.value_pass(&mut item, keys, counts, pass);
                     new.insert(key, item);
                 }
                 *map = new;
@@ -203,11 +235,18 @@ impl Redactor {
             "kinds": counts.0,
             "printed_redacted": self.printed,
         });
-        if self.printed {
+        // The printed copy: every rule under `printed = true`, else the credentials' values
+        // alone (the caller supplied the code and data, never the operator's secrets).
+        let pass = if self.printed {
+            Pass::All
+        } else {
+            Pass::Secrets
+        };
+        if pass == Pass::All || !self.secrets.is_empty() {
             let mut c = Counts::default();
             if let Value::Object(map) = printed {
                 for (k, v) in map.iter_mut() {
-                    self.value(v, k == "output", &mut c);
+                    self.value_pass(v, k == "output", &mut c, pass);
                 }
             }
         }
@@ -219,6 +258,41 @@ impl Redactor {
         }
         audit
     }
+}
+
+/// Replace every brokered credential's value in the artifacts' bytes with its marker (size,
+/// digest and media type recomputed), before they are written anywhere or put in a record:
+/// a file is not text the record's pass sees. Returns how many replacements were made.
+pub fn scrub_artifacts(
+    c: &mut crate::artifacts::Collected,
+    secrets: &[crate::policy::Secret],
+) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut n = 0;
+    for a in &mut c.artifacts {
+        let mut changed = false;
+        for s in secrets {
+            let needle = s.value.as_bytes();
+            let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
+            let mut out = Vec::with_capacity(a.content.len());
+            let mut rest = &a.content[..];
+            while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
+                out.extend_from_slice(&rest[..i]);
+                out.extend_from_slice(&marker);
+                rest = &rest[i + needle.len()..];
+                n += 1;
+                changed = true;
+            }
+            out.extend_from_slice(rest);
+            a.content = out;
+        }
+        if changed {
+            a.bytes = a.content.len() as u64;
+            a.sha256 = format!("{:x}", Sha256::digest(&a.content));
+            a.media_type = crate::artifacts::media_type(&a.content);
+        }
+    }
+    n
 }
 
 /// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its
@@ -242,6 +316,7 @@ mod tests {
             defaults: true,
             patterns: patterns.iter().map(|s| s.to_string()).collect(),
             printed,
+            secrets: Vec::new(),
         })
         .unwrap()
     }
@@ -337,5 +412,83 @@ mod tests {
             "{rec}"
         );
         assert_eq!(rec["redaction"]["printed_redacted"], true);
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+    use crate::policy::Secret;
+
+    fn with_secret(printed: bool) -> Redactor {
+        Redactor::new(&Redaction {
+            defaults: true,
+            patterns: Vec::new(),
+            printed,
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: "plainvalue-42.x".into(),
+            }],
+        })
+        .unwrap()
+    }
+
+    /// A credential's value is a literal (its `.` matches only a dot) and leaves both
+    /// copies, whatever `printed` says.
+    #[test]
+    fn credential_values_leave_both_copies() {
+        for printed in [false, true] {
+            let r = with_secret(printed);
+            let mut rec = json!({
+                "execution": {"stdout": "got plainvalue-42.x twice: plainvalue-42.x\n",
+                              "stderr": "plainvalue-42Xx stays"},
+                "output": {"plainvalue-42.x": "k"},
+            });
+            let audit = r.seal(&mut rec);
+            for copy in [&audit, &rec] {
+                let t = copy.to_string();
+                assert!(!t.contains("plainvalue-42.x"), "{printed}: {t}");
+                assert!(t.contains("[REDACTED:credential_api]"), "{t}");
+                assert!(t.contains("plainvalue-42Xx stays"), "{t}");
+            }
+            assert_eq!(audit["redaction"]["kinds"]["credential_api"], 3);
+        }
+        // Without secrets and printed = false, the printed copy is left alone.
+        let r = redactor_plain();
+        let mut rec = json!({"execution": {"stdout": "AKIAIOSFODNN7EXAMPLE"}});
+        r.seal(&mut rec);
+        assert_eq!(rec["execution"]["stdout"], "AKIAIOSFODNN7EXAMPLE");
+    }
+
+    fn redactor_plain() -> Redactor {
+        Redactor::new(&Redaction::default()).unwrap()
+    }
+
+    #[test]
+    fn artifacts_lose_the_value_and_get_a_new_digest() {
+        use crate::artifacts::{Artifact, Collected};
+        let art = |content: &[u8]| Artifact {
+            path: "a.txt".into(),
+            bytes: content.len() as u64,
+            sha256: "old".into(),
+            media_type: "text/plain",
+            content: content.to_vec(),
+            stamp: (0, 0, 0),
+        };
+        let mut c = Collected::default();
+        c.artifacts.push(art(b"k=plainvalue-42.x;plainvalue-42.x"));
+        c.artifacts.push(art(b"nothing here"));
+        let secrets = [Secret {
+            name: "api".into(),
+            value: "plainvalue-42.x".into(),
+        }];
+        assert_eq!(scrub_artifacts(&mut c, &secrets), 2);
+        let a = &c.artifacts[0];
+        let want = b"k=[REDACTED:credential_api];[REDACTED:credential_api]";
+        assert_eq!(a.content, want);
+        assert_eq!(a.bytes, want.len() as u64);
+        assert_ne!(a.sha256, "old");
+        assert_eq!(c.artifacts[1].sha256, "old", "untouched");
+        assert_eq!(scrub_artifacts(&mut c, &[]), 0);
     }
 }

@@ -362,8 +362,9 @@ pub struct Workspace {
 /// What one command came to, as the runner and the supervisor tell it: the input of the
 /// one function that makes a command's record ([`exec_record`]).
 enum Ran {
-    /// The runner reported the command done: its report, and the call as supervised.
-    Done(Value, supervise::CallOutcome),
+    /// The runner reported the command done: its report, the call as supervised, and
+    /// whether the jail's memory cgroup killed a process during it.
+    Done(Value, supervise::CallOutcome, bool),
     /// The jail ended during the command: the workspace is over.
     Ended(supervise::Outcome),
     /// Refused before it ran (the workspace ended, its budget spent): the reason and why.
@@ -510,6 +511,8 @@ impl Workspace {
         limits.wall_time_ms = timeout_ms + GRACE.as_millis() as u64;
         limits.stdout_bytes = lim.stdout.0 + 1;
         limits.stderr_bytes = lim.stderr.0 + 1;
+        let ooms = || jail.cgroup().map_or(0, |c| c.stats().oom_kills);
+        let ooms_before = ooms();
         let end = supervise::call(
             jail.spawned(),
             frame,
@@ -524,7 +527,7 @@ impl Workspace {
             CallEnd::Done(c) => {
                 self.rung = c.rung;
                 let report = done_report(&c.replies.data, &nonce).unwrap_or(Value::Null);
-                Ran::Done(report, c)
+                Ran::Done(report, c, ooms() > ooms_before)
             }
             CallEnd::Ended(o) => Ran::Ended(o),
         }
@@ -583,7 +586,8 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
 /// wait4 of the command: `"source": "runner"`), its wall time and output totals (the
 /// runner's), the output itself (as the supervisor captured it) and the CPU time of the
 /// whole jail during the command (the kernel's). The stop reason: `success` for exit 0,
-/// `code_runtime_error:<n>`, `code_killed:<signal>`, `code_timeout` (the runner stopped it;
+/// `code_runtime_error:<n>`, `code_killed:<signal>` (`code_memory_limit` when it was a
+/// SIGKILL and the memory cgroup killed during the command), `code_timeout` (the runner stopped it;
 /// the workspace lives on), or, when the jail ended, the supervisor's verdict.
 fn exec_record(
     mut r: Recorder,
@@ -617,8 +621,8 @@ fn exec_record(
             r.phase(Phase::Plan, false, t, Value::Null);
             (reason, Phase::Plan)
         }
-        Ran::Done(report, c) => {
-            let reason = done_reason(&report);
+        Ran::Done(report, c, oom_killed) => {
+            let reason = done_reason(&report, oom_killed);
             cite(&mut r, "execution", done_execution(&report, &c));
             r.phase(
                 Phase::Execute,
@@ -658,11 +662,16 @@ fn cite(r: &mut Recorder, key: &str, v: Value) {
     r.sections.cited.insert(key.to_string(), v);
 }
 
-fn done_reason(report: &Value) -> StopReason {
+fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
     if report.get("timed_out").and_then(Value::as_bool) == Some(true) {
         return StopReason::CodeTimeout;
     }
     if let Some(sig) = report.get("signal").and_then(Value::as_i64) {
+        // SIGKILL while the memory cgroup killed for the cap: the cap stopped it (its
+        // OOM killer's choice is the largest process, which a balloon is).
+        if oom_killed && sig == i64::from(libc::SIGKILL) {
+            return StopReason::CodeMemoryLimit;
+        }
         return StopReason::CodeKilled(crate::verdict::signal_name(sig as i32));
     }
     match report.get("exit_code").and_then(Value::as_i64) {
@@ -1143,6 +1152,7 @@ impl Engine {
     /// Close a workspace: every process in it is killed, its /workspace is gone.
     pub fn workspace_close(&self, id: &str, owner: Owner) -> Result<bool, EngineError> {
         let w = self.workspace(id, owner)?;
+        let _closing = self.closing();
         self.lock_workspaces().remove(id);
         if let Some(t) = w.lock().unwrap_or_else(|e| e.into_inner()).end("closed") {
             self.teardown(t);
@@ -1175,6 +1185,7 @@ impl Engine {
     /// The janitor's round: close workspaces that idled or lived too long, forget ended
     /// ones after a while.
     pub(super) fn expire_workspaces(&self) {
+        let _closing = self.closing();
         let mut forget = Vec::new();
         let mut expired = Vec::new();
         for (k, (_, w)) in self.lock_workspaces().iter() {

@@ -16,9 +16,12 @@ pub enum Unsaved {
     Listed,
 }
 
-/// Collect /app/out (`out`) under the policy's caps.
+/// Collect /app/out (`out`) under the policy's caps, the brokered credentials' values
+/// replaced in every file's bytes (crate::redact::scrub_artifacts).
 pub fn collect(out: &OwnedFd, policy: &crate::policy::Policy) -> Collected {
-    crate::artifacts::collect(out, &policy.artifacts)
+    let mut c = crate::artifacts::collect(out, &policy.artifacts);
+    crate::redact::scrub_artifacts(&mut c, &policy.redaction.secrets);
+    c
 }
 
 /// Put `c` into the record: written to `dir` when there is one (a failure is the record's

@@ -197,6 +197,42 @@ fn jail_lints(policy: &Policy, w: &mut Vec<LintWarning>) {
     }
     limit_lints(p, w);
     requirement_lints(p, w);
+    credential_lints(p, w);
+}
+
+/// Brokered credentials: what each one hands the program, a key sent in clear, a key file
+/// others may read.
+fn credential_lints(p: &Policy, w: &mut Vec<LintWarning>) {
+    use std::os::unix::fs::MetadataExt;
+    for c in &p.network.credentials {
+        let (name, host, port) = (&c.name, &c.host, c.port());
+        warn(
+            w,
+            "network.credentials",
+            format!(
+                "{name}: the program can call {host}:{port} with this key for anything the key allows, and a response that echoes the key hands it to the program"
+            ),
+        );
+        if c.upstream == super::Upstream::Http {
+            warn(
+                w,
+                "network.credentials",
+                format!("{name}: upstream = \"http\": the key goes to {host}:{port} in clear"),
+            );
+        }
+        let mode = std::fs::symlink_metadata(&c.value_file).map_or(0, |m| m.mode());
+        if mode & 0o044 != 0 {
+            warn(
+                w,
+                "network.credentials",
+                format!(
+                    "{name}: {} is readable by group or others (mode {:o}): chmod 0600 it",
+                    c.value_file,
+                    mode & 0o7777
+                ),
+            );
+        }
+    }
 }
 
 /// Limits that are very large for one job.

@@ -12,8 +12,10 @@ pub mod python;
 /// What `seccomp.allow_groups` names mean: the jail crate's table (the policy names the
 /// jail's vocabulary, as it holds the check crate's rule types).
 pub use agentjail_jail::syscall_groups;
+mod credentials;
 mod network;
 mod validate;
+pub use credentials::{Credential as NetworkCredential, Secret, Upstream};
 pub use network::{Network, NetworkMode, PROXY_PORT};
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
@@ -486,6 +488,11 @@ pub struct Redaction {
     pub patterns: Vec<String>,
     /// Redact the printed record too (the audit log always is).
     pub printed: bool,
+    /// The values of the policy's brokered credentials (`[[network.credentials]]`), filled
+    /// when the policy loads: redacted from both copies of every record, whatever
+    /// `printed` says, and from artifacts. Never printed.
+    #[serde(skip)]
+    pub secrets: Vec<Secret>,
 }
 
 impl Default for Redaction {
@@ -494,6 +501,7 @@ impl Default for Redaction {
             defaults: true,
             patterns: Vec::new(),
             printed: false,
+            secrets: Vec::new(),
         }
     }
 }
@@ -971,7 +979,11 @@ pub fn load_str(text: &str, origin: &str) -> Result<LoadedPolicy, PolicyError> {
             hint: "start the file with `version = 1`".into(),
         });
     }
-    if let Err(v) = validate::validate(&policy).and_then(|()| policy.resolve_python()) {
+    let checked = validate::validate(&policy)
+        .and_then(|()| credentials::validate(&policy))
+        .and_then(|()| policy.resolve_python())
+        .and_then(|()| credentials::load(&mut policy));
+    if let Err(v) = checked {
         let pos = v
             .item
             .as_deref()

@@ -42,6 +42,18 @@ pub struct Network {
     pub idle_timeout_ms: u64,
     /// The upstream connect, and the program's request head or ClientHello.
     pub connect_timeout_ms: u64,
+    /// Secrets the proxy injects as a header for one host (`[[network.credentials]]`,
+    /// policy::credentials).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<super::credentials::Credential>,
+    /// The PEM bundle that https credential upstreams are verified against (default: the
+    /// system's, /etc/ssl/certs/ca-certificates.crt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// The credentials as loaded (their values, the TLS client): filled when the policy
+    /// loads, never printed.
+    #[serde(skip)]
+    pub broker: agentjail_net::Broker,
 }
 
 impl Default for Network {
@@ -60,6 +72,9 @@ impl Default for Network {
             max_requests: l.requests,
             idle_timeout_ms: l.idle.as_millis() as u64,
             connect_timeout_ms: l.connect.as_millis() as u64,
+            credentials: Vec::new(),
+            ca_file: None,
+            broker: agentjail_net::Broker::default(),
         }
     }
 }
@@ -94,6 +109,7 @@ impl Network {
                 idle: Duration::from_millis(self.idle_timeout_ms),
                 connect: Duration::from_millis(self.connect_timeout_ms),
             },
+            broker: self.broker.clone(),
         }
     }
 

@@ -7,6 +7,7 @@
 //! Each binary's main.rs includes it with `#[path = "../common/mod.rs"] mod common;`.
 #![allow(dead_code)]
 
+pub mod attacks;
 pub mod python;
 pub mod serve;
 

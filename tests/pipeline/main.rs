@@ -21,5 +21,6 @@ mod contract;
 mod files_artifacts;
 mod hardening;
 mod judge_mode;
+mod network_cred;
 mod network_run;
 mod run_pipeline;

@@ -96,7 +96,7 @@ fn run_fetches_from_the_list_and_records_every_request() {
 }
 
 /// One JSON line to `serve`, one back.
-fn ask(
+pub(crate) fn ask(
     f: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
     req: serde_json::Value,
 ) -> serde_json::Value {
@@ -111,7 +111,7 @@ fn ask(
 
 /// A running `serve`: stopped with SIGTERM (it ends its jails and removes their cgroups)
 /// and reaped when dropped, a failed assertion included.
-struct Server(std::process::Child);
+pub(crate) struct Server(std::process::Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -124,7 +124,7 @@ impl Drop for Server {
 }
 
 /// `agentjail serve` on a socket in `dir` as `who`, and a connection to it.
-fn serve_on(
+pub(crate) fn serve_on(
     who: Who,
     dir: &std::path::Path,
     pol: &std::path::Path,

@@ -10,15 +10,24 @@
 //! rules list them, connects to the very address it checked (no second lookup: DNS
 //! rebinding), counts bytes and stops at the limits. Every request is logged.
 //!
-//! std only: no async runtime, no HTTP library. The parsers read a request head and a TLS
-//! record header and nothing more; everything after the decision is relayed as bytes.
+//! For a host with a brokered credential ([`broker`]), a plain-HTTP request gets the secret
+//! header the program never held and goes upstream over TLS (rustls) or plain HTTP.
+//!
+//! std and rustls only: no async runtime, no HTTP library. The parsers read a request head
+//! and a TLS record header and nothing more; everything after the decision is relayed as
+//! bytes.
 
 pub mod addr;
+pub mod broker;
 pub mod decide;
 pub mod proxy;
 pub mod rules;
 pub mod wire;
 
+#[cfg(test)]
+mod test_tls;
+
+pub use broker::{Broker, Credential, Tls};
 pub use decide::{Resolver, SystemResolver};
 pub use proxy::{Entry, OnDeny, Proxy, Report};
 pub use rules::{Limits, Rules};

@@ -2,6 +2,7 @@
 //! (at most `limits.connections` in a run), two per tunnel while it relays. Every request,
 //! allowed or not, becomes an [`Entry`].
 
+use crate::broker::Credential;
 use crate::decide::{decide, Resolver};
 use crate::rules::{normalize, Rules};
 use crate::wire::{self, First, Head};
@@ -34,6 +35,8 @@ pub struct Entry {
     /// The address the proxy connected to (the one it checked).
     pub address: Option<String>,
     pub ms: u64,
+    /// The brokered credential the request went upstream with (its name, never its value).
+    pub credential: Option<String>,
 }
 
 /// What the proxy saw in a run.
@@ -430,7 +433,10 @@ const HOP_BY_HOP: &[&str] = &[
 /// An absolute-form plain-HTTP request: its `Host` must name the URL's host and port; it
 /// goes upstream in origin form with `Connection: close`, its body (Content-Length only)
 /// after it, and the response comes back until the upstream closes. One request per
-/// connection: nothing the program sends after the body is read.
+/// connection: nothing the program sends after the body is read. A request for a host with
+/// a brokered credential is taken even when plain HTTP is not allowed: it leaves with the
+/// credential's header (the program's own of that name dropped) to the credential's port,
+/// over TLS unless the credential says the upstream is plain.
 fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entry, t0: Instant) {
     let (host, port, path) = match wire::parse_http_url(&head.target) {
         Ok(x) => x,
@@ -438,30 +444,17 @@ fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entr
     };
     e.host = normalize(&host);
     e.port = port;
-    if !sh.rules.allow_http {
+    let cred = sh.rules.broker.find(&e.host, port);
+    if cred.is_none() && !sh.rules.allow_http {
         return deny(sh, &client, &e, "plain_http_denied", t0);
     }
-    let host_hdr = match head.one("host") {
-        Ok(Some(h)) => h,
-        Ok(None) => return deny(sh, &client, &e, "host_header_missing", t0),
+    let body_len = match request_checks(head, &e) {
+        Ok(n) => n,
         Err(why) => return deny(sh, &client, &e, why, t0),
     };
-    match wire::split_authority(host_hdr, 80) {
-        Ok((h, p)) if normalize(&h) == e.host && p == port => {}
-        _ => return deny(sh, &client, &e, "host_mismatch", t0),
-    }
-    if head.one("transfer-encoding").map_or(true, |v| v.is_some()) {
-        return deny(sh, &client, &e, "request_transfer_encoding_unsupported", t0);
-    }
-    let body_len = match head.one("content-length") {
-        Ok(None) => 0,
-        Ok(Some(v)) => match v.parse::<u64>() {
-            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => return deny(sh, &client, &e, "bad_content_length", t0),
-        },
-        Err(why) => return deny(sh, &client, &e, why, t0),
-    };
-    let addrs = match decide(&sh.rules, sh.resolver.as_ref(), &host, port) {
+    let up_port = cred.map_or(port, |c| c.port);
+    e.port = up_port;
+    let addrs = match decide(&sh.rules, sh.resolver.as_ref(), &host, up_port) {
         Ok(a) => a,
         Err(d) => return deny(sh, &client, &e, &d.0, t0),
     };
@@ -469,20 +462,97 @@ fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entr
         return connect_failed(sh, &client, e, t0);
     };
     e.address = up.peer_addr().ok().map(|a| a.to_string());
-    let mut out = format!("{} {path} HTTP/1.1\r\n", head.method).into_bytes();
-    for (n, v) in &head.headers {
-        if !HOP_BY_HOP.iter().any(|h| n.eq_ignore_ascii_case(h)) {
-            out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
-        }
-    }
-    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    let mut out = upstream_head(head, &path, cred);
     // The body: what came with the head, then the rest from the socket, exactly body_len.
     let mut body = rest;
     body.truncate(body_len.min(usize::MAX as u64) as usize);
     let more = body_len - body.len() as u64;
     out.extend_from_slice(&body);
     let client_body = (&client).take(more);
-    relay_request(sh, &client, client_body, up, out, e, t0);
+    let Some(c) = cred else {
+        return relay_request(sh, &client, client_body, up, out, e, t0);
+    };
+    if !c.tls {
+        e.credential = Some(c.name.clone());
+        return relay_request(sh, &client, client_body, up, out, e, t0);
+    }
+    let _ = up.set_read_timeout(Some(sh.rules.limits.connect));
+    let tls = match &sh.rules.broker.tls {
+        Some(t) => t.connect(&c.host, up),
+        None => Err("no trust roots".to_string()),
+    };
+    match tls {
+        Ok(stream) => {
+            e.credential = Some(c.name.clone());
+            relay_request(sh, &client, client_body, stream, out, e, t0)
+        }
+        Err(why) => upstream_failed(sh, &client, e, &format!("upstream_tls_failed:{why}"), t0),
+    }
+}
+
+/// The request's own checks: `Host` names the URL's host and port, no Transfer-Encoding,
+/// at most one well-formed Content-Length (its value, 0 without one).
+fn request_checks(head: &Head, e: &Entry) -> Result<u64, &'static str> {
+    let host_hdr = head.one("host")?.ok_or("host_header_missing")?;
+    match wire::split_authority(host_hdr, 80) {
+        Ok((h, p)) if normalize(&h) == e.host && p == e.port => {}
+        _ => return Err("host_mismatch"),
+    }
+    if head.one("transfer-encoding").map_or(true, |v| v.is_some()) {
+        return Err("request_transfer_encoding_unsupported");
+    }
+    match head.one("content-length")? {
+        None => Ok(0),
+        Some(v) => match v.parse::<u64>() {
+            Ok(n) if v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+            _ => Err("bad_content_length"),
+        },
+    }
+}
+
+/// The head that goes upstream: origin form, hop-by-hop headers dropped, `Connection:
+/// close`; for a brokered credential, `Host` names the upstream and the credential's header
+/// replaces every one of that name the program sent.
+fn upstream_head(head: &Head, path: &str, cred: Option<&Credential>) -> Vec<u8> {
+    let mut out = format!("{} {path} HTTP/1.1\r\n", head.method).into_bytes();
+    if let Some(c) = cred {
+        out.extend_from_slice(format!("Host: {}\r\n", c.authority()).as_bytes());
+    }
+    for (n, v) in &head.headers {
+        let hop = HOP_BY_HOP.iter().any(|h| n.eq_ignore_ascii_case(h));
+        let replaced = cred
+            .is_some_and(|c| n.eq_ignore_ascii_case("host") || n.eq_ignore_ascii_case(&c.header));
+        if !hop && !replaced {
+            out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+        }
+    }
+    if let Some(c) = cred {
+        out.extend_from_slice(format!("{}: {}\r\n", c.header, c.value).as_bytes());
+    }
+    out.extend_from_slice(b"Connection: close\r\n\r\n");
+    out
+}
+
+/// An allowed request whose upstream could not be used (its TLS handshake failed): logged
+/// with `reason`, and a 502 naming it to the program.
+fn upstream_failed(sh: &Shared, client: &TcpStream, e: Entry, reason: &str, t0: Instant) {
+    let body = format!("agentjail: {}:{} {reason}\n", e.host, e.port);
+    log(
+        sh,
+        Entry {
+            allowed: true,
+            reason: reason.into(),
+            ms: t0.elapsed().as_millis() as u64,
+            ..e
+        },
+    );
+    let msg = format!(
+        "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut c = client;
+    let _ = c.write_all(msg.as_bytes());
+    let _ = client.shutdown(Shutdown::Both);
 }
 
 /// How a transfer ended: `ok`, or what cut it.
@@ -493,7 +563,7 @@ fn end_reason(r: Result<(), &'static str>) -> &'static str {
 /// Copy `from` → `to`, counting into `mine` and the run's `total` under `limit`. Ok at EOF.
 fn pump(
     from: &mut impl Read,
-    to: &TcpStream,
+    to: &mut impl Write,
     mine: &AtomicU64,
     total: &AtomicU64,
     limit: u64,
@@ -504,6 +574,9 @@ fn pump(
         let n = match from.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => n,
+            // A TLS upstream that closed without close_notify: the end of its response (the
+            // program's HTTP client checks the framing; one request per connection).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -517,8 +590,7 @@ fn pump(
         if !add_within(total, n as u64, limit) {
             return Err(over);
         }
-        let mut t = to;
-        if t.write_all(&buf[..n]).is_err() {
+        if to.write_all(&buf[..n]).is_err() {
             total.fetch_sub(n as u64, SeqCst);
             return Err("connection_reset");
         }
@@ -535,15 +607,14 @@ fn add_within(total: &AtomicU64, n: u64, limit: u64) -> bool {
 
 fn send_counted(
     sh: &Shared,
-    to: &TcpStream,
+    to: &mut impl Write,
     bytes: &[u8],
     mine: &AtomicU64,
 ) -> Result<(), &'static str> {
     if !add_within(&sh.bytes_out, bytes.len() as u64, sh.rules.limits.bytes_out) {
         return Err("bytes_out_limit");
     }
-    let mut t = to;
-    t.write_all(bytes).map_err(|_| "connection_reset")?;
+    to.write_all(bytes).map_err(|_| "connection_reset")?;
     mine.fetch_add(bytes.len() as u64, SeqCst);
     Ok(())
 }
@@ -554,7 +625,7 @@ fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry
     let _ = client.set_read_timeout(Some(lim.idle));
     let _ = up.set_read_timeout(Some(lim.idle));
     let (bin, bout) = (AtomicU64::new(0), AtomicU64::new(0));
-    let mut out_end = send_counted(sh, &up, &first, &bout);
+    let mut out_end = send_counted(sh, &mut &up, &first, &bout);
     let mut in_end = Ok(());
     if out_end.is_ok() {
         std::thread::scope(|s| {
@@ -562,7 +633,7 @@ fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry
             let outward = s.spawn(|| {
                 let r = pump(
                     &mut &*c2,
-                    u2,
+                    &mut &*u2,
                     &bout,
                     &sh.bytes_out,
                     lim.bytes_out,
@@ -573,7 +644,7 @@ fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry
             });
             in_end = pump(
                 &mut &up,
-                &client,
+                &mut &client,
                 &bin,
                 &sh.bytes_in,
                 lim.bytes_in,
@@ -612,24 +683,41 @@ fn finish_direction(r: Result<(), &'static str>, from: &TcpStream, to: &TcpStrea
     }
 }
 
+/// What a plain-HTTP request goes upstream on: the socket, or a TLS stream over it.
+trait Upstream: Read + Write {
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Upstream for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Upstream for rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.sock
+    }
+}
+
 /// A plain-HTTP request: the rewritten head and body upstream, then the response back.
 fn relay_request(
     sh: &Shared,
     client: &TcpStream,
     mut body: impl Read,
-    up: TcpStream,
+    mut up: impl Upstream,
     head: Vec<u8>,
     e: Entry,
     t0: Instant,
 ) {
     let lim = &sh.rules.limits;
     let _ = client.set_read_timeout(Some(lim.idle));
-    let _ = up.set_read_timeout(Some(lim.idle));
+    let _ = up.tcp().set_read_timeout(Some(lim.idle));
     let (bin, bout) = (AtomicU64::new(0), AtomicU64::new(0));
-    let sent = send_counted(sh, &up, &head, &bout).and_then(|_| {
+    let sent = send_counted(sh, &mut up, &head, &bout).and_then(|_| {
         pump(
             &mut body,
-            &up,
+            &mut up,
             &bout,
             &sh.bytes_out,
             lim.bytes_out,
@@ -638,8 +726,8 @@ fn relay_request(
     });
     let got = match sent {
         Ok(()) => pump(
-            &mut &up,
-            client,
+            &mut up,
+            &mut &*client,
             &bin,
             &sh.bytes_in,
             lim.bytes_in,
@@ -660,9 +748,13 @@ fn relay_request(
         },
     );
     let _ = client.shutdown(Shutdown::Both);
-    let _ = up.shutdown(Shutdown::Both);
+    let _ = up.tcp().shutdown(Shutdown::Both);
 }
 
 #[cfg(test)]
 #[path = "proxy_tests.rs"]
-mod tests;
+pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "broker_tests.rs"]
+mod broker_tests;

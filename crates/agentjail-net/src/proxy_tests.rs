@@ -13,13 +13,13 @@ use std::time::Duration;
 
 /// An upstream on 127.0.0.1: answers each connection with `reply` after reading what the
 /// client sends until it has `expect` bytes (or EOF), and counts connections.
-struct Upstream {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-    got: Arc<Mutex<Vec<u8>>>,
+pub(crate) struct Upstream {
+    pub(crate) port: u16,
+    pub(crate) hits: Arc<AtomicUsize>,
+    pub(crate) got: Arc<Mutex<Vec<u8>>>,
 }
 
-fn upstream(reply: Vec<u8>, expect: usize) -> Upstream {
+pub(crate) fn upstream(reply: Vec<u8>, expect: usize) -> Upstream {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let hits = Arc::new(AtomicUsize::new(0));
@@ -45,21 +45,27 @@ fn upstream(reply: Vec<u8>, expect: usize) -> Upstream {
     Upstream { port, hits, got }
 }
 
-struct Run {
-    proxy: Proxy,
-    addr: std::net::SocketAddr,
-    denied: Arc<Mutex<Vec<String>>>,
+pub(crate) struct Run {
+    pub(crate) proxy: Proxy,
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) denied: Arc<Mutex<Vec<String>>>,
 }
 
 fn start(allow: &[String], allow_http: bool, limits: Limits, names: &[(&str, &[&str])]) -> Run {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
     let rules = Rules {
         allow: allow.iter().map(|s| Allow::parse(s).unwrap()).collect(),
         allow_private: vec![Cidr::parse("127.0.0.1/32").unwrap()],
         allow_http,
         limits,
+        broker: Default::default(),
     };
+    start_rules(rules, names)
+}
+
+/// A proxy under `rules` on 127.0.0.1, names resolved by a table.
+pub(crate) fn start_rules(rules: Rules, names: &[(&str, &[&str])]) -> Run {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
     let denied = Arc::new(Mutex::new(Vec::new()));
     let d = denied.clone();
     let proxy = Proxy::start(
@@ -79,7 +85,7 @@ fn start(allow: &[String], allow_http: bool, limits: Limits, names: &[(&str, &[&
 }
 
 impl Run {
-    fn finish(self) -> (Report, Vec<String>) {
+    pub(crate) fn finish(self) -> (Report, Vec<String>) {
         let addr = self.addr;
         let r = self.proxy.finish(|_| {
             let _ = TcpStream::connect(addr);
@@ -90,7 +96,7 @@ impl Run {
 }
 
 /// Send `req`, then `after` once the proxy answered; return everything read until EOF.
-fn exchange(addr: std::net::SocketAddr, req: &[u8], after: &[u8]) -> Vec<u8> {
+pub(crate) fn exchange(addr: std::net::SocketAddr, req: &[u8], after: &[u8]) -> Vec<u8> {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     s.write_all(req).unwrap();
@@ -107,7 +113,7 @@ fn exchange(addr: std::net::SocketAddr, req: &[u8], after: &[u8]) -> Vec<u8> {
     out
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
@@ -389,6 +395,7 @@ fn a_name_is_resolved_once_and_the_checked_address_is_used() {
         allow_private: vec![Cidr::parse("127.0.0.1").unwrap()],
         allow_http: true,
         limits: Limits::default(),
+        broker: Default::default(),
     };
     let proxy = Proxy::start(l, rules, Box::new(Shared2(fake.clone())), None).unwrap();
     let req = format!(
@@ -485,6 +492,7 @@ fn a_request_stuck_in_the_resolver_does_not_hold_the_end_of_the_run() {
         allow_private: vec![Cidr::parse("127.0.0.1").unwrap()],
         allow_http: true,
         limits: Limits::default(),
+        broker: Default::default(),
     };
     let proxy = Proxy::start(l, rules, Box::new(Gate(Mutex::new(rx))), None).unwrap();
     let mut c = TcpStream::connect(addr).unwrap();

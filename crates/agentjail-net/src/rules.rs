@@ -55,6 +55,8 @@ pub struct Rules {
     pub allow_private: Vec<Cidr>,
     pub allow_http: bool,
     pub limits: Limits,
+    /// The credentials the proxy injects (crate::broker); empty: none.
+    pub broker: crate::broker::Broker,
 }
 
 /// A host name as the proxy compares it: lower case, without one trailing dot.

@@ -15,6 +15,7 @@
 mod cache;
 mod resilience;
 mod workspace;
+mod workspace_attacks;
 
 use crate::common::serve as serve_harness;
 

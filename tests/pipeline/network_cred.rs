@@ -1,0 +1,434 @@
+//! Brokered credentials (`[[network.credentials]]`) through `agentjail run`, as root and as
+//! nobody: the jailed program calls an API on host loopback that echoes the request back
+//! (the worst upstream: it hands the key to the program), and the key must reach the
+//! upstream once, replace the program's own header, never be readable from the jail, and
+//! never appear in the printed record, its artifacts or the audit log. TLS upstreams are
+//! verified against the policy's `ca_file` (certificates made here by `openssl`).
+
+use crate::common::*;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+const SECRET: &str = "cred-secret-7f3a9c2b11d0";
+
+/// The answer to a request head: 200 with the head as the body.
+fn echo(head: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        head.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(head);
+    r
+}
+
+fn read_head(s: &mut impl Read) -> Vec<u8> {
+    let mut head = Vec::new();
+    let mut b = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&b[..n]),
+        }
+    }
+    head
+}
+
+/// Every head an upstream received.
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A plain-HTTP echo upstream on 127.0.0.1.
+fn plain_upstream() -> (u16, Seen) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen: Seen = Arc::default();
+    let s2 = seen.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let head = read_head(&mut s);
+            s2.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head).into());
+            let _ = s.write_all(&echo(&head));
+        }
+    });
+    (port, seen)
+}
+
+/// The test's certificates: a CA, a leaf for `localhost` it signed, and a CA that signed
+/// nothing here; the CAs' files in the shared directory (readable by nobody), the rest
+/// in memory (the directory openssl worked in is removed).
+struct Certs {
+    ca: PathBuf,
+    other: PathBuf,
+    leaf: Vec<u8>,
+    key: Vec<u8>,
+}
+
+fn certs() -> &'static Certs {
+    static C: OnceLock<Certs> = OnceLock::new();
+    C.get_or_init(|| {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path();
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("the test needs the openssl command");
+            assert!(out.status.success(), "openssl {args:?}: {out:?}");
+        };
+        let ec = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+        for ca in ["ca", "other"] {
+            let a = format!("req -x509 {ec} -keyout {ca}.key -out {ca}.pem -days 2 -subj /CN=t{ca}");
+            run(&a.split(' ').collect::<Vec<_>>());
+        }
+        let a = format!("req {ec} -keyout leaf.key -out leaf.csr -subj /CN=localhost");
+        run(&a.split(' ').collect::<Vec<_>>());
+        std::fs::write(
+            dir.join("ext"),
+            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        run(&"x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out leaf.pem -days 2 -extfile ext".split(' ').collect::<Vec<_>>());
+        let pem = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        Certs {
+            ca: shared_file("cred-ca.pem", &pem("ca.pem")),
+            other: shared_file("cred-other-ca.pem", &pem("other.pem")),
+            leaf: std::fs::read(dir.join("leaf.pem")).unwrap(),
+            key: std::fs::read(dir.join("leaf.key")).unwrap(),
+        }
+    })
+}
+
+/// A TLS echo upstream for `localhost` on 127.0.0.1.
+fn tls_upstream() -> (u16, Seen) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let c = certs();
+    let chain = vec![CertificateDer::from_pem_slice(&c.leaf).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(&c.key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    let cfg = Arc::new(cfg);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen: Seen = Arc::default();
+    let s2 = seen.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { continue };
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            let head = read_head(&mut tls);
+            if head.is_empty() {
+                continue;
+            }
+            s2.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head).into());
+            let _ = tls.write_all(&echo(&head));
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+    (port, seen)
+}
+
+/// The secret, in a directory of its own (root's, 0755), owned by whoever runs agentjail.
+fn secret_file(who: Who) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::Builder::new()
+        .prefix("ajcred-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = d.path().join("api-key");
+    std::fs::write(&p, format!("{SECRET}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    if matches!(who, Who::Nobody) {
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+    }
+    (d, p)
+}
+
+/// The default policy with an allowlist for `localhost:port`, the credential `api` for it.
+fn policy(port: u16, cred: &str, tag: &str) -> PathBuf {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/default.toml"
+    ))
+    .unwrap();
+    let start = base.find("[network]").unwrap();
+    let end = start + base[start..].find("[seccomp]").unwrap();
+    let net = format!(
+        "[network]\nmode = \"allowlist\"\nallow = [\"localhost:{port}\"]\nallow_private = [\"127.0.0.1/32\"]\n{cred}\n\n"
+    );
+    let text = format!("{}{net}{}", &base[..start], &base[end..])
+        .replace(
+            "allowed_imports = [\"json\", \"statistics\"]",
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
+        )
+        .replace("\"connect\", \"request\", \"urlopen\",", "\"connect\",")
+        .replace("deny_url_literals = true", "deny_url_literals = false")
+        // The program writes its artifact and tries the key's file.
+        .replace("\"__import__\", \"open\",", "\"__import__\",")
+        .replace(
+            "\"pipes\", \"exec\", \"system_info\",\n]",
+            "\"pipes\", \"exec\", \"system_info\", \"network\",\n]",
+        )
+        .replace("wall_time_ms = 2000", "wall_time_ms = 20000")
+        .replace("cpu_time_ms = 2000", "cpu_time_ms = 10000");
+    shared_file(&format!("net-cred-{tag}-{port}.toml"), &text)
+}
+
+fn cred(file: &Path, port: u16, extra: &str) -> String {
+    format!(
+        "[[network.credentials]]\nname = \"api\"\nhost = \"localhost\"\nport = {port}\nvalue_file = \"{}\"\nformat = \"Bearer {{}}\"\n{extra}",
+        file.display()
+    )
+}
+
+/// The program: call the API with its own Authorization, print what came back, keep a
+/// copy as an artifact, and try to read the key's file.
+fn action(key_path: &Path) -> Vec<u8> {
+    let code = format!(
+        "import json, urllib.request, urllib.error\nreq = urllib.request.Request('http://localhost/v1/echo', headers={{'Authorization': 'Bearer mine'}})\ntry:\n    body = urllib.request.urlopen(req, timeout=10).read().decode()\nexcept urllib.error.HTTPError as e:\n    body = 'HTTP %d %s' % (e.code, e.read().decode())\nopen('/app/out/echo.txt', 'w').write(body)\ntry:\n    open({:?}).read()\n    f = 'read'\nexcept FileNotFoundError:\n    f = 'missing'\nexcept PermissionError:\n    f = 'denied'\nprint(json.dumps({{'echo': body, 'file': f}}))\n",
+        key_path.display().to_string()
+    );
+    let a = json!({"id": "cred", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    serde_json::to_vec(&a).unwrap()
+}
+
+/// What every run must show: the key nowhere in the printed record, the file unreadable.
+fn no_key_anywhere(who: Who, r: &RunRecord) {
+    let raw = String::from_utf8_lossy(&r.raw);
+    assert!(
+        !raw.contains(SECRET),
+        "{who:?}: the key is in the record: {raw}"
+    );
+    assert!(!r.stderr.contains(SECRET), "{who:?}: {}", r.stderr);
+    let f = &r.record["output"]["file"];
+    assert!(f == "missing" || f == "denied", "{who:?}: {f}");
+}
+
+#[test]
+fn a_brokered_key_reaches_a_plain_upstream_and_never_the_record() {
+    let (port, seen) = plain_upstream();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("http-{who:?}"),
+        );
+        let r = run_as(
+            who,
+            &["--policy", pol.to_str().unwrap()],
+            &action(&key),
+            None,
+        );
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        no_key_anywhere(who, &r);
+        let echo = r.record["output"]["echo"].as_str().unwrap();
+        assert!(
+            echo.contains("Authorization: Bearer [REDACTED:credential_api]"),
+            "{who:?}: {echo}"
+        );
+        assert!(!echo.contains("mine"), "{who:?}: {echo}");
+        let head = seen.lock().unwrap().pop().unwrap();
+        assert_eq!(head.matches("Authorization:").count(), 1, "{head}");
+        assert!(head.contains(&format!("Authorization: Bearer {SECRET}\r\n")));
+        let req = &r.record["network"]["requests"][0];
+        assert_eq!(
+            (req["credential"].as_str(), req["reason"].as_str()),
+            (Some("api"), Some("ok")),
+            "{who:?}: {req}"
+        );
+        // The artifact's bytes lost the key too.
+        let art = &r.record["artifacts"][0];
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(art["content_base64"].as_str().unwrap())
+            .unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(SECRET) && text.contains("[REDACTED:credential_api]"),
+            "{who:?}: {text}"
+        );
+        assert!(r.record["redaction"]["kinds"]["credential_api"].as_u64() >= Some(1));
+        // A `denied` network hint drops the credential with the list: nothing goes out.
+        let mut narrowed: serde_json::Value = serde_json::from_slice(&action(&key)).unwrap();
+        narrowed["policy_hints"] = json!({"network_access": "denied"});
+        let n = seen.lock().unwrap().len();
+        let bytes = serde_json::to_vec(&narrowed).unwrap();
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &bytes, None);
+        no_key_anywhere(who, &r);
+        let req = &r.record["network"]["requests"][0];
+        assert!(!req["allowed"].as_bool().unwrap(), "{who:?}: {req}");
+        assert_eq!(req["reason"], "plain_http_denied", "{who:?}: {req}");
+        assert!(req["credential"].is_null(), "{who:?}: {req}");
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            n,
+            "{who:?}: nothing reached the upstream"
+        );
+    }
+}
+
+#[test]
+fn a_tls_upstream_is_verified_against_the_policys_ca() {
+    let (port, seen) = tls_upstream();
+    let c = certs();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        for (ca, ok) in [(&c.ca, true), (&c.other, false)] {
+            let ca_line = format!("ca_file = \"{}\"\n", ca.display());
+            let ca = if ok { "ca" } else { "other" };
+            let pol = policy(port, &cred(&key, port, ""), &format!("tls-{who:?}-{ca}"));
+            // ca_file belongs to [network], ahead of the credentials' tables.
+            let text = std::fs::read_to_string(&pol).unwrap().replacen(
+                "mode = \"allowlist\"\n",
+                &format!("mode = \"allowlist\"\n{ca_line}"),
+                1,
+            );
+            let pol = shared_file(&format!("net-cred-tls-{who:?}-{ca}-{port}.toml"), &text);
+            let before = seen.lock().unwrap().len();
+            let r = run_as(
+                who,
+                &["--policy", pol.to_str().unwrap()],
+                &action(&key),
+                None,
+            );
+            assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+            no_key_anywhere(who, &r);
+            let echo = r.record["output"]["echo"].as_str().unwrap();
+            let req = &r.record["network"]["requests"][0];
+            if ok {
+                assert!(
+                    echo.contains("[REDACTED:credential_api]"),
+                    "{who:?}: {echo}"
+                );
+                assert_eq!(req["credential"], "api", "{who:?}: {req}");
+                let head = seen.lock().unwrap().last().cloned().unwrap();
+                assert!(head.contains(&format!("Authorization: Bearer {SECRET}\r\n")));
+                assert!(
+                    head.contains(&format!("Host: localhost:{port}\r\n")),
+                    "{head}"
+                );
+            } else {
+                assert!(echo.starts_with("HTTP 502"), "{who:?}: {echo}");
+                let why = req["reason"].as_str().unwrap();
+                assert!(why.starts_with("upstream_tls_failed:"), "{who:?}: {req}");
+                assert!(req["credential"].is_null(), "{who:?}: {req}");
+                assert_eq!(seen.lock().unwrap().len(), before, "nothing reached it");
+            }
+        }
+    }
+}
+
+/// The operator's file is checked when the policy loads: a symlink, a file others may
+/// write, or one of another user is refused before any jail starts.
+#[test]
+fn unsafe_key_files_refuse_the_policy() {
+    let (port, _) = plain_upstream();
+    for who in variants() {
+        let (d, key) = secret_file(who);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        let loose = d.path().join("loose");
+        std::fs::copy(&key, &loose).unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let theirs = d.path().join("theirs");
+        std::fs::copy(&key, &theirs).unwrap();
+        // Readable by nobody too: the owner is what must refuse it.
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut cases = vec![
+            (link, "symbolic link"),
+            (loose, "writable by group or others"),
+        ];
+        if is_root() {
+            std::os::unix::fs::chown(&theirs, Some(12345), None).unwrap();
+            cases.push((theirs, "belongs to uid 12345"));
+        }
+        for (path, why) in cases {
+            let pol = policy(
+                port,
+                &cred(&path, port, "upstream = \"http\""),
+                &format!("bad-{who:?}"),
+            );
+            let r = run_as(
+                who,
+                &["--policy", pol.to_str().unwrap()],
+                &action(&key),
+                None,
+            );
+            let text = format!("{} {}", String::from_utf8_lossy(&r.raw), r.stderr);
+            assert!(
+                text.contains("network.credentials") && text.contains(why),
+                "{who:?} {path:?}: {text}"
+            );
+            assert!(!text.contains(SECRET), "{text}");
+            assert_ne!(r.code, 0);
+        }
+    }
+}
+
+/// `serve`'s sessions take the same credentials: each call's record names the credential
+/// and redacts the echoed key from the call's value.
+#[test]
+fn a_serve_session_brokers_the_key_and_redacts_it() {
+    use crate::common::serve;
+    use crate::network_run::{ask, serve_on};
+    let (port, seen) = plain_upstream();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("serve-{who:?}"),
+        );
+        let dir = serve::scratch("netcred");
+        let (_server, mut f) = serve_on(
+            who,
+            dir.path(),
+            &pol,
+            &["--pool", "0", "--session-pool", "0"],
+        );
+        let sid = ask(&mut f, json!({"id": "s", "op": "session_start"}))["session"].clone();
+        assert!(sid.is_string(), "{who:?}");
+        let code = "import urllib.request as u\nb = u.urlopen('http://localhost/x', timeout=10).read().decode()\nb";
+        let answer = ask(
+            &mut f,
+            json!({"id": "1", "op": "session_exec", "session": sid, "code": code}),
+        );
+        let text = answer.to_string();
+        assert!(!text.contains(SECRET), "{who:?}: {text}");
+        let r = &answer["record"];
+        assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        assert!(
+            r["value"]
+                .as_str()
+                .unwrap()
+                .contains("[REDACTED:credential_api]"),
+            "{who:?}: {r:#}"
+        );
+        assert_eq!(r["network"]["requests"][0]["credential"], "api");
+        let head = seen.lock().unwrap().last().cloned().unwrap();
+        assert!(head.contains(&format!("Authorization: Bearer {SECRET}\r\n")));
+        ask(
+            &mut f,
+            json!({"id": "c", "op": "session_close", "session": sid}),
+        );
+    }
+}
