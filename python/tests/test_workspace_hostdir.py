@@ -24,7 +24,7 @@ JAIL_UID = 65534 if os.geteuid() == 0 else os.geteuid()
 def roots(tmp_path):
     # Not beneath tmp_path: pytest's base directory is 0700, and the jail's user must be
     # able to search every directory down to its workspace (agentjail refuses one it cannot).
-    base = pathlib.Path(tempfile.mkdtemp(prefix="agentjail-pyhost-", dir="/tmp"))
+    base = pathlib.Path(tempfile.mkdtemp(prefix="ajtest-pyhost-", dir="/tmp"))
     root = base / "roots"
     root.mkdir()
     for d in (base, root):

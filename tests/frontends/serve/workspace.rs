@@ -713,7 +713,9 @@ fn a_host_directory_workspace_keeps_its_files_and_nothing_else() {
     for who in variants() {
         let m = common::marker("ws-hostdir");
         let base = tempfile::Builder::new()
-            .prefix("agentjail-wshost-")
+            // Not "agentjail-...": the serve tests running beside this one count such
+            // entries in /tmp as left behind.
+            .prefix("ajtest-wshost-")
             .tempdir_in("/tmp")
             .unwrap();
         // The server (root or nobody) must reach the root; the jail's user owns the
@@ -916,7 +918,7 @@ fn a_host_directory_workspace_keeps_its_files_and_nothing_else() {
         s.finish();
         let left: Vec<String> = common::mount_points()
             .difference(&mounts_before)
-            .filter(|p| p.contains("agentjail-wshost-"))
+            .filter(|p| p.contains("ajtest-wshost-"))
             .cloned()
             .collect();
         assert!(left.is_empty(), "mounts left: {left:?}");
