@@ -16,6 +16,7 @@
 //! Python only (the JavaScript runner has no session mode).
 
 mod error;
+pub mod hostdir;
 pub mod pool;
 mod slots;
 pub mod workspace;

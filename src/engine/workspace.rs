@@ -130,6 +130,28 @@ pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, crate::plan::Build
     Ok(plan)
 }
 
+/// The plan of a workspace whose /workspace is the host directory `dir`: the workspace
+/// plan with its tmpfs replaced by a read-write bind of the directory (nosuid, nodev,
+/// noexec, as the tmpfs), and no chmod or create with a set-id mode (seccomp: the files stay
+/// on the host, where the mount's nosuid no longer holds).
+pub fn host_dir_plan(
+    base: &crate::plan::JailPlan,
+    dir: &super::hostdir::HostDir,
+) -> crate::plan::JailPlan {
+    let mut plan = base.clone();
+    for op in &mut plan.mounts {
+        if matches!(op, crate::plan::MountOp::Tmpfs { target, .. } if target == WORKSPACE) {
+            *op = crate::plan::MountOp::BindHostDir {
+                root: dir.root.clone(),
+                relative: dir.relative.clone(),
+                target: WORKSPACE.into(),
+            };
+        }
+    }
+    plan.seccomp.deny_setid_modes = true;
+    plan
+}
+
 /// One `workspace_exec` request, as every front end sends it (serve's op fields; the HTTP
 /// and MCP front ends build the same object).
 #[derive(Debug, Clone, PartialEq)]
@@ -339,6 +361,10 @@ pub struct Workspace {
     /// The network allowlist's proxy for this workspace's jail (src/netproxy.rs), if any:
     /// it lives until the workspace ends, and its limits count over the whole workspace.
     net: Option<crate::netproxy::NetSession>,
+    /// The host directory bound at /workspace (`host_dir`), claimed until the jail is gone.
+    host_dir: Option<super::hostdir::HostDir>,
+    /// Its path, for the records (kept after the claim is let go at the end).
+    host_path: Option<String>,
 }
 
 /// What one command came to, as the runner and the supervisor tell it: the input of the
@@ -377,6 +403,8 @@ impl Workspace {
             ended_at: None,
             rung: None,
             net,
+            host_dir: None,
+            host_path: None,
         }
     }
 
@@ -409,6 +437,9 @@ impl Workspace {
         self.ended_at.get_or_insert_with(Instant::now);
         let teardown = self.jail.take().map(|j| j.end().1);
         self.net = None;
+        // Every process of the jail is gone (its init reaped with the pid namespace): the
+        // directory may now be another workspace's.
+        self.host_dir = None;
         teardown
     }
 
@@ -419,6 +450,7 @@ impl Workspace {
             jail_start: self.start,
             ended: self.ended.is_some(),
             ended_reason: self.ended.clone(),
+            host_dir: self.host_path.clone(),
         }
     }
 
@@ -948,6 +980,18 @@ impl Engine {
         hints: Option<&Value>,
         owner: Owner,
     ) -> Result<String, EngineError> {
+        self.workspace_start_in(hints, None, owner)
+    }
+
+    /// As [`workspace_start`](Self::workspace_start), with /workspace the host directory
+    /// `host_dir` (beneath a `[workspace] host_roots` entry; src/engine/hostdir.rs) when
+    /// given: always a cold jail (the pool's hold a tmpfs).
+    pub fn workspace_start_in(
+        &self,
+        hints: Option<&Value>,
+        host_dir: Option<&str>,
+        owner: Owner,
+    ) -> Result<String, EngineError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(EngineError::new(
                 "unavailable",
@@ -958,6 +1002,13 @@ impl Engine {
             return Err(bad("this policy has no workspaces ([workspace] enabled = false); serve a policy that enables them, such as policies/workspace.toml"));
         };
         let (policy, net_narrowed) = self.hinted(hints)?;
+        // As the jail's user: the jail reopens the path with no more right than that (a
+        // directory on the way it cannot search is refused here, not at the jail's setup).
+        let roots = &self.policy.policy.workspace.host_roots;
+        let claimed = match host_dir {
+            Some(d) => Some(as_jail_user(|| super::hostdir::claim(d, roots))??),
+            None => None,
+        };
         let max = policy.workspace.max_per_client;
         let open = |same: &dyn Fn(&Owner) -> bool| {
             let live =
@@ -974,30 +1025,14 @@ impl Engine {
                 "too_many_workspaces",
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
             ))?;
-        let warm = self
-            .workspace_pool
-            .as_ref()
-            .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
-        let (jail, start) = match warm {
-            Some((jail, _)) => (jail, crate::pipeline::source::Start::Warm),
-            None => {
-                let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
-                    EngineError::new(
-                        "unavailable",
-                        format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
-                    )
-                })?;
-                (jail, crate::pipeline::source::Start::Cold)
-            }
-        };
+        let (mut jail, start) = self.workspace_jail(plan, claimed.as_ref())?;
         // The allowlist's proxy lives as long as the workspace's jail (src/netproxy.rs).
-        let mut jail = jail;
         let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
             let control = e.unavailable_control();
             EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
         })?;
         let id = agentjail_jail::ids::random_hex(16);
-        let w = Workspace::new(
+        let mut w = Workspace::new(
             id.clone(),
             owner,
             (jail, start),
@@ -1005,9 +1040,57 @@ impl Engine {
             self.policy_ref.clone(),
             net,
         );
+        w.host_path = claimed.as_ref().map(|h| h.path());
+        w.host_dir = claimed;
         self.lock_workspaces()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));
         Ok(id)
+    }
+
+    /// A started jail for a workspace: warm from the pool for a tmpfs one, cold with its
+    /// own plan for a host directory (checked, once started, to hold the claimed directory).
+    fn workspace_jail(
+        &self,
+        plan: &Arc<crate::plan::JailPlan>,
+        claimed: Option<&super::hostdir::HostDir>,
+    ) -> Result<(StartedJail, crate::pipeline::source::Start), EngineError> {
+        let warm = self
+            .workspace_pool
+            .as_ref()
+            .filter(|_| claimed.is_none())
+            .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
+        if let Some((jail, _)) = warm {
+            return Ok((jail, crate::pipeline::source::Start::Warm));
+        }
+        let plan = match claimed {
+            Some(dir) => Arc::new(host_dir_plan(plan, dir)),
+            None => Arc::clone(plan),
+        };
+        let jail = self.spawner.start(plan).map_err(|e| {
+            EngineError::new(
+                "unavailable",
+                format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
+            )
+        })?;
+        if let Some(dir) = claimed {
+            // The bind went through a second open (the jail's own, in its mount namespace):
+            // it must have found the directory that was checked and locked.
+            let same = jail
+                .out()
+                .and_then(|fd| agentjail_jail::os::dir::stat(fd).ok())
+                .is_some_and(|st| (st.dev, st.ino) == dir.id);
+            if !same {
+                self.teardown(jail.end().1);
+                return Err(EngineError::new(
+                    "bad_host_dir",
+                    format!(
+                        "host_dir {:?} changed while the jail was being set up; try again",
+                        dir.path()
+                    ),
+                ));
+            }
+        }
+        Ok((jail, crate::pipeline::source::Start::Cold))
     }
 
     /// The workspace `id`, if `owner` started it (another client's ids are unknown to it).

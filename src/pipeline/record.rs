@@ -204,6 +204,8 @@ pub struct WorkspaceRef {
     pub jail_start: Start,
     pub ended: bool,
     pub ended_reason: Option<String>,
+    /// The host directory bound at /workspace (`host_dir`), or null for a tmpfs.
+    pub host_dir: Option<String>,
 }
 
 /// The record's `command`: `exec`'s command line, or what a workspace command ran.

@@ -399,6 +399,13 @@ pub struct WorkspacePolicy {
     pub lifetime_seconds: u64,
     /// Workspaces one client may hold open at once.
     pub max_per_client: u64,
+    /// Host directories beneath which `workspace_start`'s `host_dir` may lie: that directory
+    /// is then bound read-write at /workspace instead of the tmpfs (src/engine/hostdir.rs).
+    /// Empty: `host_dir` is refused.
+    pub host_roots: Vec<String>,
+    /// The operator's word that `size` and `inodes` do not bound a host directory (only
+    /// the host filesystem's own quota does): required when `host_roots` is not empty.
+    pub host_quota_acknowledged: bool,
 }
 
 impl Default for WorkspacePolicy {
@@ -411,6 +418,8 @@ impl Default for WorkspacePolicy {
             idle_timeout_seconds: 900,
             lifetime_seconds: 7200,
             max_per_client: 8,
+            host_roots: Vec::new(),
+            host_quota_acknowledged: false,
         }
     }
 }
