@@ -61,6 +61,8 @@ const BUILT_IN: &[(&str, &str)] = &[
 pub struct Redactor {
     /// The brokered credentials' values (`credential_<name>`, literal): both copies, always.
     secrets: Vec<(String, Regex)>,
+    /// The same values as text, for a string that ends in one's beginning (cut by a cap).
+    secret_values: Vec<String>,
     rules: Vec<(String, Regex)>,
     printed: bool,
 }
@@ -135,6 +137,7 @@ impl Redactor {
             secrets.push((format!("credential_{}", s.name), re));
         }
         Ok(Redactor {
+            secret_values: p.secrets.iter().map(|s| s.value.clone()).collect(),
             secrets,
             rules,
             printed: p.printed,
@@ -180,6 +183,18 @@ impl Redactor {
             let replaced = re.replace_all(cur, regex::NoExpand(&marker)).into_owned();
             *counts.0.entry(kind.clone()).or_default() += n;
             out = Some(replaced);
+        }
+        for ((kind, _), value) in self.secrets.iter().zip(&self.secret_values) {
+            let cur = out.as_deref().unwrap_or(text);
+            if let Some(cut) = cut_secret_tail(cur, value) {
+                let (body, ellipsis) = match cur.strip_suffix("...") {
+                    Some(b) => (b, "..."),
+                    None => (cur, ""),
+                };
+                let replaced = format!("{}[REDACTED:{kind}]{ellipsis}", &body[..cut]);
+                *counts.0.entry(kind.clone()).or_default() += 1;
+                out = Some(replaced);
+            }
         }
         out
     }
@@ -258,6 +273,23 @@ impl Redactor {
         }
         audit
     }
+}
+
+/// Shortest beginning of a credential's value redacted at the end of a string: what a cap
+/// (stdout's, an error message's, a session value's) leaves of a value it cut.
+const MIN_SECRET_TAIL: usize = 8;
+
+/// Where `text` (less one trailing `...`, a cut value's mark) ends in the first
+/// [`MIN_SECRET_TAIL`] or more characters of `secret` (not all of it: the literal pass
+/// took whole ones): the byte index that beginning starts at.
+fn cut_secret_tail(text: &str, secret: &str) -> Option<usize> {
+    let body = text.strip_suffix("...").unwrap_or(text).as_bytes();
+    let secret = secret.as_bytes();
+    let longest = secret.len().saturating_sub(1).min(body.len());
+    (MIN_SECRET_TAIL..=longest)
+        .rev()
+        .find(|n| body.ends_with(&secret[..*n]))
+        .map(|n| body.len() - n)
 }
 
 /// Replace every brokered credential's value in the artifacts' bytes with its marker (size,
@@ -462,6 +494,35 @@ mod secret_tests {
 
     fn redactor_plain() -> Redactor {
         Redactor::new(&Redaction::default()).unwrap()
+    }
+
+    /// A cap that cut the value (stdout's, an exception message's, a session value's
+    /// `...`) leaves its beginning at the string's end: that goes too, from 8 characters.
+    #[test]
+    fn a_value_cut_by_a_cap_loses_its_beginning_too() {
+        let r = with_secret(false);
+        for (text, want) in [
+            ("echo: plainvalue-4", "echo: [REDACTED:credential_api]"),
+            (
+                "echo: plainvalue-42....",
+                "echo: [REDACTED:credential_api]...",
+            ),
+            ("plainval", "[REDACTED:credential_api]"),
+            (
+                "plainvalue-42.x plainvalue-42",
+                "[REDACTED:credential_api] [REDACTED:credential_api]",
+            ),
+        ] {
+            let mut rec = json!({"execution": {"stdout": text}});
+            r.seal(&mut rec);
+            assert_eq!(rec["execution"]["stdout"], want, "{text}");
+        }
+        // Seven characters, or the beginning anywhere but at the end, stay.
+        for text in ["ends plainva", "plainvalue-4 then more"] {
+            let mut rec = json!({"execution": {"stdout": text}});
+            r.seal(&mut rec);
+            assert_eq!(rec["execution"]["stdout"], text);
+        }
     }
 
     #[test]

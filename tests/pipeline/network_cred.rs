@@ -531,3 +531,38 @@ fn a_zygote_jail_never_holds_the_key_in_its_memory() {
         assert!(zygote, "{who:?}: no job ran in a zygote's jail");
     }
 }
+
+/// An echoed key that straddles the stdout cap: the record keeps the first 4096 bytes, and
+/// the key's beginning at their end must go as the whole key does.
+#[test]
+fn a_key_cut_by_the_output_cap_leaves_no_beginning() {
+    let (port, _seen) = plain_upstream();
+    let code = "import urllib.request\nbody = urllib.request.urlopen('http://localhost/v1/echo', timeout=10).read().decode()\nat = body.index('Bearer ') + 7\nprint('x' * (4096 - 12 - at) + body + 'y' * 100)\n";
+    let a = json!({"id": "cut", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("cut-{who:?}"),
+        );
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &a, None);
+        assert_eq!(
+            r.stop_reason(),
+            "code_output_too_large",
+            "{who:?}: {:#}",
+            r.record
+        );
+        let ex = &r.record["execution"];
+        assert_eq!(ex["stdout_truncated"], true, "{who:?}");
+        let out = ex["stdout"].as_str().unwrap();
+        assert!(
+            !out.contains(&SECRET[..12]) && out.ends_with("[REDACTED:credential_api]"),
+            "{who:?}: the cut key's beginning is in the record: {}",
+            &out[out.len().saturating_sub(80)..]
+        );
+        let raw = String::from_utf8_lossy(&r.raw);
+        assert!(!raw.contains(&SECRET[..12]), "{who:?}");
+    }
+}
