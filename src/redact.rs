@@ -130,7 +130,7 @@ impl Redactor {
         }
         let mut secrets = Vec::new();
         for s in &p.secrets {
-            let re = Regex::new(&regex::escape(&s.value)).map_err(|e| RedactError {
+            let re = Regex::new(&secret_pattern(&s.value)).map_err(|e| RedactError {
                 pattern: format!("credential {}", s.name),
                 reason: e.to_string(),
             })?;
@@ -275,6 +275,30 @@ impl Redactor {
     }
 }
 
+/// Characters that JSON encoders escape (`\"`, `\\`, PHP's `\/`) or write as `\u00XX`
+/// (Go's `<`, `>`, `&`; .NET's `'` and `+`).
+const JSON_ESCAPED: &str = "\"\\/<>&'+=";
+
+/// The pattern of a credential's value: the literal, each of its [`JSON_ESCAPED`]
+/// characters also as its JSON escapes, so an upstream's JSON echo printed as it came (in
+/// stdout, an artifact) is caught as well as the value itself.
+fn secret_pattern(value: &str) -> String {
+    let mut p = String::new();
+    for c in value.chars() {
+        if JSON_ESCAPED.contains(c) {
+            p.push_str(&format!(
+                "(?:{}|\\\\{}|\\\\u00(?i:{:02x}))",
+                regex::escape(&c.to_string()),
+                regex::escape(&c.to_string()),
+                c as u32
+            ));
+        } else {
+            p.push_str(&regex::escape(&c.to_string()));
+        }
+    }
+    p
+}
+
 /// Shortest beginning of a credential's value redacted at the end of a string: what a cap
 /// (stdout's, an error message's, a session value's) leaves of a value it cut.
 const MIN_SECRET_TAIL: usize = 8;
@@ -301,22 +325,40 @@ pub fn scrub_artifacts(
 ) -> u64 {
     use sha2::{Digest, Sha256};
     let mut n = 0;
+    let patterns: Vec<(Vec<u8>, Option<regex::bytes::Regex>)> = secrets
+        .iter()
+        .map(|s| {
+            let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
+            (
+                marker,
+                regex::bytes::Regex::new(&secret_pattern(&s.value)).ok(),
+            )
+        })
+        .collect();
     for a in &mut c.artifacts {
         let mut changed = false;
-        for s in secrets {
-            let needle = s.value.as_bytes();
-            let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
-            let mut out = Vec::with_capacity(a.content.len());
-            let mut rest = &a.content[..];
-            while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
-                out.extend_from_slice(&rest[..i]);
-                out.extend_from_slice(&marker);
-                rest = &rest[i + needle.len()..];
-                n += 1;
-                changed = true;
+        for (s, (marker, re)) in secrets.iter().zip(&patterns) {
+            let found = match re {
+                Some(re) => re.find_iter(&a.content).count() as u64,
+                // A value whose pattern does not compile (none does: it is printable
+                // ASCII, escaped): the literal.
+                None => a
+                    .content
+                    .windows(s.value.len().max(1))
+                    .filter(|w| *w == s.value.as_bytes())
+                    .count() as u64,
+            };
+            if found == 0 {
+                continue;
             }
-            out.extend_from_slice(rest);
-            a.content = out;
+            a.content = match re {
+                Some(re) => re
+                    .replace_all(&a.content, regex::bytes::NoExpand(marker))
+                    .into_owned(),
+                None => replace_literal(&a.content, s.value.as_bytes(), marker),
+            };
+            n += found;
+            changed = true;
         }
         if changed {
             a.bytes = a.content.len() as u64;
@@ -325,6 +367,18 @@ pub fn scrub_artifacts(
         }
     }
     n
+}
+
+fn replace_literal(hay: &[u8], needle: &[u8], marker: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(marker);
+        rest = &rest[i + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 /// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its
@@ -494,6 +548,53 @@ mod secret_tests {
 
     fn redactor_plain() -> Redactor {
         Redactor::new(&Redaction::default()).unwrap()
+    }
+
+    /// An upstream's JSON echo printed as it came: the value with `/`, `"`, `\\`, `+`
+    /// escaped as encoders do (PHP's `\/`, .NET's `\u002B`) is the value.
+    #[test]
+    fn json_escaped_forms_of_a_value_are_the_value() {
+        let value = r#"k3y/with"quote\and+plus"#;
+        let r = Redactor::new(&Redaction {
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: value.into(),
+            }],
+            ..Redaction::default()
+        })
+        .unwrap();
+        let escaped = [
+            value.to_string(),
+            r#"k3y\/with\"quote\\and+plus"#.to_string(),
+            r#"k3y\u002fwith\u0022quote\u005Cand\u002Bplus"#.to_string(),
+        ];
+        for form in &escaped {
+            let mut rec = json!({"execution": {"stdout": format!("{{\"h\": \"{form}\"}}")}});
+            r.seal(&mut rec);
+            assert_eq!(
+                rec["execution"]["stdout"], "{\"h\": \"[REDACTED:credential_api]\"}",
+                "{form}"
+            );
+        }
+        use crate::artifacts::{Artifact, Collected};
+        let mut c = Collected::default();
+        c.artifacts.push(Artifact {
+            path: "a.json".into(),
+            bytes: 0,
+            sha256: String::new(),
+            media_type: "text/plain",
+            content: escaped.join(" ").into_bytes(),
+            stamp: (0, 0, 0),
+        });
+        let secrets = [Secret {
+            name: "api".into(),
+            value: value.into(),
+        }];
+        assert_eq!(scrub_artifacts(&mut c, &secrets), 3);
+        assert_eq!(
+            String::from_utf8_lossy(&c.artifacts[0].content),
+            "[REDACTED:credential_api] [REDACTED:credential_api] [REDACTED:credential_api]"
+        );
     }
 
     /// A cap that cut the value (stdout's, an exception message's, a session value's
