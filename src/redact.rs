@@ -286,12 +286,19 @@ fn secret_pattern(value: &str) -> String {
     let mut p = String::new();
     for c in value.chars() {
         if JSON_ESCAPED.contains(c) {
-            p.push_str(&format!(
-                "(?:{}|\\\\{}|\\\\u00(?i:{:02x}))",
-                regex::escape(&c.to_string()),
-                regex::escape(&c.to_string()),
-                c as u32
-            ));
+            let lit = regex::escape(&c.to_string());
+            // \u00XX, the hex digits in either case (classes, not (?i), which costs).
+            let hex: String = format!("{:02x}", c as u32)
+                .chars()
+                .map(|h| {
+                    if h.is_ascii_alphabetic() {
+                        format!("[{h}{}]", h.to_ascii_uppercase())
+                    } else {
+                        h.to_string()
+                    }
+                })
+                .collect();
+            p.push_str(&format!("(?:{lit}|\\\\{lit}|\\\\u00{hex})"));
         } else {
             p.push_str(&regex::escape(&c.to_string()));
         }
@@ -595,6 +602,57 @@ mod secret_tests {
             String::from_utf8_lossy(&c.artifacts[0].content),
             "[REDACTED:credential_api] [REDACTED:credential_api] [REDACTED:credential_api]"
         );
+    }
+
+    /// The longest value a key file may hold, every character one JSON escapes: its
+    /// pattern still compiles (a redactor that cannot be built redacts nothing).
+    #[test]
+    fn the_longest_value_of_escaped_characters_compiles() {
+        let value: String = "/\"+<&'=>\\"
+            .chars()
+            .cycle()
+            .take(crate::policy::MAX_SECRET_BYTES as usize)
+            .collect();
+        let r = Redactor::new(&Redaction {
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: value.clone(),
+            }],
+            ..Redaction::default()
+        });
+        let r = r.expect("compiles");
+        let mut rec = json!({"execution": {"stdout": format!("a{value}b")}});
+        r.seal(&mut rec);
+        assert_eq!(rec["execution"]["stdout"], "a[REDACTED:credential_api]b");
+    }
+
+    /// A redactor that cannot be built (a pattern the loader would have refused) leaves
+    /// neither copy holding a credential's value: both are the stub that says why.
+    #[test]
+    fn no_redactor_means_no_printed_record_with_secrets() {
+        use crate::pipeline::record::Sealed;
+        let p = Redaction {
+            patterns: vec!["(".into()],
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: "plainvalue-42.x".into(),
+            }],
+            ..Redaction::default()
+        };
+        let rec = json!({"run_id": "r", "stop_reason": "success",
+                         "execution": {"stdout": "plainvalue-42.x"}});
+        let s = Sealed::of(crate::verdict::StopReason::Success, rec.clone(), &p);
+        for copy in [&s.value, s.audit_value()] {
+            assert!(!copy.to_string().contains("plainvalue"), "{copy}");
+            assert!(copy["redaction"]["error"].is_string(), "{copy}");
+        }
+        // Without secrets the printed copy is the caller's own output, kept.
+        let p = Redaction {
+            patterns: vec!["(".into()],
+            ..Redaction::default()
+        };
+        let s = Sealed::of(crate::verdict::StopReason::Success, rec.clone(), &p);
+        assert_eq!(s.value, rec);
     }
 
     /// A cap that cut the value (stdout's, an exception message's, a session value's

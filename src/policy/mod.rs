@@ -15,7 +15,7 @@ pub use agentjail_jail::syscall_groups;
 mod credentials;
 mod network;
 mod validate;
-pub use credentials::{Credential as NetworkCredential, Secret, Upstream};
+pub use credentials::{Credential as NetworkCredential, Secret, Upstream, MAX_SECRET_BYTES};
 pub use network::{Network, NetworkMode, PROXY_PORT};
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
