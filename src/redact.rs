@@ -323,7 +323,7 @@ fn cut_secret_tail(text: &str, secret: &str) -> Option<usize> {
         .map(|n| body.len() - n)
 }
 
-/// Replace every brokered credential's value in the artifacts' bytes with its marker (size,
+/// Replace every brokered credential's value in the artifacts' names and bytes with its marker (size,
 /// digest and media type recomputed), before they are written anywhere or put in a record:
 /// a file is not text the record's pass sees. Returns how many replacements were made.
 pub fn scrub_artifacts(
@@ -344,6 +344,24 @@ pub fn scrub_artifacts(
         .collect();
     for a in &mut c.artifacts {
         let mut changed = false;
+        // The name too: an artifacts directory on the host keeps it as the file's name.
+        for (s, (marker, re)) in secrets.iter().zip(&patterns) {
+            let path = a.path.as_bytes();
+            let renamed = match re {
+                Some(re) if re.is_match(path) => re
+                    .replace_all(path, regex::bytes::NoExpand(marker))
+                    .into_owned(),
+                None if path
+                    .windows(s.value.len().max(1))
+                    .any(|w| w == s.value.as_bytes()) =>
+                {
+                    replace_literal(path, s.value.as_bytes(), marker)
+                }
+                _ => continue,
+            };
+            a.path = String::from_utf8_lossy(&renamed).into_owned();
+            n += 1;
+        }
         for (s, (marker, re)) in secrets.iter().zip(&patterns) {
             let found = match re {
                 Some(re) => re.find_iter(&a.content).count() as u64,
@@ -710,5 +728,13 @@ mod secret_tests {
         assert_ne!(a.sha256, "old");
         assert_eq!(c.artifacts[1].sha256, "old", "untouched");
         assert_eq!(scrub_artifacts(&mut c, &[]), 0);
+        // A file named after the value is renamed: the name is what an artifacts
+        // directory keeps.
+        let mut c = Collected::default();
+        c.artifacts.push(art(b"x"));
+        c.artifacts[0].path = "d/plainvalue-42.x.txt".into();
+        assert_eq!(scrub_artifacts(&mut c, &secrets), 1);
+        assert_eq!(c.artifacts[0].path, "d/[REDACTED:credential_api].txt");
+        assert_eq!(c.artifacts[0].sha256, "old", "the bytes were not touched");
     }
 }
