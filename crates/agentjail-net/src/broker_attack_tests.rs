@@ -119,6 +119,10 @@ fn request_tricks_never_send_the_key_elsewhere_or_twice() {
         ("GET http://index.test/#x HTTP/1.1\r\nHost: index.test\r\n\r\n".into(), "bad_url"),
         ("GET http://index%2etest/ HTTP/1.1\r\nHost: index%2etest\r\n\r\n".into(), "invalid_host"),
         ("GET http://index.test../ HTTP/1.1\r\nHost: index.test..\r\n\r\n".into(), "invalid_host"),
+        // a look-alike (dotless i), its punycode, a backslash before userinfo
+        ("GET http://\u{131}ndex.test/ HTTP/1.1\r\nHost: \u{131}ndex.test\r\n\r\n".into(), "invalid_host"),
+        ("GET http://xn--ndex-xua.test/ HTTP/1.1\r\nHost: xn--ndex-xua.test\r\n\r\n".into(), "not_allowlisted"),
+        (format!("GET http://other.test:{q}\\@index.test/ HTTP/1.1\r\nHost: index.test\r\n\r\n"), "bad_url"),
         // the credential's host in Host, another in the URL; an IPv6 literal
         (format!("GET http://other.test:{q}/ HTTP/1.1\r\nHost: index.test\r\n\r\n"), "host_mismatch"),
         (format!("GET http://[::1]:{q}/ HTTP/1.1\r\nHost: [::1]:{q}\r\n\r\n"), "ip_not_listed"),
