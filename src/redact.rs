@@ -323,69 +323,78 @@ fn cut_secret_tail(text: &str, secret: &str) -> Option<usize> {
         .map(|n| body.len() - n)
 }
 
-/// Replace every brokered credential's value in the artifacts' names and bytes with its marker (size,
-/// digest and media type recomputed), before they are written anywhere or put in a record:
-/// a file is not text the record's pass sees. Returns how many replacements were made.
+/// `content` with every brokered credential's value (and its JSON-escaped forms, see
+/// [`secret_pattern`]) replaced by its marker (`[REDACTED:credential_<name>]`), and how
+/// many replacements were made: for bytes that leave agentjail outside a record
+/// (artifacts, their names, a workspace's files).
+pub fn scrub_bytes(content: &[u8], secrets: &[crate::policy::Secret]) -> (Vec<u8>, u64) {
+    let mut n = 0;
+    let mut content = content.to_vec();
+    for s in secrets {
+        if s.value.is_empty() {
+            continue;
+        }
+        let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
+        match bytes_pattern(&s.value) {
+            Ok(re) => {
+                let k = re.find_iter(&content).count() as u64;
+                if k > 0 {
+                    content = re
+                        .replace_all(&content, regex::bytes::NoExpand(&marker))
+                        .into_owned();
+                    n += k;
+                }
+            }
+            // A value whose pattern does not compile (none does: printable ASCII,
+            // escaped): the literal.
+            Err(_) => {
+                let (out, k) = replace_literal(&content, s.value.as_bytes(), &marker);
+                content = out;
+                n += k;
+            }
+        }
+    }
+    (content, n)
+}
+
+/// The compiled [`secret_pattern`] of `value` for bytes, built once per process (a
+/// session's or a workspace's every file is scrubbed with it).
+fn bytes_pattern(value: &str) -> Result<Arc<regex::bytes::Regex>, regex::Error> {
+    type Memo = Mutex<Vec<(String, Arc<regex::bytes::Regex>)>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
+    let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, re)) = m.iter().find(|(v, _)| v == value) {
+        return Ok(Arc::clone(re));
+    }
+    let re = Arc::new(regex::bytes::Regex::new(&secret_pattern(value))?);
+    if m.len() >= 16 {
+        m.remove(0);
+    }
+    m.push((value.to_string(), Arc::clone(&re)));
+    Ok(re)
+}
+
+/// Replace every brokered credential's value in the artifacts' names and bytes with its
+/// marker (size, digest and media type recomputed), before they are written anywhere or
+/// put in a record: a file is not text the record's pass sees, and an artifacts directory
+/// on the host keeps the name as the file's. Returns how many replacements were made.
 pub fn scrub_artifacts(
     c: &mut crate::artifacts::Collected,
     secrets: &[crate::policy::Secret],
 ) -> u64 {
     use sha2::{Digest, Sha256};
     let mut n = 0;
-    let patterns: Vec<(Vec<u8>, Option<regex::bytes::Regex>)> = secrets
-        .iter()
-        .map(|s| {
-            let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
-            (
-                marker,
-                regex::bytes::Regex::new(&secret_pattern(&s.value)).ok(),
-            )
-        })
-        .collect();
     for a in &mut c.artifacts {
-        let mut changed = false;
-        // The name too: an artifacts directory on the host keeps it as the file's name.
-        for (s, (marker, re)) in secrets.iter().zip(&patterns) {
-            let path = a.path.as_bytes();
-            let renamed = match re {
-                Some(re) if re.is_match(path) => re
-                    .replace_all(path, regex::bytes::NoExpand(marker))
-                    .into_owned(),
-                None if path
-                    .windows(s.value.len().max(1))
-                    .any(|w| w == s.value.as_bytes()) =>
-                {
-                    replace_literal(path, s.value.as_bytes(), marker)
-                }
-                _ => continue,
-            };
-            a.path = String::from_utf8_lossy(&renamed).into_owned();
-            n += 1;
+        let (name, k) = scrub_bytes(a.path.as_bytes(), secrets);
+        if k > 0 {
+            n += k;
+            a.path = String::from_utf8_lossy(&name).into_owned();
         }
-        for (s, (marker, re)) in secrets.iter().zip(&patterns) {
-            let found = match re {
-                Some(re) => re.find_iter(&a.content).count() as u64,
-                // A value whose pattern does not compile (none does: it is printable
-                // ASCII, escaped): the literal.
-                None => a
-                    .content
-                    .windows(s.value.len().max(1))
-                    .filter(|w| *w == s.value.as_bytes())
-                    .count() as u64,
-            };
-            if found == 0 {
-                continue;
-            }
-            a.content = match re {
-                Some(re) => re
-                    .replace_all(&a.content, regex::bytes::NoExpand(marker))
-                    .into_owned(),
-                None => replace_literal(&a.content, s.value.as_bytes(), marker),
-            };
-            n += found;
-            changed = true;
-        }
-        if changed {
+        let (content, k) = scrub_bytes(&a.content, secrets);
+        if k > 0 {
+            n += k;
+            a.content = content;
             a.bytes = a.content.len() as u64;
             a.sha256 = format!("{:x}", Sha256::digest(&a.content));
             a.media_type = crate::artifacts::media_type(&a.content);
@@ -394,16 +403,19 @@ pub fn scrub_artifacts(
     n
 }
 
-fn replace_literal(hay: &[u8], needle: &[u8], marker: &[u8]) -> Vec<u8> {
+/// `hay` with every `needle` (not empty) replaced by `marker`, and how many.
+fn replace_literal(hay: &[u8], needle: &[u8], marker: &[u8]) -> (Vec<u8>, u64) {
     let mut out = Vec::with_capacity(hay.len());
     let mut rest = hay;
+    let mut n = 0;
     while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
         out.extend_from_slice(&rest[..i]);
         out.extend_from_slice(marker);
         rest = &rest[i + needle.len()..];
+        n += 1;
     }
     out.extend_from_slice(rest);
-    out
+    (out, n)
 }
 
 /// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its

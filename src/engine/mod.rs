@@ -583,7 +583,7 @@ impl Engine {
         Ok(id)
     }
 
-    /// The policy tightened by a session's `hints`, and whether they narrow the allowlist to
+    /// The policy tightened by a session's or workspace's `hints`, and whether they narrow the allowlist to
     /// nothing (a "denied" network hint, as for a run: crate::netproxy::narrowed_by).
     fn hinted(&self, hints: Option<&Value>) -> Result<(crate::policy::Policy, bool), EngineError> {
         let policy = self.policy.policy.clone();
@@ -670,14 +670,7 @@ impl Engine {
 
     /// End every session a connection started (it closed).
     pub fn close_sessions_of(&self, connection: u64) {
-        struct Closing<'a>(&'a std::sync::atomic::AtomicUsize);
-        impl Drop for Closing<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        self.closing.fetch_add(1, Ordering::SeqCst);
-        let _closing = Closing(&self.closing);
+        let _closing = self.closing();
         let mine: Vec<(String, Arc<Mutex<Session>>)> = self
             .lock_sessions()
             .iter()
@@ -695,6 +688,13 @@ impl Engine {
                 self.teardown(t);
             }
         }
+    }
+
+    /// Counted in `closing` while it lives: shutdown waits (bounded) until no jail a
+    /// session or workspace was taken out of its map for is still being ended.
+    pub(super) fn closing(&self) -> Closing<'_> {
+        self.closing.fetch_add(1, Ordering::SeqCst);
+        Closing(&self.closing)
     }
 
     /// Stop every running job and call now: each ends with an `interrupted:sigterm` record.
@@ -732,8 +732,10 @@ impl Engine {
             }
         }
         self.end_workspaces(None, "shutdown");
-        // A connection that took its sessions out of the map before the drain is ending them
-        // now; its teardowns must reach the reaper before the reaper stops.
+        // A connection, a close or the janitor that took sessions or workspaces out of the
+        // map before the drain is ending them now; their teardowns must reach the reaper
+        // before the reaper stops (its join is what makes every jail gone before this
+        // returns).
         let t = Instant::now();
         while self.closing.load(Ordering::SeqCst) > 0 && t.elapsed() < Duration::from_secs(15) {
             std::thread::sleep(Duration::from_millis(5));
@@ -891,6 +893,15 @@ impl JailSource for WithInputs<'_> {
 
     fn teardown(&self, t: Teardown) {
         Engine::teardown(self.engine, t);
+    }
+}
+
+/// One ending of sessions' or workspaces' jails under way ([`Engine::closing`]).
+pub(super) struct Closing<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

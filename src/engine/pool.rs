@@ -90,7 +90,13 @@ fn start_ready(plan: &JailPlan, zygote: Option<&Zygote>) -> Result<StartedJail, 
         }
         None => launch::prepare(plan)?.start()?,
     };
-    wait_ready(&jail, READY_TIMEOUT)?;
+    // A runner that never reported ready (it exited, or took too long): ended here, so its
+    // init is reaped. Dropped instead, the init would stay a zombie child of this process
+    // until it exits, and then PID 1's to reap: one more each time a pool retries.
+    if let Err(e) = wait_ready(&jail, READY_TIMEOUT) {
+        drop(jail.end());
+        return Err(e);
+    }
     Ok(jail)
 }
 

@@ -826,6 +826,14 @@ fn seccomp(p: &Policy) -> Result<(), Invalid> {
             "add \"javascript\"",
         ));
     }
+    if p.executes("javascript") && s.errno_syscalls.iter().any(|n| n == "eventfd2") {
+        return Err(invalid_item(
+            "seccomp.errno_syscalls",
+            "eventfd2",
+            "languages.execute lists javascript, whose event loop needs eventfd2: refused with an errno, node aborts at start (uv_loop_init)",
+            "remove \"eventfd2\" from errno_syscalls, or javascript from languages.execute",
+        ));
+    }
     if !s.allow_groups.iter().any(|g| g == "exec") {
         return Err(invalid(
             "seccomp.allow_groups",

@@ -277,6 +277,10 @@ fn javascript_settings_are_validated_strictly() {
         e.message.contains("eventfd2") && e.hint.contains("javascript"),
         "{e}"
     );
+    // ... and eventfd2 left to it: refused with an errno, node aborts at start.
+    let e = err(&format!("{JS}errno_syscalls = [\"eventfd2\"]\n"));
+    assert_eq!(e.key.as_deref(), Some("seccomp.errno_syscalls"), "{e}");
+    assert!(e.message.contains("uv_loop_init"), "{e}");
     let e = assert_err(
         &format!("{JS}[limits]\nmemory = \"64MiB\"\n"),
         "limits.memory",

@@ -7,8 +7,10 @@
 //! Each binary's main.rs includes it with `#[path = "../common/mod.rs"] mod common;`.
 #![allow(dead_code)]
 
+pub mod attacks;
 pub mod python;
 pub mod serve;
+pub mod site;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

@@ -75,6 +75,17 @@ pub fn live_with(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// The children of `pid` in every state (zombies included: [`descendants`] leaves them out).
+pub fn children_in_any_state(pid: i32) -> Vec<Proc> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|p| proc_stat(p).filter(|s| s.0 == pid).map(|s| (p, s.2)))
+        .collect()
+}
+
 /// Follows a server's process tree while it lives: every descendant ever seen (sampled
 /// every 20 ms, and on demand), so its jails can be checked gone after it exits.
 pub struct Tracker {
@@ -728,6 +739,40 @@ impl Server {
 
     /// After the server was told to exit: wait for it, then check responses and leftovers.
     pub fn finish_exit(mut self) -> String {
+        let status = self.exit_within_60s();
+        self.after_exit(status)
+    }
+
+    /// SIGTERM; the moment the server has exited (no settle time): none of its processes
+    /// ever seen, nor any child of it (zombies included: one it never reaped is PID 1's
+    /// now, and a process on the host until PID 1 gets round to it), exists any more, nor
+    /// any process with its marker. Then as [`finish_exit`](Self::finish_exit).
+    pub fn sigterm_leaves_nothing_at_exit(mut self) -> String {
+        let mut procs: BTreeSet<Proc> = self.tracker.sample().into_iter().collect();
+        procs.extend(self.tracker.seen());
+        procs.extend(children_in_any_state(self.pid));
+        self.send_signal(libc::SIGTERM);
+        let status = self.exit_within_60s();
+        let left: Vec<String> = procs
+            .iter()
+            .filter(|p| proc_stat(p.0).is_some_and(|(_, _, start)| start == p.1))
+            .map(|p| format!("{} {:?} {:?}", p.0, proc_stat(p.0), cmdline(p.0)))
+            .chain(
+                live_with(&self.marker)
+                    .iter()
+                    .map(|p| format!("{p} marked")),
+            )
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{:?}: processes of serve {} still on the host when it had exited: {left:?}",
+            self.who,
+            self.pid
+        );
+        self.after_exit(status)
+    }
+
+    fn exit_within_60s(&mut self) -> ExitStatus {
         let status = self.wait_exit(Duration::from_secs(60));
         let Some(status) = status else {
             self.send_signal(libc::SIGKILL);
@@ -737,6 +782,10 @@ impl Server {
                 tail(&self.stderr())
             );
         };
+        status
+    }
+
+    fn after_exit(mut self, status: ExitStatus) -> String {
         assert_eq!(
             status.code(),
             Some(0),

@@ -147,31 +147,7 @@ attempt("tcp " + HOST, lambda: conn(HOST))
 fn mknod_is_refused() {
     // x86_64: mknod 133, mknodat 259. A device node in /tmp (nodev, but it must not even be
     // created) and a fifo: the syscall itself is outside the allowlist.
-    each_blocked(
-        &[
-            case(
-                "os.mknod /tmp/null (char 1,3)",
-                "os.mknod('/tmp/n', 0o666 | 0o020000, os.makedev(1, 3))",
-                &["mknod", "mknodat"],
-            ),
-            case(
-                "mknodat /tmp/mem (char 1,1)",
-                r#"sysc(259, -100, b"/tmp/mem", 0o666 | 0o020000, (1 << 8) | 1)"#,
-                &["mknodat"],
-            ),
-            case(
-                "mknod /tmp/sda (block 8,0)",
-                r#"sysc(133, b"/tmp/sda", 0o666 | 0o060000, (8 << 8) | 0)"#,
-                &["mknod"],
-            ),
-            case(
-                "mkfifo /tmp/f",
-                "os.mkfifo('/tmp/f')",
-                &["mknod", "mknodat"],
-            ),
-        ],
-        CaseOpts::default(),
-    );
+    each_blocked(attacks::MKNOD, CaseOpts::default());
 }
 
 // ---------------------------------------------------------------- bombs
@@ -492,56 +468,13 @@ fn nested_user_namespace_is_refused_even_with_process_spawn() {
 #[test]
 fn mount_is_refused() {
     // x86_64: mount 165, umount2 166, pivot_root 155, chroot 161, open_tree 428, fsopen 430.
-    each_blocked(
-        &[
-            case(
-                "mount tmpfs /tmp",
-                r#"sysc(165, b"x", b"/tmp", b"tmpfs", 0, None)"#,
-                &["mount"],
-            ),
-            case(
-                "remount /usr rw",
-                "sysc(165, None, b\"/usr\", None, 0x20 | 0x1000, None)",
-                &["mount"],
-            ),
-            case(
-                "mount proc",
-                r#"sysc(165, b"proc", b"/tmp", b"proc", 0, None)"#,
-                &["mount"],
-            ),
-            case("umount /proc", r#"sysc(166, b"/proc", 2)"#, &["umount2"]),
-            case("umount /usr", r#"sysc(166, b"/usr", 2)"#, &["umount2"]),
-            case(
-                "pivot_root",
-                r#"sysc(155, b"/tmp", b"/tmp")"#,
-                &["pivot_root"],
-            ),
-            case("chroot", r#"sysc(161, b"/tmp")"#, &["chroot"]),
-            case("open_tree", r#"sysc(428, -100, b"/", 1)"#, &["open_tree"]),
-            case("fsopen", r#"sysc(430, b"tmpfs", 0)"#, &["fsopen"]),
-        ],
-        CaseOpts::default(),
-    );
+    each_blocked(attacks::MOUNTS, CaseOpts::default());
 }
 
 #[test]
 fn ptrace_is_refused() {
     // x86_64: ptrace 101, process_vm_readv 310, kcmp 312, pidfd_open 434.
-    each_blocked(
-        &[
-            case("PTRACE_TRACEME", "sysc(101, 0, 0, 0, 0)", &["ptrace"]),
-            case("PTRACE_ATTACH init", "sysc(101, 16, 1, 0, 0)", &["ptrace"]),
-            case("PTRACE_SEIZE init", "sysc(101, 0x4206, 1, 0, 0)", &["ptrace"]),
-            case(
-                "process_vm_readv init",
-                "sysc(310, 1, ctypes.byref((ctypes.c_uint64 * 2)(0, 8)), 1, ctypes.byref((ctypes.c_uint64 * 2)(0x400000, 8)), 1, 0)",
-                &["process_vm_readv"],
-            ),
-            case("kcmp", "sysc(312, 1, 2, 0, 0, 0)", &["kcmp"]),
-            case("pidfd_open init", "sysc(434, 1, 0)", &["pidfd_open"]),
-        ],
-        CaseOpts::default(),
-    );
+    each_blocked(attacks::PTRACE, CaseOpts::default());
 }
 
 #[test]
@@ -1192,71 +1125,7 @@ fn dangerous_syscalls_are_refused() {
     }
     // Calls that need no capability yet widen the kernel attack surface; the allowlist must
     // refuse them. One jail run per call: a forbidden call ends the run.
-    each_blocked(
-        &[
-            case(
-                "io_uring_setup",
-                "sysc(425, 8, ctypes.byref(ctypes.create_string_buffer(120)))",
-                &["io_uring_setup"],
-            ),
-            case("userfaultfd", "sysc(323, 1)", &["userfaultfd"]), // UFFD_USER_MODE_ONLY
-            case("bpf", "sysc(321, 0, None, 0)", &["bpf"]),
-            case(
-                "perf_event_open",
-                "sysc(298, ctypes.byref(ctypes.create_string_buffer(128)), 0, -1, -1, 0)",
-                &["perf_event_open"],
-            ),
-            case("keyctl", "sysc(250, 0, -3, 0)", &["keyctl"]), // KEYCTL_GET_KEYRING_ID
-            case(
-                "add_key",
-                r#"sysc(248, b"user", b"agentjail", b"x", 1, -3)"#,
-                &["add_key"],
-            ),
-            case(
-                "request_key",
-                r#"sysc(249, b"user", b"agentjail", None, 0)"#,
-                &["request_key"],
-            ),
-            case("memfd_create", r#"sysc(319, b"x", 0)"#, &["memfd_create"]),
-            case("personality", "sysc(135, 0x0040000)", &["personality"]), // ADDR_NO_RANDOMIZE
-            case(
-                "prctl(PR_SET_DUMPABLE)",
-                "sysc(157, 4, 1, 0, 0, 0)",
-                &["prctl"],
-            ),
-            case("seccomp", "sysc(317, 0, 0, None)", &["seccomp"]),
-            case(
-                "modify_ldt",
-                "sysc(154, 0, ctypes.create_string_buffer(16), 16)",
-                &["modify_ldt"],
-            ),
-            case("iopl", "sysc(172, 3)", &["iopl"]),
-            case(
-                "open_by_handle_at",
-                "sysc(304, 0, None, 0)",
-                &["open_by_handle_at"],
-            ),
-            case(
-                "name_to_handle_at",
-                r#"sysc(303, -100, b"/", ctypes.create_string_buffer(136), ctypes.byref(ctypes.c_int()), 0)"#,
-                &["name_to_handle_at"],
-            ),
-            case(
-                "syslog",
-                "sysc(103, 3, ctypes.create_string_buffer(64), 64)",
-                &["syslog"],
-            ),
-            case("init_module", "sysc(175, None, 0, b\"\")", &["init_module"]),
-            case("kexec_load", "sysc(246, 0, 0, None, 0)", &["kexec_load"]),
-            case(
-                "reboot",
-                "sysc(169, 0xfee1dead, 0x28121969, 0x4321fedc, None)",
-                &["reboot"],
-            ),
-            case("acct", r#"sysc(163, b"/tmp/acct")"#, &["acct"]),
-        ],
-        CaseOpts::default(),
-    );
+    each_blocked(attacks::DANGEROUS, CaseOpts::default());
 }
 
 /// Whether this (root) test process may create a cgroup next to its own: true for root on a

@@ -15,30 +15,15 @@
 use crate::common::*;
 use std::time::{Duration, Instant};
 
-const SYSC: &str = r#"
-import ctypes
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def sysc(nr, *args):
-    a = [ctypes.c_long(x) if isinstance(x, int) else x for x in args]
-    r = libc.syscall(ctypes.c_long(nr), *a)
-    if r < 0:
-        raise OSError(ctypes.get_errno(), "syscall %d" % nr)
-    return r
-libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_char_p]
-def ioc(fd, req):
-    if libc.ioctl(fd, req, b"\0" * 64) != 0:
-        raise OSError(ctypes.get_errno(), "ioctl")
-    return "ioctl ok"
-"#;
-
 fn each_blocked(cases: &[Case]) {
     let mut failures = Vec::new();
     for who in variants() {
         for c in cases {
             let code = format!(
-                "{PRELUDE}\n{SYSC}\nprint(\"ATTEMPT\", flush=True)\nattempt({:?}, lambda: {})\n",
-                c.label, c.call
+                "{PRELUDE}\n{}\nprint(\"ATTEMPT\", flush=True)\nattempt({:?}, lambda: {})\n",
+                attacks::SYSC,
+                c.label,
+                c.call
             );
             let r = jail(who, &["--time-limit", "5"], &[PY, "-I", "-S", "-c", &code]);
             note_blocked(&mut failures, c.label, who, &r, c.stops, true);
@@ -57,27 +42,7 @@ fn every_socket_family_is_refused() {
         return;
     }
     // socket(domain, SOCK_STREAM or SOCK_DGRAM or SOCK_RAW, 0): none may succeed.
-    each_blocked(&[
-        case("AF_NETLINK", "sysc(41, 16, 3, 0)", &["socket"]),
-        case("AF_PACKET", "sysc(41, 17, 3, 0)", &["socket"]),
-        case("AF_VSOCK", "sysc(41, 40, 1, 0)", &["socket"]),
-        case("AF_INET", "sysc(41, 2, 1, 0)", &["socket"]),
-        case("AF_INET6 raw", "sysc(41, 10, 3, 58)", &["socket"]),
-        case("AF_UNIX", "sysc(41, 1, 1, 0)", &["socket"]),
-        case("AF_ALG", "sysc(41, 38, 5, 0)", &["socket"]),
-        case("AF_KEY", "sysc(41, 15, 3, 2)", &["socket"]),
-        case("AF_XDP", "sysc(41, 44, 3, 0)", &["socket"]),
-        case(
-            "AF_UNIX in the high half",
-            "sysc(41, (1 << 32) | 16, 3, 0)",
-            &["socket"],
-        ),
-        case(
-            "socketpair(AF_UNIX)",
-            "sysc(53, 1, 1, 0, ctypes.create_string_buffer(8))",
-            &["socketpair"],
-        ),
-    ]);
+    each_blocked(attacks::SOCKET_FAMILIES);
 }
 
 #[test]
@@ -85,77 +50,7 @@ fn new_mount_api_and_namespace_calls_are_refused() {
     if !x86_64() {
         return;
     }
-    each_blocked(&[
-        case(
-            "open_tree(/usr, OPEN_TREE_CLONE)",
-            r#"sysc(428, -100, b"/usr", 1)"#,
-            &["open_tree"],
-        ),
-        case(
-            "move_mount",
-            r#"sysc(429, -100, b"/usr", -100, b"/tmp", 0)"#,
-            &["move_mount"],
-        ),
-        case("fsopen(tmpfs)", r#"sysc(430, b"tmpfs", 0)"#, &["fsopen"]),
-        case("fsmount", "sysc(432, 0, 0, 0)", &["fsmount"]),
-        case("fspick", r#"sysc(433, -100, b"/", 0)"#, &["fspick"]),
-        case(
-            "mount_setattr",
-            r#"sysc(442, -100, b"/tmp", 0, None, 0)"#,
-            &["mount_setattr"],
-        ),
-        case(
-            "umount2(/usr, MNT_DETACH)",
-            r#"sysc(166, b"/usr", 2)"#,
-            &["umount2"],
-        ),
-        case("chroot(/tmp)", r#"sysc(161, b"/tmp")"#, &["chroot"]),
-        case(
-            "pivot_root",
-            r#"sysc(155, b"/tmp", b"/tmp")"#,
-            &["pivot_root"],
-        ),
-        case(
-            "unshare(CLONE_NEWUSER)",
-            "sysc(272, 0x10000000)",
-            &["unshare"],
-        ),
-        case(
-            "unshare(CLONE_NEWNS)",
-            "sysc(272, 0x00020000)",
-            &["unshare"],
-        ),
-        case("setns(0, 0)", "sysc(308, 0, 0)", &["setns"]),
-        // clone's flags are compared on the low 32 bits (what the kernel uses): CLONE_THREAD
-        // in the high half does not make a fork look like a thread.
-        case(
-            "clone(SIGCHLD | CLONE_THREAD<<32)",
-            "sysc(56, (0x10000 << 32) | 17, 0, 0, 0, 0)",
-            &["clone"],
-        ),
-        case(
-            "clone(thread flags | CLONE_NEWUSER)",
-            "sysc(56, 0x10000 | 0x800 | 0x100 | 0x10000000, 0, 0, 0, 0)",
-            &["clone"],
-        ),
-        case(
-            "clone(thread flags | CLONE_NEWNET)",
-            "sysc(56, 0x10000 | 0x800 | 0x100 | 0x40000000, 0, 0, 0, 0)",
-            &["clone"],
-        ),
-        case(
-            "clone(SIGCHLD) = fork",
-            "sysc(56, 17, 0, 0, 0, 0)",
-            &["clone"],
-        ),
-        case(
-            "clone(CLONE_VM|CLONE_VFORK) = vfork",
-            "sysc(56, 0x100 | 0x4000 | 17, 0, 0, 0, 0)",
-            &["clone"],
-        ),
-        case("fork", "sysc(57)", &["fork"]),
-        case("vfork", "sysc(58)", &["vfork"]),
-    ]);
+    each_blocked(attacks::MOUNT_API_AND_NAMESPACES);
 }
 
 #[test]
@@ -163,61 +58,7 @@ fn cross_process_calls_are_refused() {
     if !x86_64() {
         return;
     }
-    each_blocked(&[
-        case("pidfd_open(1)", "sysc(434, 1, 0)", &["pidfd_open"]),
-        case(
-            "pidfd_send_signal",
-            "sysc(424, 0, 9, None, 0)",
-            &["pidfd_send_signal"],
-        ),
-        case("pidfd_getfd", "sysc(438, 0, 0, 0)", &["pidfd_getfd"]),
-        case(
-            "process_vm_readv(1)",
-            "sysc(310, 1, None, 0, None, 0, 0)",
-            &["process_vm_readv"],
-        ),
-        case(
-            "process_vm_writev(1)",
-            "sysc(311, 1, None, 0, None, 0, 0)",
-            &["process_vm_writev"],
-        ),
-        case("kcmp(1, 2)", "sysc(312, 1, 2, 0, 0, 0)", &["kcmp"]),
-        case(
-            "ptrace(PTRACE_TRACEME)",
-            "sysc(101, 0, 0, 0, 0)",
-            &["ptrace"],
-        ),
-        case(
-            "rt_sigqueueinfo(1, SIGKILL)",
-            "sysc(129, 1, 9, ctypes.create_string_buffer(128))",
-            &["rt_sigqueueinfo"],
-        ),
-        case(
-            "process_madvise",
-            "sysc(440, 0, None, 0, 0, 0)",
-            &["process_madvise"],
-        ),
-        case(
-            "prlimit64(pid 1)",
-            "sysc(302, 1, 7, None, None)",
-            &["prlimit64"],
-        ),
-        case(
-            "setpriority(PRIO_PROCESS, 1)",
-            "sysc(141, 0, 1, 19)",
-            &["setpriority"],
-        ),
-        case(
-            "sched_setaffinity(1)",
-            "sysc(203, 1, 8, ctypes.create_string_buffer(8))",
-            &["sched_setaffinity"],
-        ),
-        case(
-            "sched_setscheduler(0, SCHED_FIFO)",
-            "sysc(144, 0, 1, ctypes.byref(ctypes.c_int(1)))",
-            &["sched_setscheduler"],
-        ),
-    ]);
+    each_blocked(attacks::CROSS_PROCESS);
 }
 
 #[test]
@@ -225,56 +66,7 @@ fn prctl_personality_and_privilege_tricks_are_refused() {
     if !x86_64() {
         return;
     }
-    each_blocked(&[
-        case("prctl(PR_SET_MM)", "sysc(157, 35, 8, 0, 0, 0)", &["prctl"]),
-        case("prctl(PR_SET_SECCOMP)", "sysc(157, 22, 2, 0, 0, 0)", &["prctl"]),
-        case(
-            "prctl(PR_CAP_AMBIENT_RAISE)",
-            "sysc(157, 47, 2, 21, 0, 0)",
-            &["prctl"],
-        ),
-        case(
-            "prctl(PR_SET_PTRACER_ANY)",
-            "sysc(157, 0x59616d61, -1, 0, 0, 0)",
-            &["prctl"],
-        ),
-        case(
-            "prctl(PR_SET_CHILD_SUBREAPER)",
-            "sysc(157, 36, 1, 0, 0, 0)",
-            &["prctl"],
-        ),
-        case(
-            "personality(READ_IMPLIES_EXEC)",
-            "sysc(135, 0x0400000)",
-            &["personality"],
-        ),
-        case("personality(PER_LINUX32)", "sysc(135, 0x0008)", &["personality"]),
-        case(
-            "capset",
-            "sysc(126, ctypes.create_string_buffer(b'\\x26\\x05\\x08\\x20' + bytes(4)), ctypes.create_string_buffer(24))",
-            &["capset"],
-        ),
-        case("setresuid(0)", "sysc(117, 0, 0, 0)", &["setresuid"]),
-        case("setgroups(0)", "sysc(116, 0, None)", &["setgroups"]),
-        case(
-            "landlock_create_ruleset",
-            "sysc(444, None, 0, 1)",
-            &["landlock_create_ruleset"],
-        ),
-        case(
-            "execveat(AT_EMPTY_PATH)",
-            r#"sysc(322, 0, b"", None, None, 0x1000)"#,
-            &["execveat"],
-        ),
-        case("memfd_secret", "sysc(447, 0)", &["memfd_secret"]),
-        case("mlockall", "sysc(151, 3)", &["mlockall"]),
-        case("io_uring_enter", "sysc(426, 0, 1, 0, 0, None, 0)", &["io_uring_enter"]),
-        case(
-            "io_uring_register",
-            "sysc(427, 0, 0, None, 0)",
-            &["io_uring_register"],
-        ),
-    ]);
+    each_blocked(attacks::PRCTL_AND_PRIVILEGE);
 }
 
 #[test]
@@ -282,68 +74,7 @@ fn ipc_splice_and_kernel_object_calls_are_refused() {
     if !x86_64() {
         return;
     }
-    each_blocked(&[
-        case("shmget", "sysc(29, 0, 1 << 20, 0o1600)", &["shmget"]),
-        case("msgget", "sysc(68, 0, 0o1600)", &["msgget"]),
-        case("semget", "sysc(64, 0, 1, 0o1600)", &["semget"]),
-        case(
-            "mq_open",
-            r#"sysc(240, b"x", 0o100 | 2, 0o600, None)"#,
-            &["mq_open"],
-        ),
-        case("sendfile", "sysc(40, 1, 0, None, 1)", &["sendfile"]),
-        case("splice", "sysc(275, 0, None, 1, None, 1, 0)", &["splice"]),
-        case("tee", "sysc(276, 0, 1, 1, 0)", &["tee"]),
-        case("vmsplice", "sysc(278, 1, None, 0, 0)", &["vmsplice"]),
-        case("mbind", "sysc(237, 0, 0, 0, None, 0, 0)", &["mbind"]),
-        case("set_mempolicy", "sysc(238, 0, None, 0)", &["set_mempolicy"]),
-        case(
-            "migrate_pages(1)",
-            "sysc(256, 1, 0, None, None)",
-            &["migrate_pages"],
-        ),
-        case(
-            "move_pages(1)",
-            "sysc(279, 1, 0, None, None, None, 0)",
-            &["move_pages"],
-        ),
-        case("inotify_init1", "sysc(294, 0)", &["inotify_init1"]),
-        case("fanotify_init", "sysc(300, 0, 0)", &["fanotify_init"]),
-        case(
-            "mknodat(fifo in /tmp)",
-            r#"sysc(259, -100, b"/tmp/f", 0o10600, 0)"#,
-            &["mknodat"],
-        ),
-        case(
-            "setxattr(/tmp)",
-            r#"sysc(188, b"/tmp", b"user.x", b"1", 1, 0)"#,
-            &["setxattr"],
-        ),
-        case(
-            "chown(/tmp, 0, 0)",
-            r#"sysc(92, b"/tmp", 0, 0)"#,
-            &["chown"],
-        ),
-        case(
-            "fchownat(/tmp)",
-            r#"sysc(260, -100, b"/tmp", 0, 0, 0)"#,
-            &["fchownat"],
-        ),
-        case("swapon", r#"sysc(167, b"/tmp/x", 0)"#, &["swapon"]),
-        case("vhangup", "sysc(153)", &["vhangup"]),
-        case("sethostname", r#"sysc(170, b"host", 4)"#, &["sethostname"]),
-        case(
-            "clock_settime",
-            "sysc(227, 0, ctypes.create_string_buffer(16))",
-            &["clock_settime"],
-        ),
-        case(
-            "adjtimex",
-            "sysc(159, ctypes.create_string_buffer(256))",
-            &["adjtimex"],
-        ),
-        case("quotactl", "sysc(179, 0, None, 0, None)", &["quotactl"]),
-    ]);
+    each_blocked(attacks::IPC_AND_KERNEL_OBJECTS);
 }
 
 #[test]
@@ -354,20 +85,7 @@ fn ioctls_on_stdio_pipes_are_refused() {
     // fds 0-2 are pipes; only the harmless requests are allowed (FIONREAD is tested working
     // elsewhere). A request with a harmless low half and junk in the high half is a different
     // request to the filter only if it compares 64 bits; it compares the low 32 like the kernel.
-    each_blocked(&[
-        case("TIOCCONS", "ioc(1, 0x541D)", &["ioctl"]),
-        case("TIOCLINUX", "ioc(0, 0x541C)", &["ioctl"]),
-        case("TCSETS", "ioc(0, 0x5402)", &["ioctl"]),
-        case("TIOCSCTTY", "ioc(0, 0x540E)", &["ioctl"]),
-        case("TIOCSETD", "ioc(0, 0x5423)", &["ioctl"]),
-        case("FIOASYNC", "ioc(1, 0x5452)", &["ioctl"]),
-        case("F_SETPIPE_SZ-like FIOSETOWN", "ioc(1, 0x8901)", &["ioctl"]),
-        case(
-            "TIOCSTI with FIONREAD in the high half",
-            "ioc(0, (0x541B << 32) | 0x5412)",
-            &["ioctl"],
-        ),
-    ]);
+    each_blocked(attacks::STDIO_IOCTLS);
 }
 
 #[test]

@@ -57,11 +57,25 @@ pub struct Decision {
     pub reason: String,
     /// Every violation found, sorted by position then rule.
     pub violations: Vec<Violation>,
+    /// Why there was nothing to check, where the code was not checked (a workspace
+    /// command: a shell line is not Python); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Decision {
     pub fn is_allow(&self) -> bool {
         self.decision == "allow"
+    }
+
+    /// Allowed without a check, and why (`reason: "not_checked"`).
+    pub fn not_checked(detail: &str) -> Self {
+        Decision {
+            decision: "allow".into(),
+            reason: "not_checked".into(),
+            violations: Vec::new(),
+            detail: Some(detail.into()),
+        }
     }
 
     /// The decision of a source check alone (a session call: the language is the session's).
@@ -71,6 +85,7 @@ impl Decision {
                 decision: "allow".into(),
                 reason: "policy_pass".into(),
                 violations,
+                detail: None,
             };
         }
         Decision::deny(static_reason(&violations), violations)
@@ -81,6 +96,7 @@ impl Decision {
             decision: "deny".into(),
             reason,
             violations,
+            detail: None,
         }
     }
 }
@@ -150,6 +166,7 @@ pub fn check_code(
             decision: "allow".into(),
             reason: "policy_pass".into(),
             violations,
+            detail: None,
         };
     }
     Decision::deny(static_reason(&violations), violations)
