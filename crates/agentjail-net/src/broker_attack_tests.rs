@@ -102,6 +102,8 @@ fn settle(sink: &Sink, n: usize) -> Vec<String> {
     panic!("the upstream never saw {n} connections");
 }
 
+// long because: one table of every refused trick and one of every allowed one, then the
+// checks on what each upstream received.
 #[test]
 fn request_tricks_never_send_the_key_elsewhere_or_twice() {
     let (own, other) = (sink(), sink());
