@@ -566,3 +566,53 @@ fn a_key_cut_by_the_output_cap_leaves_no_beginning() {
         assert!(!raw.contains(&SECRET[..12]), "{who:?}");
     }
 }
+
+/// A cold jail: the program's own memory never held the key (exec replaced the launcher's
+/// copy), and init, a copy of the launcher that holds it, cannot be read (non-dumpable).
+#[test]
+fn a_cold_jail_holds_no_key_and_cannot_read_inits_memory() {
+    let (port, _seen) = plain_upstream();
+    let tail = &ZY_SECRET[ZY_SECRET.len() - 24..];
+    let xored: String = tail.bytes().map(|b| format!("{:02x}", b ^ 0x55)).collect();
+    let probe = "init = []\nfor f in ('mem', 'environ', 'maps'):\n    try:\n        open('/proc/1/' + f, 'rb').read(1)\n        init.append(f)\n    except OSError:\n        pass\n";
+    let code = PY_SCAN_OWN_MEMORY
+        .replace("NEEDLE", &xored)
+        .replacen("import json\n", &format!("import json\n{probe}"), 1)
+        .replace("print(json.dumps({", "print(json.dumps({'init': init, ");
+    let a = json!({"id": "cold", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    for who in variants() {
+        let (d, _) = secret_file(who);
+        let key = d.path().join("cold-key");
+        std::fs::write(&key, format!("{ZY_SECRET}\n")).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if matches!(who, Who::Nobody) {
+            std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
+        }
+        let text = std::fs::read_to_string(policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("cold-{who:?}"),
+        ))
+        .unwrap()
+        .replace(
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
+            "allowed_imports = [\"json\"]",
+        );
+        let pol = shared_file(&format!("net-cred-cold-{who:?}-{port}.toml"), &text);
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &a, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        let out = &r.record["output"];
+        assert!(out["planted"].as_u64() >= Some(1), "{who:?}: {out}");
+        assert_eq!(
+            out["hits"],
+            json!([]),
+            "{who:?}: the key is in the program's memory"
+        );
+        assert_eq!(
+            out["init"],
+            json!([]),
+            "{who:?}: init's /proc entries are readable"
+        );
+    }
+}
