@@ -616,3 +616,52 @@ fn a_cold_jail_holds_no_key_and_cannot_read_inits_memory() {
         );
     }
 }
+
+/// The audit log's copy of a run whose upstream echoed the key (into stdout, the output,
+/// an artifact, an exception message) holds no trace of it, JSON-escaped forms included.
+#[test]
+fn the_audit_log_holds_no_echoed_key() {
+    let (port, _seen) = plain_upstream();
+    let code = "import json, urllib.request\nbody = urllib.request.urlopen('http://localhost/v1/echo', timeout=10).read().decode()\nopen('/app/out/echo.txt', 'w').write(json.dumps(body))\nprint(json.dumps({'echo': body}))\nraise ValueError(body)\n";
+    let a = json!({"id": "audit", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("audit-{who:?}"),
+        );
+        let s = crate::common::serve::scratch("credaudit");
+        let log = s.path().join("audit.jsonl");
+        let args = [
+            "--policy",
+            pol.to_str().unwrap(),
+            "--audit-log",
+            log.to_str().unwrap(),
+        ];
+        let r = run_as(who, &args, &a, None);
+        assert_eq!(
+            r.stop_reason(),
+            "code_runtime_error:1",
+            "{who:?}: {:#}",
+            r.record
+        );
+        no_key_anywhere_but_output(who, &r);
+        let audit = std::fs::read_to_string(&log).unwrap();
+        assert!(audit.contains("credential_api"), "{who:?}: {audit}");
+        assert!(
+            !audit.contains(SECRET),
+            "{who:?}: the key is in the audit log"
+        );
+    }
+}
+
+fn no_key_anywhere_but_output(who: Who, r: &RunRecord) {
+    let raw = String::from_utf8_lossy(&r.raw);
+    assert!(
+        !raw.contains(SECRET),
+        "{who:?}: the key is in the record: {raw}"
+    );
+    assert!(!r.stderr.contains(SECRET), "{who:?}: {}", r.stderr);
+}
