@@ -380,11 +380,19 @@ impl Sealed {
     ) -> Sealed {
         let audit = match crate::redact::Redactor::of(policy) {
             Ok(r) => r.seal(&mut value),
-            Err(e) => json!({
-                "run_id": value.get("run_id"),
-                "stop_reason": value.get("stop_reason"),
-                "redaction": {"error": e.to_string()},
-            }),
+            Err(e) => {
+                let stub = json!({
+                    "run_id": value.get("run_id"),
+                    "stop_reason": value.get("stop_reason"),
+                    "redaction": {"error": e.to_string()},
+                });
+                // The printed copy holds a brokered credential's value whenever the
+                // upstream echoed it: with no redactor, it is the stub too.
+                if !policy.secrets.is_empty() {
+                    value = stub.clone();
+                }
+                stub
+            }
         };
         Sealed {
             stop_reason,

@@ -430,6 +430,9 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
 ];
 
+/// Methods whose answer is the request itself: never sent with a credential.
+const ECHO_METHODS: &[&str] = &["TRACE", "TRACK"];
+
 /// An absolute-form plain-HTTP request: its `Host` must name the URL's host and port; it
 /// goes upstream in origin form with `Connection: close`, its body (Content-Length only)
 /// after it, and the response comes back until the upstream closes. One request per
@@ -447,6 +450,15 @@ fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entr
     let cred = sh.rules.broker.find(&e.host, port);
     if cred.is_none() && !sh.rules.allow_http {
         return deny(sh, &client, &e, "plain_http_denied", t0);
+    }
+    // TRACE (and IIS's TRACK) make the upstream answer with the request it got: the
+    // credential's header, handed to the program by the HTTP standard itself.
+    if cred.is_some()
+        && ECHO_METHODS
+            .iter()
+            .any(|m| head.method.eq_ignore_ascii_case(m))
+    {
+        return deny(sh, &client, &e, "echo_method_with_credential", t0);
     }
     let body_len = match request_checks(head, &e) {
         Ok(n) => n,
@@ -758,3 +770,7 @@ pub(crate) mod tests;
 #[cfg(test)]
 #[path = "broker_tests.rs"]
 mod broker_tests;
+
+#[cfg(test)]
+#[path = "broker_attack_tests.rs"]
+mod broker_attack_tests;
