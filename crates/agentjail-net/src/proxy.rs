@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// How long `drain` waits for connections in flight to end and be logged.
+const DRAIN_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 /// How long `finish` waits for a request still being decided.
 const FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -117,6 +119,21 @@ impl Proxy {
     /// the first denial since then: a session's call takes what happened during it.
     pub fn drain(&self) -> Report {
         let sh = &self.shared;
+        // A program that read a response to its Content-Length is done before the relay
+        // has seen the upstream's end and logged the request: give connections in flight a
+        // moment (bounded: one held open across calls costs each call this much at most)
+        // so a request the call made is in the call's own record.
+        let deadline = Instant::now() + DRAIN_SETTLE;
+        while Instant::now() < deadline
+            && !sh
+                .live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .socks
+                .is_empty()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let (entries, dropped) =
             std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
         Report {
