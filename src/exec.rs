@@ -134,7 +134,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         path: a.policy_path.clone(),
         sha256: a.policy_sha256.clone(),
     });
-    r.sections.command = Some(plan.argv.clone());
+    r.sections.command = Some(record::CommandRef::Argv(plan.argv.clone()));
     let (code, reason) = launch(&mut r, &plan, &policy, a.artifacts_dir.as_ref());
     let record = r.finish(reason, Phase::Execute);
     if let Some(path) = &a.record {

@@ -222,6 +222,19 @@ pub fn openat(
 /// root or to us, that neither group nor others may write, and of at most `max` bytes.
 /// `what` names it in errors; an error's text never holds the file's content.
 pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, String> {
+    read_checked(path, what, max, false)
+}
+
+/// [`read_operator_file`] for a secret (a brokered credential's value): the file must also
+/// have no other name. A hard link keeps its target's owner and mode, so in a directory
+/// others may write (sticky `/tmp`) anyone could plant, under the name the policy gives, a
+/// link to a file of root's they cannot read themselves (where `fs.protected_hardlinks`
+/// is 0), and have its content sent as the key.
+pub fn read_operator_secret(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, String> {
+    read_checked(path, what, max, true)
+}
+
+fn read_checked(path: &Path, what: &str, max: u64, secret: bool) -> Result<Vec<u8>, String> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     if !path.is_absolute() {
@@ -231,6 +244,15 @@ pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, 
         ));
     }
     let (dir, name) = parent_and_name(path, what).map_err(|e| e.to_string())?;
+    // Not even opened unless it is a regular file (or a symlink, refused by the open):
+    // opening a device can act (a tape rewinds, a watchdog arms). The fstat below checks
+    // what was opened, whatever replaced the name meanwhile.
+    if let Ok(st) = os::dir::stat_at(&dir, &name) {
+        let kind = st.mode & libc::S_IFMT;
+        if kind != libc::S_IFREG && kind != libc::S_IFLNK {
+            return Err(format!("{what}: {} is not a regular file", path.display()));
+        }
+    }
     let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
     let fd = openat(&dir, &name, flags, 0).map_err(|e| match e.raw_os_error() {
         Some(libc::ELOOP) => format!(
@@ -263,6 +285,13 @@ pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, 
             "{what}: {} is writable by group or others (mode {:o}); chmod go-w it",
             path.display(),
             md.mode() & 0o7777
+        ));
+    }
+    if secret && md.nlink() != 1 {
+        return Err(format!(
+            "{what}: {} has {} names (hard links); a secret's file must have one",
+            path.display(),
+            md.nlink()
         ));
     }
     let mut bytes = Vec::new();

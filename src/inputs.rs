@@ -48,6 +48,36 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, InputErro
         Some((p, n)) if !n.contains('/') && !p.is_empty() => (p, Some(n)),
         _ => (spec, None),
     };
+    let (root, relative) = locate(path, host_roots).map_err(|e| match e {
+        InputError::NotNormal { .. } => InputError::NotNormal {
+            spec: spec.to_string(),
+        },
+        other => other,
+    })?;
+    let name = name
+        .map(str::to_string)
+        .unwrap_or_else(|| path.rsplit('/').next().unwrap_or("input").to_string());
+    if name.contains('/') || crate::contract::file_path_problem(&name).is_some() {
+        return Err(InputError::BadName {
+            spec: spec.to_string(),
+            name,
+        });
+    }
+    agentjail_jail::mount::open_input(&root, &relative).map_err(|reason| InputError::Open {
+        spec: spec.to_string(),
+        reason,
+    })?;
+    Ok(HostInput {
+        root,
+        relative,
+        name,
+    })
+}
+
+/// The root `path` is under and its path below it ("" for the root itself): `path` must be
+/// absolute and normalised (no `.`, `..`, `//`, no trailing `/`). Nothing is opened here.
+/// Host inputs and a workspace's host directory (src/engine/hostdir.rs) are placed so.
+pub fn locate(path: &str, host_roots: &[String]) -> Result<(String, String), InputError> {
     let normal = path.starts_with('/')
         && path.len() > 1
         && !path.ends_with('/')
@@ -56,7 +86,7 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, InputErro
             .any(|c| c.is_empty() || c == "." || c == "..");
     if !normal {
         return Err(InputError::NotNormal {
-            spec: spec.to_string(),
+            spec: path.to_string(),
         });
     }
     let root = host_roots
@@ -67,24 +97,7 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, InputErro
             roots: host_roots.to_vec(),
         })?;
     let relative = path[root.len()..].trim_start_matches('/').to_string();
-    let name = name
-        .map(str::to_string)
-        .unwrap_or_else(|| path.rsplit('/').next().unwrap_or("input").to_string());
-    if name.contains('/') || crate::contract::file_path_problem(&name).is_some() {
-        return Err(InputError::BadName {
-            spec: spec.to_string(),
-            name,
-        });
-    }
-    agentjail_jail::mount::open_input(root, &relative).map_err(|reason| InputError::Open {
-        spec: spec.to_string(),
-        reason,
-    })?;
-    Ok(HostInput {
-        root: root.clone(),
-        relative,
-        name,
-    })
+    Ok((root.clone(), relative))
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The network allowlist at run time: the jail's listening socket (made by its setup on
 //! its own loopback, taken by the handshake: crates/agentjail-jail/src/child.rs, 5c) goes
-//! to a proxy (crates/agentjail-net) for the job's lifetime; its log becomes the record's
-//! `network` part. The argument is in docs/SECURITY.md, "Network by allowlist".
+//! to a proxy (crates/agentjail-net) for the job's lifetime (a session's or a workspace's:
+//! until it ends); its log becomes the record's `network` part (drained into each call's
+//! or command's record for a session or workspace). The argument is in docs/SECURITY.md, "Network by allowlist".
 
 use crate::contract::Action;
 use crate::pipeline::record::{Recorder, StopReason};

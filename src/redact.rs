@@ -61,6 +61,8 @@ const BUILT_IN: &[(&str, &str)] = &[
 pub struct Redactor {
     /// The brokered credentials' values (`credential_<name>`, literal): both copies, always.
     secrets: Vec<(String, Regex)>,
+    /// The same values as text, for a string that ends in one's beginning (cut by a cap).
+    secret_values: Vec<String>,
     rules: Vec<(String, Regex)>,
     printed: bool,
 }
@@ -128,13 +130,14 @@ impl Redactor {
         }
         let mut secrets = Vec::new();
         for s in &p.secrets {
-            let re = Regex::new(&regex::escape(&s.value)).map_err(|e| RedactError {
+            let re = Regex::new(&secret_pattern(&s.value)).map_err(|e| RedactError {
                 pattern: format!("credential {}", s.name),
                 reason: e.to_string(),
             })?;
             secrets.push((format!("credential_{}", s.name), re));
         }
         Ok(Redactor {
+            secret_values: p.secrets.iter().map(|s| s.value.clone()).collect(),
             secrets,
             rules,
             printed: p.printed,
@@ -180,6 +183,18 @@ impl Redactor {
             let replaced = re.replace_all(cur, regex::NoExpand(&marker)).into_owned();
             *counts.0.entry(kind.clone()).or_default() += n;
             out = Some(replaced);
+        }
+        for ((kind, _), value) in self.secrets.iter().zip(&self.secret_values) {
+            let cur = out.as_deref().unwrap_or(text);
+            if let Some(cut) = cut_secret_tail(cur, value) {
+                let (body, ellipsis) = match cur.strip_suffix("...") {
+                    Some(b) => (b, "..."),
+                    None => (cur, ""),
+                };
+                let replaced = format!("{}[REDACTED:{kind}]{ellipsis}", &body[..cut]);
+                *counts.0.entry(kind.clone()).or_default() += 1;
+                out = Some(replaced);
+            }
         }
         out
     }
@@ -260,9 +275,110 @@ impl Redactor {
     }
 }
 
-/// Replace every brokered credential's value in the artifacts' bytes with its marker (size,
-/// digest and media type recomputed), before they are written anywhere or put in a record:
-/// a file is not text the record's pass sees. Returns how many replacements were made.
+/// Characters that JSON encoders escape (`\"`, `\\`, PHP's `\/`) or write as `\u00XX`
+/// (Go's `<`, `>`, `&`; .NET's `'` and `+`).
+const JSON_ESCAPED: &str = "\"\\/<>&'+=";
+
+/// The pattern of a credential's value: the literal, each of its [`JSON_ESCAPED`]
+/// characters also as its JSON escapes, so an upstream's JSON echo printed as it came (in
+/// stdout, an artifact) is caught as well as the value itself.
+fn secret_pattern(value: &str) -> String {
+    let mut p = String::new();
+    for c in value.chars() {
+        if JSON_ESCAPED.contains(c) {
+            let lit = regex::escape(&c.to_string());
+            // \u00XX, the hex digits in either case (classes, not (?i), which costs).
+            let hex: String = format!("{:02x}", c as u32)
+                .chars()
+                .map(|h| {
+                    if h.is_ascii_alphabetic() {
+                        format!("[{h}{}]", h.to_ascii_uppercase())
+                    } else {
+                        h.to_string()
+                    }
+                })
+                .collect();
+            p.push_str(&format!("(?:{lit}|\\\\{lit}|\\\\u00{hex})"));
+        } else {
+            p.push_str(&regex::escape(&c.to_string()));
+        }
+    }
+    p
+}
+
+/// Shortest beginning of a credential's value redacted at the end of a string: what a cap
+/// (stdout's, an error message's, a session value's) leaves of a value it cut.
+const MIN_SECRET_TAIL: usize = 8;
+
+/// Where `text` (less one trailing `...`, a cut value's mark) ends in the first
+/// [`MIN_SECRET_TAIL`] or more characters of `secret` (not all of it: the literal pass
+/// took whole ones): the byte index that beginning starts at.
+fn cut_secret_tail(text: &str, secret: &str) -> Option<usize> {
+    let body = text.strip_suffix("...").unwrap_or(text).as_bytes();
+    let secret = secret.as_bytes();
+    let longest = secret.len().saturating_sub(1).min(body.len());
+    (MIN_SECRET_TAIL..=longest)
+        .rev()
+        .find(|n| body.ends_with(&secret[..*n]))
+        .map(|n| body.len() - n)
+}
+
+/// `content` with every brokered credential's value (and its JSON-escaped forms, see
+/// [`secret_pattern`]) replaced by its marker (`[REDACTED:credential_<name>]`), and how
+/// many replacements were made: for bytes that leave agentjail outside a record
+/// (artifacts, their names, a workspace's files).
+pub fn scrub_bytes(content: &[u8], secrets: &[crate::policy::Secret]) -> (Vec<u8>, u64) {
+    let mut n = 0;
+    let mut content = content.to_vec();
+    for s in secrets {
+        if s.value.is_empty() {
+            continue;
+        }
+        let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
+        match bytes_pattern(&s.value) {
+            Ok(re) => {
+                let k = re.find_iter(&content).count() as u64;
+                if k > 0 {
+                    content = re
+                        .replace_all(&content, regex::bytes::NoExpand(&marker))
+                        .into_owned();
+                    n += k;
+                }
+            }
+            // A value whose pattern does not compile (none does: printable ASCII,
+            // escaped): the literal.
+            Err(_) => {
+                let (out, k) = replace_literal(&content, s.value.as_bytes(), &marker);
+                content = out;
+                n += k;
+            }
+        }
+    }
+    (content, n)
+}
+
+/// The compiled [`secret_pattern`] of `value` for bytes, built once per process (a
+/// session's or a workspace's every file is scrubbed with it).
+fn bytes_pattern(value: &str) -> Result<Arc<regex::bytes::Regex>, regex::Error> {
+    type Memo = Mutex<Vec<(String, Arc<regex::bytes::Regex>)>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
+    let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, re)) = m.iter().find(|(v, _)| v == value) {
+        return Ok(Arc::clone(re));
+    }
+    let re = Arc::new(regex::bytes::Regex::new(&secret_pattern(value))?);
+    if m.len() >= 16 {
+        m.remove(0);
+    }
+    m.push((value.to_string(), Arc::clone(&re)));
+    Ok(re)
+}
+
+/// Replace every brokered credential's value in the artifacts' names and bytes with its
+/// marker (size, digest and media type recomputed), before they are written anywhere or
+/// put in a record: a file is not text the record's pass sees, and an artifacts directory
+/// on the host keeps the name as the file's. Returns how many replacements were made.
 pub fn scrub_artifacts(
     c: &mut crate::artifacts::Collected,
     secrets: &[crate::policy::Secret],
@@ -270,29 +386,36 @@ pub fn scrub_artifacts(
     use sha2::{Digest, Sha256};
     let mut n = 0;
     for a in &mut c.artifacts {
-        let mut changed = false;
-        for s in secrets {
-            let needle = s.value.as_bytes();
-            let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
-            let mut out = Vec::with_capacity(a.content.len());
-            let mut rest = &a.content[..];
-            while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
-                out.extend_from_slice(&rest[..i]);
-                out.extend_from_slice(&marker);
-                rest = &rest[i + needle.len()..];
-                n += 1;
-                changed = true;
-            }
-            out.extend_from_slice(rest);
-            a.content = out;
+        let (name, k) = scrub_bytes(a.path.as_bytes(), secrets);
+        if k > 0 {
+            n += k;
+            a.path = String::from_utf8_lossy(&name).into_owned();
         }
-        if changed {
+        let (content, k) = scrub_bytes(&a.content, secrets);
+        if k > 0 {
+            n += k;
+            a.content = content;
             a.bytes = a.content.len() as u64;
             a.sha256 = format!("{:x}", Sha256::digest(&a.content));
             a.media_type = crate::artifacts::media_type(&a.content);
         }
     }
     n
+}
+
+/// `hay` with every `needle` (not empty) replaced by `marker`, and how many.
+fn replace_literal(hay: &[u8], needle: &[u8], marker: &[u8]) -> (Vec<u8>, u64) {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut rest = hay;
+    let mut n = 0;
+    while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(marker);
+        rest = &rest[i + needle.len()..];
+        n += 1;
+    }
+    out.extend_from_slice(rest);
+    (out, n)
 }
 
 /// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its
@@ -464,6 +587,133 @@ mod secret_tests {
         Redactor::new(&Redaction::default()).unwrap()
     }
 
+    /// An upstream's JSON echo printed as it came: the value with `/`, `"`, `\\`, `+`
+    /// escaped as encoders do (PHP's `\/`, .NET's `\u002B`) is the value.
+    #[test]
+    fn json_escaped_forms_of_a_value_are_the_value() {
+        let value = r#"k3y/with"quote\and+plus"#;
+        let r = Redactor::new(&Redaction {
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: value.into(),
+            }],
+            ..Redaction::default()
+        })
+        .unwrap();
+        let escaped = [
+            value.to_string(),
+            r#"k3y\/with\"quote\\and+plus"#.to_string(),
+            r#"k3y\u002fwith\u0022quote\u005Cand\u002Bplus"#.to_string(),
+        ];
+        for form in &escaped {
+            let mut rec = json!({"execution": {"stdout": format!("{{\"h\": \"{form}\"}}")}});
+            r.seal(&mut rec);
+            assert_eq!(
+                rec["execution"]["stdout"], "{\"h\": \"[REDACTED:credential_api]\"}",
+                "{form}"
+            );
+        }
+        use crate::artifacts::{Artifact, Collected};
+        let mut c = Collected::default();
+        c.artifacts.push(Artifact {
+            path: "a.json".into(),
+            bytes: 0,
+            sha256: String::new(),
+            media_type: "text/plain",
+            content: escaped.join(" ").into_bytes(),
+            stamp: (0, 0, 0),
+        });
+        let secrets = [Secret {
+            name: "api".into(),
+            value: value.into(),
+        }];
+        assert_eq!(scrub_artifacts(&mut c, &secrets), 3);
+        assert_eq!(
+            String::from_utf8_lossy(&c.artifacts[0].content),
+            "[REDACTED:credential_api] [REDACTED:credential_api] [REDACTED:credential_api]"
+        );
+    }
+
+    /// The longest value a key file may hold, every character one JSON escapes: its
+    /// pattern still compiles (a redactor that cannot be built redacts nothing).
+    #[test]
+    fn the_longest_value_of_escaped_characters_compiles() {
+        let value: String = "/\"+<&'=>\\"
+            .chars()
+            .cycle()
+            .take(crate::policy::MAX_SECRET_BYTES as usize)
+            .collect();
+        let r = Redactor::new(&Redaction {
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: value.clone(),
+            }],
+            ..Redaction::default()
+        });
+        let r = r.expect("compiles");
+        let mut rec = json!({"execution": {"stdout": format!("a{value}b")}});
+        r.seal(&mut rec);
+        assert_eq!(rec["execution"]["stdout"], "a[REDACTED:credential_api]b");
+    }
+
+    /// A redactor that cannot be built (a pattern the loader would have refused) leaves
+    /// neither copy holding a credential's value: both are the stub that says why.
+    #[test]
+    fn no_redactor_means_no_printed_record_with_secrets() {
+        use crate::pipeline::record::Sealed;
+        let p = Redaction {
+            patterns: vec!["(".into()],
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: "plainvalue-42.x".into(),
+            }],
+            ..Redaction::default()
+        };
+        let rec = json!({"run_id": "r", "stop_reason": "success",
+                         "execution": {"stdout": "plainvalue-42.x"}});
+        let s = Sealed::of(crate::verdict::StopReason::Success, rec.clone(), &p);
+        for copy in [&s.value, s.audit_value()] {
+            assert!(!copy.to_string().contains("plainvalue"), "{copy}");
+            assert!(copy["redaction"]["error"].is_string(), "{copy}");
+        }
+        // Without secrets the printed copy is the caller's own output, kept.
+        let p = Redaction {
+            patterns: vec!["(".into()],
+            ..Redaction::default()
+        };
+        let s = Sealed::of(crate::verdict::StopReason::Success, rec.clone(), &p);
+        assert_eq!(s.value, rec);
+    }
+
+    /// A cap that cut the value (stdout's, an exception message's, a session value's
+    /// `...`) leaves its beginning at the string's end: that goes too, from 8 characters.
+    #[test]
+    fn a_value_cut_by_a_cap_loses_its_beginning_too() {
+        let r = with_secret(false);
+        for (text, want) in [
+            ("echo: plainvalue-4", "echo: [REDACTED:credential_api]"),
+            (
+                "echo: plainvalue-42....",
+                "echo: [REDACTED:credential_api]...",
+            ),
+            ("plainval", "[REDACTED:credential_api]"),
+            (
+                "plainvalue-42.x plainvalue-42",
+                "[REDACTED:credential_api] [REDACTED:credential_api]",
+            ),
+        ] {
+            let mut rec = json!({"execution": {"stdout": text}});
+            r.seal(&mut rec);
+            assert_eq!(rec["execution"]["stdout"], want, "{text}");
+        }
+        // Seven characters, or the beginning anywhere but at the end, stay.
+        for text in ["ends plainva", "plainvalue-4 then more"] {
+            let mut rec = json!({"execution": {"stdout": text}});
+            r.seal(&mut rec);
+            assert_eq!(rec["execution"]["stdout"], text);
+        }
+    }
+
     #[test]
     fn artifacts_lose_the_value_and_get_a_new_digest() {
         use crate::artifacts::{Artifact, Collected};
@@ -490,5 +740,13 @@ mod secret_tests {
         assert_ne!(a.sha256, "old");
         assert_eq!(c.artifacts[1].sha256, "old", "untouched");
         assert_eq!(scrub_artifacts(&mut c, &[]), 0);
+        // A file named after the value is renamed: the name is what an artifacts
+        // directory keeps.
+        let mut c = Collected::default();
+        c.artifacts.push(art(b"x"));
+        c.artifacts[0].path = "d/plainvalue-42.x.txt".into();
+        assert_eq!(scrub_artifacts(&mut c, &secrets), 1);
+        assert_eq!(c.artifacts[0].path, "d/[REDACTED:credential_api].txt");
+        assert_eq!(c.artifacts[0].sha256, "old", "the bytes were not touched");
     }
 }

@@ -165,3 +165,50 @@ def test_an_http_client_has_workspaces_and_owns_them(binary, tmp_path):
         assert asyncio.run(main()) == "async over http"
     finally:
         server.stop()
+
+
+def test_a_workspace_under_a_network_allowlist_records_its_requests(binary, tmp_path):
+    """policies/workspace.toml with an allowlist naming a site on this host's loopback: the
+    listed host answers a command, another is refused by agentjail's proxy, and the command's
+    record lists both requests with their verdicts."""
+    import http.server
+    import threading
+
+    class Site(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "7")
+            self.end_headers()
+            self.wfile.write(b"OK-BODY")
+
+        def log_message(self, *args):
+            pass
+
+    needs_cgroups()
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    port = site.server_address[1]
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    text = open(POLICY).read()
+    start = text.index("[network]")
+    end = text.index("[seccomp]", start)
+    net = (f'[network]\nmode = "allowlist"\nallow = ["localhost:{port}"]\n'
+           'allow_private = ["127.0.0.1/32"]\nallow_http = true\n\n')
+    text = text[:start] + net + text[end:]
+    for old, new in (('"javascript",\n]', '"javascript", "network",\n]'),
+                     ('"socket", "socketpair"', '"socketpair"')):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    policy = tmp_path / "net.toml"
+    policy.write_text(text)
+    fetch = ("import sys, urllib.request, urllib.error\n"
+             "try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n"
+             "except urllib.error.HTTPError as e:\n    print(e.code)\n")
+    try:
+        with agentjail.Client(binary=binary, policy=str(policy), args=["--pool", "0"]) as c, c.workspace() as ws:
+            ws.put({"fetch.py": fetch})
+            rec = ws.exec(f"python3 fetch.py http://localhost:{port}/ok; python3 fetch.py http://evil.test/")
+            assert rec.ok and rec.stdout == "OK-BODY\n403\n", rec.raw
+            verdicts = [(e["host"], e["allowed"], e["reason"]) for e in rec.raw["network"]["requests"]]
+            assert verdicts == [("localhost", True, "ok"), ("evil.test", False, "not_allowlisted")]
+    finally:
+        site.shutdown()

@@ -16,6 +16,7 @@
 //! Python only (the JavaScript runner has no session mode).
 
 mod error;
+pub mod hostdir;
 pub mod pool;
 mod slots;
 pub mod workspace;
@@ -583,7 +584,7 @@ impl Engine {
         Ok(id)
     }
 
-    /// The policy tightened by a session's `hints`, and whether they narrow the allowlist to
+    /// The policy tightened by a session's or workspace's `hints`, and whether they narrow the allowlist to
     /// nothing (a "denied" network hint, as for a run: crate::netproxy::narrowed_by).
     fn hinted(&self, hints: Option<&Value>) -> Result<(crate::policy::Policy, bool), EngineError> {
         let policy = self.policy.policy.clone();

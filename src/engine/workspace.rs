@@ -24,8 +24,11 @@
 use super::session::Owner;
 use super::{pool, ClientStop, Engine, EngineError};
 use crate::pipeline::record::{
-    Execution, Phase, PolicyRef, RecordError, Recorder, Sealed, StopReason,
+    CommandRef, Execution, ExecutionSource, Phase, PolicyRef, RecordError, Recorder, Sealed,
+    StopReason, WorkspaceCommand, WorkspaceRef,
 };
+use crate::pipeline::session::CallRecord;
+use crate::pipeline::stages::Stopped;
 use crate::policy::Policy;
 use agentjail_jail::launch::{StartedJail, Teardown};
 use agentjail_jail::supervise::{self, CallEnd, Interrupt};
@@ -125,6 +128,28 @@ pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, crate::plan::Build
     plan.cwd = WORKSPACE.into();
     plan.runner_fds = true;
     Ok(plan)
+}
+
+/// The plan of a workspace whose /workspace is the host directory `dir`: the workspace
+/// plan with its tmpfs replaced by a read-write bind of the directory (nosuid, nodev,
+/// noexec, as the tmpfs), and no chmod or create with a set-id mode (seccomp: the files stay
+/// on the host, where the mount's nosuid no longer holds).
+pub fn host_dir_plan(
+    base: &crate::plan::JailPlan,
+    dir: &super::hostdir::HostDir,
+) -> crate::plan::JailPlan {
+    let mut plan = base.clone();
+    for op in &mut plan.mounts {
+        if matches!(op, crate::plan::MountOp::Tmpfs { target, .. } if target == WORKSPACE) {
+            *op = crate::plan::MountOp::BindHostDir {
+                root: dir.root.clone(),
+                relative: dir.relative.clone(),
+                target: WORKSPACE.into(),
+            };
+        }
+    }
+    plan.seccomp.deny_setid_modes = true;
+    plan
 }
 
 /// One `workspace_exec` request, as every front end sends it (serve's op fields; the HTTP
@@ -333,6 +358,13 @@ pub struct Workspace {
     ended_at: Option<Instant>,
     /// The runner's ring after its last command, answered by the next.
     rung: Option<supervise::Rung>,
+    /// The network allowlist's proxy for this workspace's jail (src/netproxy.rs), if any:
+    /// it lives until the workspace ends, and its limits count over the whole workspace.
+    net: Option<crate::netproxy::NetSession>,
+    /// The host directory bound at /workspace (`host_dir`), claimed until the jail is gone.
+    host_dir: Option<super::hostdir::HostDir>,
+    /// Its path, for the records (kept after the claim is let go at the end).
+    host_path: Option<String>,
 }
 
 /// What one command came to, as the runner and the supervisor tell it: the input of the
@@ -354,6 +386,7 @@ impl Workspace {
         (jail, start): (StartedJail, crate::pipeline::source::Start),
         policy: Policy,
         policy_ref: PolicyRef,
+        net: Option<crate::netproxy::NetSession>,
     ) -> Workspace {
         let now = Instant::now();
         Workspace {
@@ -369,6 +402,9 @@ impl Workspace {
             ended: None,
             ended_at: None,
             rung: None,
+            net,
+            host_dir: None,
+            host_path: None,
         }
     }
 
@@ -399,17 +435,23 @@ impl Workspace {
     pub fn end(&mut self, why: &str) -> Option<Teardown> {
         self.ended.get_or_insert_with(|| why.to_string());
         self.ended_at.get_or_insert_with(Instant::now);
-        self.jail.take().map(|j| j.end().1)
+        let teardown = self.jail.take().map(|j| j.end().1);
+        self.net = None;
+        // Every process of the jail is gone (its init reaped with the pid namespace): the
+        // directory may now be another workspace's.
+        self.host_dir = None;
+        teardown
     }
 
-    fn describe(&self) -> Value {
-        json!({
-            "id": self.id,
-            "execs": self.execs,
-            "jail_start": self.start,
-            "ended": self.ended.is_some(),
-            "ended_reason": self.ended,
-        })
+    fn describe(&self) -> WorkspaceRef {
+        WorkspaceRef {
+            id: self.id.clone(),
+            execs: self.execs,
+            jail_start: self.start,
+            ended: self.ended.is_some(),
+            ended_reason: self.ended.clone(),
+            host_dir: self.host_path.clone(),
+        }
     }
 
     /// One command; its record, and the teardown when the workspace ended with it.
@@ -418,27 +460,40 @@ impl Workspace {
         req: &ExecRequest,
         interrupt: Option<Interrupt<'_>>,
     ) -> (Sealed, Option<Teardown>) {
-        let mut r = Recorder::new();
-        r.sections.policy = Some(self.policy_ref.clone());
+        let mut c = CallRecord::new(self.policy_ref.clone());
         let t = Instant::now();
         let ran = self.run(req, interrupt);
         self.last_used = Instant::now();
         // Before the jail may go with the workspace's end below.
         if let Some(j) = &self.jail {
-            r.set_enforcement(j.enforcement());
+            c.r.set_enforcement(j.enforcement());
         }
-        let teardown = match &ran {
-            Ran::Ended(o) => {
-                let why = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
-                    .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
-                self.end(&why.to_string())
-            }
-            Ran::Refused(StopReason::InvalidRequest(w), _) if w != "workspace_ended" => {
-                self.end(w.trim_start_matches("workspace_"))
-            }
+        // The requests that ended since the last command (a background process's included)
+        // go in this command's record; under deny_is_stop a denial has killed the jail (the
+        // proxy's doing, during this command or before it) and ends the workspace.
+        let denied = c.network(self.net.as_ref(), &self.policy);
+        let mut result = exec_sections(&mut c.r, req, ran, &self.policy, t);
+        let teardown = match (&denied, &result) {
+            (Some(reason), _) => self.end(&reason.to_string()),
+            (None, Err((s, true))) => self.end(&s.reason.to_string()),
+            (
+                None,
+                Err((
+                    Stopped {
+                        reason: StopReason::InvalidRequest(w),
+                        ..
+                    },
+                    false,
+                )),
+            ) if w != "workspace_ended" => self.end(w.trim_start_matches("workspace_")),
             _ => None,
         };
-        let record = exec_record(r, req, ran, self.describe(), &self.policy, t);
+        if let Some(reason) = denied {
+            let phase = Phase::Execute;
+            result = Err((Stopped { reason, phase }, true));
+        }
+        c.r.sections.workspace = Some(self.describe());
+        let record = c.finish(result.map_err(|(stop, _)| stop), &self.policy);
         (record, teardown)
     }
 
@@ -550,7 +605,8 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
         })
 }
 
-/// The record of one command: every workspace record is made here.
+/// The sections of one command's record (the rest is [`CallRecord`]'s, as for a session
+/// call): its stop, and whether the jail ended with it (true: the workspace is over).
 ///
 /// `execution` holds the command's exit code or signal and its peak memory (the runner's
 /// wait4 of the command: `"source": "runner"`), its wall time and output totals (the
@@ -559,77 +615,56 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
 /// `code_runtime_error:<n>`, `code_killed:<signal>` (`code_memory_limit` when it was a
 /// SIGKILL and the memory cgroup killed during the command), `code_timeout` (the runner stopped it;
 /// the workspace lives on), or, when the jail ended, the supervisor's verdict.
-fn exec_record(
-    mut r: Recorder,
+fn exec_sections(
+    r: &mut Recorder,
     req: &ExecRequest,
     ran: Ran,
-    workspace: Value,
     policy: &Policy,
     t: Instant,
-) -> Sealed {
-    cite(
-        &mut r,
-        "command",
-        json!({
-            "argv": if req.command.is_some() { Value::Null } else { json!(req.argv) },
-            "command": req.command,
-            "cwd": req.cwd,
-            "background": req.background,
-            "stdin_bytes": req.stdin.len(),
-            "env_names": req.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-        }),
-    );
-    cite(
-        &mut r,
-        "decision",
-        json!({"decision": "allow", "reason": "not_checked", "violations": [],
-               "detail": "workspace commands are not statically checked: the jail is the boundary"}),
-    );
-    let (reason, phase) = match ran {
+) -> Result<(), (Stopped, bool)> {
+    r.sections.command = Some(CommandRef::Workspace(WorkspaceCommand {
+        argv: req.command.is_none().then(|| req.argv.clone()),
+        command: req.command.clone(),
+        cwd: req.cwd.clone(),
+        background: req.background,
+        stdin_bytes: req.stdin.len(),
+        env_names: req.env.iter().map(|(k, _)| k.clone()).collect(),
+    }));
+    r.sections.decision = Some(agentjail_check::Decision::not_checked(
+        "workspace commands are not statically checked: the jail is the boundary",
+    ));
+    let stop = |reason, phase| Stopped { reason, phase };
+    match ran {
         Ran::Refused(reason, message) => {
             r.error(RecordError::message(message));
             r.phase(Phase::Plan, false, t, Value::Null);
-            (reason, Phase::Plan)
+            Err((stop(reason, Phase::Plan), false))
         }
         Ran::Done(report, c, oom_killed) => {
             let reason = done_reason(&report, oom_killed);
-            cite(&mut r, "execution", done_execution(&report, &c));
-            r.phase(
-                Phase::Execute,
-                reason.is_success(),
-                t,
-                json!({"program_wall_us": c.wall_us}),
-            );
-            (reason, Phase::Execute)
+            r.sections.execution = Some(done_execution(&report, &c));
+            let ok = reason.is_success();
+            r.phase(Phase::Execute, ok, t, json!({"program_wall_us": c.wall_us}));
+            if ok {
+                return Ok(());
+            }
+            Err((stop(reason, Phase::Execute), false))
         }
         Ran::Ended(o) => {
             let reason = crate::verdict::jail_verdict(&o, policy.limits.memory.0)
                 .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
-            let mut execution = serde_json::to_value(Execution::of(&o)).unwrap_or(Value::Null);
-            execution["workspace_ended"] = json!(true);
-            cite(&mut r, "execution", execution);
+            let mut execution = Execution::of(&o);
+            execution.workspace_ended = Some(true);
+            r.sections.execution = Some(execution);
             r.phase(
                 Phase::Execute,
                 false,
                 t,
                 json!({"program_wall_us": o.wall_us}),
             );
-            (reason, Phase::Execute)
+            Err((stop(reason, Phase::Execute), true))
         }
-    };
-    cite(&mut r, "workspace", workspace);
-    let record = match reason {
-        StopReason::Success => r.finish(StopReason::Success, Phase::Finalize),
-        other => r.finish(other, phase),
-    };
-    record.seal(&policy.redaction)
-}
-
-/// A section of a workspace record that the typed record has no field for yet (`command`,
-/// `workspace`, the command's `execution`, the `decision` with its detail): carried as
-/// the record's cited sections, which print at the top level like the typed ones.
-fn cite(r: &mut Recorder, key: &str, v: Value) {
-    r.sections.cited.insert(key.to_string(), v);
+    }
 }
 
 fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
@@ -652,7 +687,7 @@ fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
     }
 }
 
-fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Value {
+fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Execution {
     let num = |k: &str| report.get(k).and_then(Value::as_u64);
     let stdout_total = num("stdout_bytes")
         .unwrap_or(c.stdout.total)
@@ -660,21 +695,39 @@ fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Value {
     let stderr_total = num("stderr_bytes")
         .unwrap_or(c.stderr.total)
         .max(c.stderr.total);
-    json!({
-        "exit_code": report.get("exit_code").and_then(Value::as_i64),
-        "signal": report.get("signal").and_then(Value::as_i64).map(|s| crate::verdict::signal_name(s as i32)),
-        "wall_ms": num("wall_us").unwrap_or(c.wall_us) / 1000,
-        "cpu_ms": c.cpu_us / 1000,
-        "peak_memory_bytes": num("maxrss_kb").map(|k| k * 1024),
-        "stdout_bytes": stdout_total,
-        "stderr_bytes": stderr_total,
-        "stdout": String::from_utf8_lossy(&c.stdout.data),
-        "stderr": String::from_utf8_lossy(&c.stderr.data),
-        "stdout_truncated": stdout_total > c.stdout.data.len() as u64,
-        "stderr_truncated": stderr_total > c.stderr.data.len() as u64,
-        "timed_out": report.get("timed_out").and_then(Value::as_bool).unwrap_or(false),
-        "source": {"exit_code": "runner", "peak_memory_bytes": "runner", "cpu_ms": "kernel"},
-    })
+    Execution {
+        exit_code: report
+            .get("exit_code")
+            .and_then(Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok()),
+        signal: report
+            .get("signal")
+            .and_then(Value::as_i64)
+            .map(|s| crate::verdict::signal_name(s as i32)),
+        wall_ms: num("wall_us").unwrap_or(c.wall_us) / 1000,
+        cpu_ms: Some(c.cpu_us / 1000),
+        peak_memory_bytes: Some(num("maxrss_kb").map(|k| k * 1024)),
+        stdout_bytes: stdout_total,
+        stderr_bytes: stderr_total,
+        stdout: String::from_utf8_lossy(&c.stdout.data).into_owned(),
+        stderr: String::from_utf8_lossy(&c.stderr.data).into_owned(),
+        stdout_truncated: stdout_total > c.stdout.data.len() as u64,
+        stderr_truncated: stderr_total > c.stderr.data.len() as u64,
+        oom_kills: None,
+        pids_limit_hits: None,
+        timed_out: Some(
+            report
+                .get("timed_out")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        ),
+        source: Some(ExecutionSource {
+            exit_code: "runner",
+            peak_memory_bytes: "runner",
+            cpu_ms: "kernel",
+        }),
+        workspace_ended: None,
+    }
 }
 
 fn errno_text(e: i32) -> &'static str {
@@ -873,9 +926,17 @@ impl Workspace {
             match as_jail_user(|| get_file(root, &rel, cap))? {
                 Ok(content) => {
                     total += content.len() as u64;
-                    out.push(json!({"path": rel, "bytes": content.len(),
+                    // A brokered credential's value an upstream echoed into a file leaves
+                    // as its marker, as from an artifact (bytes and sha256: what is sent).
+                    let secrets = &self.policy.redaction.secrets;
+                    let (content, redacted) = crate::redact::scrub_bytes(&content, secrets);
+                    let mut f = json!({"path": rel, "bytes": content.len(),
                         "sha256": crate::pipeline::sha256_hex(&content),
-                        "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)}));
+                        "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)});
+                    if redacted > 0 {
+                        f["redacted"] = json!(redacted);
+                    }
+                    out.push(f);
                 }
                 Err("too_large") if cap < caps.max_file_bytes.0 => {
                     out.push(json!({"path": rel, "error": "over_budget"}))
@@ -919,6 +980,18 @@ impl Engine {
         hints: Option<&Value>,
         owner: Owner,
     ) -> Result<String, EngineError> {
+        self.workspace_start_in(hints, None, owner)
+    }
+
+    /// As [`workspace_start`](Self::workspace_start), with /workspace the host directory
+    /// `host_dir` (beneath a `[workspace] host_roots` entry; src/engine/hostdir.rs) when
+    /// given: always a cold jail (the pool's hold a tmpfs).
+    pub fn workspace_start_in(
+        &self,
+        hints: Option<&Value>,
+        host_dir: Option<&str>,
+        owner: Owner,
+    ) -> Result<String, EngineError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(EngineError::new(
                 "unavailable",
@@ -928,11 +1001,14 @@ impl Engine {
         let Some(plan) = &self.workspace_plan else {
             return Err(bad("this policy has no workspaces ([workspace] enabled = false); serve a policy that enables them, such as policies/workspace.toml"));
         };
-        let mut policy = self.policy.policy.clone();
-        if let Some(h) = hints.filter(|h| !h.is_null()) {
-            let parsed = crate::contract::parse_hints(h).map_err(|e| bad(e.to_string()))?;
-            policy = crate::contract::apply_hints(&policy, &parsed).0;
-        }
+        let (policy, net_narrowed) = self.hinted(hints)?;
+        // As the jail's user: the jail reopens the path with no more right than that (a
+        // directory on the way it cannot search is refused here, not at the jail's setup).
+        let roots = &self.policy.policy.workspace.host_roots;
+        let claimed = match host_dir {
+            Some(d) => Some(as_jail_user(|| super::hostdir::claim(d, roots))??),
+            None => None,
+        };
         let max = policy.workspace.max_per_client;
         let open = |same: &dyn Fn(&Owner) -> bool| {
             let live =
@@ -949,33 +1025,72 @@ impl Engine {
                 "too_many_workspaces",
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
             ))?;
-        let warm = self
-            .workspace_pool
-            .as_ref()
-            .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
-        let (jail, start) = match warm {
-            Some((jail, _)) => (jail, crate::pipeline::source::Start::Warm),
-            None => {
-                let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
-                    EngineError::new(
-                        "unavailable",
-                        format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
-                    )
-                })?;
-                (jail, crate::pipeline::source::Start::Cold)
-            }
-        };
+        let (mut jail, start) = self.workspace_jail(plan, claimed.as_ref())?;
+        // The allowlist's proxy lives as long as the workspace's jail (src/netproxy.rs).
+        let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
+            let control = e.unavailable_control();
+            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+        })?;
         let id = agentjail_jail::ids::random_hex(16);
-        let w = Workspace::new(
+        let mut w = Workspace::new(
             id.clone(),
             owner,
             (jail, start),
             policy,
             self.policy_ref.clone(),
+            net,
         );
+        w.host_path = claimed.as_ref().map(|h| h.path());
+        w.host_dir = claimed;
         self.lock_workspaces()
             .insert(id.clone(), (owner, Arc::new(Mutex::new(w))));
         Ok(id)
+    }
+
+    /// A started jail for a workspace: warm from the pool for a tmpfs one, cold with its
+    /// own plan for a host directory (checked, once started, to hold the claimed directory).
+    fn workspace_jail(
+        &self,
+        plan: &Arc<crate::plan::JailPlan>,
+        claimed: Option<&super::hostdir::HostDir>,
+    ) -> Result<(StartedJail, crate::pipeline::source::Start), EngineError> {
+        let warm = self
+            .workspace_pool
+            .as_ref()
+            .filter(|_| claimed.is_none())
+            .and_then(|p| p.take_or_wait(pool::READY_TIMEOUT));
+        if let Some((jail, _)) = warm {
+            return Ok((jail, crate::pipeline::source::Start::Warm));
+        }
+        let plan = match claimed {
+            Some(dir) => Arc::new(host_dir_plan(plan, dir)),
+            None => Arc::clone(plan),
+        };
+        let jail = self.spawner.start(plan).map_err(|e| {
+            EngineError::new(
+                "unavailable",
+                format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
+            )
+        })?;
+        if let Some(dir) = claimed {
+            // The bind went through a second open (the jail's own, in its mount namespace):
+            // it must have found the directory that was checked and locked.
+            let same = jail
+                .out()
+                .and_then(|fd| agentjail_jail::os::dir::stat(fd).ok())
+                .is_some_and(|st| (st.dev, st.ino) == dir.id);
+            if !same {
+                self.teardown(jail.end().1);
+                return Err(EngineError::new(
+                    "bad_host_dir",
+                    format!(
+                        "host_dir {:?} changed while the jail was being set up; try again",
+                        dir.path()
+                    ),
+                ));
+            }
+        }
+        Ok((jail, crate::pipeline::source::Start::Cold))
     }
 
     /// The workspace `id`, if `owner` started it (another client's ids are unknown to it).

@@ -80,6 +80,23 @@ pub struct Execution {
     pub oom_kills: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pids_limit_hits: Option<u64>,
+    /// A workspace command the runner stopped at its timeout (the workspace lives on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<bool>,
+    /// Whose figures these are, where not all the supervisor's (a workspace command's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<ExecutionSource>,
+    /// The jail ended during a workspace command: the workspace is over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_ended: Option<bool>,
+}
+
+/// The record's `execution.source`: who measured what.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecutionSource {
+    pub exit_code: &'static str,
+    pub peak_memory_bytes: &'static str,
+    pub cpu_ms: &'static str,
 }
 
 impl Execution {
@@ -99,6 +116,9 @@ impl Execution {
             stderr_truncated: o.stderr.truncated,
             oom_kills: Some(o.oom_kills),
             pids_limit_hits: Some(o.pids_limit_hits),
+            timed_out: None,
+            source: None,
+            workspace_ended: None,
         }
     }
 
@@ -119,6 +139,9 @@ impl Execution {
             stderr_truncated: c.stderr.truncated,
             oom_kills: None,
             pids_limit_hits: None,
+            timed_out: None,
+            source: None,
+            workspace_ended: None,
         }
     }
 }
@@ -173,6 +196,39 @@ pub struct SessionRef {
     pub ended_reason: Option<String>,
 }
 
+/// The record's `workspace`: the workspace after this command.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceRef {
+    pub id: String,
+    pub execs: u64,
+    pub jail_start: Start,
+    pub ended: bool,
+    pub ended_reason: Option<String>,
+    /// The host directory bound at /workspace (`host_dir`), or null for a tmpfs.
+    pub host_dir: Option<String>,
+}
+
+/// The record's `command`: `exec`'s command line, or what a workspace command ran.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum CommandRef {
+    Argv(Vec<String>),
+    Workspace(WorkspaceCommand),
+}
+
+/// A workspace command as the client sent it (never its stdin or env values).
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceCommand {
+    /// The argv, when one was sent (null for a shell line).
+    pub argv: Option<Vec<String>>,
+    /// The shell line, when one was sent.
+    pub command: Option<String>,
+    pub cwd: String,
+    pub background: bool,
+    pub stdin_bytes: usize,
+    pub env_names: Vec<String>,
+}
+
 /// The record's `cache` on a hit: which stored run it cites.
 #[derive(Debug, Clone, Serialize)]
 pub struct CacheRef {
@@ -198,9 +254,9 @@ pub struct Sections {
     pub cache: Option<CacheRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caller: Option<Caller>,
-    /// `exec`'s command line.
+    /// `exec`'s command line, or a workspace command.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<Vec<String>>,
+    pub command: Option<CommandRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<agentjail_check::Decision>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -226,6 +282,8 @@ pub struct Sections {
     /// A session call's value (the trailing expression, as text).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceRef>,
     /// A cache hit's: the stored run's outcome sections, as stored (cached records are
     /// agentjail's own, written from this type).
     #[serde(flatten)]
@@ -322,11 +380,19 @@ impl Sealed {
     ) -> Sealed {
         let audit = match crate::redact::Redactor::of(policy) {
             Ok(r) => r.seal(&mut value),
-            Err(e) => json!({
-                "run_id": value.get("run_id"),
-                "stop_reason": value.get("stop_reason"),
-                "redaction": {"error": e.to_string()},
-            }),
+            Err(e) => {
+                let stub = json!({
+                    "run_id": value.get("run_id"),
+                    "stop_reason": value.get("stop_reason"),
+                    "redaction": {"error": e.to_string()},
+                });
+                // The printed copy holds a brokered credential's value whenever the
+                // upstream echoed it: with no redactor, it is the stub too.
+                if !policy.secrets.is_empty() {
+                    value = stub.clone();
+                }
+                stub
+            }
         };
         Sealed {
             stop_reason,

@@ -27,6 +27,45 @@ use agentjail_jail::supervise::{self, CallEnd, Interrupt};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
+/// The record of one call in a jail kept across calls: a session's call or a workspace's
+/// command (src/engine/workspace.rs). One builder for both, so they carry the same parts the
+/// same way — the policy, the requests the network allowlist's proxy logged since the
+/// previous record (with the counters so far), the session or workspace after the call —
+/// and end the same way: a denial under `deny_is_stop` is the stop reason; success
+/// finishes in `finalize`, a stop in the phase it happened in.
+pub struct CallRecord {
+    pub r: Recorder,
+}
+
+impl CallRecord {
+    pub fn new(policy: record::PolicyRef) -> CallRecord {
+        let mut r = Recorder::new();
+        r.sections.policy = Some(policy);
+        CallRecord { r }
+    }
+
+    /// The requests that ended since the previous record into `network`; the stop reason
+    /// a denial makes under `deny_is_stop` (the proxy has killed the jail's program).
+    pub fn network(
+        &mut self,
+        net: Option<&crate::netproxy::NetSession>,
+        policy: &Policy,
+    ) -> Option<StopReason> {
+        net?.drain_into(&mut self.r, policy)
+            .map(StopReason::CodeNetworkDenied)
+    }
+
+    /// The finished record, sealed per the policy's redaction.
+    pub fn finish(self, result: Result<(), Stopped>, policy: &Policy) -> Sealed {
+        let record = match result {
+            Ok(()) => self.r.finish(StopReason::Success, Phase::Finalize),
+            Err(s) if s.reason.is_success() => self.r.finish(s.reason, Phase::Finalize),
+            Err(s) => self.r.finish(s.reason, s.phase),
+        };
+        record.seal(&policy.redaction)
+    }
+}
+
 /// Who may use a session: the connection that started it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Owner {
@@ -143,16 +182,10 @@ impl Session {
         timeout_s: Option<f64>,
         interrupt: Option<Interrupt<'_>>,
     ) -> (Sealed, Option<Teardown>) {
-        let mut r = Recorder::new();
-        r.sections.policy = Some(self.policy_ref.clone());
-        let mut result = self.checked_call(&mut r, code, timeout_s, interrupt);
-        if let Some(host) = self
-            .net
-            .as_ref()
-            .and_then(|n| n.drain_into(&mut r, &self.policy))
-        {
+        let mut c = CallRecord::new(self.policy_ref.clone());
+        let mut result = self.checked_call(&mut c.r, code, timeout_s, interrupt);
+        if let Some(reason) = c.network(self.net.as_ref(), &self.policy) {
             // deny_is_stop: the proxy killed the program, and the session with it.
-            let reason = StopReason::CodeNetworkDenied(host);
             let stopped = Stopped {
                 reason,
                 phase: Phase::Execute,
@@ -164,12 +197,9 @@ impl Session {
             _ => None,
         };
         self.last_used = Instant::now();
-        r.sections.session = Some(self.describe());
-        let record = match result {
-            Ok(()) => r.finish(StopReason::Success, Phase::Finalize),
-            Err((stop, _)) => r.finish(stop.reason, stop.phase),
-        };
-        (record.seal(&self.policy.redaction), teardown)
+        c.r.sections.session = Some(self.describe());
+        let record = c.finish(result.map_err(|(stop, _)| stop), &self.policy);
+        (record, teardown)
     }
 
     fn describe(&self) -> record::SessionRef {

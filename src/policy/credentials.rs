@@ -246,7 +246,7 @@ pub(super) fn load(p: &mut Policy) -> Result<(), Invalid> {
     let mut secrets = Vec::new();
     for c in &p.network.credentials {
         let what = format!("credential {} value_file", c.name);
-        let bytes = crate::hostpath::read_operator_file(
+        let bytes = crate::hostpath::read_operator_secret(
             Path::new(&c.value_file),
             &what,
             MAX_SECRET_BYTES,

@@ -148,6 +148,43 @@ fn unsafe_files_are_refused_with_a_clear_error() {
     }
 }
 
+/// A hostile filesystem: a FIFO (no writer: an open that waited would hang the load), the
+/// file through /proc/self/fd (a magic link), a device, a second name (a hard link), each
+/// refused without the value.
+#[test]
+fn fifos_fd_links_devices_and_hard_links_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let good = file(d.path(), "good", SECRET.as_bytes(), 0o600);
+    let fifo = d.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .args(["-m", "600"])
+        .arg(&fifo)
+        .status()
+        .expect("the mkfifo command");
+    assert!(made.success());
+    let held = std::fs::File::open(&good).unwrap();
+    use std::os::fd::AsRawFd;
+    let by_fd = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+    let second = d.path().join("second");
+    std::fs::hard_link(&good, &second).unwrap();
+    for (path, why) in [
+        (fifo, "not a regular file"),
+        (by_fd, "symbolic link"),
+        (PathBuf::from("/dev/null"), "not a regular file"),
+        (second.clone(), "has 2 names"),
+        (good.clone(), "has 2 names"),
+    ] {
+        let e = load(&net(&path, "")).unwrap_err();
+        assert!(
+            e.contains("network.credentials") && e.contains(why),
+            "{path:?}: {e}"
+        );
+        assert!(!e.contains(SECRET), "{e}");
+    }
+    std::fs::remove_file(&second).unwrap();
+    assert!(load(&net(&good, "")).is_ok(), "one name again: loads");
+}
+
 #[test]
 fn bad_values_are_refused_without_being_shown() {
     let d = tempfile::tempdir().unwrap();

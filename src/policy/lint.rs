@@ -13,8 +13,9 @@ pub struct LintWarning {
 
 /// Facts `policy lint` states with every report (not warnings: no policy can change them).
 pub const LINT_NOTES: &[&str] = &[
-    "no writable host path is possible: the policy format has no key for one; the program \
-     can write only to its own size-capped /tmp tmpfs",
+    "no writable host path is possible but a workspace's host_dir beneath [workspace] \
+     host_roots (warned when listed); otherwise the program writes only its own \
+     size-capped tmpfs mounts",
     "the static check is defence in depth; the jail is the boundary",
 ];
 
@@ -37,6 +38,20 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
              language runs: the jail alone (no network, read-only host, its own /tmp, \
              required seccomp and landlock, the limits) holds it. Use it only where a refusal \
              would be a wrong answer (policies/judge-open.toml: verl's call-based cases)",
+        );
+    }
+    if !policy.workspace.host_roots.is_empty() {
+        warn(
+            &mut w,
+            "workspace.host_roots",
+            format!(
+                "workspaces may write host directories beneath {}: workspace.size and \
+                 workspace.inodes do not bound them (the host filesystem's quota does), and \
+                 what a command leaves there (symlinks, hard links within the directory, \
+                 files owned by the jail's host uid) stays after close for host tools to \
+                 meet; docs/SECURITY.md, \"Host-directory workspaces\"",
+                policy.workspace.host_roots.join(", ")
+            ),
         );
     }
     jail_lints(policy, &mut w);

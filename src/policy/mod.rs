@@ -15,7 +15,7 @@ pub use agentjail_jail::syscall_groups;
 mod credentials;
 mod network;
 mod validate;
-pub use credentials::{Credential as NetworkCredential, Secret, Upstream};
+pub use credentials::{Credential as NetworkCredential, Secret, Upstream, MAX_SECRET_BYTES};
 pub use network::{Network, NetworkMode, PROXY_PORT};
 
 pub use lint::{lint, LintWarning, LINT_NOTES};
@@ -399,6 +399,13 @@ pub struct WorkspacePolicy {
     pub lifetime_seconds: u64,
     /// Workspaces one client may hold open at once.
     pub max_per_client: u64,
+    /// Host directories beneath which `workspace_start`'s `host_dir` may lie: that directory
+    /// is then bound read-write at /workspace instead of the tmpfs (src/engine/hostdir.rs).
+    /// Empty: `host_dir` is refused.
+    pub host_roots: Vec<String>,
+    /// The operator's word that `size` and `inodes` do not bound a host directory (only
+    /// the host filesystem's own quota does): required when `host_roots` is not empty.
+    pub host_quota_acknowledged: bool,
 }
 
 impl Default for WorkspacePolicy {
@@ -411,6 +418,8 @@ impl Default for WorkspacePolicy {
             idle_timeout_seconds: 900,
             lifetime_seconds: 7200,
             max_per_client: 8,
+            host_roots: Vec::new(),
+            host_quota_acknowledged: false,
         }
     }
 }
@@ -957,6 +966,17 @@ pub fn load_file(path: &Path) -> Result<LoadedPolicy, PolicyError> {
 
 /// Parse and validate policy text. `origin` names it in errors and becomes `path`.
 pub fn load_str(text: &str, origin: &str) -> Result<LoadedPolicy, PolicyError> {
+    load_text(text, origin, true)
+}
+
+/// [`load_str`] without reading the brokered credentials' files (`network.broker` and
+/// `redaction.secrets` stay empty): for the zygote's template, whose memory every jail it
+/// clones continues in, so it must never have held a key (src/zygote/template.rs).
+pub fn load_str_without_secrets(text: &str, origin: &str) -> Result<LoadedPolicy, PolicyError> {
+    load_text(text, origin, false)
+}
+
+fn load_text(text: &str, origin: &str, secrets: bool) -> Result<LoadedPolicy, PolicyError> {
     let mut policy: Policy = toml::from_str(text).map_err(|e| parse_error(text, origin, &e))?;
     // `version` is the one key that must be written: it makes an empty or unrelated file an
     // error, and a future format change detectable.
@@ -973,7 +993,13 @@ pub fn load_str(text: &str, origin: &str) -> Result<LoadedPolicy, PolicyError> {
     let checked = validate::validate(&policy)
         .and_then(|()| credentials::validate(&policy))
         .and_then(|()| policy.resolve_python())
-        .and_then(|()| credentials::load(&mut policy));
+        .and_then(|()| {
+            if secrets {
+                credentials::load(&mut policy)
+            } else {
+                Ok(())
+            }
+        });
     if let Err(v) = checked {
         let pos = v
             .item

@@ -158,13 +158,6 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "remove enabled (mode = \"allowlist\" keeps the jail's own network namespace)",
         ));
     }
-    if p.workspace.enabled {
-        return Err(invalid(
-            "workspace.enabled",
-            "workspaces do not run under mode = \"allowlist\" yet: their jails would get the proxy's variables but no proxy",
-            "set workspace.enabled = false, or use network.mode = \"none\" for workspaces",
-        ));
-    }
     if n.allow.is_empty() {
         return Err(invalid(
             "network.allow",
@@ -178,6 +171,13 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "seccomp.allow_groups",
             "mode = \"allowlist\" needs the `network` syscall group: the program connects to the proxy on the jail's loopback with an AF_INET socket",
             "add \"network\" (the jail's namespace has no other interface; the proxy decides what leaves it)",
+        ));
+    }
+    if p.seccomp.errno_syscalls.iter().any(|s| s == "socket") {
+        return Err(invalid(
+            "seccomp.errno_syscalls",
+            "mode = \"allowlist\" needs socket(): errno_syscalls refuses it with EPERM, so the program could never reach the proxy",
+            "remove \"socket\" (the `network` group allows AF_INET and AF_INET6 sockets only; AF_UNIX stays refused without sockets_local)",
         ));
     }
     limits(n)
@@ -272,14 +272,10 @@ mod tests {
     }
 
     #[test]
-    fn workspaces_under_an_allowlist_are_refused() {
+    fn workspaces_take_an_allowlist() {
         let net = "mode = \"allowlist\"\nallow = [\"pypi.org:443\"]\n[workspace]\nenabled = true";
-        let e = load(net, GROUPS).unwrap_err();
-        assert!(
-            e.contains("workspace.enabled") && e.contains("allowlist"),
-            "{e}"
-        );
-        load(&net.replace("enabled = true", "enabled = false"), GROUPS).unwrap();
+        let n = load(net, GROUPS).unwrap();
+        assert!(n.allowlist());
     }
 
     #[test]
@@ -310,6 +306,11 @@ mod tests {
                 "mode = \"allowlist\"\nallow = [\"a.org:1\"]",
                 "",
                 "seccomp.allow_groups",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\"]",
+                &format!("{GROUPS}errno_syscalls = [\"socket\"]\n"),
+                "seccomp.errno_syscalls",
             ),
             (
                 "mode = \"allowlist\"\nallow = [\"a.org:1\"]\nenabled = true",

@@ -154,9 +154,9 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
 
 /// `check.enforce = false` (the static check reports and refuses nothing) only with every
 /// control that then holds the program: no network at all, seccomp required and without
-/// the opt-in groups that widen it (processes, sockets), landlock required. A read-only
-/// host, the jail's own /tmp and finite limits hold under every policy (the format has no
-/// key to loosen them). docs/SECURITY.md, "A check that is not enforced".
+/// the opt-in groups that widen it (processes, sockets), landlock required, no writable
+/// host directory (`workspace.host_roots`). The jail's own /tmp and finite limits hold
+/// under every policy (the format has no key to loosen them). docs/SECURITY.md, "A check that is not enforced".
 fn unenforced_check(p: &Policy) -> Result<(), Invalid> {
     if p.check.enforce {
         return Ok(());
@@ -164,8 +164,8 @@ fn unenforced_check(p: &Policy) -> Result<(), Invalid> {
     const HINT: &str = "check.enforce = false leaves the jail as the only barrier, so it needs \
                         every control: network.enabled = false with mode = \"none\", \
                         seccomp.requirement = \"required\" without process_spawn, \
-                        sockets_local or network, landlock.requirement = \"required\"; or \
-                        set check.enforce = true";
+                        sockets_local or network, landlock.requirement = \"required\", no \
+                        workspace.host_roots; or set check.enforce = true";
     let missing = if p.network.enabled {
         Some("network.enabled = true shares the host's network")
     } else if p.network.mode != super::network::NetworkMode::None {
@@ -174,6 +174,8 @@ fn unenforced_check(p: &Policy) -> Result<(), Invalid> {
         Some("seccomp.requirement is not \"required\": the syscall filter may be missing")
     } else if p.landlock.requirement != Requirement::Required {
         Some("landlock.requirement is not \"required\": the file access rules may be missing")
+    } else if !p.workspace.host_roots.is_empty() {
+        Some("workspace.host_roots lets workspaces write host directories")
     } else {
         None
     };
@@ -221,10 +223,16 @@ fn files(p: &Policy) -> Result<(), Invalid> {
         MAX_PAYLOAD_BYTES,
         "all input files of an action; 0 to 64MiB",
     )?;
-    for root in &f.host_roots {
+    host_roots("files.host_roots", &f.host_roots)
+}
+
+/// `files.host_roots` and `workspace.host_roots`: absolute, normalised, never `/` nor under
+/// the host's kernel interfaces and configuration.
+fn host_roots(key: &str, roots: &[String]) -> Result<(), Invalid> {
+    for root in roots {
         if let Some(problem) = path_problem(root) {
             return Err(invalid_item(
-                "files.host_roots",
+                key,
                 root,
                 format!("{root:?} {problem}"),
                 "give absolute, normalised directories",
@@ -232,7 +240,7 @@ fn files(p: &Policy) -> Result<(), Invalid> {
         }
         if root == "/" || FORBIDDEN_HOST_ROOTS.iter().any(|r| is_under(root, r)) {
             return Err(invalid_item(
-                "files.host_roots",
+                key,
                 root,
                 format!("{root:?} is / or under {}", FORBIDDEN_HOST_ROOTS.join(", ")),
                 "list the directories that hold job data, e.g. /srv/agentjail/data",
@@ -377,7 +385,16 @@ fn workspace(p: &Policy) -> Result<(), Invalid> {
         1,
         10_000,
         "workspaces one client holds open at once; 1 to 10000",
-    )
+    )?;
+    host_roots("workspace.host_roots", &w.host_roots)?;
+    if !w.host_roots.is_empty() && !w.host_quota_acknowledged {
+        return Err(invalid(
+            "workspace.host_quota_acknowledged",
+            "workspace.host_roots lets a workspace write a host directory, which workspace.size and workspace.inodes cannot bound (they cap the tmpfs only)",
+            "put the roots on a filesystem with a quota (or one you can let fill) and set host_quota_acknowledged = true",
+        ));
+    }
+    Ok(())
 }
 
 /// The format version and the name.
@@ -974,5 +991,27 @@ mod tests {
         assert!(path_problem("/usr/").is_some());
         assert!(is_under("/etc/ssl", "/etc"));
         assert!(!is_under("/etcetera", "/etc"));
+    }
+
+    #[test]
+    fn workspace_host_roots_are_checked_and_need_the_quota_acknowledged() {
+        let mut p = Policy::default();
+        p.workspace.host_roots = vec!["/srv/ws".into()];
+        let e = workspace(&p).unwrap_err();
+        assert_eq!(e.key, "workspace.host_quota_acknowledged");
+        p.workspace.host_quota_acknowledged = true;
+        assert!(workspace(&p).is_ok());
+        for bad in ["/", "/etc/x", "srv/ws", "/srv/../etc", "/proc"] {
+            p.workspace.host_roots = vec![bad.into()];
+            assert_eq!(
+                workspace(&p).unwrap_err().key,
+                "workspace.host_roots",
+                "{bad}"
+            );
+        }
+        p.workspace.host_roots = vec!["/srv/ws".into()];
+        assert!(super::super::lint::lint(&p)
+            .iter()
+            .any(|w| w.key == "workspace.host_roots"));
     }
 }

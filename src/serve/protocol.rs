@@ -13,6 +13,8 @@
 //! {"id": "r5", "op": "session_close", "session": "<id>"}     → {"id": "r5", "closed": true}
 //! {"id": "r6", "op": "stats"}                                → {"id": "r6", "stats": {...}}
 //! {"id": "w1", "op": "workspace_start", "policy_hints": {...}} → {"id": "w1", "workspace": "<id>"}
+//!      (optional "host_dir": "/srv/ws/x": /workspace is that host directory; policy
+//!       [workspace] host_roots)
 //! {"id": "w2", "op": "workspace_exec", "workspace": "<id>", "command": "sh line"}
 //!      (or "argv": [...]; optional cwd, stdin | stdin_base64, env, timeout_s, background)
 //!                                                            → {"id": "w2", "record": {...}}
@@ -61,6 +63,9 @@ pub enum Op {
     Stats,
     WorkspaceStart {
         policy_hints: Option<Value>,
+        /// A host directory beneath `[workspace] host_roots` for /workspace (checked by the
+        /// engine, src/engine/hostdir.rs, not here).
+        host_dir: Option<String>,
     },
     WorkspaceExec {
         workspace: String,
@@ -100,6 +105,15 @@ fn err(id: &Value, code: &'static str, message: impl Into<String>) -> ProtocolEr
         id: id.clone(),
         code,
         message: message.into(),
+    }
+}
+
+/// workspace_start's optional `host_dir`: a string, or absent (or null).
+fn host_dir(v: Option<Value>) -> Result<Option<String>, &'static str> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err("\"host_dir\" must be a string (an absolute host path)"),
     }
 }
 
@@ -149,7 +163,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         "session_exec" => &["session", "code", "timeout_s"],
         "session_close" => &["session"],
         "stats" => &[],
-        "workspace_start" => &["policy_hints"],
+        "workspace_start" => &["policy_hints", "host_dir"],
         "workspace_exec" => &[
             "workspace",
             "command",
@@ -235,6 +249,7 @@ fn build_op(
         },
         "workspace_start" => Op::WorkspaceStart {
             policy_hints: obj.remove("policy_hints").filter(|h| !h.is_null()),
+            host_dir: host_dir(obj.remove("host_dir")).map_err(|m| err(id, "bad_request", m))?,
         },
         "workspace_exec" => {
             let workspace = string(&mut obj, "workspace")?;
@@ -354,6 +369,8 @@ mod tests {
             br#"{"op": "workspace_put", "workspace": "a", "files": []}"#,
             br#"{"op": "workspace_get", "workspace": "a", "paths": ["x"]}"#,
             br#"{"op": "workspace_close", "workspace": "a"}"#,
+            br#"{"op": "workspace_start", "host_dir": "/srv/ws/a"}"#,
+            br#"{"op": "workspace_start", "host_dir": null}"#,
         ] {
             assert!(
                 parse_request(line).is_ok(),
@@ -361,6 +378,12 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+        let e = parse_request(br#"{"op": "workspace_start", "host_dir": ["/srv"]}"#).unwrap_err();
+        assert_eq!(e.code, "bad_request");
+        let r = parse_request(br#"{"op": "workspace_start", "host_dir": "/srv/ws/a"}"#).unwrap();
+        assert!(
+            matches!(r.op, Op::WorkspaceStart { host_dir: Some(ref d), .. } if d == "/srv/ws/a")
+        );
     }
 
     #[test]

@@ -20,9 +20,12 @@ pub(super) fn handle(
         Err(e) => engine_err(e),
     };
     match op {
-        Op::WorkspaceStart { policy_hints } => answer(
+        Op::WorkspaceStart {
+            policy_hints,
+            host_dir,
+        } => answer(
             engine
-                .workspace_start(policy_hints.as_ref(), owner)
+                .workspace_start_in(policy_hints.as_ref(), host_dir.as_deref(), owner)
                 .map(Value::String),
             "workspace",
         ),

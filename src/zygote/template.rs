@@ -121,7 +121,9 @@ fn load_plan(
         None => return Err(format!("no policy text for {path}")),
         Some(t) => {
             let t = std::str::from_utf8(t).map_err(|_| "the policy text is not UTF-8")?;
-            crate::policy::load_str(t, path).map_err(|e| e.to_string())?
+            // Never the credentials' values: every jail cloned from here continues in this
+            // process's memory (freed memory included), and the proxy is the server's.
+            crate::policy::load_str_without_secrets(t, path).map_err(|e| e.to_string())?
         }
     };
     if loaded.sha256 != sha {

@@ -650,6 +650,10 @@ fn an_unenforced_check_needs_the_jails_full_controls() {
         ("[seccomp]\nallow_groups = [\"exec\", \"network\"]\n", "\"network\""),
         ("[seccomp]\nallow_groups = [\"exec\", \"sockets_local\"]\n", "sockets_local"),
         ("[seccomp]\nallow_groups = [\"exec\", \"process_spawn\"]\n", "process_spawn"),
+        (
+            "[workspace]\nenabled = true\nhost_roots = [\"/srv/aj\"]\nhost_quota_acknowledged = true\n",
+            "workspace.host_roots",
+        ),
     ];
     for (extra, needle) in cases {
         // A later table of the same name would be a TOML error: replace the one above.

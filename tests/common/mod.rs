@@ -10,6 +10,7 @@
 pub mod attacks;
 pub mod python;
 pub mod serve;
+pub mod site;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

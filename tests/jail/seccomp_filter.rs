@@ -479,3 +479,75 @@ fn python_subprocess_is_stopped() {
     let o = python(&f, "import os\nos.fork()");
     assert_eq!(o, Outcome::Notified(libc::SYS_clone as i32));
 }
+
+/// A host-directory workspace's filter (`deny_setid_modes`): every call that takes a mode
+/// fails with EPERM when it carries S_ISUID or S_ISGID, and works without; the files on disk
+/// never get the bit. (The high bits of the mode word cannot smuggle one past: the kernel
+/// reads the mode as a umode_t, and the filter compares its low bits.)
+#[test]
+fn set_id_modes_are_refused_by_a_host_directory_filter() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    std::fs::write(&file, b"x").unwrap();
+    let dir = std::fs::File::open(d.path()).unwrap();
+    let mut p = SeccompPolicy::default();
+    p.errno_syscalls.clear();
+    let mut plan = seccomp_plan(&p).expect("plan");
+    plan.deny_setid_modes = true;
+    let f = seccomp::compile(&plan).expect("compile");
+    let path = CString::new(file.to_str().unwrap()).unwrap();
+    let created = CString::new(d.path().join("c").to_str().unwrap()).unwrap();
+    let name = c"f";
+    let dirfd = dir.as_raw_fd() as u64;
+    let o = run_filtered(&f, true, &|| {
+        let p = path.as_ptr() as u64;
+        let c = created.as_ptr() as u64;
+        let n = name.as_ptr() as u64;
+        let creat_flags = (libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC) as u64;
+        let refused: &[(i64, [u64; 6])] = &[
+            (libc::SYS_chmod, [p, 0o4755, 0, 0, 0, 0]),
+            (libc::SYS_chmod, [p, 0o2755, 0, 0, 0, 0]),
+            (libc::SYS_chmod, [p, 0o4755 | (1 << 40), 0, 0, 0, 0]),
+            (libc::SYS_fchmodat, [dirfd, n, 0o6755, 0, 0, 0]),
+            (452, [dirfd, n, 0o4755, 0, 0, 0]), // fchmodat2
+            (libc::SYS_creat, [c, 0o4755, 0, 0, 0, 0]),
+            (libc::SYS_open, [c, creat_flags, 0o2755, 0, 0, 0]),
+            (libc::SYS_openat, [dirfd, c, creat_flags, 0o4755, 0, 0]),
+        ];
+        for (i, (nr, a)) in refused.iter().enumerate() {
+            if raw(*nr, *a) != -1 || errno() != libc::EPERM {
+                return 10 + i as i32;
+            }
+        }
+        if raw(libc::SYS_chmod, [p, 0o755, 0, 0, 0, 0]) != 0 {
+            return 2;
+        }
+        if raw(libc::SYS_openat, [dirfd, c, creat_flags, 0o644, 0, 0]) < 0 {
+            return 3;
+        }
+        0
+    });
+    assert_eq!(o, Outcome::Exited(0));
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777,
+        0o755
+    );
+    let made = std::fs::metadata(d.path().join("c")).unwrap();
+    assert_eq!(made.permissions().mode() & 0o6000, 0);
+    // The same filter without the rule lets the bit through: the test can see it.
+    plan.deny_setid_modes = false;
+    let plain = seccomp::compile(&plan).expect("compile");
+    let o = run_filtered(&plain, true, &|| {
+        if raw(libc::SYS_chmod, [path.as_ptr() as u64, 0o4755, 0, 0, 0, 0]) == 0 {
+            0
+        } else {
+            1
+        }
+    });
+    assert_eq!(o, Outcome::Exited(0));
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777,
+        0o4755
+    );
+}

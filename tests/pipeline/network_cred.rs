@@ -432,3 +432,236 @@ fn a_serve_session_brokers_the_key_and_redacts_it() {
         );
     }
 }
+
+/// The zygote test's key: as long as real API keys are (malloc's free lists overwrite the
+/// first 16 bytes of a freed small block; the rest of a key stays in freed memory).
+const ZY_SECRET: &str = "zy-secret-5d1c8e0b7a9f4263a1b0c9d8e7f60514";
+
+/// Python that reads its own address space (/proc/self/maps, /proc/self/mem) for NEEDLE,
+/// given XORed with 0x55 (so neither the code nor its text in memory holds it), and counts
+/// the copies other than its own (the needle object, excluded by address). A run of
+/// `planted`, built at run time, proves the scan reads the heap.
+const PY_SCAN_OWN_MEMORY: &str = r#"import json
+x = bytes.fromhex('NEEDLE')
+needle = x.translate(bytes(i ^ 0x55 for i in range(256)))
+planted = bytes(str(10**11 + 23456789012), 'ascii') * 2
+mine = id(needle)
+hits, seen_planted, scanned = [], 0, 0
+mem = open('/proc/self/mem', 'rb', 0)
+for line in open('/proc/self/maps').read().splitlines():
+    f = line.split()
+    if f[1][0] != 'r' or (len(f) > 5 and f[5] in ('[vvar]', '[vsyscall]', '[vvar_vclock]')):
+        continue
+    a, b = (int(v, 16) for v in f[0].split('-'))
+    try:
+        mem.seek(a)
+        data = mem.read(b - a)
+    except (OSError, ValueError, OverflowError):
+        continue
+    scanned += len(data)
+    at = data.find(needle)
+    while at >= 0:
+        if not (mine <= a + at < mine + 128):
+            hits.append('%x %s' % (a + at, f[5] if len(f) > 5 else 'anon'))
+        at = data.find(needle, at + 1)
+    seen_planted += data.count(planted)
+print(json.dumps({'hits': hits[:20], 'planted': seen_planted, 'scanned': scanned}))
+"#;
+/// A `serve --zygote` jail is a fork of the template's interpreter, not a fresh exec: the
+/// template must never have read the key, or every zygote job holds it in its own memory.
+#[test]
+fn a_zygote_jail_never_holds_the_key_in_its_memory() {
+    if !zygote_built() {
+        return;
+    }
+    let (port, _seen) = plain_upstream();
+    // The key's last 24 characters, XORed for the program's text.
+    let tail = &ZY_SECRET[ZY_SECRET.len() - 24..];
+    let xored: String = tail.bytes().map(|b| format!("{:02x}", b ^ 0x55)).collect();
+    let code = PY_SCAN_OWN_MEMORY.replace("NEEDLE", &xored);
+    let action = json!({"id": "z", "language": "python", "entrypoint": "main.py",
+                        "code": code, "input_payload": {}});
+    for who in variants() {
+        let (d, _) = secret_file(who);
+        let key = d.path().join("zy-key");
+        std::fs::write(&key, format!("{ZY_SECRET}\n")).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if matches!(who, Who::Nobody) {
+            std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
+        }
+        let text = std::fs::read_to_string(policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("zy-{who:?}"),
+        ))
+        .unwrap()
+        .replace(
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
+            "allowed_imports = [\"json\"]",
+        );
+        let pol = shared_file(&format!("net-cred-zy-{who:?}-{port}.toml"), &text);
+        let dir = crate::common::serve::scratch("netcredz");
+        let (_server, mut f) =
+            crate::network_run::serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
+        let mut zygote = false;
+        for n in 0..30 {
+            let ask = json!({"id": n, "op": "run", "action": action});
+            let r = &crate::network_run::ask(&mut f, ask)["record"];
+            assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+            let out = &r["output"];
+            assert!(
+                out["planted"].as_u64() >= Some(1),
+                "{who:?}: the scan did not read its own heap: {out}"
+            );
+            assert_eq!(
+                out["hits"],
+                json!([]),
+                "{who:?}: job {n} found the key in its own memory"
+            );
+            zygote = r["enforcement"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["control"] == "address_space_layout");
+            if zygote {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(zygote, "{who:?}: no job ran in a zygote's jail");
+    }
+}
+
+/// An echoed key that straddles the stdout cap: the record keeps the first 4096 bytes, and
+/// the key's beginning at their end must go as the whole key does.
+#[test]
+fn a_key_cut_by_the_output_cap_leaves_no_beginning() {
+    let (port, _seen) = plain_upstream();
+    let code = "import urllib.request\nbody = urllib.request.urlopen('http://localhost/v1/echo', timeout=10).read().decode()\nat = body.index('Bearer ') + 7\nprint('x' * (4096 - 12 - at) + body + 'y' * 100)\n";
+    let a = json!({"id": "cut", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("cut-{who:?}"),
+        );
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &a, None);
+        assert_eq!(
+            r.stop_reason(),
+            "code_output_too_large",
+            "{who:?}: {:#}",
+            r.record
+        );
+        let ex = &r.record["execution"];
+        assert_eq!(ex["stdout_truncated"], true, "{who:?}");
+        let out = ex["stdout"].as_str().unwrap();
+        assert!(
+            !out.contains(&SECRET[..12]) && out.ends_with("[REDACTED:credential_api]"),
+            "{who:?}: the cut key's beginning is in the record: {}",
+            &out[out.len().saturating_sub(80)..]
+        );
+        let raw = String::from_utf8_lossy(&r.raw);
+        assert!(!raw.contains(&SECRET[..12]), "{who:?}");
+    }
+}
+
+/// A cold jail: the program's own memory never held the key (exec replaced the launcher's
+/// copy), and init, a copy of the launcher that holds it, cannot be read (non-dumpable).
+#[test]
+fn a_cold_jail_holds_no_key_and_cannot_read_inits_memory() {
+    let (port, _seen) = plain_upstream();
+    let tail = &ZY_SECRET[ZY_SECRET.len() - 24..];
+    let xored: String = tail.bytes().map(|b| format!("{:02x}", b ^ 0x55)).collect();
+    let probe = "init = []\nfor f in ('mem', 'environ', 'maps'):\n    try:\n        open('/proc/1/' + f, 'rb').read(1)\n        init.append(f)\n    except OSError:\n        pass\n";
+    let code = PY_SCAN_OWN_MEMORY
+        .replace("NEEDLE", &xored)
+        .replacen("import json\n", &format!("import json\n{probe}"), 1)
+        .replace("print(json.dumps({", "print(json.dumps({'init': init, ");
+    let a = json!({"id": "cold", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    for who in variants() {
+        let (d, _) = secret_file(who);
+        let key = d.path().join("cold-key");
+        std::fs::write(&key, format!("{ZY_SECRET}\n")).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if matches!(who, Who::Nobody) {
+            std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
+        }
+        let text = std::fs::read_to_string(policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("cold-{who:?}"),
+        ))
+        .unwrap()
+        .replace(
+            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
+            "allowed_imports = [\"json\"]",
+        );
+        let pol = shared_file(&format!("net-cred-cold-{who:?}-{port}.toml"), &text);
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &a, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        let out = &r.record["output"];
+        assert!(out["planted"].as_u64() >= Some(1), "{who:?}: {out}");
+        assert_eq!(
+            out["hits"],
+            json!([]),
+            "{who:?}: the key is in the program's memory"
+        );
+        assert_eq!(
+            out["init"],
+            json!([]),
+            "{who:?}: init's /proc entries are readable"
+        );
+    }
+}
+
+/// The audit log's copy of a run whose upstream echoed the key (into stdout, the output,
+/// an artifact, an exception message) holds no trace of it, JSON-escaped forms included.
+#[test]
+fn the_audit_log_holds_no_echoed_key() {
+    let (port, _seen) = plain_upstream();
+    let code = "import json, urllib.request\nbody = urllib.request.urlopen('http://localhost/v1/echo', timeout=10).read().decode()\nopen('/app/out/echo.txt', 'w').write(json.dumps(body))\nprint(json.dumps({'echo': body}))\nraise ValueError(body)\n";
+    let a = json!({"id": "audit", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    for who in variants() {
+        let (_d, key) = secret_file(who);
+        let pol = policy(
+            port,
+            &cred(&key, port, "upstream = \"http\""),
+            &format!("audit-{who:?}"),
+        );
+        let s = crate::common::serve::scratch("credaudit");
+        let log = s.path().join("audit.jsonl");
+        let args = [
+            "--policy",
+            pol.to_str().unwrap(),
+            "--audit-log",
+            log.to_str().unwrap(),
+        ];
+        let r = run_as(who, &args, &a, None);
+        assert_eq!(
+            r.stop_reason(),
+            "code_runtime_error:1",
+            "{who:?}: {:#}",
+            r.record
+        );
+        no_key_anywhere_but_output(who, &r);
+        let audit = std::fs::read_to_string(&log).unwrap();
+        assert!(audit.contains("credential_api"), "{who:?}: {audit}");
+        assert!(
+            !audit.contains(SECRET),
+            "{who:?}: the key is in the audit log"
+        );
+    }
+}
+
+fn no_key_anywhere_but_output(who: Who, r: &RunRecord) {
+    let raw = String::from_utf8_lossy(&r.raw);
+    assert!(
+        !raw.contains(SECRET),
+        "{who:?}: the key is in the record: {raw}"
+    );
+    assert!(!r.stderr.contains(SECRET), "{who:?}: {}", r.stderr);
+}

@@ -66,6 +66,10 @@ pub struct Decision {
     /// it refusing. Absent under an enforcing policy (those records are unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check: Option<Unenforced>,
+    /// Why there was nothing to check, where the code was not checked (a workspace
+    /// command: a shell line is not Python); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// The static rules' findings under `check.enforce = false`: reported, never refusing.
@@ -82,6 +86,17 @@ impl Decision {
         self.decision == "allow"
     }
 
+    /// Allowed without a check, and why (`reason: "not_checked"`).
+    pub fn not_checked(detail: &str) -> Self {
+        Decision {
+            decision: "allow".into(),
+            reason: "not_checked".into(),
+            violations: Vec::new(),
+            detail: Some(detail.into()),
+            check: None,
+        }
+    }
+
     /// The decision of a source check alone (a session call: the language is the
     /// session's), under rules that refuse (`enforce`) or only report what they find.
     pub fn from_violations(violations: Vec<Violation>, enforce: bool) -> Self {
@@ -95,6 +110,7 @@ impl Decision {
                 decision: "allow".into(),
                 reason,
                 violations: Vec::new(),
+                detail: None,
                 check: Some(Unenforced {
                     enforced: false,
                     findings: violations,
@@ -107,6 +123,7 @@ impl Decision {
                 reason: "policy_pass".into(),
                 violations,
                 check: None,
+                detail: None,
             };
         }
         Decision::deny(static_reason(&violations), violations)
@@ -118,6 +135,7 @@ impl Decision {
             reason,
             violations,
             check: None,
+            detail: None,
         }
     }
 }

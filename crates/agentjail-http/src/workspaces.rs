@@ -53,13 +53,42 @@ pub async fn dispatch(
     answer.unwrap_or_else(|resp| resp)
 }
 
+/// `POST /v1/workspaces`: empty, or `{"policy_hints": {...}?, "host_dir": "/srv/ws/x"?}`.
+fn start_body(body: &[u8]) -> Result<(Option<Value>, Option<String>), String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((None, None));
+    }
+    let v = strict(body)?;
+    let Some(o) = v.as_object() else {
+        return Err(
+            "the body is a JSON object: {\"policy_hints\": {...}, \"host_dir\": \"...\"} or empty"
+                .into(),
+        );
+    };
+    if let Some(k) = o
+        .keys()
+        .find(|k| !["policy_hints", "host_dir"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown field {}",
+            agentjail_json::safe_text(k, 64)
+        ));
+    }
+    let dir = match o.get("host_dir") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("\"host_dir\" must be a string (an absolute host path)".into()),
+    };
+    Ok((o.get("policy_hints").cloned().filter(|h| !h.is_null()), dir))
+}
+
 /// `/v1/workspaces...`.
 fn workspace_route(e: &Engine, r: Route, owner: Owner, body: &[u8], done: Finish) -> Resp {
     let json_body = || strict(body).map_err(|e| bad_request(&e));
     let result = match r {
-        Route::WorkspaceStart => match crate::routes::session_hints(body) {
-            Ok(hints) => e
-                .workspace_start(hints.as_ref(), owner)
+        Route::WorkspaceStart => match start_body(body) {
+            Ok((hints, dir)) => e
+                .workspace_start_in(hints.as_ref(), dir.as_deref(), owner)
                 .map(|id| json!({ "workspace": id })),
             Err(m) => return bad_request(&m),
         },
@@ -143,7 +172,7 @@ pub const POD_OWNER: Owner = Owner {
 pub fn status_of(e: &EngineError) -> StatusCode {
     match e.code {
         "unknown_workspace" | "unknown_session" => StatusCode::NOT_FOUND,
-        "workspace_busy" | "session_busy" => StatusCode::CONFLICT,
+        "workspace_busy" | "session_busy" | "host_dir_in_use" => StatusCode::CONFLICT,
         "workspace_ended" => StatusCode::GONE,
         "too_many_workspaces" | "too_many_sessions" => StatusCode::TOO_MANY_REQUESTS,
         "unavailable" => StatusCode::SERVICE_UNAVAILABLE,

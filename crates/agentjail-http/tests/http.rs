@@ -7,6 +7,10 @@
 //! No assertion is timed: the read timeouts only bound how long a broken server can hang
 //! the test.
 
+/// The network allowlist's test site (an HTTP server on the host's loopback).
+#[path = "../../../tests/common/site.rs"]
+mod site;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -1110,4 +1114,77 @@ fn the_pod_workspace_speaks_the_agent_sandbox_runtime() {
         post(&plain.target, "/execute", &json!({"command": "true"})).status,
         404
     );
+}
+
+/// A network allowlist through the HTTP front end (the policy names the test site,
+/// tests/common/site.rs): `/v1/run` and a session's exec return records whose
+/// `network.requests` hold the allowed fetch and the denied host; SIGTERM then leaves no
+/// process of the server behind.
+#[test]
+fn the_allowlist_holds_through_run_and_sessions() {
+    let default = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../policies/default.toml"
+    ))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("net.toml");
+    std::fs::write(&policy, site::default_policy_text(&default, "http-net")).unwrap();
+    let policy = policy.display().to_string();
+    let mut s = start("127.0.0.1:0", &["--policy", &policy]);
+    let t = &s.target;
+    let want = [
+        ("localhost".to_string(), true, "ok".to_string()),
+        (
+            "evil.test".to_string(),
+            false,
+            "not_allowlisted".to_string(),
+        ),
+    ];
+    let verdicts = |rec: &Value| -> Vec<(String, bool, String)> {
+        let reqs = rec["network"]["requests"].as_array().cloned();
+        reqs.unwrap_or_else(|| panic!("no network.requests: {rec}"))
+            .iter()
+            .map(|e| {
+                let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+                (s("host"), e["allowed"] == true, s("reason"))
+            })
+            .collect()
+    };
+    let rec = post(t, "/v1/run", &action(&site::fetch_both_code())).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(
+        rec["output"],
+        json!({"ok": "OK-BODY", "other": "HTTP Error 403: Forbidden"})
+    );
+    assert_eq!(verdicts(&rec), want, "{rec}");
+
+    let r = request(t, "POST", "/v1/sessions", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["session"].as_str().unwrap().to_string();
+    let code = format!(
+        "import urllib.request as u\nb = u.urlopen('http://localhost:{}/ok', timeout=20).read().decode()\ntry:\n    u.urlopen('http://evil.test/', timeout=20)\nexcept Exception as e:\n    b += ' ' + str(e)\nb",
+        site::port()
+    );
+    let rec = post(
+        t,
+        &format!("/v1/sessions/{id}/exec"),
+        &json!({"code": code}),
+    )
+    .json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(rec["value"], "'OK-BODY HTTP Error 403: Forbidden'", "{rec}");
+    assert_eq!(verdicts(&rec), want, "{rec}");
+
+    let started = descendants(s.pid());
+    let kill = Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert_eq!(s.child.wait().unwrap().code(), Some(0));
+    for (pid, start) in started {
+        let same = stat(pid).is_some_and(|(_, st)| st == start);
+        assert!(!same, "process {pid} of the server outlived it");
+    }
 }

@@ -189,7 +189,17 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
                 let fd = open_input(root, relative)?;
                 let slot = input_fds.len();
                 input_fds.push(AtomicI32::new(-1));
-                steps.extend(input_steps(&fd, root, relative, target, slot)?);
+                steps.extend(input_steps(&fd, root, relative, target, slot, false)?);
+            }
+            MountOp::BindHostDir {
+                root,
+                relative,
+                target,
+            } => {
+                let fd = open_input(root, relative)?;
+                let slot = input_fds.len();
+                input_fds.push(AtomicI32::new(-1));
+                steps.extend(input_steps(&fd, root, relative, target, slot, true)?);
             }
             _ => steps.extend(op_steps(op)?),
         }
@@ -211,16 +221,21 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
 /// A host input, opened here to learn its type and locked flags, opened again by the child
 /// (`open_inputs`) and bound through that fd, then remounted read-only, nosuid, nodev,
 /// noexec. A swap between the two opens can only turn a file into another file beneath the
-/// same root (or fail the bind): neither open follows a symlink.
+/// same root (or fail the bind): neither open follows a symlink. `writable` (a workspace's
+/// host directory): a directory only, remounted read-write, still nosuid, nodev, noexec.
 fn input_steps(
     fd: &OwnedFd,
     root: &str,
     relative: &str,
     target: &str,
     slot: usize,
+    writable: bool,
 ) -> Result<Vec<Step>, String> {
     let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| format!("input {target}: errno {e}"))?;
     let tgt = staged(target)?;
+    if writable && mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(format!("host directory {root}/{relative}: not a directory"));
+    }
     let make = if mode & libc::S_IFMT == libc::S_IFDIR {
         Step::Mkdir {
             path: tgt.clone(),
@@ -236,7 +251,8 @@ fn input_steps(
     let locked = sys::fstatvfs_flags(fd.as_raw_fd())
         .map(flags_of)
         .unwrap_or(0);
-    let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | NOSUID_NODEV_NOEXEC | locked;
+    let read_only = if writable { 0 } else { libc::MS_RDONLY };
+    let remount = libc::MS_BIND | libc::MS_REMOUNT | read_only | NOSUID_NODEV_NOEXEC | locked;
     Ok(vec![
         make,
         Step::BindInput {
@@ -271,7 +287,7 @@ fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
         }],
         MountOp::BindReadOnly { source, target } => bind_steps(source, target, READ_ONLY)?,
         MountOp::BindDevice { source, target } => bind_steps(source, target, DEVICE)?,
-        MountOp::BindInput { target, .. } => {
+        MountOp::BindInput { target, .. } | MountOp::BindHostDir { target, .. } => {
             return Err(format!("input {target}: prepared by `prepare`, not here"))
         }
         MountOp::Proc { target } => {

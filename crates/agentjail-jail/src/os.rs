@@ -175,6 +175,12 @@ pub mod fd {
         sys::flock_exclusive(fd.as_fd().as_raw_fd())
     }
 
+    /// A shared or exclusive flock taken now or never (EWOULDBLOCK: another open file holds
+    /// a conflicting one); released when the file closes.
+    pub fn try_lock(fd: impl AsFd, exclusive: bool) -> Result<(), Errno> {
+        sys::flock_now(fd.as_fd().as_raw_fd(), exclusive)
+    }
+
     /// shutdown(2) both ways: wakes a thread blocked in accept on a listening socket (the
     /// network allowlist's proxy, at the end of a job).
     pub fn shutdown_socket(sock: impl AsFd) -> Result<(), Errno> {

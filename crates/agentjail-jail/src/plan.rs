@@ -29,6 +29,11 @@ pub struct SeccompPlan {
     pub allowed: Vec<String>,
     /// Syscalls refused with an errno (name, errno) instead of stopping the run.
     pub errno: Vec<(String, i32)>,
+    /// Refuse (EPERM) every mode with S_ISUID or S_ISGID given to chmod, fchmod, fchmodat,
+    /// fchmodat2, creat, open, openat (and mknod, mknodat where allowed): the jail writes a
+    /// host directory, where such a bit would make a set-id program for the host's users.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deny_setid_modes: bool,
 }
 
 /// The job cgroup's limits (cgroup v2 names; v1 equivalents are chosen by the jail).
@@ -93,6 +98,15 @@ pub enum MountOp {
     },
     /// Bind a host input (see [`HostInput`]) read-only, nosuid, nodev, noexec.
     BindInput {
+        root: String,
+        relative: String,
+        target: String,
+    },
+    /// Bind a host directory read-write, nosuid, nodev, noexec (a workspace's `host_dir`):
+    /// reached beneath `root` without following any symlink, like [`MountOp::BindInput`],
+    /// and bound through the opened directory (not recursively: a mount beneath it on the
+    /// host is not carried in).
+    BindHostDir {
         root: String,
         relative: String,
         target: String,

@@ -231,6 +231,9 @@ fn verdicts(plan: &SeccompPlan) -> Result<BTreeMap<u32, Verdict>, SetupError> {
         checks: vec![eq(0, libc::AF_UNIX as u32, ret_errno(libc::EACCES))],
         otherwise: RET_NOTIFY,
     });
+    if plan.deny_setid_modes {
+        deny_setid_modes(&mut map)?;
+    }
     // The session doorbell (see [`SESSION_DOORBELL`]) notifies the supervisor whatever the
     // policy says of ioctl (allowed, refused with an errno, or not named: then it notifies
     // anyway, as every unnamed syscall does).
@@ -256,6 +259,61 @@ fn verdicts(plan: &SeccompPlan) -> Result<BTreeMap<u32, Verdict>, SetupError> {
         }
     }
     Ok(map)
+}
+
+/// The syscalls that take a file mode, and the argument that holds it.
+pub const MODE_ARGUMENTS: &[(&str, u8)] = &[
+    ("chmod", 1),
+    ("fchmod", 1),
+    ("fchmodat", 2),
+    ("fchmodat2", 2),
+    ("creat", 1),
+    ("open", 2),
+    ("openat", 3),
+    ("mknod", 1),
+    ("mknodat", 2),
+];
+
+/// `deny_setid_modes`: each allowed syscall of [`MODE_ARGUMENTS`] returns EPERM when its
+/// mode has S_ISUID or S_ISGID (the kernel reads the mode as a `umode_t`, in the low 16
+/// bits: the low 32 compared here hold it whole). openat2's mode is behind a pointer seccomp
+/// cannot read: allowed, it would become ENOSYS (no group allows it; glibc never needs it).
+fn deny_setid_modes(map: &mut BTreeMap<u32, Verdict>) -> Result<(), SetupError> {
+    let setid = |arg: u8| {
+        [libc::S_ISUID, libc::S_ISGID].map(|bit| ArgCheck {
+            arg,
+            mask: bit,
+            value: bit,
+            action: ret_errno(libc::EPERM),
+        })
+    };
+    for (name, arg) in MODE_ARGUMENTS {
+        let Some(nr) = syscall_number(name).and_then(|n| u32::try_from(n).ok()) else {
+            continue;
+        };
+        let v = match map.remove(&nr) {
+            None => continue,
+            Some(Verdict::Always(a)) if a == RET_ALLOW => Verdict::Args {
+                checks: setid(*arg).to_vec(),
+                otherwise: RET_ALLOW,
+            },
+            Some(Verdict::Args {
+                mut checks,
+                otherwise,
+            }) => {
+                checks.splice(0..0, setid(*arg));
+                Verdict::Args { checks, otherwise }
+            }
+            Some(other) => other,
+        };
+        map.insert(nr, v);
+    }
+    if let Some(nr) = syscall_number("openat2").and_then(|n| u32::try_from(n).ok()) {
+        if map.get(&nr) == Some(&Verdict::Always(RET_ALLOW)) {
+            map.insert(nr, Verdict::Always(ret_errno(libc::ENOSYS)));
+        }
+    }
+    Ok(())
 }
 
 const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
@@ -639,6 +697,11 @@ mod tests {
             }
             return libc::SECCOMP_RET_USER_NOTIF;
         }
+        if let Some((_, arg)) = MODE_ARGUMENTS.iter().find(|(n, _)| *n == name) {
+            if plan.deny_setid_modes && lo(*arg as usize) & (libc::S_ISUID | libc::S_ISGID) != 0 {
+                return libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+            }
+        }
         let new_ns = CLONE_NEW_FLAGS as u32;
         match name {
             "ioctl" => {
@@ -686,6 +749,11 @@ mod tests {
             libc::SIGCHLD as u64,
             u32::MAX as u64,
             u64::MAX,
+            0o644,
+            0o4755,
+            0o2755,
+            0o6755 | (1 << 33),
+            0o104755,
         ];
         let mut policies = Vec::new();
         policies.push(SeccompPolicy::default());
@@ -715,8 +783,13 @@ mod tests {
             X32_SYSCALL_BIT | libc::SYS_read as u32,
         ]);
         let mut checked = 0usize;
-        for pol in &policies {
-            let plan = plan(pol).unwrap();
+        let plans = policies.iter().flat_map(|pol| {
+            let p = plan(pol).unwrap();
+            let mut setid = p.clone();
+            setid.deny_setid_modes = true;
+            [p, setid]
+        });
+        for plan in plans {
             let f = compile(&plan).unwrap();
             for &nr in &numbers {
                 // Another architecture is killed whatever the number.
@@ -724,10 +797,11 @@ mod tests {
                     run_bpf(&f.program, 0x4000_0003, nr, [0; 6]),
                     libc::SECCOMP_RET_KILL_PROCESS
                 );
-                for (slot, v) in [(0usize, 0u64), (1, 0)]
-                    .into_iter()
-                    .chain(interesting.iter().flat_map(|v| [(0, *v), (1, *v)]))
-                {
+                for (slot, v) in [(0usize, 0u64), (1, 0)].into_iter().chain(
+                    interesting
+                        .iter()
+                        .flat_map(|v| [(0, *v), (1, *v), (2, *v), (3, *v)]),
+                ) {
                     let mut args = [0u64; 6];
                     args[slot] = v;
                     let want = reference(&plan, nr, args);
@@ -782,6 +856,41 @@ mod tests {
             libc::SYS_fork,
         ] {
             assert_eq!(ask(nr, 0, 0), notify, "{nr}");
+        }
+    }
+
+    #[test]
+    fn setid_modes_are_refused_only_when_the_plan_says() {
+        // By hand: chmod(path, mode), fchmodat(dir, path, mode), openat(dir, path, flags, mode).
+        let mut p = plan(&SeccompPolicy::default()).unwrap();
+        let ask = |f: &Filter, nr: i64, args: [u64; 6]| {
+            run_bpf(&f.program, AUDIT_ARCH_X86_64, nr as u32, args)
+        };
+        let plain = compile(&p).unwrap();
+        p.deny_setid_modes = true;
+        let setid = compile(&p).unwrap();
+        let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        for (nr, at) in [
+            (libc::SYS_chmod, 1),
+            (libc::SYS_fchmod, 1),
+            (libc::SYS_fchmodat, 2),
+            (libc::SYS_openat, 3),
+            (libc::SYS_open, 2),
+            (libc::SYS_creat, 1),
+        ] {
+            for (mode, want) in [
+                (0o755, allow),
+                (0o4755, eperm),
+                (0o2755, eperm),
+                (0o6000, eperm),
+                (0o1777, allow),
+            ] {
+                let mut args = [0u64; 6];
+                args[at] = mode;
+                assert_eq!(ask(&setid, nr, args), want, "nr {nr} mode {mode:o}");
+                assert_eq!(ask(&plain, nr, args), allow, "nr {nr} mode {mode:o}");
+            }
         }
     }
 

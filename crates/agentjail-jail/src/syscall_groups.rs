@@ -457,6 +457,7 @@ pub fn resolve(
         groups,
         allowed: allowed.into_iter().map(str::to_string).collect(),
         errno,
+        deny_setid_modes: false,
     })
 }
 

@@ -84,14 +84,7 @@ fn start_tool(p: &Policy) -> Tool {
             idle = w.idle_timeout_seconds,
             life = w.lifetime_seconds,
         ),
-        object(json!({
-            "type": "object",
-            "properties": {"policy_hints": {
-                "type": "object",
-                "description": "Optional, may only tighten the policy (e.g. exec_timeout_seconds)."
-            }},
-            "additionalProperties": false
-        })),
+        object(start_schema(p)),
     );
     start.output_schema = Some(object(json!({
         "type": "object",
@@ -99,6 +92,22 @@ fn start_tool(p: &Policy) -> Tool {
     })));
     start.annotations = Some(annotations("Start a workspace", false, false));
     start
+}
+
+/// workspace_start's arguments: `host_dir` only where the policy lists host roots.
+fn start_schema(p: &Policy) -> Value {
+    let mut props = json!({"policy_hints": {
+        "type": "object",
+        "description": "Optional, may only tighten the policy (e.g. exec_timeout_seconds)."
+    }});
+    let roots = &p.workspace.host_roots;
+    if !roots.is_empty() {
+        props["host_dir"] = json!({
+            "type": "string",
+            "description": format!("Optional: an existing host directory beneath {} to use as /workspace instead of a fresh empty one; what the commands write stays there after close. One workspace per directory.", roots.join(", ")),
+        });
+    }
+    json!({"type": "object", "properties": props, "additionalProperties": false})
 }
 
 fn exec_tool(p: &Policy) -> Tool {
@@ -282,13 +291,25 @@ impl Handler {
         mut args: JsonObject,
         progress: Option<Progress>,
     ) -> Result<CallToolResult, McpError> {
-        if let Err(e) = known(&args, &["policy_hints"]) {
+        if let Err(e) = known(&args, &["policy_hints", "host_dir"]) {
             return Ok(result::error("bad_request", &e));
         }
         let hints = args.remove("policy_hints").filter(|h| !h.is_null());
+        let dir = match args.remove("host_dir") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => {
+                return Ok(result::error(
+                    "bad_request",
+                    "\"host_dir\" must be a string (an absolute host path)",
+                ))
+            }
+        };
         let (e, owner) = (self.engine(), self.owner());
         let started = self
-            .blocking(progress, move || e.workspace_start(hints.as_ref(), owner))
+            .blocking(progress, move || {
+                e.workspace_start_in(hints.as_ref(), dir.as_deref(), owner)
+            })
             .await?;
         Ok(answer(started.map(|id| json!({ "workspace": id }))))
     }
@@ -392,5 +413,18 @@ mod tests {
         p.workspace.enabled = true;
         let names: Vec<String> = tools(&p).iter().map(|t| t.name.to_string()).collect();
         assert_eq!(names, NAMES);
+    }
+
+    #[test]
+    fn host_dir_is_offered_only_where_the_policy_lists_roots() {
+        let mut p = agentjail::policy::load_default().expect("default").policy;
+        assert!(start_schema(&p)["properties"].get("host_dir").is_none());
+        p.workspace.host_roots = vec!["/srv/ws".into()];
+        let s = start_schema(&p);
+        assert_eq!(s["properties"]["host_dir"]["type"], "string");
+        assert!(s["properties"]["host_dir"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("/srv/ws"));
     }
 }

@@ -940,3 +940,30 @@ fn workspace_tools_keep_files_and_run_commands() {
         );
     });
 }
+
+/// run_python and a session under a network allowlist naming the test site
+/// (tests/common/site.rs, on the host's loopback): each record's `network.requests` holds
+/// the allowed fetch and the denied host; once the server has gone, no jail process is left.
+#[test]
+fn the_allowlist_holds_through_run_python_and_sessions() {
+    each_launcher(|who| {
+        let marker = common::marker("mcpnet");
+        let default = std::fs::read_to_string(Path::new(ROOT).join("policies/default.toml"))
+            .expect("policies/default.toml");
+        let text = common::site::default_policy_text(&default, &marker);
+        let policy = common::shared_file(&format!("{marker}.toml"), &text);
+        let cfg = json!({
+            "port": common::site::port(),
+            "fetch_code": common::site::fetch_both_code(),
+        });
+        if scenario("network", who, Some(&policy), cfg).is_none() {
+            return;
+        }
+        assert!(
+            wait_until(Duration::from_secs(5), || common::serve::live_with(&marker)
+                .is_empty()),
+            "{who:?}: jail processes left: {:?}",
+            common::serve::live_with(&marker)
+        );
+    });
+}

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// How long `drain` waits for connections in flight to end and be logged.
+const DRAIN_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 /// How long `finish` waits for a request still being decided.
 const FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -117,6 +119,21 @@ impl Proxy {
     /// the first denial since then: a session's call takes what happened during it.
     pub fn drain(&self) -> Report {
         let sh = &self.shared;
+        // A program that read a response to its Content-Length is done before the relay
+        // has seen the upstream's end and logged the request: give connections in flight a
+        // moment (bounded: one held open across calls costs each call this much at most)
+        // so a request the call made is in the call's own record.
+        let deadline = Instant::now() + DRAIN_SETTLE;
+        while Instant::now() < deadline
+            && !sh
+                .live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .socks
+                .is_empty()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let (entries, dropped) =
             std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
         Report {
@@ -430,6 +447,9 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
 ];
 
+/// Methods whose answer is the request itself: never sent with a credential.
+const ECHO_METHODS: &[&str] = &["TRACE", "TRACK"];
+
 /// An absolute-form plain-HTTP request: its `Host` must name the URL's host and port; it
 /// goes upstream in origin form with `Connection: close`, its body (Content-Length only)
 /// after it, and the response comes back until the upstream closes. One request per
@@ -447,6 +467,15 @@ fn plain(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Entr
     let cred = sh.rules.broker.find(&e.host, port);
     if cred.is_none() && !sh.rules.allow_http {
         return deny(sh, &client, &e, "plain_http_denied", t0);
+    }
+    // TRACE (and IIS's TRACK) make the upstream answer with the request it got: the
+    // credential's header, handed to the program by the HTTP standard itself.
+    if cred.is_some()
+        && ECHO_METHODS
+            .iter()
+            .any(|m| head.method.eq_ignore_ascii_case(m))
+    {
+        return deny(sh, &client, &e, "echo_method_with_credential", t0);
     }
     let body_len = match request_checks(head, &e) {
         Ok(n) => n,
@@ -758,3 +787,7 @@ pub(crate) mod tests;
 #[cfg(test)]
 #[path = "broker_tests.rs"]
 mod broker_tests;
+
+#[cfg(test)]
+#[path = "broker_attack_tests.rs"]
+mod broker_attack_tests;

@@ -243,10 +243,17 @@ class AsyncClient:
         """``async with client.session() as s: await s.exec(code)`` (or ``await client.session()``)."""
         return AsyncSession(self, None if policy_hints is None else dict(policy_hints))
 
-    def workspace(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> AsyncWorkspace:
+    def workspace(
+        self,
+        *,
+        policy_hints: Optional[Mapping[str, Any]] = None,
+        host_dir: Optional[str] = None,
+    ) -> AsyncWorkspace:
         """``async with client.workspace() as ws: await ws.exec("ls")`` (or ``await
-        client.workspace()``)."""
-        return AsyncWorkspace(self._request, None if policy_hints is None else dict(policy_hints))
+        client.workspace()``); ``host_dir`` as in :meth:`Client.workspace`."""
+        if host_dir is not None and not isinstance(host_dir, str):
+            raise TypeError("host_dir must be a str (an absolute host path)")
+        return AsyncWorkspace(self._request, None if policy_hints is None else dict(policy_hints), host_dir)
 
     async def stats(self) -> Dict[str, Any]:
         return await self._request("stats")

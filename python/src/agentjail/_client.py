@@ -361,10 +361,20 @@ class Client:
         """Start a session: one interpreter whose globals survive between calls."""
         return Session(self, self._conn.request("session_start", policy_hints=_opt_dict(policy_hints)))
 
-    def workspace(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "Workspace":
+    def workspace(
+        self,
+        *,
+        policy_hints: Optional[Mapping[str, Any]] = None,
+        host_dir: Optional[str] = None,
+    ) -> "Workspace":
         """Start a workspace: one jail with a writable ``/workspace`` that lasts across
-        calls (``with client.workspace() as ws: ws.put({...}); ws.exec("pytest -q")``)."""
-        wid = self._conn.request("workspace_start", policy_hints=_opt_dict(policy_hints))
+        calls (``with client.workspace() as ws: ws.put({...}); ws.exec("pytest -q")``).
+        ``host_dir``: an existing host directory beneath the policy's ``[workspace]
+        host_roots`` to be ``/workspace`` (its files stay after close); refused with a
+        :class:`ServerError` whose ``code`` is ``bad_host_dir`` or ``host_dir_in_use``."""
+        if host_dir is not None and not isinstance(host_dir, str):
+            raise TypeError("host_dir must be a str (an absolute host path)")
+        wid = self._conn.request("workspace_start", policy_hints=_opt_dict(policy_hints), host_dir=host_dir)
         return Workspace(self._conn.request, wid)
 
     def stats(self) -> Dict[str, Any]:

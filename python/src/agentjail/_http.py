@@ -282,8 +282,8 @@ class HttpConn:
         if op == "stats":
             return "GET", "/v1/stats", None, "stats"
         if op == "workspace_start":
-            hints = f.get("policy_hints")
-            return "POST", "/v1/workspaces", b"" if hints is None else _json({"policy_hints": hints}), None
+            body = {k: f[k] for k in ("policy_hints", "host_dir") if f.get(k) is not None}
+            return "POST", "/v1/workspaces", _json(body) if body else b"", None
         if op.startswith("workspace_"):
             ws = f"/v1/workspaces/{_sid(f['workspace'])}"
             rest = {k: v for k, v in f.items() if k != "workspace" and v is not None}

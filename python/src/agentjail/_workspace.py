@@ -207,15 +207,16 @@ class AsyncWorkspace:
     """The asyncio twin of :class:`Workspace` (``async with client.workspace() as ws:``,
     or ``ws = await client.workspace()``)."""
 
-    def __init__(self, request: Any, policy_hints: Optional[Dict[str, Any]]) -> None:
+    def __init__(self, request: Any, policy_hints: Optional[Dict[str, Any]], host_dir: Optional[str] = None) -> None:
         self._request = request
         self._hints = policy_hints
+        self._host_dir = host_dir
         self.id: Optional[str] = None
         self.closed = False
 
     async def start(self) -> "AsyncWorkspace":
         if self.id is None:
-            self.id = await self._request("workspace_start", policy_hints=self._hints)
+            self.id = await self._request("workspace_start", policy_hints=self._hints, host_dir=self._host_dir)
         return self
 
     def __await__(self) -> Any:

@@ -16,6 +16,7 @@ mod cache;
 mod resilience;
 mod workspace;
 mod workspace_attacks;
+mod workspace_net;
 
 use crate::common::serve as serve_harness;
 

@@ -686,3 +686,257 @@ fn parallel_starts_from_one_client_stay_within_max_per_client() {
     conns.iter_mut().for_each(Conn::close);
     s.finish();
 }
+
+/// The uid the jail's user has on the host: nobody under a root server and under a nobody
+/// server, the test's own uid otherwise.
+fn jail_host_uid(who: common::Who) -> u32 {
+    match who {
+        common::Who::Root | common::Who::Nobody => common::NOBODY,
+        common::Who::Current => {
+            // SAFETY: geteuid has no preconditions and no memory effects.
+            unsafe { libc::geteuid() }
+        }
+    }
+}
+
+/// Every entry beneath `dir` (not following symlinks), with its lstat.
+fn walk(dir: &std::path::Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        if m.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push((p, m));
+    }
+    out
+}
+
+/// A host directory as /workspace (`host_dir` beneath `[workspace] host_roots`), as root and
+/// as nobody: refused outside a root, through a symlink, on a file, a missing path, the root
+/// itself, a directory of another owner, and while another live workspace holds it or a
+/// directory around or inside it; what a command leaves there is the jail user's, with no
+/// set-id bit, no FIFO or device, no hard link to a file outside, nothing executable
+/// through the mount; close leaves the directory and its files, and no mount or process.
+#[test]
+fn a_host_directory_workspace_keeps_its_files_and_nothing_else() {
+    use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+    for who in variants() {
+        let m = common::marker("ws-hostdir");
+        let base = tempfile::Builder::new()
+            // Not "agentjail-...": the serve tests running beside this one count such
+            // entries in /tmp as left behind.
+            .prefix("ajtest-wshost-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        // The server (root or nobody) must reach the root; the jail's user owns the
+        // workspace directories only.
+        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let root = base.path().join("roots");
+        let uid = jail_host_uid(who);
+        let mkdir = |rel: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            if common::is_root() {
+                std::os::unix::fs::chown(&p, Some(uid), Some(uid)).unwrap();
+            }
+            p
+        };
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let w1 = mkdir("w1");
+        mkdir("outer");
+        mkdir("outer/inner");
+        mkdir("real/sub");
+        std::fs::write(w1.join("seed.txt"), "from the host\n").unwrap();
+        std::fs::write(root.join("afile"), "x").unwrap();
+        symlink(root.join("real"), root.join("link")).unwrap();
+        symlink(root.join("real/sub"), root.join("real/lastlink")).unwrap();
+        if common::is_root() {
+            std::fs::create_dir(root.join("rootowned")).unwrap();
+        }
+        let shipped = std::fs::read_to_string(policy(&m, "16MiB", 1024)).unwrap();
+        let text = format!(
+            "{shipped}\nhost_roots = [{:?}]\nhost_quota_acknowledged = true\n",
+            root.display().to_string()
+        );
+        let p = common::shared_file(&format!("ws-{m}-hostdir.toml"), &text);
+        let mounts_before = common::mount_points();
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let at = |rel: &str| format!("{}/{rel}", root.display());
+        let start_at =
+            |c: &mut Conn, dir: &str| c.call(json!({"op": "workspace_start", "host_dir": dir}));
+        // Refused, each with nothing started.
+        let mut refused = vec![
+            ("/etc".to_string(), "bad_host_dir"),
+            (root.display().to_string(), "bad_host_dir"),
+            (at("missing"), "bad_host_dir"),
+            (at("afile"), "bad_host_dir"),
+            (at("link"), "bad_host_dir"),
+            (at("link/sub"), "bad_host_dir"),
+            (at("real/lastlink"), "bad_host_dir"),
+            (at("w1/../w1"), "bad_host_dir"),
+            (at("w1/"), "bad_host_dir"),
+            ("w1".to_string(), "bad_host_dir"),
+        ];
+        if common::is_root() {
+            refused.push((at("rootowned"), "bad_host_dir"));
+        }
+        for (dir, code) in &refused {
+            let r = start_at(c, dir);
+            assert_eq!(error_code(&r), *code, "{dir}: {r}");
+        }
+        let r = c.call(json!({"op": "workspace_start", "host_dir": 7}));
+        assert_eq!(error_code(&r), "bad_request", "{r}");
+        let stats = c.call(json!({"op": "stats"}));
+        assert_eq!(
+            stats["stats"]["workspaces"], 0,
+            "a refused start left one: {stats}"
+        );
+        let ws = start_at(c, &at("w1"))["workspace"]
+            .as_str()
+            .expect("a workspace on w1")
+            .to_string();
+        // One live workspace per directory, nor one around or inside another's.
+        assert_eq!(error_code(&start_at(c, &at("w1"))), "host_dir_in_use");
+        std::fs::create_dir(w1.join("nested")).ok();
+        if common::is_root() {
+            std::os::unix::fs::chown(w1.join("nested"), Some(uid), Some(uid)).unwrap();
+        }
+        let r = start_at(c, &at("w1/nested"));
+        assert_eq!(error_code(&r), "host_dir_in_use", "{r}");
+        let inner = start_at(c, &at("outer/inner"))["workspace"]
+            .as_str()
+            .expect("a workspace on outer/inner")
+            .to_string();
+        assert_eq!(error_code(&start_at(c, &at("outer"))), "host_dir_in_use");
+        close(c, &inner);
+
+        let rec = sh(
+            c,
+            &ws,
+            "cat seed.txt; echo made > made.txt; mkdir -p d; echo y > d/y; pwd",
+        );
+        assert_eq!(out(&rec), "from the host\n/workspace\n", "{rec:#}");
+        // Set-id bits, by every call that takes a mode.
+        let rec = sh(
+            c,
+            &ws,
+            "cp /bin/sh ./shell; chmod 4755 shell; chmod u+s made.txt; chmod g+s made.txt; \
+             chmod 2775 d; python3 -c \"import os; os.open('c1', os.O_CREAT|os.O_WRONLY, 0o4755)\"; \
+             python3 -c \"import os; os.close(os.open('c2', os.O_CREAT|os.O_WRONLY, 0o755)); os.chmod('c2', 0o6755)\"; \
+             install -m 4755 /bin/sh inst 2>&1; true",
+        );
+        assert_ran(&rec);
+        let err = rec["execution"]["stderr"].as_str().unwrap_or("");
+        assert!(
+            err.contains("Operation not permitted") || err.contains("PermissionError"),
+            "{rec:#}"
+        );
+        // FIFOs, devices, hard links out, a program run from the directory.
+        let rec = sh(
+            c,
+            &ws,
+            "mkfifo f 2>/dev/null; mknod n c 1 3 2>/dev/null; ln /etc/passwd p 2>/dev/null; \
+             ln /usr/bin/env e 2>/dev/null; ln made.txt made2.txt; ln -s /etc/shadow leak; \
+             printf '#!/bin/sh\\necho pwned\\n' > x.sh; chmod +x x.sh; ./x.sh 2>/dev/null; \
+             ./shell -c 'echo pwned' 2>/dev/null; echo done",
+        );
+        assert_eq!(
+            out(&rec),
+            "done\n",
+            "nothing ran from the directory: {rec:#}"
+        );
+        let got = get(c, &ws, &["leak", "made2.txt"]);
+        assert_eq!(got[0]["error"], "symlink", "{got:?}");
+        assert_eq!(got[1]["bytes"], 5, "{got:?}");
+        let r = put(c, &ws, json!([{"path": "leak/x", "content": "x"}]));
+        assert_eq!(error_code(&r), "put_refused", "{r}");
+        let r = put(c, &ws, json!([{"path": "from_put.txt", "content": "p"}]));
+        assert!(r["files"].is_array(), "{r}");
+        // The jail cannot see beside its directory.
+        let rec = sh(
+            c,
+            &ws,
+            "ls -a /workspace/.. | grep -c -e outer -e real -e afile; true",
+        );
+        assert_eq!(out(&rec).trim(), "0", "{rec:#}");
+        close(c, &ws);
+
+        // On the host: the files stay, all the jail user's, none set-id, special or linked out.
+        let passwd = std::fs::metadata("/etc/passwd").unwrap();
+        let env = std::fs::metadata("/usr/bin/env").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(w1.join("made.txt")).unwrap(),
+            "made\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w1.join("from_put.txt")).unwrap(),
+            "p"
+        );
+        let entries = walk(&w1);
+        assert!(entries.len() >= 8, "{entries:?}");
+        for (path, md) in &entries {
+            let ours = path.ends_with("seed.txt") || path.ends_with("nested");
+            if !ours || !common::is_root() {
+                assert_eq!(
+                    md.uid(),
+                    uid,
+                    "{} belongs to the jail's user",
+                    path.display()
+                );
+            }
+            assert_eq!(
+                md.mode() & 0o6000,
+                0,
+                "{} has a set-id bit: {:o}",
+                path.display(),
+                md.mode()
+            );
+            let ft = md.file_type();
+            assert!(
+                ft.is_file() || ft.is_dir() || ft.is_symlink(),
+                "{} is special",
+                path.display()
+            );
+            for outside in [&passwd, &env] {
+                assert!(
+                    (md.dev(), md.ino()) != (outside.dev(), outside.ino()),
+                    "{} is a hard link to a file outside",
+                    path.display()
+                );
+            }
+        }
+        for gone in ["f", "n", "p", "e", "inst", "c1"] {
+            let p = w1.join(gone);
+            let special = std::fs::symlink_metadata(&p).is_ok_and(|m| {
+                let t = m.file_type();
+                !(t.is_file() || t.is_dir()) || m.mode() & 0o6000 != 0
+            });
+            assert!(!special, "{}", p.display());
+        }
+        // The directory is free again once its workspace closed; the next one sees the files.
+        let ws = start_at(c, &at("w1"))["workspace"]
+            .as_str()
+            .expect("w1 again after close")
+            .to_string();
+        let rec = sh(c, &ws, "cat made.txt d/y");
+        assert_eq!(out(&rec), "made\ny\n", "{rec:#}");
+        assert_eq!(rec["workspace"]["host_dir"], at("w1"), "{rec:#}");
+        close(c, &ws);
+        s.finish();
+        let left: Vec<String> = common::mount_points()
+            .difference(&mounts_before)
+            .filter(|p| p.contains("ajtest-wshost-"))
+            .cloned()
+            .collect();
+        assert!(left.is_empty(), "mounts left: {left:?}");
+        assert!(
+            w1.join("made.txt").exists(),
+            "close left the files in place"
+        );
+    }
+}

@@ -148,6 +148,23 @@ pub fn flock_exclusive(fd: RawFd) -> SysResult<()> {
     }
 }
 
+/// A shared or exclusive flock on `fd`, never waited for: EWOULDBLOCK when another open
+/// file holds a conflicting one.
+pub fn flock_now(fd: RawFd, exclusive: bool) -> SysResult<()> {
+    let op = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    } | libc::LOCK_NB;
+    loop {
+        // SAFETY: flock on an fd the caller owns, with integer flags.
+        match check(unsafe { libc::flock(fd, op) }) {
+            Err(libc::EINTR) => continue,
+            r => return r.map(drop),
+        }
+    }
+}
+
 /// The uid of the process at the other end of a connected unix socket (SO_PEERCRED).
 pub fn peer_uid(fd: RawFd) -> SysResult<u32> {
     // SAFETY: an all-zero ucred is valid storage for getsockopt to fill.

@@ -373,11 +373,35 @@ async def s_workspace(c):
     say("ok workspace", c.api)
 
 
+async def s_network(c):
+    """run_python and a session under a network allowlist (tests/common/site.rs): the listed
+    host answers, another is refused by the proxy, and each record lists both requests."""
+    want = [("localhost", True, "ok"), ("evil.test", False, "not_allowlisted")]
+
+    def verdicts(rec):
+        return [(e["host"], e["allowed"], e["reason"]) for e in rec["network"]["requests"]]
+
+    rec = record_of(await c.call("run_python", {"code": CFG["fetch_code"]}))
+    check(rec["status"] == "ok", "run: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec["output"] == {"ok": "OK-BODY", "other": "HTTP Error 403: Forbidden"}, "run output %r" % rec.get("output"))
+    check(verdicts(rec) == want, "run requests %r" % verdicts(rec))
+    sid = await start_session(c)
+    code = ("import urllib.request as u\nb = u.urlopen('http://localhost:%d/ok', timeout=20).read().decode()\n"
+            "try:\n    u.urlopen('http://evil.test/', timeout=20)\nexcept Exception as e:\n    b += ' ' + str(e)\nb") % CFG["port"]
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": code}))
+    check(rec["status"] == "ok", "session call: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec["value"] == repr("OK-BODY HTTP Error 403: Forbidden"), "session value %r" % rec.get("value"))
+    check(verdicts(rec) == want, "session requests %r" % verdicts(rec))
+    r = await c.call("python_session_close", {"session": sid})
+    check(r.structured_content == {"closed": True}, "close: %r" % r.structured_content)
+    say("ok network", c.api, "run and session: %r" % (want,))
+
+
 SCENARIOS = {
     "tools": s_tools, "incident": s_incident, "denied_import": s_denied_import,
     "timeout": s_timeout, "session": s_session, "isolation": s_isolation,
     "concurrent": s_concurrent, "bad_arguments": s_bad_arguments, "long_run": s_long_run,
-    "plot": s_plot, "files": s_files, "workspace": s_workspace,
+    "plot": s_plot, "files": s_files, "workspace": s_workspace, "network": s_network,
 }
 
 
