@@ -28,32 +28,59 @@ fn respond(path: &str, head: &[u8]) -> Vec<u8> {
     }
 }
 
+/// The labels `tests/common/net_attacks.py` prints whose outcome must be `blocked:`.
+#[allow(dead_code)] // the http crate's tests include this file and run no attack script
+pub const ATTACKS_BLOCKED: &[&str] = &[
+    "direct_ip_via_proxy",
+    "direct_connect",
+    "ipv6_via_proxy",
+    "ipv6_direct",
+    "host_mismatch",
+    "sni_mismatch",
+    "connect_internal_port",
+    "redirect_off_list",
+    "metadata",
+    "localhost_other_port",
+    "https_off_list",
+    "raw_socket",
+    "udp_dns",
+    "resolver",
+    "bind_other_port",
+    "over_limit",
+];
+
+/// An HTTP server on 127.0.0.1 answering each request with `respond(path, head)`, one
+/// thread per connection; its port.
+pub fn serve_http(respond: impl Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static) -> u16 {
+    let respond = std::sync::Arc::new(respond);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let respond = respond.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&b[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&head);
+                let path = text.split(' ').nth(1).unwrap_or("/").to_string();
+                let _ = s.write_all(&respond(&path, &head));
+            });
+        }
+    });
+    port
+}
+
 /// The site's port (started once per test binary).
 pub fn port() -> u16 {
     static P: OnceLock<u16> = OnceLock::new();
-    *P.get_or_init(|| {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { continue };
-                std::thread::spawn(move || {
-                    let mut head = Vec::new();
-                    let mut b = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&b[..n]),
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&head);
-                    let path = text.split(' ').nth(1).unwrap_or("/").to_string();
-                    let _ = s.write_all(&respond(&path, &head));
-                });
-            }
-        });
-        port
-    })
+    *P.get_or_init(|| serve_http(respond))
 }
 
 /// The `[network]` section of a test policy that lists the site (plain HTTP, 127.0.0.1

@@ -6,8 +6,6 @@
 //! kernel inside the jail's own network namespace.
 
 use crate::common::*;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -41,29 +39,10 @@ fn respond(path: &str, files: &std::collections::HashMap<String, Vec<u8>>) -> Ve
 fn site() -> &'static Site {
     static S: OnceLock<Site> = OnceLock::new();
     S.get_or_init(|| {
-        let files = std::sync::Arc::new(index_files());
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { continue };
-                let files = files.clone();
-                std::thread::spawn(move || {
-                    let mut head = Vec::new();
-                    let mut b = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut b) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&b[..n]),
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&head);
-                    let path = text.split(' ').nth(1).unwrap_or("/").to_string();
-                    let _ = s.write_all(&respond(&path, &files));
-                });
-            }
-        });
-        Site { port }
+        let files = index_files();
+        Site {
+            port: site::serve_http(move |path, _| respond(path, &files)),
+        }
     })
 }
 
@@ -191,24 +170,7 @@ fn attacks_from_inside_are_denied_and_recorded() {
             outcome("allowed").contains("OK-BODY"),
             "{who:?}: the listed host must work: {r:#?}"
         );
-        for label in [
-            "direct_ip_via_proxy",
-            "direct_connect",
-            "ipv6_via_proxy",
-            "ipv6_direct",
-            "host_mismatch",
-            "sni_mismatch",
-            "connect_internal_port",
-            "redirect_off_list",
-            "metadata",
-            "localhost_other_port",
-            "https_off_list",
-            "raw_socket",
-            "udp_dns",
-            "resolver",
-            "bind_other_port",
-            "over_limit",
-        ] {
+        for label in site::ATTACKS_BLOCKED {
             let o = outcome(label);
             assert!(
                 o.starts_with("blocked:"),

@@ -185,21 +185,19 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, S
                 root,
                 relative,
                 target,
-            } => {
-                let fd = open_input(root, relative)?;
-                let slot = input_fds.len();
-                input_fds.push(AtomicI32::new(-1));
-                steps.extend(input_steps(&fd, root, relative, target, slot, false)?);
             }
-            MountOp::BindHostDir {
+            | MountOp::BindHostDir {
                 root,
                 relative,
                 target,
             } => {
+                // Both reach the host path through the checked fd; a workspace's host
+                // directory is bound writable, an input read-only.
+                let writable = matches!(op, MountOp::BindHostDir { .. });
                 let fd = open_input(root, relative)?;
                 let slot = input_fds.len();
                 input_fds.push(AtomicI32::new(-1));
-                steps.extend(input_steps(&fd, root, relative, target, slot, true)?);
+                steps.extend(input_steps(&fd, root, relative, target, slot, writable)?);
             }
             _ => steps.extend(op_steps(op)?),
         }

@@ -107,24 +107,7 @@ fn attacks_through_workspace_exec_are_denied_and_recorded() {
                 .to_string()
         };
         assert!(outcome("allowed").contains("OK-BODY"), "{who:?}: {rec:#}");
-        for label in [
-            "direct_ip_via_proxy",
-            "direct_connect",
-            "ipv6_via_proxy",
-            "ipv6_direct",
-            "host_mismatch",
-            "sni_mismatch",
-            "connect_internal_port",
-            "redirect_off_list",
-            "metadata",
-            "localhost_other_port",
-            "https_off_list",
-            "raw_socket",
-            "udp_dns",
-            "resolver",
-            "bind_other_port",
-            "over_limit",
-        ] {
+        for label in crate::common::site::ATTACKS_BLOCKED {
             let o = outcome(label);
             assert!(
                 o.starts_with("blocked:"),
