@@ -87,7 +87,7 @@ for key in RestrictNamespaces ProtectControlGroups ProtectKernelTunables Protect
     if grep -Eq "^[[:space:]]*$key=" "$service_unit"; then bad "$key is set; it breaks the jail"; else pass "$key stays off"; fi
 done
 for key in DynamicUser=yes Delegate=yes NoNewPrivileges=yes 'CapabilityBoundingSet=$' \
-    ProtectSystem=strict PrivateTmp=yes KillMode=mixed Requires=agentjail.socket \
+    ProtectSystem=strict PrivateTmp=yes KillMode=mixed Requires=agentjail.socket LimitCORE=0 \
     'ExecStart=.* serve --socket /run/agentjail/agentjail.sock '; do
     if grep -Eq "^$key" "$service_unit"; then pass "service: $key"; else bad "service: $key missing"; fi
 done
