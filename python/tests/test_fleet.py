@@ -253,8 +253,10 @@ def test_shutdown_leaves_nothing(cluster, binary):
     stats = f.stats()["nodes"]
     serves = [n["serve_pid"] for n in stats.values()]
     cluster.serve_pids |= set(serves)
+    # The warm pools fill in the background after start: wait (bounded) to see jails.
+    assert _wait(lambda: [p for s in serves for p in descendants(s)]), \
+        "warm pools have jails below each serve"
     jails = [p for s in serves for p in descendants(s)]
-    assert jails, "warm pools have jails below each serve"
     with f.session() as s:
         s.exec("z = 1")
     assert all(r.ok for r in f.map([{"code": ECHO, "input": {"n": i}} for i in range(10)]))
