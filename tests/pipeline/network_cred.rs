@@ -148,18 +148,42 @@ fn tls_upstream() -> (u16, Seen) {
 
 /// The secret, in a directory of its own (root's, 0755), owned by whoever runs agentjail.
 fn secret_file(who: Who) -> (tempfile::TempDir, PathBuf) {
+    secret_file_named(who, "api-key", SECRET)
+}
+
+/// [`secret_file`] with another name and value.
+fn secret_file_named(who: Who, name: &str, value: &str) -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::Builder::new()
         .prefix("ajcred-")
         .tempdir_in("/tmp")
         .unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let p = d.path().join("api-key");
-    std::fs::write(&p, format!("{SECRET}\n")).unwrap();
+    let p = d.path().join(name);
+    std::fs::write(&p, format!("{value}\n")).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     if matches!(who, Who::Nobody) {
         std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
     }
     (d, p)
+}
+
+/// A policy brokering `ZY_SECRET` (in its own key file, `name`) for `localhost:port` over
+/// plain HTTP whose check allows only `json`: the memory-scanning programs import nothing
+/// that fetches. The key file's directory goes with the returned guard.
+fn json_only_policy(who: Who, port: u16, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let (d, key) = secret_file_named(who, &format!("{name}-key"), ZY_SECRET);
+    let text = std::fs::read_to_string(policy(
+        port,
+        &cred(&key, port, "upstream = \"http\""),
+        &format!("{name}-{who:?}"),
+    ))
+    .unwrap()
+    .replace(
+        "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
+        "allowed_imports = [\"json\"]",
+    );
+    let pol = shared_file(&format!("net-cred-{name}-{who:?}-{port}.toml"), &text);
+    (d, pol)
 }
 
 /// The default policy with an allowlist for `localhost:port`, the credential `api` for it.
@@ -482,32 +506,11 @@ fn a_zygote_jail_never_holds_the_key_in_its_memory() {
     let action = json!({"id": "z", "language": "python", "entrypoint": "main.py",
                         "code": code, "input_payload": {}});
     for who in variants() {
-        let (d, _) = secret_file(who);
-        let key = d.path().join("zy-key");
-        std::fs::write(&key, format!("{ZY_SECRET}\n")).unwrap();
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-        if matches!(who, Who::Nobody) {
-            std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
-        }
-        let text = std::fs::read_to_string(policy(
-            port,
-            &cred(&key, port, "upstream = \"http\""),
-            &format!("zy-{who:?}"),
-        ))
-        .unwrap()
-        .replace(
-            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
-            "allowed_imports = [\"json\"]",
-        );
-        let pol = shared_file(&format!("net-cred-zy-{who:?}-{port}.toml"), &text);
+        let (_key_dir, pol) = json_only_policy(who, port, "zy");
         let dir = crate::common::serve::scratch("netcredz");
         let (_server, mut f) =
             crate::network_run::serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
-        let mut zygote = false;
-        for n in 0..30 {
-            let ask = json!({"id": n, "op": "run", "action": action});
-            let r = &crate::network_run::ask(&mut f, ask)["record"];
-            assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        crate::network_run::until_a_zygote_job(&mut f, &action, who, |r| {
             let out = &r["output"];
             assert!(
                 out["planted"].as_u64() >= Some(1),
@@ -516,19 +519,9 @@ fn a_zygote_jail_never_holds_the_key_in_its_memory() {
             assert_eq!(
                 out["hits"],
                 json!([]),
-                "{who:?}: job {n} found the key in its own memory"
+                "{who:?}: a job found the key in its own memory"
             );
-            zygote = r["enforcement"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["control"] == "address_space_layout");
-            if zygote {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        assert!(zygote, "{who:?}: no job ran in a zygote's jail");
+        });
     }
 }
 
@@ -582,24 +575,7 @@ fn a_cold_jail_holds_no_key_and_cannot_read_inits_memory() {
     let a = json!({"id": "cold", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
     let a = serde_json::to_vec(&a).unwrap();
     for who in variants() {
-        let (d, _) = secret_file(who);
-        let key = d.path().join("cold-key");
-        std::fs::write(&key, format!("{ZY_SECRET}\n")).unwrap();
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-        if matches!(who, Who::Nobody) {
-            std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
-        }
-        let text = std::fs::read_to_string(policy(
-            port,
-            &cred(&key, port, "upstream = \"http\""),
-            &format!("cold-{who:?}"),
-        ))
-        .unwrap()
-        .replace(
-            "allowed_imports = [\"json\", \"urllib\", \"urllib.request\", \"urllib.error\"]",
-            "allowed_imports = [\"json\"]",
-        );
-        let pol = shared_file(&format!("net-cred-cold-{who:?}-{port}.toml"), &text);
+        let (_key_dir, pol) = json_only_policy(who, port, "cold");
         let r = run_as(who, &["--policy", pol.to_str().unwrap()], &a, None);
         assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
         let out = &r.record["output"];

@@ -96,6 +96,32 @@ fn run_fetches_from_the_list_and_records_every_request() {
 }
 
 /// One JSON line to `serve`, one back.
+/// Run `action` on a `serve --zygote` connection until a job ran in a zygote's jail (the
+/// first may start cold while the template warms up), at most 30 jobs; each must succeed
+/// and pass `check`.
+pub(crate) fn until_a_zygote_job(
+    f: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
+    action: &serde_json::Value,
+    who: Who,
+    mut check: impl FnMut(&serde_json::Value),
+) {
+    for n in 0..30 {
+        let r = &ask(f, json!({"id": n, "op": "run", "action": action}))["record"];
+        assert_eq!(r["stop_reason"], "success", "{who:?}: job {n}: {r:#}");
+        check(r);
+        let zygote = r["enforcement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["control"] == "address_space_layout");
+        if zygote {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{who:?}: no job ran in a zygote's jail");
+}
+
 pub(crate) fn ask(
     f: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
     req: serde_json::Value,
@@ -168,22 +194,10 @@ fn a_zygote_jail_hands_its_listener_over() {
         let (_server, mut f) = serve_on(who, dir.path(), &pol, &["--zygote", "--pool", "1"]);
         // Every job must fetch; the first ones may start cold while the template warms up,
         // and one must come from the zygote.
-        let mut zygote = false;
-        for n in 0..30 {
-            let r = &ask(&mut f, json!({"id": n, "op": "run", "action": action}))["record"];
-            assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        until_a_zygote_job(&mut f, &action, who, |r| {
             assert_eq!(r["output"]["ok"], "fetched");
             assert_eq!(r["network"]["requests"][0]["reason"], "ok");
-            let controls = r["enforcement"].as_array().unwrap();
-            zygote = controls
-                .iter()
-                .any(|c| c["control"] == "address_space_layout");
-            if zygote {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        assert!(zygote, "{who:?}: no job ran in a zygote's jail");
+        });
     }
 }
 
