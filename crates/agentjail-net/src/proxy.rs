@@ -62,7 +62,7 @@ struct Shared {
     rules: Rules,
     resolver: Box<dyn Resolver>,
     on_deny: Option<OnDeny>,
-    log: Mutex<(Vec<Entry>, u64)>,
+    log: Mutex<(Vec<(Instant, Entry)>, u64)>,
     first_denied: Mutex<Option<String>>,
     connections: AtomicU32,
     requests: AtomicU32,
@@ -134,8 +134,7 @@ impl Proxy {
         {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        let (entries, dropped) =
-            std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
+        let (entries, dropped) = take_log(sh);
         Report {
             entries,
             dropped,
@@ -184,8 +183,7 @@ impl Proxy {
             }
         }
         let sh = &self.shared;
-        let (entries, dropped) =
-            std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
+        let (entries, dropped) = take_log(sh);
         Report {
             entries,
             dropped,
@@ -276,10 +274,21 @@ fn track<'a>(sh: &'a Shared, s: &TcpStream) -> Option<Tracked<'a>> {
     Some(Tracked { sh, key })
 }
 
-fn log(sh: &Shared, e: Entry) {
+/// The entries logged so far, in the order their requests began, and the count dropped.
+fn take_log(sh: &Shared) -> (Vec<Entry>, u64) {
+    let (mut entries, dropped) =
+        std::mem::take(&mut *sh.log.lock().unwrap_or_else(|e| e.into_inner()));
+    entries.sort_by_key(|(t0, _)| *t0);
+    (entries.into_iter().map(|(_, e)| e).collect(), dropped)
+}
+
+/// Entries are kept with the instant their request began: a connection kept open (a
+/// keep-alive, a tunnel) ends after a request the program made later, and the record lists
+/// requests in the order the program made them.
+fn log(sh: &Shared, t0: Instant, e: Entry) {
     let mut g = sh.log.lock().unwrap_or_else(|e| e.into_inner());
     if g.0.len() < MAX_ENTRIES {
-        g.0.push(e);
+        g.0.push((t0, e));
     } else {
         g.1 += 1;
     }
@@ -318,6 +327,7 @@ fn record_denial(sh: &Shared, e: &Entry, reason: &str, t0: Instant) {
     }
     log(
         sh,
+        t0,
         Entry {
             allowed: false,
             reason: reason.into(),
@@ -390,6 +400,7 @@ fn tunnel(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Ent
     {
         return log(
             sh,
+            t0,
             Entry {
                 allowed: true,
                 reason: "client_gone".into(),
@@ -426,6 +437,7 @@ fn connect_failed(sh: &Shared, client: &TcpStream, e: Entry, t0: Instant) {
     let ms = t0.elapsed().as_millis() as u64;
     log(
         sh,
+        t0,
         Entry {
             allowed: true,
             reason: "connect_failed".into(),
@@ -568,6 +580,7 @@ fn upstream_failed(sh: &Shared, client: &TcpStream, e: Entry, reason: &str, t0: 
     let body = format!("agentjail: {}:{} {reason}\n", e.host, e.port);
     log(
         sh,
+        t0,
         Entry {
             allowed: true,
             reason: reason.into(),
@@ -688,6 +701,7 @@ fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry
     let reason = end_reason(in_end.and(out_end));
     log(
         sh,
+        t0,
         Entry {
             bytes_in: bin.load(SeqCst),
             bytes_out: bout.load(SeqCst),
@@ -767,6 +781,7 @@ fn relay_request(
     // Logged before the close the program waits for: its next request is logged after.
     log(
         sh,
+        t0,
         Entry {
             bytes_in: bin.load(SeqCst),
             bytes_out: bout.load(SeqCst),

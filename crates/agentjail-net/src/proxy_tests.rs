@@ -235,6 +235,51 @@ fn destinations_off_the_list_get_403() {
 }
 
 #[test]
+fn requests_are_listed_in_the_order_the_program_made_them() {
+    // A tunnel opened first and still open when a later request is refused ends last; the
+    // record lists it first all the same (a program that read its answer to the end moves
+    // on before the relay logs the connection).
+    let hello = client_hello(Some("index.test"));
+    let up = upstream(b"server-bytes".to_vec(), hello.len());
+    let run = start(
+        &[format!("index.test:{}", up.port)],
+        false,
+        Limits::default(),
+        &[("index.test", &["127.0.0.1"])],
+    );
+    let mut tunnel = TcpStream::connect(run.addr).unwrap();
+    tunnel
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let req = format!("CONNECT index.test:{} HTTP/1.1\r\n\r\n", up.port);
+    tunnel.write_all(req.as_bytes()).unwrap();
+    let mut b = [0u8; 39];
+    let n = tunnel.read(&mut b).unwrap();
+    assert!(
+        text(&b[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        text(&b[..n])
+    );
+    let out = text(&exchange(
+        run.addr,
+        b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n",
+        b"",
+    ));
+    assert!(out.contains("not_allowlisted"), "{out}");
+    tunnel.write_all(&hello).unwrap();
+    let mut rest = Vec::new();
+    let _ = tunnel.read_to_end(&mut rest);
+    assert!(text(&rest).ends_with("server-bytes"), "{}", text(&rest));
+    let (r, _) = run.finish();
+    let seen: Vec<_> = r
+        .entries
+        .iter()
+        .map(|e| (e.host.as_str(), e.allowed))
+        .collect();
+    assert_eq!(seen, [("index.test", true), ("evil.test", false)]);
+}
+
+#[test]
 fn metadata_and_private_answers_are_refused_for_listed_names() {
     let run = start(
         &["meta.test:80".into()],
