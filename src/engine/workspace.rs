@@ -47,6 +47,10 @@ pub use crate::plan::WORKSPACE;
 /// How long past its timeout a command may run before the supervisor ends the whole
 /// workspace (the runner kills a command at its timeout; this is the backstop).
 const GRACE: Duration = Duration::from_secs(2);
+/// After a command's forbidden syscall, how long the runner has to kill the jail's other
+/// processes and forward what the command printed before the workspace ends (it takes a
+/// few milliseconds; past this the jail ends without it).
+const FORBIDDEN_REPORT: Duration = Duration::from_millis(500);
 /// The longest command line, argv or cwd accepted (bytes).
 const MAX_COMMAND_BYTES: usize = 256 * 1024;
 const MAX_ARGS: usize = 4096;
@@ -542,7 +546,10 @@ impl Workspace {
             jail.spawned(),
             frame,
             &|line: &[u8]| crate::runner::is_done_of(line, &nonce),
-            self.rung.take(),
+            (
+                self.rung.take(),
+                supervise::OnForbidden::RunnerReportsFirst(FORBIDDEN_REPORT),
+            ),
             &limits,
             jail.cgroup(),
             interrupt,

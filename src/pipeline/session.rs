@@ -381,7 +381,7 @@ impl Session {
             jail.spawned(),
             frame,
             &|line: &[u8]| runner::is_done_of(line, &nonce),
-            self.rung.take(),
+            (self.rung.take(), supervise::OnForbidden::EndAtOnce),
             limits,
             jail.cgroup(),
             interrupt,

@@ -14,7 +14,9 @@
 # this runner. Each command gets its own process group; when it exits, the group is killed, and,
 # when no command was left running in the background, every other process of the jail too
 # (kill(-1) spares only init and this runner), so nothing an ordinary command started
-# survives it. Reports are informational (a command can signal this runner, which ends the
+# survives it. SIGUSR1 (agentjail's, after a command's forbidden syscall) kills every
+# other process at once, so what the command printed is forwarded before the jail ends.
+# Reports are informational (a command can signal this runner, which ends the
 # workspace); agentjail takes limits, CPU and the workspace's verdicts from the kernel.
 import posix
 import sys
@@ -133,6 +135,8 @@ class Stream:
 
 
 BACKGROUND = set()
+# Set by SIGUSR1 (end_all): no command starts after it.
+ENDING = False
 # Readable when a child has exited (SIGCHLD's wakeup fd), so the loop below waits on the
 # command's pipes and its exit at once, without polling.
 WAKE = None
@@ -148,7 +152,24 @@ def watch_children():
     os.set_blocking(w, False)
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGUSR1, end_all)
     WAKE = r
+
+
+def end_all(*_):
+    """SIGUSR1, from agentjail: a command made a forbidden syscall, and the workspace ends.
+    Kill every other process of the jail now; the loop then forwards what the command
+    printed before it and reports, which agentjail waits for (briefly) before it ends the
+    jail. A command may send it too: it only ends its own processes."""
+    global ENDING
+    import os
+    import signal
+
+    ENDING = True
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def background_alive():
@@ -194,6 +215,10 @@ def run(req):
     err_r, err_w = os.pipe()
     t0 = time.monotonic()
     pid, failed = spawn(req, (in_r, out_w, err_w))
+    if pid is not None and ENDING:
+        # SIGUSR1 came while this command was being started (handlers run between
+        # bytecodes: either its kill(-1) came after the start, or ENDING is seen here).
+        os.killpg(pid, signal.SIGKILL)
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     if pid is None:

@@ -332,6 +332,54 @@ fn processes_end_with_their_command_and_their_workspace() {
     }
 }
 
+/// A command's forbidden syscall ends its workspace, and the record still holds what the
+/// command printed before it, every time: the output passes through the runner, which
+/// agentjail signals to kill every other process and report before it ends the jail.
+/// Nothing after the syscall runs (the rest of the Python program, or of the shell script).
+/// Twenty stops each, Python alone and under a shell, as root and as nobody.
+#[test]
+fn a_forbidden_syscall_keeps_the_output_before_it_and_runs_nothing_after() {
+    for who in variants() {
+        let m = common::marker("ws-stopout");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "2"]);
+        let c = s.io();
+        for i in 0..20 {
+            let ws = start(c);
+            let code = format!(
+                "import os, sys\nprint('OUT-{i}', flush=True)\n\
+                 sys.stderr.write('ERR-{i}\\n'); sys.stderr.flush()\n\
+                 os.setuid(0)\nprint('AFTER-{i}', flush=True)\n"
+            );
+            let rec = if i % 2 == 0 {
+                let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                    "argv": ["python3", "-c", code]}));
+                record(&r).clone()
+            } else {
+                let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                    "command": format!("echo SH-{i}; python3 -c \"$CODE\"; echo AFTER-{i}"),
+                    "env": {"CODE": code}}));
+                record(&r).clone()
+            };
+            assert_eq!(
+                rec["stop_reason"], "code_forbidden_syscall:setuid",
+                "{rec:#}"
+            );
+            assert_eq!(rec["workspace"]["ended"], true, "{rec:#}");
+            let stdout = out(&rec);
+            let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
+            assert!(stdout.contains(&format!("OUT-{i}\n")), "stop {i}: {rec:#}");
+            assert!(stderr.contains(&format!("ERR-{i}\n")), "stop {i}: {rec:#}");
+            if i % 2 == 1 {
+                assert!(stdout.starts_with(&format!("SH-{i}\n")), "{rec:#}");
+            }
+            assert!(!stdout.contains("AFTER"), "ran after the stop: {rec:#}");
+            close(c, &ws);
+        }
+        s.finish();
+    }
+}
+
 #[test]
 fn workspaces_cannot_reach_each_other() {
     for who in variants() {

@@ -82,14 +82,13 @@ fn judge(rec: &Value, denials: &[Denial], start_marker: &str) -> Result<String, 
             .iter()
             .any(|d| matches!(d, Denial::Stop(names) if names.contains(&name)));
         // The stop names the attack's own syscall, which neither the runner, the shell nor
-        // the interpreter's start makes: the payload ran. What it printed just before may
-        // be missing: a command's output reaches the record through the runner, which the
-        // stop kills with the jail (docs/SECURITY.md, "Workspaces"); that is reported, not
-        // failed.
+        // the interpreter's start makes, and what the payload printed before it is in the
+        // record (the runner forwards it before the jail ends: docs/SECURITY.md,
+        // "Workspaces").
         return match (ok, stdout.contains(start_marker)) {
             (true, true) => Ok(format!("stopped: {reason}")),
-            (true, false) => Ok(format!(
-                "stopped: {reason} (its output before the stop lost)"
+            (true, false) => Err(format!(
+                "stopped: {reason}, but its output before the stop is lost"
             )),
             (false, _) => Err(format!("the workspace ended: {reason}")),
         };

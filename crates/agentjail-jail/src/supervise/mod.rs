@@ -498,6 +498,22 @@ pub struct CallOutcome {
     pub rung: Option<Rung>,
 }
 
+/// How a call's runner takes over after a forbidden syscall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnForbidden {
+    /// The jail ends at once (a session: the program is the runner itself).
+    EndAtOnce,
+    /// A workspace: the command's output passes through the runner, which the jail's end
+    /// would kill with the bytes it has not forwarded yet. When a process other than the
+    /// runner makes the syscall (which never runs: its notification is never answered),
+    /// the runner is sent SIGUSR1, on which it kills every other process of the jail
+    /// (kill(-1)), forwards what is left in the command's pipes and reports; the call waits
+    /// this long at most for that report, then the jail ends all the same, the stop being
+    /// the syscall. Nothing but the runner and init runs after the signal, so what the
+    /// record gains is only output printed before the syscall.
+    RunnerReportsFirst(Duration),
+}
+
 /// The runner's ring of the session doorbell, received during one call (after its `done`)
 /// and answered at the start of the next: the runner waits in it between calls.
 #[derive(Debug, Clone, Copy)]
@@ -519,6 +535,10 @@ struct CallChannel {
     socket: Option<OwnedFd>,
     /// The runner rang again after this call's `done`: the next call answers it.
     next: Option<Rung>,
+    on_forbidden: OnForbidden,
+    /// A forbidden syscall of a command, while the runner reports (see [`OnForbidden`]):
+    /// the stop it will be, and the deadline for the report.
+    settling: Option<(Stop, Instant)>,
 }
 
 /// Send one job frame to a session's runner and supervise until a line it reports passes
@@ -530,7 +550,7 @@ pub fn call(
     sp: &Spawned,
     frame: Vec<u8>,
     is_done: &IsDone<'_>,
-    rung: Option<Rung>,
+    (rung, on_forbidden): (Option<Rung>, OnForbidden),
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
     interrupt: Option<Interrupt<'_>>,
@@ -567,12 +587,19 @@ pub fn call(
             frame,
             socket: None,
             next: None,
+            on_forbidden,
+            settling: None,
         });
         if let Some(Rung(n)) = rung {
             l.deliver(n);
         }
     }
     l.run();
+    // A command's forbidden syscall is the call's stop however the runner's report went
+    // (it came, the deadline passed, or another limit struck meanwhile).
+    if let Some((stop, _)) = l.channel.as_mut().and_then(|c| c.settling.take()) {
+        l.stop = Some(stop);
+    }
     if l.done && l.stop.is_none() && !l.exited {
         l.drain_now();
         if l.stop.is_none() {
@@ -675,6 +702,15 @@ impl<'a, 'io> Loop<'a, 'io> {
     /// limit was crossed (then `stop` says which).
     fn check_deadlines(&mut self) -> Option<Duration> {
         let now = Instant::now();
+        let settle = self
+            .channel
+            .as_ref()
+            .and_then(|c| c.settling.as_ref())
+            .map(|(_, until)| *until);
+        if settle.is_some_and(|until| now >= until) {
+            // The runner did not report in time: the stop is set from `settling` by `call`.
+            return None;
+        }
         let elapsed = now - self.start;
         if elapsed >= self.wall {
             self.stop = Some(Stop::WallTimeout);
@@ -692,7 +728,8 @@ impl<'a, 'io> Loop<'a, 'io> {
             let remaining = Duration::from_micros((limit_us - us) / self.ncpu);
             self.next_cpu_check = now + remaining.max(Duration::from_millis(1));
         }
-        Some((self.wall - elapsed).min(self.next_cpu_check.saturating_duration_since(now)))
+        let next = (self.wall - elapsed).min(self.next_cpu_check.saturating_duration_since(now));
+        Some(settle.map_or(next, |until| next.min(until - now)))
     }
 
     /// The fds to wait on, at the `P_*` indices; -1 for those not wanted now.
@@ -813,7 +850,30 @@ impl<'a, 'io> Loop<'a, 'io> {
         let name = seccomp::syscall_name(nr as i64)
             .map(str::to_string)
             .unwrap_or_else(|| format!("syscall_{nr}"));
-        self.stop = Some(Stop::ForbiddenSyscall { nr, name });
+        let stop = Stop::ForbiddenSyscall { nr, name };
+        if let Some(c) = self.channel.as_mut() {
+            let by_command = i64::from(n.pid) != i64::from(c.runner);
+            match (c.on_forbidden, &c.settling) {
+                // Another command process's syscall while the runner reports: it waits
+                // unanswered, and the runner's kill(-1) ends it.
+                (_, Some(_)) if by_command => return false,
+                (OnForbidden::RunnerReportsFirst(grace), None) if by_command => {
+                    let told = self.sp.program_pidfd.as_ref().is_some_and(|p| {
+                        sys::pidfd_send_signal(p.as_raw_fd(), libc::SIGUSR1).is_ok()
+                    });
+                    if told {
+                        c.settling = Some((stop, Instant::now() + grace));
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+            if let Some((first, _)) = c.settling.take() {
+                self.stop = Some(first);
+                return true;
+            }
+        }
+        self.stop = Some(stop);
         true
     }
 
