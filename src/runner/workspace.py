@@ -63,15 +63,23 @@ def report(obj):
 
 
 def wait_for_call():
+    """Ring and wait for the next command's channel. SIGCHLD (a background command's exit)
+    and SIGUSR1 are held meanwhile, so no handler can interrupt the wait (the filter does
+    not make it killable-only, and fcntl.ioctl makes no promise to retry on EINTR): they
+    run once the wait is over, before the command starts."""
     import errno
     import fcntl
+    import signal
 
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGUSR1})
     try:
         fcntl.ioctl(JOB_FD, DOORBELL, 0)
     except OSError as e:
         if e.errno != errno.ENOTTY:
             posix.write(2, b"agentjail workspace runner: no channel for the next command\n")
             posix._exit(70)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def spawn(req, fds):
@@ -160,7 +168,8 @@ def end_all(*_):
     """SIGUSR1, from agentjail: a command made a forbidden syscall, and the workspace ends.
     Kill every other process of the jail now; the loop then forwards what the command
     printed before it and reports, which agentjail waits for (briefly) before it ends the
-    jail. A command may send it too: it only ends its own processes."""
+    jail. A command may send it too: it ends every process of the workspace but this runner,
+    and the command that is running; the next command starts as usual (main resets ENDING)."""
     global ENDING
     import os
     import signal
@@ -218,7 +227,7 @@ def run(req):
     if pid is not None and ENDING:
         # SIGUSR1 came while this command was being started (handlers run between
         # bytecodes: either its kill(-1) came after the start, or ENDING is seen here).
-        os.killpg(pid, signal.SIGKILL)
+        end_all()
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     if pid is None:
@@ -326,7 +335,11 @@ def main():
     import select  # noqa: F401
     import subprocess  # noqa: F401
     posix.write(REPORT_FD, b'{"event": "ready"}\n')
+    global ENDING
     while True:
+        # A SIGUSR1 of agentjail's ends the jail within its call: one before this is a
+        # command's own, and the next command runs.
+        ENDING = False
         wait_for_call()
         frame = read_frame()
         if frame is None:

@@ -380,6 +380,40 @@ fn a_forbidden_syscall_keeps_the_output_before_it_and_runs_nothing_after() {
     }
 }
 
+/// What a command can make the runner receive between or during commands ends nothing it
+/// should not: a background command that exits between calls (SIGCHLD while the runner
+/// waits for the next command; it once ended the workspace) and a command's own SIGUSR1
+/// to the runner (it kills that command and what it started, and the next command runs).
+#[test]
+fn signals_to_the_runner_leave_the_workspace_working() {
+    for who in variants() {
+        let m = common::marker("ws-runsig");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        for _ in 0..3 {
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                "background": true, "argv": ["sleep", "0.2"]}));
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            let rec = sh(c, &ws, "echo alive");
+            assert_eq!(out(&rec), "alive\n", "{rec:#}");
+            assert_ran(&rec);
+        }
+        let rec = sh(c, &ws, "kill -USR1 $PPID; sleep 5; echo not-killed");
+        assert_eq!(rec["stop_reason"], "code_killed:SIGKILL", "{rec:#}");
+        assert_eq!(rec["workspace"]["ended"], false, "{rec:#}");
+        for i in 0..2 {
+            let rec = sh(c, &ws, &format!("echo next-{i}"));
+            assert_eq!(out(&rec), format!("next-{i}\n"), "{rec:#}");
+            assert_ran(&rec);
+        }
+        close(c, &ws);
+        s.finish();
+    }
+}
+
 #[test]
 fn workspaces_cannot_reach_each_other() {
     for who in variants() {

@@ -506,11 +506,12 @@ pub enum OnForbidden {
     /// A workspace: the command's output passes through the runner, which the jail's end
     /// would kill with the bytes it has not forwarded yet. When a process other than the
     /// runner makes the syscall (which never runs: its notification is never answered),
-    /// the runner is sent SIGUSR1, on which it kills every other process of the jail
-    /// (kill(-1)), forwards what is left in the command's pipes and reports; the call waits
-    /// this long at most for that report, then the jail ends all the same, the stop being
-    /// the syscall. Nothing but the runner and init runs after the signal, so what the
-    /// record gains is only output printed before the syscall.
+    /// the runner is sent SIGCONT and SIGUSR1, on which it kills every other process of the
+    /// jail (kill(-1)), forwards what is left in the command's pipes and reports; the call
+    /// waits this long at most for that report, then the jail ends all the same, the stop
+    /// being the syscall. Until the runner has acted (well under a millisecond when it is
+    /// scheduled; at most this long) the jail's other processes may still make allowed
+    /// syscalls, as they could have a moment before; the forbidden one never runs.
     RunnerReportsFirst(Duration),
 }
 
@@ -834,7 +835,8 @@ impl<'a, 'io> Loop<'a, 'io> {
 
     /// A pending seccomp notification: the session runner's doorbell (answered, see
     /// [`CallChannel`]), or a syscall outside the allowlist. That one is never answered, so
-    /// the call never runs; the run stops here (true).
+    /// the call never runs; the run stops here (true), or, a workspace command's, once its
+    /// runner has reported (false: see [`OnForbidden`]).
     fn notification(&mut self) -> bool {
         let Some(l) = self.sp.listener.as_ref() else {
             return false;
@@ -858,7 +860,10 @@ impl<'a, 'io> Loop<'a, 'io> {
                 // unanswered, and the runner's kill(-1) ends it.
                 (_, Some(_)) if by_command => return false,
                 (OnForbidden::RunnerReportsFirst(grace), None) if by_command => {
+                    // SIGCONT first: a command may have stopped the runner (same uid) to
+                    // keep its other processes running through this wait.
                     let told = self.sp.program_pidfd.as_ref().is_some_and(|p| {
+                        let _ = sys::pidfd_send_signal(p.as_raw_fd(), libc::SIGCONT);
                         sys::pidfd_send_signal(p.as_raw_fd(), libc::SIGUSR1).is_ok()
                     });
                     if told {
