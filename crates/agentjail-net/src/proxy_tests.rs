@@ -117,8 +117,9 @@ pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-#[test]
-fn connect_with_matching_sni_is_relayed_and_counted() {
+/// An upstream that answers a TLS ClientHello for index.test with `server-bytes`, and a
+/// proxy that allows index.test on its port only (default limits, no plain HTTP).
+fn index_site() -> (Vec<u8>, Upstream, Run) {
     let hello = client_hello(Some("index.test"));
     let up = upstream(b"server-bytes".to_vec(), hello.len());
     let run = start(
@@ -127,6 +128,12 @@ fn connect_with_matching_sni_is_relayed_and_counted() {
         Limits::default(),
         &[("index.test", &["127.0.0.1"])],
     );
+    (hello, up, run)
+}
+
+#[test]
+fn connect_with_matching_sni_is_relayed_and_counted() {
+    let (hello, up, run) = index_site();
     let req = format!(
         "CONNECT index.test:{} HTTP/1.1\r\nHost: index.test\r\n\r\n",
         up.port
@@ -239,14 +246,7 @@ fn requests_are_listed_in_the_order_the_program_made_them() {
     // A tunnel opened first and still open when a later request is refused ends last; the
     // record lists it first all the same (a program that read its answer to the end moves
     // on before the relay logs the connection).
-    let hello = client_hello(Some("index.test"));
-    let up = upstream(b"server-bytes".to_vec(), hello.len());
-    let run = start(
-        &[format!("index.test:{}", up.port)],
-        false,
-        Limits::default(),
-        &[("index.test", &["127.0.0.1"])],
-    );
+    let (hello, up, run) = index_site();
     let mut tunnel = TcpStream::connect(run.addr).unwrap();
     tunnel
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -563,14 +563,7 @@ fn a_request_stuck_in_the_resolver_does_not_hold_the_end_of_the_run() {
 /// of every socket it ever opened until `finish`.
 #[test]
 fn ended_connections_give_up_their_sockets() {
-    let hello = client_hello(Some("index.test"));
-    let up = upstream(b"server-bytes".to_vec(), hello.len());
-    let run = start(
-        &[format!("index.test:{}", up.port)],
-        false,
-        Limits::default(),
-        &[("index.test", &["127.0.0.1"])],
-    );
+    let (hello, up, run) = index_site();
     let req = format!(
         "CONNECT index.test:{} HTTP/1.1\r\nHost: index.test\r\n\r\n",
         up.port
