@@ -175,3 +175,35 @@ with open('/workspace/seq.txt', 'a', buffering=1) as f:
         );
     }
 }
+
+/// Output near the stdout cap (64 KiB here), on both streams, printed just before a
+/// forbidden syscall from a fork storm's parent: all of it is in the record.
+#[test]
+fn large_output_before_a_forbidden_syscall_is_kept() {
+    const CODE: &str = "import os, sys\nfor i in range(20):\n    if os.fork() == 0:\n        \
+         os.fork(); os.fork()\n        while True: pass\n\
+         sys.stdout.write('o' * 60000 + 'END\\n'); sys.stdout.flush()\n\
+         sys.stderr.write('e' * 30000 + 'EEND\\n'); sys.stderr.flush()\n\
+         os.setuid(0)\nprint('AFTER', flush=True)\n";
+    for who in variants() {
+        let m = common::marker("ws-stopbig");
+        let p = policy(&m, "16MiB", 1024);
+        let mut s = Server::start(who, &p, &m, &["--pool", "2"]);
+        let c = s.io();
+        for _ in 0..3 {
+            let ws = start(c);
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                "argv": ["python3", "-c", CODE]}));
+            let rec = record(&r).clone();
+            assert_eq!(
+                rec["stop_reason"], "code_forbidden_syscall:setuid",
+                "{who:?}: {rec:#}"
+            );
+            let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
+            assert!(out(&rec).ends_with("END\n"), "{who:?}: {}", out(&rec).len());
+            assert!(!out(&rec).contains("AFTER"), "{who:?}");
+            assert!(stderr.ends_with("EEND\n"), "{who:?}: {}", stderr.len());
+        }
+        s.finish();
+    }
+}
