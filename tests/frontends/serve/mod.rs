@@ -17,7 +17,6 @@ mod resilience;
 mod workspace;
 mod workspace_attacks;
 mod workspace_net;
-mod workspace_stop_attacks;
 
 use crate::common::serve as serve_harness;
 

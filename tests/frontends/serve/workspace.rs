@@ -771,7 +771,7 @@ fn parallel_starts_from_one_client_stay_within_max_per_client() {
 
 /// The uid the jail's user has on the host: nobody under a root server and under a nobody
 /// server, the test's own uid otherwise.
-pub(super) fn jail_host_uid(who: common::Who) -> u32 {
+fn jail_host_uid(who: common::Who) -> u32 {
     match who {
         common::Who::Root | common::Who::Nobody => common::NOBODY,
         common::Who::Current => {
