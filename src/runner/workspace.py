@@ -171,10 +171,15 @@ def end_all(*_):
     jail. A command may send it too: it ends every process of the workspace but this runner,
     and the command that is running; the next command starts as usual (main resets ENDING)."""
     global ENDING
+    ENDING = True
+    kill_all_others()
+
+
+def kill_all_others():
+    """SIGKILL to every process of the jail but init and this runner (kill(-1))."""
     import os
     import signal
 
-    ENDING = True
     try:
         os.kill(-1, signal.SIGKILL)
     except OSError:
@@ -205,10 +210,7 @@ def end_processes(pid, background):
     except OSError:
         pass
     if not background_alive():
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
+        kill_all_others()
 
 
 def run(req):
