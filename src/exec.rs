@@ -26,7 +26,7 @@ pub struct ExecArgs {
 pub const EXIT_STOPPED: i32 = 124;
 pub const EXIT_SETUP: i32 = 125;
 
-/// A flag of `exec` that cannot be honoured (exit 2, before any jail).
+/// A flag of `exec` that cannot be honoured (exit 125, before any jail).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FlagError {
     /// `--time-limit` outside (0, 86400] seconds.
@@ -98,7 +98,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
     let mut policy = a.policy.clone();
     if let Err(e) = apply_flags(&mut policy, &a) {
         eprintln!("agentjail: {e}");
-        return 2;
+        return EXIT_SETUP;
     }
     let caps = &policy.artifacts;
     let contents = crate::plan::Contents {
@@ -228,14 +228,17 @@ fn save_artifacts(
 }
 
 /// `exec`: load the policy, open the artifacts directory (unless only printing the plan),
-/// run. A flag that cannot be honoured stops it with exit 2 before any jail.
+/// run. A flag that cannot be honoured, a policy that cannot be used or an artifacts
+/// directory that cannot be opened stops it with exit 125 before any jail: `exec`'s own
+/// errors never read as the command's exit 2 (the convention of `env`, `timeout` and
+/// `docker run`).
 pub fn command(
     policy: Option<&std::path::Path>,
     mut args: ExecArgs,
     artifacts_dir: Option<std::path::PathBuf>,
 ) -> i32 {
     let Ok(loaded) = crate::cli::load(policy) else {
-        return crate::cli::ExitStatus::Error as i32;
+        return EXIT_SETUP;
     };
     args.policy = loaded.policy;
     args.policy_path = loaded.path;
@@ -245,7 +248,7 @@ pub fn command(
             Ok(d) => args.artifacts_dir = Some(d),
             Err(e) => {
                 eprintln!("agentjail: {e}");
-                return crate::cli::ExitStatus::Error as i32;
+                return EXIT_SETUP;
             }
         }
     }

@@ -70,10 +70,12 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                ExitStatus::Error as i32
-            } else {
-                0
+            // `exec`'s own errors are 125, never 2: its exit code is otherwise the command's.
+            let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
+            let code = match (e.use_stderr(), is_exec) {
+                (false, _) => 0,
+                (true, true) => agentjail::exec::EXIT_SETUP,
+                (true, false) => ExitStatus::Error as i32,
             };
             let _ = e.print();
             std::process::exit(code);

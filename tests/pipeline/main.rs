@@ -5,6 +5,7 @@
 //! - `contract`: the action contract (no jail);
 //! - `run_pipeline`: every stop reason, the seed's example and variants, the audit log;
 //! - `files_artifacts`: files in, artifacts out;
+//! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
 //! - `hardening`: nothing around the jail trusts the agent;
 //! - `cleanup`: nothing left behind, whatever way a run ends.
@@ -20,6 +21,7 @@ mod cleanup;
 mod contract;
 mod files_artifacts;
 mod hardening;
+mod job_view;
 mod judge_mode;
 mod network_cred;
 mod network_run;

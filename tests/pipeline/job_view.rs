@@ -1,0 +1,158 @@
+//! What a job sees of its own process from inside, checked against docs/SECURITY.md's
+//! sentences: the fds it holds (0-2 and the runner's two, 3 and 4, close-on-exec) and the
+//! paths it may write (`/tmp` and `/app/out`, both `noexec`; nothing else). Each probe is
+//! run through `agentjail run` as root and as nobody, under the forcing policy (which lets
+//! the program import `os`), and each expects the exact errno the control produces.
+
+use crate::common::{self, run_as, variants};
+use serde_json::json;
+
+fn forcing() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/policies/forcing.toml")
+        .display()
+        .to_string()
+}
+
+/// Runs `code` as each launch variant and returns every variant's stdout.
+fn stdout_of(code: &str) -> Vec<(common::Who, String)> {
+    let action = common::action_json(code, json!({"stdin": "", "output_mode": "text"}));
+    let bytes = serde_json::to_vec(&action).unwrap();
+    let policy = forcing();
+    variants()
+        .into_iter()
+        .map(|who| {
+            let r = run_as(who, &["--policy", &policy], &bytes, None);
+            assert_eq!(
+                r.stop_reason(),
+                "success",
+                "{who:?}: the probe itself did not run to its end: {:#}",
+                r.record
+            );
+            let out = r.record["execution"]["stdout"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            (who, out)
+        })
+        .collect()
+}
+
+#[test]
+fn a_job_holds_fds_0_to_4_and_3_and_4_are_close_on_exec() {
+    let code = r#"
+import os
+print("START", flush=True)
+fds = []
+for fd in range(0, 1024):
+    try:
+        os.fstat(fd)
+        fds.append(fd)
+    except OSError:
+        pass
+print("FDS", fds)
+print("INHERITABLE", [fd for fd in fds if fd > 2 and os.get_inheritable(fd)])
+"#;
+    for (who, out) in stdout_of(code) {
+        assert!(out.contains("START"), "{who:?}: {out}");
+        assert!(out.contains("FDS [0, 1, 2, 3, 4]\n"), "{who:?}: {out}");
+        assert!(out.contains("INHERITABLE []\n"), "{who:?}: {out}");
+    }
+}
+
+#[test]
+fn a_job_writes_only_tmp_and_app_out_and_executes_from_neither() {
+    // Each write target must be refused with the errno its control produces (EROFS: the
+    // read-only root and binds); a target that can be written prints WROTE and the test
+    // names it. Both writable trees refuse to execute what was written there (EACCES).
+    let code = r##"
+import os
+NAMES = {1: "EPERM", 2: "ENOENT", 13: "EACCES", 30: "EROFS"}
+print("START", flush=True)
+def write(path):
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+        os.write(fd, b"#!/bin/sh\nexit 0\n")
+        os.close(fd)
+        return "WROTE"
+    except OSError as e:
+        return NAMES.get(e.errno, "errno %d" % e.errno)
+def run(path):
+    try:
+        os.execv(path, [path])
+    except OSError as e:
+        return NAMES.get(e.errno, "errno %d" % e.errno)
+for p in ["/tmp/w", "/app/out/w", "/w", "/etc/w", "/app/w", "/usr/w"]:
+    print("WRITE", p, write(p))
+for p in ["/tmp/w", "/app/out/w"]:
+    print("EXEC", p, run(p))
+"##;
+    for (who, out) in stdout_of(code) {
+        assert!(out.contains("START"), "{who:?}: {out}");
+        for line in ["WRITE /tmp/w WROTE", "WRITE /app/out/w WROTE"] {
+            assert!(out.contains(line), "{who:?}: missing {line:?}: {out}");
+        }
+        for p in ["/w", "/etc/w", "/app/w", "/usr/w"] {
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(&format!("WRITE {p} ")))
+                .unwrap_or_else(|| panic!("{who:?}: no line for {p}: {out}"));
+            // The root, /etc, /app and the binds are read-only mounts: the mount refuses
+            // before landlock is asked.
+            assert!(
+                line.ends_with(" EROFS"),
+                "{who:?}: {p} must be refused by the read-only mount (EROFS): {line}"
+            );
+        }
+        // noexec on both writable trees (and landlock's missing execute right on /tmp).
+        for p in ["/tmp/w", "/app/out/w"] {
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(&format!("EXEC {p} ")))
+                .unwrap();
+            assert!(line.ends_with(" EACCES"), "{who:?}: {line}");
+        }
+    }
+}
+
+#[test]
+fn exec_own_errors_are_125_never_the_commands_2() {
+    // The command's own exit 2 passes through; every error of `exec` itself before any jail
+    // (a flag clap refuses, a flag value out of range, an unreadable policy) is 125.
+    let bin = env!("CARGO_BIN_EXE_agentjail");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _) = run(&["exec", "--", "/bin/sh", "-c", "exit 2"]);
+    assert_eq!(code, Some(2), "the command's own status passes through");
+    for (args, says) in [
+        (
+            &["exec", "--no-such-flag", "--", "/bin/true"][..],
+            "--no-such-flag",
+        ),
+        (
+            &["exec", "--time-limit", "0", "--", "/bin/true"][..],
+            "--time-limit",
+        ),
+        (
+            &["exec", "--memory-limit", "1KiB", "--", "/bin/true"][..],
+            "--memory-limit",
+        ),
+        (
+            &["exec", "--policy", "/nonexistent/p.toml", "--", "/bin/true"][..],
+            "/nonexistent/p.toml",
+        ),
+    ] {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(125), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
