@@ -1078,6 +1078,49 @@ pub fn show(loaded: &LoadedPolicy) -> String {
         // print half a policy.
         Err(e) => out.push_str(&format!("# cannot serialize this policy: {e}\n")),
     }
+    out.push_str(&seccomp_comment(&loaded.policy.seccomp));
+    out
+}
+
+/// The syscalls `[seccomp] allow_groups` resolves to, as a comment a reviewer can read
+/// beside the group names (the same list the record's seccomp entry counts).
+fn seccomp_comment(p: &SeccompPolicy) -> String {
+    let Ok(plan) =
+        agentjail_jail::syscall_groups::resolve(p.requirement, &p.allow_groups, &p.errno_syscalls)
+    else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\n# [seccomp] allow_groups resolve to {} syscalls:\n",
+        plan.allowed.len()
+    );
+    let mut line = String::from("#  ");
+    for name in &plan.allowed {
+        if line.len() + name.len() + 1 > 90 {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = String::from("#  ");
+        }
+        line.push(' ');
+        line.push_str(name);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    if !plan.errno.is_empty() {
+        let errno: Vec<String> = plan
+            .errno
+            .iter()
+            .map(|(n, e)| match *e {
+                libc::ENOSYS => format!("{n}→ENOSYS"),
+                libc::EPERM => format!("{n}→EPERM"),
+                other => format!("{n}→errno {other}"),
+            })
+            .collect();
+        out.push_str(&format!(
+            "# refused with an errno instead: {}\n",
+            errno.join(", ")
+        ));
+    }
     out
 }
 

@@ -51,6 +51,53 @@ fn every_shipped_policy_loads_and_round_trips() {
     assert!(n >= 2, "default.toml and data.toml at least");
 }
 
+/// `policy show` names every syscall the groups resolve to, the count the record's seccomp
+/// entry gives, and docs/SECURITY.md's figure for the default policy is that count.
+#[test]
+fn policy_show_lists_the_syscalls_the_record_counts() {
+    for name in ["default.toml", "data.toml", "workspace.toml", "judge.toml"] {
+        let loaded = load_file(&policies_dir().join(name)).unwrap_or_else(|e| panic!("{e}"));
+        let s = &loaded.policy.seccomp;
+        let plan = agentjail_jail::syscall_groups::resolve(
+            s.requirement,
+            &s.allow_groups,
+            &s.errno_syscalls,
+        )
+        .unwrap();
+        let shown = show(&loaded);
+        let head = format!(
+            "# [seccomp] allow_groups resolve to {} syscalls:\n",
+            plan.allowed.len()
+        );
+        let at = shown
+            .find(&head)
+            .unwrap_or_else(|| panic!("{name}: no {head:?} in\n{shown}"));
+        let listed: Vec<&str> = shown[at + head.len()..]
+            .lines()
+            .take_while(|l| l.starts_with("#   "))
+            .flat_map(|l| l[1..].split_whitespace())
+            .collect();
+        assert_eq!(listed, plan.allowed, "{name}");
+        if name == "default.toml" {
+            let security = std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/SECURITY.md"),
+            )
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+            let claim = format!(
+                "({} syscalls in the default policy's groups",
+                plan.allowed.len()
+            );
+            assert!(
+                security.contains(&claim),
+                "docs/SECURITY.md must say {claim:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn embedded_default_is_the_shipped_file() {
     let file = std::fs::read(policies_dir().join("default.toml")).expect("read");
