@@ -218,11 +218,10 @@ impl ContractError {
     }
 
     /// The stop reason, spelled as in the seed: `invalid_action:code_too_long`.
+    /// The same text as the record's stop reason, its suffix escaped alike
+    /// (`StopReason::suffix`).
     pub fn reason(&self) -> String {
-        match self {
-            ContractError::InvalidAction { what, .. } => format!("invalid_action:{what}"),
-            ContractError::InvalidRequest { what, .. } => format!("invalid_request:{what}"),
-        }
+        self.stop_reason().to_string()
     }
 
     /// The record's stop reason.
@@ -362,7 +361,9 @@ fn refuse_unknown_fields(obj: &Map<String, Value>) -> Result<(), ContractError> 
     match unknown.first() {
         None => Ok(()),
         Some(name) => Err(ContractError::action(
-            format!("unknown_field:{}", sanitize_name(name)),
+            // The name as sent: the stop reason's suffix rule escapes it (`%XX`) and cuts it
+            // (`~` at 96 characters), as REFERENCE says of every suffix.
+            format!("unknown_field:{name}"),
             format!(
                 "unknown field {name:?}; allowed fields are {}",
                 KNOWN_FIELDS.join(", ")

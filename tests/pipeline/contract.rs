@@ -143,6 +143,15 @@ fn malformed_actions_get_their_reason() {
             with("policy_hint", json!({})),
             "invalid_action:unknown_field:policy_hint",
         ),
+        // REFERENCE's suffix rule: other bytes as %XX, cut at 96 characters with `~`.
+        (
+            with("a b\u{e9}\"<", json!(1)),
+            "invalid_action:unknown_field:a%20b%C3%A9%22%3C",
+        ),
+        (
+            with(&"k".repeat(200), json!(1)),
+            &*Box::leak(format!("invalid_action:unknown_field:{}~", "k".repeat(95 - 14)).into_boxed_str()),
+        ),
         (vec![b' '; 17 * 1024 * 1024], "invalid_action:too_large"),
         (
             format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
