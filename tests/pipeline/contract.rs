@@ -150,7 +150,9 @@ fn malformed_actions_get_their_reason() {
         ),
         (
             with(&"k".repeat(200), json!(1)),
-            &*Box::leak(format!("invalid_action:unknown_field:{}~", "k".repeat(95 - 14)).into_boxed_str()),
+            &*Box::leak(
+                format!("invalid_action:unknown_field:{}~", "k".repeat(95 - 14)).into_boxed_str(),
+            ),
         ),
         (vec![b' '; 17 * 1024 * 1024], "invalid_action:too_large"),
         (
