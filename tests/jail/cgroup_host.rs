@@ -189,9 +189,29 @@ fn drop_kills_and_removes_and_sweep_finds_nothing_of_ours() {
     for p in &paths {
         assert!(!p.exists(), "{} left behind", p.display());
     }
-    // our own pid is alive: nothing of ours is swept (stale ones from killed runs may be).
+    // The sweep removes a job cgroup whose launcher is dead and keeps one whose launcher (this
+    // test process) is alive: plant one of each beside where the job was.
+    let live = JobCgroup::create(&host, &run_id("sweep-live"), &CgroupLimits::default())
+        .expect("create the live job cgroup");
+    let mut dead = std::process::Command::new("/bin/true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let base = paths[0].parent().expect("a job cgroup has a parent");
+    let stale = base.join(format!("agentjail-{dead_pid}-test-sweep-stale"));
+    std::fs::create_dir(&stale).expect("plant a stale job cgroup");
     let n = sweep_stale(&host);
-    eprintln!("sweep_stale removed {n} stale job cgroups");
+    let stale_left = stale.exists();
+    if stale_left {
+        let _ = std::fs::remove_dir(&stale);
+    }
+    assert!(
+        !stale_left,
+        "the stale job cgroup of dead pid {dead_pid} was not swept"
+    );
+    assert!(n >= 1, "sweep_stale counted {n} removals");
+    for p in live.paths() {
+        assert!(p.exists(), "the live job cgroup {} was swept", p.display());
+    }
 }
 
 fn degraded_as_unprivileged(host: &agentjail_jail::cgroup::HostCgroups) {

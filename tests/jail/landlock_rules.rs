@@ -160,7 +160,12 @@ fn filesystem_reads_allowed_writes_only_in_read_write() {
 
 #[test]
 fn tcp_connect_and_bind_are_denied() {
-    if !abi_or_skip() || landlock::host_abi() < 4 {
+    if !abi_or_skip()
+        || !crate::common::require_feature(
+            "landlock ABI >= 4 (TCP rules)",
+            landlock::host_abi() >= 4,
+        )
+    {
         return;
     }
     let l = layout();
@@ -204,7 +209,9 @@ fn tcp_connect_and_bind_are_denied() {
 
 #[test]
 fn abstract_unix_sockets_and_signals_outside_the_domain_are_denied() {
-    if !abi_or_skip() || landlock::host_abi() < 6 {
+    if !abi_or_skip()
+        || !crate::common::require_feature("landlock ABI >= 6 (scopes)", landlock::host_abi() >= 6)
+    {
         return;
     }
     let l = layout();
