@@ -319,7 +319,12 @@ const HOSTILE: &[(&str, &str)] = &[
     ("write /app", "open('/app/ajz-breach', 'w').write('x')\nprint('BREACH')"),
     ("read host /etc/shadow", "print('BREACH', open('/etc/shadow').read()[:10])"),
     ("chroot", "import os\nos.chroot('/tmp')\nprint('BREACH')"),
-    ("read init's memory", "print('BREACH', open('/proc/1/mem', 'rb').read(1))"),
+    // Opening a process's mem needs ptrace access: the program's own opens (the control, so
+    // the row cannot pass for another reason), init's (non-dumpable) is EACCES.
+    (
+        "open init's memory",
+        "open('/proc/self/mem', 'rb').close()\nprint('CONTROL', flush=True)\nopen('/proc/1/mem', 'rb')\nprint('BREACH')",
+    ),
     ("raise the nice level", "import os\nos.nice(-5)\nprint('BREACH')"),
     ("memory", "b = bytearray(600 * 1024 * 1024)\nprint('BREACH')"),
     (
@@ -361,6 +366,17 @@ fn a_zygote_jail_stops_what_a_cold_jail_stops() {
             let c = cold.io().run(action(code, json!({})));
             let (zo, co) = (outcome(&z), outcome(&c));
             assert!(!zo.2, "{who:?}: {what}: BREACH in a zygote jail: {z:#}");
+            if code.contains("CONTROL") {
+                for r in [&z, &c] {
+                    let out = r["execution"]["stdout"].as_str().unwrap_or("");
+                    assert!(
+                        out.contains("CONTROL"),
+                        "{who:?}: {what}: the control failed: {r:#}"
+                    );
+                    let err = r["execution"]["stderr"].as_str().unwrap_or("");
+                    assert!(err.contains("PermissionError"), "{who:?}: {what}: {r:#}");
+                }
+            }
             assert!(!co.2, "{who:?}: {what}: BREACH in a cold jail: {c:#}");
             if *what == "open fds" {
                 assert_eq!(

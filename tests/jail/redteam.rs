@@ -91,32 +91,79 @@ fn ioctls_on_stdio_pipes_are_refused() {
 #[test]
 fn init_process_is_opaque() {
     // pid 1 is agentjail's own init: same uid as the program, but non-dumpable, argv blanked.
+    // Each probe is first run against the program's own /proc/self (same uid, dumpable), where
+    // it must succeed: a probe that fails even with full access (a read of a directory, a file
+    // the host lacks) would pass for the wrong reason. Against init each must be EACCES, the
+    // refusal non-dumpable gives; writes are EROFS (the read-only procfs).
     let body = r#"
-import os
-for p in ["/proc/1/environ", "/proc/1/mem", "/proc/1/maps", "/proc/1/smaps", "/proc/1/auxv",
-          "/proc/1/syscall", "/proc/1/stack", "/proc/1/io", "/proc/1/pagemap",
-          "/proc/1/personality", "/proc/1/ns/mnt", "/proc/1/ns/user", "/proc/1/map_files"]:
-    attempt("read " + p, lambda: open(p, "rb").read(64))
-for p in ["/proc/1/root", "/proc/1/cwd", "/proc/1/exe", "/proc/1/fd/0", "/proc/1/fd/5",
-          "/proc/1/ns/pid"]:
-    attempt("readlink " + p, lambda: os.readlink(p))
-attempt("list /proc/1/fd", lambda: os.listdir("/proc/1/fd"))
-attempt("list /proc/1/root", lambda: os.listdir("/proc/1/root/"))
-attempt("list /proc/1/cwd", lambda: os.listdir("/proc/1/cwd/"))
-attempt("write /proc/1/comm", lambda: open("/proc/1/comm", "w").write("x"))
-attempt("write /proc/1/oom_score_adj", lambda: open("/proc/1/oom_score_adj", "w").write("-1000"))
-def cmdline():
-    c = open("/proc/1/cmdline", "rb").read()
-    if c.strip(b"\0"):
-        return c
-    raise OSError(0, "blank")
-attempt("init argv", cmdline)
+import os, errno
+def probes(pid):
+    P = "/proc/%s/" % pid
+    out = []
+    for f in ["environ", "maps", "smaps", "auxv", "syscall", "io", "pagemap", "personality"]:
+        out.append(("read " + f, lambda f=f: open(P + f, "rb").read(64)))
+    out.append(("open mem", lambda: open(P + "mem", "rb").close()))
+    for l in ["root", "cwd", "exe", "fd/0", "ns/pid", "ns/mnt", "ns/user", "ns/net"]:
+        out.append(("readlink " + l, lambda l=l: os.readlink(P + l)))
+    for d in ["fd", "root/tmp", "cwd/"]:
+        out.append(("list " + d, lambda d=d: os.listdir(P + d)))
+    return out
+def name(e):
+    return errno.errorcode.get(e.errno, str(e.errno))
+for label, fn in probes("self"):
+    try:
+        fn()
+        print("CONTROL", label, "OK")
+    except OSError as e:
+        print("CONTROL", label, name(e))
+for label, fn in probes("1"):
+    try:
+        fn()
+        print("BREACH", label)
+    except OSError as e:
+        print("INIT", label, name(e))
+for f, v in (("comm", "x"), ("oom_score_adj", "-1000")):
+    try:
+        open("/proc/1/" + f, "w").write(v)
+        print("BREACH write", f)
+    except OSError as e:
+        print("WRITE", f, name(e))
+def argv(pid):
+    return open("/proc/%s/cmdline" % pid, "rb").read().strip(b"\0")
+print("CONTROL argv", "OK" if argv("self") else "blank")
+print("INIT argv", "blank" if not argv(1) else "BREACH %r" % argv(1))
 "#;
+    const PROBES: usize = 20;
     for who in variants() {
         let r = py(who, &["--output-limit", "65536"], body);
         r.assert_ran("START");
         assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
-        assert_eq!(r.stdout.matches("BLOCKED").count(), 25, "{who:?}: {r:#?}");
+        let lines = |tag: &str| -> Vec<String> {
+            r.stdout
+                .lines()
+                .filter(|l| l.starts_with(tag))
+                .map(String::from)
+                .collect()
+        };
+        let control = lines("CONTROL ");
+        assert_eq!(control.len(), PROBES + 1, "{who:?}: {r:#?}");
+        for l in &control {
+            assert!(
+                l.ends_with(" OK"),
+                "{who:?}: the probe fails with full access: {l}"
+            );
+        }
+        let init = lines("INIT ");
+        assert_eq!(init.len(), PROBES + 1, "{who:?}: {r:#?}");
+        for l in &init[..PROBES] {
+            assert!(l.ends_with(" EACCES"), "{who:?}: {l}");
+        }
+        assert_eq!(init[PROBES], "INIT argv blank", "{who:?}");
+        assert_eq!(
+            lines("WRITE "),
+            ["WRITE comm EROFS", "WRITE oom_score_adj EROFS"],
+            "{who:?}: {r:#?}"
+        );
     }
 }
 
