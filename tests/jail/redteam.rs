@@ -543,13 +543,32 @@ def read_nonempty(p):
     if not data:
         raise OSError(0, "masked (empty)")
     return data
-for p in ["/proc/sys/kernel/random/boot_id", "/proc/cmdline", "/proc/config.gz",
-          "/proc/diskstats", "/proc/zoneinfo", "/proc/pressure/cpu", "/proc/modules",
-          "/proc/partitions"]:
+for p in @FILES@:
     attempt("read " + p, lambda p=p: read_nonempty(p))
 "#;
+    // Only files the host has: one it lacks is missing in the jail whatever it masks.
+    let files: Vec<&str> = [
+        "/proc/sys/kernel/random/boot_id",
+        "/proc/cmdline",
+        "/proc/config.gz",
+        "/proc/diskstats",
+        "/proc/zoneinfo",
+        "/proc/pressure/cpu",
+        "/proc/modules",
+        "/proc/partitions",
+    ]
+    .into_iter()
+    .filter(|p| {
+        let there = std::path::Path::new(p).exists();
+        if !there {
+            eprintln!("!!!!!!!! NOTE: {p} does not exist on this host: not probed !!!!!!!!");
+        }
+        there
+    })
+    .collect();
+    let body = body.replace("@FILES@", &format!("{files:?}"));
     for who in variants() {
-        let r = py(who, &["--output-limit", "65536"], body);
+        let r = py(who, &["--output-limit", "65536"], &body);
         r.assert_ran("START");
         assert!(!r.stdout.contains("BREACH"), "{who:?}: {r:#?}");
     }

@@ -81,8 +81,7 @@ def read(p):
     return data
 for p in ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_ed25519_key",
           "/root/.bashrc", "/root", "/home", "/work", "/var/log", "/run", "/sys/kernel",
-          "/var", "/srv", "/mnt", "/boot", "@TMP@", "@VARTMP@",
-          "/proc/kcore", "/proc/kallsyms", "/proc/keys", "/proc/sysrq-trigger"]:
+          "/var", "/srv", "/mnt", "/boot", "@TMP@", "@VARTMP@"] + @PROC_MASKED@:
     attempt("read " + p, (lambda p=p: os.listdir(p) if os.path.isdir(p) and os.listdir(p) else read(p)))
 opt = sorted(os.listdir("/opt")) if os.path.isdir("/opt") else []
 print("BLOCKED opt" if opt == @OPT_LIST@ else "BREACH opt %r" % opt)
@@ -118,8 +117,7 @@ function read(p) {
 }
 for (const p of ['/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/etc/ssh/ssh_host_ed25519_key',
     '/root/.bashrc', '/root', '/home', '/work', '/var/log', '/run', '/sys/kernel', '/var', '/srv',
-    '/opt', '/mnt', '/boot', '@TMP@', '@VARTMP@', '/proc/kcore', '/proc/kallsyms', '/proc/keys',
-    '/proc/sysrq-trigger']) {
+    '/opt', '/mnt', '/boot', '@TMP@', '@VARTMP@', ...@PROC_MASKED@]) {
   attempt('read ' + p, () => read(p));
 }
 const e = fs.readdirSync('/etc').sort();
@@ -281,7 +279,7 @@ def overwrite(p, data=b"x"):
         os.close(fd)
 for p in ["/etc/passwd", "/etc/hosts", "/usr/bin/python3", "/proc/sys/kernel/hostname",
           "/proc/sys/vm/drop_caches", "/proc/sys/kernel/core_pattern",
-          "/proc/sysrq-trigger", "/proc/self/attr/current"]:
+          "/proc/self/attr/current"] + @PROC_WRITABLE@:
     attempt("write " + p, lambda p=p: overwrite(p))
 attempt("mkdir /x", lambda: os.mkdir("/@M@-d"))
 attempt("chmod /usr/bin/python3", lambda: os.chmod("/usr/bin/python3", 0o777))
@@ -293,8 +291,8 @@ print("TMP-OK", open("/tmp/@M@-ok").read(), flush=True)
         javascript: r#"
 for (const p of @TARGETS@) attempt('create ' + p, () => { fs.writeFileSync(p, 'x'); return p; });
 for (const p of ['/etc/passwd', '/etc/hosts', '/usr/bin/node', '/proc/sys/kernel/hostname',
-    '/proc/sys/vm/drop_caches', '/proc/sys/kernel/core_pattern', '/proc/sysrq-trigger',
-    '/proc/self/attr/current']) {
+    '/proc/sys/vm/drop_caches', '/proc/sys/kernel/core_pattern',
+    '/proc/self/attr/current', ...@PROC_WRITABLE@]) {
   attempt('write ' + p, () => { const fd = fs.openSync(p, 'r+'); try { return fs.writeSync(fd, 'x'); } finally { fs.closeSync(fd); } });
 }
 attempt('mkdir /x', () => fs.mkdirSync('/@M@-d'));
@@ -493,6 +491,22 @@ enum Lang {
     Node,
 }
 
+/// The masked /proc files (`/proc/<name>`) this host has, as a list literal Python and
+/// JavaScript both read. A file the host lacks is absent from the jail's /proc whatever the
+/// jail masks, so probing it would pass for the wrong reason: it is left out, loudly.
+fn host_proc_files(names: &[&str]) -> String {
+    let mut present = Vec::new();
+    for n in names {
+        let p = format!("/proc/{n}");
+        if std::path::Path::new(&p).exists() {
+            present.push(p);
+        } else {
+            eprintln!("!!!!!!!! NOTE: {p} does not exist on this host: not probed (it cannot show a mask) !!!!!!!!");
+        }
+    }
+    format!("{present:?}")
+}
+
 /// What the host set up for one twin's runs: the payload's substitutions, and what is
 /// checked after each run and undone at the end.
 struct Setup {
@@ -517,6 +531,13 @@ impl Setup {
             victim: None,
         };
         let tag = if lang == Lang::Node { "js" } else { "py" };
+        s.vars.extend([
+            (
+                "@PROC_MASKED@",
+                host_proc_files(&["kcore", "kallsyms", "keys", "sysrq-trigger"]),
+            ),
+            ("@PROC_WRITABLE@", host_proc_files(&["sysrq-trigger"])),
+        ]);
         match host {
             Host::Nothing => {}
             Host::PlantedSecrets => {
