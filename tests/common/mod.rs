@@ -330,26 +330,41 @@ impl Run {
             return Ok("SIGSYS".into());
         }
         if let Some(l) = self.stdout.lines().find(|l| l.starts_with("BLOCKED")) {
+            // Refused with an errno: only the errnos the jail's controls produce count
+            // (EPERM and EACCES: seccomp's errno list, landlock, no capability; ENOTTY: the
+            // ioctl filter; ENOSYS: clone3). EBADF, EINVAL, EFAULT, ... mean the payload's
+            // own arguments were wrong, which proves nothing about the control.
+            let errno = l.rsplit(' ').next().unwrap_or("");
+            if !REFUSAL_ERRNOS.contains(&errno) {
+                return Err(format!(
+                    "refused with errno {errno:?}, which is no control's refusal \
+                     (expected one of {REFUSAL_ERRNOS:?}): {l}"
+                ));
+            }
             return Ok(l.to_string());
         }
         Err("neither BLOCKED nor stopped".into())
     }
     /// The payload reached the attack and the attack failed: no BREACH line, and either the
     /// payload said BLOCKED or the jail stopped it (forbidden syscall, SIGSYS).
+    ///
+    /// The payload must have run to its end: a stop on some forbidden syscall, or a death by
+    /// SIGSYS, is a different control than the BLOCKED lines the caller then checks, and would
+    /// let a payload that never reached its probes pass. A test that expects a stop names its
+    /// syscall with [`Run::assert_stopped_on`].
     pub fn assert_blocked(&self, start: &str) {
         self.assert_ran(start);
         assert!(
             !self.stdout.contains("BREACH"),
             "attack succeeded — {self:#?}"
         );
-        let stopped = self.code == 124
-            && self
-                .stop_reason()
-                .is_some_and(|r| r.starts_with("code_forbidden_syscall"));
-        let sigsys = self.code == 128 + libc::SIGSYS;
         assert!(
-            self.stdout.contains("BLOCKED") || stopped || sigsys,
-            "attack neither reported BLOCKED nor was stopped — {self:#?}"
+            self.forbidden().is_none() && self.code != 128 + libc::SIGSYS,
+            "the payload was stopped before its end (a stop the test does not name) — {self:#?}"
+        );
+        assert!(
+            self.stdout.contains("BLOCKED"),
+            "attack reported no BLOCKED line — {self:#?}"
         );
     }
 }
@@ -585,16 +600,22 @@ pub fn assert_all_blocked(failures: &[String]) {
     );
 }
 
+/// The errnos that count as a control's refusal in the attack tables: EPERM, EACCES,
+/// ENOTTY, ENOSYS, as numbers (Python's `attempt`) or names (node's).
+pub const REFUSAL_ERRNOS: &[&str] = &["1", "13", "25", "38", "EPERM", "EACCES", "ENOTTY", "ENOSYS"];
+
 /// Payload prelude: a helper `attempt(name, fn)` that runs `fn` and prints BREACH when it
-/// returns, BLOCKED with the errno when it raises.
+/// returns, BLOCKED with the exception and its errno when it raises OSError. Any other
+/// exception (a TypeError from a wrong ctypes call) propagates: the payload then neither
+/// says BLOCKED nor is stopped, and the test fails instead of counting it as refused.
 pub const PRELUDE: &str = r#"
 import os, sys
 print("START", flush=True)
 def attempt(name, fn):
     try:
         r = fn()
-    except Exception as e:
-        print("BLOCKED", name, type(e).__name__, getattr(e, "errno", ""), flush=True)
+    except OSError as e:
+        print("BLOCKED", name, type(e).__name__, e.errno, flush=True)
         return False
     print("BREACH", name, repr(r)[:200], flush=True)
     return True
