@@ -18,10 +18,6 @@
 use crate::common::*;
 use std::time::Duration;
 
-fn py_data(who: Who, flags: &[&str], body: &str) -> Run {
-    python_data(who, flags, &format!("{PRELUDE}\n{body}"))
-}
-
 /// Raw-syscall helpers for single-syscall attacks: `sysc(nr, *args)` (raises OSError on a
 /// negative return), `run_code(bytes)` (runs machine code, for foreign ABIs) and
 /// `sti(fd, request)` (ioctl with a one-byte buffer, for TIOCSTI).
