@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 const ADDRESS_SPACE: u64 = 512 * 1024 * 1024;
 
-/// Generous enough for an unoptimised build on a loaded 2-core machine; the bounded cases
-/// take milliseconds in release (see the MEASURE lines).
-const SLOW: Duration = Duration::from_secs(3);
+/// Only an unbounded (exponential) validation reaches this; the bounded cases take
+/// milliseconds in release (the MEASURE lines print how long each took: speed belongs to the
+/// benchmarks, not to these assertions).
+const SLOW: Duration = Duration::from_secs(60);
 
 /// Re-run test `name` of this binary under RLIMIT_AS and demand it passed.
 fn under_rlimit(name: &str) {

@@ -31,6 +31,11 @@ pub fn test_python() -> &'static str {
 }
 pub const NOBODY: u32 = 65534;
 
+/// The one time bound a test may assert: far beyond anything the code under test takes on
+/// a loaded machine, so only a hang (or an unbounded loop) reaches it. How fast something
+/// is belongs to the benchmarks (scripts/bench*), never to a test.
+pub const HANG: Duration = Duration::from_secs(60);
+
 /// Who launches agentjail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Who {

@@ -189,7 +189,7 @@ pub fn assert_no_leftovers(pid: i32, marker: &str, seen: &[Proc], before: &HostS
             break;
         }
         assert!(
-            t.elapsed() < Duration::from_secs(5),
+            t.elapsed() < common::HANG,
             "processes of server {pid} outlived it: {:?} / with its marker: {:?}",
             live.iter()
                 .map(|p| format!("{} {}", p.0, cmdline(p.0)))
@@ -811,11 +811,11 @@ impl Server {
 }
 
 impl Server {
-    /// SIGKILL the server, then require: within 100 ms every process of `procs` is down
+    /// SIGKILL the server, then require: every process of `procs` goes down
     /// (`common::down`: gone, exiting or with SIGKILL pending, so it never runs another
-    /// instruction of its own; its exit is the kernel's, which a loaded machine may take
-    /// longer to schedule), and all are gone
-    /// within 5 s (PDEATHSIG takes them with the server); the server exits without
+    /// instruction of its own) and then is gone, each before `common::HANG` (PDEATHSIG
+    /// takes them with the server: without it they would live on, and only that fails; how
+    /// soon is the benchmarks' business, not a test's); the server exits without
     /// answering `job`; its job cgroups are swept by the next launch (as root) and the
     /// host's mounts are as before. Returns how long until every process was down.
     pub fn sigkill_takes_everything(&mut self, procs: &[Proc], job: &Value) -> Duration {
@@ -835,7 +835,7 @@ impl Server {
                 }
                 up
             });
-            if left.is_empty() || t0.elapsed() >= Duration::from_millis(100) {
+            if left.is_empty() || t0.elapsed() >= common::HANG {
                 break;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -847,19 +847,20 @@ impl Server {
             .collect();
         assert!(
             left.is_empty(),
-            "{who:?}: {} of {} processes outlived a SIGKILLed serve by 100 ms \
+            "{who:?}: {} of {} processes outlived a SIGKILLed serve \
              (PDEATHSIG must take them with it): {left:?}",
             left.len(),
             procs.len()
         );
         let mut exiting = procs.to_vec();
-        while !exiting.is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        while !exiting.is_empty() && t0.elapsed() < common::HANG {
             exiting.retain(|p| alive(*p));
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(
             exiting.is_empty(),
-            "{who:?}: killed processes still not gone after 5 s: {exiting:?}"
+            "{who:?}: killed processes still not gone after {:?}: {exiting:?}",
+            common::HANG
         );
         eprintln!(
             "{who:?}: {} processes down within {took:?} after SIGKILL, all gone in {:?}",

@@ -324,7 +324,9 @@ fn stopped_at_one_second_of_cpu(who: Who, r: &Run) -> serde_json::Value {
     let e = rec["execution"].clone();
     assert_eq!(r.stop_reason(), Some("code_cpu_limit"), "{who:?}: {rec}");
     let cpu = e["cpu_ms"].as_u64().unwrap_or(0);
-    assert!((1000..1800).contains(&cpu), "{who:?}: cpu_ms {cpu}: {e}");
+    // Never before the limit; and not the 4 x 1 s the workers' own RLIMIT_CPU would allow
+    // if the supervisor did not count them (an overshoot bound, not a speed).
+    assert!((1000..4000).contains(&cpu), "{who:?}: cpu_ms {cpu}: {e}");
     e
 }
 
@@ -359,8 +361,10 @@ while True:
         let e = stopped_at_one_second_of_cpu(who, &r);
         let rec = r.record.as_ref().expect("a record");
         let wall = e["wall_ms"].as_u64().unwrap_or(u64::MAX);
+        // Before the policy's 20 s wall limit: the CPU account stopped it (the reason
+        // says so too).
         assert!(
-            wall < 5000,
+            wall < 20_000,
             "{who:?}: stopped by the wall clock, not the CPU account: {e}"
         );
         if who == Who::Nobody {
@@ -396,8 +400,8 @@ ctypes.CDLL(None).syscall(60, 0)
     for who in variants() {
         let t0 = Instant::now();
         let r = py(who, &["--time-limit", "2"], &body);
-        assert_stopped_in_time(&r, Duration::from_secs(8), &["code_timeout"]);
-        assert!(t0.elapsed() < Duration::from_secs(8));
+        assert_stopped_in_time(&r, HANG, &["code_timeout"]);
+        assert!(t0.elapsed() < HANG);
         let left = survivors(&tag, Duration::from_secs(2));
         assert!(left.is_empty(), "survivors {left:?}: {r:#?}");
     }
@@ -411,13 +415,13 @@ fn closed_stdio_and_sigstop_do_not_hang_agentjail() {
             &["--time-limit", "2"],
             "import time\nos.close(1)\nos.close(2)\ntime.sleep(60)",
         );
-        assert_stopped_in_time(&r, Duration::from_secs(8), &["code_timeout"]);
+        assert_stopped_in_time(&r, HANG, &["code_timeout"]);
         let r = py(
             who,
             &["--time-limit", "2"],
             "import signal\nos.kill(os.getpid(), signal.SIGSTOP)\nprint('BREACH resumed')",
         );
-        assert_stopped_in_time(&r, Duration::from_secs(8), &["code_timeout"]);
+        assert_stopped_in_time(&r, HANG, &["code_timeout"]);
         assert!(!r.stdout.contains("BREACH"));
     }
 }
@@ -438,7 +442,7 @@ fn huge_unread_stdin_does_not_block_agentjail() {
         );
         r.assert_ran("END");
         assert_eq!(r.code, 0, "{r:#?}");
-        assert!(r.wall < Duration::from_secs(5), "{r:#?}");
+        assert!(r.wall < HANG, "{r:#?}");
     }
 }
 

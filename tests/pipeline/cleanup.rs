@@ -101,7 +101,7 @@ fn wait_gone(m: &str) {
     let t = Instant::now();
     while !pids_with(m).is_empty() {
         assert!(
-            t.elapsed() < Duration::from_secs(3),
+            t.elapsed() < common::HANG,
             "processes of the run survived: {:?}",
             pids_with(m)
         );
@@ -192,7 +192,7 @@ fn signal_agentjail(sig: i32) {
     unsafe { libc::kill(child.id() as i32, sig) };
     let t = Instant::now();
     let out = child.wait_with_output().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(t.elapsed() < common::HANG);
     wait_gone(&m);
     if sig == libc::SIGKILL {
         // agentjail could not clean its cgroup; the next run sweeps it. (With no cgroup

@@ -117,7 +117,7 @@ fn a_schema_that_doubles_per_level_is_refused_before_it_costs_anything() {
             Some(AS_LIMIT),
         );
         expect(&r, "invalid_action:output_schema:too_complex");
-        assert!(r.wall < Duration::from_secs(5), "{:?}", r.wall);
+        assert!(r.wall < common::HANG, "{:?}", r.wall);
     });
 }
 
@@ -137,7 +137,7 @@ fn a_schema_that_explodes_on_this_output_runs_out_of_budget() {
         );
         expect(&r, "invalid_action:output_schema:too_complex");
         assert_eq!(r.record["phase"], "validate");
-        assert!(r.wall < Duration::from_secs(5), "{:?}", r.wall);
+        assert!(r.wall < common::HANG, "{:?}", r.wall);
     });
 }
 
@@ -162,7 +162,7 @@ fn backtracking_and_backreference_patterns_cannot_hang_the_supervisor() {
             Some(AS_LIMIT),
         );
         expect(&r, "invalid_code_output:s");
-        assert!(r.wall < Duration::from_secs(5), "{:?}", r.wall);
+        assert!(r.wall < common::HANG, "{:?}", r.wall);
     });
 }
 
@@ -193,7 +193,7 @@ fn a_200k_ref_chain_is_refused_fast() {
             "{reason}"
         );
         assert_sound(&r);
-        assert!(r.wall < Duration::from_secs(5), "{:?}", r.wall);
+        assert!(r.wall < common::HANG, "{:?}", r.wall);
     });
 }
 

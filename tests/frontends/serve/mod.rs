@@ -125,12 +125,13 @@ fn control_state<'a>(rec: &'a Value, control: &str) -> &'a str {
         .unwrap_or("absent")
 }
 
-/// Wait (at most 5 s: a cleanup guarantee) until none of `procs` runs.
+/// Wait (at most `common::HANG`: only a process that never goes fails) until none of
+/// `procs` runs.
 fn assert_gone(procs: &[Proc], what: &str) {
     let t = Instant::now();
     while procs.iter().any(|p| alive(*p)) {
         assert!(
-            t.elapsed() < Duration::from_secs(5),
+            t.elapsed() < common::HANG,
             "{what}: still running: {:?}",
             procs.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
         );
