@@ -207,7 +207,17 @@ fn signal_agentjail(sig: i32) {
             "stderr: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+        // The stop reason names the signal (REFERENCE: interrupted:<sigterm|sigint|sighup>).
+        let name = match sig {
+            libc::SIGTERM => "sigterm",
+            libc::SIGINT => "sigint",
+            _ => "sighup",
+        };
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("agentjail: stopped: interrupted:{name}")),
+            "stderr: {err}"
+        );
     }
     assert!(
         cgroups_of(&[launcher]).is_empty(),
@@ -225,6 +235,11 @@ fn sigterm_to_agentjail_ends_the_run_cleanly() {
 #[test]
 fn sigint_to_agentjail_ends_the_run_cleanly() {
     signal_agentjail(libc::SIGINT);
+}
+
+#[test]
+fn sighup_to_agentjail_ends_the_run_cleanly() {
+    signal_agentjail(libc::SIGHUP);
 }
 
 #[test]

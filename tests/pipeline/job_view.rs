@@ -156,3 +156,114 @@ fn exec_own_errors_are_125_never_the_commands_2() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// The jail's rlimits as the program sees them (/proc/self/limits) are the plan's
+/// (docs/SECURITY.md, "resource limits"): core 0, file size, open files, CPU as a backstop
+/// (the limit's seconds + 1 soft, + 2 hard), no locked memory, no message queues; the
+/// process count at the pids limit, or twice it as a backstop above a pids cgroup; the
+/// address space at the memory limit only where no memory cgroup bounds the job.
+#[test]
+fn a_job_sees_the_plans_rlimits() {
+    let code = "print(open('/proc/self/limits').read())";
+    let action = common::action_json(code, json!({"stdin": "", "output_mode": "text"}));
+    let bytes = serde_json::to_vec(&action).unwrap();
+    let policy = forcing();
+    for who in variants() {
+        let r = run_as(who, &["--policy", &policy], &bytes, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        let out = r.record["execution"]["stdout"].as_str().unwrap_or_default();
+        let limit = |name: &str| -> (String, String) {
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{who:?}: no {name:?} in {out}"));
+            let f: Vec<&str> = line[name.len()..].split_whitespace().collect();
+            (f[0].to_string(), f[1].to_string())
+        };
+        let state = |control: &str| {
+            r.record["enforcement"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["control"] == control)
+                .map(|e| e["state"].as_str().unwrap_or("").to_string())
+                .unwrap_or_default()
+        };
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        // tests/policies/forcing.toml: cpu 1 s, memory 128 MiB, pids 16; the defaults for
+        // file size (64 MiB) and open files (64).
+        assert_eq!(limit("Max core file size"), pair("0", "0"), "{who:?}");
+        assert_eq!(
+            limit("Max file size"),
+            pair("67108864", "67108864"),
+            "{who:?}"
+        );
+        assert_eq!(limit("Max open files"), pair("64", "64"), "{who:?}");
+        assert_eq!(limit("Max cpu time"), pair("2", "3"), "{who:?}");
+        assert_eq!(limit("Max locked memory"), pair("0", "0"), "{who:?}");
+        assert_eq!(limit("Max msgqueue size"), pair("0", "0"), "{who:?}");
+        let nproc = if state("cgroup_pids") == "enforced" {
+            "32"
+        } else {
+            "16"
+        };
+        assert_eq!(limit("Max processes"), pair(nproc, nproc), "{who:?}");
+        let address_space = if state("cgroup_memory") == "enforced" {
+            "unlimited"
+        } else {
+            "134217728"
+        };
+        assert_eq!(
+            limit("Max address space"),
+            pair(address_space, address_space),
+            "{who:?}"
+        );
+    }
+}
+
+/// Every namespace the record reports enforced is new, seen from inside: the job's
+/// /proc/self/ns/* links name other namespaces than the host's (the test process's). The
+/// record's list for ipc and uts comes from the plan; this is the kernel's word.
+#[test]
+fn a_job_is_in_its_own_namespaces() {
+    let kinds = ["user", "mnt", "pid", "net", "ipc", "uts", "cgroup"];
+    let code = format!(
+        "import os\nfor k in {kinds:?}:\n    print('NS', k, os.readlink('/proc/self/ns/' + k))"
+    );
+    let action = common::action_json(&code, json!({"stdin": "", "output_mode": "text"}));
+    let bytes = serde_json::to_vec(&action).unwrap();
+    let policy = forcing();
+    for who in variants() {
+        let r = run_as(who, &["--policy", &policy], &bytes, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        let out = r.record["execution"]["stdout"].as_str().unwrap_or_default();
+        for k in kinds {
+            let host = std::fs::read_link(format!("/proc/self/ns/{k}")).unwrap();
+            let line = out
+                .lines()
+                .find(|l| l.starts_with(&format!("NS {k} ")))
+                .unwrap_or_else(|| panic!("{who:?}: no {k} in {out}"));
+            let inside = &line[format!("NS {k} ").len()..];
+            assert!(inside.starts_with(&format!("{k}:[")), "{who:?}: {line}");
+            assert_ne!(
+                inside,
+                host.to_str().unwrap(),
+                "{who:?}: the job shares the host's {k} namespace"
+            );
+            let control = r.record["enforcement"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| {
+                    let name = match k {
+                        "mnt" => "mount",
+                        "net" => "network",
+                        other => other,
+                    };
+                    e["control"] == format!("{name}_namespace")
+                })
+                .map(|e| e["state"].clone());
+            assert_eq!(control, Some(json!("enforced")), "{who:?}: {k}");
+        }
+    }
+}
