@@ -2,6 +2,7 @@
 //! through the real binary: one test binary, each subject a module
 //! (`cargo test --test pipeline -- MODULE::`).
 //!
+//! - `audit_log`: which files the audit log may be;
 //! - `contract`: the action contract (no jail);
 //! - `run_pipeline`: every stop reason, the seed's example and variants, the audit log;
 //! - `files_artifacts`: files in, artifacts out;
@@ -17,6 +18,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod audit_log;
 mod cleanup;
 mod contract;
 mod files_artifacts;
