@@ -36,6 +36,18 @@
 #   9. The kernel module is the jail crate's alone: no `sys::` path outside
 #      crates/agentjail-jail/ (the crate declares it `pub(crate)`, so a use from another
 #      crate does not build either). Other crates use its safe, typed `agentjail_jail::os`.
+#  10-12. Test shapes that let a test pass for the wrong reason (docs/TESTING.md), in tests/
+#      and crates/*/tests/:
+#  10. A payload's handler that counts any exception as a refusal: `except Exception`,
+#      `except BaseException` or a bare `except:` with BLOCKED printed in it (count only the
+#      OSError whose errno a control produces).
+#  11. A silent skip: a `return` in the first lines of a #[test] function, under an `if`
+#      that neither calls a loud skip helper (require_feature and the helpers built on it)
+#      nor prints why (a `// not a skip:` comment marks a return that is no skip). Under
+#      CI=true a missing feature must fail, never pass in silence.
+#  12. A bare sleep: `thread::sleep` outside a polling loop (a loop, while, for or find_map
+#      within the 30 lines above) unless a `// sleep:` comment right above says why it cannot decide
+#      the test's outcome.
 set -u
 cd "${1:-$(dirname "$0")/..}" || exit 2
 [ -d src ] || { echo "house-rules: no src/ here"; exit 2; }
@@ -173,6 +185,36 @@ for p in sorted(meta["packages"], key=lambda p: p["name"]):
       echo "rule 8 (file over $MAX_FILE_LINES lines): $f — $n lines"
     fi
   done
+  # 10-12: test shapes
+  python3 - <<'PY'
+import os, re
+files = []
+for root in ["tests"] + [os.path.join("crates", c, "tests") for c in sorted(os.listdir("crates"))]:
+    for dp, _, fn in os.walk(root):
+        files += [os.path.join(dp, f) for f in fn if f.endswith(".rs")]
+# Helpers that skip loudly (and fail under CI=true where the feature is required).
+LOUD = re.compile(r"require_feature|abi_or_skip|root_only|zygote_built|node_available|"
+                  r"can_build_layouts|x86_64\(\)|missing\(|degraded_as_unprivileged|eprintln!")
+for f in sorted(files):
+    lines = open(f, encoding="utf-8").read().split("\n")
+    test_body = -100
+    for i, l in enumerate(lines):
+        if l.strip() == "#[test]":
+            test_body = i
+        # `\n` too: a payload written on one line of a Rust string has `\nexcept`.
+        if re.search(r"(?:\\n|\b)except\s*(\(?\s*(Exception|BaseException)\b[^:]*)?:", l) and \
+                "BLOCKED" in "\n".join(lines[i:i + 3]):
+            print(f"rule 10 (a handler counting any exception as refused): {f}:{i + 1}")
+        if re.match(r"\s*return;?\s*$", l) and i - test_body <= 8:
+            ctx = "\n".join(lines[max(test_body, i - 4):i])
+            if re.search(r"\bif\b", ctx) and not LOUD.search(ctx) and "// not a skip:" not in ctx:
+                print(f"rule 11 (a silent return in a test): {f}:{i + 1}")
+        if "thread::sleep(" in l:
+            above = "\n".join(lines[max(0, i - 30):i + 1])
+            if not re.search(r"\bloop\b|\bwhile\b|\bfor\b|find_map", above) and \
+                    "// sleep:" not in "\n".join(lines[max(0, i - 4):i]):
+                print(f"rule 12 (a bare sleep in a test): {f}:{i + 1}")
+PY
   # 9: code lines only
   find src crates zygote tests benches fuzz -name '*.rs' 2>/dev/null | grep -vE '^crates/agentjail-jail/' \
     | sort | while read -r f; do

@@ -5,6 +5,7 @@
 //! - `corpus`, `data_corpus`, `js_corpus`, `redteam`: the checkers; `judge`: judge mode and
 //!   policies/judge.toml (the input() rule, star imports);
 //! - `policy_files`: loading, validation and lint of policies;
+//! - `house_rules`: scripts/house-rules.sh's test-shape rules fire on planted tests;
 //! - `schema_bounds`: hostile schemas and documents, each in a child process under RLIMIT_AS;
 //! - `bench`: the checker's timing harness (ignored; scripts/bench-check.sh runs it).
 
@@ -14,6 +15,7 @@ mod common;
 mod bench;
 mod corpus;
 mod data_corpus;
+mod house_rules;
 mod js_corpus;
 mod judge;
 mod policy_files;

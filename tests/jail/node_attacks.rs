@@ -169,8 +169,17 @@ function bomb() {
 bomb();
 "#
         .replace("@M@", &m);
-        let probe = std::thread::spawn(|| {
-            std::thread::sleep(Duration::from_millis(600));
+        let needle = m.clone();
+        let probe = std::thread::spawn(move || {
+            // The host can still start processes while the bomb runs: wait (by looking, not
+            // by a sleep that could miss it) until the bomb has spawned, then start one.
+            let t = std::time::Instant::now();
+            while host_pids_with(&needle).len() < 8 {
+                if t.elapsed() > HANG {
+                    return Ok(false);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
             std::process::Command::new("/bin/true")
                 .status()
                 .map(|s| s.success())

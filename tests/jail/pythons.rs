@@ -164,8 +164,8 @@ def attempt(label, f):
     try:
         f()
         print("BREACH", label, flush=True)
-    except Exception as e:
-        print("BLOCKED", label, type(e).__name__, flush=True)
+    except OSError as e:
+        print("BLOCKED", label, type(e).__name__, e.errno, flush=True)
 lib = "/opt/agentjail-py/{version}/lib/python{version}"
 attempt("write the stdlib", lambda: open(lib + "/json/__init__.py", "a").write("x"))
 attempt("create in the stdlib", lambda: open(lib + "/sitecustomize.py", "x"))
