@@ -66,6 +66,10 @@ struct Shared {
     first_denied: Mutex<Option<String>>,
     connections: AtomicU32,
     requests: AtomicU32,
+    /// What the current budget has used of `limits.connections` and `limits.requests`:
+    /// the same as the two above, unless `limits.per_drain` starts them again at a drain.
+    budget_connections: AtomicU32,
+    budget_requests: AtomicU32,
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
     stopping: AtomicBool,
@@ -98,6 +102,8 @@ impl Proxy {
             first_denied: Mutex::new(None),
             connections: AtomicU32::new(0),
             requests: AtomicU32::new(0),
+            budget_connections: AtomicU32::new(0),
+            budget_requests: AtomicU32::new(0),
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
@@ -116,7 +122,9 @@ impl Proxy {
     }
 
     /// The requests that ended since the last drain, with the run's counters so far, and
-    /// the first denial since then: a session's call takes what happened during it.
+    /// the first denial since then: a session's call takes what happened during it. Under
+    /// `limits.per_drain` the connection and request budgets start again here, for what
+    /// comes next (the next call, and a background process before it).
     pub fn drain(&self) -> Report {
         let sh = &self.shared;
         // A program that read a response to its Content-Length is done before the relay
@@ -135,6 +143,10 @@ impl Proxy {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let (entries, dropped) = take_log(sh);
+        if sh.rules.limits.per_drain {
+            sh.budget_connections.store(0, SeqCst);
+            sh.budget_requests.store(0, SeqCst);
+        }
         Report {
             entries,
             dropped,
@@ -209,9 +221,7 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> 
             std::thread::sleep(std::time::Duration::from_millis(10));
             continue;
         };
-        let n = sh.connections.fetch_add(1, SeqCst) + 1;
-        if n > sh.rules.limits.connections {
-            sh.connections.fetch_sub(1, SeqCst);
+        if !take_one(&sh.budget_connections, sh.rules.limits.connections) {
             deny(
                 sh,
                 &client,
@@ -224,6 +234,7 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> 
             );
             continue;
         }
+        sh.connections.fetch_add(1, SeqCst);
         let sh2 = sh.clone();
         match std::thread::Builder::new()
             .name("agentjail-net-conn".into())
@@ -357,7 +368,8 @@ fn handle(sh: &Shared, mut client: TcpStream) {
         Err(why) => return deny(sh, &client, &e, why, t0),
     };
     e.method = head.method.clone();
-    if sh.requests.fetch_add(1, SeqCst) + 1 > lim.requests {
+    sh.requests.fetch_add(1, SeqCst);
+    if !take_one(&sh.budget_requests, lim.requests) {
         return deny(sh, &client, &e, "request_limit", t0);
     }
     if head.method == "CONNECT" {
@@ -723,6 +735,12 @@ fn pump_records(
         buf.copy_within(pos..end, 0);
         held = end - pos;
     }
+}
+
+/// Count one more in `used` unless it already reached `limit`.
+fn take_one(used: &AtomicU32, limit: u32) -> bool {
+    used.fetch_update(SeqCst, SeqCst, |u| (u < limit).then_some(u + 1))
+        .is_ok()
 }
 
 /// Add `n` to `total` unless that would pass `limit`.

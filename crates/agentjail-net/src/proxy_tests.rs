@@ -821,3 +821,53 @@ fn real_tls_passes_a_tunnel() {
     assert_eq!(reasons, ["ok", "ok"]);
     assert!(r.bytes_in > 400_000, "{}", r.bytes_in);
 }
+
+/// Under `per_drain` the connection and request budgets start again at each drain (a
+/// session's call, a workspace's command); the counters in the report keep the whole
+/// life's. Without it a drain changes nothing: the budget is the proxy's life.
+#[test]
+fn budgets_start_again_at_a_drain_only_under_per_drain() {
+    let bad = b"CONNECT nowhere.test:1 HTTP/1.1\r\n\r\n";
+    for per_drain in [true, false] {
+        let limits = Limits {
+            connections: 2,
+            requests: 2,
+            per_drain,
+            ..Limits::default()
+        };
+        let run = start(&["index.test:1".into()], false, limits, &[]);
+        let reasons = |run: &Run| {
+            let r = run.proxy.drain();
+            let v: Vec<String> = r.entries.iter().map(|e| e.reason.clone()).collect();
+            (v, r.connections, r.requests)
+        };
+        for _ in 0..3 {
+            exchange(run.addr, bad, b"");
+        }
+        assert_eq!(
+            reasons(&run),
+            (
+                vec![
+                    "not_allowlisted".into(),
+                    "not_allowlisted".into(),
+                    "connection_limit".into()
+                ],
+                2,
+                2
+            )
+        );
+        for _ in 0..3 {
+            exchange(run.addr, bad, b"");
+        }
+        let again = if per_drain {
+            vec!["not_allowlisted", "not_allowlisted", "connection_limit"]
+        } else {
+            vec!["connection_limit"; 3]
+        };
+        let (v, connections, requests) = reasons(&run);
+        assert_eq!(v, again, "per_drain {per_drain}");
+        let n = if per_drain { 4 } else { 2 };
+        assert_eq!((connections, requests), (n, n), "the life's counts");
+        run.finish();
+    }
+}
