@@ -32,6 +32,11 @@ fn policy(port: u16) -> std::path::PathBuf {
 
 /// The default policy with an allowlist naming `localhost` on each of `ports`.
 fn policy_for(ports: &[u16]) -> std::path::PathBuf {
+    policy_with(ports, "")
+}
+
+/// [`policy_for`] with `extra` lines in `[network]`.
+fn policy_with(ports: &[u16], extra: &str) -> std::path::PathBuf {
     let port = ports[0];
     let allow: Vec<String> = ports.iter().map(|p| format!("\"localhost:{p}\"")).collect();
     let allow = allow.join(", ");
@@ -43,7 +48,7 @@ fn policy_for(ports: &[u16]) -> std::path::PathBuf {
     let start = base.find("[network]").unwrap();
     let end = start + base[start..].find("[seccomp]").unwrap();
     let net = format!(
-        "[network]\nmode = \"allowlist\"\nallow = [{allow}]\nallow_private = [\"127.0.0.1/32\"]\nallow_http = true\n\n"
+        "[network]\nmode = \"allowlist\"\nallow = [{allow}]\nallow_private = [\"127.0.0.1/32\"]\nallow_http = true\n{extra}\n\n"
     );
     let text = format!("{}{net}{}", &base[..start], &base[end..])
         .replace(
@@ -58,7 +63,8 @@ fn policy_for(ports: &[u16]) -> std::path::PathBuf {
         )
         .replace("wall_time_ms = 2000", "wall_time_ms = 20000")
         .replace("cpu_time_ms = 2000", "cpu_time_ms = 10000");
-    shared_file(&format!("net-run-{port}-{}.toml", ports.len()), &text)
+    let tag = extra.len();
+    shared_file(&format!("net-run-{port}-{}-{tag}.toml", ports.len()), &text)
 }
 
 #[test]
@@ -420,6 +426,49 @@ fn plain_text_never_rides_a_connect_tunnel() {
                 (Some(true), Some("upstream_not_tls")),
             ],
             "{who:?}: {reqs:#?}"
+        );
+    }
+}
+
+/// A burst of connects to the proxy, as fast as one process makes them (each closed once
+/// 40 are open: the jail's open-files limit), and the jail's own TCP counters before and
+/// after: `ListenOverflows` counts each connect the listen queue had no room for (its SYN
+/// dropped, the program's kernel retrying it 1 s later).
+const BURST: &str = r#"
+import collections, socket, sys
+def overflows():
+    t = open('/proc/net/netstat').read().split('\n')
+    return int(dict(zip(t[0].split(), t[1].split()))['ListenOverflows'])
+n = int(sys.argv[1])
+before = overflows()
+q = collections.deque()
+for i in range(n):
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(('127.0.0.1', 3128))
+    q.append(s)
+    if len(q) > 40:
+        q.popleft().close()
+print('BURST', n, 'overflows', overflows() - before, flush=True)
+"#;
+
+/// A burst of as many connects as the policy admits (300: past the 64 the jail's setup
+/// listens with) finds room for each in the proxy's listen queue, sized to the connection
+/// limit: the jail's `ListenOverflows` does not move, so no connect waited for a SYN
+/// retransmit. Event-counted, not timed.
+#[test]
+fn a_burst_of_connects_within_the_limit_overflows_nothing() {
+    let port = site();
+    let pol = policy_with(&[port], "max_connections = 300\nmax_requests = 1000");
+    for who in variants() {
+        let r = jail(
+            who,
+            &["--policy", pol.to_str().unwrap(), "--time-limit", "60"],
+            &[PY, "-I", "-S", "-c", BURST, "300"],
+        );
+        assert!(
+            r.stdout.contains("BURST 300 overflows 0\n"),
+            "{who:?}: {r:#?}"
         );
     }
 }
