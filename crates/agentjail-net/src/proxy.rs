@@ -824,16 +824,7 @@ fn relay(
             let (c2, u2, answered, bout, first_end) = (&client, &up, &answered, &bout, &first_end);
             let outward = s.spawn(move || {
                 let r = if answered.wait() {
-                    pump_records(
-                        &mut (&leftover[..]).chain(c2),
-                        &mut &*u2,
-                        bout,
-                        &sh.bytes_out,
-                        lim.bytes_out,
-                        "bytes_out_limit",
-                        "not_tls",
-                        &mut |_| Ok(()),
-                    )
+                    program_to_upstream(sh, c2, u2, &leftover, bout)
                 } else {
                     Ok(())
                 };
@@ -842,26 +833,7 @@ fn relay(
                 }
                 finish_direction(r, c2, u2);
             });
-            let mut first = true;
-            let in_end = pump_records(
-                &mut &up,
-                &mut &client,
-                &bin,
-                &sh.bytes_in,
-                lim.bytes_in,
-                "bytes_in_limit",
-                "upstream_not_tls",
-                &mut |kind| {
-                    if std::mem::take(&mut first) {
-                        match kind {
-                            wire::HANDSHAKE => answered.set(true),
-                            wire::ALERT => answered.set(false),
-                            _ => return Err("upstream_not_tls"),
-                        }
-                    }
-                    Ok(())
-                },
-            );
+            let in_end = upstream_to_program(sh, &up, &client, &bin, answered);
             // However the upstream's side ended, the program's stops waiting for it.
             answered.set(false);
             if let Err(why) = in_end {
@@ -888,6 +860,59 @@ fn relay(
             ..e
         },
     );
+}
+
+/// The program's side of a tunnel once the upstream answered: `leftover` (read with the
+/// ClientHello), then the socket; TLS records only, anything else is `not_tls`.
+fn program_to_upstream(
+    sh: &Shared,
+    client: &TcpStream,
+    up: &TcpStream,
+    leftover: &[u8],
+    bout: &AtomicU64,
+) -> Result<(), &'static str> {
+    pump_records(
+        &mut leftover.chain(client),
+        &mut &*up,
+        bout,
+        &sh.bytes_out,
+        sh.rules.limits.bytes_out,
+        "bytes_out_limit",
+        "not_tls",
+        &mut |_| Ok(()),
+    )
+}
+
+/// The upstream's side of a tunnel: TLS records only (`upstream_not_tls`), the first a
+/// handshake record, which lets the program's side go on ([`Answered`]), or an alert,
+/// which passes and stops it.
+fn upstream_to_program(
+    sh: &Shared,
+    up: &TcpStream,
+    client: &TcpStream,
+    bin: &AtomicU64,
+    answered: &Answered,
+) -> Result<(), &'static str> {
+    let mut first = true;
+    pump_records(
+        &mut &*up,
+        &mut &*client,
+        bin,
+        &sh.bytes_in,
+        sh.rules.limits.bytes_in,
+        "bytes_in_limit",
+        "upstream_not_tls",
+        &mut |kind| {
+            if std::mem::take(&mut first) {
+                match kind {
+                    wire::HANDSHAKE => answered.set(true),
+                    wire::ALERT => answered.set(false),
+                    _ => return Err("upstream_not_tls"),
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 /// One direction ended: at EOF pass the half-close on; on anything else cut both sockets.
