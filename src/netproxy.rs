@@ -70,6 +70,13 @@ pub fn start(
         .take_net()
         .ok_or_else(|| unavailable("the jail handed over no allowlist listener"))?;
     let listener = TcpListener::from(fd);
+    // The jail's setup listens with a backlog of 64 (sys::tcp_listen_loopback); a burst of more
+    // connects than the accept thread takes in meanwhile overflowed it, and each dropped
+    // SYN cost the program a 1 s (then 3 s) retransmit. A backlog of the connection limit
+    // holds every connection the policy admits at once (the kernel caps it at the
+    // namespace's somaxconn, 4096 by default). Should the call fail, the 64 stays: slower
+    // bursts, nothing less safe.
+    let _ = agentjail_jail::os::fd::set_listen_backlog(&listener, net.max_connections.max(64));
     let mut rules = net.rules();
     if narrowed {
         rules.allow.clear();

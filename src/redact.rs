@@ -59,8 +59,9 @@ const BUILT_IN: &[(&str, &str)] = &[
 /// The compiled patterns of one `[redaction]` section.
 #[derive(Debug)]
 pub struct Redactor {
-    /// The brokered credentials' values (`credential_<name>`, literal): both copies, always.
-    secrets: Vec<(String, Regex)>,
+    /// The brokered credentials' values (`credential_<name>`), in every escaped form
+    /// [`SecretMatcher`] covers: both copies, always.
+    secrets: Vec<(String, SecretMatcher)>,
     /// The same values as text, for a string that ends in one's beginning (cut by a cap).
     secret_values: Vec<String>,
     rules: Vec<(String, Regex)>,
@@ -128,14 +129,16 @@ impl Redactor {
                 })?;
             rules.push((format!("pattern_{i}"), re));
         }
-        let mut secrets = Vec::new();
-        for s in &p.secrets {
-            let re = Regex::new(&secret_pattern(&s.value)).map_err(|e| RedactError {
-                pattern: format!("credential {}", s.name),
-                reason: e.to_string(),
-            })?;
-            secrets.push((format!("credential_{}", s.name), re));
-        }
+        let secrets = p
+            .secrets
+            .iter()
+            .map(|s| {
+                (
+                    format!("credential_{}", s.name),
+                    SecretMatcher::new(&s.value),
+                )
+            })
+            .collect();
         Ok(Redactor {
             secret_values: p.secrets.iter().map(|s| s.value.clone()).collect(),
             secrets,
@@ -169,11 +172,21 @@ impl Redactor {
 
     fn text_pass(&self, text: &str, counts: &mut Counts, pass: Pass) -> Option<String> {
         let mut out: Option<String> = None;
+        for (kind, m) in &self.secrets {
+            let cur = out.as_deref().unwrap_or(text);
+            let (replaced, n) = m.replace(cur.as_bytes(), format!("[REDACTED:{kind}]").as_bytes());
+            if n > 0 {
+                *counts.0.entry(kind.clone()).or_default() += n;
+                // Spans start and end at ASCII bytes (the value is printable ASCII): the
+                // result is UTF-8 as the input was.
+                out = Some(String::from_utf8_lossy(&replaced).into_owned());
+            }
+        }
         let rules = match pass {
             Pass::All => &self.rules[..],
             Pass::Secrets => &[],
         };
-        for (kind, re) in self.secrets.iter().chain(rules) {
+        for (kind, re) in rules {
             let cur = out.as_deref().unwrap_or(text);
             let n = re.find_iter(cur).count() as u64;
             if n == 0 {
@@ -275,35 +288,146 @@ impl Redactor {
     }
 }
 
-/// Characters that JSON encoders escape (`\"`, `\\`, PHP's `\/`) or write as `\u00XX`
-/// (Go's `<`, `>`, `&`; .NET's `'` and `+`).
-const JSON_ESCAPED: &str = "\"\\/<>&'+=";
+/// A brokered credential's value, found in the forms JSON encoders and their repetition
+/// make of it: each character of the value as itself or as `\u00XX` (hex digits in either
+/// case), after any run of backslashes, each written `\` or `\u005c` (and `u00XX` right
+/// after a `\u005c`: the `\u00XX` of an earlier round escaped again). That is the value
+/// JSON-escaped once (`\"`, `\\`, PHP's `\/`, Go's `\u003c`, .NET's `\u002B`) or any number
+/// of times over (`\\\"`, `\\u0022`, `\u005c\u0022`), with its backslashes doubled, or
+/// with every character written `\u00XX`. A backslash of the value itself may be any such
+/// run, or none. (A value with fewer than 8 characters besides its backslashes is found
+/// only as it is: what is left would match ordinary text.)
+///
+/// The text is read once, left to right, as a stream of characters with those escapes
+/// undone (a run of backslashes dropped, `\u00XX` decoded), and searched for the value
+/// with its backslashes dropped by Knuth-Morris-Pratt: linear in the text, memory of the
+/// value's length, whatever the text holds. A match covers the original bytes from its
+/// first character's escapes to its last character.
+#[derive(Debug)]
+pub(crate) struct SecretMatcher {
+    /// The value less its backslashes; empty when that leaves fewer than
+    /// [`MIN_SECRET_TAIL`] characters: then the value is found only as it is.
+    canon: Vec<u8>,
+    /// The value itself, for that literal search.
+    value: Vec<u8>,
+    /// KMP's failure function over `canon`.
+    fail: Vec<usize>,
+}
 
-/// The pattern of a credential's value: the literal, each of its [`JSON_ESCAPED`]
-/// characters also as its JSON escapes, so an upstream's JSON echo printed as it came (in
-/// stdout, an artifact) is caught as well as the value itself.
-fn secret_pattern(value: &str) -> String {
-    let mut p = String::new();
-    for c in value.chars() {
-        if JSON_ESCAPED.contains(c) {
-            let lit = regex::escape(&c.to_string());
-            // \u00XX, the hex digits in either case (classes, not (?i), which costs).
-            let hex: String = format!("{:02x}", c as u32)
-                .chars()
-                .map(|h| {
-                    if h.is_ascii_alphabetic() {
-                        format!("[{h}{}]", h.to_ascii_uppercase())
-                    } else {
-                        h.to_string()
-                    }
-                })
-                .collect();
-            p.push_str(&format!("(?:{lit}|\\\\{lit}|\\\\u00{hex})"));
-        } else {
-            p.push_str(&regex::escape(&c.to_string()));
+/// `\u00XX` after a backslash: `rest` starts with `u00` and two hex digits; the byte.
+fn u00_escape(rest: &[u8]) -> Option<u8> {
+    match rest {
+        [b'u', b'0', b'0', h, l, ..] => {
+            let hex = |c: u8| (c as char).to_digit(16);
+            Some((hex(*h)? * 16 + hex(*l)?) as u8)
+        }
+        _ => None,
+    }
+}
+
+impl SecretMatcher {
+    pub(crate) fn new(value: &str) -> SecretMatcher {
+        let mut canon: Vec<u8> = value.bytes().filter(|b| *b != b'\\').collect();
+        // Mostly backslashes: what is left would match ordinary text. Only the value as
+        // it is, then.
+        if canon.len() < MIN_SECRET_TAIL {
+            canon.clear();
+        }
+        let mut fail = vec![0; canon.len()];
+        let mut k = 0;
+        for i in 1..canon.len() {
+            while k > 0 && canon[i] != canon[k] {
+                k = fail[k - 1];
+            }
+            if canon[i] == canon[k] {
+                k += 1;
+            }
+            fail[i] = k;
+        }
+        SecretMatcher {
+            canon,
+            value: value.as_bytes().to_vec(),
+            fail,
         }
     }
-    p
+
+    /// The spans of `hay` that hold the value, leftmost first, not overlapping.
+    pub(crate) fn find(&self, hay: &[u8]) -> Vec<(usize, usize)> {
+        let m = self.canon.len();
+        let mut out = Vec::new();
+        if m == 0 {
+            if !self.value.is_empty() {
+                let mut at = 0;
+                while let Some(i) = hay[at..]
+                    .windows(self.value.len())
+                    .position(|w| w == self.value.as_slice())
+                {
+                    out.push((at + i, at + i + self.value.len()));
+                    at += i + self.value.len();
+                }
+            }
+            return out;
+        }
+        // Where each of the last `m` characters began (a ring), the characters matched.
+        let mut starts = vec![0usize; m];
+        let (mut seen, mut q) = (0usize, 0usize);
+        // Where the run of backslashes before the next character began.
+        let mut run: Option<usize> = None;
+        let mut i = 0;
+        while i < hay.len() {
+            // An escape here: a backslash, bare or as `\u005c` (it only escapes what
+            // follows), `\u00XX`, or `u00XX` after a backslash written `\u005c` (the
+            // `\u00XX` of an earlier round, escaped again).
+            let escape = if hay[i] == b'\\' {
+                Some(u00_escape(&hay[i + 1..]).map_or((b'\\', 1), |b| (b, 6)))
+            } else if run.is_some() {
+                u00_escape(&hay[i..]).map(|b| (b, 5))
+            } else {
+                None
+            };
+            let (b, end) = match escape {
+                Some((b'\\', len)) => {
+                    run.get_or_insert(i);
+                    i += len;
+                    continue;
+                }
+                Some((b, len)) => (b, i + len),
+                None => (hay[i], i + 1),
+            };
+            let start = run.take().unwrap_or(i);
+            i = end;
+            while q > 0 && self.canon[q] != b {
+                q = self.fail[q - 1];
+            }
+            if self.canon[q] == b {
+                q += 1;
+            }
+            starts[seen % m] = start;
+            seen += 1;
+            if q == m {
+                out.push((starts[(seen - m) % m], end));
+                q = 0;
+            }
+        }
+        out
+    }
+
+    /// `hay` with each span [`find`](Self::find) gives replaced by `marker`, and how many.
+    pub(crate) fn replace(&self, hay: &[u8], marker: &[u8]) -> (Vec<u8>, u64) {
+        let spans = self.find(hay);
+        if spans.is_empty() {
+            return (Vec::new(), 0);
+        }
+        let mut out = Vec::with_capacity(hay.len());
+        let mut at = 0;
+        for (a, b) in &spans {
+            out.extend_from_slice(&hay[at..*a]);
+            out.extend_from_slice(marker);
+            at = *b;
+        }
+        out.extend_from_slice(&hay[at..]);
+        (out, spans.len() as u64)
+    }
 }
 
 /// Shortest beginning of a credential's value redacted at the end of a string: what a cap
@@ -323,10 +447,10 @@ fn cut_secret_tail(text: &str, secret: &str) -> Option<usize> {
         .map(|n| body.len() - n)
 }
 
-/// `content` with every brokered credential's value (and its JSON-escaped forms, see
-/// [`secret_pattern`]) replaced by its marker (`[REDACTED:credential_<name>]`), and how
-/// many replacements were made: for bytes that leave agentjail outside a record
-/// (artifacts, their names, a workspace's files).
+/// `content` with every brokered credential's value (in every form [`SecretMatcher`]
+/// covers) replaced by its marker (`[REDACTED:credential_<name>]`), and how many
+/// replacements were made: for bytes that leave agentjail outside a record (artifacts,
+/// their names, a workspace's files).
 pub fn scrub_bytes(content: &[u8], secrets: &[crate::policy::Secret]) -> (Vec<u8>, u64) {
     let mut n = 0;
     let mut content = content.to_vec();
@@ -335,44 +459,13 @@ pub fn scrub_bytes(content: &[u8], secrets: &[crate::policy::Secret]) -> (Vec<u8
             continue;
         }
         let marker = format!("[REDACTED:credential_{}]", s.name).into_bytes();
-        match bytes_pattern(&s.value) {
-            Ok(re) => {
-                let k = re.find_iter(&content).count() as u64;
-                if k > 0 {
-                    content = re
-                        .replace_all(&content, regex::bytes::NoExpand(&marker))
-                        .into_owned();
-                    n += k;
-                }
-            }
-            // A value whose pattern does not compile (none does: printable ASCII,
-            // escaped): the literal.
-            Err(_) => {
-                let (out, k) = replace_literal(&content, s.value.as_bytes(), &marker);
-                content = out;
-                n += k;
-            }
+        let (out, k) = SecretMatcher::new(&s.value).replace(&content, &marker);
+        if k > 0 {
+            content = out;
+            n += k;
         }
     }
     (content, n)
-}
-
-/// The compiled [`secret_pattern`] of `value` for bytes, built once per process (a
-/// session's or a workspace's every file is scrubbed with it).
-fn bytes_pattern(value: &str) -> Result<Arc<regex::bytes::Regex>, regex::Error> {
-    type Memo = Mutex<Vec<(String, Arc<regex::bytes::Regex>)>>;
-    static MEMO: OnceLock<Memo> = OnceLock::new();
-    let memo = MEMO.get_or_init(|| Mutex::new(Vec::new()));
-    let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, re)) = m.iter().find(|(v, _)| v == value) {
-        return Ok(Arc::clone(re));
-    }
-    let re = Arc::new(regex::bytes::Regex::new(&secret_pattern(value))?);
-    if m.len() >= 16 {
-        m.remove(0);
-    }
-    m.push((value.to_string(), Arc::clone(&re)));
-    Ok(re)
 }
 
 /// Replace every brokered credential's value in the artifacts' names and bytes with its
@@ -401,21 +494,6 @@ pub fn scrub_artifacts(
         }
     }
     n
-}
-
-/// `hay` with every `needle` (not empty) replaced by `marker`, and how many.
-fn replace_literal(hay: &[u8], needle: &[u8], marker: &[u8]) -> (Vec<u8>, u64) {
-    let mut out = Vec::with_capacity(hay.len());
-    let mut rest = hay;
-    let mut n = 0;
-    while let Some(i) = rest.windows(needle.len()).position(|w| w == needle) {
-        out.extend_from_slice(&rest[..i]);
-        out.extend_from_slice(marker);
-        rest = &rest[i + needle.len()..];
-        n += 1;
-    }
-    out.extend_from_slice(rest);
-    (out, n)
 }
 
 /// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its
@@ -632,6 +710,104 @@ mod secret_tests {
             String::from_utf8_lossy(&c.artifacts[0].content),
             "[REDACTED:credential_api] [REDACTED:credential_api] [REDACTED:credential_api]"
         );
+    }
+
+    /// Escaping repeated any number of times, backslashes doubled, every character as
+    /// `\u00XX`, and mixtures of them: each is the value, and only the value's span goes.
+    #[test]
+    fn repeated_escapes_of_a_value_are_the_value() {
+        let value = r#"k3y/with"quote\and+plus<7f3a9c>"#;
+        let r = Redactor::new(&Redaction {
+            secrets: vec![Secret {
+                name: "api".into(),
+                value: value.into(),
+            }],
+            ..Redaction::default()
+        })
+        .unwrap();
+        // The value inside a string escaped 1, 2, 3 times (less the quotes around it).
+        let esc = |s: &str| {
+            let q = serde_json::to_string(s).unwrap();
+            q[1..q.len() - 1].to_string()
+        };
+        let (once, twice) = (esc(value), esc(&esc(value)));
+        let thrice = esc(&twice);
+        let all_u: String = value
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        let all_u_upper: String = value
+            .chars()
+            .map(|c| format!("\\u{:04X}", c as u32))
+            .collect();
+        let forms = [
+            value.to_string(),
+            once.clone(),
+            twice,
+            thrice,
+            value.replace('\\', "\\\\\\\\"),
+            once.replace('/', "\\/"),
+            all_u.clone(),
+            all_u_upper,
+            esc(&all_u),
+            all_u.replace('\\', "\\u005c"),
+            r#"k3y\\\/with\\\"quote\\\\and\u002Bplus\u003c7f3a9c\u003e"#.to_string(),
+        ];
+        for form in &forms {
+            let mut c = Counts::default();
+            let text = format!("a={form};");
+            let out = r
+                .text(&text, &mut c)
+                .unwrap_or_else(|| panic!("missed {form}"));
+            assert_eq!(out, "a=[REDACTED:credential_api];", "{form}");
+            assert_eq!(c.0["credential_api"], 1, "{form}");
+            let (bytes, n) = scrub_bytes(
+                text.as_bytes(),
+                &[Secret {
+                    name: "api".into(),
+                    value: value.into(),
+                }],
+            );
+            assert_eq!(
+                (bytes.as_slice(), n),
+                (&b"a=[REDACTED:credential_api];"[..], 1)
+            );
+        }
+        // Three in a row, non-ASCII around them: each goes, the rest stays.
+        let text = format!("é{}ü{}{}ñ", forms[3], forms[6], forms[0]);
+        let out = r.text(&text, &mut Counts::default()).unwrap();
+        assert_eq!(
+            out,
+            "é[REDACTED:credential_api]ü[REDACTED:credential_api][REDACTED:credential_api]ñ"
+        );
+        // Near misses stay: another character, one missing, \u00XX of another byte.
+        for near in [
+            r#"k3y/with"quote\and+plus<7f3a9d>"#,
+            r#"k3y/with"quote\and+plus<7f3a9>"#,
+            r#"k3y/with"quote\and\u002Cplus<7f3a9c>"#,
+        ] {
+            assert_eq!(r.text(near, &mut Counts::default()), None, "{near}");
+        }
+    }
+
+    /// The matcher's cost is the text's length: a megabyte of backslashes and of the
+    /// value's beginning repeated, each scanned once (KMP never goes back in the text).
+    #[test]
+    fn hostile_text_costs_one_pass() {
+        let m = SecretMatcher::new("aaaaaaab");
+        let text = "a".repeat(1 << 20);
+        assert!(m.find(text.as_bytes()).is_empty());
+        let text = "\\".repeat(1 << 20) + "aaaaaaab";
+        assert_eq!(m.find(text.as_bytes()), [(0, text.len())]);
+        let text = "\\u005c".repeat(1 << 18) + "\\u0061" + "aaaaaab";
+        assert_eq!(m.find(text.as_bytes()), [(0, text.len())]);
+        // A value of backslashes only, or nearly, is looked for as it is.
+        let m = SecretMatcher::new("\\\\\\\\\\\\\\x");
+        assert_eq!(m.find(b"x x\\x"), []);
+        assert_eq!(m.find(b"-\\\\\\\\\\\\\\x"), [(1, 9)]);
+        let m = SecretMatcher::new("\\\\\\\\\\\\\\\\");
+        assert_eq!(m.find(b"x\\\\\\\\\\\\\\\\y"), [(1, 9)]);
+        assert!(m.find(b"xy").is_empty());
     }
 
     /// The longest value a key file may hold, every character one JSON escapes: its

@@ -16,6 +16,19 @@ pub enum NetworkMode {
     Allowlist,
 }
 
+/// What `max_connections` and `max_requests` count over in a session or a workspace,
+/// whose proxy lives across calls (a run has one call: the same either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionBudget {
+    /// Each call's or command's: counted from the previous one's record (a background
+    /// process's connections in between count against the next command's).
+    #[default]
+    Command,
+    /// The session's or workspace's whole life.
+    Life,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Network {
@@ -38,6 +51,9 @@ pub struct Network {
     pub max_bytes_out: Bytes,
     pub max_connections: u32,
     pub max_requests: u32,
+    /// Whether those two start again at each call of a session or command of a
+    /// workspace (`"command"`) or count over its whole life (`"life"`).
+    pub connection_budget: ConnectionBudget,
     /// A transfer that moves nothing for this long is cut.
     pub idle_timeout_ms: u64,
     /// The upstream connect, and the program's request head or ClientHello.
@@ -70,6 +86,7 @@ impl Default for Network {
             max_bytes_out: Bytes(l.bytes_out),
             max_connections: l.connections,
             max_requests: l.requests,
+            connection_budget: ConnectionBudget::default(),
             idle_timeout_ms: l.idle.as_millis() as u64,
             connect_timeout_ms: l.connect.as_millis() as u64,
             credentials: Vec::new(),
@@ -106,6 +123,7 @@ impl Network {
                 bytes_out: self.max_bytes_out.0,
                 connections: self.max_connections,
                 requests: self.max_requests,
+                per_drain: self.connection_budget == ConnectionBudget::Command,
                 idle: Duration::from_millis(self.idle_timeout_ms),
                 connect: Duration::from_millis(self.connect_timeout_ms),
             },

@@ -641,3 +641,126 @@ fn no_key_anywhere_but_output(who: Who, r: &RunRecord) {
     );
     assert!(!r.stderr.contains(SECRET), "{who:?}: {}", r.stderr);
 }
+
+/// A key with characters JSON escapes, for the escaped forms' test.
+const ESC_SECRET: &str = r#"esc"key/with\back+slash<7f3a9c2b>"#;
+
+/// `text` with every backslash dropped and each `u00XX` left after that decoded, until
+/// nothing changes: what any JSON escaping, repeated or not, makes of a value comes back
+/// to the value less its backslashes (the test's own oracle, written apart from the
+/// redactor's, and looser: it may find more, never less).
+fn unescaped(text: &str) -> String {
+    let mut cur = text.to_string();
+    loop {
+        let next = unescape_once(&cur);
+        if next == cur {
+            return cur;
+        }
+        cur = next;
+    }
+}
+
+fn unescape_once(text: &str) -> String {
+    let t: Vec<char> = text.chars().filter(|c| *c != '\\').collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < t.len() {
+        let hex: String = t[i..(i + 5).min(t.len())].iter().collect();
+        if let Some(c) = hex
+            .strip_prefix("u00")
+            .filter(|h| h.len() == 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(c as char);
+            i += 5;
+        } else {
+            out.push(t[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// An upstream echoes the key, and the program prints and saves the echo JSON-escaped
+/// once, twice and three times, with its backslashes doubled, with every character as
+/// `\u00XX` (either case) and that escaped again, and PHP's `\/` escaped again: no form of
+/// the key is left in the printed record, its artifact or the audit log, and each form is
+/// one replacement.
+#[test]
+fn every_escaped_form_of_an_echoed_key_is_redacted() {
+    let (port, _seen) = plain_upstream();
+    let code = r#"import json, urllib.request
+echo = urllib.request.urlopen('http://localhost/v1/echo', timeout=10).read().decode()
+body = [l for l in echo.split('\r\n') if l.startswith('Authorization')][0]
+def esc(s):
+    return json.dumps(s)[1:-1]
+def u(s, f):
+    return ''.join(f % ord(c) for c in s)
+forms = {
+    'once': esc(body),
+    'twice': esc(esc(body)),
+    'thrice': esc(esc(esc(body))),
+    'doubled': body.replace('\\', '\\\\\\\\'),
+    'u': u(body, '\\u%04x'),
+    'U': u(body, '\\u%04X'),
+    'u_twice': esc(u(body, '\\u%04x')),
+    'php_twice': esc(esc(body).replace('/', '\\/')),
+}
+open('/app/out/forms.json', 'w').write(json.dumps(forms))
+print(json.dumps(forms))
+"#;
+    let a = json!({"id": "esc", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}});
+    let a = serde_json::to_vec(&a).unwrap();
+    let key = unescaped(ESC_SECRET);
+    for who in variants() {
+        let (_d, file) = secret_file_named(who, "esc-key", ESC_SECRET);
+        let pol = policy(
+            port,
+            &cred(&file, port, "upstream = \"http\""),
+            &format!("esc-{who:?}"),
+        );
+        let s = crate::common::serve::scratch("credesc");
+        let log = s.path().join("audit.jsonl");
+        let args = [
+            "--policy",
+            pol.to_str().unwrap(),
+            "--audit-log",
+            log.to_str().unwrap(),
+        ];
+        let r = run_as(who, &args, &a, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        let forms = r.record["output"].as_object().expect("the forms");
+        assert_eq!(forms.len(), 8, "{who:?}: {forms:#?}");
+        for (name, v) in forms {
+            let v = v.as_str().unwrap();
+            assert!(
+                !unescaped(v).contains(&key),
+                "{who:?}: the key is left in form {name}: {v}"
+            );
+            assert_eq!(
+                v.matches("[REDACTED:credential_api]").count(),
+                1,
+                "{who:?}: {name}: {v}"
+            );
+        }
+        use base64::Engine;
+        let art = base64::engine::general_purpose::STANDARD
+            .decode(r.record["artifacts"][0]["content_base64"].as_str().unwrap())
+            .unwrap();
+        let audit = std::fs::read_to_string(&log).unwrap();
+        for (what, text) in [
+            (
+                "the printed record",
+                String::from_utf8_lossy(&r.raw).into_owned(),
+            ),
+            ("the artifact", String::from_utf8_lossy(&art).into_owned()),
+            ("the audit log", audit),
+        ] {
+            assert!(
+                !unescaped(&text).contains(&key),
+                "{who:?}: the key is in {what}: {text}"
+            );
+        }
+        assert!(!r.stderr.contains("7f3a9c2b"), "{who:?}: {}", r.stderr);
+    }
+}

@@ -27,6 +27,19 @@ fn site() -> u16 {
 }
 
 fn policy(port: u16) -> std::path::PathBuf {
+    policy_for(&[port])
+}
+
+/// The default policy with an allowlist naming `localhost` on each of `ports`.
+fn policy_for(ports: &[u16]) -> std::path::PathBuf {
+    policy_with(ports, "")
+}
+
+/// [`policy_for`] with `extra` lines in `[network]`.
+fn policy_with(ports: &[u16], extra: &str) -> std::path::PathBuf {
+    let port = ports[0];
+    let allow: Vec<String> = ports.iter().map(|p| format!("\"localhost:{p}\"")).collect();
+    let allow = allow.join(", ");
     let base = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/policies/default.toml"
@@ -35,7 +48,7 @@ fn policy(port: u16) -> std::path::PathBuf {
     let start = base.find("[network]").unwrap();
     let end = start + base[start..].find("[seccomp]").unwrap();
     let net = format!(
-        "[network]\nmode = \"allowlist\"\nallow = [\"localhost:{port}\"]\nallow_private = [\"127.0.0.1/32\"]\nallow_http = true\n\n"
+        "[network]\nmode = \"allowlist\"\nallow = [{allow}]\nallow_private = [\"127.0.0.1/32\"]\nallow_http = true\n{extra}\n\n"
     );
     let text = format!("{}{net}{}", &base[..start], &base[end..])
         .replace(
@@ -50,7 +63,8 @@ fn policy(port: u16) -> std::path::PathBuf {
         )
         .replace("wall_time_ms = 2000", "wall_time_ms = 20000")
         .replace("cpu_time_ms = 2000", "cpu_time_ms = 10000");
-    shared_file(&format!("net-run-{port}.toml"), &text)
+    let tag = extra.len();
+    shared_file(&format!("net-run-{port}-{}-{tag}.toml", ports.len()), &text)
 }
 
 #[test]
@@ -276,5 +290,185 @@ fn a_session_with_the_denied_hint_gets_no_network() {
         let reqs = r["network"]["requests"].as_array().unwrap();
         assert_eq!(reqs.len(), 1, "{who:?}: {reqs:#?}");
         assert_eq!(reqs[0]["allowed"], false, "{who:?}: {reqs:#?}");
+    }
+}
+
+/// A listed service on 127.0.0.1 that reads one TLS record (the ClientHello), answers it
+/// with `answer` at once, then keeps everything it gets until the proxy closes; each
+/// connection's bytes come through the channel once it closed.
+fn service(answer: &'static [u8]) -> (u16, std::sync::mpsc::Receiver<Vec<u8>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let kept = tx.clone();
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+                    .unwrap();
+                let mut got = vec![0u8; 5];
+                if s.read_exact(&mut got).is_ok() {
+                    let len = u16::from_be_bytes([got[3], got[4]]) as usize;
+                    got.resize(5 + len, 0);
+                    if s.read_exact(&mut got[5..]).is_ok() {
+                        let _ = s.write_all(answer);
+                        let _ = s.read_to_end(&mut got);
+                    }
+                }
+                let _ = kept.send(got);
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// The jail's side of the attack: a real ClientHello for `localhost` (Python's ssl module
+/// makes it), sent in a CONNECT tunnel to the listed port, then plain-text lines, with the
+/// hello in one write (`same`) or after the service answered (`later`).
+const PLAIN_IN_TUNNEL: &str = r#"
+import socket, ssl, sys
+def hello():
+    ctx = ssl.create_default_context()
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    t = ctx.wrap_bio(i, o, server_hostname='localhost')
+    try:
+        t.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return o.read()
+def tunnel(port, how, lines):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=30)
+    s.sendall(b'CONNECT localhost:%d HTTP/1.1\r\n\r\n' % port)
+    head = b''
+    while not head.endswith(b'\r\n\r\n'):
+        b = s.recv(1)
+        if not b:
+            break
+        head += b
+    assert head.startswith(b'HTTP/1.1 200'), head
+    h = hello()
+    if how == 'same':
+        s.sendall(h + lines)
+    else:
+        s.sendall(h)
+        s.recv(5)
+        try:
+            s.sendall(lines)
+        except OSError:
+            pass
+    try:
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    got = b''
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    print('MARK', port, how, len(h), flush=True)
+tls_port, line_port = int(sys.argv[1]), int(sys.argv[2])
+tunnel(tls_port, 'same', b'SET k same\r\n')
+tunnel(tls_port, 'later', b'SET k later\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n')
+tunnel(line_port, 'same', b'\x17\x03\x03\x00\x0e\r\nSET k rec\r\nSET k line\r\n')
+"#;
+
+/// Plain text in a CONNECT tunnel after a valid ClientHello (the red team's attack): a
+/// listed service gets the ClientHello and nothing else, from a program in the real jail,
+/// as root and as nobody; the record names how each tunnel ended: `not_tls` where the
+/// program sent the text to a service that answered as TLS does, `upstream_not_tls` where
+/// the service answered as a line protocol does (even TLS-framed lines stay out).
+#[test]
+fn plain_text_never_rides_a_connect_tunnel() {
+    // A ServerHello's record header and the start of its message: all the proxy reads.
+    let (tls_port, tls_seen) = service(b"\x16\x03\x03\x00\x04\x02\x00\x00\x00");
+    let (line_port, line_seen) = service(b"-ERR unknown command\r\n");
+    let pol = policy_for(&[tls_port, line_port]);
+    let (a, b) = (tls_port.to_string(), line_port.to_string());
+    for who in variants() {
+        let r = jail(
+            who,
+            &["--policy", pol.to_str().unwrap(), "--time-limit", "60"],
+            &[PY, "-I", "-S", "-c", PLAIN_IN_TUNNEL, &a, &b],
+        );
+        assert_eq!(r.stdout.matches("MARK ").count(), 3, "{who:?}: {r:#?}");
+        // Each service got one whole TLS record (the ClientHello) per tunnel, no more.
+        let wait = std::time::Duration::from_secs(60);
+        let seen = [&tls_seen, &tls_seen, &line_seen].map(|s| s.recv_timeout(wait).unwrap());
+        for got in &seen {
+            let len = u16::from_be_bytes([got[3], got[4]]) as usize;
+            assert_eq!(got[0], 0x16, "{who:?}");
+            assert_eq!(
+                got.len(),
+                5 + len,
+                "{who:?}: the service got more than the ClientHello: {:?}",
+                String::from_utf8_lossy(&got[5 + len.min(got.len() - 5)..])
+            );
+            assert!(!got.windows(5).any(|w| w == b"SET k"), "{who:?}");
+        }
+        let reqs = r.record.as_ref().expect("record")["network"]["requests"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let ends: Vec<_> = reqs
+            .iter()
+            .map(|e| (e["allowed"].as_bool(), e["reason"].as_str()))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                (Some(true), Some("not_tls")),
+                (Some(true), Some("not_tls")),
+                (Some(true), Some("upstream_not_tls")),
+            ],
+            "{who:?}: {reqs:#?}"
+        );
+    }
+}
+
+/// A burst of connects to the proxy, as fast as one process makes them (each closed once
+/// 40 are open: the jail's open-files limit), and the jail's own TCP counters before and
+/// after: `ListenOverflows` counts each connect the listen queue had no room for (its SYN
+/// dropped, the program's kernel retrying it 1 s later).
+const BURST: &str = r#"
+import collections, socket, sys
+def overflows():
+    t = open('/proc/net/netstat').read().split('\n')
+    return int(dict(zip(t[0].split(), t[1].split()))['ListenOverflows'])
+n = int(sys.argv[1])
+before = overflows()
+q = collections.deque()
+for i in range(n):
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(('127.0.0.1', 3128))
+    q.append(s)
+    if len(q) > 40:
+        q.popleft().close()
+print('BURST', n, 'overflows', overflows() - before, flush=True)
+"#;
+
+/// A burst of as many connects as the policy admits (300: past the 64 the jail's setup
+/// listens with) finds room for each in the proxy's listen queue, sized to the connection
+/// limit: the jail's `ListenOverflows` does not move, so no connect waited for a SYN
+/// retransmit. Event-counted, not timed.
+#[test]
+fn a_burst_of_connects_within_the_limit_overflows_nothing() {
+    let port = site();
+    let pol = policy_with(&[port], "max_connections = 300\nmax_requests = 1000");
+    for who in variants() {
+        let r = jail(
+            who,
+            &["--policy", pol.to_str().unwrap(), "--time-limit", "60"],
+            &[PY, "-I", "-S", "-c", BURST, "300"],
+        );
+        assert!(
+            r.stdout.contains("BURST 300 overflows 0\n"),
+            "{who:?}: {r:#?}"
+        );
     }
 }

@@ -187,6 +187,13 @@ pub mod fd {
         sys::shutdown_both(sock.as_fd().as_raw_fd())
     }
 
+    /// A new listen backlog for a listening socket (the network allowlist's proxy sizes
+    /// it to the policy's connection limit, so a burst of connects is never dropped).
+    pub fn set_listen_backlog(sock: impl AsFd, backlog: u32) -> Result<(), Errno> {
+        let n = libc::c_int::try_from(backlog).unwrap_or(libc::c_int::MAX);
+        sys::relisten(sock.as_fd().as_raw_fd(), n)
+    }
+
     /// The uid of the process at the other end of a connected unix socket (SO_PEERCRED).
     pub fn peer_uid(sock: impl AsFd) -> Result<u32, Errno> {
         sys::peer_uid(sock.as_fd().as_raw_fd())

@@ -291,7 +291,7 @@ fn a_redirect_comes_back_to_the_program_and_is_not_followed() {
 #[test]
 fn a_tunnel_to_the_credentials_host_carries_no_credential() {
     let hello = client_hello(Some("index.test"));
-    let up = upstream(b"tls-bytes".to_vec(), hello.len());
+    let up = upstream(super::tests::server_reply(), hello.len());
     let r = run(
         &[format!("index.test:{}", up.port)],
         false,
@@ -300,7 +300,7 @@ fn a_tunnel_to_the_credentials_host_carries_no_credential() {
     );
     let req = format!("CONNECT index.test:{} HTTP/1.1\r\n\r\n", up.port);
     let out = exchange(r.addr, req.as_bytes(), &hello);
-    assert!(text(&out).ends_with("tls-bytes"));
+    assert!(text(&out).ends_with("server-bytes"));
     let (rep, _) = r.finish();
     assert_eq!(
         *up.got.lock().unwrap(),

@@ -14,8 +14,9 @@
 //! header the program never held and goes upstream over TLS (rustls) or plain HTTP.
 //!
 //! std and rustls only: no async runtime, no HTTP library. The parsers read a request head
-//! and a TLS record header and nothing more; everything after the decision is relayed as
-//! bytes.
+//! and TLS record headers and nothing more: after the decision a plain request's body and
+//! response are relayed as bytes, and a tunnel's TLS records as they come, each header
+//! checked, each body forwarded unread.
 
 pub mod addr;
 pub mod broker;

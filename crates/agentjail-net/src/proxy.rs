@@ -66,6 +66,10 @@ struct Shared {
     first_denied: Mutex<Option<String>>,
     connections: AtomicU32,
     requests: AtomicU32,
+    /// What the current budget has used of `limits.connections` and `limits.requests`:
+    /// the same as the two above, unless `limits.per_drain` starts them again at a drain.
+    budget_connections: AtomicU32,
+    budget_requests: AtomicU32,
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
     stopping: AtomicBool,
@@ -98,6 +102,8 @@ impl Proxy {
             first_denied: Mutex::new(None),
             connections: AtomicU32::new(0),
             requests: AtomicU32::new(0),
+            budget_connections: AtomicU32::new(0),
+            budget_requests: AtomicU32::new(0),
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
@@ -116,7 +122,9 @@ impl Proxy {
     }
 
     /// The requests that ended since the last drain, with the run's counters so far, and
-    /// the first denial since then: a session's call takes what happened during it.
+    /// the first denial since then: a session's call takes what happened during it. Under
+    /// `limits.per_drain` the connection and request budgets start again here, for what
+    /// comes next (the next call, and a background process before it).
     pub fn drain(&self) -> Report {
         let sh = &self.shared;
         // A program that read a response to its Content-Length is done before the relay
@@ -135,6 +143,10 @@ impl Proxy {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let (entries, dropped) = take_log(sh);
+        if sh.rules.limits.per_drain {
+            sh.budget_connections.store(0, SeqCst);
+            sh.budget_requests.store(0, SeqCst);
+        }
         Report {
             entries,
             dropped,
@@ -209,9 +221,7 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> 
             std::thread::sleep(std::time::Duration::from_millis(10));
             continue;
         };
-        let n = sh.connections.fetch_add(1, SeqCst) + 1;
-        if n > sh.rules.limits.connections {
-            sh.connections.fetch_sub(1, SeqCst);
+        if !take_one(&sh.budget_connections, sh.rules.limits.connections) {
             deny(
                 sh,
                 &client,
@@ -224,6 +234,7 @@ fn accept_loop(sh: &Arc<Shared>, listener: &TcpListener) -> Vec<JoinHandle<()>> 
             );
             continue;
         }
+        sh.connections.fetch_add(1, SeqCst);
         let sh2 = sh.clone();
         match std::thread::Builder::new()
             .name("agentjail-net-conn".into())
@@ -357,7 +368,8 @@ fn handle(sh: &Shared, mut client: TcpStream) {
         Err(why) => return deny(sh, &client, &e, why, t0),
     };
     e.method = head.method.clone();
-    if sh.requests.fetch_add(1, SeqCst) + 1 > lim.requests {
+    sh.requests.fetch_add(1, SeqCst);
+    if !take_one(&sh.budget_requests, lim.requests) {
         return deny(sh, &client, &e, "request_limit", t0);
     }
     if head.method == "CONNECT" {
@@ -427,9 +439,7 @@ fn tunnel(sh: &Shared, client: TcpStream, head: &Head, rest: Vec<u8>, mut e: Ent
         return connect_failed(sh, &client, e, t0);
     };
     e.address = up.peer_addr().ok().map(|a| a.to_string());
-    let mut first = hello;
-    first.extend_from_slice(&leftover);
-    relay(sh, client, up, first, e, t0);
+    relay(sh, client, up, hello, leftover, e, t0);
 }
 
 /// An allowed destination that did not answer: logged, then the program's connection closed.
@@ -602,6 +612,25 @@ fn end_reason(r: Result<(), &'static str>) -> &'static str {
     r.err().unwrap_or("ok")
 }
 
+/// Read some of `from` into `buf`: Ok(0) at its end.
+fn read_some(from: &mut impl Read, buf: &mut [u8]) -> Result<usize, &'static str> {
+    match from.read(buf) {
+        Ok(n) => Ok(n),
+        // A TLS upstream that closed without close_notify: the end of its response (the
+        // program's HTTP client checks the framing; one request per connection).
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Err("idle_timeout")
+        }
+        Err(_) => Err("connection_reset"),
+    }
+}
+
 /// Copy `from` → `to`, counting into `mine` and the run's `total` under `limit`. Ok at EOF.
 fn pump(
     from: &mut impl Read,
@@ -613,31 +642,105 @@ fn pump(
 ) -> Result<(), &'static str> {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            // A TLS upstream that closed without close_notify: the end of its response (the
-            // program's HTTP client checks the framing; one request per connection).
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err("idle_timeout")
-            }
-            Err(_) => return Err("connection_reset"),
-        };
-        if !add_within(total, n as u64, limit) {
-            return Err(over);
+        let n = read_some(from, &mut buf)?;
+        if n == 0 {
+            return Ok(());
         }
-        if to.write_all(&buf[..n]).is_err() {
-            total.fetch_sub(n as u64, SeqCst);
-            return Err("connection_reset");
-        }
-        mine.fetch_add(n as u64, SeqCst);
+        forward(&buf[..n], to, mine, total, limit, over)?;
     }
+}
+
+/// Write `bytes` to `to`, counted into `mine` and `total` unless that would pass `limit`.
+fn forward(
+    bytes: &[u8],
+    to: &mut impl Write,
+    mine: &AtomicU64,
+    total: &AtomicU64,
+    limit: u64,
+    over: &'static str,
+) -> Result<(), &'static str> {
+    let n = bytes.len() as u64;
+    if !add_within(total, n, limit) {
+        return Err(over);
+    }
+    if to.write_all(bytes).is_err() {
+        total.fetch_sub(n, SeqCst);
+        return Err("connection_reset");
+    }
+    mine.fetch_add(n, SeqCst);
+    Ok(())
+}
+
+/// [`pump`] for one direction of a tunnel: only whole, well-formed TLS records pass
+/// ([`wire::record_header`]). Each record's 5-byte header is checked (and `on_record` asked
+/// with its content type) before any byte of it is forwarded; its body follows in bulk as
+/// it arrives, unread. The first byte that does not start a valid header ends the
+/// direction with `not_tls`, nothing of it forwarded; so does a stream that ends inside a
+/// header. A stream may end inside a body (the peer's TLS sees the record cut short).
+#[allow(clippy::too_many_arguments)]
+fn pump_records(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    mine: &AtomicU64,
+    total: &AtomicU64,
+    limit: u64,
+    over: &'static str,
+    not_tls: &'static str,
+    on_record: &mut dyn FnMut(u8) -> Result<(), &'static str>,
+) -> Result<(), &'static str> {
+    let mut buf = vec![0u8; 16 * 1024];
+    // buf[..held]: the start of a header that is not complete yet (at most 4 bytes).
+    let mut held = 0;
+    // Body bytes of the current record still to come.
+    let mut left = 0usize;
+    loop {
+        let n = read_some(from, &mut buf[held..])?;
+        if n == 0 {
+            return if held == 0 { Ok(()) } else { Err(not_tls) };
+        }
+        let end = held + n;
+        let mut pos = 0;
+        let mut refused = None;
+        while pos < end {
+            if left > 0 {
+                let k = left.min(end - pos);
+                pos += k;
+                left -= k;
+                continue;
+            }
+            if end - pos < wire::RECORD_HEADER {
+                break;
+            }
+            match wire::record_header(&buf[pos..end]) {
+                Some((kind, len)) => {
+                    if let Err(why) = on_record(kind) {
+                        refused = Some(why);
+                        break;
+                    }
+                    left = len;
+                    pos += wire::RECORD_HEADER;
+                }
+                None => {
+                    refused = Some(not_tls);
+                    break;
+                }
+            }
+        }
+        if pos > 0 {
+            forward(&buf[..pos], to, mine, total, limit, over)?;
+        }
+        if let Some(why) = refused {
+            return Err(why);
+        }
+        buf.copy_within(pos..end, 0);
+        held = end - pos;
+    }
+}
+
+/// Count one more in `used` unless it already reached `limit`.
+fn take_one(used: &AtomicU32, limit: u32) -> bool {
+    used.fetch_update(SeqCst, SeqCst, |u| (u < limit).then_some(u + 1))
+        .is_ok()
 }
 
 /// Add `n` to `total` unless that would pass `limit`.
@@ -661,44 +764,90 @@ fn send_counted(
     Ok(())
 }
 
-/// A tunnel: `first` (the ClientHello and what followed it) upstream, then both ways.
-fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry, t0: Instant) {
+/// Whether the upstream answered the ClientHello as a TLS server does: set once by the
+/// upstream's direction of a tunnel, waited for by the program's.
+#[derive(Default)]
+struct Answered {
+    state: Mutex<Option<bool>>,
+    cv: std::sync::Condvar,
+}
+
+impl Answered {
+    /// The first call decides; later ones change nothing.
+    fn set(&self, v: bool) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            *g = Some(v);
+            self.cv.notify_all();
+        }
+    }
+
+    fn wait(&self) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *g {
+                Some(v) => return v,
+                None => g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+}
+
+/// A tunnel: the ClientHello `hello` upstream, then both ways, TLS records only
+/// ([`pump_records`]). Nothing more of the program's (`leftover`, read with the hello,
+/// included) goes upstream before the upstream's first record, a handshake record (its
+/// ServerHello), came back: a service that does not speak TLS gets the one ClientHello
+/// record and nothing after it. Its answer, not a TLS record, ends the tunnel
+/// (`upstream_not_tls`); a TLS alert is passed to the program and nothing more goes up.
+fn relay(
+    sh: &Shared,
+    client: TcpStream,
+    up: TcpStream,
+    hello: Vec<u8>,
+    leftover: Vec<u8>,
+    e: Entry,
+    t0: Instant,
+) {
     let lim = &sh.rules.limits;
     let _ = client.set_read_timeout(Some(lim.idle));
     let _ = up.set_read_timeout(Some(lim.idle));
     let (bin, bout) = (AtomicU64::new(0), AtomicU64::new(0));
-    let mut out_end = send_counted(sh, &mut &up, &first, &bout);
-    let mut in_end = Ok(());
-    if out_end.is_ok() {
+    let answered = Answered::default();
+    // The first direction to fail names the end: its failure cuts both sockets, and what
+    // the other then sees (a reset) is only its consequence.
+    let first_end = std::sync::OnceLock::new();
+    let sent = send_counted(sh, &mut &up, &hello, &bout);
+    if let Err(why) = sent {
+        let _ = first_end.set(why);
+    } else {
         std::thread::scope(|s| {
-            let (c2, u2) = (&client, &up);
-            let outward = s.spawn(|| {
-                let r = pump(
-                    &mut &*c2,
-                    &mut &*u2,
-                    &bout,
-                    &sh.bytes_out,
-                    lim.bytes_out,
-                    "bytes_out_limit",
-                );
+            let (c2, u2, answered, bout, first_end) = (&client, &up, &answered, &bout, &first_end);
+            let outward = s.spawn(move || {
+                let r = if answered.wait() {
+                    program_to_upstream(sh, c2, u2, &leftover, bout)
+                } else {
+                    Ok(())
+                };
+                if let Err(why) = r {
+                    let _ = first_end.set(why);
+                }
                 finish_direction(r, c2, u2);
-                r
             });
-            in_end = pump(
-                &mut &up,
-                &mut &client,
-                &bin,
-                &sh.bytes_in,
-                lim.bytes_in,
-                "bytes_in_limit",
-            );
+            let in_end = upstream_to_program(sh, &up, &client, &bin, answered);
+            // However the upstream's side ended, the program's stops waiting for it.
+            answered.set(false);
+            if let Err(why) = in_end {
+                let _ = first_end.set(why);
+            }
             finish_direction(in_end, &up, &client);
-            out_end = outward.join().unwrap_or(Err("relay_panicked"));
+            if outward.join().is_err() {
+                let _ = first_end.set("relay_panicked");
+            }
         });
     }
     let _ = client.shutdown(Shutdown::Both);
     let _ = up.shutdown(Shutdown::Both);
-    let reason = end_reason(in_end.and(out_end));
+    let reason = first_end.get().copied().unwrap_or("ok");
     log(
         sh,
         t0,
@@ -711,6 +860,59 @@ fn relay(sh: &Shared, client: TcpStream, up: TcpStream, first: Vec<u8>, e: Entry
             ..e
         },
     );
+}
+
+/// The program's side of a tunnel once the upstream answered: `leftover` (read with the
+/// ClientHello), then the socket; TLS records only, anything else is `not_tls`.
+fn program_to_upstream(
+    sh: &Shared,
+    client: &TcpStream,
+    up: &TcpStream,
+    leftover: &[u8],
+    bout: &AtomicU64,
+) -> Result<(), &'static str> {
+    pump_records(
+        &mut leftover.chain(client),
+        &mut &*up,
+        bout,
+        &sh.bytes_out,
+        sh.rules.limits.bytes_out,
+        "bytes_out_limit",
+        "not_tls",
+        &mut |_| Ok(()),
+    )
+}
+
+/// The upstream's side of a tunnel: TLS records only (`upstream_not_tls`), the first a
+/// handshake record, which lets the program's side go on ([`Answered`]), or an alert,
+/// which passes and stops it.
+fn upstream_to_program(
+    sh: &Shared,
+    up: &TcpStream,
+    client: &TcpStream,
+    bin: &AtomicU64,
+    answered: &Answered,
+) -> Result<(), &'static str> {
+    let mut first = true;
+    pump_records(
+        &mut &*up,
+        &mut &*client,
+        bin,
+        &sh.bytes_in,
+        sh.rules.limits.bytes_in,
+        "bytes_in_limit",
+        "upstream_not_tls",
+        &mut |kind| {
+            if std::mem::take(&mut first) {
+                match kind {
+                    wire::HANDSHAKE => answered.set(true),
+                    wire::ALERT => answered.set(false),
+                    _ => return Err("upstream_not_tls"),
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 /// One direction ended: at EOF pass the half-close on; on anything else cut both sockets.

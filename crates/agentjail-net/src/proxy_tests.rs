@@ -117,11 +117,27 @@ pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// An upstream that answers a TLS ClientHello for index.test with `server-bytes`, and a
+/// A record of content type `kind` carrying `body`.
+pub(crate) fn record(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut r = vec![kind, 3, 3];
+    r.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    r.extend_from_slice(body);
+    r
+}
+
+/// What the test upstreams answer a ClientHello with: a handshake record (a ServerHello's
+/// header: the proxy reads no further) and an application_data record `server-bytes`.
+pub(crate) fn server_reply() -> Vec<u8> {
+    let mut r = record(22, &[2, 0, 0, 0]);
+    r.extend_from_slice(&record(23, b"server-bytes"));
+    r
+}
+
+/// An upstream that answers a TLS ClientHello for index.test with [`server_reply`], and a
 /// proxy that allows index.test on its port only (default limits, no plain HTTP).
 fn index_site() -> (Vec<u8>, Upstream, Run) {
     let hello = client_hello(Some("index.test"));
-    let up = upstream(b"server-bytes".to_vec(), hello.len());
+    let up = upstream(server_reply(), hello.len());
     let run = start(
         &[format!("index.test:{}", up.port)],
         false,
@@ -154,13 +170,14 @@ fn connect_with_matching_sni_is_relayed_and_counted() {
         (e.method.as_str(), e.host.as_str()),
         ("CONNECT", "index.test")
     );
+    let n_in = server_reply().len() as u64;
     assert_eq!(e.bytes_out, hello.len() as u64);
-    assert_eq!(e.bytes_in, 12);
+    assert_eq!(e.bytes_in, n_in);
     assert_eq!(
         e.address.as_deref(),
         Some(format!("127.0.0.1:{}", up.port).as_str())
     );
-    assert_eq!((r.bytes_in, r.bytes_out), (12, hello.len() as u64));
+    assert_eq!((r.bytes_in, r.bytes_out), (n_in, hello.len() as u64));
 }
 
 #[test]
@@ -596,4 +613,261 @@ fn a_socket_opened_after_finish_began_is_shut_down() {
     assert!(run.proxy.shared.live.lock().unwrap().socks.is_empty());
     run.proxy.shared.stopping.store(false, SeqCst);
     run.finish();
+}
+
+/// An upstream that answers the first `hello_len` bytes it gets with `answer` at once, then
+/// keeps everything it gets until the proxy closes: what it got, through the channel.
+fn answering_upstream(
+    hello_len: usize,
+    answer: Vec<u8>,
+) -> (u16, std::sync::mpsc::Receiver<Vec<u8>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let tx = tx.clone();
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let mut got = vec![0u8; hello_len];
+                if s.read_exact(&mut got).is_ok() {
+                    let _ = s.write_all(&answer);
+                    let _ = s.read_to_end(&mut got);
+                }
+                let _ = tx.send(got);
+            });
+        }
+    });
+    (port, rx)
+}
+
+/// Plain text after a valid ClientHello never reaches the upstream, in the write that
+/// carried the hello or in a later one, after valid records or instead of them, and the
+/// tunnel's entry names the end: `not_tls`.
+#[test]
+fn plain_text_in_a_tunnel_never_reaches_the_upstream() {
+    let hello = client_hello(Some("index.test"));
+    let (port, got) = answering_upstream(hello.len(), server_reply());
+    let run = start(
+        &[format!("index.test:{port}")],
+        false,
+        Limits::default(),
+        &[("index.test", &["127.0.0.1"])],
+    );
+    let req = format!("CONNECT index.test:{port} HTTP/1.1\r\n\r\n");
+    let app = record(23, b"ciphertext");
+    let cases: [(Vec<u8>, Vec<u8>, Vec<u8>); 4] = [
+        // with the hello, in one write
+        (
+            [hello.clone(), b"SET k v\r\n".to_vec()].concat(),
+            vec![],
+            hello.clone(),
+        ),
+        // after the server's answer, alone
+        (hello.clone(), b"SET k v\r\n".to_vec(), hello.clone()),
+        // after a valid record, in the same write
+        (
+            hello.clone(),
+            [
+                app.clone(),
+                b"GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n".to_vec(),
+            ]
+            .concat(),
+            [hello.clone(), app.clone()].concat(),
+        ),
+        // a header with a valid type but a version no TLS writes
+        (
+            hello.clone(),
+            b"\x17\x03\x00\x00\x05hello".to_vec(),
+            hello.clone(),
+        ),
+    ];
+    for (i, (first, then, want)) in cases.iter().enumerate() {
+        let mut s = TcpStream::connect(run.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut b = [0u8; 39];
+        s.read_exact(&mut b).unwrap();
+        assert!(text(&b).starts_with("HTTP/1.1 200"), "{}", text(&b));
+        s.write_all(first).unwrap();
+        let mut answer = vec![0u8; server_reply().len()];
+        s.read_exact(&mut answer).unwrap();
+        assert_eq!(answer, server_reply(), "case {i}");
+        let _ = s.write_all(then);
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        assert_eq!(
+            text(&got.recv_timeout(Duration::from_secs(60)).unwrap()),
+            text(want),
+            "case {i}: the upstream got only the TLS records"
+        );
+    }
+    let (r, _) = run.finish();
+    let reasons: Vec<_> = r
+        .entries
+        .iter()
+        .map(|e| (e.allowed, e.reason.as_str()))
+        .collect();
+    assert_eq!(reasons, [(true, "not_tls"); 4]);
+    assert_eq!(
+        r.entries[2].bytes_out,
+        (hello.len() + app.len()) as u64,
+        "only what was forwarded is counted"
+    );
+}
+
+/// An upstream that does not answer the ClientHello as a TLS server (a line protocol's
+/// error line) gets nothing after it, whatever the program sends, TLS records included;
+/// its answer does not reach the program, and the entry says `upstream_not_tls`. One that
+/// answers with an alert gets nothing more either, and the alert reaches the program.
+#[test]
+fn an_upstream_that_does_not_speak_tls_gets_only_the_client_hello() {
+    let hello = client_hello(Some("index.test"));
+    let alert = record(21, &[2, 40]);
+    for (answer, reason, program_sees) in [
+        (
+            b"-ERR unknown command\r\n".to_vec(),
+            "upstream_not_tls",
+            vec![],
+        ),
+        (alert.clone(), "ok", alert.clone()),
+    ] {
+        let (port, got) = answering_upstream(hello.len(), answer);
+        let run = start(
+            &[format!("index.test:{port}")],
+            false,
+            Limits::default(),
+            &[("index.test", &["127.0.0.1"])],
+        );
+        let req = format!("CONNECT index.test:{port} HTTP/1.1\r\n\r\n");
+        let after = [
+            hello.clone(),
+            record(23, b"\r\nSET k v\r\n"),
+            b"SET k v\r\n".to_vec(),
+        ]
+        .concat();
+        let out = exchange(run.addr, req.as_bytes(), &after);
+        let established = b"HTTP/1.1 200 Connection established\r\n\r\n";
+        assert_eq!(out, [&established[..], &program_sees].concat(), "{reason}");
+        assert_eq!(got.recv_timeout(Duration::from_secs(60)).unwrap(), hello);
+        let (r, _) = run.finish();
+        assert_eq!(
+            (r.entries[0].allowed, r.entries[0].reason.as_str()),
+            (true, reason)
+        );
+    }
+}
+
+/// Real TLS, 1.2 and 1.3, through a tunnel: a rustls client and server, a response of
+/// many records, both ways intact.
+#[test]
+fn real_tls_passes_a_tunnel() {
+    use rustls::pki_types::pem::PemObject;
+    fn big(head: &[u8]) -> Vec<u8> {
+        let body = vec![b'r'; 200_000];
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Got: {}\r\n\r\n",
+            body.len(),
+            head.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(&body);
+        r
+    }
+    let server = crate::test_tls::server(big);
+    let run = start(
+        &[format!("index.test:{}", server.port)],
+        false,
+        Limits::default(),
+        &[("index.test", &["127.0.0.1"])],
+    );
+    let mut roots = rustls::RootCertStore::empty();
+    let (ca, _) = crate::test_tls::ca();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).unwrap())
+        .unwrap();
+    let versions: [&[&rustls::SupportedProtocolVersion]; 2] =
+        [&[&rustls::version::TLS12], &[&rustls::version::TLS13]];
+    for v in versions {
+        let cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(v)
+        .unwrap()
+        .with_root_certificates(roots.clone())
+        .with_no_client_auth();
+        let mut s = TcpStream::connect(run.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let req = format!("CONNECT index.test:{} HTTP/1.1\r\n\r\n", server.port);
+        s.write_all(req.as_bytes()).unwrap();
+        let mut b = [0u8; 39];
+        s.read_exact(&mut b).unwrap();
+        assert!(text(&b).starts_with("HTTP/1.1 200"), "{}", text(&b));
+        let conn =
+            rustls::ClientConnection::new(Arc::new(cfg), "index.test".try_into().unwrap()).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, s);
+        let head = b"GET / HTTP/1.1\r\nHost: index.test\r\n\r\n";
+        tls.write_all(head).unwrap();
+        let mut out = Vec::new();
+        tls.read_to_end(&mut out).unwrap();
+        let want = big(head);
+        assert_eq!(out.len(), want.len(), "{v:?}");
+        assert!(out == want, "{v:?}: the response arrived intact");
+    }
+    let (r, _) = run.finish();
+    let reasons: Vec<_> = r.entries.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(reasons, ["ok", "ok"]);
+    assert!(r.bytes_in > 400_000, "{}", r.bytes_in);
+}
+
+/// Under `per_drain` the connection and request budgets start again at each drain (a
+/// session's call, a workspace's command); the counters in the report keep the whole
+/// life's. Without it a drain changes nothing: the budget is the proxy's life.
+#[test]
+fn budgets_start_again_at_a_drain_only_under_per_drain() {
+    let bad = b"CONNECT nowhere.test:1 HTTP/1.1\r\n\r\n";
+    for per_drain in [true, false] {
+        let limits = Limits {
+            connections: 2,
+            requests: 2,
+            per_drain,
+            ..Limits::default()
+        };
+        let run = start(&["index.test:1".into()], false, limits, &[]);
+        let reasons = |run: &Run| {
+            let r = run.proxy.drain();
+            let v: Vec<String> = r.entries.iter().map(|e| e.reason.clone()).collect();
+            (v, r.connections, r.requests)
+        };
+        for _ in 0..3 {
+            exchange(run.addr, bad, b"");
+        }
+        assert_eq!(
+            reasons(&run),
+            (
+                vec![
+                    "not_allowlisted".into(),
+                    "not_allowlisted".into(),
+                    "connection_limit".into()
+                ],
+                2,
+                2
+            )
+        );
+        for _ in 0..3 {
+            exchange(run.addr, bad, b"");
+        }
+        let again = if per_drain {
+            vec!["not_allowlisted", "not_allowlisted", "connection_limit"]
+        } else {
+            vec!["connection_limit"; 3]
+        };
+        let (v, connections, requests) = reasons(&run);
+        assert_eq!(v, again, "per_drain {per_drain}");
+        let n = if per_drain { 4 } else { 2 };
+        assert_eq!((connections, requests), (n, n), "the life's counts");
+        run.finish();
+    }
 }

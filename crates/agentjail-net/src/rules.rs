@@ -24,12 +24,18 @@ pub struct Allow {
 }
 
 /// Per-run limits; every one is counted over the whole run (all connections together).
+/// A session's or a workspace's proxy lives across calls: its connections and requests
+/// count from the last [`crate::Proxy::drain`] when `per_drain` is set, over its whole life
+/// otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub connections: u32,
     pub requests: u32,
+    /// `connections` and `requests` start again at each drain (each call's or command's
+    /// record): the policy's `connection_budget = "command"`.
+    pub per_drain: bool,
     /// A read that waits longer than this ends the transfer (slow peers, stalled clients).
     pub idle: Duration,
     /// The upstream connect, and the request head or ClientHello from the program.
@@ -43,6 +49,7 @@ impl Default for Limits {
             bytes_out: 1 << 20,
             connections: 32,
             requests: 64,
+            per_drain: false,
             idle: Duration::from_secs(30),
             connect: Duration::from_secs(10),
         }

@@ -1,13 +1,20 @@
-//! The little the proxy reads of what the program sends: one HTTP/1.x request head, and
-//! the first TLS record (the ClientHello) for its server name. Strict: anything a lenient
-//! server and a strict one could read differently is refused, not guessed at.
+//! The little the proxy reads of what the program sends: one HTTP/1.x request head, the
+//! first TLS record (the ClientHello) for its server name, and the 5-byte header of every
+//! TLS record a tunnel carries after it. Strict: anything a lenient server and a strict one
+//! could read differently is refused, not guessed at.
 
 use std::io::Read;
 
 /// Most a request head may take (request line and headers).
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Most a TLS record may carry (2^14 plus the expansion TLS 1.2 permits).
-const MAX_RECORD: usize = 16384 + 2048;
+pub const MAX_RECORD: usize = 16384 + 2048;
+/// A TLS record header: content type, legacy version (2 bytes), length (2 bytes).
+pub const RECORD_HEADER: usize = 5;
+/// The record content type of a handshake message (ClientHello, ServerHello).
+pub const HANDSHAKE: u8 = 22;
+/// The record content type of an alert.
+pub const ALERT: u8 = 21;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
@@ -164,6 +171,29 @@ pub enum First {
     NotTls(Vec<u8>),
 }
 
+/// A well-formed TLS record header: (content type, body length), or None.
+///
+/// - content type 20..=24: change_cipher_spec, alert, handshake, application_data,
+///   heartbeat (RFC 8446 5.1, RFC 6520);
+/// - legacy version 0x0301..=0x0304: TLS 1.0 to 1.3 (a TLS 1.3 stack writes 0x0303, or
+///   0x0301 in its first ClientHello). 0x0300 (SSL 3.0) is refused: RFC 7568 forbids it,
+///   no stack rustls, OpenSSL, BoringSSL or Go ships sends it, and every accepted pair of
+///   bytes is one more a non-TLS protocol could start a line with;
+/// - length at most 2^14 + 2048 (TLSCiphertext's limit), and not 0 except for
+///   application_data (RFC 5246 6.2.1: only it may be empty).
+pub fn record_header(h: &[u8]) -> Option<(u8, usize)> {
+    let [kind, major, minor, hi, lo] = *h.get(..RECORD_HEADER)? else {
+        return None;
+    };
+    let len = u16::from_be_bytes([hi, lo]) as usize;
+    let ok = (20..=24).contains(&kind)
+        && major == 3
+        && (1..=4).contains(&minor)
+        && len <= MAX_RECORD
+        && (len > 0 || kind == 23);
+    ok.then_some((kind, len))
+}
+
 /// Read the first TLS record, or give up at the first byte that is not a handshake record.
 pub fn read_first_record(r: &mut impl Read) -> Result<First, &'static str> {
     let mut hdr = [0u8; 5];
@@ -178,10 +208,9 @@ pub fn read_first_record(r: &mut impl Read) -> Result<First, &'static str> {
             return Ok(First::NotTls(hdr[..got].to_vec()));
         }
     }
-    let len = u16::from_be_bytes([hdr[3], hdr[4]]) as usize;
-    if len == 0 || len > MAX_RECORD {
+    let Some((_, len)) = record_header(&hdr) else {
         return Err("tls_bad_record");
-    }
+    };
     let mut rec = vec![0u8; 5 + len];
     rec[..5].copy_from_slice(&hdr);
     r.read_exact(&mut rec[5..]).map_err(|_| "tls_incomplete")?;
@@ -338,6 +367,35 @@ pub(crate) mod tests {
             read_first_record(&mut &[0x16u8, 3][..]),
             Err("tls_incomplete")
         );
+    }
+
+    #[test]
+    fn record_headers() {
+        for ok in [
+            [22u8, 3, 1, 0, 1],
+            [23, 3, 3, 0x48, 0],
+            [23, 3, 3, 0, 0],
+            [20, 3, 3, 0, 1],
+            [21, 3, 4, 0, 2],
+            [24, 3, 2, 0, 3],
+        ] {
+            assert!(record_header(&ok).is_some(), "{ok:?}");
+        }
+        assert_eq!(record_header(&[23, 3, 3, 0x48, 0]), Some((23, 0x4800)));
+        for bad in [
+            *b"SET k",
+            *b"GET /",
+            [19, 3, 3, 0, 1],
+            [25, 3, 3, 0, 1],
+            [22, 3, 0, 0, 1],
+            [22, 3, 5, 0, 1],
+            [22, 2, 3, 0, 1],
+            [22, 3, 3, 0, 0],
+            [23, 3, 3, 0x48, 1],
+        ] {
+            assert_eq!(record_header(&bad), None, "{bad:?}");
+        }
+        assert_eq!(record_header(&[22, 3, 3, 0]), None, "short");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Workspaces under a network allowlist, attacked through `workspace_exec` as root and as
 //! nobody. The workspace's jail has its own proxy for its whole life (src/netproxy.rs); its
-//! limits count over the workspace; each command's record lists the requests that ended
+//! byte limits count over the workspace, its connection and request limits per command
+//! (or over the workspace: `connection_budget = "life"`); each command's record lists the
+//! requests that ended
 //! since the previous command's record was made (a background process's included); a
 //! denial under `deny_is_stop` ends the workspace; a "denied" `network_access` hint at
 //! workspace_start narrows the list to nothing. The site is tests/common/site.rs, on the
@@ -174,15 +176,16 @@ fn attacks_through_workspace_exec_are_denied_and_recorded() {
 
 /// A background process keeps the workspace's proxy: what it fetches after its command
 /// ended is admitted or denied as any command's request, counts against the workspace's
-/// limits, and is in the record of the command during which it ended. A "denied" hint at
-/// workspace_start narrows that workspace's list to nothing.
+/// limits (here `connection_budget = "life"`: over its whole life), and is in the record
+/// of the command during which it ended. A "denied" hint at workspace_start narrows that
+/// workspace's list to nothing.
 #[test]
 fn background_requests_are_proxied_counted_and_recorded_later() {
     let port = site::port();
     let ok = format!("http://localhost:{port}/ok");
     for who in variants() {
         let m = common::marker("wsnet-bg");
-        let p = policy(&m, "max_requests = 3");
+        let p = policy(&m, "max_requests = 3\nconnection_budget = \"life\"");
         let mut s = Server::start(who, &p, &m, &["--pool", "0"]);
         let c = s.io();
         let ws = start(c);
@@ -228,6 +231,72 @@ fn background_requests_are_proxied_counted_and_recorded_later() {
         assert_eq!(rec["network"]["narrowed_by_hint"], true, "{rec:#}");
         assert_eq!(rec["network"]["allow"], json!([]), "{rec:#}");
         assert_eq!(verdicts(&rec), [pair("localhost", "not_allowlisted")]);
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+/// The default `connection_budget = "command"`: `max_connections` counts from the previous
+/// command's record, so a long-lived workspace never runs out, and a command (or a
+/// background process between commands, whose connections count against the next
+/// command's budget) still gets no more than the limit; the record's `connections` is
+/// the workspace's whole count.
+#[test]
+fn each_command_gets_its_own_connection_budget() {
+    let port = site::port();
+    let ok = format!("http://localhost:{port}/ok");
+    let three = format!("for i in 1 2 3; do python3 fetch.py {ok}; done");
+    for who in variants() {
+        let m = common::marker("wsnet-budget");
+        let p = policy(&m, "max_connections = 2");
+        let mut s = Server::start(who, &p, &m, &["--pool", "0"]);
+        let c = s.io();
+        let ws = start(c);
+        put(c, &ws, "fetch.py", FETCH);
+        let over = [
+            pair("localhost", "ok"),
+            pair("localhost", "ok"),
+            pair("", "connection_limit"),
+        ];
+        // Three commands in a row: each gets two connections, the third is refused.
+        for n in 1..=3 {
+            let rec = sh(c, &ws, &three);
+            assert_eq!(
+                out(&rec),
+                "OK-BODY\nOK-BODY\n403\n",
+                "{who:?}: {n}: {rec:#}"
+            );
+            let v: Vec<_> = verdicts(&rec)
+                .into_iter()
+                .map(|(h, r)| {
+                    (
+                        if r == "connection_limit" {
+                            String::new()
+                        } else {
+                            h
+                        },
+                        r,
+                    )
+                })
+                .collect();
+            assert_eq!(v, over, "{who:?}: command {n}: {rec:#}");
+            assert_eq!(rec["network"]["connections"], 2 * n, "{who:?}: {rec:#}");
+        }
+        // A background process its command left running: held to the same budget, that
+        // of the command its connections are made during (which makes none of its own).
+        let bg = format!(
+            "(while [ ! -f go ]; do sleep 0.05; done; {three} > bg; touch done) >/dev/null 2>&1 &"
+        );
+        let rec = exec(c, &ws, json!({"command": bg, "background": true}));
+        assert_eq!(rec["stop_reason"], "success", "{who:?}: {rec:#}");
+        let rec = sh(
+            c,
+            &ws,
+            "touch go; while [ ! -f done ]; do sleep 0.05; done; cat bg",
+        );
+        assert_eq!(out(&rec), "OK-BODY\nOK-BODY\n403\n", "{who:?}: {rec:#}");
+        assert_eq!(verdicts(&rec).len(), 3, "{who:?}: {rec:#}");
+        assert_eq!(verdicts(&rec)[2].1, "connection_limit", "{who:?}: {rec:#}");
         close(c, &ws);
         s.finish();
     }

@@ -72,6 +72,13 @@ pub fn tcp_listen_loopback(port: u16) -> SysResult<RawFd> {
     }
 }
 
+/// listen(2) on a socket already listening: Linux takes the new backlog (capped at the
+/// namespace's `net.core.somaxconn`).
+pub fn relisten(fd: RawFd, backlog: libc::c_int) -> SysResult<()> {
+    // SAFETY: listen takes plain integers.
+    check(unsafe { libc::listen(fd, backlog) }).map(drop)
+}
+
 /// shutdown(2) both directions: wakes a thread blocked in accept on a listening socket.
 pub fn shutdown_both(fd: RawFd) -> SysResult<()> {
     // SAFETY: shutdown takes plain integers.
