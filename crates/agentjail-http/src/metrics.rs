@@ -26,6 +26,8 @@ pub struct Metrics {
     pub refused_saturated: AtomicU64,
     pub refused_unauthorized: AtomicU64,
     pub refused_too_large: AtomicU64,
+    /// Session and workspace routes over tokenless TCP (403).
+    pub refused_anonymous: AtomicU64,
     pub bad_requests: AtomicU64,
 }
 
@@ -97,6 +99,7 @@ impl Metrics {
             ("saturated", &self.refused_saturated),
             ("unauthorized", &self.refused_unauthorized),
             ("too_large", &self.refused_too_large),
+            ("unidentified", &self.refused_anonymous),
             ("bad_request", &self.bad_requests),
         ] {
             let _ = writeln!(

@@ -216,7 +216,7 @@ fn verl_request(code: &str, stdin: &str, run_timeout: u64) -> Value {
 
 #[test]
 fn the_native_routes_run_check_sessions_stats_and_metrics() {
-    let s = start("127.0.0.1:0", &[]);
+    let s = start("unix:{dir}/http.sock", &[]);
     let t = &s.target;
     assert_eq!(get(t, "/healthz").json(), json!({"ok": true}));
 
@@ -908,7 +908,7 @@ const WORKSPACE_POLICY: &str =
 #[test]
 fn workspaces_keep_files_and_run_commands_across_requests() {
     let s = start(
-        "127.0.0.1:0",
+        "unix:{dir}/http.sock",
         &["--policy", WORKSPACE_POLICY, "--pool", "1"],
     );
     let t = &s.target;
@@ -1022,7 +1022,7 @@ fn multipart(filename: &str, content: &[u8]) -> (String, Vec<u8>) {
 #[test]
 fn the_pod_workspace_speaks_the_agent_sandbox_runtime() {
     let s = start(
-        "127.0.0.1:0",
+        "unix:{dir}/http.sock",
         &[
             "--policy",
             WORKSPACE_POLICY,
@@ -1131,7 +1131,7 @@ fn the_allowlist_holds_through_run_and_sessions() {
     let policy = dir.path().join("net.toml");
     std::fs::write(&policy, site::default_policy_text(&default, "http-net")).unwrap();
     let policy = policy.display().to_string();
-    let mut s = start("127.0.0.1:0", &["--policy", &policy]);
+    let mut s = start("unix:{dir}/http.sock", &["--policy", &policy]);
     let t = &s.target;
     let want = [
         ("localhost".to_string(), true, "ok".to_string()),
@@ -1187,4 +1187,301 @@ fn the_allowlist_holds_through_run_and_sessions() {
         let same = stat(pid).is_some_and(|(_, st)| st == start);
         assert!(!same, "process {pid} of the server outlived it");
     }
+}
+
+const JUDGE_OPEN_POLICY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../policies/judge-open.toml"
+);
+
+/// A program a signal killed answers `return_code` −signal, as a Python subprocess reports
+/// it (and as SandboxFusion does): a real segfault, a real abort, a real SIGKILL.
+#[test]
+fn run_code_answers_a_program_killed_by_a_signal_with_minus_the_signal() {
+    let s = start("127.0.0.1:0", &["--policy", JUDGE_OPEN_POLICY]);
+    let t = &s.target;
+    for (code, reason, rc) in [
+        (
+            "import ctypes\nctypes.string_at(0)",
+            "code_killed:SIGSEGV",
+            -11,
+        ),
+        ("import os\nos.abort()", "code_killed:SIGABRT", -6),
+        (
+            "import os\nos.kill(os.getpid(), 9)",
+            "code_killed:SIGKILL",
+            -9,
+        ),
+    ] {
+        let r = post(t, "/run_code", &verl_request(code, "", 10));
+        assert_eq!(r.status, 200, "{code}");
+        let v = r.json();
+        assert_eq!(v["status"], "Failed", "{code}: {v}");
+        assert_eq!(v["message"], reason, "{code}: {v}");
+        assert_eq!(v["run_result"]["status"], "Finished", "{code}: {v}");
+        assert_eq!(v["run_result"]["return_code"], rc, "{code}: {v}");
+    }
+}
+
+/// Run the binary expecting it to refuse to start; a server that hangs instead is killed
+/// after PATIENCE and the test fails saying so.
+fn refused_in_time(args: &[&str]) -> (i32, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        let _ = tx.send(s);
+    });
+    let Ok(err) = rx.recv_timeout(PATIENCE) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{args:?}: the server hung at start instead of refusing");
+    };
+    (child.wait().unwrap().code().unwrap_or(-1), err)
+}
+
+/// A token file that is not a regular file is refused before it is opened for reading: a
+/// FIFO must not hang the server at start (open(2) would wait for a writer).
+#[test]
+fn a_token_file_that_is_not_a_regular_file_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("tokens.fifo");
+    let made = Command::new("mkfifo")
+        .arg("-m")
+        .arg("600")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let sub = dir.path().join("tokens.d");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for (path, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (sub.as_path(), "a directory"),
+        (Path::new("/dev/zero"), "a character device"),
+    ] {
+        let shown = path.display().to_string();
+        let (code, err) =
+            refused_in_time(&["serve", "--http", "127.0.0.1:0", "--token-file", &shown]);
+        assert_eq!(code, 2, "{shown}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--token-file {shown} is {kind}, not a regular file"
+            )),
+            "{shown}: {err}"
+        );
+        assert!(err.contains("NAME TOKEN"), "the fix: {err}");
+    }
+}
+
+/// `curl` as uid 65534 (setpriv): the status and the JSON body of one request. `target`:
+/// the URL, after `--unix-socket PATH` where the server is on one.
+fn curl_as_nobody(method: &str, target: &[&str], body: &str) -> (u16, Value) {
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(["curl", "-sS", "--max-time", "120", "-X", method])
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            body,
+        ])
+        .args(["-w", "\n%{http_code}"])
+        .args(target)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text
+        .rsplit_once('\n')
+        .unwrap_or_else(|| panic!("curl: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    let v = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    (code.trim().parse().unwrap(), v)
+}
+
+/// Callers are told apart on every transport. Over TCP without tokens every local user is
+/// one caller, so nothing that outlives a request is served there (403
+/// `caller_unidentified`, for root and for uid 65534 alike); on a unix socket the peer's
+/// uid is the caller, and uid 65534 cannot run in, read from or close root's session or
+/// workspace; with tokens, another token's caller cannot either.
+#[test]
+fn no_local_user_reaches_another_users_session_or_workspace() {
+    let hex = "0123456789abcdef0123456789abcdef";
+    // Tokenless TCP: state is refused to everyone; stateless routes are served.
+    let s = start(
+        "127.0.0.1:0",
+        &["--policy", WORKSPACE_POLICY, "--pool", "1"],
+    );
+    let t = &s.target;
+    let ws_exec = format!("/v1/workspaces/{hex}/exec");
+    let ws_del = format!("/v1/workspaces/{hex}");
+    let sess_exec = format!("/v1/sessions/{hex}/exec");
+    for (method, path, body) in [
+        ("POST", "/v1/sessions", ""),
+        ("POST", sess_exec.as_str(), r#"{"code": "1"}"#),
+        ("DELETE", &format!("/v1/sessions/{hex}"), ""),
+        ("POST", "/v1/workspaces", ""),
+        ("POST", ws_exec.as_str(), r#"{"command": "true"}"#),
+        ("DELETE", ws_del.as_str(), ""),
+    ] {
+        let r = request(t, method, path, &[], body.as_bytes());
+        assert_eq!(r.status, 403, "{method} {path}");
+        let e = r.json();
+        assert_eq!(e["error"]["code"], "caller_unidentified", "{e}");
+        let m = e["error"]["message"].as_str().unwrap();
+        assert!(m.contains("--token-file") && m.contains("unix:PATH"), "{m}");
+        let Target::Tcp(addr) = t else { unreachable!() };
+        let (code, e) = curl_as_nobody(method, &[&format!("http://{addr}{path}")], body);
+        assert_eq!(code, 403, "uid 65534: {method} {path}");
+        assert_eq!(e["error"]["code"], "caller_unidentified", "{e}");
+    }
+    let rec = post(t, "/v1/run", &action("print('{}')")).json();
+    assert_eq!(rec["status"], "ok", "{rec}");
+    assert_eq!(
+        post(t, "/v1/check", &action("x = 1")).json()["decision"],
+        "allow"
+    );
+    let m = String::from_utf8(get(t, "/metrics").body).unwrap();
+    assert!(
+        m.lines()
+            .any(|l| l == "agentjail_http_refused_total{why=\"unidentified\"} 12"),
+        "{m}"
+    );
+    drop(s);
+
+    // A unix socket others may connect to: the peer's uid is the caller.
+    let s = start(
+        "unix:{dir}/http.sock",
+        &["--policy", WORKSPACE_POLICY, "--pool", "1"],
+    );
+    let Target::Unix(sock) = s.target.clone() else {
+        unreachable!()
+    };
+    std::fs::set_permissions(
+        sock.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o711),
+    )
+    .unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let t = &s.target;
+    let r = request(t, "POST", "/v1/sessions", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let sid = r.json()["session"].as_str().unwrap().to_string();
+    assert_eq!(
+        post(
+            t,
+            &format!("/v1/sessions/{sid}/exec"),
+            &json!({"code": "secret = 42"})
+        )
+        .status,
+        200
+    );
+    let r = request(t, "POST", "/v1/workspaces", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let wid = r.json()["workspace"].as_str().unwrap().to_string();
+    let put = post(
+        t,
+        &format!("/v1/workspaces/{wid}/put"),
+        &json!({"files": [{"path": "secret.txt", "content": "root's"}]}),
+    );
+    assert_eq!(put.status, 200, "{}", String::from_utf8_lossy(&put.body));
+    let sock_s = sock.display().to_string();
+    let on = |path: &str| format!("http://localhost{path}");
+    for (method, path, body, code) in [
+        (
+            "POST",
+            format!("/v1/sessions/{sid}/exec"),
+            r#"{"code": "secret"}"#,
+            "unknown_session",
+        ),
+        (
+            "DELETE",
+            format!("/v1/sessions/{sid}"),
+            "",
+            "unknown_session",
+        ),
+        (
+            "POST",
+            format!("/v1/workspaces/{wid}/get"),
+            r#"{"paths": ["secret.txt"]}"#,
+            "unknown_workspace",
+        ),
+        (
+            "POST",
+            format!("/v1/workspaces/{wid}/exec"),
+            r#"{"command": "cat secret.txt"}"#,
+            "unknown_workspace",
+        ),
+        (
+            "DELETE",
+            format!("/v1/workspaces/{wid}"),
+            "",
+            "unknown_workspace",
+        ),
+    ] {
+        let (status, e) = curl_as_nobody(method, &["--unix-socket", &sock_s, &on(&path)], body);
+        assert_eq!(
+            (status, e["error"]["code"].as_str()),
+            (404, Some(code)),
+            "uid 65534: {method} {path}: {e}"
+        );
+    }
+    // ...and both are still root's, untouched.
+    let r = post(
+        t,
+        &format!("/v1/sessions/{sid}/exec"),
+        &json!({"code": "secret"}),
+    )
+    .json();
+    assert_eq!(r["value"], "42", "{r}");
+    let got = post(
+        t,
+        &format!("/v1/workspaces/{wid}/get"),
+        &json!({"paths": ["secret.txt"]}),
+    )
+    .json();
+    assert_eq!(got["files"][0]["content_base64"], "cm9vdCdz", "{got}");
+    drop(s);
+
+    // With tokens: another token's caller gets unknown_session / unknown_workspace.
+    let dir = tempfile::tempdir().unwrap();
+    let tf = token_file(dir.path(), 0o600).display().to_string();
+    let s = start(
+        "127.0.0.1:0",
+        &[
+            "--policy",
+            WORKSPACE_POLICY,
+            "--pool",
+            "1",
+            "--token-file",
+            &tf,
+        ],
+    );
+    let t = &s.target;
+    let alice = [("Authorization", "Bearer aaaaaaaaaaaaaaaaaaaaaaaa")];
+    let bob = [("Authorization", "Bearer bbbbbbbbbbbbbbbbbbbbbbbb")];
+    let r = request(t, "POST", "/v1/workspaces", &alice, b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let wid = r.json()["workspace"].as_str().unwrap().to_string();
+    let r = request(
+        t,
+        "POST",
+        &format!("/v1/workspaces/{wid}/get"),
+        &bob,
+        br#"{"paths": ["x"]}"#,
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (404, json!("unknown_workspace"))
+    );
+    let r = request(t, "DELETE", &format!("/v1/workspaces/{wid}"), &alice, b"");
+    assert_eq!(r.json(), json!({"closed": true}));
 }
