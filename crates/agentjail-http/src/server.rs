@@ -1,8 +1,8 @@
 //! The listener, the connections and their bounds, and the shutdown.
 //!
-//! Bounds (each answered, never a hang and never a crash): a connection's request head at
-//! most [`MAX_HEADER_BYTES`] (431 past it) read within [`HEADER_TIMEOUT`] (the connection
-//! is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
+//! Bounds (each answered, never a hang and never a crash): a request head at most
+//! [`MAX_HEADER_BYTES`] and [`MAX_HEADERS`] fields (431 past either) read within
+//! [`HEADER_TIMEOUT`] (the connection is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
 //! at most [`MAX_CONNECTIONS`] connections, fewer where the file limit is lower (more are
 //! closed at accept); at most `jobs` requests at work and `jobs` × [`QUEUE_PER_JOB`] (at
 //! least [`MIN_ADMITTED`]) admitted (more get 429 with `Retry-After`); sessions per caller
@@ -26,7 +26,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
+/// A request head's most bytes: the request line, the header lines and the blank line.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// A request head's most header fields.
+pub const MAX_HEADERS: usize = 100;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most connections at once, whatever the file limit allows.
@@ -358,7 +361,13 @@ fn connection<I>(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
-        .max_buf_size(MAX_HEADER_BYTES);
+        // The head's own limit, exact: hyper measures the parsed head (request line, header
+        // lines, the blank line). The read buffer's size alone is no head limit: a read may
+        // fill it past its max before a head completes (heads of ~114 KB were served).
+        .max_header_size(MAX_HEADER_BYTES)
+        .max_headers(MAX_HEADERS)
+        // An incomplete head may not grow the buffer past the limit either.
+        .max_buf_size(MAX_HEADER_BYTES + 1);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     let watched = graceful.watch(conn);
     tokio::spawn(async move {

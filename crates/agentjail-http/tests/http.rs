@@ -1485,3 +1485,74 @@ fn no_local_user_reaches_another_users_session_or_workspace() {
     let r = request(t, "DELETE", &format!("/v1/workspaces/{wid}"), &alice, b"");
     assert_eq!(r.json(), json!({"closed": true}));
 }
+
+/// A GET /healthz whose head (request line, header lines, blank line) is exactly `bytes`
+/// long and has `fields` header fields (Host and Connection among them), the padding in the
+/// last one; on a keep-alive connection when `close` is false.
+fn head_of(bytes: usize, fields: usize, close: bool) -> Vec<u8> {
+    let conn = if close { "close" } else { "keep-alive" };
+    let mut h = format!("GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: {conn}\r\n");
+    for i in 0..fields - 3 {
+        h.push_str(&format!("X-F{i}: 1\r\n"));
+    }
+    let fixed = h.len() + "X-Pad: \r\n\r\n".len();
+    assert!(bytes > fixed, "{bytes} bytes cannot hold {fields} fields");
+    h.push_str(&format!("X-Pad: {}\r\n\r\n", "a".repeat(bytes - fixed)));
+    assert_eq!(h.len(), bytes);
+    h.into_bytes()
+}
+
+/// The status a raw request gets (the server closes after it).
+fn status_of(t: &Target, raw: &[u8]) -> u16 {
+    let mut c = connect(t);
+    c.write_all(raw).unwrap();
+    read_response(&mut *c).status
+}
+
+/// The head limits are exactly REFERENCE's: 64 KiB (65,536 bytes with its blank line) and
+/// 100 header fields; one byte or one field more is 431. Measured per request: a second
+/// request on a kept-alive connection has the whole limit again, and no more.
+#[test]
+fn the_request_head_limits_are_exact() {
+    let s = start("127.0.0.1:0", &[]);
+    let t = &s.target;
+    assert_eq!(
+        status_of(t, &head_of(65536, 10, true)),
+        200,
+        "64 KiB exactly"
+    );
+    assert_eq!(
+        status_of(t, &head_of(65537, 10, true)),
+        431,
+        "one byte over"
+    );
+    assert_eq!(status_of(t, &head_of(70_000, 10, true)), 431);
+    assert_eq!(status_of(t, &head_of(100_000, 10, true)), 431);
+    assert_eq!(status_of(t, &head_of(4096, 100, true)), 200, "100 fields");
+    assert_eq!(
+        status_of(t, &head_of(4096, 101, true)),
+        431,
+        "one field over"
+    );
+    // Two requests on one connection, the first with a body: each head is held to the
+    // limit on its own.
+    for (second, want) in [(65536, 200), (65537, 431)] {
+        let mut c = connect(t);
+        let body = action("print('{}')").to_string();
+        let first = format!(
+            "POST /v1/check HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        c.write_all(first.as_bytes()).unwrap();
+        c.write_all(&head_of(second, 10, true)).unwrap();
+        let mut raw = Vec::new();
+        c.read_to_end(&mut raw).unwrap();
+        let text = String::from_utf8_lossy(&raw);
+        let statuses: Vec<&str> = text
+            .match_indices("HTTP/1.1 ")
+            .map(|(i, _)| &text[i + 9..i + 12])
+            .collect();
+        assert_eq!(statuses, ["200", &want.to_string()], "second head {second}");
+    }
+    assert_eq!(get(t, "/healthz").status, 200, "the server goes on");
+}
