@@ -1556,3 +1556,78 @@ fn the_request_head_limits_are_exact() {
     }
     assert_eq!(get(t, "/healthz").status, 200, "the server goes on");
 }
+
+/// A `/v1/run` or `/v1/check` body is an action, judged by the action contract: one that is
+/// not JSON is the record `invalid_action:non_json` (200, as REFERENCE says), the same
+/// answer `agentjail run` gives, not a 400.
+#[test]
+fn a_body_that_is_not_json_is_judged_as_an_action() {
+    let s = start("127.0.0.1:0", &[]);
+    let t = &s.target;
+    for body in [&b"{not json"[..], b"", b"\xff\xfe", b"[1]"] {
+        let r = request(t, "POST", "/v1/run", &[], body);
+        assert_eq!(r.status, 200, "{body:?}");
+        let rec = r.json();
+        let want = if body == b"[1]" {
+            "invalid_action:not_object"
+        } else {
+            "invalid_action:non_json"
+        };
+        assert_eq!(rec["stop_reason"], want, "{body:?}: {rec}");
+        let r = request(t, "POST", "/v1/check", &[], body);
+        assert_eq!(r.status, 200, "{body:?}");
+        let d = r.json();
+        assert_eq!(
+            (d["decision"].as_str(), d["reason"].as_str()),
+            (Some("deny"), Some(want)),
+            "{d}"
+        );
+    }
+}
+
+/// `/run_code`'s body may be 32 MiB, but it becomes one action: the action's 16 MiB and the
+/// policy's `max_payload_bytes` for stdin hold, each answered as REFERENCE says (200
+/// `Failed`, the reason as `message` and on stderr's last line, return code 1).
+#[test]
+fn run_code_stdin_is_held_to_the_action_limits_with_their_reason() {
+    let s = start("127.0.0.1:0", &["--policy", JUDGE_OPEN_POLICY]);
+    let t = &s.target;
+    for (stdin_bytes, reason) in [
+        (17 << 20, "invalid_action:too_large"),
+        ((16 << 20) - 4096, "success"),
+    ] {
+        let stdin = "x".repeat(stdin_bytes);
+        let body = verl_request("import sys\nprint(len(sys.stdin.read()))", &stdin, 20).to_string();
+        assert!(body.len() < 32 << 20, "within the body limit");
+        let r = request(t, "POST", "/run_code", &[], body.as_bytes());
+        assert_eq!(r.status, 200, "{stdin_bytes}");
+        let v = r.json();
+        if reason == "success" {
+            assert_eq!(v["status"], "Success", "{v}");
+            assert_eq!(v["run_result"]["stdout"], format!("{stdin_bytes}\n"));
+            continue;
+        }
+        assert_eq!(
+            (v["status"].as_str(), v["message"].as_str()),
+            (Some("Failed"), Some(reason)),
+            "{v}"
+        );
+        assert_eq!(v["run_result"]["return_code"], 1, "{v}");
+        let stderr = v["run_result"]["stderr"].as_str().unwrap();
+        assert!(
+            stderr.ends_with(&format!("agentjail: {reason}\n")),
+            "{stderr}"
+        );
+    }
+    drop(s);
+    // The default policy's stdin budget is 1 MiB.
+    let s = start("127.0.0.1:0", &[]);
+    let v = post(
+        &s.target,
+        "/run_code",
+        &verl_request("print(1)", &"x".repeat(2 << 20), 10),
+    )
+    .json();
+    assert_eq!(v["message"], "invalid_action:payload_too_large", "{v}");
+    assert_eq!(v["run_result"]["return_code"], 1, "{v}");
+}
