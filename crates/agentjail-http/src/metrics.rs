@@ -113,6 +113,15 @@ impl Metrics {
     }
 }
 
+/// The unread-response budget's lines (crate::unread).
+pub fn unread(held: usize, budget: usize, dropped: u64) -> String {
+    format!(
+        "# HELP agentjail_http_unread_bytes Response bytes produced and not yet taken by their clients, over all connections.\n# TYPE agentjail_http_unread_bytes gauge\nagentjail_http_unread_bytes {held}\n\
+         # HELP agentjail_http_unread_budget_bytes --unread-budget.\n# TYPE agentjail_http_unread_budget_bytes gauge\nagentjail_http_unread_budget_bytes {budget}\n\
+         # HELP agentjail_http_unread_dropped_total Connections dropped because the unread total passed --unread-budget.\n# TYPE agentjail_http_unread_dropped_total counter\nagentjail_http_unread_dropped_total {dropped}\n"
+    )
+}
+
 fn gauges(o: &mut String, stats: &Value, in_flight: usize, connections: usize) {
     let gauge = |o: &mut String, name: &str, help: &str| {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge");

@@ -518,11 +518,16 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
         }
         Route::Stats => Ok(json_resp(StatusCode::OK, &stats(st))),
         Route::Metrics => {
-            let text = st.metrics.render(
+            let mut text = st.metrics.render(
                 &st.engine.stats(),
                 st.admitted.load(Ordering::SeqCst),
                 st.connections.load(Ordering::SeqCst),
             );
+            text.push_str(&crate::metrics::unread(
+                st.unread.held(),
+                st.unread.budget,
+                st.unread.dropped.load(Ordering::Relaxed),
+            ));
             Ok(respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4; charset=utf-8",

@@ -1631,3 +1631,111 @@ fn run_code_stdin_is_held_to_the_action_limits_with_their_reason() {
     assert_eq!(v["message"], "invalid_action:payload_too_large", "{v}");
     assert_eq!(v["run_result"]["return_code"], 1, "{v}");
 }
+
+/// The server's resident memory, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// One `/metrics` value by its exact name and labels.
+fn metric(t: &Target, name: &str) -> u64 {
+    let m = String::from_utf8(get(t, "/metrics").body).unwrap();
+    m.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
+}
+
+/// The unread-response budget is the server's, not a connection's: 16 clients that each
+/// ask for an 8 MiB record and never read it hold no more than the budget (4 MiB here) and
+/// one response, not 128 MiB; each but the newest is dropped (counted in /metrics, a line
+/// on stderr), and a client that reads is still answered.
+#[test]
+fn unread_responses_are_bounded_by_one_budget_over_all_connections() {
+    const N: usize = 16;
+    const BIG: usize = 8 << 20;
+    const BUDGET: u64 = 4 << 20;
+    let text = std::fs::read_to_string(JUDGE_OPEN_POLICY).unwrap();
+    let text = text.replace("stdout = \"1MiB\"", "stdout = \"9MiB\"");
+    assert!(text.contains("stdout = \"9MiB\""));
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("big.toml");
+    std::fs::write(&policy, text).unwrap();
+    let policy = policy.display().to_string();
+    // A unix socket: its buffers take ~200 KiB, so a client that does not read leaves nearly
+    // all of its 8 MiB with the server (loopback TCP buffers could take several MiB).
+    // A fixed mmap threshold: a freed 8 MiB buffer goes back to the kernel at once, so RSS
+    // shows what the server holds rather than what glibc's heap keeps for later.
+    let s = start_cmd(
+        &[
+            "env",
+            "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576",
+            "MALLOC_MMAP_THRESHOLD_=1048576",
+            BIN,
+        ],
+        "unix:{dir}/http.sock",
+        &["--policy", &policy, "--unread-budget", "4MiB", "-j", "2"],
+    );
+    let t = &s.target;
+    let big = json!({"id": "t", "language": "python", "entrypoint": "main.py",
+                     "code": format!("import sys\nsys.stdout.write('x' * {BIG})"),
+                     "output_mode": "text"})
+    .to_string();
+    // Warm up: one big record read whole, so the baseline has its allocations in it.
+    let r = request(t, "POST", "/v1/run", &[], big.as_bytes());
+    assert_eq!(
+        r.json()["execution"]["stdout_bytes"],
+        BIG,
+        "the record is big"
+    );
+    let base = rss(s.pid());
+
+    let raw = format!(
+        "POST /v1/run HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{big}",
+        big.len()
+    );
+    let mut silent = Vec::new();
+    for _ in 0..N {
+        let mut c = connect(t);
+        c.write_all(raw.as_bytes()).unwrap();
+        silent.push(c);
+    }
+    eventually("every job has its record", || {
+        let done = metric(t, "agentjail_jobs_total{stop_reason=\"success\"}");
+        (done < 1 + N as u64).then(|| format!("{done} of {}", 1 + N))
+    });
+    // A job's record is counted before its response is handed over: wait for the drops.
+    eventually("all but the newest silent client are dropped", || {
+        let dropped = metric(t, "agentjail_http_unread_dropped_total");
+        (dropped < N as u64 - 1).then(|| format!("{dropped} dropped"))
+    });
+    let dropped = metric(t, "agentjail_http_unread_dropped_total");
+    let grown = rss(s.pid()).saturating_sub(base);
+    eprintln!("{N} silent clients: the server grew {grown} bytes, {dropped} dropped");
+    let bound = BUDGET + BIG as u64 + (48 << 20);
+    assert!(
+        grown < bound,
+        "{N} unread {BIG}-byte records grew the server by {grown} bytes (bound {bound})"
+    );
+    assert_eq!(dropped, N as u64 - 1, "all but the newest are dropped");
+    // A client that reads is answered (and its answer drops the last silent one).
+    let r = request(t, "POST", "/v1/run", &[], big.as_bytes());
+    assert_eq!(r.json()["execution"]["stdout_bytes"], BIG);
+    assert_eq!(metric(t, "agentjail_http_unread_dropped_total"), N as u64);
+    // Every silent client finds its connection closed: it never gets a whole record.
+    for mut c in silent {
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got);
+        assert!(
+            got.len() < BIG,
+            "a dropped connection was still sent its record"
+        );
+    }
+    assert_eq!(get(t, "/healthz").status, 200);
+}
