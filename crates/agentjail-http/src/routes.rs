@@ -517,29 +517,32 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
             .await
         }
         Route::Stats => Ok(json_resp(StatusCode::OK, &stats(st))),
-        Route::Metrics => {
-            let mut text = st.metrics.render(
-                &st.engine.stats(),
-                st.admitted.load(Ordering::SeqCst),
-                st.connections.load(Ordering::SeqCst),
-            );
-            text.push_str(&crate::metrics::unread(
-                st.unread.held(),
-                st.unread.budget,
-                st.unread.dropped.load(Ordering::Relaxed),
-            ));
-            Ok(respond(
-                StatusCode::OK,
-                "text/plain; version=0.0.4; charset=utf-8",
-                text.into_bytes(),
-            ))
-        }
+        Route::Metrics => Ok(respond(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            metrics_text(st).into_bytes(),
+        )),
         Route::RunCode => Ok(run_code(st, caller, body, started).await),
         Route::Healthz => Ok(json_resp(StatusCode::OK, &json!({"ok": true}))),
         // Answered by crate::workspaces::dispatch.
         _ => Ok(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     };
     answer.unwrap_or_else(|resp| resp)
+}
+
+/// `GET /metrics`' text: the counters, the engine's gauges, the unread budget's.
+fn metrics_text(st: &State) -> String {
+    let mut text = st.metrics.render(
+        &st.engine.stats(),
+        st.admitted.load(Ordering::SeqCst),
+        st.connections.load(Ordering::SeqCst),
+    );
+    text.push_str(&crate::metrics::unread(
+        st.unread.held(),
+        st.unread.budget,
+        st.unread.dropped.load(Ordering::Relaxed),
+    ));
+    text
 }
 
 fn stats(st: &State) -> Value {

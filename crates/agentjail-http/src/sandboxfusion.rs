@@ -281,6 +281,21 @@ pub fn signal_number(name: &str) -> Option<i32> {
     (1..=64).find(|n| agentjail::verdict::signal_name(*n) == name)
 }
 
+/// A program's return code as a Python subprocess reports it: its exit code, or the
+/// negative number of the signal that killed it (the record names the signal, "SIGSEGV"),
+/// else 1.
+fn return_code(exec: &Value) -> i64 {
+    exec["exit_code"]
+        .as_i64()
+        .or_else(|| {
+            exec["signal"]
+                .as_str()
+                .and_then(signal_number)
+                .map(|n| -i64::from(n))
+        })
+        .unwrap_or(1)
+}
+
 /// How a record answers: the HTTP status and the `RunCodeResponse`.
 pub fn respond(record: &Value, fetch_files: &[String], pod: &str) -> (u16, Value) {
     let reason = record["stop_reason"].as_str().unwrap_or("");
@@ -320,17 +335,7 @@ pub fn respond(record: &Value, fetch_files: &[String], pod: &str) -> (u16, Value
         | "code_output_too_large"
         | "code_stderr_too_large"
         | "code_forbidden_syscall" => {
-            // Killed by a signal: the negative signal number (a Python subprocess's way). The
-            // record names the signal ("SIGSEGV"); its number is the host's.
-            let rc = exec["exit_code"]
-                .as_i64()
-                .or_else(|| {
-                    exec["signal"]
-                        .as_str()
-                        .and_then(signal_number)
-                        .map(|n| -i64::from(n))
-                })
-                .or(Some(1));
+            let rc = Some(return_code(exec));
             let stderr = if kind == "code_runtime_error" {
                 text("stderr")
             } else {
