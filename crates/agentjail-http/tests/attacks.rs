@@ -15,11 +15,26 @@ use std::process::{Command, Stdio};
 use support::*;
 
 /// A program a signal killed answers `return_code` −signal, as a Python subprocess reports
-/// it (and as SandboxFusion does): a real segfault, a real abort, a real SIGKILL.
+/// it (and as SandboxFusion does): a real segfault, a real abort, a real SIGKILL, with the
+/// server run as root and as nobody (uid 65534: no delegated cgroup, other controls).
 #[test]
 fn run_code_answers_a_program_killed_by_a_signal_with_minus_the_signal() {
-    let s = start("127.0.0.1:0", &["--policy", JUDGE_OPEN_POLICY]);
-    let t = &s.target;
+    let root = [BIN];
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+        BIN,
+    ];
+    for who in [&root[..], &nobody[..]] {
+        let s = start_cmd(who, "127.0.0.1:0", &["--policy", JUDGE_OPEN_POLICY]);
+        killed_programs_answer_minus_the_signal(&s.target);
+    }
+}
+
+fn killed_programs_answer_minus_the_signal(t: &Target) {
     for (code, reason, rc) in [
         (
             "import ctypes\nctypes.string_at(0)",
