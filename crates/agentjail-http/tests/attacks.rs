@@ -581,3 +581,16 @@ fn unread_responses_are_bounded_by_one_budget_over_all_connections() {
     }
     assert_eq!(get(t, "/healthz").status, 200);
 }
+
+/// A budget too small to send ordinary answers, or not a size, stops the server at start.
+#[test]
+fn a_bad_unread_budget_is_refused_at_start() {
+    for (budget, says) in [
+        ("1000", "--unread-budget 1000 is below the least"),
+        ("lots", "--unread-budget:"),
+    ] {
+        let (code, err) = refused(&["serve", "--http", "127.0.0.1:0", "--unread-budget", budget]);
+        assert_eq!(code, 2, "{budget}: {err}");
+        assert!(err.contains(says), "{budget}: {err}");
+    }
+}
