@@ -8,8 +8,10 @@
 //! has taken since. Past the budget the connections stalled longest (whose socket took
 //! nothing for the longest time) are dropped, their held responses freed, until the total is
 //! within the budget again; the connection whose response just pushed it over is never the
-//! one dropped (a single response is bounded by the body and record limits). Each drop is a
-//! line on stderr and `agentjail_http_unread_dropped_total`.
+//! one dropped (a single response is bounded by the body and record limits). A response
+//! larger than the budget is therefore sent only while no other answer is made: the budget
+//! is meant to hold many of the largest responses (the default, 256 MiB, holds 8 of 32 MiB).
+//! Each drop is a line on stderr and `agentjail_http_unread_dropped_total`.
 //!
 //! A job the dropped connection had already pipelined is not stopped (as for a client that
 //! hangs up, REFERENCE "HTTP"): it ends within the policy's limits and its answer is dropped.
@@ -128,12 +130,13 @@ impl Unread {
             let Some(v) = victim else { break };
             v.dropped.store(true, Ordering::SeqCst);
             let held = v.pending.load(Ordering::SeqCst);
+            let total = self.held();
             self.release(&v, usize::MAX);
             self.dropped.fetch_add(1, Ordering::Relaxed);
             dropped += 1;
             eprintln!(
                 "agentjail: dropped an HTTP connection whose client took none of its {held} unread response bytes for the longest: the server held {} unread bytes over all connections, more than --unread-budget {}",
-                self.held() + held,
+                total,
                 self.budget
             );
             v.drop.notify_one();

@@ -486,6 +486,16 @@ fn rss(pid: u32) -> u64 {
     kb * 1024
 }
 
+/// Jobs answered, whatever their stop reason (a job a loaded machine slows past a limit
+/// must not leave the wait below hanging).
+fn jobs_total(t: &Target) -> u64 {
+    let m = String::from_utf8(get(t, "/metrics").body).unwrap();
+    m.lines()
+        .filter(|l| l.starts_with("agentjail_jobs_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// One `/metrics` value by its exact name and labels.
 fn metric(t: &Target, name: &str) -> u64 {
     let m = String::from_utf8(get(t, "/metrics").body).unwrap();
@@ -504,7 +514,19 @@ fn unread_responses_are_bounded_by_one_budget_over_all_connections() {
     const BIG: usize = 8 << 20;
     const BUDGET: u64 = 4 << 20;
     let text = std::fs::read_to_string(JUDGE_OPEN_POLICY).unwrap();
-    let text = text.replace("stdout = \"1MiB\"", "stdout = \"9MiB\"");
+    // Room for 8 MiB of stdout, and time for 16 such jobs on a loaded machine.
+    let text = text
+        .replace("stdout = \"1MiB\"", "stdout = \"9MiB\"")
+        .replace("wall_time_ms = 10000", "wall_time_ms = 120000")
+        .replace("cpu_time_ms = 10000", "cpu_time_ms = 120000")
+        .replace("max_seconds = 30", "max_seconds = 150");
+    for k in [
+        "wall_time_ms = 120000",
+        "cpu_time_ms = 120000",
+        "max_seconds = 150",
+    ] {
+        assert!(text.contains(k), "judge-open.toml changed: {k}");
+    }
     assert!(text.contains("stdout = \"9MiB\""));
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("big.toml");
@@ -549,7 +571,7 @@ fn unread_responses_are_bounded_by_one_budget_over_all_connections() {
         silent.push(c);
     }
     eventually("every job has its record", || {
-        let done = metric(t, "agentjail_jobs_total{stop_reason=\"success\"}");
+        let done = jobs_total(t);
         (done < 1 + N as u64).then(|| format!("{done} of {}", 1 + N))
     });
     // A job's record is counted before its response is handed over: wait for the drops.
@@ -565,7 +587,12 @@ fn unread_responses_are_bounded_by_one_budget_over_all_connections() {
         grown < bound,
         "{N} unread {BIG}-byte records grew the server by {grown} bytes (bound {bound})"
     );
-    assert_eq!(dropped, N as u64 - 1, "all but the newest are dropped");
+    // The newest may go too: the test's own /metrics answers push the total past the
+    // budget while it still holds 8 MiB.
+    assert!(
+        dropped >= N as u64 - 1,
+        "all but the newest are dropped: {dropped}"
+    );
     // A client that reads is answered (and its answer drops the last silent one).
     let r = request(t, "POST", "/v1/run", &[], big.as_bytes());
     assert_eq!(r.json()["execution"]["stdout_bytes"], BIG);
