@@ -223,11 +223,16 @@ pub fn token_file(dir: &Path, mode: u32) -> PathBuf {
 }
 
 /// Wait (within PATIENCE) until `f` holds.
-pub fn eventually(what: &str, mut f: impl FnMut() -> Option<String>) {
+pub fn eventually(what: &str, f: impl FnMut() -> Option<String>) {
+    eventually_within(PATIENCE, what, f)
+}
+
+/// Wait (within `patience`: a bound only a hang reaches) until `f` holds.
+pub fn eventually_within(patience: Duration, what: &str, mut f: impl FnMut() -> Option<String>) {
     let start = std::time::Instant::now();
     loop {
         let Some(why) = f() else { return };
-        assert!(start.elapsed() < PATIENCE, "{what}: {why}");
+        assert!(start.elapsed() < patience, "{what}: {why}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
