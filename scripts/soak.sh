@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # soak.sh [RUNS] — run RUNS mixed agentjail runs (every way a run can end) with 4 in flight
-# and RUNS/4 attacked session calls (scripts/soak-sessions.py) and RUNS/20 workspaces
-# (scripts/soak-workspaces.py), then compare the host's
+# and RUNS/4 attacked session calls (scripts/soak-sessions.py), RUNS/20 workspaces
+# (scripts/soak-workspaces.py) and RUNS/50 rounds of HTTP callers (scripts/soak-http.py),
+# then compare the host's
 # processes, mounts, cgroups and temp entries with before.
 # Prints the figures; exits non-zero when anything was left behind or a run misbehaved.
 set -euo pipefail
@@ -70,6 +71,11 @@ done
 # Workspaces: one `serve` under policies/workspace.toml, one workspace per 20 runs, every
 # kind of command (scripts/soak-workspaces.py says which), some left for SIGTERM to close.
 /usr/bin/python3 scripts/soak-workspaces.py "$bin" $(( (runs + 19) / 20 )) || bad=$((bad + 1))
+# HTTP: `serve --http` on loopback with and without tokens, one round per 50 runs (a run
+# and a session call as one token, another token and no token refused, tokenless sessions
+# refused), then clients that never read past a 1 MiB --unread-budget
+# (scripts/soak-http.py says what is checked; ~10 s at 1000 runs).
+/usr/bin/python3 scripts/soak-http.py "$bin" $(( (runs + 49) / 50 )) || bad=$((bad + 1))
 end=$(date +%s.%N)
 # A server exits only once its jails' processes are gone and reaped (tests/frontends/serve
 # /workspace.rs, sigterm_exits_only_after_every_workspace_process_is_gone), so the first

@@ -115,6 +115,9 @@ pub enum Command {
         /// With --http, inside a pod: start one workspace the server owns and serve it at the Kubernetes agent-sandbox runtime's routes (GET /, POST /execute, POST /upload, GET /download|list|exists/PATH).
         #[arg(long, requires = "http")]
         pod_workspace: bool,
+        /// With --http: the most response bytes produced and not yet taken by their clients, over all connections together (bytes, or 64MiB / 1GiB; default 256MiB); past it the connections stalled longest are dropped.
+        #[arg(long, value_name = "BYTES", requires = "http")]
+        unread_budget: Option<String>,
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,

@@ -987,6 +987,7 @@ pub fn command(command: crate::cli::Command) -> i32 {
         http,
         token_file: _,
         pod_workspace: _,
+        unread_budget: _,
     } = command
     else {
         unreachable!("serve_command is called with Command::Serve only");

@@ -7,7 +7,7 @@
 //! bytes differ or which token matched.
 
 use sha2::{Digest, Sha256};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Longest token file read.
@@ -30,16 +30,43 @@ fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// What a file that is not a regular file is, for the refusal.
+fn kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "something else"
+    }
+}
+
 impl Tokens {
     /// Read and check the token file.
     pub fn load(path: &Path) -> Result<Tokens, String> {
         let shown = path.display();
-        let file = std::fs::File::open(path).map_err(|e| format!("--token-file {shown}: {e}"))?;
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and the
+        // server would hang at start before the type below is looked at. The type is judged
+        // on the file opened (fstat), so nothing can be swapped in between.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|e| format!("--token-file {shown}: {e}"))?;
         let meta = file
             .metadata()
             .map_err(|e| format!("--token-file {shown}: {e}"))?;
         if !meta.is_file() {
-            return Err(format!("--token-file {shown} is not a regular file"));
+            return Err(format!(
+                "--token-file {shown} is {}, not a regular file: give a regular file holding one `NAME TOKEN` per line (mode 0600)",
+                kind(&meta.file_type())
+            ));
         }
         if meta.mode() & 0o077 != 0 {
             return Err(format!(

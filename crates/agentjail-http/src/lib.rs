@@ -9,4 +9,5 @@ pub mod multipart;
 pub mod routes;
 pub mod sandboxfusion;
 pub mod server;
+pub mod unread;
 pub mod workspaces;

@@ -30,6 +30,7 @@ fn main() {
         http: Some(addr),
         token_file,
         pod_workspace,
+        unread_budget,
         ..
     } = cli.command
     else {
@@ -43,6 +44,23 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let unread_budget = match unread_budget.as_deref().map(agentjail::policy::parse_bytes) {
+        None => server::DEFAULT_UNREAD_BUDGET,
+        Some(Ok(n)) if n >= server::MIN_UNREAD_BUDGET as u64 => {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }
+        Some(Ok(n)) => {
+            eprintln!(
+                "agentjail: --unread-budget {n} is below the least, {} (1 MiB): give e.g. --unread-budget 256MiB",
+                server::MIN_UNREAD_BUDGET
+            );
+            std::process::exit(2);
+        }
+        Some(Err(e)) => {
+            eprintln!("agentjail: --unread-budget: {e} (give bytes, or e.g. 256MiB, 1GiB)");
+            std::process::exit(2);
+        }
+    };
     std::process::exit(server::serve(server::Args {
         engine: engine.config(loaded),
         jobs: jobs.unwrap_or_else(agentjail::engine::default_jobs),
@@ -50,5 +68,6 @@ fn main() {
         token_file,
         audit_log,
         pod_workspace,
+        unread_budget,
     }));
 }

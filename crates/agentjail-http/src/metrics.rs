@@ -26,6 +26,8 @@ pub struct Metrics {
     pub refused_saturated: AtomicU64,
     pub refused_unauthorized: AtomicU64,
     pub refused_too_large: AtomicU64,
+    /// Session and workspace routes over tokenless TCP (403).
+    pub refused_anonymous: AtomicU64,
     pub bad_requests: AtomicU64,
 }
 
@@ -97,6 +99,7 @@ impl Metrics {
             ("saturated", &self.refused_saturated),
             ("unauthorized", &self.refused_unauthorized),
             ("too_large", &self.refused_too_large),
+            ("unidentified", &self.refused_anonymous),
             ("bad_request", &self.bad_requests),
         ] {
             let _ = writeln!(
@@ -108,6 +111,15 @@ impl Metrics {
         gauges(&mut o, stats, in_flight, connections);
         o
     }
+}
+
+/// The unread-response budget's lines (crate::unread).
+pub fn unread(held: usize, budget: usize, dropped: u64) -> String {
+    format!(
+        "# HELP agentjail_http_unread_bytes Response bytes produced and not yet taken by their clients, over all connections.\n# TYPE agentjail_http_unread_bytes gauge\nagentjail_http_unread_bytes {held}\n\
+         # HELP agentjail_http_unread_budget_bytes --unread-budget.\n# TYPE agentjail_http_unread_budget_bytes gauge\nagentjail_http_unread_budget_bytes {budget}\n\
+         # HELP agentjail_http_unread_dropped_total Connections dropped because the unread total passed --unread-budget.\n# TYPE agentjail_http_unread_dropped_total counter\nagentjail_http_unread_dropped_total {dropped}\n"
+    )
 }
 
 fn gauges(o: &mut String, stats: &Value, in_flight: usize, connections: usize) {

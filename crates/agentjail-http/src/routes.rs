@@ -203,6 +203,15 @@ impl Route {
         )
     }
 
+    /// Whether the route creates or uses state that outlives the request (a session, a
+    /// workspace, the pod's workspace): such state needs a caller who can be told apart.
+    pub fn keeps_state(&self) -> bool {
+        matches!(
+            self,
+            Route::SessionStart | Route::SessionExec(_) | Route::SessionClose(_)
+        ) || self.is_workspace()
+    }
+
     fn is_workspace(&self) -> bool {
         matches!(
             self,
@@ -224,7 +233,14 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Whose sessions these are: the token's, else the uid's, else every anonymous caller's.
+    /// Whether this caller can be told apart from another local user: a token, or a unix
+    /// socket's peer uid. Tokenless TCP is every local user at once.
+    pub fn identified(&self) -> bool {
+        self.token.is_some() || self.uid.is_some()
+    }
+
+    /// Whose sessions these are: the token's, else the uid's (an anonymous caller has none:
+    /// [`refuse_anonymous_state`]).
     pub fn key(&self) -> String {
         match (&self.token, self.uid) {
             (Some(t), _) => format!("token:{t}"),
@@ -243,6 +259,18 @@ impl Caller {
         }
         v
     }
+}
+
+/// A session or workspace route over TCP without tokens: 403. Over tokenless TCP every
+/// local user (uid 65534 included) is the same caller, so a session or workspace one of
+/// them opened would be every other's to use; only requests that keep no state are served.
+pub fn refuse_anonymous_state(st: &State) -> Resp {
+    st.metrics.refused_anonymous.fetch_add(1, Ordering::Relaxed);
+    error(
+        StatusCode::FORBIDDEN,
+        "caller_unidentified",
+        "sessions and workspaces need a caller this server can tell apart from other local users, and over TCP without tokens every local user is the same caller: start the server with --token-file FILE and send `Authorization: Bearer TOKEN`, or serve on a unix socket (--http unix:PATH: the peer's uid is the caller); /v1/run, /v1/check and /run_code need neither",
+    )
 }
 
 /// An admitted request's slot, given back when it is answered.
@@ -299,6 +327,11 @@ pub async fn handle(st: Arc<State>, uid: Option<u32>, req: Request<Incoming>) ->
         }
     };
     let caller = Caller { token, uid };
+    // Without --pod-workspace the runtime's routes are not there at all: 404 below.
+    let absent = r.is_pod() && st.pod_workspace.is_none();
+    if r.keeps_state() && !absent && !caller.identified() {
+        return refuse_anonymous_state(&st);
+    }
     // What reads no body and runs nothing answers even when the server is saturated: an
     // operator needs /metrics and /v1/stats most then.
     if matches!(r, Route::Stats | Route::Metrics) {
@@ -486,24 +519,32 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
             .await
         }
         Route::Stats => Ok(json_resp(StatusCode::OK, &stats(st))),
-        Route::Metrics => {
-            let text = st.metrics.render(
-                &st.engine.stats(),
-                st.admitted.load(Ordering::SeqCst),
-                st.connections.load(Ordering::SeqCst),
-            );
-            Ok(respond(
-                StatusCode::OK,
-                "text/plain; version=0.0.4; charset=utf-8",
-                text.into_bytes(),
-            ))
-        }
+        Route::Metrics => Ok(respond(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            metrics_text(st).into_bytes(),
+        )),
         Route::RunCode => Ok(run_code(st, caller, body, started).await),
         Route::Healthz => Ok(json_resp(StatusCode::OK, &json!({"ok": true}))),
         // Answered by crate::workspaces::dispatch.
         _ => Ok(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     };
     answer.unwrap_or_else(|resp| resp)
+}
+
+/// `GET /metrics`' text: the counters, the engine's gauges, the unread budget's.
+fn metrics_text(st: &State) -> String {
+    let mut text = st.metrics.render(
+        &st.engine.stats(),
+        st.admitted.load(Ordering::SeqCst),
+        st.connections.load(Ordering::SeqCst),
+    );
+    text.push_str(&crate::metrics::unread(
+        st.unread.held(),
+        st.unread.budget,
+        st.unread.dropped.load(Ordering::Relaxed),
+    ));
+    text
 }
 
 fn stats(st: &State) -> Value {

@@ -275,6 +275,27 @@ fn fetched(record: &Value, fetch_files: &[String]) -> Map<String, Value> {
     files
 }
 
+/// The number of the signal a record names (`"SIGSEGV"` → 11): the inverse of the record's
+/// one number → name map (agentjail::verdict::signal_name, `SIG<n>` past the named ones).
+pub fn signal_number(name: &str) -> Option<i32> {
+    (1..=64).find(|n| agentjail::verdict::signal_name(*n) == name)
+}
+
+/// A program's return code as a Python subprocess reports it: its exit code, or the
+/// negative number of the signal that killed it (the record names the signal, "SIGSEGV"),
+/// else 1.
+fn return_code(exec: &Value) -> i64 {
+    exec["exit_code"]
+        .as_i64()
+        .or_else(|| {
+            exec["signal"]
+                .as_str()
+                .and_then(signal_number)
+                .map(|n| -i64::from(n))
+        })
+        .unwrap_or(1)
+}
+
 /// How a record answers: the HTTP status and the `RunCodeResponse`.
 pub fn respond(record: &Value, fetch_files: &[String], pod: &str) -> (u16, Value) {
     let reason = record["stop_reason"].as_str().unwrap_or("");
@@ -314,11 +335,7 @@ pub fn respond(record: &Value, fetch_files: &[String], pod: &str) -> (u16, Value
         | "code_output_too_large"
         | "code_stderr_too_large"
         | "code_forbidden_syscall" => {
-            // Killed by a signal: the negative signal number (a Python subprocess's way).
-            let rc = exec["exit_code"]
-                .as_i64()
-                .or_else(|| exec["signal"].as_i64().map(|s| -s))
-                .or(Some(1));
+            let rc = Some(return_code(exec));
             let stderr = if kind == "code_runtime_error" {
                 text("stderr")
             } else {
@@ -457,8 +474,23 @@ mod tests {
             ),
             (Some("Failed"), Some(3))
         );
-        let (_, b) = respond(&rec("code_killed:SIGSEGV", json!({"signal": 11})), &[], "p");
-        assert_eq!(b["run_result"]["return_code"].as_i64(), Some(-11));
+        // As a real record has it: the signal by name, no exit code.
+        for (name, rc) in [
+            ("SIGSEGV", -11),
+            ("SIGKILL", -9),
+            ("SIGABRT", -6),
+            ("SIGSYS", -31),
+        ] {
+            let (_, b) = respond(
+                &rec(
+                    &format!("code_killed:{name}"),
+                    json!({"exit_code": null, "signal": name}),
+                ),
+                &[],
+                "p",
+            );
+            assert_eq!(b["run_result"]["return_code"].as_i64(), Some(rc), "{name}");
+        }
         let (_, b) = respond(
             &rec("policy_block:static_policy_violation:x", Value::Null),
             &[],

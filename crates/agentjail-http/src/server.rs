@@ -1,8 +1,8 @@
 //! The listener, the connections and their bounds, and the shutdown.
 //!
-//! Bounds (each answered, never a hang and never a crash): a connection's request head at
-//! most [`MAX_HEADER_BYTES`] (431 past it) read within [`HEADER_TIMEOUT`] (the connection
-//! is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
+//! Bounds (each answered, never a hang and never a crash): a request head at most
+//! [`MAX_HEADER_BYTES`] and [`MAX_HEADERS`] fields (431 past either) read within
+//! [`HEADER_TIMEOUT`] (the connection is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
 //! at most [`MAX_CONNECTIONS`] connections, fewer where the file limit is lower (more are
 //! closed at accept); at most `jobs` requests at work and `jobs` × [`QUEUE_PER_JOB`] (at
 //! least [`MIN_ADMITTED`]) admitted (more get 429 with `Retry-After`); sessions per caller
@@ -26,7 +26,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
+/// A request head's most bytes: the request line, the header lines and the blank line.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// A request head's most header fields.
+pub const MAX_HEADERS: usize = 100;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most connections at once, whatever the file limit allows.
@@ -38,6 +41,11 @@ pub const QUEUE_PER_JOB: usize = 8;
 /// ...and at least this many: verl sends up to 256 requests at once by default
 /// (`sandbox_fusion.max_concurrent`) and takes a 429 as a failed test case, not a retry.
 pub const MIN_ADMITTED: usize = 512;
+/// `--unread-budget`'s default: response bytes held for clients that have not taken them,
+/// over all connections (crate::unread).
+pub const DEFAULT_UNREAD_BUDGET: usize = 256 << 20;
+/// The least `--unread-budget`: below it a few ordinary answers would drop each other.
+pub const MIN_UNREAD_BUDGET: usize = 1 << 20;
 /// How long answers in progress may finish after SIGTERM before their jobs are stopped.
 pub const GRACE: Duration = agentjail::serve::GRACE;
 
@@ -49,6 +57,8 @@ pub struct Args {
     pub audit_log: Option<PathBuf>,
     /// `--pod-workspace`: one workspace the server owns, at the agent-sandbox runtime routes.
     pub pod_workspace: bool,
+    /// `--unread-budget`.
+    pub unread_budget: usize,
 }
 
 /// Where to listen.
@@ -89,6 +99,7 @@ pub struct State {
     pub pod: String,
     /// With `--pod-workspace`: the workspace the runtime routes use.
     pub pod_workspace: Option<crate::workspaces::PodWorkspace>,
+    pub unread: Arc<crate::unread::Unread>,
 }
 
 impl State {
@@ -256,6 +267,7 @@ pub fn serve(args: Args) -> i32 {
         owners: Mutex::new(HashMap::new()),
         pod: hostname(),
         pod_workspace,
+        unread: Arc::new(crate::unread::Unread::new(args.unread_budget)),
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let watcher = std::thread::Builder::new()
@@ -350,19 +362,48 @@ fn connection<I>(
     }
     let counted = Counted(Arc::clone(state));
     let st = Arc::clone(state);
+    let out = state.unread.open();
+    let conn_out = Arc::clone(&out);
     let service = hyper::service::service_fn(move |req| {
         let st = Arc::clone(&st);
-        async move { Ok::<_, std::convert::Infallible>(crate::routes::handle(st, uid, req).await) }
+        let out = Arc::clone(&conn_out);
+        async move {
+            let resp = crate::routes::handle(Arc::clone(&st), uid, req).await;
+            // From here until the socket takes it, the response counts against the budget.
+            let n = hyper::body::Body::size_hint(resp.body())
+                .exact()
+                .unwrap_or(0);
+            st.unread
+                .produced(&out, usize::try_from(n).unwrap_or(usize::MAX));
+            Ok::<_, std::convert::Infallible>(resp)
+        }
     });
+    let io = crate::unread::Metered {
+        io,
+        out: Arc::clone(&out),
+        unread: Arc::clone(&state.unread),
+    };
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
-        .max_buf_size(MAX_HEADER_BYTES);
+        // The head's own limit, exact: hyper measures the parsed head (request line, header
+        // lines, the blank line). The read buffer's size alone is no head limit: a read may
+        // fill it past its max before a head completes (heads of ~114 KB were served).
+        .max_header_size(MAX_HEADER_BYTES)
+        .max_headers(MAX_HEADERS)
+        // An incomplete head may not grow the buffer past the limit either.
+        .max_buf_size(MAX_HEADER_BYTES + 1);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     let watched = graceful.watch(conn);
+    let unread = Arc::clone(&state.unread);
     tokio::spawn(async move {
-        let _ = watched.await;
+        tokio::select! {
+            _ = watched => {}
+            // Dropped for the budget: the connection (and the response it held) goes now.
+            _ = out.drop.notified() => {}
+        }
+        unread.forget(&out);
         drop(counted);
     });
 }

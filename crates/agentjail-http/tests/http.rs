@@ -11,212 +11,18 @@
 #[path = "../../../tests/common/site.rs"]
 mod site;
 
+mod support;
+
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-const BIN: &str = env!("CARGO_BIN_EXE_agentjail-http");
-/// How long a test waits for anything before calling the server hung.
-const PATIENCE: Duration = Duration::from_secs(120);
-
-#[derive(Clone)]
-enum Target {
-    Tcp(String),
-    Unix(PathBuf),
-}
-
-struct Server {
-    child: Child,
-    target: Target,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-/// Start `agentjail-http serve --http ADDR EXTRA...` and wait for its "serving" line.
-/// `addr` may name `{dir}` (the test's scratch directory).
-fn start(addr: &str, extra: &[&str]) -> Server {
-    start_with(BIN, addr, extra)
-}
-
-fn start_with(bin: &str, addr: &str, extra: &[&str]) -> Server {
-    start_cmd(&[bin], addr, extra)
-}
-
-/// As `start`, the binary run by `cmd` (the binary, or a wrapper and its arguments).
-fn start_cmd(cmd: &[&str], addr: &str, extra: &[&str]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let addr = addr.replace("{dir}", &dir.path().display().to_string());
-    let extra: Vec<String> = extra
-        .iter()
-        .map(|a| a.replace("{dir}", &dir.path().display().to_string()))
-        .collect();
-    let mut child = Command::new(cmd[0])
-        .args(&cmd[1..])
-        .args(["serve", "--http", &addr])
-        .args(&extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { return };
-            eprintln!("[server] {line}");
-            let _ = tx.send(line);
-        }
-    });
-    loop {
-        let Ok(line) = rx.recv_timeout(PATIENCE) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{addr}: the server never said it was serving");
-        };
-        if let Some(a) = line.strip_prefix("agentjail: serving HTTP on ") {
-            let target = match a.strip_prefix("unix:") {
-                Some(p) => Target::Unix(PathBuf::from(p)),
-                None => Target::Tcp(a.to_string()),
-            };
-            return Server {
-                child,
-                target,
-                _dir: dir,
-            };
-        }
-    }
-}
-
-/// Run the binary expecting it to refuse to start: its exit status and stderr.
-fn refused(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-trait Stream: Read + Write {}
-impl<T: Read + Write> Stream for T {}
-
-fn connect(t: &Target) -> Box<dyn Stream> {
-    match t {
-        Target::Tcp(a) => {
-            let s = std::net::TcpStream::connect(a).unwrap();
-            s.set_read_timeout(Some(PATIENCE)).unwrap();
-            Box::new(s)
-        }
-        Target::Unix(p) => {
-            let s = std::os::unix::net::UnixStream::connect(p).unwrap();
-            s.set_read_timeout(Some(PATIENCE)).unwrap();
-            Box::new(s)
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    head: String,
-    body: Vec<u8>,
-}
-
-impl Resp {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
-    }
-
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-        })
-    }
-}
-
-/// Read one whole response (the server is asked to close after it).
-fn read_response(s: &mut dyn Stream) -> Resp {
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)));
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    Resp {
-        status,
-        head,
-        body: raw[split + 4..].to_vec(),
-    }
-}
-
-fn request(t: &Target, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
-    let mut s = connect(t);
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    read_response(&mut *s)
-}
-
-fn get(t: &Target, path: &str) -> Resp {
-    request(t, "GET", path, &[], b"")
-}
-
-fn post(t: &Target, path: &str, body: &Value) -> Resp {
-    request(t, "POST", path, &[], body.to_string().as_bytes())
-}
-
-fn action(code: &str) -> Value {
-    json!({"id": "t", "language": "python", "entrypoint": "main.py", "code": code, "input_payload": {}})
-}
-
-/// The exact body verl's sandbox_fusion client posts (verl/utils/reward_score/
-/// sandbox_fusion/utils.py): these keys, these types.
-fn verl_request(code: &str, stdin: &str, run_timeout: u64) -> Value {
-    json!({
-        "compile_timeout": 10,
-        "run_timeout": run_timeout,
-        "code": code,
-        "stdin": stdin,
-        "memory_limit_MB": 1024,
-        "language": "python",
-        "files": {},
-        "fetch_files": [],
-    })
-}
+use std::path::Path;
+use std::process::Command;
+use support::*;
 
 #[test]
 fn the_native_routes_run_check_sessions_stats_and_metrics() {
-    let s = start("127.0.0.1:0", &[]);
+    let s = start("unix:{dir}/http.sock", &[]);
     let t = &s.target;
     assert_eq!(get(t, "/healthz").json(), json!({"ok": true}));
 
@@ -343,17 +149,6 @@ fn run_code_answers_verls_golden_request_as_sandboxfusion_does() {
     let r = request(t, "POST", "/run_code", &[], b"{not json");
     assert_eq!(r.status, 422);
     assert_eq!(r.json()["detail"][0]["type"], "json_invalid");
-}
-
-fn token_file(dir: &Path, mode: u32) -> PathBuf {
-    let p = dir.join("tokens");
-    std::fs::write(
-        &p,
-        "# name token\nalice aaaaaaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbbbbbb\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
-    p
 }
 
 #[test]
@@ -660,16 +455,6 @@ fn settled(st: &Value) -> bool {
         .all(|p| p["ready"] == p["target"] && p["starting"] == 0)
 }
 
-/// Wait (within PATIENCE) until `f` holds.
-fn eventually(what: &str, mut f: impl FnMut() -> Option<String>) {
-    let start = std::time::Instant::now();
-    loop {
-        let Some(why) = f() else { return };
-        assert!(start.elapsed() < PATIENCE, "{what}: {why}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// 10,000 connections at once against a server bounded at 8,000: half stall in a request
 /// head, half send nothing. The server stays up; it sheds what is past its bound at accept
 /// and cuts every held one at its header timeout (docs/REFERENCE.md "HTTP"), so a real
@@ -902,13 +687,10 @@ fn agentjail_serve_http_execs_this_binary() {
     assert_eq!(get(&s.target, "/healthz").json(), json!({"ok": true}));
 }
 
-const WORKSPACE_POLICY: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/workspace.toml");
-
 #[test]
 fn workspaces_keep_files_and_run_commands_across_requests() {
     let s = start(
-        "127.0.0.1:0",
+        "unix:{dir}/http.sock",
         &["--policy", WORKSPACE_POLICY, "--pool", "1"],
     );
     let t = &s.target;
@@ -1022,7 +804,7 @@ fn multipart(filename: &str, content: &[u8]) -> (String, Vec<u8>) {
 #[test]
 fn the_pod_workspace_speaks_the_agent_sandbox_runtime() {
     let s = start(
-        "127.0.0.1:0",
+        "unix:{dir}/http.sock",
         &[
             "--policy",
             WORKSPACE_POLICY,
@@ -1131,7 +913,7 @@ fn the_allowlist_holds_through_run_and_sessions() {
     let policy = dir.path().join("net.toml");
     std::fs::write(&policy, site::default_policy_text(&default, "http-net")).unwrap();
     let policy = policy.display().to_string();
-    let mut s = start("127.0.0.1:0", &["--policy", &policy]);
+    let mut s = start("unix:{dir}/http.sock", &["--policy", &policy]);
     let t = &s.target;
     let want = [
         ("localhost".to_string(), true, "ok".to_string()),
