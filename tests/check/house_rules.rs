@@ -5,7 +5,7 @@ use std::process::Command;
 
 fn findings(test_source: &str) -> String {
     let d = tempfile::Builder::new()
-        .prefix("agentjail-house-")
+        .prefix("house-rules-test-")
         .tempdir()
         .unwrap();
     for sub in ["src", "crates", "tests/jail"] {
