@@ -171,6 +171,19 @@ pub fn spawn_keeping(
         p.clone_flags
     };
     let (pid, pidfd) = clone_child(p, &fds, clone_flags, cgroup_fd).map_err(|e| (e, None))?;
+    // Before the handshake releases the child: nothing of the jail runs yet, and every
+    // process it makes inherits the mask.
+    if let Some(n) = p.pin_cpus {
+        if let Err(e) = crate::affinity::pin(pid, n) {
+            let e = SetupError::new(
+                "sched_setaffinity",
+                Some(e),
+                "no cpu cgroup: the jail is pinned to the plan's CPUs instead, and pinning failed; \
+                 run with a delegated cpu cgroup (systemd Delegate=yes) or check agentjail's own CPU affinity",
+            );
+            return Err((e, Some(pidfd)));
+        }
+    }
     let Pipes {
         stdin,
         stdout,
