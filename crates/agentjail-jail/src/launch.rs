@@ -166,7 +166,7 @@ fn prepare_jail(
                 "cpu_parallelism",
                 ControlState::Enforced,
                 "sched_setaffinity",
-                &format!(
+                format!(
                     "no cpu cgroup: the jail is pinned to {n} of the CPUs agentjail may use (round-robin, so concurrent jails spread), in place of cpu.max's {n}-CPU bandwidth cap; the program's sched_setaffinity is refused with EPERM"
                 ),
             ));
