@@ -224,28 +224,30 @@ fn expand_origin(dir: &str, object: &Path) -> PathBuf {
     )
 }
 
-/// Where ld.so finds `name`, needed by `object` (of executable `exe`), on the host.
+/// Where ld.so finds `name`, needed by `object` (of executable `exe`): the first candidate
+/// on the host, and the first one the jail has (ld.so in the jail skips a directory the
+/// jail lacks and tries the next), each None when there is none.
 fn locate(
     name: &str,
-    object: &Path,
-    d: &Dynamic,
-    exe: &Dynamic,
-    exe_path: &Path,
-) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if d.runpath.is_empty() {
-        dirs.extend(d.rpath.iter().map(|r| expand_origin(r, object)));
-        dirs.extend(exe.rpath.iter().map(|r| expand_origin(r, exe_path)));
-    }
-    dirs.extend(d.runpath.iter().map(|r| expand_origin(r, object)));
-    dirs.extend(DEFAULT_DIRS.iter().map(PathBuf::from));
-    dirs.into_iter()
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+    (object, d): (&Path, &Dynamic),
+    (exe_path, exe): (&Path, &Dynamic),
+    binds: &[String],
+) -> (Option<PathBuf>, Option<PathBuf>) {
+    let candidates: Vec<PathBuf> = if name.contains('/') {
+        vec![PathBuf::from(name)]
+    } else {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        if d.runpath.is_empty() {
+            dirs.extend(d.rpath.iter().map(|r| expand_origin(r, object)));
+            dirs.extend(exe.rpath.iter().map(|r| expand_origin(r, exe_path)));
+        }
+        dirs.extend(d.runpath.iter().map(|r| expand_origin(r, object)));
+        dirs.extend(DEFAULT_DIRS.iter().map(PathBuf::from));
+        dirs.into_iter().map(|dir| dir.join(name)).collect()
+    };
+    let on_host: Vec<PathBuf> = candidates.into_iter().filter(|p| p.is_file()).collect();
+    let in_jail = on_host.iter().find(|p| reachable(p, binds)).cloned();
+    (on_host.into_iter().next(), in_jail)
 }
 
 /// Check `exe` and everything it loads against `binds`: the first file the jail lacks, or
@@ -275,17 +277,19 @@ pub fn first_missing(exe: &Path, binds: &[String]) -> Result<Option<Missing>, St
     let mut queue: Vec<(PathBuf, Dynamic)> = vec![(exe.to_path_buf(), top.clone())];
     while let Some((object, d)) = queue.pop() {
         for name in &d.needed {
-            let Some(found) = locate(name, &object, &d, &top, exe) else {
-                continue; // not on the host by these rules: left to the run
+            let found = match locate(name, (&object, &d), (exe, &top), binds) {
+                (_, Some(in_jail)) => in_jail,
+                (Some(host), None) => {
+                    return Ok(Some(Missing {
+                        name: name.clone(),
+                        by: object.clone(),
+                        bind: dir_of(&host),
+                        host_path: PathBuf::from(normalise(&host)),
+                    }))
+                }
+                // Not on the host by these rules: left to the run.
+                (None, None) => continue,
             };
-            if !reachable(&found, binds) {
-                return Ok(Some(Missing {
-                    name: name.clone(),
-                    by: object.clone(),
-                    bind: dir_of(&found),
-                    host_path: PathBuf::from(normalise(&found)),
-                }));
-            }
             if seen.contains(&found) || seen.len() >= MAX_OBJECTS {
                 continue;
             }
@@ -315,6 +319,9 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(first_missing(&py, &binds), Ok(None));
+        // /lib (first in the search) unbound: ld.so in the jail goes on to /usr/lib/...
+        let usr: Vec<String> = ["/usr", "/lib64"].map(String::from).to_vec();
+        assert_eq!(first_missing(&py, &usr), Ok(None));
         let m = first_missing(&py, &["/usr/bin".to_string()])
             .expect("ok")
             .expect("missing");
