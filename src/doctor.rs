@@ -300,6 +300,73 @@ pub fn probe_jail(policy: &LoadedPolicy) -> Vec<Check> {
     probe_checks(&record.value, &policy.path)
 }
 
+/// What stopped a probe jail and its fix, from the record's `error`, whose shape depends on
+/// the stop (pipeline::record::RecordError): a setup stage (`message`, `hint`), a control the
+/// policy requires and the host lacks (`control`, `detail`), or neither (the program's
+/// stderr). Never an empty reason: the README promises the failing step and its fix.
+fn probe_failure(record: &Value, stop: &str) -> (String, String) {
+    let text = |v: &Value| v.as_str().unwrap_or_default().trim().to_string();
+    let error = &record["error"];
+    let generic = "run the job with `agentjail run` and read the record's error".to_string();
+    if let Some(message) = error["message"].as_str() {
+        let hint = text(&error["hint"]);
+        return (
+            format!("{stop}: {message}"),
+            if hint.is_empty() { generic } else { hint },
+        );
+    }
+    if let Some(control) = error["control"].as_str() {
+        let detail = text(&error["detail"]);
+        let detail = if detail.is_empty() {
+            "the host cannot enforce it".to_string()
+        } else {
+            detail
+        };
+        // The jail's detail names what it tried ("cannot create a cgroup under ...") and,
+        // after "; ", how to make the host give it; the other way out is the policy's own.
+        let (step, host_fix) = match detail.split_once("; ") {
+            Some((step, fix)) => (step.to_string(), Some(fix.to_string())),
+            None => (detail.clone(), None),
+        };
+        let (section, what) = match control {
+            c if c == "cgroup" || c.starts_with("cgroup_") => (
+                "cgroup",
+                format!("a {} cgroup", c.strip_prefix("cgroup_").unwrap_or("job")),
+            ),
+            "landlock" => ("landlock", "landlock".to_string()),
+            "seccomp" => ("seccomp", "a seccomp filter".to_string()),
+            other => (other, other.to_string()),
+        };
+        let host_fix = host_fix.unwrap_or_else(|| {
+            if section == "cgroup" {
+                "run under a systemd unit with Delegate=yes (or `systemd-run --user --scope -p \
+                 Delegate=yes agentjail ...`), or as root"
+                    .to_string()
+            } else {
+                format!("see the {section} check above for what this host lacks")
+            }
+        });
+        let euid = os::process::geteuid();
+        return (
+            format!(
+                "{stop}: the policy requires {what} ([{section}] requirement = \"required\") \
+                 and this host cannot give it to uid {euid}: step `{control}`: {step}"
+            ),
+            format!(
+                "{host_fix}; or, if the job may run without it, set [{section}] requirement = \
+                 \"best_effort\" in the policy (the record then says `degraded`)"
+            ),
+        );
+    }
+    let stderr = text(&record["execution"]["stderr"]);
+    let what = if stderr.is_empty() {
+        format!("{stop} (the record has no error detail)")
+    } else {
+        format!("{stop}: {stderr}")
+    };
+    (what, generic)
+}
+
 /// The checks a probe jail's record gives.
 fn probe_checks(record: &Value, policy_path: &str) -> Vec<Check> {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -324,21 +391,13 @@ fn probe_checks(record: &Value, policy_path: &str) -> Vec<Check> {
             None,
         ));
     } else {
-        let error = &record["error"];
-        let what = match error["message"].as_str() {
-            Some(message) => format!("{stop}: {message}"),
-            None => format!("{stop}: {}", text(&record["execution"]["stderr"])),
-        };
-        let fix = error["hint"]
-            .as_str()
-            .filter(|h| !h.is_empty())
-            .unwrap_or("run the job with `agentjail run` and read the record's error");
+        let (what, fix) = probe_failure(record, &stop);
         checks.push(check(
             "probe_jail",
             false,
             true,
             format!("a jail from policy {policy_path} could not run: {what}"),
-            Some(fix),
+            Some(&fix),
         ));
     }
     // The controls exactly as the probe's record states them: a degraded or unavailable

@@ -254,11 +254,45 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
 /// `EAGAIN` is a runtime error unless the kernel's counters say a limit was hit (that is
 /// `verdict::jail_verdict`, already applied).
 fn runtime_failure(o: &Outcome) -> (StopReason, RecordError) {
+    if let Some(message) = loader_failure(o) {
+        return (
+            StopReason::SandboxUnavailable("interpreter".into()),
+            RecordError::Unavailable {
+                control: "interpreter".into(),
+                detail: format!(
+                    "the interpreter could not start in the jail (exit 127 before the runner was ready, no user code ran): the loader said \"{message}\"; add the directory of that library to filesystem.read_only (`agentjail policy show` names the libraries it can find on the host)"
+                ),
+            },
+        );
+    }
     let error = runner::error_report(&o.replies.data).unwrap_or(Value::Null);
     (
         StopReason::from_exit(o.exit_code, o.signal),
         RecordError::Runner(error),
     )
+}
+
+/// The dynamic loader's refusal to start the interpreter: exit 127, the runner never
+/// reported `ready` (which it does before it reads the job, so no user code ran), and
+/// ld.so's "error while loading shared libraries" on stderr; its line, or None. A library
+/// the policy loader could not find on the host (`policy::elfdeps`) lands here, and is the
+/// jail's failure, not the agent's code's.
+fn loader_failure(o: &Outcome) -> Option<String> {
+    // `ready` is the runner's first report, written before it reads the job.
+    let ready = String::from_utf8_lossy(&o.replies.data).lines().any(|l| {
+        matches!(
+            runner::Event::parse(l.as_bytes()),
+            Some(runner::Event::Ready)
+        )
+    });
+    if o.exit_code != Some(127) || ready {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&o.stderr.data);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(": error while loading shared libraries: "))?;
+    Some(line.chars().take(400).collect())
 }
 
 /// Phase `validate`: one JSON object, read strictly, matching the action's schema under the

@@ -6,6 +6,7 @@
 //! line and key. Limits carry their unit in the key name (`_ms`) or in the value
 //! (`"256MiB"`).
 
+pub mod elfdeps;
 mod lint;
 mod locate;
 pub mod python;
@@ -599,6 +600,7 @@ impl Policy {
         }
         let i = &self.interpreter;
         let found = python::detect(&i.python).map_err(validate::refused)?;
+        self.interpreter_can_start(&found.resolved)?;
         if let Some(given) = &i.python_version {
             if given.trim() != found.version {
                 return Err(validate::invalid_owned(
@@ -628,6 +630,46 @@ impl Policy {
             .map_err(validate::refused)?;
         self.interpreter.found = Some(found);
         Ok(())
+    }
+
+    /// The interpreter's loader and every library it loads are in the jail's binds
+    /// ([`elfdeps`]): one outside them is refused here, by name, with the bind to add,
+    /// rather than failing in every jail as the program's exit 127.
+    fn interpreter_can_start(&self, resolved: &str) -> Result<(), validate::Invalid> {
+        let binds: Vec<String> = self
+            .filesystem
+            .read_only
+            .iter()
+            .chain(
+                self.filesystem
+                    .optional
+                    .iter()
+                    .filter(|b| Path::new(b).exists()),
+            )
+            .cloned()
+            .collect();
+        let python = &self.interpreter.python;
+        match elfdeps::first_missing(Path::new(resolved), &binds) {
+            Ok(None) => Ok(()),
+            Ok(Some(m)) => Err(validate::invalid_owned(
+                "interpreter.python",
+                format!(
+                    "{python} cannot start in the jail: it needs {} (for {}), which ld.so finds on the host at {}, outside every filesystem.read_only bind",
+                    m.name,
+                    m.by.display(),
+                    m.host_path.display()
+                ),
+                format!(
+                    "add \"{}\" to filesystem.read_only (the jail has only what is bound), or use an interpreter whose libraries are under the binds",
+                    m.bind
+                ),
+            )),
+            Err(e) => Err(validate::invalid_owned(
+                "interpreter.python",
+                format!("{python}: cannot read what it loads: {e}"),
+                "name an intact interpreter binary".to_string(),
+            )),
+        }
     }
 
     /// Whether this policy accepts actions in `mode` (`json` or `text`).

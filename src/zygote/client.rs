@@ -365,6 +365,7 @@ fn request(
         n,
         memory: cover.memory,
         pids: cover.pids,
+        cpu: cover.cpu,
         cgroups,
     };
     (r, fds)

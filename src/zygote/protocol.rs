@@ -37,6 +37,9 @@ pub enum ToTemplate {
         n: u64,
         memory: bool,
         pids: bool,
+        /// A cpu cgroup caps the jail's CPU bandwidth; without one the template pins it.
+        #[serde(default)]
+        cpu: bool,
         cgroups: Vec<CgroupFds>,
     },
 }
@@ -94,9 +97,12 @@ impl From<&SetupError> for WireSetupError {
 impl ToTemplate {
     pub fn cover(&self) -> CgroupCover {
         match self {
-            ToTemplate::Spawn { memory, pids, .. } => CgroupCover {
+            ToTemplate::Spawn {
+                memory, pids, cpu, ..
+            } => CgroupCover {
                 memory: *memory,
                 pids: *pids,
+                cpu: *cpu,
             },
             ToTemplate::Start { .. } => CgroupCover::default(),
         }
@@ -225,6 +231,7 @@ mod tests {
             n: 7,
             memory: true,
             pids: false,
+            cpu: false,
             cgroups: vec![CgroupFds { v2_dir: true }],
         };
         assert_eq!(decode::<ToTemplate>(&encode(&m)), Ok(m));

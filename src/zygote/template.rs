@@ -237,6 +237,7 @@ fn spawn_one(
     };
     let cover = request.cover();
     prepared.rlimits = rlimit::prepare(&prepared::effective_rlimits(&plan.rlimits, cover));
+    prepared.pin_cpus = prepared::pin_cpus(plan, cover);
     // The child tells the server of itself first (child.rs, step 0): should this process
     // die in the handshake, the server kills and reaps it (its own, by CLONE_PARENT).
     let cloned = protocol::encode(&FromTemplate::Cloned { n: *n });

@@ -229,3 +229,69 @@ fn degraded_as_unprivileged(host: &agentjail_jail::cgroup::HostCgroups) {
         }
     }
 }
+
+/// `doctor` as nobody under policies/data.toml (cgroup `required`) on a host that delegates
+/// no cgroup to nobody: the probe jail stops with `sandbox_unavailable:cgroup_*`, and its line
+/// names the step that failed (the cgroup it could not create) and both fixes (delegation, or
+/// `best_effort` in the policy), never an empty reason after the stop.
+#[test]
+fn doctor_as_nobody_names_the_missing_cgroup_step_and_fix() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root to launch as nobody");
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("agentjail-doctor-")
+        .tempdir_in("/tmp")
+        .expect("tempdir");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let policy = dir.path().join("data.toml");
+    std::fs::write(&policy, include_str!("../../policies/data.toml")).unwrap();
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = crate::common::agentjail_path();
+    let _running = crate::common::jail_running();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin)
+        .args(["doctor", "--json", "--policy"])
+        .arg(&policy)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv");
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("doctor's JSON report");
+    let probe = report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["control"] == "probe_jail"))
+        .cloned()
+        .expect("a probe_jail check");
+    if probe["available"] == true {
+        missing("nobody has a delegated cgroup here: the probe jail ran");
+        return;
+    }
+    let detail = probe["detail"].as_str().unwrap_or_default();
+    let fix = probe["fix"].as_str().unwrap_or_default();
+    let stop = "sandbox_unavailable:cgroup_";
+    let after = detail
+        .split_once(stop)
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("the stop reason {stop}*: {probe:#}"));
+    // What follows "sandbox_unavailable:cgroup_memory: " is the reason, not nothing.
+    let reason = after.split_once(": ").map(|(_, r)| r.trim()).unwrap_or("");
+    assert!(!reason.is_empty(), "no reason after the stop: {probe:#}");
+    assert!(
+        detail.contains("[cgroup] requirement = \"required\"") && detail.contains("uid 65534"),
+        "names the policy's requirement and the user: {probe:#}"
+    );
+    assert!(
+        detail.contains("cannot create a cgroup under /sys/fs/cgroup/"),
+        "names the failing step: {probe:#}"
+    );
+    assert!(
+        fix.contains("Delegate=yes") && fix.contains("requirement = \"best_effort\""),
+        "names both fixes: {probe:#}"
+    );
+    assert_eq!(out.status.code(), Some(1), "a required check failed");
+}

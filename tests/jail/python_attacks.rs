@@ -1280,3 +1280,93 @@ fn required_cgroups_fail_closed_without_delegation() {
         }
     }
 }
+
+/// Parallelism without a cpu cgroup (nobody here: none is delegated). The plan's cpu.max of
+/// one CPU cannot be written, so the jail is pinned to one CPU instead: two busy processes
+/// see a one-CPU `Cpus_allowed_list` and share it (their CPU time over the wall time stays
+/// near 1, where two free cores give ~2), and `sched_setaffinity` to every CPU is refused
+/// with EPERM, in every jail. With a cpu cgroup (root) the affinity is the launcher's,
+/// unchanged: the cgroup's quota bounds the jail.
+#[test]
+fn parallelism_is_bounded_without_a_cpu_cgroup() {
+    let host_cpus = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .expect("our Cpus_allowed_list");
+    for who in variants() {
+        let m = marker("affinity");
+        let code = format!(
+            r#"
+import os, time
+print("{m}", flush=True)
+def allowed():
+    for line in open("/proc/self/status"):
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+print("ALLOWED", allowed(), flush=True)
+try:
+    os.sched_setaffinity(0, range(256))
+    print("BREACH widened to", allowed(), flush=True)
+except OSError as e:
+    print("SETAFFINITY errno", e.errno, flush=True)
+t0 = time.monotonic()
+pid = os.fork()
+c0 = time.process_time()
+while time.process_time() - c0 < 0.5:
+    pass
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+wall = time.monotonic() - t0
+t = os.times()
+cpu = t.user + t.system + t.children_user + t.children_system
+print("PARALLELISM %.2f" % (cpu / wall), flush=True)
+"#
+        );
+        let r = python_data(who, &[], &code);
+        r.assert_ran(&m);
+        assert!(!r.stdout.contains("BREACH"), "{r:#?}");
+        assert!(r.stdout.contains("SETAFFINITY errno 1\n"), "EPERM: {r:#?}");
+        assert_eq!(r.code, 0, "{r:#?}");
+        let line = |key: &str| {
+            r.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("no {key} line: {r:#?}"))
+        };
+        let allowed = line("ALLOWED ");
+        let record = r.record.as_ref().expect("record");
+        let control = |name: &str| {
+            record["enforcement"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["control"] == name))
+                .cloned()
+        };
+        let cpu_cgroup = control("cgroup_cpu").is_some_and(|c| c["state"] == "enforced");
+        if cpu_cgroup {
+            assert_eq!(
+                allowed, host_cpus,
+                "a cpu cgroup: affinity unchanged: {r:#?}"
+            );
+            assert!(control("cpu_parallelism").is_none(), "{record:#}");
+        } else {
+            assert!(
+                allowed.parse::<u32>().is_ok(),
+                "no cpu cgroup: pinned to one CPU, got {allowed:?}: {r:#?}"
+            );
+            let p = control("cpu_parallelism").expect("the record names the bound");
+            assert_eq!(p["state"], "enforced", "{p:#}");
+            assert_eq!(p["mechanism"], "sched_setaffinity", "{p:#}");
+            // Two processes on one CPU: their CPU time cannot exceed the wall time by much
+            // (only a second core in use could reach 1.5).
+            let parallelism: f64 = line("PARALLELISM ").parse().expect("a number");
+            assert!(parallelism < 1.5, "parallelism {parallelism}: {r:#?}");
+        }
+        if who == Who::Nobody && cpu_cgroup {
+            eprintln!("NOTE: nobody has a cpu cgroup here: the pinned case is not exercised");
+        }
+    }
+}

@@ -8,6 +8,10 @@
 //! interpreter's own files (its prefix is read-only, the host beside it unreachable).
 //! scripts/test.sh also runs the Python escape tests (tests/jail: python_attacks, twins) under 3.12.
 //!
+//! Also, on a layout of its own (a stand-in interpreter built with cc under /opt): an
+//! interpreter whose libraries are outside the binds is refused at load, and one whose
+//! library is nowhere on the host stops at run time as `sandbox_unavailable:interpreter`.
+//!
 //! Under CI=true a missing copy fails; elsewhere it is a loud skip.
 
 use crate::common::python::opt_python;
@@ -337,4 +341,260 @@ fn a_host_without_a_usable_python3_is_diagnosed() {
             .any(|c| c["control"] == "cgroup_v2" || c["control"] == "landlock"),
         "the host checks are still there: {checks:#?}"
     );
+}
+
+/// An interpreter that cannot start in the jail because a library it loads is outside the
+/// policy's binds is refused when the policy loads, by the library's name, its host path and
+/// the bind to add, instead of failing in every jail as the program's exit 127. The layout
+/// is made here: a stand-in `python3.11` (an ELF built with cc, with the standard library
+/// landmark beside it) whose RUNPATH is `$ORIGIN/../lib`, where `libajone.so` is, which
+/// in turn needs `libajtwo.so` from a directory only its own RUNPATH names. As root and as
+/// nobody; binding each missing directory moves the refusal on, then the policy loads.
+#[test]
+fn an_interpreter_whose_libraries_are_outside_the_binds_is_refused_at_load() {
+    use std::os::unix::fs::PermissionsExt;
+    if !require_feature(
+        "a C compiler (cc)",
+        std::process::Command::new("cc")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+    ) {
+        return;
+    }
+    if !is_root() {
+        eprintln!("SKIPPED: needs root for a layout under /opt (binds under /tmp are refused)");
+        return;
+    }
+    // Under /opt: the policy refuses binds under /tmp (the jail builds its own /tmp).
+    let t = tempfile::Builder::new()
+        .prefix("agentjail-elfdeps-")
+        .tempdir_in("/opt")
+        .expect("tempdir");
+    let root = t.path();
+    let prefix = root.join("py");
+    let hidden = root.join("hidden");
+    for d in [
+        root.to_path_buf(),
+        prefix.join("bin"),
+        prefix.join("lib/python3.11"),
+        hidden.clone(),
+    ] {
+        std::fs::create_dir_all(&d).unwrap();
+    }
+    std::fs::write(prefix.join("lib/python3.11/os.py"), "").unwrap();
+    let cc = |args: &[&str]| {
+        let out = std::process::Command::new("cc")
+            .args(args)
+            .output()
+            .expect("cc");
+        assert!(
+            out.status.success(),
+            "cc {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("two.c"), "int ajtwo(void) { return 2; }\n").unwrap();
+    std::fs::write(
+        src.join("one.c"),
+        "int ajtwo(void);\nint ajone(void) { return ajtwo(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("main.c"),
+        "int ajone(void);\nint main(void) { return ajone(); }\n",
+    )
+    .unwrap();
+    let s = |p: &std::path::Path| p.display().to_string();
+    let lib = prefix.join("lib");
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &s(&hidden.join("libajtwo.so")),
+        &s(&src.join("two.c")),
+    ]);
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &s(&lib.join("libajone.so")),
+        &s(&src.join("one.c")),
+        "-L",
+        &s(&hidden),
+        "-lajtwo",
+        "-Wl,--enable-new-dtags",
+        &format!("-Wl,-rpath,{}", s(&hidden)),
+    ]);
+    cc(&[
+        "-o",
+        &s(&prefix.join("bin/python3.11")),
+        &s(&src.join("main.c")),
+        "-L",
+        &s(&lib),
+        "-lajone",
+        "-Wl,--enable-new-dtags",
+        "-Wl,-rpath,$ORIGIN/../lib",
+    ]);
+    for d in walk_dirs(root) {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let py = s(&prefix.join("bin/python3.11"));
+    let policy = |tag: &str, binds: &[String]| {
+        let list: Vec<String> = binds.iter().map(|b| format!("{b:?}")).collect();
+        let text = agentjail::policy::DEFAULT_POLICY_TOML
+            .replace("python = \"/usr/bin/python3\"", &format!("python = {py:?}"))
+            .replace(
+                "read_only = [\"/usr\"",
+                &format!("read_only = [{}, \"/usr\"", list.join(", ")),
+            );
+        assert!(text.contains(&py));
+        let name = format!("elfdeps-{tag}.toml");
+        shared_file(&name, &text).display().to_string()
+    };
+    let show = |who: Who, policy: &str| {
+        let mut c = match who {
+            Who::Nobody => {
+                let mut c = std::process::Command::new("/usr/bin/setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+                c.arg(agentjail_path());
+                c
+            }
+            _ => std::process::Command::new(agentjail_path()),
+        };
+        let out = c
+            .args(["policy", "show", policy])
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("policy show");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Only bin/ and the standard library bound: libajone.so (in lib/) is missing.
+    let only_bin = policy(
+        "bin",
+        &[s(&prefix.join("bin")), s(&prefix.join("lib/python3.11"))],
+    );
+    // The prefix bound: libajtwo.so (in hidden/) is missing.
+    let prefix_only = policy("prefix", &[s(&prefix)]);
+    let all = policy("all", &[s(&prefix), s(&hidden)]);
+    for who in variants() {
+        let (code, err) = show(who, &only_bin);
+        assert_eq!(code, Some(2), "{who:?}: {err}");
+        assert!(
+            err.contains("cannot start in the jail")
+                && err.contains("libajone.so")
+                && err.contains(&format!("on the host at {}", s(&lib.join("libajone.so"))))
+                && err.contains(&format!("add \"{}\" to filesystem.read_only", s(&lib))),
+            "{who:?}: names the library, its host path and the bind: {err}"
+        );
+        let (code, err) = show(who, &prefix_only);
+        assert_eq!(code, Some(2), "{who:?}: {err}");
+        assert!(
+            err.contains("libajtwo.so")
+                && err.contains(&format!(
+                    "on the host at {}",
+                    s(&hidden.join("libajtwo.so"))
+                ))
+                && err.contains(&format!("add \"{}\" to filesystem.read_only", s(&hidden))),
+            "{who:?}: the library's own needs are followed: {err}"
+        );
+        let (code, err) = show(who, &all);
+        assert_eq!(code, Some(0), "{who:?}: everything bound loads: {err}");
+    }
+
+    // What the loader cannot find on the host (here a library removed after linking; on a
+    // host, one only the ld.so cache names) is left to the run: the interpreter exits 127
+    // with ld.so's message before the runner is ready, and the record says the jail could
+    // not start it (`sandbox_unavailable:interpreter`), not that the agent's code failed.
+    let gone = root.join("gone");
+    let gone_lib = root.join("gonelib");
+    for d in [
+        gone.join("bin"),
+        gone.join("lib/python3.11"),
+        gone_lib.clone(),
+    ] {
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&gone, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(gone.join("lib"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(gone.join("lib/python3.11/os.py"), "").unwrap();
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        &s(&gone_lib.join("libajgone.so")),
+        &s(&src.join("two.c")),
+    ]);
+    std::fs::write(
+        src.join("gone.c"),
+        "int ajtwo(void);\nint main(void) { return ajtwo(); }\n",
+    )
+    .unwrap();
+    cc(&[
+        "-o",
+        &s(&gone.join("bin/python3.11")),
+        &s(&src.join("gone.c")),
+        "-L",
+        &s(&gone_lib),
+        "-lajgone",
+        "-Wl,--enable-new-dtags",
+        &format!("-Wl,-rpath,{}", s(&gone_lib)),
+    ]);
+    std::fs::remove_file(gone_lib.join("libajgone.so")).unwrap();
+    let text = agentjail::policy::DEFAULT_POLICY_TOML
+        .replace(
+            "python = \"/usr/bin/python3\"",
+            &format!("python = {:?}", s(&gone.join("bin/python3.11"))),
+        )
+        .replace(
+            "read_only = [\"/usr\"",
+            &format!("read_only = [{:?}, \"/usr\"", s(&gone)),
+        );
+    let gone_policy = shared_file("elfdeps-gone.toml", &text)
+        .display()
+        .to_string();
+    let a = serde_json::to_vec(&action_json(
+        "print('{}')\n",
+        serde_json::json!({"id": "elfdeps", "input_payload": {}}),
+    ))
+    .expect("json");
+    for who in variants() {
+        let rec = run_as(who, &["--policy", &gone_policy], &a, None);
+        assert_eq!(
+            rec.stop_reason(),
+            "sandbox_unavailable:interpreter",
+            "{who:?}: {:#}",
+            rec.record
+        );
+        let detail = rec.record["error"]["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("libajgone.so") && detail.contains("exit 127"),
+            "{who:?}: names the library: {:#}",
+            rec.record
+        );
+    }
+}
+
+/// Every directory beneath `root`, `root` included.
+fn walk_dirs(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![root.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if let Ok(rd) = std::fs::read_dir(&out[i]) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(e.path());
+                }
+            }
+        }
+        i += 1;
+    }
+    out
 }

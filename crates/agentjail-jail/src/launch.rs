@@ -125,11 +125,12 @@ fn prepare_jail(
             .iter()
             .any(|c| c.control == name && c.state == ControlState::Enforced)
     };
+    let cpu_cgroup = enforced("cgroup_cpu");
     let cover = CgroupCover {
         memory: enforced("cgroup_memory"),
         pids: enforced("cgroup_pids"),
+        cpu: cpu_cgroup,
     };
-    let cpu_cgroup = enforced("cgroup_cpu");
     let (
         prepared,
         PlanControls {
@@ -158,8 +159,18 @@ fn prepare_jail(
             "cpu_time",
             ControlState::Enforced,
             "supervisor: process CPU clocks + procfs",
-            "no cpu cgroup: the CPU limit is checked on the sum of every process of the jail, live ones included (their CPU clocks and what each reaped, from procfs); no CPU bandwidth cap, so a job may use every core it can get until the limit",
+            "no cpu cgroup: the CPU limit is checked on the sum of every process of the jail, live ones included (their CPU clocks and what each reaped, from procfs); parallelism is bounded by the jail's CPU affinity (cpu_parallelism)",
         ));
+        if let Some(n) = prepared::pin_cpus(plan, cover) {
+            enforcement.push(Control::new(
+                "cpu_parallelism",
+                ControlState::Enforced,
+                "sched_setaffinity",
+                format!(
+                    "no cpu cgroup: the jail is pinned to {n} of the CPUs agentjail may use (round-robin, so concurrent jails spread), in place of cpu.max's {n}-CPU bandwidth cap; the program's sched_setaffinity is refused with EPERM"
+                ),
+            ));
+        }
     }
     if !cover.memory {
         enforcement.push(Control::new(

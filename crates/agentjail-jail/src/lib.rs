@@ -10,6 +10,7 @@
 //! start → deliver → teardown; `supervise` is the poll loop over a running jail. `sys` holds
 //! every kernel call (and every `unsafe` block) of agentjail's library.
 
+pub mod affinity;
 pub mod caps;
 pub mod cgroup;
 pub mod child;

@@ -39,6 +39,9 @@ pub struct Prepared {
     pub maps: userns::IdMaps,
     /// The plan's `net_proxy_port`: the child listens there on its loopback (child.rs, 5c).
     pub net_port: Option<u16>,
+    /// Pin the jail to this many CPUs (no cpu cgroup: see crate::affinity), set by the
+    /// parent right after clone.
+    pub pin_cpus: Option<usize>,
     /// The zygote's program (src/zygote): instead of exec'ing `exe`, the program continues
     /// in this process, whose interpreter the template initialised before any job existed.
     /// None everywhere else.
@@ -83,6 +86,18 @@ pub fn resolve_command(cmd: &str, path: &str) -> String {
 pub struct CgroupCover {
     pub memory: bool,
     pub pids: bool,
+    /// A cpu cgroup caps the jail's CPU bandwidth (cpu.max); without one the jail is pinned
+    /// to that many CPUs instead (crate::affinity).
+    pub cpu: bool,
+}
+
+/// How many CPUs to pin the jail to: the plan's cpu.max in whole CPUs when no cpu cgroup
+/// enforces it, else None (the cgroup bounds parallelism).
+pub fn pin_cpus(plan: &JailPlan, cover: CgroupCover) -> Option<usize> {
+    if cover.cpu {
+        return None;
+    }
+    crate::affinity::quota_cpus(plan.cgroup.cpu_max)
 }
 
 /// The rlimits the child sets: the plan's, adjusted for what a cgroup already bounds.
@@ -180,6 +195,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
         },
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
         net_port: plan.net_proxy_port,
+        pin_cpus: pin_cpus(plan, cover),
         entry: None,
         announce: None,
     })

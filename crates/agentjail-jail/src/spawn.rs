@@ -171,6 +171,9 @@ pub fn spawn_keeping(
         p.clone_flags
     };
     let (pid, pidfd) = clone_child(p, &fds, clone_flags, cgroup_fd).map_err(|e| (e, None))?;
+    if let Err(e) = pin(p, pid) {
+        return Err((e, Some(pidfd)));
+    }
     let Pipes {
         stdin,
         stdout,
@@ -218,6 +221,23 @@ pub fn spawn_keeping(
         }),
         Err(e) => Err((e, Some(pidfd))),
     }
+}
+
+/// Pin the new child to the plan's CPUs when no cpu cgroup bounds it (crate::affinity):
+/// before the handshake releases it, so nothing of the jail runs yet and every process it
+/// makes inherits the mask.
+fn pin(p: &Prepared, pid: i32) -> Result<(), SetupError> {
+    let Some(n) = p.pin_cpus else {
+        return Ok(());
+    };
+    crate::affinity::pin(pid, n).map(drop).map_err(|e| {
+        SetupError::new(
+            "sched_setaffinity",
+            Some(e),
+            "no cpu cgroup: the jail is pinned to the plan's CPUs instead, and pinning failed; \
+             run with a delegated cpu cgroup (systemd Delegate=yes) or check agentjail's own CPU affinity",
+        )
+    })
 }
 
 /// What the handshake takes over from the child: the seccomp listener, the program's pid and

@@ -394,8 +394,15 @@ pub fn group(name: &str) -> Option<&'static [&'static str]> {
 /// `clone3` (its flags are behind a pointer; glibc falls back to `clone`, whose flags are
 /// filtered) and `pkey_alloc` (V8 probes memory protection keys for its wasm code; without a
 /// key it uses plain mprotect, measured with node 20.20; refusing the probe keeps
-/// `pkey_mprotect`/`pkey_free` out of every jail, PKU hosts included).
-const BUILTIN_ERRNO: &[(&str, i32)] = &[("clone3", ENOSYS), ("pkey_alloc", ENOSYS)];
+/// `pkey_mprotect`/`pkey_free` out of every jail, PKU hosts included); `sched_setaffinity`
+/// with EPERM, as the kernel refuses it without CAP_SYS_NICE: without a cpu cgroup the
+/// jail's CPU affinity is what bounds its parallelism (crate::affinity), and a runtime that
+/// tries to pin its threads carries on when refused.
+const BUILTIN_ERRNO: &[(&str, i32)] = &[
+    ("clone3", ENOSYS),
+    ("pkey_alloc", ENOSYS),
+    ("sched_setaffinity", EPERM),
+];
 
 /// The errno for the policy's `errno_syscalls`.
 const POLICY_ERRNO: i32 = EPERM;

@@ -17,6 +17,7 @@ mod resilience;
 mod workspace;
 mod workspace_attacks;
 mod workspace_net;
+mod workspace_redteam;
 
 use crate::common::serve as serve_harness;
 

@@ -11,6 +11,7 @@
 //! what is left in the pipes and reads the kernel's account of the run.
 
 pub mod capped;
+pub mod hold;
 
 use crate::cgroup::JobCgroup;
 use crate::child::InitReport;
@@ -860,8 +861,10 @@ impl<'a, 'io> Loop<'a, 'io> {
                 // unanswered, and the runner's kill(-1) ends it.
                 (_, Some(_)) if by_command => return false,
                 (OnForbidden::RunnerReportsFirst(grace), None) if by_command => {
-                    // SIGCONT first: a command may have stopped the runner (same uid) to
-                    // keep its other processes running through this wait.
+                    // Every other process of the jail stopped first (hold.rs), so none can
+                    // stop the runner again, or run on, while it reports; then SIGCONT, for
+                    // a command may have stopped the runner (same uid) before.
+                    hold::stop_all_but(self.sp.pid, c.runner, n.pid as i32, Instant::now() + grace);
                     let told = self.sp.program_pidfd.as_ref().is_some_and(|p| {
                         let _ = sys::pidfd_send_signal(p.as_raw_fd(), libc::SIGCONT);
                         sys::pidfd_send_signal(p.as_raw_fd(), libc::SIGUSR1).is_ok()

@@ -336,6 +336,38 @@ pub fn affinity_cpus() -> u64 {
     (unsafe { libc::CPU_COUNT(&set) }) as u64
 }
 
+/// The CPUs in this thread's affinity mask, ascending (empty if the call fails).
+pub fn affinity_list() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is valid storage of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET reads the set we own; the index is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Set the affinity of process `pid` (its main thread; threads and children made later
+/// inherit it) to `cpus`, each below CPU_SETSIZE.
+pub fn set_affinity(pid: i32, cpus: &[usize]) -> SysResult<()> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: CPU_SET writes the set we own; the index is below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: set is a valid, initialised cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
 /// The CPU time of process `pid`, all its threads live and ended, in µs, from its process
 /// CPU clock: counted in ns, where /proc/<pid>/stat rounds down to clock ticks (10 ms), too
 /// coarse to subtract a delivery's base from. None when the process is gone.
