@@ -230,6 +230,10 @@ impl Route {
 pub struct Caller {
     pub token: Option<String>,
     pub uid: Option<u32>,
+    /// The connection's own stop (the engine's client stop): a job this connection runs
+    /// ends with `interrupted:sighup` when the connection is gone, closed by the client or
+    /// dropped for the unread budget (crate::server).
+    pub stop: Option<Arc<agentjail::engine::ClientStop>>,
 }
 
 impl Caller {
@@ -291,7 +295,12 @@ fn admit(st: &Arc<State>) -> Option<Admitted> {
 }
 
 /// One request, start to end.
-pub async fn handle(st: Arc<State>, uid: Option<u32>, req: Request<Incoming>) -> Resp {
+pub async fn handle(
+    st: Arc<State>,
+    uid: Option<u32>,
+    stop: Option<Arc<agentjail::engine::ClientStop>>,
+    req: Request<Incoming>,
+) -> Resp {
     let r = match route(req.method(), req.uri().path()) {
         Ok(r) => r,
         Err(resp) => {
@@ -326,7 +335,7 @@ pub async fn handle(st: Arc<State>, uid: Option<u32>, req: Request<Incoming>) ->
             }
         }
     };
-    let caller = Caller { token, uid };
+    let caller = Caller { token, uid, stop };
     // Without --pod-workspace the runtime's routes are not there at all: 404 below.
     let absent = r.is_pod() && st.pod_workspace.is_none();
     if r.keeps_state() && !absent && !caller.identified() {
@@ -468,7 +477,9 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
     let answer = match r {
         Route::Run => {
             blocking(st, move || {
-                let mut rec = s.engine.run(&body, caller.uid);
+                let mut rec =
+                    s.engine
+                        .run_for_client(&body, caller.uid, Vec::new(), caller.stop.as_deref());
                 finish(&s, &mut rec, &caller, started);
                 json_resp(StatusCode::OK, &rec.value)
             })
@@ -633,7 +644,9 @@ fn run_code_job(s: &State, caller: &Caller, body: &[u8], started: Instant) -> Re
         Err(resp) => return resp,
     };
     let action = serde_json::to_vec(&parsed.action).unwrap_or_default();
-    let mut rec = s.engine.run(&action, caller.uid);
+    let mut rec = s
+        .engine
+        .run_for_client(&action, caller.uid, Vec::new(), caller.stop.as_deref());
     finish(s, &mut rec, caller, started);
     let (code, v) = crate::sandboxfusion::respond(&rec.value, &parsed.fetch_files, &s.pod);
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);

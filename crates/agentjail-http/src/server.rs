@@ -100,7 +100,14 @@ pub struct State {
     /// With `--pod-workspace`: the workspace the runtime routes use.
     pub pod_workspace: Option<crate::workspaces::PodWorkspace>,
     pub unread: Arc<crate::unread::Unread>,
+    /// The next connection's number for the engine's client stops (kept apart from the
+    /// callers' session numbers in `owners`: see CONNECTION_BASE).
+    pub next_connection: std::sync::atomic::AtomicU64,
 }
+
+/// Client-stop numbers of HTTP connections start here, far from the small numbers
+/// `State::owner` gives callers, so the engine's two tables never share a key.
+const CONNECTION_BASE: u64 = 1 << 48;
 
 impl State {
     pub fn owner(&self, key: &str) -> Owner {
@@ -268,6 +275,7 @@ pub fn serve(args: Args) -> i32 {
         pod: hostname(),
         pod_workspace,
         unread: Arc::new(crate::unread::Unread::new(args.unread_budget)),
+        next_connection: std::sync::atomic::AtomicU64::new(0),
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let watcher = std::thread::Builder::new()
@@ -364,11 +372,16 @@ fn connection<I>(
     let st = Arc::clone(state);
     let out = state.unread.open();
     let conn_out = Arc::clone(&out);
+    // The connection's jobs stop with it (`interrupted:sighup`): its answers could no longer
+    // be delivered. Without a stop (no fd left for one), its jobs run to their own end.
+    let number = CONNECTION_BASE + state.next_connection.fetch_add(1, Ordering::SeqCst);
+    let stop = state.engine.client_stop(number).ok();
     let service = hyper::service::service_fn(move |req| {
         let st = Arc::clone(&st);
         let out = Arc::clone(&conn_out);
+        let stop = stop.clone();
         async move {
-            let resp = crate::routes::handle(Arc::clone(&st), uid, req).await;
+            let resp = crate::routes::handle(Arc::clone(&st), uid, stop, req).await;
             // From here until the socket takes it, the response counts against the budget.
             let n = hyper::body::Body::size_hint(resp.body())
                 .exact()
@@ -397,12 +410,16 @@ fn connection<I>(
     let conn = builder.serve_connection(TokioIo::new(io), service);
     let watched = graceful.watch(conn);
     let unread = Arc::clone(&state.unread);
+    let engine = Arc::clone(&state.engine);
     tokio::spawn(async move {
         tokio::select! {
             _ = watched => {}
             // Dropped for the budget: the connection (and the response it held) goes now.
             _ = out.drop.notified() => {}
         }
+        // Whatever this connection still runs ends now, each job with its record.
+        engine.hang_up(number);
+        engine.forget_client(number);
         unread.forget(&out);
         drop(counted);
     });

@@ -629,3 +629,43 @@ fn a_bad_unread_budget_is_refused_at_start() {
         assert!(err.contains(says), "{budget}: {err}");
     }
 }
+
+/// A connection that goes away takes its running job with it: the job ends at once as
+/// `interrupted:sighup` (its record in the audit log), not at its own time limit, since its
+/// answer could no longer be delivered. The same stop ends the jobs of a connection the
+/// unread budget drops.
+#[test]
+fn a_connection_that_goes_away_takes_its_job_with_it() {
+    let s = start(
+        "unix:{dir}/http.sock",
+        &[
+            "--policy",
+            JUDGE_OPEN_POLICY,
+            "--audit-log",
+            "{dir}/audit.jsonl",
+        ],
+    );
+    let audit = s._dir.path().join("audit.jsonl");
+    let body = json!({"id": "left", "language": "python", "entrypoint": "main.py",
+                      "code": "import time\ntime.sleep(100)", "output_mode": "text"})
+    .to_string();
+    let raw = format!(
+        "POST /v1/run HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut c = connect(&s.target);
+    c.write_all(raw.as_bytes()).unwrap();
+    drop(c);
+    eventually(
+        "the job of the closed connection is in the audit log",
+        || {
+            let text = std::fs::read_to_string(&audit).unwrap_or_default();
+            let Some(line) = text.lines().find(|l| l.contains("\"left\"")) else {
+                return Some("no record yet".into());
+            };
+            let rec: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(rec["stop_reason"], "interrupted:sighup", "{rec:#}");
+            None
+        },
+    );
+}
