@@ -407,8 +407,9 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
 enum Line {
     /// End of input, or a read error: the client is done.
     End,
-    /// Longer than the protocol allows; skipped to its end.
-    TooLong,
+    /// Longer than the protocol allows; skipped to its end. The id read from its start
+    /// (protocol::leading_id), or null.
+    TooLong(Value),
     /// Only whitespace.
     Blank,
     Request(Vec<u8>),
@@ -423,8 +424,10 @@ fn read_line<R: BufRead>(input: &mut R) -> Line {
         Ok(n) => n,
     };
     if line.last() != Some(&b'\n') && n > protocol::MAX_LINE_BYTES {
-        let _ = input.read_until(b'\n', &mut Vec::new());
-        return Line::TooLong;
+        let id = protocol::leading_id(&line);
+        drop(line);
+        skip_line(input);
+        return Line::TooLong(id);
     }
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
@@ -433,6 +436,24 @@ fn read_line<R: BufRead>(input: &mut R) -> Line {
         return Line::Blank;
     }
     Line::Request(line)
+}
+
+/// Skip input up to and including the next newline without holding it: a line far over the
+/// limit costs the reader's buffer, not its length.
+fn skip_line<R: BufRead>(input: &mut R) {
+    loop {
+        let (used, done) = match input.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            },
+        };
+        input.consume(used);
+        if done {
+            return;
+        }
+    }
 }
 
 /// Count a request of `size` bytes against the client's limits; false when it is over them.
@@ -460,16 +481,11 @@ fn read_requests<R: BufRead>(
         let line = match read_line(input) {
             Line::End => break,
             Line::Blank => continue,
-            Line::TooLong => {
-                let e = protocol::ProtocolError {
-                    id: Value::Null,
-                    code: "line_too_long",
-                    message: format!(
-                        "a request line is at most {} bytes",
-                        protocol::MAX_LINE_BYTES
-                    ),
-                };
-                respond(conn, &protocol::error_response(&e));
+            Line::TooLong(id) => {
+                respond(
+                    conn,
+                    &protocol::error_response(&protocol::line_too_long(id)),
+                );
                 continue;
             }
             Line::Request(line) => line,

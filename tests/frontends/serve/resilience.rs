@@ -335,6 +335,67 @@ fn bad_lines_get_errors_and_the_server_goes_on() {
     }
 }
 
+/// A request line of about `size` bytes: `head` (an object's opening members, ending in a
+/// comma or a value), JSON whitespace up to `size`, then `tail` and a newline.
+fn padded_line(head: &str, size: usize, tail: &str) -> Vec<u8> {
+    let mut line = head.as_bytes().to_vec();
+    line.resize(size - tail.len() - 1, b' ');
+    line.extend_from_slice(tail.as_bytes());
+    line.push(b'\n');
+    line
+}
+
+#[test]
+fn a_large_request_is_read_up_to_the_line_limit_and_every_error_keeps_its_id() {
+    // The line limit is 32 MiB; the strict reader's own default is 16 MiB. A 20 MiB line
+    // used to be answered bad_json with a null id, and a line over the limit always was: a
+    // client waiting on its id waited for ever.
+    const MIB: usize = 1024 * 1024;
+    for who in variants() {
+        let (m, p) = setup("bigline", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let io = s.io();
+        let act = action("print('{\"big\": true}')", json!({}));
+        // 20 MiB, malformed near its end (a bare word): bad_json, under its id.
+        let head = format!(r#"{{"id": "bad20", "op": "run", "action": {act}, "x": "#);
+        io.send_raw_with_id(&padded_line(&head, 20 * MIB, "tru}"), &json!("bad20"));
+        // 20 MiB with a duplicate key at its end: bad_json, under its id (a number).
+        let head = format!(r#"{{"id": 20, "op": "run", "action": {act},"#);
+        io.send_raw_with_id(
+            &padded_line(&head, 20 * MIB, r#""y": 1, "y": 2}"#),
+            &json!(20),
+        );
+        // 33 MiB, past the limit, starting with its id: line_too_long, under its id.
+        let head = r#"{"id": "huge", "op": "run", "action": {"pad": ""#;
+        let mut over = padded_line(head, 33 * MIB, r#""}}"#);
+        let pad = head.len()..over.len() - 4;
+        over[pad].fill(b'a');
+        io.send_raw_with_id(&over, &json!("huge"));
+        // Errors are answered by the reader as it goes, before the next line is read: once
+        // the stats request after them is answered, theirs are in.
+        let stats = io.send(json!({"op": "stats"}));
+        io.wait(&stats);
+        for (id, code) in [
+            (json!("bad20"), "bad_json"),
+            (json!(20), "bad_json"),
+            (json!("huge"), "line_too_long"),
+        ] {
+            let r = io.try_take(&id).unwrap_or_else(|| {
+                let null = io.try_take(&Value::Null);
+                panic!("{who:?}: no answer under the id {id}; under null: {null:?}")
+            });
+            assert_eq!(error_code(&r), code, "{who:?}: {id}: {r}");
+        }
+        // 20 MiB, well formed: served like any request.
+        let head = format!(r#"{{"id": "ok20", "op": "run", "action": {act}"#);
+        io.send_raw_with_id(&padded_line(&head, 20 * MIB, "}"), &json!("ok20"));
+        let r = io.wait(&json!("ok20"));
+        assert_eq!(record(&r)["output"], json!({"big": true}), "{who:?}: {r}");
+        let stderr = s.finish();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 #[test]
 fn a_forked_copy_of_the_session_runner_cannot_answer_for_it() {
     // The program forks; the copy leaves the call (raising, or running to the end) before the
