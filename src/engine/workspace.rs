@@ -374,9 +374,9 @@ pub struct Workspace {
 /// What one command came to, as the runner and the supervisor tell it: the input of the
 /// one function that makes a command's record ([`exec_record`]).
 enum Ran {
-    /// The runner reported the command done: its report, the call as supervised, and
-    /// whether the jail's memory cgroup killed a process during it.
-    Done(Value, supervise::CallOutcome, bool),
+    /// The runner reported the command done: its report, the call as supervised, and how
+    /// many OOM kills the jail's memory cgroup counted during it (None: no cgroup).
+    Done(Value, supervise::CallOutcome, Option<u64>),
     /// The jail ended during the command: the workspace is over.
     Ended(supervise::Outcome),
     /// Refused before it ran (the workspace ended, its budget spent): the reason and why.
@@ -540,7 +540,7 @@ impl Workspace {
         limits.wall_time_ms = timeout_ms + GRACE.as_millis() as u64;
         limits.stdout_bytes = lim.stdout.0 + 1;
         limits.stderr_bytes = lim.stderr.0 + 1;
-        let ooms = || jail.cgroup().map_or(0, |c| c.stats().oom_kills);
+        let ooms = || jail.cgroup().map(|c| c.stats().oom_kills);
         let ooms_before = ooms();
         let end = supervise::call(
             jail.spawned(),
@@ -559,7 +559,10 @@ impl Workspace {
             CallEnd::Done(c) => {
                 self.rung = c.rung;
                 let report = done_report(&c.replies.data, &nonce).unwrap_or(Value::Null);
-                Ran::Done(report, c, ooms() > ooms_before)
+                let oom_kills = ooms()
+                    .zip(ooms_before)
+                    .map(|(after, before)| after.saturating_sub(before));
+                Ran::Done(report, c, oom_kills)
             }
             CallEnd::Ended(o) => Ran::Ended(o),
         }
@@ -619,9 +622,10 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
 /// wait4 of the command: `"source": "runner"`), its wall time and output totals (the
 /// runner's), the output itself (as the supervisor captured it) and the CPU time of the
 /// whole jail during the command (the kernel's). The stop reason: `success` for exit 0,
-/// `code_runtime_error:<n>`, `code_killed:<signal>` (`code_memory_limit` when it was a
-/// SIGKILL and the memory cgroup killed during the command), `code_timeout` (the runner stopped it;
-/// the workspace lives on), or, when the jail ended, the supervisor's verdict.
+/// `code_runtime_error:<n>`, `code_killed:<signal>`, `code_timeout` (the runner stopped it;
+/// the workspace lives on), `code_memory_limit` whenever the memory cgroup counted an OOM
+/// kill during the command (whatever the exit status or the timeout says), or, when the jail
+/// ended, the supervisor's verdict.
 fn exec_sections(
     r: &mut Recorder,
     req: &ExecRequest,
@@ -647,9 +651,11 @@ fn exec_sections(
             r.phase(Phase::Plan, false, t, Value::Null);
             Err((stop(reason, Phase::Plan), false))
         }
-        Ran::Done(report, c, oom_killed) => {
-            let reason = done_reason(&report, oom_killed);
-            r.sections.execution = Some(done_execution(&report, &c));
+        Ran::Done(report, c, oom_kills) => {
+            let reason = done_reason(&report, oom_kills.unwrap_or(0) > 0);
+            let mut execution = done_execution(&report, &c);
+            execution.oom_kills = oom_kills;
+            r.sections.execution = Some(execution);
             let ok = reason.is_success();
             r.phase(Phase::Execute, ok, t, json!({"program_wall_us": c.wall_us}));
             if ok {
@@ -675,15 +681,18 @@ fn exec_sections(
 }
 
 fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
+    // The kernel's evidence first: the memory cgroup killed a process of this jail during
+    // the command. What the runner saw of it is only the exit status of the command's top
+    // process, which says little: a shell whose child was killed exits 137 (or goes on and
+    // exits 0), a killed child of a program may surface as any error, a command that hung
+    // on the killed process reaches its timeout. The cap stopped it whatever it shows.
+    if oom_killed {
+        return StopReason::CodeMemoryLimit;
+    }
     if report.get("timed_out").and_then(Value::as_bool) == Some(true) {
         return StopReason::CodeTimeout;
     }
     if let Some(sig) = report.get("signal").and_then(Value::as_i64) {
-        // SIGKILL while the memory cgroup killed for the cap: the cap stopped it (its
-        // OOM killer's choice is the largest process, which a balloon is).
-        if oom_killed && sig == i64::from(libc::SIGKILL) {
-            return StopReason::CodeMemoryLimit;
-        }
         return StopReason::CodeKilled(crate::verdict::signal_name(sig as i32));
     }
     match report.get("exit_code").and_then(Value::as_i64) {

@@ -628,6 +628,90 @@ fn env_names_that_load_code_are_refused_before_anything_runs() {
     }
 }
 
+/// A balloon past the memory cap, run directly, under a shell (which exits 137 for its
+/// killed child) and under a shell that goes on (and exits 0): where the workspace has a
+/// memory cgroup (root), each is `code_memory_limit` from the cgroup's OOM counter, with
+/// `execution.oom_kills`; without one (nobody), RLIMIT_AS makes the allocation fail and the
+/// record is the program's own error, `code_runtime_error:1` with its MemoryError (`success`
+/// for the shell that goes on), and no OOM count.
+#[test]
+fn a_command_the_memory_cgroup_killed_is_code_memory_limit_whatever_it_exits_with() {
+    const BALLOON: &str =
+        "l = []\nprint('ATTEMPT', flush=True)\nwhile True: l.append(bytearray(8 << 20))";
+    for who in variants() {
+        let m = common::marker("ws-oom");
+        let text = std::fs::read_to_string(policy(&m, "16MiB", 1024))
+            .unwrap()
+            .replace("memory = \"1GiB\"", "memory = \"192MiB\"")
+            .replace("tmp_size = \"256MiB\"", "tmp_size = \"32MiB\"");
+        assert!(text.contains("memory = \"192MiB\""));
+        let p = common::shared_file(&format!("ws-oom-{m}.toml"), &text);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let quoted = format!("python3 -c \"{BALLOON}\"");
+        let cases = [
+            ("direct", json!({"argv": ["python3", "-c", BALLOON]}), 1),
+            ("under a shell", json!({"command": quoted.clone()}), 1),
+            (
+                "under a shell that goes on",
+                json!({"command": format!("{quoted}; echo went on")}),
+                0,
+            ),
+        ];
+        for (what, mut req, exit_without_cgroup) in cases {
+            req["op"] = json!("workspace_exec");
+            req["workspace"] = json!(ws);
+            let rec = record(&c.call(req)).clone();
+            assert!(
+                out(&rec).starts_with("ATTEMPT\n"),
+                "{who:?} {what}: {rec:#}"
+            );
+            assert_eq!(rec["workspace"]["ended"], false, "{who:?} {what}: {rec:#}");
+            let cgroup_memory = rec["enforcement"].as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|e| e["control"] == "cgroup_memory" && e["state"] == "enforced")
+            });
+            // Root gets the memory cgroup on this suite's hosts; nobody never does.
+            assert_eq!(
+                cgroup_memory,
+                who != common::Who::Nobody,
+                "{who:?}: {rec:#}"
+            );
+            if cgroup_memory {
+                assert_eq!(
+                    rec["stop_reason"], "code_memory_limit",
+                    "{who:?} {what}: {rec:#}"
+                );
+                assert!(
+                    rec["execution"]["oom_kills"].as_u64() >= Some(1),
+                    "{who:?} {what}: {rec:#}"
+                );
+            } else {
+                let want = if exit_without_cgroup == 0 {
+                    "success".to_string()
+                } else {
+                    format!("code_runtime_error:{exit_without_cgroup}")
+                };
+                assert_eq!(rec["stop_reason"], want.as_str(), "{who:?} {what}: {rec:#}");
+                let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
+                assert!(stderr.contains("MemoryError"), "{who:?} {what}: {rec:#}");
+                // No memory cgroup: none counted (null, or 0 from a cgroup without it).
+                assert_eq!(
+                    rec["execution"]["oom_kills"].as_u64().unwrap_or(0),
+                    0,
+                    "{rec:#}"
+                );
+            }
+            eprintln!("{who:?} {what}: {}", rec["stop_reason"]);
+        }
+        // The workspace lives on.
+        assert_eq!(out(&sh(c, &ws, "echo alive")), "alive\n");
+        close(c, &ws);
+        s.finish();
+    }
+}
+
 /// SIGTERM with workspaces open (processes left in the background, one command running,
 /// writers that left their group): serve answers the command, ends every workspace and
 /// exits only once every process of its jails is gone and reaped. Checked the moment it
