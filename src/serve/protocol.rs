@@ -541,7 +541,7 @@ mod tests {
         };
         assert_eq!((workspace.as_str(), request.background), ("a", true));
         assert_eq!(request.env, [("X".to_string(), "1".to_string())]);
-        let e = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"LD_PRELOAD": "x"}}"#).unwrap_err();
+        let e = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"A=B": "x"}}"#).unwrap_err();
         assert_eq!((e.code, e.id), ("bad_env", json!("w")));
         let e =
             parse_request(br#"{"id": "w", "op": "workspace_get", "workspace": "a", "files": []}"#)

@@ -3,7 +3,8 @@
 //! root), cannot fill it past its caps (bytes, inodes, a sparse file), leaves no process
 //! behind its call (unless `background`) or its workspace's close, cannot see or signal
 //! another workspace; put and get never follow what the code planted and never read a FIFO
-//! or a huge sparse file; env names that load code are refused before anything runs; 100
+//! or a huge sparse file; what a command's env makes run stays in the jail and the env
+//! reaches no later command; 100
 //! workspaces of 20 commands each leave nothing behind.
 //!
 //! The policy is policies/workspace.toml with the test marker in the interpreter's argv (the
@@ -583,46 +584,132 @@ fn put_and_get_never_follow_what_the_code_planted() {
     }
 }
 
+/// What a program the caller's `env` made run reports from inside: its uid, the network, and
+/// which directories it could create a file in (errno names otherwise).
+const EVIDENCE: &str = r#"import errno, json, os, socket
+out = {"uid": os.getuid()}
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=5)
+    out["net"] = "connected"
+except OSError as e:
+    out["net"] = errno.errorcode.get(e.errno, str(e))
+out["write"] = {}
+for d in ["/", "/etc", "/usr", "/app", "/workspace", "/tmp"]:
+    p = os.path.join(d, "aj-env-probe")
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(p)
+        out["write"][d] = "written"
+    except OSError as e:
+        out["write"][d] = errno.errorcode.get(e.errno, str(e))
+with open("/workspace/evidence.json", "w") as f:
+    json.dump(out, f)
+"#;
+
+/// `env` is the caller's code, as the command is: names that make a fixed command run
+/// something the caller chose (`TAR_OPTIONS` with a checkpoint action, `PYTHONPATH`, `HOME`
+/// or `XDG_CONFIG_HOME` with a planted git config's `core.fsmonitor`) are accepted, and what
+/// they make run runs in the jail: the jail's uid, no network, nothing writable outside
+/// /workspace and /tmp. The env reaches no later command. Only names that are not names are
+/// refused (`bad_env`), before anything runs.
 #[test]
-fn env_names_that_load_code_are_refused_before_anything_runs() {
+fn env_is_the_callers_code_and_what_it_runs_stays_in_the_jail() {
     for who in variants() {
         let m = common::marker("ws-env");
         let p = policy(&m, "16MiB", 1024);
         let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
         let c = s.io();
         let ws = start(c);
-        for name in [
-            "LD_PRELOAD",
-            "ld_preload",
-            "LD_LIBRARY_PATH",
-            "PYTHONSTARTUP",
-            "PYTHONPATH",
-            "BASH_ENV",
-            "ENV",
-            "BASH_FUNC_x%%",
-            "PATH",
-            "GIT_CONFIG_GLOBAL",
-            "NODE_OPTIONS",
-            "PERL5OPT",
-            "GLIBC_TUNABLES",
-            "A=B",
-            "1X",
-            "",
-        ] {
+        for name in ["A=B", "1X", "", "BASH_FUNC_x%%", "a b"] {
             let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
                 "command": "echo ran > ran.txt", "env": {name: "/workspace/x"}}));
-            assert!(matches!(error_code(&r), "bad_env"), "{name:?}: {r}");
+            assert_eq!(error_code(&r), "bad_env", "{name:?}: {r}");
         }
         let files = get(c, &ws, &["ran.txt"]);
         assert_eq!(
             files[0]["error"], "not_found",
             "a refused exec ran: {files:?}"
         );
-        let r = c.call(
-            json!({"op": "workspace_exec", "workspace": ws, "command": "echo $MY_VAR",
-                              "env": {"MY_VAR": "ok"}}),
+
+        let r = put(
+            c,
+            &ws,
+            json!([
+                {"path": "evidence.py", "content": EVIDENCE},
+                {"path": "evil", "content": "#!/bin/sh\nexec python3 /workspace/evidence.py\n"},
+                {"path": "h/.gitconfig", "content": "[core]\n\tfsmonitor = sh /workspace/evil\n"},
+                {"path": "x/git/config", "content": "[core]\n\tfsmonitor = sh /workspace/evil\n"},
+                {"path": "pp/sitecustomize.py",
+                 "content": "import runpy\nrunpy.run_path('/workspace/evidence.py')\n"},
+            ]),
         );
-        assert_eq!(out(record(&r)), "ok\n");
+        assert!(r["files"].is_array(), "{r}");
+        let rec = sh(c, &ws, "command -v git && git init -q repo");
+        let git = rec["stop_reason"] == "success";
+        if !git {
+            eprintln!(
+                "!!!! NOTE: no git in the workspace jail: the git cases are not run: {rec:#}"
+            );
+        }
+        let mut cases = vec![
+            (
+                "TAR_OPTIONS",
+                "tar cf /tmp/x.tar evidence.py",
+                // /workspace is noexec: the action runs the script through sh.
+                json!({"TAR_OPTIONS": "--checkpoint=1 '--checkpoint-action=exec=sh /workspace/evil'"}),
+            ),
+            (
+                "PYTHONPATH",
+                "python3 -c pass",
+                json!({"PYTHONPATH": "/workspace/pp"}),
+            ),
+        ];
+        if git {
+            cases.push((
+                "HOME",
+                "cd repo && git status --short",
+                json!({"HOME": "/workspace/h"}),
+            ));
+            cases.push((
+                "XDG_CONFIG_HOME",
+                "cd repo && git status --short",
+                json!({"XDG_CONFIG_HOME": "/workspace/x", "HOME": "/workspace/none"}),
+            ));
+        }
+        for (what, command, env) in cases {
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                "command": command, "env": env}));
+            let rec = record(&r).clone();
+            assert_eq!(rec["workspace"]["ended"], false, "{who:?} {what}: {rec:#}");
+            let got = sh(c, &ws, "cat evidence.json && rm evidence.json");
+            let ev: Value = serde_json::from_str(out(&got))
+                .unwrap_or_else(|e| panic!("{who:?} {what}: nothing ran ({e}): {rec:#} {got:#}"));
+            // The jail's user (1000 inside, whoever launched agentjail); an inet socket
+            // refused (no network: policies/workspace.toml has none).
+            assert_eq!(ev["uid"], 1000, "{who:?} {what}: {ev}");
+            assert_eq!(ev["net"], "EPERM", "{who:?} {what}: {ev}");
+            assert_eq!(
+                ev["write"],
+                json!({"/": "EROFS", "/etc": "EROFS", "/usr": "EROFS", "/app": "EROFS",
+                       "/workspace": "written", "/tmp": "written"}),
+                "{who:?} {what}: {ev}"
+            );
+        }
+        // The env went with its command: a later one has the jail's environment.
+        let rec = sh(c, &ws, "env");
+        let env = out(&rec);
+        for leaked in [
+            "TAR_OPTIONS",
+            "PYTHONPATH",
+            "XDG_CONFIG_HOME",
+            "/workspace/h",
+        ] {
+            assert!(
+                !env.contains(leaked),
+                "{who:?}: {leaked} reached a later command: {env}"
+            );
+        }
+        assert!(env.lines().any(|l| l == "HOME=/tmp"), "{who:?}: {env}");
         close(c, &ws);
         s.finish();
     }
