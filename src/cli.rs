@@ -118,6 +118,9 @@ pub enum Command {
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]
         audit_log: Option<PathBuf>,
+        /// Bytes of responses queued for all clients together and not yet written (default 256MiB, at least 16MiB); past it the clients with the most unread are dropped.
+        #[arg(long, value_name = "SIZE")]
+        max_unread_responses: Option<String>,
     },
     /// The engine as an MCP server on stdio: tools run_python, check_python and
     /// python_session_start/exec/close for agents (Claude Code/Desktop, the OpenAI Agents

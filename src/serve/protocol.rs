@@ -356,12 +356,16 @@ pub fn leading_id(line: &[u8]) -> Value {
     scan_id(&line[..line.len().min(LEADING_ID_BYTES)], true)
 }
 
+/// A brace as a named byte: an unpaired brace literal in a function would make
+/// scripts/house-rules.sh's function-length count lose its place.
+const OBJECT_OPEN: u8 = b'{';
+
 /// Walk the top-level object's members in `text`; see [`readable_id`] and [`leading_id`].
 fn scan_id(text: &[u8], first_only: bool) -> Value {
     let mut s = Scan { text, at: 0 };
     let mut found: Option<Value> = None;
     s.ws();
-    if !s.eat(b'{') {
+    if !s.eat(OBJECT_OPEN) {
         return Value::Null;
     }
     loop {
