@@ -846,6 +846,63 @@ fn sigterm_exits_only_after_every_workspace_process_is_gone() {
     }
 }
 
+/// SIGTERM with every kind of jail the server holds: a workspace with a background
+/// `sleep`, a session between calls, warm pool and session jails (and
+/// the zygote's template where it is built): the moment serve has exited, none of the
+/// processes of its tree seen before the signal exists, zombies included
+/// (`sigterm_leaves_nothing_at_exit`). Repeated, since a late one is a matter of luck.
+#[test]
+fn sigterm_exits_only_after_every_jail_of_every_kind_has_no_process() {
+    let zygote = common::zygote_built();
+    for who in variants() {
+        for round in 0..3 {
+            let m = common::marker("ws-term-all");
+            let mut p = policy(&m, "4MiB", 256);
+            let with_zygote = zygote && round == 1;
+            if with_zygote {
+                // The zygote embeds the default interpreter flags and nothing else (no
+                // marker: the server's process tree is what is followed) and no site.
+                let text = std::fs::read_to_string(&p)
+                    .unwrap()
+                    .replace(&format!(", \"-Wignore:{m}\"]"), "]")
+                    .replace("[\"-I\", \"-B\",", "[\"-I\", \"-S\", \"-B\",")
+                    .replace(
+                        "preload = [\"json\", \"statistics\", \"csv\", \"numpy\", \"pandas\", \"matplotlib.pyplot\"]",
+                        "preload = [\"json\"]",
+                    );
+                assert!(text.contains("preload = [\"json\"]") && !text.contains(&m));
+                p = common::shared_file(&format!("ws-term-zygote-{m}.toml"), &text);
+            }
+            let dir = crate::common::serve::scratch("ws-term-all");
+            let sock = dir.path().join("s.sock").display().to_string();
+            let mut args = vec!["--pool", "1", "--session-pool", "1", "--socket", &sock];
+            if with_zygote {
+                args.push("--zygote");
+            }
+            let s = Server::start(who, &p, &m, &args);
+            let mut c = s.connect("c");
+            Server::wait_pool_ready(&mut c, 1);
+            let session = c.start_session();
+            let r = c.exec(&session, "x = 1");
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+            let ws = start(&mut c);
+            let tag = format!("{}{round}", 1000 + std::process::id() % 8000);
+            let r = c.call(
+                json!({"op": "workspace_exec", "workspace": ws, "background": true,
+                "command": format!("sleep 1{tag}.1 >/dev/null 2>&1 &")}),
+            );
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+            let t = std::time::Instant::now();
+            while live_with(&format!("1{tag}.")).is_empty() {
+                assert!(t.elapsed().as_secs() < 20, "the sleeps never started");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            s.sigterm_leaves_nothing_at_exit();
+            c.assert_all_answered();
+        }
+    }
+}
+
 /// 100 workspaces of 20 commands each, four connections at once: every record valid (the
 /// harness checks each response), every command's output its own, nothing left behind. As
 /// root and as nobody.
