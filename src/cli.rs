@@ -115,8 +115,8 @@ pub enum Command {
         /// With --http, inside a pod: start one workspace the server owns and serve it at the Kubernetes agent-sandbox runtime's routes (GET /, POST /execute, POST /upload, GET /download|list|exists/PATH).
         #[arg(long, requires = "http")]
         pod_workspace: bool,
-        /// With --http: the most response bytes produced and not yet taken by their clients, over all connections together (bytes, or 64MiB / 1GiB; default 256MiB); past it the connections stalled longest are dropped.
-        #[arg(long, value_name = "BYTES", requires = "http")]
+        /// The most response bytes produced and not yet taken by their clients, over all connections together (bytes, or 64MiB / 1GiB; default 256MiB; at least 16MiB on the JSON-lines server, 1MiB with --http); past it the clients with the most unread (JSON lines) or stalled longest (--http) are dropped and their jobs stopped.
+        #[arg(long, value_name = "BYTES")]
         unread_budget: Option<String>,
         /// Append every record to this file as one JSON line (overrides the policy's audit.log).
         #[arg(long, value_name = "FILE")]

@@ -56,12 +56,14 @@ def test_stdin_env_exit_codes_and_timeouts_are_the_commands(wclient):
         assert ws.exec("echo still here").stdout == "still here\n"
 
 
-def test_env_names_that_load_code_are_refused(wclient):
+def test_env_names_that_are_not_names_are_refused(wclient):
+    # Only the syntax is checked: env is the caller's code, and the jail contains what it
+    # makes run (docs/REFERENCE.md, workspace_exec's env).
     with wclient.workspace() as ws:
-        for name in ("LD_PRELOAD", "PYTHONSTARTUP", "BASH_ENV"):
+        for name in ("A=B", "1X"):
             with pytest.raises(agentjail.ServerError) as e:
                 ws.exec("true", env={name: "/workspace/x"})
-            assert name in e.value.message
+            assert name in e.value.message and "not a name" in e.value.message
 
 
 def test_paths_outside_the_workspace_are_refused(wclient):

@@ -751,6 +751,11 @@ impl Engine {
             p.close();
         }
         self.spawner.shutdown();
+        // No jail is spawned from here on: the zygote's templates go now, not when the
+        // engine is dropped (a client's thread may hold it until the process exits).
+        for p in self.runners.iter().filter_map(|r| r.pool.as_ref()) {
+            p.close_zygote();
+        }
         drop(self.reaper.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(t) = self
             .reaper_thread

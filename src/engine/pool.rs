@@ -585,4 +585,11 @@ impl Pool {
     pub fn plan(&self) -> &Arc<JailPlan> {
         &self.plan
     }
+
+    /// End the zygote the pool's jails came from, if any (Zygote::close says why now).
+    pub fn close_zygote(&self) {
+        if let Some(z) = &self.zygote {
+            z.close();
+        }
+    }
 }

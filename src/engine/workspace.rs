@@ -57,53 +57,6 @@ const MAX_ARGS: usize = 4096;
 const MAX_ENV: usize = 256;
 const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
 
-/// Environment names a command may not be given: each makes a program load code or read
-/// startup commands from somewhere (the dynamic loader, interpreters, shells, git), or
-/// replaces what the jail sets. Names starting with one of these prefixes are refused too.
-const ENV_DENIED: &[&str] = &[
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "PROMPT_COMMAND",
-    "IFS",
-    "CDPATH",
-    "PATH",
-    "GCONV_PATH",
-    "LOCPATH",
-    "NLSPATH",
-    "HOSTALIASES",
-    "RESOLV_HOST_CONF",
-    "TMPDIR",
-    "GIT_CONFIG",
-    "GIT_EXEC_PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_ASKPASS",
-    "GIT_EXTERNAL_DIFF",
-    "GIT_PAGER",
-    "GIT_EDITOR",
-    "EDITOR",
-    "VISUAL",
-    "PAGER",
-];
-const ENV_DENIED_PREFIXES: &[&str] = &[
-    "LD_",
-    "PYTHON",
-    "GLIBC_",
-    "MALLOC_",
-    "BASH_FUNC_",
-    "NODE_",
-    "NPM_CONFIG_",
-    "PERL",
-    "RUBY",
-    "GIT_CONFIG_",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-];
-
 /// The jail plan of a workspace: the policy's jail, the workspace runner as its program,
 /// /workspace a capped tmpfs and its working directory (held open by the host).
 pub fn plan(policy: &Policy) -> Result<crate::plan::JailPlan, crate::plan::BuildError> {
@@ -271,7 +224,16 @@ fn timeout_of(v: Option<&Value>) -> Result<Option<f64>, EngineError> {
     }
 }
 
-/// Why an environment name may not be given to a command, if it may not.
+/// Why an environment name may not be given to a command, if it may not: only when it is not
+/// a name a shell can set. There is no list of refused names. `env` is part of the caller's
+/// command, as much the caller's code as the command line: `LD_PRELOAD`, `BASH_ENV`, `HOME`
+/// with a planted `.gitconfig` or `TAR_OPTIONS` make programs run what the caller chose, which
+/// the caller could have run as the command itself. What contains it is the jail, and what
+/// keeps it from reaching anything else is where it goes: only into this command's
+/// environment (the runner's `spawn`), never into the runner's, a later command's, or the
+/// host's `workspace_put`/`workspace_get` (which take no environment). Nothing the jail sets
+/// is needed by the boundary (PATH, HOME, LANG and the proxy variables are conveniences
+/// the command may replace for itself), so no name is reserved.
 pub fn env_name_problem(name: &str) -> Option<String> {
     let well_formed = !name.is_empty()
         && name.len() <= 128
@@ -281,16 +243,6 @@ pub fn env_name_problem(name: &str) -> Option<String> {
         return Some(format!(
             "env name {:?} is not a name ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)",
             agentjail_json::safe_text(name, 64)
-        ));
-    }
-    let upper = name.to_ascii_uppercase();
-    if ENV_DENIED.contains(&upper.as_str())
-        || ENV_DENIED_PREFIXES.iter().any(|p| upper.starts_with(p))
-    {
-        return Some(format!(
-            "env name {name} is refused: it makes programs load code or startup commands (or replaces what the jail sets); the refused names are {} and those starting with {}",
-            ENV_DENIED.join(", "),
-            ENV_DENIED_PREFIXES.join(", ")
         ));
     }
     None
@@ -374,9 +326,9 @@ pub struct Workspace {
 /// What one command came to, as the runner and the supervisor tell it: the input of the
 /// one function that makes a command's record ([`exec_record`]).
 enum Ran {
-    /// The runner reported the command done: its report, the call as supervised, and
-    /// whether the jail's memory cgroup killed a process during it.
-    Done(Value, supervise::CallOutcome, bool),
+    /// The runner reported the command done: its report, the call as supervised, and how
+    /// many OOM kills the jail's memory cgroup counted during it (None: no cgroup).
+    Done(Value, supervise::CallOutcome, Option<u64>),
     /// The jail ended during the command: the workspace is over.
     Ended(supervise::Outcome),
     /// Refused before it ran (the workspace ended, its budget spent): the reason and why.
@@ -540,7 +492,7 @@ impl Workspace {
         limits.wall_time_ms = timeout_ms + GRACE.as_millis() as u64;
         limits.stdout_bytes = lim.stdout.0 + 1;
         limits.stderr_bytes = lim.stderr.0 + 1;
-        let ooms = || jail.cgroup().map_or(0, |c| c.stats().oom_kills);
+        let ooms = || jail.cgroup().map(|c| c.stats().oom_kills);
         let ooms_before = ooms();
         let end = supervise::call(
             jail.spawned(),
@@ -559,7 +511,10 @@ impl Workspace {
             CallEnd::Done(c) => {
                 self.rung = c.rung;
                 let report = done_report(&c.replies.data, &nonce).unwrap_or(Value::Null);
-                Ran::Done(report, c, ooms() > ooms_before)
+                let oom_kills = ooms()
+                    .zip(ooms_before)
+                    .map(|(after, before)| after.saturating_sub(before));
+                Ran::Done(report, c, oom_kills)
             }
             CallEnd::Ended(o) => Ran::Ended(o),
         }
@@ -619,9 +574,10 @@ fn done_report(replies: &[u8], call: &str) -> Option<Value> {
 /// wait4 of the command: `"source": "runner"`), its wall time and output totals (the
 /// runner's), the output itself (as the supervisor captured it) and the CPU time of the
 /// whole jail during the command (the kernel's). The stop reason: `success` for exit 0,
-/// `code_runtime_error:<n>`, `code_killed:<signal>` (`code_memory_limit` when it was a
-/// SIGKILL and the memory cgroup killed during the command), `code_timeout` (the runner stopped it;
-/// the workspace lives on), or, when the jail ended, the supervisor's verdict.
+/// `code_runtime_error:<n>`, `code_killed:<signal>`, `code_timeout` (the runner stopped it;
+/// the workspace lives on), `code_memory_limit` whenever the memory cgroup counted an OOM
+/// kill during the command (whatever the exit status or the timeout says), or, when the jail
+/// ended, the supervisor's verdict.
 fn exec_sections(
     r: &mut Recorder,
     req: &ExecRequest,
@@ -647,9 +603,11 @@ fn exec_sections(
             r.phase(Phase::Plan, false, t, Value::Null);
             Err((stop(reason, Phase::Plan), false))
         }
-        Ran::Done(report, c, oom_killed) => {
-            let reason = done_reason(&report, oom_killed);
-            r.sections.execution = Some(done_execution(&report, &c));
+        Ran::Done(report, c, oom_kills) => {
+            let reason = done_reason(&report, oom_kills.unwrap_or(0) > 0);
+            let mut execution = done_execution(&report, &c);
+            execution.oom_kills = oom_kills;
+            r.sections.execution = Some(execution);
             let ok = reason.is_success();
             r.phase(Phase::Execute, ok, t, json!({"program_wall_us": c.wall_us}));
             if ok {
@@ -675,15 +633,18 @@ fn exec_sections(
 }
 
 fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
+    // The kernel's evidence first: the memory cgroup killed a process of this jail during
+    // the command. What the runner saw of it is only the exit status of the command's top
+    // process, which says little: a shell whose child was killed exits 137 (or goes on and
+    // exits 0), a killed child of a program may surface as any error, a command that hung
+    // on the killed process reaches its timeout. The cap stopped it whatever it shows.
+    if oom_killed {
+        return StopReason::CodeMemoryLimit;
+    }
     if report.get("timed_out").and_then(Value::as_bool) == Some(true) {
         return StopReason::CodeTimeout;
     }
     if let Some(sig) = report.get("signal").and_then(Value::as_i64) {
-        // SIGKILL while the memory cgroup killed for the cap: the cap stopped it (its
-        // OOM killer's choice is the largest process, which a balloon is).
-        if oom_killed && sig == i64::from(libc::SIGKILL) {
-            return StopReason::CodeMemoryLimit;
-        }
         return StopReason::CodeKilled(crate::verdict::signal_name(sig as i32));
     }
     match report.get("exit_code").and_then(Value::as_i64) {
@@ -1295,32 +1256,35 @@ mod tests {
     }
 
     #[test]
-    fn env_names_that_load_code_are_refused() {
+    fn env_names_are_checked_for_syntax_only() {
         for name in [
-            "LD_PRELOAD",
-            "ld_audit",
-            "PYTHONSTARTUP",
-            "PYTHONPATH",
-            "BASH_ENV",
-            "ENV",
-            "BASH_FUNC_f%%",
-            "PATH",
-            "IFS",
-            "GIT_CONFIG_COUNT",
-            "NODE_OPTIONS",
-            "PERL5LIB",
-            "GLIBC_TUNABLES",
             "",
             "1A",
             "A-B",
             "A=B",
+            "BASH_FUNC_f%%",
+            "a b",
+            &"N".repeat(129),
         ] {
             assert!(env_name_problem(name).is_some(), "{name:?}");
         }
-        for name in ["FOO", "my_var", "CI", "GIT_AUTHOR_NAME", "HOME", "LANG"] {
+        // The caller's code, like the command: the jail contains what they make run.
+        for name in [
+            "FOO",
+            "my_var",
+            "HOME",
+            "LANG",
+            "PATH",
+            "LD_PRELOAD",
+            "BASH_ENV",
+            "TAR_OPTIONS",
+            "GIT_DIR",
+            "XDG_CONFIG_HOME",
+            "PYTHONSTARTUP",
+        ] {
             assert_eq!(env_name_problem(name), None, "{name}");
         }
-        let e = req(json!({"command": "x", "env": {"LD_PRELOAD": "/x"}})).unwrap_err();
+        let e = req(json!({"command": "x", "env": {"A=B": "/x"}})).unwrap_err();
         assert_eq!(e.code, "bad_env");
     }
 

@@ -36,7 +36,12 @@ pub struct ServeArgs {
     pub socket: Option<PathBuf>,
     pub socket_group: Option<String>,
     pub audit_log: Option<PathBuf>,
+    /// [`Budget`]'s limit: bytes of responses queued for all clients and not yet written.
+    pub max_unread_responses: usize,
 }
+
+/// The default of `--unread-budget`: sixteen clients each at its own bound.
+pub const DEFAULT_MAX_UNREAD_RESPONSES: usize = 256 * 1024 * 1024;
 
 /// Bytes of responses queued for one client that is not reading them. Past this the client
 /// is dropped: its connection shut down, its running jobs and calls stopped (each with its
@@ -56,6 +61,98 @@ pub const MAX_QUEUED_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 struct OutQueue {
     st: Mutex<OutState>,
     cv: Condvar,
+    /// The server's total of unread responses, which this queue's bytes count towards.
+    budget: Option<Arc<Budget>>,
+}
+
+/// How a client is dropped (Conn::hang_up).
+type DropClient = Arc<dyn Fn() + Send + Sync>;
+/// How a client is dropped, as the budget holds it.
+type HangUp = std::sync::Weak<dyn Fn() + Send + Sync>;
+
+/// The server-wide bound on response bytes queued and not yet written (the line a client's
+/// writer is writing included), over every client:
+/// each client's own bound (MAX_QUEUED_RESPONSE_BYTES) times many clients that stop reading
+/// would otherwise be memory without a limit. Past it, the clients with the most unread
+/// bytes are dropped (as a client past its own bound is) until the total is within it.
+struct Budget {
+    limit: usize,
+    queued: AtomicUsize,
+    /// Clients dropped to keep within the limit (for `stats`).
+    dropped: AtomicU64,
+    enforcing: Mutex<()>,
+    /// Every client that may hold queued bytes: its queue and how to drop it (weak: the
+    /// client's threads and tasks hold them, and a client gone is pruned here).
+    clients: Mutex<Vec<(u64, std::sync::Weak<OutQueue>, HangUp)>>,
+}
+
+impl Budget {
+    fn new(limit: usize) -> Budget {
+        Budget {
+            limit,
+            queued: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            enforcing: Mutex::new(()),
+            clients: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn add(&self, connection: u64, q: &Arc<OutQueue>, hang_up: &Arc<dyn Fn() + Send + Sync>) {
+        let mut v = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        v.retain(|(_, _, h)| h.strong_count() > 0);
+        v.push((connection, Arc::downgrade(q), Arc::downgrade(hang_up)));
+    }
+
+    /// Over the limit: drop the clients with the most unread bytes, largest first, until
+    /// the total is within it. Called after a line is queued, never under a queue's lock.
+    fn enforce(&self) {
+        if self.queued.load(Ordering::SeqCst) <= self.limit {
+            return;
+        }
+        // One enforcer at a time: two would each drop a client for the same excess.
+        let _one = self.enforcing.lock().unwrap_or_else(|e| e.into_inner());
+        let total = self.queued.load(Ordering::SeqCst);
+        let mut over = total.saturating_sub(self.limit);
+        if over == 0 {
+            return;
+        }
+        let mut by_size: Vec<(usize, u64, DropClient)> = {
+            let v = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            v.iter()
+                .filter_map(|(c, w, h)| {
+                    let (q, h) = (w.upgrade()?, h.upgrade()?);
+                    let st = q.lock();
+                    let held = st.bytes + st.writing;
+                    (!st.dropped && held > 0).then_some((held, *c, h))
+                })
+                .collect()
+        };
+        by_size.sort_by_key(|c| std::cmp::Reverse(c.0));
+        for (held, connection, hang_up) in by_size {
+            if over == 0 {
+                return;
+            }
+            eprintln!(
+                "agentjail: client {connection} dropped: the server's unread responses reached {} MiB (--unread-budget {} MiB) and its {} MiB were the most",
+                total >> 20,
+                self.limit >> 20,
+                held >> 20
+            );
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+            // Its queue is freed now; the line its writer holds once the shut-down socket
+            // fails the write.
+            hang_up();
+            over = over.saturating_sub(held);
+        }
+    }
+
+    fn stats(&self) -> Value {
+        json!({
+            "unread_bytes": self.queued.load(Ordering::SeqCst),
+            "max_unread_bytes": self.limit,
+            "clients_dropped": self.dropped.load(Ordering::SeqCst),
+        })
+    }
 }
 
 #[derive(Default)]
@@ -64,6 +161,9 @@ struct OutState {
     bytes: usize,
     /// The writer is writing a line now.
     busy: bool,
+    /// That line's bytes: out of `lines`, still held until written (and still counted in
+    /// the server's budget: a client that does not read keeps it as long as it likes).
+    writing: usize,
     /// No more lines will come (the client's requests are all answered).
     closed: bool,
     /// The client is dropped: nothing more is queued or written.
@@ -79,6 +179,22 @@ impl OutQueue {
         self.lock().dropped
     }
 
+    /// Give `n` queued bytes back to the server's budget.
+    fn unqueued(&self, n: usize) {
+        if let Some(b) = &self.budget {
+            b.queued.fetch_sub(n, Ordering::SeqCst);
+        }
+    }
+
+    /// Mark the client dropped and free its queue (the caller holds `st`, this queue's lock).
+    fn drop_queue(&self, st: &mut OutState) {
+        st.dropped = true;
+        st.lines.clear();
+        self.unqueued(st.bytes);
+        st.bytes = 0;
+        self.cv.notify_all();
+    }
+
     /// Queue one line; false when that would pass MAX_QUEUED_RESPONSE_BYTES (the client is
     /// then marked dropped and the queue emptied) or the client is already dropped.
     fn push(&self, line: Vec<u8>) -> bool {
@@ -87,15 +203,19 @@ impl OutQueue {
             return false;
         }
         if st.bytes > 0 && st.bytes + line.len() > MAX_QUEUED_RESPONSE_BYTES {
-            st.dropped = true;
-            st.lines.clear();
-            st.bytes = 0;
-            self.cv.notify_all();
+            self.drop_queue(&mut st);
             return false;
         }
         st.bytes += line.len();
+        if let Some(b) = &self.budget {
+            b.queued.fetch_add(line.len(), Ordering::SeqCst);
+        }
         st.lines.push_back(line);
         self.cv.notify_all();
+        drop(st);
+        if let Some(b) = &self.budget {
+            b.enforce();
+        }
         true
     }
 
@@ -132,6 +252,7 @@ impl OutQueue {
                     }
                     if let Some(l) = st.lines.pop_front() {
                         st.bytes -= l.len();
+                        st.writing = l.len();
                         st.busy = true;
                         break l;
                     }
@@ -144,10 +265,11 @@ impl OutQueue {
             let ok = w.write_all(&line).and_then(|_| w.flush()).is_ok();
             let mut st = self.lock();
             st.busy = false;
+            st.writing = 0;
+            self.unqueued(line.len());
+            drop(line);
             if !ok {
-                st.dropped = true;
-                st.lines.clear();
-                st.bytes = 0;
+                self.drop_queue(&mut st);
             }
             self.cv.notify_all();
             drop(st);
@@ -182,6 +304,7 @@ struct Conn {
 impl Conn {
     fn new(
         engine: &Arc<Engine>,
+        budget: Option<&Arc<Budget>>,
         uid: Option<u32>,
         shut: impl Fn() + Send + Sync + 'static,
     ) -> Conn {
@@ -193,7 +316,10 @@ impl Conn {
                 None
             }
         };
-        let out = Arc::new(OutQueue::default());
+        let out = Arc::new(OutQueue {
+            budget: budget.cloned(),
+            ..OutQueue::default()
+        });
         let (e, o) = (Arc::downgrade(engine), Arc::clone(&out));
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let hang_up = move || {
@@ -206,22 +332,23 @@ impl Conn {
             );
             {
                 let mut st = o.lock();
-                st.dropped = true;
-                st.lines.clear();
-                st.bytes = 0;
-                o.cv.notify_all();
+                o.drop_queue(&mut st);
             }
             shut();
             if let Some(e) = e.upgrade() {
                 e.hang_up(connection);
             }
         };
+        let hang_up: Arc<dyn Fn() + Send + Sync> = Arc::new(hang_up);
+        if let Some(b) = budget {
+            b.add(connection, &out, &hang_up);
+        }
         Conn {
             owner: Owner { connection, uid },
             out,
             pending: Arc::new((Mutex::new(Pending::default()), Condvar::new())),
             stop,
-            hang_up: Arc::new(hang_up),
+            hang_up,
         }
     }
 
@@ -398,7 +525,13 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
             Ok(closed) => json!({"id": id, "closed": closed}),
             Err(e) => engine_err(e),
         },
-        Op::Stats => json!({"id": id, "stats": engine.stats()}),
+        Op::Stats => {
+            let mut stats = engine.stats();
+            if let Some(b) = &conn.out.budget {
+                stats["responses"] = b.stats();
+            }
+            json!({"id": id, "stats": stats})
+        }
         op => workspace::handle(engine, op, conn, id, &audited),
     }
 }
@@ -407,8 +540,9 @@ fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -
 enum Line {
     /// End of input, or a read error: the client is done.
     End,
-    /// Longer than the protocol allows; skipped to its end.
-    TooLong,
+    /// Longer than the protocol allows; skipped to its end. The id read from its start
+    /// (protocol::leading_id), or null.
+    TooLong(Value),
     /// Only whitespace.
     Blank,
     Request(Vec<u8>),
@@ -423,8 +557,10 @@ fn read_line<R: BufRead>(input: &mut R) -> Line {
         Ok(n) => n,
     };
     if line.last() != Some(&b'\n') && n > protocol::MAX_LINE_BYTES {
-        let _ = input.read_until(b'\n', &mut Vec::new());
-        return Line::TooLong;
+        let id = protocol::leading_id(&line);
+        drop(line);
+        skip_line(input);
+        return Line::TooLong(id);
     }
     while matches!(line.last(), Some(b'\n' | b'\r')) {
         line.pop();
@@ -433,6 +569,24 @@ fn read_line<R: BufRead>(input: &mut R) -> Line {
         return Line::Blank;
     }
     Line::Request(line)
+}
+
+/// Skip input up to and including the next newline without holding it: a line far over the
+/// limit costs the reader's buffer, not its length.
+fn skip_line<R: BufRead>(input: &mut R) {
+    loop {
+        let (used, done) = match input.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            },
+        };
+        input.consume(used);
+        if done {
+            return;
+        }
+    }
 }
 
 /// Count a request of `size` bytes against the client's limits; false when it is over them.
@@ -460,16 +614,11 @@ fn read_requests<R: BufRead>(
         let line = match read_line(input) {
             Line::End => break,
             Line::Blank => continue,
-            Line::TooLong => {
-                let e = protocol::ProtocolError {
-                    id: Value::Null,
-                    code: "line_too_long",
-                    message: format!(
-                        "a request line is at most {} bytes",
-                        protocol::MAX_LINE_BYTES
-                    ),
-                };
-                respond(conn, &protocol::error_response(&e));
+            Line::TooLong(id) => {
+                respond(
+                    conn,
+                    &protocol::error_response(&protocol::line_too_long(id)),
+                );
                 continue;
             }
             Line::Request(line) => line,
@@ -581,7 +730,10 @@ pub fn serve(args: ServeArgs) -> i32 {
                 clients.add(&c);
             }
         }
-        Some(l) => serve_socket(&engine, &workers, &sigfd, &audit, &l, &clients),
+        Some(l) => {
+            let budget = Arc::new(Budget::new(args.max_unread_responses));
+            serve_socket(&engine, &workers, &sigfd, &audit, &l, &clients, &budget)
+        }
     }
     finish(&engine, workers);
     // The records of jobs stopped at the end are queued: let the writers send them (a
@@ -643,7 +795,8 @@ fn serve_stdin(
     audit: &Option<PathBuf>,
 ) -> Option<Conn> {
     // Dropped (stdout stopped taking responses): stop reading; the main loop sees it.
-    let conn = Conn::new(engine, None, || {});
+    // One client: its own bound (MAX_QUEUED_RESPONSE_BYTES) is the server's.
+    let conn = Conn::new(engine, None, None, || {});
     let writer = conn.start_writer(Box::new(std::io::stdout()));
     if writer.is_none() {
         eprintln!("agentjail: cannot start the stdout writer");
@@ -904,6 +1057,7 @@ fn serve_socket(
     audit: &Option<PathBuf>,
     listener: &UnixListener,
     clients: &Clients,
+    budget: &Arc<Budget>,
 ) {
     let _ = listener.set_nonblocking(true);
     loop {
@@ -931,7 +1085,7 @@ fn serve_socket(
         };
         let _ = stream.set_nonblocking(false);
         let uid = os::fd::peer_uid(&stream).ok();
-        if let Some(c) = client(engine, workers, audit, stream, uid) {
+        if let Some(c) = client(engine, workers, audit, budget, stream, uid) {
             clients.add(&c);
         }
     }
@@ -942,6 +1096,7 @@ fn client(
     engine: &Arc<Engine>,
     workers: &Arc<Workers>,
     audit: &Option<PathBuf>,
+    budget: &Arc<Budget>,
     stream: UnixStream,
     uid: Option<u32>,
 ) -> Option<Conn> {
@@ -949,7 +1104,7 @@ fn client(
     let shut_half = stream.try_clone().ok()?;
     // Dropping the client shuts its socket down both ways: the reader sees EOF, a writer
     // blocked on it fails.
-    let conn = Conn::new(engine, uid, move || {
+    let conn = Conn::new(engine, Some(budget), uid, move || {
         let _ = shut_half.shutdown(std::net::Shutdown::Both);
     });
     conn.start_writer(Box::new(write_half))?;
@@ -987,7 +1142,7 @@ pub fn command(command: crate::cli::Command) -> i32 {
         http,
         token_file: _,
         pod_workspace: _,
-        unread_budget: _,
+        unread_budget: max_unread_responses,
     } = command
     else {
         unreachable!("serve_command is called with Command::Serve only");
@@ -996,6 +1151,14 @@ pub fn command(command: crate::cli::Command) -> i32 {
     if http.is_some() {
         return exec_http_binary();
     }
+    let max_unread_responses = match max_unread_responses.as_deref().map(unread_budget) {
+        None => DEFAULT_MAX_UNREAD_RESPONSES,
+        Some(Ok(n)) => n,
+        Some(Err(e)) => {
+            eprintln!("agentjail: {e}");
+            return crate::cli::ExitStatus::Error as i32;
+        }
+    };
     let Ok(loaded) = crate::cli::load(policy.as_deref()) else {
         return crate::cli::ExitStatus::Error as i32;
     };
@@ -1005,7 +1168,24 @@ pub fn command(command: crate::cli::Command) -> i32 {
         socket,
         socket_group,
         audit_log,
+        max_unread_responses,
     })
+}
+
+/// `--unread-budget SIZE`: a size (`256MiB`, bytes without a unit) of at least one
+/// client's own bound, MAX_QUEUED_RESPONSE_BYTES (a smaller total would drop a client the
+/// moment one large record waits for it).
+fn unread_budget(text: &str) -> Result<usize, String> {
+    let n = crate::policy::parse_bytes(text)
+        .map_err(|e| format!("--unread-budget {text:?}: {e}; give a size such as 256MiB"))?;
+    let min = MAX_QUEUED_RESPONSE_BYTES as u64;
+    if n < min {
+        return Err(format!(
+            "--unread-budget {text:?} is below {} MiB, one client's own bound on its unread responses; give at least 16MiB",
+            min >> 20
+        ));
+    }
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]
@@ -1033,6 +1213,41 @@ mod tests {
         );
         drop(st);
         assert!(!q.push(vec![b'z']), "nothing more is queued");
+    }
+
+    #[test]
+    fn past_the_servers_budget_the_clients_with_most_unread_are_dropped() {
+        let budget = Arc::new(Budget::new(4 * 1024 * 1024));
+        let dropped = Arc::new(Mutex::new(Vec::new()));
+        let queue = |c: u64| {
+            let q = Arc::new(OutQueue {
+                budget: Some(Arc::clone(&budget)),
+                ..OutQueue::default()
+            });
+            let (d, w) = (Arc::clone(&dropped), Arc::downgrade(&q));
+            let h: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+                d.lock().unwrap().push(c);
+                if let Some(q) = w.upgrade() {
+                    let mut st = q.lock();
+                    q.drop_queue(&mut st);
+                }
+            });
+            budget.add(c, &q, &h);
+            (q, h)
+        };
+        let (small, big, third) = (queue(1), queue(2), queue(3));
+        let mib = vec![b'x'; 1024 * 1024];
+        assert!(small.0.push(mib.clone()));
+        for _ in 0..3 {
+            assert!(big.0.push(mib.clone()));
+        }
+        assert!(dropped.lock().unwrap().is_empty(), "4 MiB is within");
+        // One more byte anywhere: the largest (2) goes, and that is enough.
+        assert!(third.0.push(vec![b'y']));
+        assert_eq!(*dropped.lock().unwrap(), [2]);
+        assert!(big.0.is_dropped() && !small.0.is_dropped() && !third.0.is_dropped());
+        assert_eq!(budget.queued.load(Ordering::SeqCst), 1024 * 1024 + 1);
+        assert_eq!(budget.stats()["clients_dropped"], 1);
     }
 
     #[test]

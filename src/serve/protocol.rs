@@ -26,6 +26,13 @@
 //! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
 //! ```
 //!
+//! An error answer carries the request's id whenever one can be read ([`readable_id`]): the
+//! line is a JSON object whose structure (strings, brackets, colons, commas) is well formed
+//! up to the end of its one `"id"` member,
+//! and that id is a string of at most [`MAX_ID_CHARS`] characters or a number. A line over
+//! [`MAX_LINE_BYTES`] is not read whole: its id is echoed only when `"id"` is its first
+//! member and ends within its first [`LEADING_ID_BYTES`] bytes.
+//!
 //! [`parse_request`] is pure (no I/O) and total: any bytes give a request or an error that
 //! names what was wrong; it is fuzzed (fuzz/fuzz_targets/serve_request.rs).
 
@@ -37,6 +44,19 @@ pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_INPUTS: usize = 16;
 /// Longest request id echoed back.
 pub const MAX_ID_CHARS: usize = 128;
+/// How much of a line over [`MAX_LINE_BYTES`] is kept to look for a leading id: room for
+/// `{"id": ` and an id of [`MAX_ID_CHARS`] characters each written as a `\uXXXX` pair.
+pub const LEADING_ID_BYTES: usize = 2048;
+
+/// The strict reader's bounds for a request line: the line limit (the reader's own default,
+/// 16 MiB, is the action cap, smaller than a line that carries an action and more), and the
+/// reader's defaults for depth, numbers and memory.
+fn read_limits() -> agentjail_json::ReadLimits {
+    agentjail_json::ReadLimits {
+        max_bytes: MAX_LINE_BYTES,
+        ..agentjail_json::ReadLimits::default()
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
@@ -121,14 +141,10 @@ fn host_dir(v: Option<Value>) -> Result<Option<String>, &'static str> {
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     let null = Value::Null;
     if line.len() > MAX_LINE_BYTES {
-        return Err(err(
-            &null,
-            "line_too_long",
-            format!("a request line is at most {MAX_LINE_BYTES} bytes"),
-        ));
+        return Err(line_too_long(leading_id(line)));
     }
-    let v = agentjail_json::parse_strict(line, &agentjail_json::ReadLimits::default())
-        .map_err(|e| err(&null, "bad_json", e.to_string()))?;
+    let v = agentjail_json::parse_strict(line, &read_limits())
+        .map_err(|e| err(&readable_id(line), "bad_json", e.to_string()))?;
     let Value::Object(mut obj) = v else {
         return Err(err(
             &null,
@@ -315,6 +331,177 @@ fn timeout(v: Option<Value>, id: &Value) -> Result<Option<f64>, ProtocolError> {
     }
 }
 
+/// The answer to a line over [`MAX_LINE_BYTES`], with the id read from its start.
+pub fn line_too_long(id: Value) -> ProtocolError {
+    err(
+        &id,
+        "line_too_long",
+        format!("a request line is at most {MAX_LINE_BYTES} bytes"),
+    )
+}
+
+/// The id of a line that is not a valid request, when it can be read: the line is an object
+/// whose structure (strings, brackets, colons and commas) is well formed up to the end of
+/// its `"id"` member, there is no second `"id"`
+/// member before the text goes wrong, and the id is one the protocol echoes (a string of at
+/// most [`MAX_ID_CHARS`] characters, or a number). Otherwise null. One pass over the text,
+/// no value built but the id's.
+pub fn readable_id(line: &[u8]) -> Value {
+    scan_id(line, false)
+}
+
+/// The id of a line too long to read whole, from its first [`LEADING_ID_BYTES`] bytes: only
+/// when `"id"` is the object's first member and ends within them. Null otherwise.
+pub fn leading_id(line: &[u8]) -> Value {
+    scan_id(&line[..line.len().min(LEADING_ID_BYTES)], true)
+}
+
+/// A brace as a named byte: an unpaired brace literal in a function would make
+/// scripts/house-rules.sh's function-length count lose its place.
+const OBJECT_OPEN: u8 = b'{';
+
+/// Walk the top-level object's members in `text`; see [`readable_id`] and [`leading_id`].
+fn scan_id(text: &[u8], first_only: bool) -> Value {
+    let mut s = Scan { text, at: 0 };
+    let mut found: Option<Value> = None;
+    s.ws();
+    if !s.eat(OBJECT_OPEN) {
+        return Value::Null;
+    }
+    loop {
+        s.ws();
+        let Some(key) = s.string() else { break };
+        s.ws();
+        if !s.eat(b':') {
+            break;
+        }
+        s.ws();
+        let value_at = s.at;
+        if !s.value() {
+            break;
+        }
+        let is_id = serde_json::from_slice::<String>(key).is_ok_and(|k| k == "id");
+        if is_id {
+            if found.is_some() {
+                // Two ids: the strict reader refuses the line, and neither is the one.
+                return Value::Null;
+            }
+            found = Some(echoable(&text[value_at..s.at]));
+        }
+        if first_only {
+            break;
+        }
+        s.ws();
+        if !s.eat(b',') {
+            break;
+        }
+    }
+    found.unwrap_or(Value::Null)
+}
+
+/// An id's text as the protocol echoes it, or null (see `parse_request`).
+fn echoable(text: &[u8]) -> Value {
+    match serde_json::from_slice::<Value>(text) {
+        Ok(Value::String(s)) if s.chars().count() <= MAX_ID_CHARS => Value::String(s),
+        Ok(n @ Value::Number(_)) => n,
+        _ => Value::Null,
+    }
+}
+
+/// A cursor over JSON text that recognises tokens without building values: only as much
+/// as finding a member's end needs (strings with their escapes, brackets outside strings).
+struct Scan<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.at).copied()
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> bool {
+        let ok = self.peek() == Some(b);
+        if ok {
+            self.at += 1;
+        }
+        ok
+    }
+
+    /// A string token, quotes included; None when there is none here or it never ends.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        let start = self.at;
+        if !self.eat(b'"') {
+            return None;
+        }
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.at += 1;
+                    let text: &'a [u8] = self.text;
+                    return Some(&text[start..self.at]);
+                }
+                b'\\' => self.at += 2,
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// Skip one value; false when the text ends or its structure goes wrong first. A
+    /// container is skipped by matching brackets outside strings; scalars are not checked
+    /// (the strict reader names what is wrong with them).
+    fn value(&mut self) -> bool {
+        match self.peek() {
+            Some(b'"') => self.string().is_some(),
+            Some(b'{' | b'[') => {
+                // The closers expected, innermost last.
+                let mut open: Vec<u8> = Vec::new();
+                loop {
+                    match self.peek() {
+                        None => return false,
+                        Some(b'"') => {
+                            if self.string().is_none() {
+                                return false;
+                            }
+                            continue;
+                        }
+                        Some(b'{') => open.push(b'}'),
+                        Some(b'[') => open.push(b']'),
+                        Some(c @ (b'}' | b']')) => {
+                            if open.pop() != Some(c) {
+                                return false;
+                            }
+                            if open.is_empty() {
+                                self.at += 1;
+                                return true;
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.at += 1;
+                }
+            }
+            Some(_) => {
+                let start = self.at;
+                while let Some(b) = self.peek() {
+                    if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    self.at += 1;
+                }
+                self.at > start
+            }
+            None => false,
+        }
+    }
+}
+
 /// The error response line's value.
 pub fn error_response(e: &ProtocolError) -> Value {
     json!({"id": e.id, "error": {"code": e.code, "message": e.message}})
@@ -358,7 +545,7 @@ mod tests {
         };
         assert_eq!((workspace.as_str(), request.background), ("a", true));
         assert_eq!(request.env, [("X".to_string(), "1".to_string())]);
-        let e = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"LD_PRELOAD": "x"}}"#).unwrap_err();
+        let e = parse_request(br#"{"id": "w", "op": "workspace_exec", "workspace": "a", "command": "ls", "env": {"A=B": "x"}}"#).unwrap_err();
         assert_eq!((e.code, e.id), ("bad_env", json!("w")));
         let e =
             parse_request(br#"{"id": "w", "op": "workspace_get", "workspace": "a", "files": []}"#)
@@ -401,5 +588,67 @@ mod tests {
         assert_eq!(e.code, "bad_json");
         let e = parse_request(br#"{"id": {"a": 1}, "op": "stats"}"#).unwrap_err();
         assert_eq!((e.code, e.id), ("bad_request", Value::Null));
+    }
+
+    #[test]
+    fn an_error_answer_carries_the_id_whenever_it_can_be_read() {
+        let id_of = |line: &[u8]| parse_request(line).unwrap_err().id;
+        // Malformed after the id, in a value before it, with an escaped key, numbers.
+        assert_eq!(
+            id_of(br#"{"id": "a", "op": "run", "action": {"x": }}"#),
+            json!("a")
+        );
+        assert_eq!(
+            id_of(br#"{"op": "run", "action": {"s": "}\"{"}, "id": "b", "x": tru}"#),
+            json!("b")
+        );
+        assert_eq!(
+            id_of(br#"{"\u0069d": 7, "op": "stats", "op": "stats"}"#),
+            json!(7)
+        );
+        assert_eq!(
+            id_of(br#"{"id": 1.5e3, "op": "run", "action": {"a": 1, "a": 2}}"#),
+            serde_json::from_str::<Value>("1.5e3").unwrap()
+        );
+        // Unreadable: before the id the text goes wrong; two ids; an id never echoed.
+        assert_eq!(
+            id_of(br#"{"op": "run", "action": {"x": ]], "id": "c"}"#),
+            Value::Null
+        );
+        assert_eq!(
+            id_of(br#"{"op": "run", "action": {"x": 1], "id": "c"}"#),
+            Value::Null
+        );
+        assert_eq!(
+            id_of(br#"{"id": "d", "id": "e", "op": "stats"}"#),
+            Value::Null
+        );
+        assert_eq!(id_of(br#"{"id": {"n": 1}, "op": "stats"#), Value::Null);
+        assert_eq!(id_of(br#"{"op": "stats", "id": "#), Value::Null);
+        let long = format!(r#"{{"id": "{}", "op": "#, "i".repeat(MAX_ID_CHARS + 1));
+        assert_eq!(id_of(long.as_bytes()), Value::Null);
+        // A line too long to read: only a leading id, within LEADING_ID_BYTES.
+        assert_eq!(
+            leading_id(br#" {"id":"f","op":"run","action":{"#),
+            json!("f")
+        );
+        assert_eq!(leading_id(br#"{"op":"run","id":"g"}"#), Value::Null);
+        let far = format!(r#"{{"id": {}"h"}}"#, " ".repeat(LEADING_ID_BYTES));
+        assert_eq!(leading_id(far.as_bytes()), Value::Null);
+        let widest = format!(r#"{{"id": "{}"}}"#, "\\ud83d\\ude00".repeat(MAX_ID_CHARS));
+        assert!(widest.len() < LEADING_ID_BYTES);
+        assert_eq!(
+            leading_id(widest.as_bytes()),
+            json!("\u{1F600}".repeat(MAX_ID_CHARS))
+        );
+    }
+
+    #[test]
+    fn a_line_up_to_the_line_limit_is_read_past_the_readers_default() {
+        let payload = "x".repeat(agentjail_json::ReadLimits::default().max_bytes);
+        let line = format!(r#"{{"id": "big", "op": "check", "action": {{"p": "{payload}"}}}}"#);
+        assert!(line.len() > agentjail_json::ReadLimits::default().max_bytes);
+        let r = parse_request(line.as_bytes()).unwrap();
+        assert_eq!(r.id, json!("big"));
     }
 }

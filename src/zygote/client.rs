@@ -293,10 +293,14 @@ impl Zygote {
     }
 }
 
-impl Drop for Zygote {
-    /// The template first (its jails are ended by now: the engine drops the zygote with its
-    /// pools), then the keeper thread, whose exit would take them down anyway.
-    fn drop(&mut self) {
+impl Zygote {
+    /// Kill and reap the templates now and launch no more (a spawn after this fails): the
+    /// engine's shutdown calls it, since its pools, and with them this zygote, may be
+    /// dropped only after the server has exited (a client's thread can hold the engine),
+    /// and a template left to die with the server would outlive it as a zombie. The
+    /// templates first (their jails are ended by now), then the keeper thread, whose exit
+    /// would take them down anyway.
+    pub fn close(&self) {
         for m in &self.templates {
             drop(lock(m).take());
         }
@@ -304,6 +308,12 @@ impl Drop for Zygote {
         if let Some(t) = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = t.join();
         }
+    }
+}
+
+impl Drop for Zygote {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

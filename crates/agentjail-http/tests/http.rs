@@ -742,7 +742,7 @@ fn workspaces_keep_files_and_run_commands_across_requests() {
         ("exec", json!({"argv": []})),
         (
             "exec",
-            json!({"command": "true", "env": {"LD_PRELOAD": "/workspace/x.so"}}),
+            json!({"command": "true", "env": {"A=B": "/workspace/x.so"}}),
         ),
         ("exec", json!({"command": "true", "cwd": "../etc"})),
         (

@@ -131,7 +131,7 @@ fn exec_tool(p: &Policy) -> Tool {
                 "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "A program and its arguments, instead of command."},
                 "cwd": {"type": "string", "description": "Working directory: /workspace (default) or a directory beneath it."},
                 "stdin": {"type": "string", "description": "Text given to the command on stdin (default: empty)."},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables (names that make programs load code, such as LD_*, PYTHON*, BASH_ENV, PATH, are refused)."},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables for this command only (names must be [A-Za-z_][A-Za-z0-9_]*); what they make programs run runs in the jail like the command."},
                 "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Wall-clock limit in seconds; may only lower the policy's."},
                 "background": {"type": "boolean", "description": "Leave the processes this command started running after it ends (killed at close)."}
             },

@@ -335,6 +335,67 @@ fn bad_lines_get_errors_and_the_server_goes_on() {
     }
 }
 
+/// A request line of about `size` bytes: `head` (an object's opening members, ending in a
+/// comma or a value), JSON whitespace up to `size`, then `tail` and a newline.
+fn padded_line(head: &str, size: usize, tail: &str) -> Vec<u8> {
+    let mut line = head.as_bytes().to_vec();
+    line.resize(size - tail.len() - 1, b' ');
+    line.extend_from_slice(tail.as_bytes());
+    line.push(b'\n');
+    line
+}
+
+#[test]
+fn a_large_request_is_read_up_to_the_line_limit_and_every_error_keeps_its_id() {
+    // The line limit is 32 MiB; the strict reader's own default is 16 MiB. A 20 MiB line
+    // used to be answered bad_json with a null id, and a line over the limit always was: a
+    // client waiting on its id waited for ever.
+    const MIB: usize = 1024 * 1024;
+    for who in variants() {
+        let (m, p) = setup("bigline", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let io = s.io();
+        let act = action("print('{\"big\": true}')", json!({}));
+        // 20 MiB, malformed near its end (a bare word): bad_json, under its id.
+        let head = format!(r#"{{"id": "bad20", "op": "run", "action": {act}, "x": "#);
+        io.send_raw_with_id(&padded_line(&head, 20 * MIB, "tru}"), &json!("bad20"));
+        // 20 MiB with a duplicate key at its end: bad_json, under its id (a number).
+        let head = format!(r#"{{"id": 20, "op": "run", "action": {act},"#);
+        io.send_raw_with_id(
+            &padded_line(&head, 20 * MIB, r#""y": 1, "y": 2}"#),
+            &json!(20),
+        );
+        // 33 MiB, past the limit, starting with its id: line_too_long, under its id.
+        let head = r#"{"id": "huge", "op": "run", "action": {"pad": ""#;
+        let mut over = padded_line(head, 33 * MIB, r#""}}"#);
+        let pad = head.len()..over.len() - 4;
+        over[pad].fill(b'a');
+        io.send_raw_with_id(&over, &json!("huge"));
+        // Errors are answered by the reader as it goes, before the next line is read: once
+        // the stats request after them is answered, theirs are in.
+        let stats = io.send(json!({"op": "stats"}));
+        io.wait(&stats);
+        for (id, code) in [
+            (json!("bad20"), "bad_json"),
+            (json!(20), "bad_json"),
+            (json!("huge"), "line_too_long"),
+        ] {
+            let r = io.try_take(&id).unwrap_or_else(|| {
+                let null = io.try_take(&Value::Null);
+                panic!("{who:?}: no answer under the id {id}; under null: {null:?}")
+            });
+            assert_eq!(error_code(&r), code, "{who:?}: {id}: {r}");
+        }
+        // 20 MiB, well formed: served like any request.
+        let head = format!(r#"{{"id": "ok20", "op": "run", "action": {act}"#);
+        io.send_raw_with_id(&padded_line(&head, 20 * MIB, "}"), &json!("ok20"));
+        let r = io.wait(&json!("ok20"));
+        assert_eq!(record(&r)["output"], json!({"big": true}), "{who:?}: {r}");
+        let stderr = s.finish();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 #[test]
 fn a_forked_copy_of_the_session_runner_cannot_answer_for_it() {
     // The program forks; the copy leaves the call (raising, or running to the end) before the
@@ -790,6 +851,112 @@ fn a_client_that_stops_reading_costs_only_itself() {
             let _: Value = serde_json::from_str(l).unwrap();
         }
         eprintln!("{who:?}: hog answered {answered}, {ran} records, serve grew {grown} KiB");
+        good.close();
+        good.assert_all_answered();
+        s.finish();
+    }
+}
+
+/// Eight clients that never read, each asking for four records of ~3 MiB (under its own
+/// 16 MiB bound, 96 MiB together), beside a client that reads: with
+/// `--unread-budget 16MiB` the server drops the clients with the most unread until
+/// the total is within it (at most one hog can stay: two would hold more), each drop is on
+/// stderr and in `stats.responses`, the good client is answered (its requests wait behind
+/// the hogs' for a worker, first come first served, so it is asked once they are dropped),
+/// and the server's memory stays below what the hogs asked for.
+#[test]
+fn unread_responses_over_all_clients_stay_within_the_servers_budget() {
+    const HOGS: usize = 8;
+    for who in variants() {
+        let k = Knobs {
+            stdout: Some("4MiB"),
+            ..Default::default()
+        };
+        let (m, p) = setup("budget", &k);
+        let dir = scratch("budget");
+        let sock = dir.path().join("s.sock");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &[
+                "--pool",
+                "2",
+                "-j",
+                "4",
+                "--socket",
+                sock.to_str().unwrap(),
+                "--unread-budget",
+                "16MiB",
+            ],
+        );
+        let mut good = s.connect("good");
+        good.run(action("print('{}')", json!({})));
+        let base = peak_rss_kib(s.pid);
+        let big = "print('y' * 3000000)";
+        let mut hogs = Vec::new();
+        for h in 0..HOGS {
+            let mut hog = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+            let mut lines = Vec::new();
+            for i in 0..4 {
+                let req = json!({"id": format!("h{h}-{i}"), "op": "run", "action": action(big, json!({}))});
+                lines.extend(serde_json::to_vec(&req).unwrap());
+                lines.push(b'\n');
+            }
+            std::io::Write::write_all(&mut hog, &lines).unwrap();
+            hogs.push(hog);
+        }
+        // Every hog but at most one is dropped, each drop logged (bounded wait: the hogs'
+        // jobs run first; the log, not a request, is watched, since a request would queue
+        // behind them).
+        let t = Instant::now();
+        while s.stderr().matches("--unread-budget 16 MiB").count() < HOGS - 1 {
+            assert!(
+                t.elapsed() < Duration::from_secs(300),
+                "{who:?}: hogs not dropped:\n{}",
+                s.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // The good client is answered, every time, with the drops in `stats`.
+        for i in 0..5 {
+            let rec = good.run(action(&format!("print('{{\"i\": {i}}}')"), json!({})));
+            assert_eq!(rec["output"], json!({"i": i}), "{who:?}: {rec:#}");
+        }
+        let st = good.stats();
+        let responses = st["responses"].clone();
+        assert_eq!(
+            responses["max_unread_bytes"],
+            16 * 1024 * 1024,
+            "{who:?}: {st}"
+        );
+        assert!(
+            responses["clients_dropped"].as_u64() >= Some(HOGS as u64 - 1),
+            "{who:?}: {st}"
+        );
+        assert!(
+            responses["unread_bytes"].as_u64() <= Some(16 * 1024 * 1024),
+            "{who:?}: {responses}"
+        );
+        // A dropped hog's connection is shut down: what it can read ends in EOF.
+        let mut ended = 0;
+        for hog in &mut hogs {
+            hog.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let mut got = Vec::new();
+            if std::io::Read::read_to_end(hog, &mut got).is_ok() {
+                ended += 1;
+            }
+        }
+        assert!(ended >= HOGS - 1, "{who:?}: {ended} hogs saw EOF");
+        let grown = peak_rss_kib(s.pid).saturating_sub(base);
+        // Unbounded, the hogs' 32 records of 3 MiB (96 MiB) would all wait in the server;
+        // the budget holds 16 MiB, the 4 workers a few records each.
+        assert!(grown < 100 * 1024, "{who:?}: serve grew by {grown} KiB");
+        let rec = good.run(action("print('{\"still\": 1}')", json!({})));
+        assert_eq!(rec["output"], json!({"still": 1}), "{who:?}: {rec:#}");
+        eprintln!("{who:?}: {responses}, serve grew {grown} KiB");
+        drop(hogs);
         good.close();
         good.assert_all_answered();
         s.finish();

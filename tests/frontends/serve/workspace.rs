@@ -3,7 +3,8 @@
 //! root), cannot fill it past its caps (bytes, inodes, a sparse file), leaves no process
 //! behind its call (unless `background`) or its workspace's close, cannot see or signal
 //! another workspace; put and get never follow what the code planted and never read a FIFO
-//! or a huge sparse file; env names that load code are refused before anything runs; 100
+//! or a huge sparse file; what a command's env makes run stays in the jail and the env
+//! reaches no later command; 100
 //! workspaces of 20 commands each leave nothing behind.
 //!
 //! The policy is policies/workspace.toml with the test marker in the interpreter's argv (the
@@ -583,46 +584,216 @@ fn put_and_get_never_follow_what_the_code_planted() {
     }
 }
 
+/// What a program the caller's `env` made run reports from inside: its uid, the network, and
+/// which directories it could create a file in (errno names otherwise).
+const EVIDENCE: &str = r#"import errno, json, os, socket
+out = {"uid": os.getuid()}
+try:
+    socket.create_connection(("1.1.1.1", 80), timeout=5)
+    out["net"] = "connected"
+except OSError as e:
+    out["net"] = errno.errorcode.get(e.errno, str(e))
+out["write"] = {}
+for d in ["/", "/etc", "/usr", "/app", "/workspace", "/tmp"]:
+    p = os.path.join(d, "aj-env-probe")
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(p)
+        out["write"][d] = "written"
+    except OSError as e:
+        out["write"][d] = errno.errorcode.get(e.errno, str(e))
+with open("/workspace/evidence.json", "w") as f:
+    json.dump(out, f)
+"#;
+
+/// `env` is the caller's code, as the command is: names that make a fixed command run
+/// something the caller chose (`TAR_OPTIONS` with a checkpoint action, `PYTHONPATH`, `HOME`
+/// or `XDG_CONFIG_HOME` with a planted git config's `core.fsmonitor`) are accepted, and what
+/// they make run runs in the jail: the jail's uid, no network, nothing writable outside
+/// /workspace and /tmp. The env reaches no later command. Only names that are not names are
+/// refused (`bad_env`), before anything runs.
 #[test]
-fn env_names_that_load_code_are_refused_before_anything_runs() {
+fn env_is_the_callers_code_and_what_it_runs_stays_in_the_jail() {
     for who in variants() {
         let m = common::marker("ws-env");
         let p = policy(&m, "16MiB", 1024);
         let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
         let c = s.io();
         let ws = start(c);
-        for name in [
-            "LD_PRELOAD",
-            "ld_preload",
-            "LD_LIBRARY_PATH",
-            "PYTHONSTARTUP",
-            "PYTHONPATH",
-            "BASH_ENV",
-            "ENV",
-            "BASH_FUNC_x%%",
-            "PATH",
-            "GIT_CONFIG_GLOBAL",
-            "NODE_OPTIONS",
-            "PERL5OPT",
-            "GLIBC_TUNABLES",
-            "A=B",
-            "1X",
-            "",
-        ] {
+        for name in ["A=B", "1X", "", "BASH_FUNC_x%%", "a b"] {
             let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
                 "command": "echo ran > ran.txt", "env": {name: "/workspace/x"}}));
-            assert!(matches!(error_code(&r), "bad_env"), "{name:?}: {r}");
+            assert_eq!(error_code(&r), "bad_env", "{name:?}: {r}");
         }
         let files = get(c, &ws, &["ran.txt"]);
         assert_eq!(
             files[0]["error"], "not_found",
             "a refused exec ran: {files:?}"
         );
-        let r = c.call(
-            json!({"op": "workspace_exec", "workspace": ws, "command": "echo $MY_VAR",
-                              "env": {"MY_VAR": "ok"}}),
+
+        let r = put(
+            c,
+            &ws,
+            json!([
+                {"path": "evidence.py", "content": EVIDENCE},
+                {"path": "evil", "content": "#!/bin/sh\nexec python3 /workspace/evidence.py\n"},
+                {"path": "h/.gitconfig", "content": "[core]\n\tfsmonitor = sh /workspace/evil\n"},
+                {"path": "x/git/config", "content": "[core]\n\tfsmonitor = sh /workspace/evil\n"},
+                {"path": "pp/sitecustomize.py",
+                 "content": "import runpy\nrunpy.run_path('/workspace/evidence.py')\n"},
+            ]),
         );
-        assert_eq!(out(record(&r)), "ok\n");
+        assert!(r["files"].is_array(), "{r}");
+        let rec = sh(c, &ws, "command -v git && git init -q repo");
+        let git = rec["stop_reason"] == "success";
+        if !git {
+            eprintln!(
+                "!!!! NOTE: no git in the workspace jail: the git cases are not run: {rec:#}"
+            );
+        }
+        let mut cases = vec![
+            (
+                "TAR_OPTIONS",
+                "tar cf /tmp/x.tar evidence.py",
+                // /workspace is noexec: the action runs the script through sh.
+                json!({"TAR_OPTIONS": "--checkpoint=1 '--checkpoint-action=exec=sh /workspace/evil'"}),
+            ),
+            (
+                "PYTHONPATH",
+                "python3 -c pass",
+                json!({"PYTHONPATH": "/workspace/pp"}),
+            ),
+        ];
+        if git {
+            cases.push((
+                "HOME",
+                "cd repo && git status --short",
+                json!({"HOME": "/workspace/h"}),
+            ));
+            cases.push((
+                "XDG_CONFIG_HOME",
+                "cd repo && git status --short",
+                json!({"XDG_CONFIG_HOME": "/workspace/x", "HOME": "/workspace/none"}),
+            ));
+        }
+        for (what, command, env) in cases {
+            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+                "command": command, "env": env}));
+            let rec = record(&r).clone();
+            assert_eq!(rec["workspace"]["ended"], false, "{who:?} {what}: {rec:#}");
+            let got = sh(c, &ws, "cat evidence.json && rm evidence.json");
+            let ev: Value = serde_json::from_str(out(&got))
+                .unwrap_or_else(|e| panic!("{who:?} {what}: nothing ran ({e}): {rec:#} {got:#}"));
+            // The jail's user (1000 inside, whoever launched agentjail); an inet socket
+            // refused (no network: policies/workspace.toml has none).
+            assert_eq!(ev["uid"], 1000, "{who:?} {what}: {ev}");
+            assert_eq!(ev["net"], "EPERM", "{who:?} {what}: {ev}");
+            assert_eq!(
+                ev["write"],
+                json!({"/": "EROFS", "/etc": "EROFS", "/usr": "EROFS", "/app": "EROFS",
+                       "/workspace": "written", "/tmp": "written"}),
+                "{who:?} {what}: {ev}"
+            );
+        }
+        // The env went with its command: a later one has the jail's environment.
+        let rec = sh(c, &ws, "env");
+        let env = out(&rec);
+        for leaked in [
+            "TAR_OPTIONS",
+            "PYTHONPATH",
+            "XDG_CONFIG_HOME",
+            "/workspace/h",
+        ] {
+            assert!(
+                !env.contains(leaked),
+                "{who:?}: {leaked} reached a later command: {env}"
+            );
+        }
+        assert!(env.lines().any(|l| l == "HOME=/tmp"), "{who:?}: {env}");
+        close(c, &ws);
+        s.finish();
+    }
+}
+
+/// A balloon past the memory cap, run directly, under a shell (which exits 137 for its
+/// killed child) and under a shell that goes on (and exits 0): where the workspace has a
+/// memory cgroup (root), each is `code_memory_limit` from the cgroup's OOM counter, with
+/// `execution.oom_kills`; without one (nobody), RLIMIT_AS makes the allocation fail and the
+/// record is the program's own error, `code_runtime_error:1` with its MemoryError (`success`
+/// for the shell that goes on), and no OOM count.
+#[test]
+fn a_command_the_memory_cgroup_killed_is_code_memory_limit_whatever_it_exits_with() {
+    const BALLOON: &str =
+        "l = []\nprint('ATTEMPT', flush=True)\nwhile True: l.append(bytearray(8 << 20))";
+    for who in variants() {
+        let m = common::marker("ws-oom");
+        let text = std::fs::read_to_string(policy(&m, "16MiB", 1024))
+            .unwrap()
+            .replace("memory = \"1GiB\"", "memory = \"192MiB\"")
+            .replace("tmp_size = \"256MiB\"", "tmp_size = \"32MiB\"");
+        assert!(text.contains("memory = \"192MiB\""));
+        let p = common::shared_file(&format!("ws-oom-{m}.toml"), &text);
+        let mut s = Server::start(who, &p, &m, &["--pool", "1"]);
+        let c = s.io();
+        let ws = start(c);
+        let quoted = format!("python3 -c \"{BALLOON}\"");
+        let cases = [
+            ("direct", json!({"argv": ["python3", "-c", BALLOON]}), 1),
+            ("under a shell", json!({"command": quoted.clone()}), 1),
+            (
+                "under a shell that goes on",
+                json!({"command": format!("{quoted}; echo went on")}),
+                0,
+            ),
+        ];
+        for (what, mut req, exit_without_cgroup) in cases {
+            req["op"] = json!("workspace_exec");
+            req["workspace"] = json!(ws);
+            let rec = record(&c.call(req)).clone();
+            assert!(
+                out(&rec).starts_with("ATTEMPT\n"),
+                "{who:?} {what}: {rec:#}"
+            );
+            assert_eq!(rec["workspace"]["ended"], false, "{who:?} {what}: {rec:#}");
+            let cgroup_memory = rec["enforcement"].as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|e| e["control"] == "cgroup_memory" && e["state"] == "enforced")
+            });
+            // Root gets the memory cgroup on this suite's hosts; nobody never does.
+            assert_eq!(
+                cgroup_memory,
+                who != common::Who::Nobody,
+                "{who:?}: {rec:#}"
+            );
+            if cgroup_memory {
+                assert_eq!(
+                    rec["stop_reason"], "code_memory_limit",
+                    "{who:?} {what}: {rec:#}"
+                );
+                assert!(
+                    rec["execution"]["oom_kills"].as_u64() >= Some(1),
+                    "{who:?} {what}: {rec:#}"
+                );
+            } else {
+                let want = if exit_without_cgroup == 0 {
+                    "success".to_string()
+                } else {
+                    format!("code_runtime_error:{exit_without_cgroup}")
+                };
+                assert_eq!(rec["stop_reason"], want.as_str(), "{who:?} {what}: {rec:#}");
+                let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
+                assert!(stderr.contains("MemoryError"), "{who:?} {what}: {rec:#}");
+                // No memory cgroup: none counted (null, or 0 from a cgroup without it).
+                assert_eq!(
+                    rec["execution"]["oom_kills"].as_u64().unwrap_or(0),
+                    0,
+                    "{rec:#}"
+                );
+            }
+            eprintln!("{who:?} {what}: {}", rec["stop_reason"]);
+        }
+        // The workspace lives on.
+        assert_eq!(out(&sh(c, &ws, "echo alive")), "alive\n");
         close(c, &ws);
         s.finish();
     }
@@ -672,6 +843,63 @@ fn sigterm_exits_only_after_every_workspace_process_is_gone() {
             "the running command had its grace: {rec:#}"
         );
         c.assert_all_answered();
+    }
+}
+
+/// SIGTERM with every kind of jail the server holds: a workspace with a background
+/// `sleep`, a session between calls, warm pool and session jails (and
+/// the zygote's template where it is built): the moment serve has exited, none of the
+/// processes of its tree seen before the signal exists, zombies included
+/// (`sigterm_leaves_nothing_at_exit`). Repeated, since a late one is a matter of luck.
+#[test]
+fn sigterm_exits_only_after_every_jail_of_every_kind_has_no_process() {
+    let zygote = common::zygote_built();
+    for who in variants() {
+        for round in 0..3 {
+            let m = common::marker("ws-term-all");
+            let mut p = policy(&m, "4MiB", 256);
+            let with_zygote = zygote && round == 1;
+            if with_zygote {
+                // The zygote embeds the default interpreter flags and nothing else (no
+                // marker: the server's process tree is what is followed) and no site.
+                let text = std::fs::read_to_string(&p)
+                    .unwrap()
+                    .replace(&format!(", \"-Wignore:{m}\"]"), "]")
+                    .replace("[\"-I\", \"-B\",", "[\"-I\", \"-S\", \"-B\",")
+                    .replace(
+                        "preload = [\"json\", \"statistics\", \"csv\", \"numpy\", \"pandas\", \"matplotlib.pyplot\"]",
+                        "preload = [\"json\"]",
+                    );
+                assert!(text.contains("preload = [\"json\"]") && !text.contains(&m));
+                p = common::shared_file(&format!("ws-term-zygote-{m}.toml"), &text);
+            }
+            let dir = crate::common::serve::scratch("ws-term-all");
+            let sock = dir.path().join("s.sock").display().to_string();
+            let mut args = vec!["--pool", "1", "--session-pool", "1", "--socket", &sock];
+            if with_zygote {
+                args.push("--zygote");
+            }
+            let s = Server::start(who, &p, &m, &args);
+            let mut c = s.connect("c");
+            Server::wait_pool_ready(&mut c, 1);
+            let session = c.start_session();
+            let r = c.exec(&session, "x = 1");
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+            let ws = start(&mut c);
+            let tag = format!("{}{round}", 1000 + std::process::id() % 8000);
+            let r = c.call(
+                json!({"op": "workspace_exec", "workspace": ws, "background": true,
+                "command": format!("sleep 1{tag}.1 >/dev/null 2>&1 &")}),
+            );
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+            let t = std::time::Instant::now();
+            while live_with(&format!("1{tag}.")).is_empty() {
+                assert!(t.elapsed().as_secs() < 20, "the sleeps never started");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            s.sigterm_leaves_nothing_at_exit();
+            c.assert_all_answered();
+        }
     }
 }
 
