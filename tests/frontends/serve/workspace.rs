@@ -105,6 +105,13 @@ fn commands_run_and_files_move_in_and_out() {
             "command": "echo $FOO > made.txt; pwd; id -u", "env": {"FOO": "bar"}, "cwd": "src"})))
         .clone();
         assert_eq!(out(&rec), "/workspace/src\n1000\n", "{rec:#}");
+        // bash, not only sh: bash asks getpeername of its stdin at start, which once
+        // stopped the workspace (code_forbidden_syscall:getpeername).
+        let rec = record(&c.call(json!({"op": "workspace_exec", "workspace": ws,
+            "argv": ["bash", "-c", "echo \"$0\" ${BASH_VERSINFO[0]}"]})))
+        .clone();
+        assert_eq!(rec["stop_reason"], "success", "{rec:#}");
+        assert_eq!(out(&rec), "bash 5\n", "{rec:#}");
         let rec = sh(c, &ws, "exit 3");
         assert_eq!(rec["stop_reason"], "code_runtime_error:3");
         assert_ran(&rec);
