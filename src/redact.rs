@@ -665,19 +665,24 @@ mod secret_tests {
         Redactor::new(&Redaction::default()).unwrap()
     }
 
-    /// An upstream's JSON echo printed as it came: the value with `/`, `"`, `\\`, `+`
-    /// escaped as encoders do (PHP's `\/`, .NET's `\u002B`) is the value.
-    #[test]
-    fn json_escaped_forms_of_a_value_are_the_value() {
-        let value = r#"k3y/with"quote\and+plus"#;
-        let r = Redactor::new(&Redaction {
+    /// A redactor holding one brokered credential, `api`, of this value.
+    fn api_secret(value: &str) -> Redactor {
+        Redactor::new(&Redaction {
             secrets: vec![Secret {
                 name: "api".into(),
                 value: value.into(),
             }],
             ..Redaction::default()
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    /// An upstream's JSON echo printed as it came: the value with `/`, `"`, `\\`, `+`
+    /// escaped as encoders do (PHP's `\/`, .NET's `\u002B`) is the value.
+    #[test]
+    fn json_escaped_forms_of_a_value_are_the_value() {
+        let value = r#"k3y/with"quote\and+plus"#;
+        let r = api_secret(value);
         let escaped = [
             value.to_string(),
             r#"k3y\/with\"quote\\and+plus"#.to_string(),
@@ -717,14 +722,7 @@ mod secret_tests {
     #[test]
     fn repeated_escapes_of_a_value_are_the_value() {
         let value = r#"k3y/with"quote\and+plus<7f3a9c>"#;
-        let r = Redactor::new(&Redaction {
-            secrets: vec![Secret {
-                name: "api".into(),
-                value: value.into(),
-            }],
-            ..Redaction::default()
-        })
-        .unwrap();
+        let r = api_secret(value);
         // The value inside a string escaped 1, 2, 3 times (less the quotes around it).
         let esc = |s: &str| {
             let q = serde_json::to_string(s).unwrap();

@@ -14,8 +14,9 @@ fn forcing() -> String {
         .to_string()
 }
 
-/// Runs `code` as each launch variant and returns every variant's stdout.
-fn stdout_of(code: &str) -> Vec<(common::Who, String)> {
+/// Runs `code` (text mode, forcing policy) as each launch variant, each to success: every
+/// variant's record and stdout.
+fn runs_of(code: &str) -> Vec<(common::Who, common::RunRecord, String)> {
     let action = common::action_json(code, json!({"stdin": "", "output_mode": "text"}));
     let bytes = serde_json::to_vec(&action).unwrap();
     let policy = forcing();
@@ -33,9 +34,14 @@ fn stdout_of(code: &str) -> Vec<(common::Who, String)> {
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            (who, out)
+            (who, r, out)
         })
         .collect()
+}
+
+/// Every variant's stdout of `code` (see `runs_of`).
+fn stdout_of(code: &str) -> Vec<(common::Who, String)> {
+    runs_of(code).into_iter().map(|(w, _, o)| (w, o)).collect()
 }
 
 #[test]
@@ -164,14 +170,7 @@ fn exec_own_errors_are_125_never_the_commands_2() {
 /// address space at the memory limit only where no memory cgroup bounds the job.
 #[test]
 fn a_job_sees_the_plans_rlimits() {
-    let code = "print(open('/proc/self/limits').read())";
-    let action = common::action_json(code, json!({"stdin": "", "output_mode": "text"}));
-    let bytes = serde_json::to_vec(&action).unwrap();
-    let policy = forcing();
-    for who in variants() {
-        let r = run_as(who, &["--policy", &policy], &bytes, None);
-        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
-        let out = r.record["execution"]["stdout"].as_str().unwrap_or_default();
+    for (who, r, out) in runs_of("print(open('/proc/self/limits').read())") {
         let limit = |name: &str| -> (String, String) {
             let line = out
                 .lines()
@@ -230,13 +229,7 @@ fn a_job_is_in_its_own_namespaces() {
     let code = format!(
         "import os\nfor k in {kinds:?}:\n    print('NS', k, os.readlink('/proc/self/ns/' + k))"
     );
-    let action = common::action_json(&code, json!({"stdin": "", "output_mode": "text"}));
-    let bytes = serde_json::to_vec(&action).unwrap();
-    let policy = forcing();
-    for who in variants() {
-        let r = run_as(who, &["--policy", &policy], &bytes, None);
-        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
-        let out = r.record["execution"]["stdout"].as_str().unwrap_or_default();
+    for (who, r, out) in runs_of(&code) {
         for k in kinds {
             let host = std::fs::read_link(format!("/proc/self/ns/{k}")).unwrap();
             let line = out
