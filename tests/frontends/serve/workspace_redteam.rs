@@ -16,7 +16,9 @@ use crate::common::serve::record;
 use crate::common::{self, variants};
 use serde_json::json;
 
-/// Python: `stopped(pid)`, whether process `pid` of the jail is stopped (/proc state T).
+/// Python (after `import os, signal`): `stopped(pid)`, whether process `pid` of the jail is
+/// stopped (/proc state T); `keep_stopped(pid, n)`: n loopers in sessions of their own,
+/// ignoring what would end them, SIGSTOP `pid` for ever; returns once it is seen stopped.
 const STOPPED: &str = r#"
 def stopped(pid):
     try:
@@ -24,6 +26,19 @@ def stopped(pid):
             return f.read().rsplit(')', 1)[1].split()[0] in ('T', 't')
     except OSError:
         return False
+def keep_stopped(pid, n):
+    for i in range(n):
+        if os.fork() == 0:
+            os.setsid()
+            for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGINT, signal.SIGCONT):
+                signal.signal(s, signal.SIG_IGN)
+            while True:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except OSError:
+                    pass
+    while not stopped(pid):
+        pass
 "#;
 
 /// Loopers keep the runner stopped; once it is seen stopped, the command prints on both
@@ -36,18 +51,7 @@ fn kept_stopped_attack(loopers: usize) -> String {
 import os, signal, sys
 {STOPPED}
 runner = os.getppid()
-for i in range({loopers}):
-    if os.fork() == 0:
-        os.setsid()
-        for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGINT, signal.SIGCONT):
-            signal.signal(s, signal.SIG_IGN)
-        while True:
-            try:
-                os.kill(runner, signal.SIGSTOP)
-            except OSError:
-                pass
-while not stopped(runner):
-    pass
+keep_stopped(runner, {loopers})
 print('KEPT', flush=True)
 sys.stderr.write('ERRKEPT\n'); sys.stderr.flush()
 os.setuid(0)
@@ -99,18 +103,7 @@ print('BEFORE', flush=True)
 sys.stderr.write('ERRBEFORE\n'); sys.stderr.flush()
 print('{{"done": true, "exit": 0, "stop_reason": "success"}}', flush=True)
 sys.stderr.write('{{"done": true}}\n'); sys.stderr.flush()
-for i in range(3):
-    if os.fork() == 0:
-        os.setsid()
-        for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGINT, signal.SIGCONT):
-            signal.signal(s, signal.SIG_IGN)
-        while True:
-            try:
-                os.kill(runner, signal.SIGSTOP)
-            except OSError:
-                pass
-while not stopped(runner):
-    pass
+keep_stopped(runner, 3)
 print('STOPPED', flush=True)
 go = threading.Event()
 def bad():
