@@ -118,6 +118,15 @@ fn run_code_answers_verls_golden_request_as_sandboxfusion_does() {
     )
     .json();
     assert_eq!(v["run_result"]["stdout"], "cba\n", "{v}");
+    // /run_code is text mode, where the input() rule (at most one call) does not apply.
+    let v = post(
+        t,
+        "/run_code",
+        &verl_request("a = input()\nb = input()\nprint(b + a)", "x\ny\n", 10),
+    )
+    .json();
+    assert_eq!(v["status"], "Success", "{v}");
+    assert_eq!(v["run_result"]["stdout"], "yx\n", "{v}");
 
     // verl sends `"stdin": null` when a test case has none.
     let mut no_stdin = verl_request("print(2+2)", "", 10);
