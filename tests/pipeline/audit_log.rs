@@ -14,6 +14,8 @@ fn action() -> String {
 
 /// `agentjail run --audit-log LOG` on the seed's action: (exit code, stderr).
 fn run_with_log(log: &std::path::Path) -> (Option<i32>, String) {
+    // No jail of this test may overlap the tests that compare host-wide state (cleanup).
+    let _running = crate::common::jail_running();
     let out = Command::new(BIN)
         .args(["run", "--audit-log"])
         .arg(log)

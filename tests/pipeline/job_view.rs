@@ -127,6 +127,8 @@ fn exec_own_errors_are_125_never_the_commands_2() {
     // (a flag clap refuses, a flag value out of range, an unreadable policy) is 125.
     let bin = env!("CARGO_BIN_EXE_agentjail");
     let run = |args: &[&str]| {
+        // No jail of this test may overlap the tests that compare host-wide state (cleanup).
+        let _running = common::jail_running();
         let out = std::process::Command::new(bin)
             .args(args)
             .stdin(std::process::Stdio::null())
