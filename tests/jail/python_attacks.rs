@@ -956,12 +956,29 @@ fn setuid_binaries_do_not_elevate() {
         std::fs::metadata(b).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0 && m.uid() == 0)
     })
     .collect();
-    assert!(require_feature(
-        "setuid-root binaries on the host (login, mount)",
-        !bins.is_empty()
-    ));
+    if bins.is_empty() {
+        // A container image may ship none (the pod-style test container): nothing to elevate.
+        eprintln!("!!!!!!!! NOTE: no setuid-root binary on this host: not probed !!!!!!!!");
+        return;
+    }
     let probe = SETUID_PROBE.replace("@BINS@", &format!("{bins:?}"));
-    if is_root() {
+    // Where this process itself cannot gain privileges (no_new_privs, as in a container run
+    // with the shipped profile; or /usr mounted nosuid), the control cannot show an
+    // elevation and the jail's check below is all there is to see: said loudly.
+    let nnp = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("NoNewPrivs:") && l.trim_end().ends_with('1'));
+    let nosuid = std::process::Command::new("findmnt")
+        .args(["-n", "-o", "OPTIONS", "--target", bins[0]])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split(',')
+                .any(|f| f.trim() == "nosuid")
+        })
+        .unwrap_or(false);
+    if is_root() && !nnp && !nosuid {
         let out = std::process::Command::new("/usr/bin/setpriv")
             .args([
                 "--reuid=65534",
@@ -977,12 +994,30 @@ fn setuid_binaries_do_not_elevate() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        for b in &bins {
+        let elevated = bins
+            .iter()
+            .all(|b| text.contains(&format!("UIDS {b} 65534 0 0 0 ")));
+        // In a container (the container stage runs this suite in several) the binaries'
+        // owner or the container's own settings can keep them from elevating at all.
+        let container = ["/.dockerenv", "/run/.containerenv"]
+            .iter()
+            .any(|p| std::path::Path::new(p).exists());
+        if container && !elevated {
+            eprintln!(
+                "!!!!!!!! NOTE: in this container the binaries do not elevate even without the \
+                 jail: the control shows nothing !!!!!!!!\n{text}"
+            );
+        } else {
             assert!(
-                text.contains(&format!("UIDS {b} 65534 0 0 0 ")),
-                "control: {b} without the jail should run with euid 0: {text}"
+                elevated,
+                "control: without the jail each binary should run with euid 0: {text}"
             );
         }
+    } else if is_root() {
+        eprintln!(
+            "!!!!!!!! NOTE: this process cannot gain privileges (no_new_privs {nnp}, nosuid {nosuid}): \
+             the no-jail control is not run !!!!!!!!"
+        );
     }
     let data = include_str!("../policies/spawn.toml");
     let policy = data.replacen(
