@@ -197,7 +197,7 @@ def test_a_workspace_under_a_network_allowlist_records_its_requests(binary, tmp_
            'allow_private = ["127.0.0.1/32"]\nallow_http = true\n\n')
     text = text[:start] + net + text[end:]
     for old, new in (('"javascript",\n]', '"javascript", "network",\n]'),
-                     ('"socket", "socketpair"', '"socketpair"')):
+                     ('"socket", "socketpair", "getpeername"', '"socketpair"')):
         assert text.count(old) == 1, old
         text = text.replace(old, new)
     policy = tmp_path / "net.toml"

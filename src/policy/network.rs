@@ -198,6 +198,15 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
             "remove \"socket\" (the `network` group allows AF_INET and AF_INET6 sockets only; AF_UNIX stays refused without sockets_local)",
         ));
     }
+    // The errno list wins over the groups: getpeername refused there breaks TLS through the
+    // proxy (Python's ssl asks it of every socket it wraps), silently.
+    if p.seccomp.errno_syscalls.iter().any(|s| s == "getpeername") {
+        return Err(invalid(
+            "seccomp.errno_syscalls",
+            "mode = \"allowlist\" needs getpeername(): errno_syscalls refuses it with EPERM, so TLS through the proxy fails (Python's ssl asks it of every socket it wraps)",
+            "remove \"getpeername\" (the `network` group allows it)",
+        ));
+    }
     limits(n)
 }
 
@@ -328,6 +337,11 @@ mod tests {
             (
                 "mode = \"allowlist\"\nallow = [\"a.org:1\"]",
                 &format!("{GROUPS}errno_syscalls = [\"socket\"]\n"),
+                "seccomp.errno_syscalls",
+            ),
+            (
+                "mode = \"allowlist\"\nallow = [\"a.org:1\"]",
+                &format!("{GROUPS}errno_syscalls = [\"getpeername\"]\n"),
                 "seccomp.errno_syscalls",
             ),
             (

@@ -28,8 +28,8 @@ except Exception as e:
 "#;
 
 /// The workspace test policy with the site's allowlist (and `extra` in `[network]`), the
-/// `network` syscall group the program needs to reach the proxy, and `socket` no longer
-/// refused with EPERM (the policy's loader insists on both).
+/// `network` syscall group the program needs to reach the proxy, and `socket` and
+/// `getpeername` no longer refused with EPERM (the policy's loader insists on all three).
 fn policy(marker: &str, extra: &str) -> PathBuf {
     let text = std::fs::read_to_string(workspace_policy(marker, "16MiB", 1024)).unwrap();
     let a = text.find("[network]").unwrap();
@@ -39,7 +39,7 @@ fn policy(marker: &str, extra: &str) -> PathBuf {
     let groups_end = "\"javascript\",\n]";
     assert_eq!(text.matches(groups_end).count(), 1, "allow_groups moved");
     let text = text.replace(groups_end, "\"javascript\", \"network\",\n]");
-    let errno = "\"socket\", \"socketpair\"";
+    let errno = "\"socket\", \"socketpair\", \"getpeername\"";
     assert_eq!(text.matches(errno).count(), 1, "errno_syscalls moved");
     let text = text.replace(errno, "\"socketpair\"");
     common::shared_file(&format!("wsnet-{marker}.toml"), &text)
