@@ -42,7 +42,7 @@ fn snapshot(p: &std::path::Path) -> (u64, u32, u64, Vec<u8>) {
 #[test]
 fn only_a_private_single_named_file_of_ours_is_appended_to() {
     let d = tempfile::Builder::new()
-        .prefix("agentjail-audit-")
+        .prefix("audit-log-test-")
         .tempdir()
         .unwrap();
     let file = |name: &str, mode: u32| {
