@@ -14,7 +14,7 @@ use super::workspace::{close, out, policy, start};
 use super::Server;
 use crate::common::serve::record;
 use crate::common::{self, variants};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Python (after `import os, signal`): `stopped(pid)`, whether process `pid` of the jail is
 /// stopped (/proc state T); `keep_stopped(pid, n)`: n loopers in sessions of their own,
@@ -60,6 +60,20 @@ print('AFTER', flush=True)
     )
 }
 
+/// In a new workspace, `python3 -c code`, which must end in the forbidden syscall's stop
+/// (`setuid`): its record.
+fn stopped_on_setuid(c: &mut crate::common::serve::Conn, code: &str, what: &str) -> Value {
+    let ws = start(c);
+    let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
+        "argv": ["python3", "-c", code]}));
+    let rec = record(&r).clone();
+    assert_eq!(
+        rec["stop_reason"], "code_forbidden_syscall:setuid",
+        "{what}: {rec:#}"
+    );
+    rec
+}
+
 /// The attack that lost output: a runner kept stopped still forwards everything printed
 /// before the forbidden syscall, and nothing after it.
 #[test]
@@ -70,14 +84,7 @@ fn a_runner_kept_stopped_still_forwards_the_output_before_a_stop() {
         let mut s = Server::start(who, &p, &m, &["--pool", "2"]);
         let c = s.io();
         for i in 0..3 {
-            let ws = start(c);
-            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
-                "argv": ["python3", "-c", kept_stopped_attack(12)]}));
-            let rec = record(&r).clone();
-            assert_eq!(
-                rec["stop_reason"], "code_forbidden_syscall:setuid",
-                "{who:?} {i}: {rec:#}"
-            );
+            let rec = stopped_on_setuid(c, &kept_stopped_attack(12), &format!("{who:?} {i}"));
             assert_eq!(rec["workspace"]["ended"], true, "{who:?} {i}: {rec:#}");
             let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
             assert_eq!(out(&rec), "KEPT\n", "{who:?} {i}: output lost: {rec:#}");
@@ -124,14 +131,7 @@ print('AFTER', flush=True)
         let mut s = Server::start(who, &p, &m, &["--pool", "2"]);
         let c = s.io();
         for i in 0..3 {
-            let ws = start(c);
-            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
-                "argv": ["python3", "-c", &attack]}));
-            let rec = record(&r).clone();
-            assert_eq!(
-                rec["stop_reason"], "code_forbidden_syscall:setuid",
-                "{who:?} {i}: {rec:#}"
-            );
+            let rec = stopped_on_setuid(c, &attack, &format!("{who:?} {i}"));
             assert_eq!(rec["workspace"]["ended"], true, "{who:?} {i}: {rec:#}");
             let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
             assert_eq!(
@@ -272,14 +272,7 @@ fn large_output_before_a_forbidden_syscall_is_kept() {
         let mut s = Server::start(who, &p, &m, &["--pool", "2"]);
         let c = s.io();
         for _ in 0..3 {
-            let ws = start(c);
-            let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
-                "argv": ["python3", "-c", CODE]}));
-            let rec = record(&r).clone();
-            assert_eq!(
-                rec["stop_reason"], "code_forbidden_syscall:setuid",
-                "{who:?}: {rec:#}"
-            );
+            let rec = stopped_on_setuid(c, CODE, &format!("{who:?}"));
             let stderr = rec["execution"]["stderr"].as_str().unwrap_or("");
             assert_eq!(out(&rec).len(), 60004, "{who:?}");
             assert!(out(&rec).ends_with("END\n"), "{who:?}");
