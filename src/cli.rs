@@ -1,6 +1,5 @@
-//! Command-line definitions (clap), the verdict commands' exit statuses, the printing of a
-//! record or decision, `policy show|lint`, and the one step from the server front ends'
-//! shared flags to the engine they configure. The spellings are a fixed contract (docs/ARCHITECTURE.md).
+//! Command-line definitions (clap) and the one step from the server front ends' shared
+//! flags to the engine they configure (the commands themselves: crate::commands). The spellings are a fixed contract (docs/ARCHITECTURE.md).
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -220,64 +219,4 @@ pub enum PolicyCommand {
     /// Warn about weak settings. Exit 1 when there are warnings.
     #[command(after_help = "Example:\n  agentjail policy lint policies/data.toml")]
     Lint { file: Option<PathBuf> },
-}
-
-/// The verdict commands' exit statuses (`run`, `check`, `policy lint`, `doctor`); `exec`
-/// returns the command's own status instead (see `agentjail exec --help`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitStatus {
-    /// It ran and the result is valid (run: status ok; check: allow).
-    Ok = 0,
-    /// The boundary said no (run: stopped; check: deny; lint: warnings).
-    Stopped = 1,
-    /// agentjail itself could not work (bad flags, bad policy, internal error).
-    Error = 2,
-}
-
-pub fn load(policy: Option<&std::path::Path>) -> Result<crate::policy::LoadedPolicy, ExitStatus> {
-    crate::load_policy(policy).map_err(|e| {
-        eprintln!("agentjail: {e}");
-        ExitStatus::Error
-    })
-}
-
-/// Print a record or decision: JSON in which no control, bidi override or line separator
-/// from the program's text appears raw (it cannot split a line or steer a terminal).
-pub fn print_json(v: &serde_json::Value) {
-    use std::io::Write;
-    // A reader that went away (a closed pipe) is not a reason to panic: the audit log still
-    // gets the record, and the exit status says what happened.
-    let mut out = std::io::stdout().lock();
-    let text = agentjail_json::to_safe_string_pretty(v);
-    if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
-        eprintln!("agentjail: cannot print the record: {e}");
-    }
-}
-
-pub fn policy_command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
-    match action {
-        PolicyCommand::Show { file } => {
-            let loaded = load(file.as_deref())?;
-            print!("{}", crate::policy::show(&loaded));
-            Ok(ExitStatus::Ok)
-        }
-        PolicyCommand::Lint { file } => {
-            let loaded = load(file.as_deref())?;
-            let warnings = crate::policy::lint(&loaded.policy);
-            for w in &warnings {
-                println!("warning: {}: {}", w.key, w.message);
-            }
-            println!(
-                "{}: {} warning(s), sha256 {}",
-                loaded.path,
-                warnings.len(),
-                loaded.sha256
-            );
-            Ok(if warnings.is_empty() {
-                ExitStatus::Ok
-            } else {
-                ExitStatus::Stopped
-            })
-        }
-    }
 }

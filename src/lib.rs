@@ -9,11 +9,10 @@
 pub mod artifacts;
 pub mod cache;
 pub mod cli;
+pub mod commands;
 pub mod contract;
-pub mod doctor;
 pub mod engine;
 pub mod environment;
-pub mod exec;
 pub mod hostpath;
 pub mod inputs;
 pub mod mcp;

@@ -1,7 +1,8 @@
 //! Thin entry point: parse the arguments and dispatch each command to the library, whose
 //! status is the process's exit code.
 
-use agentjail::cli::{Cli, Command, ExitStatus};
+use agentjail::cli::{Cli, Command};
+use agentjail::commands::{self, ExitStatus};
 use clap::Parser;
 
 /// Run one command; `exec` returns the command's own exit code, the others an ExitStatus.
@@ -15,7 +16,7 @@ fn dispatch(command: Command) -> i32 {
             inputs,
             artifacts_dir,
             action,
-        } => Ok(agentjail::pipeline::run_command(
+        } => Ok(commands::run::command(
             policy.as_deref(),
             audit_log,
             agentjail::pipeline::RunFlags {
@@ -28,9 +29,7 @@ fn dispatch(command: Command) -> i32 {
         serve @ Command::Serve { .. } => return agentjail::serve::command(serve),
         // The MCP server is its own binary (crates/agentjail-mcp says why); this one execs it.
         Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
-        Command::Check { policy, action } => {
-            agentjail::pipeline::check_command(policy.as_deref(), &action)
-        }
+        Command::Check { policy, action } => commands::check::command(policy.as_deref(), &action),
         Command::Exec {
             policy,
             record,
@@ -41,9 +40,9 @@ fn dispatch(command: Command) -> i32 {
             print_plan,
             cmd,
         } => {
-            return agentjail::exec::command(
+            return commands::exec::command(
                 policy.as_deref(),
-                agentjail::exec::ExecArgs {
+                commands::exec::ExecArgs {
                     policy: Default::default(),
                     policy_path: String::new(),
                     policy_sha256: String::new(),
@@ -58,9 +57,9 @@ fn dispatch(command: Command) -> i32 {
                 artifacts_dir,
             )
         }
-        Command::Policy { action } => agentjail::cli::policy_command(action),
+        Command::Policy { action } => commands::policy::command(action),
         Command::Doctor { json, policy } => {
-            return agentjail::doctor::command(json, policy.as_deref())
+            return commands::doctor::command(json, policy.as_deref())
         }
     };
     status.unwrap_or_else(|e| e) as i32
@@ -74,7 +73,7 @@ fn main() {
             let is_exec = std::env::args_os().nth(1).is_some_and(|a| a == "exec");
             let code = match (e.use_stderr(), is_exec) {
                 (false, _) => 0,
-                (true, true) => agentjail::exec::EXIT_SETUP,
+                (true, true) => commands::exec::EXIT_SETUP,
                 (true, false) => ExitStatus::Error as i32,
             };
             let _ = e.print();

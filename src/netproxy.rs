@@ -141,35 +141,3 @@ pub fn record_json(policy: &Policy, rep: &agentjail_net::Report, narrowed: bool)
         "unfinished": rep.unfinished,
     })
 }
-
-/// `agentjail doctor` under a policy with an allowlist: what the proxy needs from the host
-/// besides what every jail needs (the probe jail then starts a real one with its listener).
-/// Landlock ABI 4 confines the program's TCP connects to the proxy's port; without it the
-/// program can still reach only its own loopback (the namespace has no other interface), so
-/// it is not required. The proxy resolves names with the host's resolver.
-pub fn doctor_check() -> crate::doctor::Check {
-    let abi = crate::doctor::landlock_abi().unwrap_or(0);
-    let resolver = ["/etc/resolv.conf", "/etc/hosts"]
-        .iter()
-        .filter(|p| std::fs::metadata(p).is_ok())
-        .copied()
-        .collect::<Vec<_>>();
-    let ok = abi >= 4 && !resolver.is_empty();
-    crate::doctor::Check {
-        control: "network_allowlist".into(),
-        available: ok,
-        required: false,
-        detail: format!(
-            "landlock ABI {abi} ({}); the proxy resolves names through {}",
-            if abi >= 4 {
-                "TCP connect confined to the proxy's port"
-            } else {
-                "no TCP rules: the program may connect to any port of its own loopback"
-            },
-            if resolver.is_empty() { "nothing (no /etc/resolv.conf or /etc/hosts)".to_string() } else { resolver.join(" and ") }
-        ),
-        fix: (!ok).then(|| {
-            "use a kernel >= 6.7 with landlock (ABI 4) and give agentjail's host a resolver configuration".to_string()
-        }),
-    }
-}

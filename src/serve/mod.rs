@@ -1156,11 +1156,11 @@ pub fn command(command: crate::cli::Command) -> i32 {
         Some(Ok(n)) => n,
         Some(Err(e)) => {
             eprintln!("agentjail: {e}");
-            return crate::cli::ExitStatus::Error as i32;
+            return crate::commands::ExitStatus::Error as i32;
         }
     };
-    let Ok(loaded) = crate::cli::load(policy.as_deref()) else {
-        return crate::cli::ExitStatus::Error as i32;
+    let Ok(loaded) = crate::commands::load(policy.as_deref()) else {
+        return crate::commands::ExitStatus::Error as i32;
     };
     serve(ServeArgs {
         engine: engine.config(loaded),

@@ -190,7 +190,7 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
             checks.push(c);
         }
         if p.policy.network.allowlist() {
-            checks.push(crate::netproxy::doctor_check());
+            checks.push(network_check());
         }
         checks.extend(probe_jail(p));
     }
@@ -831,6 +831,38 @@ pub fn command(json: bool, policy: Option<&std::path::Path>) -> i32 {
         Err(e) => eprintln!("agentjail: {e}"),
     }
     i32::from(!report.all_required_ok())
+}
+
+/// `agentjail doctor` under a policy with an allowlist: what the proxy needs from the host
+/// besides what every jail needs (the probe jail then starts a real one with its listener).
+/// Landlock ABI 4 confines the program's TCP connects to the proxy's port; without it the
+/// program can still reach only its own loopback (the namespace has no other interface), so
+/// it is not required. The proxy resolves names with the host's resolver.
+fn network_check() -> Check {
+    let abi = landlock_abi().unwrap_or(0);
+    let resolver = ["/etc/resolv.conf", "/etc/hosts"]
+        .iter()
+        .filter(|p| std::fs::metadata(p).is_ok())
+        .copied()
+        .collect::<Vec<_>>();
+    let ok = abi >= 4 && !resolver.is_empty();
+    Check {
+        control: "network_allowlist".into(),
+        available: ok,
+        required: false,
+        detail: format!(
+            "landlock ABI {abi} ({}); the proxy resolves names through {}",
+            if abi >= 4 {
+                "TCP connect confined to the proxy's port"
+            } else {
+                "no TCP rules: the program may connect to any port of its own loopback"
+            },
+            if resolver.is_empty() { "nothing (no /etc/resolv.conf or /etc/hosts)".to_string() } else { resolver.join(" and ") }
+        ),
+        fix: (!ok).then(|| {
+            "use a kernel >= 6.7 with landlock (ABI 4) and give agentjail's host a resolver configuration".to_string()
+        }),
+    }
 }
 
 #[cfg(test)]

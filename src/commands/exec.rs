@@ -237,7 +237,7 @@ pub fn command(
     mut args: ExecArgs,
     artifacts_dir: Option<std::path::PathBuf>,
 ) -> i32 {
-    let Ok(loaded) = crate::cli::load(policy) else {
+    let Ok(loaded) = super::load(policy) else {
         return EXIT_SETUP;
     };
     args.policy = loaded.policy;

@@ -1,0 +1,32 @@
+//! `agentjail policy show|lint`.
+
+use super::ExitStatus;
+use crate::cli::PolicyCommand;
+
+pub fn command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
+    match action {
+        PolicyCommand::Show { file } => {
+            let loaded = super::load(file.as_deref())?;
+            print!("{}", crate::policy::show(&loaded));
+            Ok(ExitStatus::Ok)
+        }
+        PolicyCommand::Lint { file } => {
+            let loaded = super::load(file.as_deref())?;
+            let warnings = crate::policy::lint(&loaded.policy);
+            for w in &warnings {
+                println!("warning: {}: {}", w.key, w.message);
+            }
+            println!(
+                "{}: {} warning(s), sha256 {}",
+                loaded.path,
+                warnings.len(),
+                loaded.sha256
+            );
+            Ok(if warnings.is_empty() {
+                ExitStatus::Ok
+            } else {
+                ExitStatus::Stopped
+            })
+        }
+    }
+}
