@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cli;
 pub mod commands;
 pub mod contract;
+pub mod digest;
 pub mod engine;
 pub mod environment;
 pub mod hostpath;

@@ -852,7 +852,7 @@ impl Workspace {
                     )
                 })?;
                 written.push(json!({"path": f.path, "bytes": f.contents.len(),
-                                    "sha256": crate::pipeline::sha256_hex(&f.contents)}));
+                                    "sha256": crate::digest::sha256_hex(&f.contents)}));
             }
             Ok(written)
         };
@@ -899,7 +899,7 @@ impl Workspace {
                     let secrets = &self.policy.redaction.secrets;
                     let (content, redacted) = crate::redact::scrub_bytes(&content, secrets);
                     let mut f = json!({"path": rel, "bytes": content.len(),
-                        "sha256": crate::pipeline::sha256_hex(&content),
+                        "sha256": crate::digest::sha256_hex(&content),
                         "content_base64": base64::engine::general_purpose::STANDARD.encode(&content)});
                     if redacted > 0 {
                         f["redacted"] = json!(redacted);

@@ -22,20 +22,12 @@ use crate::contract;
 use crate::policy::{LoadedPolicy, Policy};
 use record::{Phase, Recorder, Sealed, StopReason};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 pub use source::{ColdStart, JailSource};
 pub use stages::Stopped;
 use stages::{check, contract, execute, validate};
 
 /// Largest action file read (the contract then applies the policy's tighter caps).
 pub const MAX_ACTION_BYTES: u64 = 16 * 1024 * 1024;
-
-pub fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
 
 /// An action that could not be read: which (`-`: stdin) and the I/O error.
 #[derive(Debug)]
@@ -207,7 +199,7 @@ pub fn check_bytes(policy: &Policy, raw: &[u8]) -> (Value, bool) {
     let d = contract::check_action(&action, &effective);
     let allow = d.is_allow();
     let mut v = json!(d);
-    v["code_hash"] = json!(sha256_hex(action.code.as_bytes()));
+    v["code_hash"] = json!(crate::digest::sha256_hex(action.code.as_bytes()));
     (v, allow)
 }
 

@@ -341,7 +341,7 @@ impl Session {
         }
         r.sections.action = Some(record::ActionRef {
             named: None,
-            code_hash: super::sha256_hex(code.as_bytes()),
+            code_hash: crate::digest::sha256_hex(code.as_bytes()),
             chars: code.chars().count(),
         });
         let enforce = rules.enforce;

@@ -63,7 +63,7 @@ pub fn contract(
             language: action.language.clone(),
             entrypoint: action.entrypoint.clone(),
         }),
-        code_hash: super::sha256_hex(action.code.as_bytes()),
+        code_hash: crate::digest::sha256_hex(action.code.as_bytes()),
         chars: action.code.chars().count(),
     });
     r.phase(Phase::Plan, true, t, json!({ "policy_hints": notes }));

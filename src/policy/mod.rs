@@ -26,7 +26,6 @@ pub use lint::{lint, LintWarning, LINT_NOTES};
 pub use agentjail_check::CheckRules;
 use locate::{find_item, find_key, key_at_line, line_col};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
@@ -925,10 +924,6 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    format!("{:x}", Sha256::digest(bytes))
-}
-
 /// The embedded default policy, without parsing it.
 ///
 /// `Policy::default()` holds exactly the values of `policies/default.toml`: the unit test
@@ -956,7 +951,7 @@ pub fn load_default() -> Result<LoadedPolicy, PolicyError> {
     Ok(LoadedPolicy {
         policy,
         path: DEFAULT_POLICY_ORIGIN.to_string(),
-        sha256: sha256_hex(DEFAULT_POLICY_TOML.as_bytes()),
+        sha256: crate::digest::sha256_hex(DEFAULT_POLICY_TOML.as_bytes()),
     })
 }
 
@@ -1059,7 +1054,7 @@ fn load_text(text: &str, origin: &str, secrets: bool) -> Result<LoadedPolicy, Po
     Ok(LoadedPolicy {
         policy,
         path: origin.to_string(),
-        sha256: sha256_hex(text.as_bytes()),
+        sha256: crate::digest::sha256_hex(text.as_bytes()),
     })
 }
 

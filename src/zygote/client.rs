@@ -329,7 +329,7 @@ fn policy_text(policy: &LoadedPolicy) -> Result<Option<Vec<u8>>, String> {
         return Ok(None);
     }
     let text = std::fs::read(&policy.path).map_err(|e| format!("{}: {e}", policy.path))?;
-    if crate::pipeline::sha256_hex(&text) != policy.sha256 {
+    if crate::digest::sha256_hex(&text) != policy.sha256 {
         return Err(format!(
             "{} changed after the server loaded it; restart the server",
             policy.path

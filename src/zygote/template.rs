@@ -146,7 +146,7 @@ fn load_plan(
 /// What the template and the server compare, so the jails are built from the plan whose
 /// enforcement the records state (both probe the host for it).
 pub fn plan_sha256(plan: &JailPlan) -> String {
-    crate::pipeline::sha256_hex(serde_json::to_string(plan).unwrap_or_default().as_bytes())
+    crate::digest::sha256_hex(serde_json::to_string(plan).unwrap_or_default().as_bytes())
 }
 
 /// The clone of a multi-threaded process keeps one thread: a lock another thread held

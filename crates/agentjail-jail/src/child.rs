@@ -40,9 +40,9 @@
 //!
 //! Nothing here allocates; every failure is reported as (stage, errno) and ends in _exit.
 
+use super::child_fds::ChildFds;
 use super::prepared::Prepared;
 use super::report::{self, Stage};
-use super::spawn::ChildFds;
 use super::{caps, landlock, mount, rlimit, seccomp, sys};
 use std::os::fd::RawFd;
 

@@ -378,7 +378,7 @@ fn setattr_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     // `AGENTJAIL_FAULT=no_mount_setattr` (fault-injection builds only) takes the walk that
     // kernels before 5.12 get, so the tests run it here too.
-    let forced_off = super::prepared::fault_name().as_deref() == Some("no_mount_setattr");
+    let forced_off = super::fault::fault_name().as_deref() == Some("no_mount_setattr");
     *AVAILABLE.get_or_init(|| !forced_off && sys::mount_setattr_available())
 }
 

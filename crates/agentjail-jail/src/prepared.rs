@@ -221,21 +221,8 @@ fn argv_area() -> Option<(usize, usize)> {
     (start > 0 && end > start && end - start < (1 << 20)).then_some((start, end))
 }
 
-/// `AGENTJAIL_FAULT=<stage name>` in builds with the `fault-injection` feature: the named
-/// child stage (report::Stage::name) fails with EIO, or a parent stage (`clone3`,
-/// `uid_map`, `cgroup_attach`) fails before/after clone. Release builds never read it.
-#[cfg(feature = "fault-injection")]
-pub fn fault_name() -> Option<String> {
-    std::env::var("AGENTJAIL_FAULT").ok()
-}
-
-#[cfg(not(feature = "fault-injection"))]
-pub fn fault_name() -> Option<String> {
-    None
-}
-
 fn fault_stage() -> Option<u32> {
-    let name = fault_name()?;
+    let name = crate::fault::fault_name()?;
     (1..=64)
         .filter_map(Stage::from_u32)
         .find(|s| s.name() == name)

@@ -6,102 +6,65 @@
 //! which nsjail's single byte does not. Messages are 12 bytes, written with one write(2)
 //! (atomic for pipes below PIPE_BUF), so no allocation is needed in the child.
 
-/// Each step of the child, in the order `child::run` takes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Stage {
-    WaitParent = 1,
-    ParentDeathSignal,
-    SetGid,
-    SetUid,
-    MountPrivate,
-    MountRoot,
-    MountOp,
-    RemountRootReadOnly,
-    PivotRoot,
-    DetachOldRoot,
-    Chdir,
-    Hostname,
-    Setsid,
-    Rlimit,
-    CloseFds,
-    NoNewPrivs,
-    DropCapabilities,
-    Landlock,
-    Seccomp,
-    SeccompHandover,
-    SignalMask,
-    Exec,
-    Fork,
-    InitFilter,
-    CgroupNamespace,
-    NetLoopback,
+/// Declares [`Stage`] once: each step's variant and its stable name, in the order
+/// `child::run` takes them; the enum (numbered from 1, 0 is no stage), the list
+/// `from_u32` searches and `name` all come from this one table.
+macro_rules! stages {
+    ($first:ident => $first_name:literal, $($variant:ident => $name:literal,)*) => {
+        /// Each step of the child, in the order `child::run` takes them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u32)]
+        pub enum Stage {
+            $first = 1,
+            $($variant,)*
+        }
+
+        impl Stage {
+            const ALL: &'static [Stage] = &[Stage::$first, $(Stage::$variant,)*];
+
+            /// The stable name a record, a log line and the fault-injection knob use.
+            pub fn name(self) -> &'static str {
+                match self {
+                    Stage::$first => $first_name,
+                    $(Stage::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+stages! {
+        WaitParent => "wait_for_parent",
+        ParentDeathSignal => "parent_death_signal",
+        SetGid => "setresgid",
+        SetUid => "setresuid",
+        MountPrivate => "mount_private",
+        MountRoot => "mount_root_tmpfs",
+        MountOp => "mount",
+        RemountRootReadOnly => "remount_root_read_only",
+        PivotRoot => "pivot_root",
+        DetachOldRoot => "detach_old_root",
+        Chdir => "chdir",
+        Hostname => "sethostname",
+        Setsid => "setsid",
+        Rlimit => "setrlimit",
+        CloseFds => "close_fds",
+        NoNewPrivs => "no_new_privs",
+        DropCapabilities => "drop_capabilities",
+        Landlock => "landlock",
+        Seccomp => "seccomp",
+        SeccompHandover => "seccomp_listener_handover",
+        SignalMask => "signal_mask",
+        Exec => "execve",
+        Fork => "fork_init",
+        InitFilter => "init_seccomp",
+        CgroupNamespace => "cgroup_namespace",
+        NetLoopback => "network_loopback",
 }
 
 impl Stage {
     pub fn from_u32(v: u32) -> Option<Stage> {
-        use Stage::*;
-        const ALL: [Stage; 26] = [
-            WaitParent,
-            ParentDeathSignal,
-            SetGid,
-            SetUid,
-            MountPrivate,
-            MountRoot,
-            MountOp,
-            RemountRootReadOnly,
-            PivotRoot,
-            DetachOldRoot,
-            Chdir,
-            Hostname,
-            Setsid,
-            Rlimit,
-            CloseFds,
-            NoNewPrivs,
-            DropCapabilities,
-            Landlock,
-            Seccomp,
-            SeccompHandover,
-            SignalMask,
-            Exec,
-            Fork,
-            InitFilter,
-            CgroupNamespace,
-            NetLoopback,
-        ];
-        ALL.iter().copied().find(|s| *s as u32 == v)
-    }
-
-    pub fn name(self) -> &'static str {
-        use Stage::*;
-        match self {
-            WaitParent => "wait_for_parent",
-            ParentDeathSignal => "parent_death_signal",
-            SetGid => "setresgid",
-            SetUid => "setresuid",
-            MountPrivate => "mount_private",
-            MountRoot => "mount_root_tmpfs",
-            MountOp => "mount",
-            RemountRootReadOnly => "remount_root_read_only",
-            PivotRoot => "pivot_root",
-            DetachOldRoot => "detach_old_root",
-            Chdir => "chdir",
-            Hostname => "sethostname",
-            Setsid => "setsid",
-            Rlimit => "setrlimit",
-            CloseFds => "close_fds",
-            NoNewPrivs => "no_new_privs",
-            DropCapabilities => "drop_capabilities",
-            Landlock => "landlock",
-            Seccomp => "seccomp",
-            SeccompHandover => "seccomp_listener_handover",
-            SignalMask => "signal_mask",
-            Exec => "execve",
-            Fork => "fork_init",
-            InitFilter => "init_seccomp",
-            CgroupNamespace => "cgroup_namespace",
-            NetLoopback => "network_loopback",
-        }
+        Stage::ALL.iter().copied().find(|s| *s as u32 == v)
     }
 
     /// What an operator can do about a failure at this stage.

@@ -1,7 +1,9 @@
 //! Clone the child into its namespaces and run the parent's half of the setup handshake, on
 //! data built beforehand (`prepared::prepare`): the pipes are the only thing made here.
 
-use super::prepared::{fault_name, Prepared};
+use super::child_fds::ChildFds;
+use super::fault::fault_name;
+use super::prepared::Prepared;
 use super::report::{self, Stage};
 use super::{cgroup, child, container, sys, userns, SetupError};
 use std::ffi::CString;
@@ -32,26 +34,6 @@ pub struct Spawned {
     /// The network allowlist's listening socket, in the jail's network namespace (its
     /// loopback, the plan's proxy port), taken from the program before its exec.
     pub net: Option<OwnedFd>,
-}
-
-/// Fds the child uses; raw numbers valid in the child after clone.
-pub struct ChildFds {
-    pub stdin_r: RawFd,
-    pub stdout_w: RawFd,
-    pub stderr_w: RawFd,
-    pub report_w: RawFd,
-    pub sync_r: RawFd,
-    pub status_w: RawFd,
-    /// The runner's (job read end, reply write end), when the plan has a runner.
-    pub runner: Option<(RawFd, RawFd)>,
-    /// Unshare the cgroup namespace in the child after the parent attached it (v1 or no
-    /// CLONE_INTO_CGROUP), so the namespace's root is the job cgroup, not the launcher's.
-    pub late_cgroup_ns: bool,
-    /// The parent's ends of the same pipes (-1: none), copied into the child by clone: the
-    /// child closes them first, so a parent that dies mid-handshake is an EOF on the sync
-    /// pipe. (For the launcher, PDEATHSIG would end the child anyway; the zygote's template
-    /// is not the child's parent, and its death must not leave a child waiting forever.)
-    pub parent_ends: [RawFd; 8],
 }
 
 fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
