@@ -4,7 +4,7 @@
 //! (crate::hostpath::read_operator_file: no symlink, root's or ours, not writable by others);
 //! the loaded policy holds the values for the proxy and for redaction, and never prints them.
 
-use super::validate::{invalid, invalid_item, Invalid};
+use super::invalid::{invalid, invalid_item, Invalid};
 use super::Policy;
 use serde::{Deserialize, Serialize};
 use std::path::Path;

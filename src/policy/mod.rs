@@ -14,6 +14,7 @@ pub mod python;
 /// jail's vocabulary, as it holds the check crate's rule types).
 pub use agentjail_jail::syscall_groups;
 mod credentials;
+mod invalid;
 mod network;
 mod validate;
 pub use credentials::{Credential as NetworkCredential, Secret, Upstream, MAX_SECRET_BYTES};
@@ -593,16 +594,16 @@ impl Policy {
     /// Detect the interpreter's Python version and check that the module tables hold for
     /// it and the packages the policy allows ([`python`]). Only for a policy that executes
     /// Python.
-    fn resolve_python(&mut self) -> Result<(), validate::Invalid> {
+    fn resolve_python(&mut self) -> Result<(), invalid::Invalid> {
         if !self.executes("python") {
             return Ok(());
         }
         let i = &self.interpreter;
-        let found = python::detect(&i.python).map_err(validate::refused)?;
+        let found = python::detect(&i.python).map_err(invalid::refused)?;
         self.interpreter_can_start(&found.resolved)?;
         if let Some(given) = &i.python_version {
             if given.trim() != found.version {
-                return Err(validate::invalid_owned(
+                return Err(invalid::invalid_owned(
                     "interpreter.python_version",
                     format!(
                         "{given:?}, but {} is Python {} ({})",
@@ -626,7 +627,7 @@ impl Policy {
             })
             .collect();
         python::tables_hold(&found, &self.check.allowed_imports, &dirs)
-            .map_err(validate::refused)?;
+            .map_err(invalid::refused)?;
         self.interpreter.found = Some(found);
         Ok(())
     }
@@ -634,7 +635,7 @@ impl Policy {
     /// The interpreter's loader and every library it loads are in the jail's binds
     /// ([`elfdeps`]): one outside them is refused here, by name, with the bind to add,
     /// rather than failing in every jail as the program's exit 127.
-    fn interpreter_can_start(&self, resolved: &str) -> Result<(), validate::Invalid> {
+    fn interpreter_can_start(&self, resolved: &str) -> Result<(), invalid::Invalid> {
         let binds: Vec<String> = self
             .filesystem
             .read_only
@@ -650,7 +651,7 @@ impl Policy {
         let python = &self.interpreter.python;
         match elfdeps::first_missing(Path::new(resolved), &binds) {
             Ok(None) => Ok(()),
-            Ok(Some(m)) => Err(validate::invalid_owned(
+            Ok(Some(m)) => Err(invalid::invalid_owned(
                 "interpreter.python",
                 format!(
                     "{python} cannot start in the jail: it needs {} (for {}), which ld.so finds on the host at {}, outside every filesystem.read_only bind",
@@ -663,7 +664,7 @@ impl Policy {
                     m.bind
                 ),
             )),
-            Err(e) => Err(validate::invalid_owned(
+            Err(e) => Err(invalid::invalid_owned(
                 "interpreter.python",
                 format!("{python}: cannot read what it loads: {e}"),
                 "name an intact interpreter binary".to_string(),

@@ -2,7 +2,7 @@
 //! (`enabled = true`, lint warns), or an allowlist enforced by agentjail's proxy
 //! (`mode = "allowlist"`, crates/agentjail-net; docs/SECURITY.md "Network by allowlist").
 
-use super::validate::{invalid, invalid_item, Invalid};
+use super::invalid::{invalid, invalid_item, Invalid};
 use super::{Bytes, Policy};
 use serde::{Deserialize, Serialize};
 

@@ -1,54 +1,10 @@
 //! Validation: values the types allow but a jail cannot honour.
 
+use super::invalid::{invalid, invalid_item, Invalid};
 use super::*;
 
 // ---------------------------------------------------------------------------------------
 // Validation: values the types allow but a jail cannot honour.
-
-pub(super) struct Invalid {
-    pub(super) key: String,
-    /// An array element or table key under `key` to point at.
-    pub(super) item: Option<String>,
-    pub(super) message: String,
-    pub(super) hint: String,
-}
-
-pub(super) fn invalid_owned(key: &str, message: String, hint: String) -> Invalid {
-    invalid(key, message, hint)
-}
-
-/// The loader's error for what `policy::python` refused.
-pub(super) fn refused(r: super::python::Refused) -> Invalid {
-    Invalid {
-        key: r.key.into(),
-        item: r.item,
-        message: r.message,
-        hint: r.hint,
-    }
-}
-
-pub(super) fn invalid(key: &str, message: impl Into<String>, hint: impl Into<String>) -> Invalid {
-    Invalid {
-        key: key.into(),
-        item: None,
-        message: message.into(),
-        hint: hint.into(),
-    }
-}
-
-pub(super) fn invalid_item(
-    key: &str,
-    item: &str,
-    message: impl Into<String>,
-    hint: &str,
-) -> Invalid {
-    Invalid {
-        key: key.into(),
-        item: Some(item.into()),
-        message: message.into(),
-        hint: hint.into(),
-    }
-}
 
 fn in_range(key: &str, value: u64, min: u64, max: u64, why: &str) -> Result<(), Invalid> {
     if value < min || value > max {
