@@ -1,5 +1,8 @@
-//! Why the engine did not start: the part that failed and the error it gave, kept typed
-//! (the front ends print it and exit 2). Display is the message agentjail prints.
+//! The engine's errors, typed: why it did not start ([`StartError`]: the part that failed
+//! and the error it gave; the front ends print it and exit 2), and why it refused a
+//! request ([`EngineError`]: an [`ErrorCode`] and a message). Each front end maps the codes
+//! in one exhaustive table of its own (serve and MCP print the spelling, HTTP adds a
+//! status), so a new code does not build until every front end has said what it means.
 
 use crate::cache::CacheError;
 use crate::pipeline::source::PlanError;
@@ -87,6 +90,102 @@ impl From<ZygoteError> for StartError {
 impl From<CacheError> for StartError {
     fn from(e: CacheError) -> Self {
         StartError::Cache(e)
+    }
+}
+
+/// A request the engine refuses (as opposed to a job that runs and stops), by code: the
+/// spellings are a fixed contract (docs/REFERENCE.md lists them per front end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// The request's shape or a value in it is wrong.
+    BadRequest,
+    /// A workspace command's `env` is refused.
+    BadEnv,
+    /// A workspace's files (put/get paths, sizes) are refused.
+    BadFiles,
+    /// A workspace's host directory cannot be used.
+    BadHostDir,
+    /// A file cannot be written into the workspace.
+    PutRefused,
+    /// No such session for this caller.
+    UnknownSession,
+    /// No such workspace for this caller.
+    UnknownWorkspace,
+    /// The session is running another call.
+    SessionBusy,
+    /// The workspace is running another command.
+    WorkspaceBusy,
+    /// Another workspace (of this or another server) holds the host directory.
+    HostDirInUse,
+    /// The workspace has ended (closed, expired or its jail died).
+    WorkspaceEnded,
+    /// The server's or the caller's session limit is reached.
+    TooManySessions,
+    /// The server's or the caller's workspace limit is reached.
+    TooManyWorkspaces,
+    /// No jail can be started or reached now (`sandbox_unavailable:*` in the message).
+    Unavailable,
+}
+
+impl ErrorCode {
+    /// Every code, for the front ends' table tests.
+    pub const ALL: [ErrorCode; 14] = [
+        ErrorCode::BadRequest,
+        ErrorCode::BadEnv,
+        ErrorCode::BadFiles,
+        ErrorCode::BadHostDir,
+        ErrorCode::PutRefused,
+        ErrorCode::UnknownSession,
+        ErrorCode::UnknownWorkspace,
+        ErrorCode::SessionBusy,
+        ErrorCode::WorkspaceBusy,
+        ErrorCode::HostDirInUse,
+        ErrorCode::WorkspaceEnded,
+        ErrorCode::TooManySessions,
+        ErrorCode::TooManyWorkspaces,
+        ErrorCode::Unavailable,
+    ];
+
+    /// The stable spelling serve, HTTP and MCP print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::BadEnv => "bad_env",
+            ErrorCode::BadFiles => "bad_files",
+            ErrorCode::BadHostDir => "bad_host_dir",
+            ErrorCode::PutRefused => "put_refused",
+            ErrorCode::UnknownSession => "unknown_session",
+            ErrorCode::UnknownWorkspace => "unknown_workspace",
+            ErrorCode::SessionBusy => "session_busy",
+            ErrorCode::WorkspaceBusy => "workspace_busy",
+            ErrorCode::HostDirInUse => "host_dir_in_use",
+            ErrorCode::WorkspaceEnded => "workspace_ended",
+            ErrorCode::TooManySessions => "too_many_sessions",
+            ErrorCode::TooManyWorkspaces => "too_many_workspaces",
+            ErrorCode::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A request the engine refuses: serve, HTTP and MCP turn it into an error response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl EngineError {
+    pub(super) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        EngineError {
+            code,
+            message: message.into(),
+        }
     }
 }
 

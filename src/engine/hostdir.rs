@@ -25,7 +25,7 @@
 //! other) still meet. The jailed code can lock only inside its own directory, which no other
 //! workspace may be.
 
-use super::EngineError;
+use super::{EngineError, ErrorCode};
 use agentjail_jail::os::{dir, fd};
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -50,7 +50,7 @@ impl HostDir {
 }
 
 fn bad(message: impl Into<String>) -> EngineError {
-    EngineError::new("bad_host_dir", message)
+    EngineError::new(ErrorCode::BadHostDir, message)
 }
 
 /// The uid the jail's user has on the host (agentjail_jail::userns).
@@ -125,7 +125,7 @@ pub fn claim(host_dir: &str, roots: &[String]) -> Result<HostDir, EngineError> {
 fn lock_chain(root: &str, relative: &str, shown: &str) -> Result<Vec<OwnedFd>, EngineError> {
     let in_use = || {
         EngineError::new(
-            "host_dir_in_use",
+            ErrorCode::HostDirInUse,
             format!("host_dir {shown:?}, a directory enclosing it or one inside it is another live workspace's; close that one first"),
         )
     };
@@ -209,33 +209,36 @@ mod tests {
             ("a".to_string(), "bad_host_dir"),
         ] {
             let e = claim(&p, &r).unwrap_err();
-            assert_eq!(e.code, code, "{p}: {}", e.message);
+            assert_eq!(e.code.as_str(), code, "{p}: {}", e.message);
         }
         assert_eq!(
-            claim(&format!("{base}/a"), &[]).unwrap_err().code,
+            claim(&format!("{base}/a"), &[]).unwrap_err().code.as_str(),
             "bad_host_dir"
         );
         let a = claim(&format!("{base}/a"), &r).unwrap();
         assert_eq!(a.path(), format!("{base}/a"));
         // The same, an enclosed and an enclosing directory are taken while `a` lives.
         assert_eq!(
-            claim(&format!("{base}/a"), &r).unwrap_err().code,
+            claim(&format!("{base}/a"), &r).unwrap_err().code.as_str(),
             "host_dir_in_use"
         );
         assert_eq!(
-            claim(&format!("{base}/a/b"), &r).unwrap_err().code,
+            claim(&format!("{base}/a/b"), &r).unwrap_err().code.as_str(),
             "host_dir_in_use"
         );
         drop(a);
         let b = claim(&format!("{base}/a/b"), &r).unwrap();
         assert_eq!(
-            claim(&format!("{base}/a"), &r).unwrap_err().code,
+            claim(&format!("{base}/a"), &r).unwrap_err().code.as_str(),
             "host_dir_in_use"
         );
         // Through another root that is the first one's child: the same inodes, still taken.
         let inner = vec![format!("{base}/a")];
         assert_eq!(
-            claim(&format!("{base}/a/b"), &inner).unwrap_err().code,
+            claim(&format!("{base}/a/b"), &inner)
+                .unwrap_err()
+                .code
+                .as_str(),
             "host_dir_in_use"
         );
         drop(b);

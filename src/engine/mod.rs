@@ -30,7 +30,7 @@ use crate::runner::{Language, Mode};
 use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
 use agentjail_jail::JailError;
-pub use error::StartError;
+pub use error::{EngineError, ErrorCode, StartError};
 use pool::{Pool, Sizing, Spawner};
 use serde_json::{json, Value};
 use session::{Owner, Session};
@@ -255,25 +255,6 @@ impl ClientStop {
 
     fn interrupt(&self) -> Interrupt<'_> {
         Interrupt::Scoped(&self.read)
-    }
-}
-
-/// A request the engine refuses (as opposed to a job that runs and stops): serve and mcp
-/// turn it into an error response.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineError {
-    /// A stable code: `unknown_session`, `session_busy`, `too_many_sessions`, `bad_request`,
-    /// `unavailable`.
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl EngineError {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
-        EngineError {
-            code,
-            message: message.into(),
-        }
     }
 }
 
@@ -517,7 +498,7 @@ impl Engine {
     ) -> Result<String, EngineError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(EngineError::new(
-                "unavailable",
+                ErrorCode::Unavailable,
                 "agentjail is shutting down",
             ));
         }
@@ -535,12 +516,12 @@ impl Engine {
             .session_starts
             .reserve(owner, open, max)
             .map_err(|open| EngineError::new(
-                "too_many_sessions",
+                ErrorCode::TooManySessions,
                 format!("this client holds {open} open sessions, the most the policy allows ([session] max_per_client); close one first"),
             ))?;
         let Some(plan) = &self.session_plan else {
             return Err(EngineError::new(
-                "bad_request",
+                ErrorCode::BadRequest,
                 "sessions run Python, and this policy does not execute python (languages.execute)",
             ));
         };
@@ -557,7 +538,7 @@ impl Engine {
             None => {
                 let jail = self.spawner.start(Arc::clone(plan)).map_err(|e| {
                     EngineError::new(
-                        "unavailable",
+                        ErrorCode::Unavailable,
                         format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
                     )
                 })?;
@@ -568,7 +549,10 @@ impl Engine {
         let (mut jail, start) = (jail, start);
         let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
             let control = e.unavailable_control();
-            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+            EngineError::new(
+                ErrorCode::Unavailable,
+                format!("sandbox_unavailable:{control}: {e}"),
+            )
         })?;
         let id = agentjail_jail::ids::random_hex(16);
         let session = Session::new(
@@ -592,7 +576,7 @@ impl Engine {
             return Ok((policy, false));
         };
         let parsed = crate::contract::parse_hints(h)
-            .map_err(|e| EngineError::new("bad_request", e.to_string()))?;
+            .map_err(|e| EngineError::new(ErrorCode::BadRequest, e.to_string()))?;
         let narrowed = parsed.network_access.is_some();
         Ok((crate::contract::apply_hints(&policy, &parsed).0, narrowed))
     }
@@ -605,7 +589,7 @@ impl Engine {
     fn session(&self, id: &str, owner: Owner) -> Result<Arc<Mutex<Session>>, EngineError> {
         let unknown = || {
             EngineError::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!(
                     "no session {:?} on this connection",
                     crate::verdict::StopReason::suffix(id)
@@ -644,7 +628,7 @@ impl Engine {
         // connection hold it for the milliseconds of ending it. Only the first is busy.
         let Some(mut session) = lock_within_grace(&s) else {
             return Err(EngineError::new(
-                "session_busy",
+                ErrorCode::SessionBusy,
                 "a call is already running in this session; wait for its response",
             ));
         };

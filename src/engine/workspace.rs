@@ -22,7 +22,7 @@
 //! boundary, and every record says so (`decision.reason`: `not_checked`).
 
 use super::session::Owner;
-use super::{pool, ClientStop, Engine, EngineError};
+use super::{pool, ClientStop, Engine, EngineError, ErrorCode};
 use crate::pipeline::record::{
     CommandRef, Execution, ExecutionSource, Phase, PolicyRef, RecordError, Recorder, Sealed,
     StopReason, WorkspaceCommand, WorkspaceRef,
@@ -126,7 +126,7 @@ pub struct ExecRequest {
 }
 
 fn bad(message: impl Into<String>) -> EngineError {
-    EngineError::new("bad_request", message)
+    EngineError::new(ErrorCode::BadRequest, message)
 }
 
 impl ExecRequest {
@@ -261,7 +261,7 @@ fn env_of(v: Option<&Value>) -> Result<Vec<(String, String)>, EngineError> {
     let mut env = Vec::with_capacity(o.len());
     for (k, v) in o {
         if let Some(problem) = env_name_problem(k) {
-            return Err(EngineError::new("bad_env", problem));
+            return Err(EngineError::new(ErrorCode::BadEnv, problem));
         }
         match v {
             Value::String(s) if s.len() <= MAX_ENV_VALUE_BYTES && !s.contains('\0') => {
@@ -799,13 +799,18 @@ fn as_jail_user<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, EngineError>
                 .map(|()| f())
                 .map_err(|e| {
                     EngineError::new(
-                        "unavailable",
+                        ErrorCode::Unavailable,
                         format!("cannot take the jail user's file ids: errno {e}"),
                     )
                 })
         })
         .join()
-        .unwrap_or_else(|_| Err(EngineError::new("unavailable", "the file thread panicked")))
+        .unwrap_or_else(|_| {
+            Err(EngineError::new(
+                ErrorCode::Unavailable,
+                "the file thread panicked",
+            ))
+        })
     })
 }
 
@@ -814,7 +819,7 @@ impl Workspace {
         let why = self.ended.as_deref().unwrap_or("ended");
         self.jail.as_ref().and_then(|j| j.out()).ok_or_else(|| {
             EngineError::new(
-                "workspace_ended",
+                ErrorCode::WorkspaceEnded,
                 format!("the workspace has ended ({why}); start a new one"),
             )
         })
@@ -836,14 +841,17 @@ impl Workspace {
             }
         }
         let parsed = crate::contract::parse_files(&files, &self.policy.files).map_err(|e| {
-            EngineError::new("bad_files", format!("{}: {}", e.reason(), e.message()))
+            EngineError::new(
+                ErrorCode::BadFiles,
+                format!("{}: {}", e.reason(), e.message()),
+            )
         })?;
         let write_all = || {
             let mut written = Vec::with_capacity(parsed.len());
             for f in &parsed {
                 put_file(root, &f.path, &f.contents).map_err(|why| {
                     EngineError::new(
-                        "put_refused",
+                        ErrorCode::PutRefused,
                         format!(
                             "{} ({why}); files before it were written: {}",
                             agentjail_json::safe_text(&f.path, 200),
@@ -962,7 +970,7 @@ impl Engine {
     ) -> Result<String, EngineError> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(EngineError::new(
-                "unavailable",
+                ErrorCode::Unavailable,
                 "agentjail is shutting down",
             ));
         }
@@ -990,14 +998,17 @@ impl Engine {
             .workspace_starts
             .reserve(owner, open, max)
             .map_err(|open| EngineError::new(
-                "too_many_workspaces",
+                ErrorCode::TooManyWorkspaces,
                 format!("this client holds {open} open workspaces, the most the policy allows ([workspace] max_per_client); close one first"),
             ))?;
         let (mut jail, start) = self.workspace_jail(plan, claimed.as_ref())?;
         // The allowlist's proxy lives as long as the workspace's jail (src/netproxy.rs).
         let net = crate::netproxy::start(&policy, net_narrowed, &mut jail).map_err(|e| {
             let control = e.unavailable_control();
-            EngineError::new("unavailable", format!("sandbox_unavailable:{control}: {e}"))
+            EngineError::new(
+                ErrorCode::Unavailable,
+                format!("sandbox_unavailable:{control}: {e}"),
+            )
         })?;
         let id = agentjail_jail::ids::random_hex(16);
         let mut w = Workspace::new(
@@ -1036,7 +1047,7 @@ impl Engine {
         };
         let jail = self.spawner.start(plan).map_err(|e| {
             EngineError::new(
-                "unavailable",
+                ErrorCode::Unavailable,
                 format!("sandbox_unavailable:{}: {e}", e.unavailable_control()),
             )
         })?;
@@ -1050,7 +1061,7 @@ impl Engine {
             if !same {
                 self.teardown(jail.end().1);
                 return Err(EngineError::new(
-                    "bad_host_dir",
+                    ErrorCode::BadHostDir,
                     format!(
                         "host_dir {:?} changed while the jail was being set up; try again",
                         dir.path()
@@ -1065,7 +1076,7 @@ impl Engine {
     fn workspace(&self, id: &str, owner: Owner) -> Result<Arc<Mutex<Workspace>>, EngineError> {
         let unknown = || {
             EngineError::new(
-                "unknown_workspace",
+                ErrorCode::UnknownWorkspace,
                 format!(
                     "no workspace {:?} on this connection",
                     StopReason::suffix(id)
@@ -1094,7 +1105,7 @@ impl Engine {
         let w = self.workspace(id, owner)?;
         let Some(mut guard) = super::lock_within_grace(&w) else {
             return Err(EngineError::new(
-                "workspace_busy",
+                ErrorCode::WorkspaceBusy,
                 "a command is running in this workspace; wait for its response",
             ));
         };
@@ -1285,7 +1296,7 @@ mod tests {
             assert_eq!(env_name_problem(name), None, "{name}");
         }
         let e = req(json!({"command": "x", "env": {"A=B": "/x"}})).unwrap_err();
-        assert_eq!(e.code, "bad_env");
+        assert_eq!(e.code, ErrorCode::BadEnv);
     }
 
     #[test]

@@ -467,8 +467,7 @@ fn respond(conn: &Conn, v: &Value) {
 /// Run one request on the engine; its response.
 fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -> Value {
     let id = req.id;
-    let engine_err =
-        |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
+    let engine_err = |e: EngineError| json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}});
     let audited = |record: &crate::pipeline::record::Sealed| {
         crate::pipeline::audit::append(audit.map(PathBuf::as_path), record);
     };

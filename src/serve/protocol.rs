@@ -270,7 +270,7 @@ fn build_op(
         "workspace_exec" => {
             let workspace = string(&mut obj, "workspace")?;
             let request = crate::engine::workspace::ExecRequest::from_fields(&obj)
-                .map_err(|e| err(id, e.code, e.message))?;
+                .map_err(|e| err(id, e.code.as_str(), e.message))?;
             Op::WorkspaceExec { workspace, request }
         }
         "workspace_put" => Op::WorkspacePut {

@@ -12,8 +12,7 @@ pub(super) fn handle(
     id: Value,
     audited: &dyn Fn(&crate::pipeline::record::Sealed),
 ) -> Value {
-    let engine_err =
-        |e: EngineError| json!({"id": id, "error": {"code": e.code, "message": e.message}});
+    let engine_err = |e: EngineError| json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}});
     let owner = conn.owner;
     let answer = |r: Result<Value, EngineError>, key: &str| match r {
         Ok(v) => json!({"id": id, key: v}),

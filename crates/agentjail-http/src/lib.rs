@@ -9,5 +9,6 @@ pub mod multipart;
 pub mod routes;
 pub mod sandboxfusion;
 pub mod server;
+pub mod status;
 pub mod unread;
 pub mod workspaces;

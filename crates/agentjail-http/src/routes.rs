@@ -7,7 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::server::{State, BODY_TIMEOUT, MAX_BODY_BYTES};
-use agentjail::engine::EngineError;
+use agentjail::engine::{EngineError, ErrorCode};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -172,21 +172,16 @@ fn method_not_allowed(allowed: &str) -> Resp {
     r
 }
 
-fn engine_error(e: EngineError) -> Resp {
-    let status = match e.code {
-        "unknown_session" => StatusCode::NOT_FOUND,
-        "session_busy" => StatusCode::CONFLICT,
-        "too_many_sessions" => StatusCode::TOO_MANY_REQUESTS,
-        "bad_request" => StatusCode::BAD_REQUEST,
-        "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+/// An engine error as a response: the status from the one table (crate::status), the
+/// code's spelling, and the message (an unknown id says no more than that: another
+/// caller's sessions and workspaces are not confirmed to exist).
+pub fn engine_error(e: EngineError) -> Resp {
+    let message = match e.code {
+        ErrorCode::UnknownSession => "no such session for this caller".to_string(),
+        ErrorCode::UnknownWorkspace => "no such workspace for this caller".to_string(),
+        _ => e.message,
     };
-    let message = if e.code == "unknown_session" {
-        "no such session for this caller".to_string()
-    } else {
-        e.message
-    };
-    error(status, e.code, &message)
+    error(crate::status::of(e.code), e.code.as_str(), &message)
 }
 
 impl Route {

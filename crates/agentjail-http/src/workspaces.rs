@@ -10,10 +10,12 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
-use crate::routes::{bad_request, blocking, error, finish, json_resp, strict, Caller, Resp, Route};
+use crate::routes::{
+    bad_request, blocking, engine_error, error, finish, json_resp, strict, Caller, Resp, Route,
+};
 use crate::server::State;
 use agentjail::engine::workspace::ExecRequest;
-use agentjail::engine::{Engine, EngineError};
+use agentjail::engine::{Engine, EngineError, ErrorCode};
 use agentjail::pipeline::record::Sealed as Record;
 use agentjail::pipeline::session::Owner;
 use bytes::Bytes;
@@ -168,29 +170,6 @@ pub const POD_OWNER: Owner = Owner {
     uid: None,
 };
 
-/// The HTTP status of an engine error about a workspace.
-pub fn status_of(e: &EngineError) -> StatusCode {
-    match e.code {
-        "unknown_workspace" | "unknown_session" => StatusCode::NOT_FOUND,
-        "workspace_busy" | "session_busy" | "host_dir_in_use" => StatusCode::CONFLICT,
-        "workspace_ended" => StatusCode::GONE,
-        "too_many_workspaces" | "too_many_sessions" => StatusCode::TOO_MANY_REQUESTS,
-        "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
-        c if c.starts_with("bad_") || c == "put_refused" => StatusCode::BAD_REQUEST,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-pub fn engine_error(e: EngineError) -> Resp {
-    let status = status_of(&e);
-    let message = if e.code == "unknown_workspace" {
-        "no such workspace for this caller".to_string()
-    } else {
-        e.message
-    };
-    error(status, e.code, &message)
-}
-
 /// A strict JSON object body with only `allowed` keys.
 pub fn object(v: Value, allowed: &[&str], shape: &str) -> Result<Map<String, Value>, String> {
     let Value::Object(o) = v else {
@@ -329,8 +308,12 @@ fn closed() -> Resp {
 
 /// An error that says the workspace is gone: the request never reached it.
 fn ended_error<T>(r: &Result<T, EngineError>) -> bool {
-    r.as_ref()
-        .is_err_and(|e| matches!(e.code, "unknown_workspace" | "workspace_ended"))
+    r.as_ref().is_err_and(|e| {
+        matches!(
+            e.code,
+            ErrorCode::UnknownWorkspace | ErrorCode::WorkspaceEnded
+        )
+    })
 }
 
 /// A command refused because its workspace ended (`invalid_request:workspace_*`: ended,
@@ -345,7 +328,10 @@ fn ended_exec(r: &Result<Record, EngineError>) -> bool {
 }
 
 fn pod_error(e: EngineError) -> Resp {
-    message(status_of(&e), &format!("{}: {}", e.code, e.message))
+    message(
+        crate::status::of(e.code),
+        &format!("{}: {}", e.code, e.message),
+    )
 }
 
 /// A `POST /execute` body read: `{"command": "..."}`, or the runtime's 422.

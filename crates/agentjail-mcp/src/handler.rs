@@ -248,7 +248,7 @@ impl Handler {
                 }}),
                 false,
             ),
-            Err(e) => result::error(e.code, &e.message),
+            Err(e) => result::error(e.code.as_str(), &e.message),
         })
     }
 
@@ -281,7 +281,7 @@ impl Handler {
             .await?;
         Ok(match done {
             Ok(record) => result::from_record(&record.value),
-            Err(EngineError { code, message }) => result::refused_record(code, &message),
+            Err(EngineError { code, message }) => result::refused_record(code.as_str(), &message),
         })
     }
 
@@ -297,7 +297,7 @@ impl Handler {
                 .map_err(|e| McpError::internal_error(format!("closing failed: {e}"), None))?;
         Ok(match closed {
             Ok(c) => result::from_value(json!({ "closed": c }), false),
-            Err(e) => result::error(e.code, &e.message),
+            Err(e) => result::error(e.code.as_str(), &e.message),
         })
     }
 

@@ -266,7 +266,7 @@ pub fn readable(mut got: Value) -> Value {
 fn answer(r: Result<Value, agentjail::engine::EngineError>) -> CallToolResult {
     match r {
         Ok(v) => result::from_value(v, false),
-        Err(e) => result::error(e.code, &e.message),
+        Err(e) => result::error(e.code.as_str(), &e.message),
     }
 }
 
@@ -341,7 +341,7 @@ impl Handler {
             .await?;
         Ok(match done {
             Ok(record) => result::from_record(&record.value),
-            Err(e) => result::refused_record(e.code, &e.message),
+            Err(e) => result::refused_record(e.code.as_str(), &e.message),
         })
     }
 
