@@ -9,14 +9,18 @@
 //! child's setup failure back to the parent as (stage, errno). `launch` walks prepare →
 //! start → deliver → teardown; `supervise` is the poll loop over a running jail. `sys` holds
 //! every kernel call (and every `unsafe` block) of agentjail's library.
+//!
+//! The modules no other crate names are private (`child`, `child_fds`, `report`, `caps`,
+//! `affinity`, `fault`, `syscalls`, `sys`): the child's steps and their wire format are
+//! this crate's business; other crates see the plan, the launch, the supervisor, `os`.
 
-pub mod affinity;
-pub mod caps;
+mod affinity;
+mod caps;
 pub mod cgroup;
-pub mod child;
-pub mod child_fds;
+mod child;
+mod child_fds;
 pub mod container;
-pub mod fault;
+mod fault;
 pub mod ids;
 pub mod landlock;
 pub mod launch;
@@ -24,14 +28,14 @@ pub mod mount;
 pub mod os;
 pub mod plan;
 pub mod prepared;
-pub mod report;
+mod report;
 pub mod rlimit;
 pub mod seccomp;
 pub mod spawn;
 pub mod supervise;
 pub(crate) mod sys;
 pub mod syscall_groups;
-pub mod syscalls;
+mod syscalls;
 pub mod userns;
 
 use serde::Serialize;
