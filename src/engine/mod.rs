@@ -15,6 +15,7 @@
 //! resident against Python's ~10-20 MiB, and agent traffic is mostly Python. Sessions run
 //! Python only (the JavaScript runner has no session mode).
 
+mod api;
 mod error;
 pub mod hostdir;
 pub mod pool;
@@ -30,6 +31,7 @@ use crate::runner::{Language, Mode};
 use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
 use agentjail_jail::JailError;
+pub use api::{Caller, Outcome, Request};
 pub use error::{EngineError, ErrorCode, StartError};
 use pool::{Pool, Sizing, Spawner};
 use serde_json::{json, Value};
@@ -62,6 +64,9 @@ pub struct EngineConfig {
     /// interpreter forked into a new jail per job) instead of starting an interpreter in
     /// each. Off by default; `serve --zygote`.
     pub zygote: bool,
+    /// Where [`Engine::handle`] appends each record it answers with (`--audit-log`, else the
+    /// policy's audit.log: [`Engine::start_server`] sets it, checked before the start).
+    pub audit_log: Option<PathBuf>,
 }
 
 /// The CPUs this process may use: its affinity mask, bounded by its cgroup's CPU quota
@@ -145,6 +150,7 @@ impl EngineConfig {
             spawners: default_spawners(),
             cache: cache.map(|d| (d, Duration::from_secs(cache_ttl))),
             zygote: false,
+            audit_log: None,
         }
     }
 }
@@ -291,6 +297,8 @@ pub struct Engine {
     /// stop_jobs was called: a client registered after it is stopped at once.
     stopping: AtomicBool,
     closed: AtomicBool,
+    /// The audit log [`Engine::handle`] appends its records to (api.rs).
+    audit: Option<PathBuf>,
 }
 
 impl Engine {
@@ -365,6 +373,7 @@ impl Engine {
             clients: Mutex::new(HashMap::new()),
             stopping: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            audit: cfg.audit_log,
         });
         let weak = Arc::downgrade(&engine);
         std::thread::Builder::new()
@@ -377,7 +386,7 @@ impl Engine {
     /// A server front end's engine (`serve`, `mcp`), and where its records are appended:
     /// `audit_flag` (`--audit-log`), else the policy's audit.log.
     pub fn start_server(
-        cfg: EngineConfig,
+        mut cfg: EngineConfig,
         audit_flag: Option<PathBuf>,
     ) -> Result<(Arc<Engine>, Option<PathBuf>), StartError> {
         let audit = cfg.policy.audit_log(audit_flag);
@@ -390,6 +399,7 @@ impl Engine {
                 detail: e.to_string(),
             })?;
         }
+        cfg.audit_log = audit.clone();
         Ok((Engine::start(cfg)?, audit))
     }
 

@@ -14,7 +14,7 @@ pub mod protocol;
 pub use error::SocketError;
 mod workspace;
 
-use crate::engine::{Engine, EngineError};
+use crate::engine::{Caller, Engine, Outcome, Request as EngineRequest};
 use crate::pipeline::session::Owner;
 use agentjail_jail::os;
 use protocol::{Op, Request};
@@ -464,74 +464,72 @@ fn respond(conn: &Conn, v: &Value) {
     }
 }
 
-/// Run one request on the engine; its response.
-fn handle(engine: &Engine, req: Request, conn: &Conn, audit: Option<&PathBuf>) -> Value {
+/// Run one request on the engine (its one door, Engine::handle: the record stamped and
+/// audited there); its response line. Serve's own part: host inputs resolved (`bad_inputs`),
+/// the `responses` counters added to the stats, and the wire shape of each outcome.
+fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
     let id = req.id;
-    let engine_err = |e: EngineError| json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}});
-    let audited = |record: &crate::pipeline::record::Sealed| {
-        crate::pipeline::audit::append(audit.map(PathBuf::as_path), record);
+    let caller = Caller {
+        owner: conn.owner,
+        stop: conn.stop.as_deref(),
+        // The peer's uid in the printed record; the audit log's copy has its own caller.
+        named: conn.owner.uid.map(|uid| (json!({ "uid": uid }), false)),
     };
-    match req.op {
-        Op::Run { action, inputs } => {
+    let inputs = match &req.op {
+        Op::Run { inputs, .. } => {
             let roots = &engine.policy().policy.files.host_roots;
             let resolved = inputs
                 .iter()
                 .map(|spec| crate::inputs::resolve(spec, roots))
                 .collect::<Result<Vec<_>, _>>();
             match resolved {
-                Ok(inputs) => {
-                    let record = engine.run_for_client(
-                        &action,
-                        conn.owner.uid,
-                        inputs,
-                        conn.stop.as_deref(),
-                    );
-                    audited(&record);
-                    json!({"id": id, "record": record.value})
+                Ok(inputs) => inputs,
+                Err(e) => {
+                    return json!({"id": id, "error": {"code": "bad_inputs",
+                                  "message": agentjail_json::safe_text(&e.to_string(), 1000)}})
                 }
-                Err(e) => json!({"id": id, "error": {"code": "bad_inputs",
-                                  "message": agentjail_json::safe_text(&e.to_string(), 1000)}}),
             }
         }
-        Op::Check { action } => json!({"id": id, "decision": engine.check(&action).0}),
-        Op::SessionStart { policy_hints } => {
-            match engine.session_start(policy_hints.as_ref(), conn.owner) {
-                Ok(s) => json!({"id": id, "session": s}),
-                Err(e) => engine_err(e),
-            }
-        }
+        _ => Vec::new(),
+    };
+    let request = match &req.op {
+        Op::Run { action, .. } => EngineRequest::Run { action, inputs },
+        Op::Check { action } => EngineRequest::Check { action },
+        Op::SessionStart { policy_hints } => EngineRequest::SessionStart {
+            hints: policy_hints.as_ref(),
+        },
         Op::SessionExec {
             session,
             code,
             timeout_s,
-        } => match engine.session_exec_for(
-            &session,
-            &code,
-            timeout_s,
-            conn.owner,
-            conn.stop.as_deref(),
-        ) {
-            Ok(mut record) => {
-                if let Some(uid) = conn.owner.uid {
-                    record.set_caller(json!({ "uid": uid }), false);
-                }
-                audited(&record);
-                json!({"id": id, "record": record.value})
+        } => EngineRequest::SessionExec {
+            session,
+            code,
+            timeout_s: *timeout_s,
+        },
+        Op::SessionClose { session } => EngineRequest::SessionClose { session },
+        Op::Stats => EngineRequest::Stats,
+        op => match workspace::request(op) {
+            Some(r) => r,
+            None => {
+                return json!({"id": id, "error": {"code": "bad_request", "message": "not a workspace op"}})
             }
-            Err(e) => engine_err(e),
         },
-        Op::SessionClose { session } => match engine.session_close(&session, conn.owner) {
-            Ok(closed) => json!({"id": id, "closed": closed}),
-            Err(e) => engine_err(e),
-        },
-        Op::Stats => {
-            let mut stats = engine.stats();
+    };
+    match engine.handle(&caller, request) {
+        Ok(Outcome::Record(record)) => json!({"id": id, "record": record.value}),
+        Ok(Outcome::Decision(decision, _)) => json!({"id": id, "decision": decision}),
+        Ok(Outcome::Session(s)) => json!({"id": id, "session": s}),
+        Ok(Outcome::Workspace(w)) => json!({"id": id, "workspace": w}),
+        Ok(Outcome::Closed(closed)) => json!({"id": id, "closed": closed}),
+        Ok(Outcome::Files(files)) => json!({"id": id, "files": files}),
+        Ok(Outcome::Stats(mut stats)) => {
             if let Some(b) = &conn.out.budget {
                 stats["responses"] = b.stats();
             }
             json!({"id": id, "stats": stats})
         }
-        op => workspace::handle(engine, op, conn, id, &audited),
+        Err(e) => json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}}),
     }
 }
 
@@ -602,13 +600,7 @@ fn admit(conn: &Conn, size: usize) -> bool {
 /// Read request lines from `input` until EOF (or until the client is dropped), submitting
 /// each to the workers within the client's limits; then wait for this client's requests to
 /// be answered.
-fn read_requests<R: BufRead>(
-    engine: &Arc<Engine>,
-    workers: &Workers,
-    input: &mut R,
-    conn: &Conn,
-    audit: &Option<PathBuf>,
-) {
+fn read_requests<R: BufRead>(engine: &Arc<Engine>, workers: &Workers, input: &mut R, conn: &Conn) {
     while !conn.out.is_dropped() {
         let line = match read_line(input) {
             Line::End => break,
@@ -639,7 +631,7 @@ fn read_requests<R: BufRead>(
             );
             continue;
         }
-        submit(engine, workers, conn, audit, req, size);
+        submit(engine, workers, conn, req, size);
     }
     let (lock, cv) = &*conn.pending;
     let mut pending = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -654,11 +646,10 @@ fn submit(
     engine: &Arc<Engine>,
     workers: &Workers,
     conn: &Conn,
-    audit: &Option<PathBuf>,
     req: protocol::Request,
     size: usize,
 ) {
-    let (engine, conn, audit) = (Arc::clone(engine), conn.clone(), audit.clone());
+    let (engine, conn) = (Arc::clone(engine), conn.clone());
     workers.submit(Box::new(move || {
         // The answer to a job or a session call releases the refills held back for it
         // (Engine::answered). A session start's does not: the session's first call usually
@@ -673,7 +664,7 @@ fn submit(
         );
         // A dropped client's queued requests are never started.
         if !conn.out.is_dropped() {
-            let resp = handle(&engine, req, &conn, audit.as_ref());
+            let resp = handle(&engine, req, &conn);
             respond(&conn, &resp);
             if ends_work {
                 engine.answered();
@@ -707,8 +698,8 @@ pub fn serve(args: ServeArgs) -> i32 {
         },
         None => (None, None),
     };
-    let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
-        Ok(e) => e,
+    let engine = match Engine::start_server(args.engine, args.audit_log) {
+        Ok((e, _)) => e,
         Err(e) => {
             eprintln!("agentjail: {e}");
             return 2;
@@ -725,13 +716,13 @@ pub fn serve(args: ServeArgs) -> i32 {
     let clients = Clients::default();
     match listener {
         None => {
-            if let Some(c) = serve_stdin(&engine, &workers, &sigfd, &audit) {
+            if let Some(c) = serve_stdin(&engine, &workers, &sigfd) {
                 clients.add(&c);
             }
         }
         Some(l) => {
             let budget = Arc::new(Budget::new(args.max_unread_responses));
-            serve_socket(&engine, &workers, &sigfd, &audit, &l, &clients, &budget)
+            serve_socket(&engine, &workers, &sigfd, &l, &clients, &budget)
         }
     }
     finish(&engine, workers);
@@ -787,12 +778,7 @@ pub fn signalled(sigfd: &OwnedFd, timeout_ms: i32) -> bool {
         && os::fd::read_signalfd(sigfd).is_some()
 }
 
-fn serve_stdin(
-    engine: &Arc<Engine>,
-    workers: &Arc<Workers>,
-    sigfd: &OwnedFd,
-    audit: &Option<PathBuf>,
-) -> Option<Conn> {
+fn serve_stdin(engine: &Arc<Engine>, workers: &Arc<Workers>, sigfd: &OwnedFd) -> Option<Conn> {
     // Dropped (stdout stopped taking responses): stop reading; the main loop sees it.
     // One client: its own bound (MAX_QUEUED_RESPONSE_BYTES) is the server's.
     let conn = Conn::new(engine, None, None, || {});
@@ -802,17 +788,12 @@ fn serve_stdin(
         return None;
     }
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let (e, w, c, a) = (
-        Arc::clone(engine),
-        Arc::clone(workers),
-        conn.clone(),
-        audit.clone(),
-    );
+    let (e, w, c) = (Arc::clone(engine), Arc::clone(workers), conn.clone());
     let reader = std::thread::Builder::new()
         .name("agentjail-stdin".into())
         .spawn(move || {
             let mut input = std::io::BufReader::new(std::io::stdin().lock());
-            read_requests(&e, &w, &mut input, &c, &a);
+            read_requests(&e, &w, &mut input, &c);
             let _ = done_tx.send(());
         });
     if reader.is_err() {
@@ -1053,7 +1034,6 @@ fn serve_socket(
     engine: &Arc<Engine>,
     workers: &Arc<Workers>,
     sigfd: &OwnedFd,
-    audit: &Option<PathBuf>,
     listener: &UnixListener,
     clients: &Clients,
     budget: &Arc<Budget>,
@@ -1084,7 +1064,7 @@ fn serve_socket(
         };
         let _ = stream.set_nonblocking(false);
         let uid = os::fd::peer_uid(&stream).ok();
-        if let Some(c) = client(engine, workers, audit, budget, stream, uid) {
+        if let Some(c) = client(engine, workers, budget, stream, uid) {
             clients.add(&c);
         }
     }
@@ -1094,7 +1074,6 @@ fn serve_socket(
 fn client(
     engine: &Arc<Engine>,
     workers: &Arc<Workers>,
-    audit: &Option<PathBuf>,
     budget: &Arc<Budget>,
     stream: UnixStream,
     uid: Option<u32>,
@@ -1107,17 +1086,12 @@ fn client(
         let _ = shut_half.shutdown(std::net::Shutdown::Both);
     });
     conn.start_writer(Box::new(write_half))?;
-    let (e, w, a, c) = (
-        Arc::clone(engine),
-        Arc::clone(workers),
-        audit.clone(),
-        conn.clone(),
-    );
+    let (e, w, c) = (Arc::clone(engine), Arc::clone(workers), conn.clone());
     let started = std::thread::Builder::new()
         .name("agentjail-client".into())
         .spawn(move || {
             let mut input = std::io::BufReader::new(stream);
-            read_requests(&e, &w, &mut input, &c, &a);
+            read_requests(&e, &w, &mut input, &c);
             e.close_sessions_of(c.owner.connection);
             e.forget_client(c.owner.connection);
             c.out.close();
