@@ -48,12 +48,15 @@ fn house(root: &Path) -> Output {
 }
 
 /// One rule's plant: the rule's tag, the file it goes in (appended to the copy, or a new
-/// file), its text, and what the finding names (the file, or the crates or circle).
+/// file), its text, and what the finding names (the file, or the crates or circle). An
+/// emptied file (`emptied`) makes a known debt of a shrink-only list disappear: its line
+/// must then be removed, so the list stays exact.
 struct Plant {
     rule: &'static str,
     file: &'static str,
     text: String,
     shows: &'static str,
+    empty: bool,
 }
 
 fn plant(rule: &'static str, file: &'static str, text: &str) -> Plant {
@@ -62,6 +65,14 @@ fn plant(rule: &'static str, file: &'static str, text: &str) -> Plant {
         file,
         text: text.to_string(),
         shows: file,
+        empty: false,
+    }
+}
+
+fn emptied(rule: &'static str, file: &'static str, shows: &'static str) -> Plant {
+    Plant {
+        empty: true,
+        ..showing(plant(rule, file, ""), shows)
     }
 }
 
@@ -206,6 +217,32 @@ fn plants() -> Vec<Plant> {
             "\npub fn planted() -> Result<(), String> { Ok(()) }\n",
         ),
         plant("rule 16 ", "README.md", "\nSee `src/planted_missing.rs`.\n"),
+        // Known debts paid without their lines removed.
+        emptied(
+            "rule 8 ",
+            "crates/agentjail-check/src/javascript.rs",
+            "javascript.rs: is listed in OVERSIZE_OK",
+        ),
+        emptied(
+            "rule 13 ",
+            "crates/agentjail-mcp/src/workspace.rs",
+            "the known circle crates/agentjail-mcp/src/handler.rs crates/agentjail-mcp/src/workspace.rs is no more",
+        ),
+        emptied(
+            "rule 14 ",
+            "src/netproxy.rs",
+            "src/netproxy.rs -> src/doctor.rs: this known layer break is no more",
+        ),
+        emptied(
+            "rule 13 ",
+            "src/netproxy.rs",
+            "(smaller than the known circle of 14 files",
+        ),
+        emptied(
+            "rule 15 ",
+            "crates/agentjail-json/src/schema/pattern.rs",
+            "crates/agentjail-json/src/schema/pattern.rs ",
+        ),
     ]
 }
 
@@ -267,7 +304,10 @@ fn every_rule_fails_on_its_plant_and_only_there() {
     let plants = plants();
     for p in &plants {
         let path = d.path().join(p.file);
-        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut text = match p.empty {
+            true => String::new(),
+            false => std::fs::read_to_string(&path).unwrap_or_default(),
+        };
         text.push_str(&p.text);
         std::fs::write(&path, text).unwrap();
     }
