@@ -1,7 +1,6 @@
 //! Rules 10-12: test shapes that let a test pass for the wrong reason (docs/TESTING.md), in
 //! tests/ and crates/*/tests/.
 
-use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::{Expr, Stmt};
 
@@ -130,17 +129,16 @@ impl Walk<'_> {
 
     /// Rule 11: the statements starting within SKIP_WINDOW lines of `#[test]`.
     fn silent_skips(&mut self, test_line: usize, block: &syn::Block) {
-        for stmt in block
-            .stmts
-            .iter()
-            .filter(|s| s.span().start().line <= test_line + SKIP_WINDOW)
-        {
-            if !matches!(stmt, Stmt::Expr(Expr::If(_), _)) {
+        for stmt in &block.stmts {
+            let Stmt::Expr(Expr::If(guard), _) = stmt else {
+                continue;
+            };
+            let (from, to) = if_lines(guard);
+            if from > test_line + SKIP_WINDOW {
                 continue;
             }
             let mut returns = Returns(Vec::new());
             returns.visit_stmt(stmt);
-            let (from, to) = (stmt.span().start().line, stmt.span().end().line);
             let loud = LOUD.iter().any(|h| self.says(from, to, h));
             for r in returns.0 {
                 if !loud && !self.says(from.saturating_sub(4), r, "// not a skip:") {
@@ -153,6 +151,16 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// The first and last lines of an `if` (its `else` branches included).
+fn if_lines(e: &syn::ExprIf) -> (usize, usize) {
+    let end = match e.else_branch.as_ref().map(|(_, b)| &**b) {
+        Some(Expr::If(inner)) => if_lines(inner).1,
+        Some(Expr::Block(b)) => b.block.brace_token.span.close().end().line,
+        _ => e.then_branch.brace_token.span.close().end().line,
+    };
+    (line(e.if_token.span), end)
 }
 
 /// Bare `return`s (no value) in a statement, closures and nested functions aside.
@@ -182,21 +190,21 @@ impl<'ast> Visit<'ast> for Walk<'_> {
     }
 
     fn visit_expr_loop(&mut self, e: &'ast syn::ExprLoop) {
-        self.loops.push(e.span().start().line);
+        self.loops.push(line(e.loop_token.span));
         self.polling += 1;
         visit::visit_expr_loop(self, e);
         self.polling -= 1;
     }
 
     fn visit_expr_while(&mut self, e: &'ast syn::ExprWhile) {
-        self.loops.push(e.span().start().line);
+        self.loops.push(line(e.while_token.span));
         self.polling += 1;
         visit::visit_expr_while(self, e);
         self.polling -= 1;
     }
 
     fn visit_expr_for_loop(&mut self, e: &'ast syn::ExprForLoop) {
-        self.loops.push(e.span().start().line);
+        self.loops.push(line(e.for_token.span));
         self.polling += 1;
         visit::visit_expr_for_loop(self, e);
         self.polling -= 1;
@@ -205,7 +213,7 @@ impl<'ast> Visit<'ast> for Walk<'_> {
     fn visit_expr_method_call(&mut self, e: &'ast syn::ExprMethodCall) {
         let polls = POLLING.contains(&e.method.to_string().as_str());
         if polls {
-            self.loops.push(e.method.span().start().line);
+            self.loops.push(line(e.method.span()));
         }
         self.polling += usize::from(polls);
         visit::visit_expr_method_call(self, e);
