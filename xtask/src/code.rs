@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::data;
 use crate::facts::{FileFacts, RefKind};
-use crate::modules::{Crate, FileMod, Target};
+use crate::modules::{Crate, FileMod, Graph, Target};
 use crate::report::{Report, Rule};
 use crate::tree::Tree;
 
@@ -266,7 +266,8 @@ pub fn circles(tree: &Tree, crates: &[Crate], r: &mut Report) {
         .map(|(c, f)| (*c, f.split_whitespace().collect()))
         .collect();
     for c in crates {
-        for circle in crate::modules::circles(&c.graph(tree)) {
+        let graph = c.graph(tree);
+        for circle in crate::modules::circles(&graph) {
             let members: Vec<&str> = circle.iter().map(String::as_str).collect();
             if let Some(i) = known
                 .iter()
@@ -278,6 +279,7 @@ pub fn circles(tree: &Tree, crates: &[Crate], r: &mut Report) {
                     c.package,
                     members.join(" ")
                 ));
+                print_edges(&graph, &members, r);
                 continue;
             }
             let was = known
@@ -300,11 +302,25 @@ pub fn circles(tree: &Tree, crates: &[Crate], r: &mut Report) {
                 None => format!("{} files: {}", members.len(), members.join(" ")),
             };
             r.find(Rule::Circle, c.package.as_str(), what);
+            print_edges(&graph, &members, r);
         }
     }
     for (c, f) in known {
         let what = format!("the known circle {} is no more (opened or changed): remove or update its line in xtask/src/data.rs KNOWN_CIRCLES", f.join(" "));
         r.find(Rule::Circle, c, what);
+    }
+}
+
+/// `--edges`: each import inside a circle, as a note.
+fn print_edges(graph: &Graph, members: &[&str], r: &mut Report) {
+    if !r.edges {
+        return;
+    }
+    for from in members {
+        let tos = graph.get(*from).into_iter().flatten();
+        for (to, line) in tos.filter(|(to, _)| members.contains(&to.as_str())) {
+            r.note(format!("  in the circle: {from}:{line} -> {to}"));
+        }
     }
 }
 

@@ -21,15 +21,30 @@ use std::time::Instant;
 
 use report::{Report, Rule};
 
-const USAGE: &str = "usage: cargo xtask house [--root DIR]";
+const USAGE: &str = "usage: cargo xtask house [--edges] [--root DIR]
+  --edges     print the imports inside each circle (file:line -> file), to open it
+  --root DIR  check the tree at DIR (default: this workspace)";
 
-fn root_arg() -> Result<PathBuf, String> {
+/// The tree to check, and whether to print the circles' edges.
+fn args() -> Result<(PathBuf, bool), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["house"] => Ok(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")),
-        ["house", "--root", dir] => Ok(PathBuf::from(dir)),
-        _ => Err(USAGE.into()),
+    let mut root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut edges = false;
+    let mut rest = args.iter().map(String::as_str);
+    if rest.next() != Some("house") {
+        return Err(USAGE.into());
     }
+    while let Some(a) = rest.next() {
+        match (a, rest.clone().next()) {
+            ("--edges", _) => edges = true,
+            ("--root", Some(dir)) => {
+                root = PathBuf::from(dir);
+                rest.next();
+            }
+            _ => return Err(USAGE.into()),
+        }
+    }
+    Ok((root, edges))
 }
 
 /// Checks the tree at `root`; returns how many files it read and how long parsing took.
@@ -76,14 +91,17 @@ fn house(root: &std::path::Path, r: &mut Report) -> Result<(usize, f64), String>
 
 fn main() -> ExitCode {
     let t0 = Instant::now();
-    let root = match root_arg() {
-        Ok(root) => root,
+    let (root, edges) = match args() {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    let mut r = Report::default();
+    let mut r = Report {
+        edges,
+        ..Report::default()
+    };
     let (files, parse) = match house(&root, &mut r) {
         Ok(n) => n,
         Err(e) => {

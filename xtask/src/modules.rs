@@ -134,6 +134,9 @@ pub fn crates(tree: &Tree, packages: &[Package]) -> Vec<Crate> {
     out
 }
 
+/// Edges between file modules: from → to → the first line naming it.
+pub type Graph = BTreeMap<String, BTreeMap<String, usize>>;
+
 /// A file's `use` bindings: name → what it names.
 pub type Aliases = HashMap<String, Target>;
 
@@ -211,8 +214,8 @@ impl Crate {
     }
 
     /// Edges between file modules (non-test code only): from → to → the first line naming it.
-    pub fn graph(&self, tree: &Tree) -> BTreeMap<String, BTreeMap<String, usize>> {
-        let mut g: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    pub fn graph(&self, tree: &Tree) -> Graph {
+        let mut g = Graph::new();
         for m in self.files.iter().filter(|m| !m.test) {
             g.entry(m.file.clone()).or_default();
             for (r, t) in self.resolved_refs(tree, m) {
@@ -237,9 +240,9 @@ impl Crate {
 }
 
 /// Strongly connected components with more than one member (Tarjan), each sorted.
-pub fn circles(g: &BTreeMap<String, BTreeMap<String, usize>>) -> Vec<Vec<String>> {
+pub fn circles(g: &Graph) -> Vec<Vec<String>> {
     struct St<'a> {
-        g: &'a BTreeMap<String, BTreeMap<String, usize>>,
+        g: &'a Graph,
         index: HashMap<&'a str, usize>,
         low: HashMap<&'a str, usize>,
         stack: Vec<&'a str>,

@@ -53,6 +53,8 @@ impl Rule {
 pub struct Report {
     pub findings: Vec<(Rule, String)>,
     pub notes: Vec<String>,
+    /// Print the imports inside each circle (`--edges`).
+    pub edges: bool,
 }
 
 impl Report {
