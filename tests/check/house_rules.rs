@@ -106,8 +106,10 @@ fn honest() {
 "#;
 
 const NEW_CIRCLE: &str = "agentjail: 2 files: src/hostpath.rs src/verdict.rs";
-const GROWN_CIRCLE: &str = "agentjail-jail: 3 files: crates/agentjail-jail/src/child.rs \
-    crates/agentjail-jail/src/planted.rs crates/agentjail-jail/src/spawn.rs (the known circle was 2 files";
+const GROWN_CIRCLE: &str = "agentjail-check: 3 files: crates/agentjail-check/src/planted.rs \
+    crates/agentjail-check/src/stdlib.rs crates/agentjail-check/src/tables.rs (the known circle was 2 files";
+const SHRUNK_CIRCLE: &str = "agentjail-http: 2 files: crates/agentjail-http/src/routes.rs \
+    crates/agentjail-http/src/server.rs (smaller than the known circle of 3 files";
 
 fn plants() -> Vec<Plant> {
     let long_fn = format!(
@@ -156,7 +158,7 @@ fn plants() -> Vec<Plant> {
         // The kernel module named from the main crate.
         plant(
             "rule 9 ",
-            "src/exec.rs",
+            "src/cache.rs",
             "\nfn planted() { agentjail_jail::sys::getpid(); }\n",
         ),
         plant("rule 10 ", "tests/jail/planted.rs", SHAPES),
@@ -179,12 +181,12 @@ fn plants() -> Vec<Plant> {
             ),
             NEW_CIRCLE,
         ),
-        // A known circle (child.rs, spawn.rs) growing by a file: a new module and spawn.rs
-        // naming each other.
+        // A known circle (the check crate's stdlib.rs, tables.rs) growing by a file: a new
+        // module and stdlib.rs naming each other.
         showing(
             plant(
                 "rule 13 ",
-                "crates/agentjail-jail/src/lib.rs",
+                "crates/agentjail-check/src/lib.rs",
                 "\nmod planted;\n",
             ),
             GROWN_CIRCLE,
@@ -192,15 +194,15 @@ fn plants() -> Vec<Plant> {
         showing(
             plant(
                 "rule 13 ",
-                "crates/agentjail-jail/src/planted.rs",
-                "use crate::spawn as _;\n",
+                "crates/agentjail-check/src/planted.rs",
+                "use crate::stdlib as _;\n",
             ),
             GROWN_CIRCLE,
         ),
         showing(
             plant(
                 "rule 13 ",
-                "crates/agentjail-jail/src/spawn.rs",
+                "crates/agentjail-check/src/stdlib.rs",
                 "\nuse crate::planted as _;\n",
             ),
             GROWN_CIRCLE,
@@ -211,6 +213,12 @@ fn plants() -> Vec<Plant> {
             "src/engine/pool.rs",
             "\nfn planted() { crate::mcp::exec_server_binary(); }\n",
         ),
+        // A module of the main crate in no layer.
+        showing(
+            plant("rule 14 ", "src/lib.rs", "\npub mod planted_layerless;\n"),
+            "src/planted_layerless.rs: a module of src/ in no layer",
+        ),
+        plant("rule 14 ", "src/planted_layerless.rs", ""),
         plant(
             "rule 15 ",
             "src/inputs.rs",
@@ -228,15 +236,17 @@ fn plants() -> Vec<Plant> {
             "crates/agentjail-mcp/src/workspace.rs",
             "the known circle crates/agentjail-mcp/src/handler.rs crates/agentjail-mcp/src/workspace.rs is no more",
         ),
-        emptied(
-            "rule 14 ",
-            "src/netproxy.rs",
-            "src/netproxy.rs -> src/doctor.rs: this known layer break is no more",
-        ),
+        // The HTTP crate's circle losing workspaces.rs (and its two known public
+        // Result<_, String>).
         emptied(
             "rule 13 ",
-            "src/netproxy.rs",
-            "(smaller than the known circle of 14 files",
+            "crates/agentjail-http/src/workspaces.rs",
+            SHRUNK_CIRCLE,
+        ),
+        emptied(
+            "rule 15 ",
+            "crates/agentjail-http/src/workspaces.rs",
+            "crates/agentjail-http/src/workspaces.rs ",
         ),
         emptied(
             "rule 15 ",
