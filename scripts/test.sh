@@ -88,8 +88,9 @@ stage "setup (packages)" scripts/setup.sh
 stage "Pythons 3.10-3.13 under /opt/agentjail-py (scripts/setup-pythons.sh)" scripts/setup-pythons.sh
 stage "cargo fmt --check" cargo fmt --all --check
 stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
-# Layering, crate directions, unsafe only in the jail crate's sys module, function and file sizes.
-stage "house rules (scripts/house-rules.sh)" scripts/house-rules.sh
+# Layering and circles, crate directions, unsafe only in the jail crate's sys module, function
+# and file sizes, test shapes, paths in docs (xtask/, docs/ARCHITECTURE.md "The house rules").
+stage "house rules (cargo xtask house)" cargo xtask house
 stage "build (release)" cargo build --release --quiet
 # agentjail-zygote next to the debug binary the tests run (tests/frontends/zygote.rs; `serve --zygote`).
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh

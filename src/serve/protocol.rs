@@ -356,8 +356,8 @@ pub fn leading_id(line: &[u8]) -> Value {
     scan_id(&line[..line.len().min(LEADING_ID_BYTES)], true)
 }
 
-/// A brace as a named byte: an unpaired brace literal in a function would make
-/// scripts/house-rules.sh's function-length count lose its place.
+/// A brace as a named byte (the grep-based house rules this tree once had counted braces,
+/// and an unpaired brace literal in a function made them lose their place).
 const OBJECT_OPEN: u8 = b'{';
 
 /// Walk the top-level object's members in `text`; see [`readable_id`] and [`leading_id`].

@@ -1,30 +1,87 @@
-//! scripts/house-rules.sh's test-shape rules (10-12) fire on a planted test that passes for
-//! the wrong reason, and stay quiet on its honest twin.
+//! `cargo xtask house` (xtask/, docs/ARCHITECTURE.md "The house rules"): the real tree
+//! passes, and a copy of it with one violation of every rule planted fails, each plant
+//! reported with its own rule at its own file, and nothing else reported. The test shapes
+//! (rules 10-12) also have an honest twin, which stays quiet.
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-fn findings(test_source: &str) -> String {
-    let d = tempfile::Builder::new()
-        .prefix("house-rules-test-")
-        .tempdir()
-        .unwrap();
-    for sub in ["src", "crates", "tests/jail"] {
-        std::fs::create_dir_all(d.path().join(sub)).unwrap();
-    }
-    std::fs::write(d.path().join("tests/jail/planted.rs"), test_source).unwrap();
-    let out = Command::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scripts/house-rules.sh"
-    ))
-    .arg(d.path())
-    .output()
-    .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The xtask's binary, built once by cargo (the lint stage has usually built it already).
+fn xtask() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--package",
+                "xtask",
+                "--message-format=json",
+            ])
+            .current_dir(ROOT)
+            .output()
+            .expect("cargo build --package xtask");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let exe = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|m| m["target"]["name"] == "xtask")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from));
+        exe.expect("cargo named no xtask executable")
+    })
 }
 
-#[test]
-fn test_shapes_that_pass_for_the_wrong_reason_are_flagged() {
-    let planted = r#"
+fn house(root: &Path) -> Output {
+    Command::new(xtask())
+        .args(["house", "--root"])
+        .arg(root)
+        .output()
+        .expect("run the xtask")
+}
+
+/// One rule's plant: the rule's tag, the file it goes in (appended to the copy, or a new
+/// file), its text, and what the finding names (the file, or the crates or circle). An
+/// emptied file (`emptied`) makes a known debt of a shrink-only list disappear: its line
+/// must then be removed, so the list stays exact.
+struct Plant {
+    rule: &'static str,
+    file: &'static str,
+    text: String,
+    shows: &'static str,
+    empty: bool,
+}
+
+fn plant(rule: &'static str, file: &'static str, text: &str) -> Plant {
+    Plant {
+        rule,
+        file,
+        text: text.to_string(),
+        shows: file,
+        empty: false,
+    }
+}
+
+fn emptied(rule: &'static str, file: &'static str, shows: &'static str) -> Plant {
+    Plant {
+        empty: true,
+        ..showing(plant(rule, file, ""), shows)
+    }
+}
+
+fn showing(mut p: Plant, shows: &'static str) -> Plant {
+    p.shows = shows;
+    p
+}
+
+const SHAPES: &str = r#"
 #[test]
 fn planted() {
     if std::env::var("CI").is_ok() {
@@ -34,11 +91,8 @@ fn planted() {
     std::thread::sleep(std::time::Duration::from_millis(5));
 }
 "#;
-    let out = findings(planted);
-    for rule in ["rule 10 ", "rule 11 ", "rule 12 "] {
-        assert!(out.contains(rule), "{rule} did not fire:\n{out}");
-    }
-    let honest = r#"
+
+const HONEST: &str = r#"
 #[test]
 fn honest() {
     if !require_feature("x", false) {
@@ -50,11 +104,242 @@ fn honest() {
     }
 }
 "#;
-    let out = findings(honest);
-    for rule in ["rule 10 ", "rule 11 ", "rule 12 "] {
-        assert!(
-            !out.contains(rule),
-            "{rule} fired on an honest test:\n{out}"
+
+const NEW_CIRCLE: &str = "agentjail: 2 files: src/hostpath.rs src/verdict.rs";
+const GROWN_CIRCLE: &str = "agentjail-check: 3 files: crates/agentjail-check/src/planted.rs \
+    crates/agentjail-check/src/stdlib.rs crates/agentjail-check/src/tables.rs (the known circle was 2 files";
+const SHRUNK_CIRCLE: &str = "agentjail-http: 2 files: crates/agentjail-http/src/routes.rs \
+    crates/agentjail-http/src/server.rs (smaller than the known circle of 3 files";
+
+fn plants() -> Vec<Plant> {
+    let long_fn = format!(
+        "\nfn planted_long() {{\n{}}}\n",
+        "    let _ = 1;\n".repeat(85)
+    );
+    vec![
+        plant("rule 0 ", "tests/jail/planted_broken.rs", "fn (\n"),
+        // A mechanism of the jail naming another agentjail crate.
+        plant(
+            "rule 1 ",
+            "crates/agentjail-jail/src/caps.rs",
+            "\nfn planted() { agentjail_json::to_safe_string(&()); }\n",
+        ),
+        plant(
+            "rule 2 ",
+            "src/policy/lint.rs",
+            "\nfn planted() { agentjail_jail::launch::prepare(); }\n",
+        ),
+        plant(
+            "rule 3 ",
+            "src/plan/seccomp.rs",
+            "\nfn planted() { let _ = std::fs::read(\"x\"); }\n",
+        ),
+        plant(
+            "rule 4 ",
+            "src/redact.rs",
+            "\nfn planted() { unsafe { libc::getpid() }; }\n",
+        ),
+        plant("rule 5 ", "src/main.rs", "\nuse serde_json::Value;\n"),
+        plant("rule 6 ", "src/environment.rs", &long_fn),
+        // The async stack in the JSON crate.
+        showing(
+            plant(
+                "rule 7 ",
+                "crates/agentjail-json/Cargo.toml",
+                "\n[dependencies.tokio]\nversion = \"1\"\n",
+            ),
+            "agentjail-json -> tokio",
+        ),
+        plant(
+            "rule 8 ",
+            "tests/jail/planted_long.rs",
+            &"// a line\n".repeat(1501),
+        ),
+        // The kernel module named from the main crate.
+        plant(
+            "rule 9 ",
+            "src/cache.rs",
+            "\nfn planted() { agentjail_jail::sys::getpid(); }\n",
+        ),
+        plant("rule 10 ", "tests/jail/planted.rs", SHAPES),
+        plant("rule 11 ", "tests/jail/planted.rs", ""),
+        plant("rule 12 ", "tests/jail/planted.rs", ""),
+        // A new circle: two leaves naming each other.
+        showing(
+            plant(
+                "rule 13 ",
+                "src/verdict.rs",
+                "\npub fn planted_a() { crate::hostpath::planted_b() }\n",
+            ),
+            NEW_CIRCLE,
+        ),
+        showing(
+            plant(
+                "rule 13 ",
+                "src/hostpath.rs",
+                "\npub fn planted_b() { crate::verdict::planted_a() }\n",
+            ),
+            NEW_CIRCLE,
+        ),
+        // A known circle (the check crate's stdlib.rs, tables.rs) growing by a file: a new
+        // module and stdlib.rs naming each other.
+        showing(
+            plant(
+                "rule 13 ",
+                "crates/agentjail-check/src/lib.rs",
+                "\nmod planted;\n",
+            ),
+            GROWN_CIRCLE,
+        ),
+        showing(
+            plant(
+                "rule 13 ",
+                "crates/agentjail-check/src/planted.rs",
+                "use crate::stdlib as _;\n",
+            ),
+            GROWN_CIRCLE,
+        ),
+        showing(
+            plant(
+                "rule 13 ",
+                "crates/agentjail-check/src/stdlib.rs",
+                "\nuse crate::planted as _;\n",
+            ),
+            GROWN_CIRCLE,
+        ),
+        // The engine importing a front end.
+        plant(
+            "rule 14 ",
+            "src/engine/pool.rs",
+            "\nfn planted() { crate::mcp::exec_server_binary(); }\n",
+        ),
+        // A module of the main crate in no layer.
+        showing(
+            plant("rule 14 ", "src/lib.rs", "\npub mod planted_layerless;\n"),
+            "src/planted_layerless.rs: a module of src/ in no layer",
+        ),
+        plant("rule 14 ", "src/planted_layerless.rs", ""),
+        plant(
+            "rule 15 ",
+            "src/inputs.rs",
+            "\npub fn planted() -> Result<(), String> { Ok(()) }\n",
+        ),
+        plant("rule 16 ", "README.md", "\nSee `src/planted_missing.rs`.\n"),
+        // Known debts paid without their lines removed.
+        emptied(
+            "rule 8 ",
+            "crates/agentjail-check/src/javascript.rs",
+            "javascript.rs: is listed in OVERSIZE_OK",
+        ),
+        emptied(
+            "rule 13 ",
+            "crates/agentjail-mcp/src/workspace.rs",
+            "the known circle crates/agentjail-mcp/src/handler.rs crates/agentjail-mcp/src/workspace.rs is no more",
+        ),
+        // The HTTP crate's circle losing workspaces.rs (and its two known public
+        // Result<_, String>).
+        emptied(
+            "rule 13 ",
+            "crates/agentjail-http/src/workspaces.rs",
+            SHRUNK_CIRCLE,
+        ),
+        emptied(
+            "rule 15 ",
+            "crates/agentjail-http/src/workspaces.rs",
+            "crates/agentjail-http/src/workspaces.rs ",
+        ),
+        emptied(
+            "rule 15 ",
+            "crates/agentjail-json/src/schema/pattern.rs",
+            "crates/agentjail-json/src/schema/pattern.rs ",
+        ),
+    ]
+}
+
+/// A copy of the tree to plant in: the directories plants go in are copied, the rest are
+/// symlinks to the real ones (the xtask does not walk a symlinked directory).
+fn scratch() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("house-rules-test-")
+        .tempdir()
+        .unwrap();
+    for entry in std::fs::read_dir(ROOT).unwrap().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if matches!(name.as_ref(), "target" | ".git") {
+            continue;
+        }
+        let copy = matches!(
+            name.as_ref(),
+            "src" | "crates" | "tests" | "README.md" | "Cargo.toml" | "Cargo.lock"
         );
+        if copy {
+            copy_tree(&entry.path(), &d.path().join(name.as_ref()));
+        } else {
+            std::os::unix::fs::symlink(entry.path(), d.path().join(name.as_ref())).unwrap();
+        }
     }
+    d
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::copy(from, to).unwrap();
+        return;
+    }
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.file_name() != "target" {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        }
+    }
+}
+
+#[test]
+fn the_real_tree_keeps_the_house_rules() {
+    let out = house(Path::new(ROOT));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("house rules: 0 findings"), "{stdout}");
+}
+
+#[test]
+fn every_rule_fails_on_its_plant_and_only_there() {
+    let d = scratch();
+    let plants = plants();
+    for p in &plants {
+        let path = d.path().join(p.file);
+        let mut text = match p.empty {
+            true => String::new(),
+            false => std::fs::read_to_string(&path).unwrap_or_default(),
+        };
+        text.push_str(&p.text);
+        std::fs::write(&path, text).unwrap();
+    }
+    std::fs::write(d.path().join("tests/jail/honest.rs"), HONEST).unwrap();
+    let out = house(d.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let findings: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rule ")).collect();
+    for p in &plants {
+        let fired = findings
+            .iter()
+            .any(|f| f.starts_with(p.rule) && f.contains(p.shows));
+        assert!(fired, "{} did not fire at {}:\n{stdout}", p.rule, p.shows);
+    }
+    for f in &findings {
+        let planted = plants
+            .iter()
+            .any(|p| f.starts_with(p.rule) && f.contains(p.shows));
+        assert!(planted, "a finding no plant made:\n{f}\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("honest.rs"),
+        "an honest test was flagged:\n{stdout}"
+    );
 }

@@ -5,7 +5,7 @@
 //! - `corpus`, `data_corpus`, `js_corpus`, `redteam`: the checkers; `judge`: judge mode and
 //!   policies/judge.toml (the input() rule, star imports);
 //! - `policy_files`: loading, validation and lint of policies;
-//! - `house_rules`: scripts/house-rules.sh's test-shape rules fire on planted tests;
+//! - `house_rules`: `cargo xtask house` passes on the tree and fails on a plant of each rule;
 //! - `schema_bounds`: hostile schemas and documents, each in a child process under RLIMIT_AS;
 //! - `bench`: the checker's timing harness (ignored; scripts/bench-check.sh runs it).
 

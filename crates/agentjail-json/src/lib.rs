@@ -4,7 +4,7 @@
 //! Its own crate because it is generic (it knows nothing of jails, policies or records) and
 //! because it reads hostile input in the unconfined supervisor: it is fuzzed on its own
 //! (fuzz/fuzz_targets/strict_json.rs, schema.rs) and depends on no other agentjail crate
-//! (scripts/house-rules.sh checks the direction).
+//! (`cargo xtask house`, rule 7, checks the direction).
 
 pub mod schema;
 pub mod strict;
