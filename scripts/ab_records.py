@@ -65,6 +65,7 @@ RECORD_VARIES = [
     ("trace", "*", "detail", "*_us"),
     ("trace", "*", "detail", "*_ms"),
     ("session", "exec_ms"),  # a session's running total of execution time
+    ("network", "requests", "*", "ms"),  # how long each proxied request took
 ]
 
 # /run_code's answer: its timing.
@@ -206,6 +207,20 @@ def seed_with(**changes):
     return json.dumps(a)
 
 
+def network_policy():
+    """The default policy with an allowlist that stops on a denial, as tests/jail/network.rs
+    derives it."""
+    with open("policies/default.toml", encoding="utf-8") as f:
+        base = f.read()
+    net = ('[network]\nmode = "allowlist"\nallow = ["localhost:9"]\n'
+           'allow_private = ["127.0.0.1/32"]\nallow_http = true\ndeny_is_stop = true\n\n')
+    start = base.index("[network]")
+    end = start + base[start:].index("[seccomp]")
+    text = base[:start] + net + base[end:]
+    return text.replace('"pipes", "exec", "system_info",\n]',
+                        '"pipes", "exec", "system_info", "network",\n]')
+
+
 def cli_cases():
     """The command-line corpus. Built lazily: some cases read the seed from --repo."""
     cases = []
@@ -268,6 +283,13 @@ def cli_cases():
         ("unknown-field", seed_with(extra=1), []),
         ("duplicate-key", '{"id": "t", "id": "u"}', []),
         ("bad-hints", seed_with(policy_hints={"exec_timeout_seconds": "soon"}), []),
+        ("payload-too-large", action("print('{}')", input_payload={"x": "y" * (2 << 20)}), []),
+        ("too-deep", '{"id": "t", "input_payload": ' + "[" * 300 + "]" * 300 + "}", []),
+        ("schema-not-a-schema", action("print('{}')", output_schema={"type": 5}), []),
+        ("bad-output-mode", action("print('{}')", output_mode="xml"), []),
+        ("output-mode-denied", action("print(2+2)", input_payload=None, stdin="",
+                                      output_mode="text"),
+         ["--policy", "{scratch}/json-only.toml"]),
         # agentjail_error: a policy that cannot be used (exit 2, the record still printed).
         ("missing-policy", action("print('{}')"), ["--policy", "{scratch}/nope.toml"]),
         ("invalid-policy", action("print('{}')"), ["--policy", "{scratch}/bad.toml"]),
@@ -276,6 +298,8 @@ def cli_cases():
         "budget.toml": "version = 1\n[budget]\nmax_seconds = 1\n[limits]\n"
                        "wall_time_ms = 1000\ncpu_time_ms = 5000\n",
         "bad.toml": "version = 1\n[limits]\nwall_time_ms = \"soon\"\n",
+        "json-only.toml": "version = 1\nname = \"json-only\"\n[languages]\n"
+                          "output_modes = [\"json\"]\n",
     }
     for name, text, flags in stops:
         add(f"run-{name}", ["run", *flags, "-"], stdin=text, files=files)
@@ -305,6 +329,14 @@ def cli_cases():
     add("exec-forbidden-syscall", ["exec", "--record", "{scratch}/rec.json", "--",
                                    "/usr/bin/python3", "-c", "import os; os.setuid(0)"],
         record_at="file")
+    # code_network_denied: the allowlist's proxy refuses an unlisted host, and the policy
+    # stops the run on a denial (tests/jail/network.rs; nothing listens on the listed port,
+    # and nothing is ever sent to it).
+    add("exec-network-denied", ["exec", "--record", "{scratch}/rec.json", "--policy",
+                                "{scratch}/net.toml", "--", "/usr/bin/python3", "-I", "-S",
+                                "-c", "import urllib.request as u\nu.urlopen("
+                                "'http://evil.test/', timeout=20)\n"],
+        files={"net.toml": network_policy()}, record_at="file")
     add("exec-signal", ["exec", "--", "/bin/sh", "-c", "kill -TERM $$"], record_at=None)
     add("exec-missing", ["exec", "--", "/no/such/command"], record_at=None)
     return cases
@@ -465,10 +497,14 @@ def fill(req, ids_real):
     return text
 
 
-def drive_serve(run, flags, requests, name):
+def drive_serve(run, flags, requests, name, files=None):
     """One `agentjail serve` on stdin/stdout, requests sent one at a time (its answers
     come in the order they finish; one at a time keeps that order fixed)."""
     d = run.case_dir(name)
+    for fname, text in (files or {}).items():
+        with open(os.path.join(d, fname), "w", encoding="utf-8") as f:
+            f.write(text)
+    flags = [a.replace("{scratch}", d) for a in flags]
     srv = Lines([run.bin, "serve", *flags], run.repo)
     ids, real, steps = Ids(), {}, []
     try:
@@ -492,6 +528,22 @@ def drive_serve(run, flags, requests, name):
     steps.append({"exit": code, "stdout_after_eof": rest,
                   "stderr": ids.replace(strip_paths(err, d))})
     return steps
+
+
+# A session that spends its budget: the third call is refused with a record, and so is
+# every call after it (tests/frontends/serve: session_budget_and_idle_timeout_...).
+BUDGET_POLICY = "version = 1\nname = \"budget\"\n[session]\nmax_calls = 2\n"
+
+
+def session_budget_requests():
+    return [
+        {"id": "b1", "op": "session_start"},
+        {"id": "b2", "op": "session_exec", "session": "{session}", "code": "1"},
+        {"id": "b3", "op": "session_exec", "session": "{session}", "code": "2"},
+        {"id": "b4", "op": "session_exec", "session": "{session}", "code": "3"},
+        {"id": "b5", "op": "session_exec", "session": "{session}", "code": "4"},
+        {"id": "b6", "op": "session_close", "session": "{session}"},
+    ]
 
 
 def workspace_requests():
@@ -761,6 +813,9 @@ def transcripts(run, only=""):
         ("serve/jsonl", lambda: drive_serve(run, ["-j", "1"], serve_requests(), "serve")),
         ("serve/workspace", lambda: drive_serve(run, ["-j", "1", *ws], workspace_requests(),
                                                 "serve-ws")),
+        ("serve/session-budget", lambda: drive_serve(
+            run, ["-j", "1", "--policy", "{scratch}/budget.toml"], session_budget_requests(),
+            "serve-budget", {"budget.toml": BUDGET_POLICY})),
         ("http/routes", lambda: drive_http(run, [], False, "http")),
         ("http/workspace", lambda: drive_http(run, ws, True, "http-ws")),
         ("mcp/stdio", lambda: drive_mcp(run, [], "mcp")),
