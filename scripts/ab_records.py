@@ -146,6 +146,11 @@ def strip_paths(value, scratch):
     return value
 
 
+# Answers whose text is neither layout (then only their value is compared): counted, and
+# the summary says so, since such a one is compared less strictly than byte for byte.
+UNMATCHED_LAYOUTS = []
+
+
 def layout(raw, value):
     """How the JSON text was laid out, when it is exactly serde_json's pretty or compact
     form of its parsed value (then comparing the parsed value loses nothing but what was
@@ -156,6 +161,7 @@ def layout(raw, value):
         return "pretty" + nl
     if json.dumps(value, ensure_ascii=False, separators=(",", ":")) == body:
         return "compact" + nl
+    UNMATCHED_LAYOUTS.append(body[:80])
     return "other" + nl
 
 
@@ -866,6 +872,10 @@ def main():
             same += 1
         else:
             sys.stdout.writelines(difflib.unified_diff(a, b, f"base/{name}", f"head/{name}"))
+    if UNMATCHED_LAYOUTS:
+        print(f"ab-records: {len(UNMATCHED_LAYOUTS)} JSON answers in neither serde_json "
+              "layout were compared by value only, e.g. " + repr(UNMATCHED_LAYOUTS[0]),
+              file=sys.stderr)
     print(f"ab-records: {len(names)} transcripts, {same} identical")
     return 0 if same == len(names) else 1
 
