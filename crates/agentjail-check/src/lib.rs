@@ -28,6 +28,7 @@ pub mod javascript;
 pub mod python;
 mod rules;
 pub mod stdlib;
+mod table_types;
 pub mod tables;
 
 pub use rules::CheckRules;
