@@ -511,7 +511,7 @@ def drive_serve(run, flags, requests, name, files=None):
         with open(os.path.join(d, fname), "w", encoding="utf-8") as f:
             f.write(text)
     flags = [a.replace("{scratch}", d) for a in flags]
-    srv = Lines([run.bin, "serve", *flags], run.repo)
+    srv = Lines([run.bin, "serve", *flags, *audit_flag(d)], run.repo)
     ids, real, steps = Ids(), {}, []
     try:
         for req in requests:
@@ -533,7 +533,25 @@ def drive_serve(run, flags, requests, name, files=None):
         code, rest, err = srv.close()
     steps.append({"exit": code, "stdout_after_eof": rest,
                   "stderr": ids.replace(strip_paths(err, d))})
+    steps.append(audit_step(d, ids))
     return steps
+
+
+def audit_flag(d):
+    """Every server of the corpus appends its records to an audit log in its scratch
+    directory: which records reach the log, and their audit copies (redacted, the caller
+    named or not), are the front end's promise as much as its answers are."""
+    return ["--audit-log", os.path.join(d, "audit.jsonl")]
+
+
+def audit_step(d, ids):
+    """The audit log a server wrote, line by line, normalised like a record."""
+    path = os.path.join(d, "audit.jsonl")
+    if not os.path.exists(path):
+        return {"audit": None}
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    return {"audit": [normal_json(l, RECORD_VARIES, d, ids) for l in lines]}
 
 
 # A session that spends its budget: the third call is refused with a record, and so is
@@ -585,7 +603,8 @@ class HttpServer:
         with open(tokens, "w", encoding="utf-8") as f:
             f.write(TOKEN + "\n")
         os.chmod(tokens, 0o600)
-        argv = [run.bin, "serve", "--http", "127.0.0.1:0", "--token-file", tokens, *flags]
+        argv = [run.bin, "serve", "--http", "127.0.0.1:0", "--token-file", tokens, *flags,
+                *audit_flag(d)]
         self.proc = subprocess.Popen(argv, cwd=run.repo, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.err = b""
@@ -729,6 +748,7 @@ def drive_http(run, flags, ws, name):
         code, err = srv.stop()
     err = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", err)  # port 0: the kernel's pick
     steps.append({"exit": code, "stderr": ids.replace(strip_paths(err, d))})
+    steps.append(audit_step(d, ids))
     return steps
 
 
@@ -781,7 +801,7 @@ def mcp_normalise(value, ids):
 
 def drive_mcp(run, flags, name):
     d = run.case_dir(name)
-    srv = Lines([run.bin, "mcp", *flags], run.repo)
+    srv = Lines([run.bin, "mcp", *flags, *audit_flag(d)], run.repo)
     ids, real, steps = Ids(), {}, []
     try:
         for msg, answered in mcp_requests():
@@ -803,6 +823,7 @@ def drive_mcp(run, flags, name):
         code, rest, err = srv.close()
     steps.append({"exit": code, "stdout_after_eof": rest,
                   "stderr": ids.replace(strip_paths(err, d))})
+    steps.append(audit_step(d, ids))
     return steps
 
 

@@ -5,8 +5,11 @@
 //! format into a `Request`, the `Outcome` or the error's code into its wire format (serve:
 //! JSON lines; the error codes' tables stay in the front ends, crate::engine::ErrorCode).
 //!
-//! `serve` speaks through it; HTTP and MCP still call the engine's methods one by one
-//! (issue 37 moves them here next).
+//! Every front end's jobs and calls go through it (serve for every op; HTTP's `/v1` routes
+//! and `/run_code`; MCP's run, session and workspace commands), so a record is stamped and
+//! audited in one place. Still on the engine's methods, to move here next (issue 37): the
+//! HTTP pod runtime's routes (a command retried on a new workspace when its workspace ended
+//! must not leave the first attempt's record in the audit log) and MCP's record-less calls.
 
 use super::session::Owner;
 use super::workspace::ExecRequest;
@@ -15,13 +18,29 @@ use crate::pipeline::record::Sealed;
 use serde_json::Value;
 
 /// Who asks. `owner` is whom sessions and workspaces belong to and are counted against
-/// (`max_per_client`); `stop` ends the caller's running jobs when its connection goes
-/// (`interrupted:sighup`); `named` is how records name the caller (serve: `{"uid"}` of a
-/// socket's peer) and whether the audit log's copy names it too.
+/// (`max_per_client`); `uid` is the peer's uid a job's record names (`caller.uid`) where
+/// the front end knows it (a unix socket's SO_PEERCRED); `stop` ends the caller's running
+/// jobs when its connection goes (`interrupted:sighup`); `named` is how records name the
+/// caller (serve: `{"uid"}`; HTTP: the token's name and the uid) and whether the audit
+/// log's copy names it too.
 pub struct Caller<'a> {
     pub owner: Owner,
+    pub uid: Option<u32>,
     pub stop: Option<&'a ClientStop>,
     pub named: Option<(Value, bool)>,
+}
+
+impl Caller<'_> {
+    /// A caller the engine knows only as `owner` (MCP's one client): no peer uid, no stop of
+    /// its own, records not stamped.
+    pub fn owner(owner: Owner) -> Caller<'static> {
+        Caller {
+            owner,
+            uid: None,
+            stop: None,
+            named: None,
+        }
+    }
 }
 
 /// One request, as every front end can ask it.

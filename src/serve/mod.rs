@@ -471,6 +471,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
     let id = req.id;
     let caller = Caller {
         owner: conn.owner,
+        uid: conn.owner.uid,
         stop: conn.stop.as_deref(),
         // The peer's uid in the printed record; the audit log's copy has its own caller.
         named: conn.owner.uid.map(|uid| (json!({ "uid": uid }), false)),

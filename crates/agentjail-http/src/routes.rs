@@ -7,7 +7,9 @@
 #![allow(clippy::result_large_err)]
 
 use crate::server::{State, BODY_TIMEOUT, MAX_BODY_BYTES};
-use agentjail::engine::{EngineError, ErrorCode};
+use agentjail::engine::{EngineError, ErrorCode, Outcome, Request as EngineRequest};
+use agentjail::pipeline::record::Sealed;
+use agentjail::pipeline::session::Owner;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -248,6 +250,24 @@ impl Caller {
         }
     }
 
+    /// This caller as the engine's ([`agentjail::engine::Engine::handle`]): `owner` for its
+    /// sessions and workspaces, the peer's uid for a job's record, the connection's stop
+    /// when `stop` (jobs; a session's or a workspace's call goes on), and the token's name
+    /// and the uid stamped on each record, in the audit log's copy too.
+    pub fn engine(&self, owner: Owner, stop: bool) -> agentjail::engine::Caller<'_> {
+        let who = self.value();
+        let named = who
+            .as_object()
+            .is_some_and(|o| !o.is_empty())
+            .then_some((who, true));
+        agentjail::engine::Caller {
+            owner,
+            uid: self.uid,
+            stop: if stop { self.stop.as_deref() } else { None },
+            named,
+        }
+    }
+
     fn value(&self) -> Value {
         let mut v = json!({});
         if let Some(t) = &self.token {
@@ -436,21 +456,44 @@ pub async fn blocking<T: Send + 'static>(
     .map_err(|_| unavailable())
 }
 
-/// A record's last touches: who called, the audit log, the metrics, the pool's refills.
-pub fn finish(
-    st: &State,
-    record: &mut agentjail::pipeline::record::Sealed,
-    caller: &Caller,
-    started: Instant,
-) {
+/// A record the engine answered with (stamped and audited by Engine::handle): counted in
+/// the metrics, and the refills held back for its jail may start.
+pub fn answered(st: &State, record: &Sealed, started: Instant) {
+    st.metrics
+        .job(&record.stop_reason.to_string(), started.elapsed());
+    st.engine.answered();
+}
+
+/// A record of the pod's workspace (crate::workspaces' runtime routes, which retry a
+/// command on a new workspace when theirs ended and so call the engine's methods, not
+/// Engine::handle): stamped, audited and counted here.
+pub fn finish(st: &State, record: &mut Sealed, caller: &Caller, started: Instant) {
     let who = caller.value();
     if who.as_object().is_some_and(|o| !o.is_empty()) {
         record.set_caller(who, true);
     }
     agentjail::pipeline::audit::append(st.audit.as_deref(), record);
-    st.metrics
-        .job(&record.stop_reason.to_string(), started.elapsed());
-    st.engine.answered();
+    answered(st, record, started);
+}
+
+/// HTTP's one table from the engine's outcome to a response: 200 with the record (counted:
+/// [`answered`]), the decision, the new id, the files, whether closed; or the engine's
+/// refusal with its status (crate::status).
+pub fn outcome_resp(st: &State, outcome: Result<Outcome, EngineError>, started: Instant) -> Resp {
+    let v = match outcome {
+        Ok(Outcome::Record(rec)) => {
+            answered(st, &rec, started);
+            rec.value
+        }
+        Ok(Outcome::Decision(decision, _)) => decision,
+        Ok(Outcome::Session(id)) => json!({ "session": id }),
+        Ok(Outcome::Workspace(id)) => json!({ "workspace": id }),
+        Ok(Outcome::Closed(closed)) => json!({ "closed": closed }),
+        Ok(Outcome::Files(files)) => json!({ "files": files }),
+        Ok(Outcome::Stats(stats)) => stats,
+        Err(e) => return engine_error(e),
+    };
+    json_resp(StatusCode::OK, &v)
 }
 
 pub fn strict(body: &[u8]) -> Result<Value, String> {
@@ -470,57 +513,15 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
     let owner = st.owner(&caller.key());
     let s = Arc::clone(st);
     let answer = match r {
-        Route::Run => {
-            blocking(st, move || {
-                let mut rec =
-                    s.engine
-                        .run_for_client(&body, caller.uid, Vec::new(), caller.stop.as_deref());
-                finish(&s, &mut rec, &caller, started);
-                json_resp(StatusCode::OK, &rec.value)
-            })
-            .await
-        }
-        Route::Check => {
-            blocking(st, move || {
-                json_resp(StatusCode::OK, &s.engine.check(&body).0)
-            })
-            .await
-        }
         // Bodies are parsed on the job thread too: a large one must not stall the thread
         // that reads every connection.
-        Route::SessionStart => {
+        Route::Run
+        | Route::Check
+        | Route::SessionStart
+        | Route::SessionExec(_)
+        | Route::SessionClose(_) => {
             blocking(st, move || {
-                let hints = match session_hints(&body) {
-                    Ok(h) => h,
-                    Err(e) => return bad_request(&e),
-                };
-                match s.engine.session_start(hints.as_ref(), owner) {
-                    Ok(id) => json_resp(StatusCode::OK, &json!({ "session": id })),
-                    Err(e) => engine_error(e),
-                }
-            })
-            .await
-        }
-        Route::SessionExec(id) => {
-            blocking(st, move || {
-                let (code, timeout) = match exec_body(&body) {
-                    Ok(x) => x,
-                    Err(e) => return bad_request(&e),
-                };
-                match s.engine.session_exec(&id, &code, timeout, owner) {
-                    Ok(mut rec) => {
-                        finish(&s, &mut rec, &caller, started);
-                        json_resp(StatusCode::OK, &rec.value)
-                    }
-                    Err(e) => engine_error(e),
-                }
-            })
-            .await
-        }
-        Route::SessionClose(id) => {
-            blocking(st, move || match s.engine.session_close(&id, owner) {
-                Ok(closed) => json_resp(StatusCode::OK, &json!({ "closed": closed })),
-                Err(e) => engine_error(e),
+                engine_route(&s, r, &caller, owner, &body, started)
             })
             .await
         }
@@ -536,6 +537,56 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
         _ => Ok(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     };
     answer.unwrap_or_else(|resp| resp)
+}
+
+/// A job, a check or a session route, on a job thread: its body read, its request handled
+/// by the engine (Engine::handle), the outcome answered. A job stops when its connection
+/// goes; a session's call goes on.
+fn engine_route(
+    s: &State,
+    r: Route,
+    caller: &Caller,
+    owner: Owner,
+    body: &[u8],
+    started: Instant,
+) -> Resp {
+    let (code, timeout);
+    let hints;
+    let request = match &r {
+        Route::Run => EngineRequest::Run {
+            action: body,
+            inputs: Vec::new(),
+        },
+        Route::Check => EngineRequest::Check { action: body },
+        Route::SessionStart => {
+            hints = match session_hints(body) {
+                Ok(h) => h,
+                Err(e) => return bad_request(&e),
+            };
+            EngineRequest::SessionStart {
+                hints: hints.as_ref(),
+            }
+        }
+        Route::SessionExec(id) => {
+            (code, timeout) = match exec_body(body) {
+                Ok(x) => x,
+                Err(e) => return bad_request(&e),
+            };
+            EngineRequest::SessionExec {
+                session: id,
+                code: &code,
+                timeout_s: timeout,
+            }
+        }
+        Route::SessionClose(id) => EngineRequest::SessionClose { session: id },
+        _ => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+    };
+    let stop = matches!(r, Route::Run);
+    outcome_resp(
+        s,
+        s.engine.handle(&caller.engine(owner, stop), request),
+        started,
+    )
 }
 
 /// `GET /metrics`' text: the counters, the engine's gauges, the unread budget's.
@@ -639,10 +690,28 @@ fn run_code_job(s: &State, caller: &Caller, body: &[u8], started: Instant) -> Re
         Err(resp) => return resp,
     };
     let action = serde_json::to_vec(&parsed.action).unwrap_or_default();
-    let mut rec = s
-        .engine
-        .run_for_client(&action, caller.uid, Vec::new(), caller.stop.as_deref());
-    finish(s, &mut rec, caller, started);
+    let run = EngineRequest::Run {
+        action: &action,
+        inputs: Vec::new(),
+    };
+    // A job keeps nothing: it is no one's to own (and naming an owner here would number
+    // one for every anonymous caller: State::owner).
+    let owner = Owner {
+        connection: 0,
+        uid: None,
+    };
+    let rec = match s.engine.handle(&caller.engine(owner, true), run) {
+        Ok(Outcome::Record(rec)) => rec,
+        Ok(_) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "not a record",
+            )
+        }
+        Err(e) => return engine_error(e),
+    };
+    answered(s, &rec, started);
     let (code, v) = crate::sandboxfusion::respond(&rec.value, &parsed.fetch_files, &s.pod);
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     json_resp(status, &v)

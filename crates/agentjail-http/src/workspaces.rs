@@ -11,11 +11,12 @@
 #![allow(clippy::result_large_err)]
 
 use crate::routes::{
-    bad_request, blocking, engine_error, error, finish, json_resp, strict, Caller, Resp, Route,
+    bad_request, blocking, engine_error, error, finish, json_resp, outcome_resp, strict, Caller,
+    Resp, Route,
 };
 use crate::server::State;
 use agentjail::engine::workspace::ExecRequest;
-use agentjail::engine::{Engine, EngineError, ErrorCode};
+use agentjail::engine::{Engine, EngineError, ErrorCode, Request as EngineRequest};
 use agentjail::pipeline::record::Sealed as Record;
 use agentjail::pipeline::session::Owner;
 use bytes::Bytes;
@@ -42,7 +43,9 @@ pub async fn dispatch(
     let answer = blocking(st, move || {
         let done = |rec: &mut Record| finish(&s, rec, &caller, started);
         match s.pod_workspace.as_ref() {
-            _ if !r.is_pod() => workspace_route(&s.engine, r, owner, &body, &done),
+            _ if !r.is_pod() => {
+                workspace_route(&s, r, &caller.engine(owner, false), &body, started)
+            }
             Some(pod) => pod_route(&s.engine, pod, r, &content_type, &body, &done),
             None => error(
                 StatusCode::NOT_FOUND,
@@ -84,14 +87,26 @@ fn start_body(body: &[u8]) -> Result<(Option<Value>, Option<String>), String> {
     Ok((o.get("policy_hints").cloned().filter(|h| !h.is_null()), dir))
 }
 
-/// `/v1/workspaces...`.
-fn workspace_route(e: &Engine, r: Route, owner: Owner, body: &[u8], done: Finish) -> Resp {
+/// `/v1/workspaces...`, through the engine's one door (Engine::handle stamps and audits a
+/// command's record); a command's call goes on if its connection goes.
+fn workspace_route(
+    st: &State,
+    r: Route,
+    caller: &agentjail::engine::Caller,
+    body: &[u8],
+    started: Instant,
+) -> Resp {
     let json_body = || strict(body).map_err(|e| bad_request(&e));
+    let e = &st.engine;
     let result = match r {
         Route::WorkspaceStart => match start_body(body) {
-            Ok((hints, dir)) => e
-                .workspace_start_in(hints.as_ref(), dir.as_deref(), owner)
-                .map(|id| json!({ "workspace": id })),
+            Ok((hints, dir)) => e.handle(
+                caller,
+                EngineRequest::WorkspaceStart {
+                    hints: hints.as_ref(),
+                    host_dir: dir.as_deref(),
+                },
+            ),
             Err(m) => return bad_request(&m),
         },
         Route::WorkspaceExec(id) => {
@@ -99,28 +114,38 @@ fn workspace_route(e: &Engine, r: Route, owner: Owner, body: &[u8], done: Finish
                 Ok(r) => r,
                 Err(resp) => return resp,
             };
-            e.workspace_exec_for(&id, &req, owner, None).map(|mut rec| {
-                done(&mut rec);
-                rec.value
-            })
+            let exec = EngineRequest::WorkspaceExec {
+                workspace: &id,
+                request: &req,
+            };
+            e.handle(caller, exec)
         }
         Route::WorkspacePut(id) => match json_body().and_then(|v| list_field(v, "files")) {
-            Ok(files) => e.workspace_put(&id, &files, owner),
+            Ok(files) => e.handle(
+                caller,
+                EngineRequest::WorkspacePut {
+                    workspace: &id,
+                    files: &files,
+                },
+            ),
             Err(resp) => return resp,
         },
         Route::WorkspaceGet(id) => match json_body().and_then(|v| list_field(v, "paths")) {
-            Ok(paths) => e.workspace_get(&id, &paths, owner),
+            Ok(paths) => e.handle(
+                caller,
+                EngineRequest::WorkspaceGet {
+                    workspace: &id,
+                    paths: &paths,
+                },
+            ),
             Err(resp) => return resp,
         },
-        Route::WorkspaceClose(id) => e
-            .workspace_close(&id, owner)
-            .map(|closed| json!({ "closed": closed })),
+        Route::WorkspaceClose(id) => {
+            e.handle(caller, EngineRequest::WorkspaceClose { workspace: &id })
+        }
         _ => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
     };
-    match result {
-        Ok(v) => json_resp(StatusCode::OK, &v),
-        Err(err) => engine_error(err),
-    }
+    outcome_resp(st, result, started)
 }
 
 /// The agent-sandbox runtime's routes, on the pod's workspace.

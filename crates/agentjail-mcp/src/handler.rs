@@ -10,7 +10,7 @@ use crate::result;
 use crate::tools::{
     self, CHECK_PYTHON, RUN_JAVASCRIPT, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START,
 };
-use agentjail::engine::{Engine, EngineError};
+use agentjail::engine::{Caller, Engine, EngineError, Outcome, Request as EngineRequest};
 use agentjail::pipeline::session::Owner;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
@@ -20,7 +20,6 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,13 +41,12 @@ struct Inner {
     tools: Vec<Tool>,
     instructions: String,
     jobs: tokio::sync::Semaphore,
-    audit: Option<PathBuf>,
     /// Numbers the actions this connection builds (`mcp-1`, `mcp-2`, ...).
     runs: AtomicU64,
 }
 
 impl Handler {
-    pub fn new(engine: Arc<Engine>, owner: Owner, jobs: usize, audit: Option<PathBuf>) -> Self {
+    pub fn new(engine: Arc<Engine>, owner: Owner, jobs: usize) -> Self {
         let policy = &engine.policy().policy;
         let caps = tools::Capabilities::probe(policy);
         let mut tools = tools::all(policy, caps);
@@ -60,7 +58,6 @@ impl Handler {
             tools,
             instructions,
             jobs: tokio::sync::Semaphore::new(jobs.max(1)),
-            audit,
             runs: AtomicU64::new(1),
         }))
     }
@@ -152,8 +149,10 @@ impl Handler {
         self.0.owner
     }
 
-    pub(crate) fn audited(&self, record: &agentjail::pipeline::record::Sealed) {
-        self.0.audited(record);
+    /// This connection as the engine's caller: its sessions' and workspaces' owner; the
+    /// engine audits each record (Engine::handle), no stamp (a stdio client has no peer).
+    pub(crate) fn caller(&self) -> Caller<'static> {
+        Caller::owner(self.0.owner)
     }
 
     fn next_action_id(&self) -> String {
@@ -197,12 +196,18 @@ impl Handler {
         let inner = Arc::clone(&self.0);
         let record = self
             .blocking(progress, move || {
-                let record = inner.engine.run(&bytes, None);
-                inner.audited(&record);
-                record
+                let run = EngineRequest::Run {
+                    action: &bytes,
+                    inputs: Vec::new(),
+                };
+                inner.engine.handle(&Caller::owner(inner.owner), run)
             })
             .await?;
-        Ok(result::from_record(&record.value))
+        Ok(match record {
+            Ok(Outcome::Record(record)) => result::from_record(&record.value),
+            Ok(_) => result::error("internal", "not a record"),
+            Err(e) => result::refused_record(e.code.as_str(), &e.message),
+        })
     }
 
     /// `check_python`: the decision only.
@@ -270,17 +275,17 @@ impl Handler {
         let inner = Arc::clone(&self.0);
         let done = self
             .blocking(progress, move || {
-                let r = inner
-                    .engine
-                    .session_exec(&session, &code, timeout, inner.owner);
-                if let Ok(record) = &r {
-                    inner.audited(record);
-                }
-                r
+                let exec = EngineRequest::SessionExec {
+                    session: &session,
+                    code: &code,
+                    timeout_s: timeout,
+                };
+                inner.engine.handle(&Caller::owner(inner.owner), exec)
             })
             .await?;
         Ok(match done {
-            Ok(record) => result::from_record(&record.value),
+            Ok(Outcome::Record(record)) => result::from_record(&record.value),
+            Ok(_) => result::error("internal", "not a record"),
             Err(EngineError { code, message }) => result::refused_record(code.as_str(), &message),
         })
     }
@@ -324,13 +329,6 @@ impl Handler {
             None => task.await,
         };
         joined.map_err(|e| McpError::internal_error(format!("the job failed: {e}"), None))
-    }
-}
-
-impl Inner {
-    /// Append the record's audit copy (redacted, agentjail::redact) to the audit log, if any.
-    fn audited(&self, record: &agentjail::pipeline::record::Sealed) {
-        agentjail::pipeline::audit::append(self.audit.as_deref(), record);
     }
 }
 

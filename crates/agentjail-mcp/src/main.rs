@@ -113,8 +113,9 @@ fn serve(args: McpArgs) -> i32 {
         eprintln!("agentjail: cannot block SIGTERM/SIGINT/SIGHUP into a signalfd");
         return 2;
     };
-    let (engine, audit) = match Engine::start_server(args.engine, args.audit_log) {
-        Ok(e) => e,
+    // The engine appends each record to the audit log itself (Engine::handle).
+    let engine = match Engine::start_server(args.engine, args.audit_log) {
+        Ok((e, _)) => e,
         Err(e) => {
             eprintln!("agentjail: {e}");
             return 2;
@@ -159,7 +160,7 @@ fn serve(args: McpArgs) -> i32 {
         }
     };
     watch_signals(sigfd, gone, stdio.input());
-    let handler = handler::Handler::new(Arc::clone(&engine), owner, args.jobs, audit);
+    let handler = handler::Handler::new(Arc::clone(&engine), owner, args.jobs);
     let writer = stdio.writer();
     runtime.block_on(serve_connection(handler, stdio));
     engine.stop_jobs();

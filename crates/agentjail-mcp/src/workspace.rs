@@ -7,6 +7,7 @@
 use crate::handler::{Handler, Progress};
 use crate::result;
 use agentjail::engine::workspace::ExecRequest;
+use agentjail::engine::{Outcome, Request as EngineRequest};
 use agentjail::policy::Policy;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
@@ -329,18 +330,19 @@ impl Handler {
             Ok(p) => p,
             Err(e) => return Ok(result::refused_record("arguments", &e)),
         };
-        let (this, owner) = (self.clone(), self.owner());
+        let (e, caller) = (self.engine(), self.caller());
         let done = self
             .blocking(progress, move || {
-                let r = this.engine().workspace_exec_for(&id, &req, owner, None);
-                if let Ok(record) = &r {
-                    this.audited(record);
-                }
-                r
+                let exec = EngineRequest::WorkspaceExec {
+                    workspace: &id,
+                    request: &req,
+                };
+                e.handle(&caller, exec)
             })
             .await?;
         Ok(match done {
-            Ok(record) => result::from_record(&record.value),
+            Ok(Outcome::Record(record)) => result::from_record(&record.value),
+            Ok(_) => result::error("internal", "not a record"),
             Err(e) => result::refused_record(e.code.as_str(), &e.message),
         })
     }
