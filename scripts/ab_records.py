@@ -530,11 +530,16 @@ def drive_serve(run, flags, requests, name, files=None):
                 blank(step["answer"]["json"], serve_answer_paths(answer))
             steps.append(step)
     finally:
-        code, rest, err = srv.close()
-    steps.append({"exit": code, "stdout_after_eof": rest,
-                  "stderr": ids.replace(strip_paths(err, d))})
-    steps.append(audit_step(d, ids))
+        steps += closing_steps(srv, d, ids)
     return steps
+
+
+def closing_steps(srv, d, ids):
+    """A JSON-lines server's last steps: EOF on its stdin, its exit code, what it wrote
+    after, its stderr, and the audit log it leaves."""
+    code, rest, err = srv.close()
+    return [{"exit": code, "stdout_after_eof": rest,
+             "stderr": ids.replace(strip_paths(err, d))}, audit_step(d, ids)]
 
 
 def audit_flag(d):
@@ -820,10 +825,7 @@ def drive_mcp(run, flags, name):
                     mcp_normalise(step["answer"]["json"], ids)
             steps.append(step)
     finally:
-        code, rest, err = srv.close()
-    steps.append({"exit": code, "stdout_after_eof": rest,
-                  "stderr": ids.replace(strip_paths(err, d))})
-    steps.append(audit_step(d, ids))
+        steps += closing_steps(srv, d, ids)
     return steps
 
 

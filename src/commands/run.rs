@@ -13,27 +13,12 @@ pub fn command(
 ) -> ExitStatus {
     let loaded = match crate::load_policy(policy) {
         Ok(p) => p,
-        Err(e) => {
-            // Even when agentjail cannot work, stdout carries a valid record.
-            eprintln!("agentjail: {e}");
-            let reason = crate::verdict::StopReason::AgentjailError("policy".into());
-            super::print_json(
-                &crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
-            );
-            return ExitStatus::Error;
-        }
+        Err(e) => return refused("policy", &e),
     };
     let audit = loaded.audit_log(audit_log);
     let options = match crate::pipeline::run_options(&loaded, flags) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("agentjail: {e}");
-            let reason = crate::verdict::StopReason::AgentjailError("flags".into());
-            super::print_json(
-                &crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
-            );
-            return ExitStatus::Error;
-        }
+        Err(e) => return refused("flags", &e),
     };
     let record = crate::pipeline::run_action(&loaded, action, options);
     super::print_json(&record.value);
@@ -45,4 +30,13 @@ pub fn command(
     } else {
         ExitStatus::Stopped
     }
+}
+
+/// agentjail could not work (`what`: the policy, a flag): the error on stderr, and on
+/// stdout a valid record that says so (`agentjail_error:<what>`); exit 2.
+fn refused(what: &str, e: &dyn std::fmt::Display) -> ExitStatus {
+    eprintln!("agentjail: {e}");
+    let reason = crate::verdict::StopReason::AgentjailError(what.into());
+    super::print_json(&crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value());
+    ExitStatus::Error
 }

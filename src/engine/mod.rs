@@ -409,7 +409,7 @@ impl Engine {
 
     /// One job: the whole pipeline of `agentjail run` on these action bytes. `caller`: the
     /// peer's uid when the front end knows it (a unix socket's SO_PEERCRED).
-    pub fn run(&self, action: &[u8], caller: Option<u32>) -> Sealed {
+    pub(crate) fn run(&self, action: &[u8], caller: Option<u32>) -> Sealed {
         let r = Recorder::for_job(self.policy_ref.clone(), caller);
         pipeline::job(r, action, &self.policy, self, self.cache.as_ref())
     }
@@ -429,20 +429,11 @@ impl Engine {
         }
     }
 
-    /// A job with host inputs bound at /app/in (resolved against the policy's host roots by
-    /// the caller: crate::inputs); its jail is built for it, never a warm one.
-    pub fn run_with_inputs(
-        &self,
-        action: &[u8],
-        caller: Option<u32>,
-        inputs: Vec<crate::plan::HostInput>,
-    ) -> Sealed {
-        self.run_for_client(action, caller, inputs, None)
-    }
-
-    /// A job of one client: as [`Engine::run_with_inputs`], stopped by the client's own
-    /// stop (`stop`) as well as by the server's.
-    pub fn run_for_client(
+    /// A job of one client, with host inputs bound at /app/in (resolved against the policy's
+    /// host roots by the front end: crate::inputs; a job with inputs gets a jail built for
+    /// it, never a warm one), stopped by the client's own stop (`stop`) as well as by the
+    /// server's.
+    pub(crate) fn run_for_client(
         &self,
         action: &[u8],
         caller: Option<u32>,
@@ -613,19 +604,8 @@ impl Engine {
         Ok(s)
     }
 
-    /// One call in a session; its record.
-    pub fn session_exec(
-        &self,
-        id: &str,
-        code: &str,
-        timeout_s: Option<f64>,
-        owner: Owner,
-    ) -> Result<Sealed, EngineError> {
-        self.session_exec_for(id, code, timeout_s, owner, None)
-    }
-
     /// One call in a session of a client with its own stop (see [`Engine::run_for_client`]).
-    pub fn session_exec_for(
+    pub(crate) fn session_exec_for(
         &self,
         id: &str,
         code: &str,

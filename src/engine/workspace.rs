@@ -1112,16 +1112,6 @@ impl Engine {
         Ok(f(&mut guard))
     }
 
-    /// One command in a workspace; its record (stopped only by the engine's shutdown).
-    pub fn workspace_exec(
-        &self,
-        id: &str,
-        req: &ExecRequest,
-        owner: Owner,
-    ) -> Result<Sealed, EngineError> {
-        self.workspace_exec_for(id, req, owner, None)
-    }
-
     /// One command in a workspace of a client with its own stop (serve's connections).
     pub fn workspace_exec_for(
         &self,
