@@ -1026,6 +1026,63 @@ fn a_flood_from_one_client_gets_clear_errors_and_the_server_goes_on() {
     }
 }
 
+/// Parallel session starts from one client (one uid over eight connections at once) never
+/// hold more than `[session] max_per_client`: a start under way holds its slot
+/// (docs/SECURITY.md, "Memory, bounded per client"), so the ones past the count are
+/// `too_many_sessions` however they interleave, and every session that started works.
+#[test]
+fn parallel_session_starts_from_one_client_stay_within_max_per_client() {
+    for who in variants() {
+        let k = Knobs {
+            max_per_client: Some(2),
+            ..Default::default()
+        };
+        let (m, p) = setup("sess-maxpc", &k);
+        let dir = scratch("sess-maxpc");
+        let sock = dir.path().join("s.sock");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "-j", "8", "--socket", sock.to_str().unwrap()],
+        );
+        let (answers, mut conns): (Vec<Value>, Vec<serve_harness::Conn>) =
+            std::thread::scope(|scope| {
+                let threads: Vec<_> = (0..8)
+                    .map(|t| {
+                        let mut c = s.connect(&format!("c{t}"));
+                        scope.spawn(move || (c.call(json!({"op": "session_start"})), c))
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().unwrap()).unzip()
+            });
+        let started: Vec<usize> = (0..answers.len())
+            .filter(|&i| answers[i]["session"].is_string())
+            .collect();
+        assert_eq!(started.len(), 2, "{who:?}: {answers:#?}");
+        for r in answers.iter().filter(|r| !r["session"].is_string()) {
+            assert_eq!(error_code(r), "too_many_sessions", "{who:?}: {r}");
+            assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("max_per_client"),
+                "{who:?}: {r}"
+            );
+        }
+        assert_eq!(conns[0].stats()["sessions"], 2, "{who:?}");
+        for &i in &started {
+            let id = answers[i]["session"].as_str().unwrap().to_string();
+            conns[i].exec_ok(&id, "1");
+        }
+        conns.iter_mut().for_each(serve_harness::Conn::close);
+        for c in &conns {
+            c.assert_all_answered();
+        }
+        s.finish();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Soak
 
