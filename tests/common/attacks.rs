@@ -7,13 +7,25 @@
 //! jail) after [`SYSC`] and the `attempt` prelude (`PRELUDE`): it returns when the attack
 //! worked (BREACH) and raises OSError with the errno when refused; a stop must name one of
 //! its syscalls. x86_64 syscall numbers.
+//!
+//! Each case also says what it does with no jail ([`super::Without`]): by default it
+//! works; `.host_privilege()` when it meets a privilege check only the host's root passes
+//! (the `exec` suites then count only its stop); `.absent_as(errno, feature)` when a
+//! kernel may lack it; `.stop_only(why)` when it is never made outside the jail. The
+//! control run (tests/jail/controls.rs) makes every case but the stop-only ones with no
+//! jail and fails when one is refused there for its own arguments (EBADF, EINVAL,
+//! EFAULT...): so a case refused in the jail was refused by a control of the jail.
 #![allow(dead_code)]
 
 use super::{case, Case};
 
 /// Raw syscalls for the tables: `sysc(nr, *args)` (ints as longs, bytes and ctypes objects
 /// as they are; raises OSError on a negative return) and `ioc(fd, request)` (ioctl with a
-/// 64-byte buffer).
+/// 64-byte buffer); and the objects a call needs to get past the kernel's own argument checks
+/// when no control stops it (the control run, tests/jail/controls.rs, makes every case with
+/// no jail and fails on EBADF, EINVAL, EFAULT...): a pidfd, an io_uring, a pipe holding a
+/// byte, this process's CPU mask, a seccomp program that allows everything, an iovec, a
+/// siginfo, a file handle.
 pub const SYSC: &str = r#"
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -29,6 +41,36 @@ def ioc(fd, req):
     if libc.ioctl(fd, req, b"\0" * 64) != 0:
         raise OSError(ctypes.get_errno(), "ioctl")
     return "ioctl ok"
+_keep = []
+def pidfd(pid):
+    return sysc(434, pid, 0)
+def uring():
+    return sysc(425, 8, ctypes.byref(ctypes.create_string_buffer(120)))
+def full_pipe():
+    r, w = os.pipe()
+    os.write(w, b"x")
+    return r
+def cpus():
+    return ctypes.create_string_buffer(sum(1 << c for c in os.sched_getaffinity(0)).to_bytes(128, "little"))
+def allow_all():
+    f = (ctypes.c_uint64 * 1)(0x06 | (0x7fff0000 << 32))
+    prog = (ctypes.c_uint64 * 2)(1, ctypes.addressof(f))
+    _keep.append((f, prog))
+    return ctypes.byref(prog)
+def iov(addr, n):
+    v = (ctypes.c_uint64 * 2)(addr, n)
+    _keep.append(v)
+    return ctypes.byref(v)
+def buf(n):
+    b = ctypes.create_string_buffer(n)
+    _keep.append(b)
+    return ctypes.addressof(b)
+def siginfo(sig, code):
+    return ctypes.create_string_buffer(sig.to_bytes(4, "little") + bytes(4) + code.to_bytes(4, "little", signed=True) + bytes(116))
+def fhandle(path):
+    h = ctypes.create_string_buffer((128).to_bytes(4, "little") + bytes(132))
+    sysc(303, -100, path, h, ctypes.byref(ctypes.c_int()), 0)
+    return h
 "#;
 
 /// Cases that are plain process creation (fork, vfork, clone as either): refused where the
@@ -41,6 +83,17 @@ pub const PROCESS_SPAWN: &[&str] = &[
     "fork",
     "vfork",
 ];
+
+/// Why a case is [`Case::stop_only`]: a thread made by a raw clone runs on its parent's
+/// stack (the syscall returns twice into the same C frames), which no Python process
+/// survives reliably; the filter's stop is the proof.
+const THREAD_CLONE: &str = "a raw thread clone shares its parent's stack";
+/// See [`THREAD_CLONE`]: a raw vfork's child returns into its parent's frames.
+const VFORK: &str = "a raw vfork's child returns into its parent's stack frames";
+/// Destructive with the privilege it asks for (the host's kernel, its modules, its power).
+const HOST_KERNEL: &str = "destructive with the host privilege it needs";
+/// Port I/O for the host's hardware (and absent from kernels without CONFIG_X86_IOPL_IOPERM).
+const HOST_HARDWARE: &str = "port I/O on the host's hardware";
 
 /// Every table, by name (the workspace suite runs them all).
 pub fn all() -> Vec<(&'static str, &'static [Case])> {
@@ -66,8 +119,10 @@ pub const SOCKET_FAMILIES: &[Case] = &[
     case("AF_INET", "sysc(41, 2, 1, 0)", &["socket"]),
     case("AF_INET6 raw", "sysc(41, 10, 3, 58)", &["socket"]),
     case("AF_UNIX", "sysc(41, 1, 1, 0)", &["socket"]),
-    case("AF_ALG", "sysc(41, 38, 5, 0)", &["socket"]),
-    case("AF_KEY", "sysc(41, 15, 3, 2)", &["socket"]),
+    case("AF_ALG", "sysc(41, 38, 5, 0)", &["socket"])
+        .absent_as(libc::EAFNOSUPPORT, "AF_ALG (CONFIG_CRYPTO_USER_API)"),
+    case("AF_KEY", "sysc(41, 15, 3, 2)", &["socket"])
+        .absent_as(libc::EAFNOSUPPORT, "AF_KEY (CONFIG_NET_KEY)"),
     case("AF_XDP", "sysc(41, 44, 3, 0)", &["socket"]),
     case(
         "AF_UNIX in the high half",
@@ -88,17 +143,23 @@ pub const MOUNT_API_AND_NAMESPACES: &[Case] = &[
         r#"sysc(428, -100, b"/usr", 1)"#,
         &["open_tree"],
     ),
+    // /proc and /tmp are mounts in the jail and in the control run alike.
     case(
-        "move_mount",
-        r#"sysc(429, -100, b"/usr", -100, b"/tmp", 0)"#,
+        "move_mount(/proc onto /tmp)",
+        r#"sysc(429, -100, b"/proc", -100, b"/tmp", 0)"#,
         &["move_mount"],
     ),
     case("fsopen(tmpfs)", r#"sysc(430, b"tmpfs", 0)"#, &["fsopen"]),
-    case("fsmount", "sysc(432, 0, 0, 0)", &["fsmount"]),
+    // fsmount needs a created filesystem context: fsopen and fsconfig(FSCONFIG_CMD_CREATE).
+    case(
+        "fsmount(a created tmpfs context)",
+        r#"(lambda fd: (sysc(431, fd, 6, None, None, 0), sysc(432, fd, 0, 0))[1])(sysc(430, b"tmpfs", 0))"#,
+        &["fsopen", "fsconfig", "fsmount"],
+    ),
     case("fspick", r#"sysc(433, -100, b"/", 0)"#, &["fspick"]),
     case(
-        "mount_setattr",
-        r#"sysc(442, -100, b"/tmp", 0, None, 0)"#,
+        "mount_setattr(/tmp, MOUNT_ATTR_RDONLY)",
+        r#"sysc(442, -100, b"/tmp", 0, ctypes.create_string_buffer(b"\x01" + bytes(31)), 32)"#,
         &["mount_setattr"],
     ),
     case(
@@ -122,7 +183,11 @@ pub const MOUNT_API_AND_NAMESPACES: &[Case] = &[
         "sysc(272, 0x00020000)",
         &["unshare"],
     ),
-    case("setns(0, 0)", "sysc(308, 0, 0)", &["setns"]),
+    case(
+        "setns(its own uts namespace)",
+        r#"sysc(308, os.open("/proc/self/ns/uts", os.O_RDONLY), 0)"#,
+        &["setns"],
+    ),
     // clone's flags are compared on the low 32 bits (what the kernel uses): CLONE_THREAD
     // in the high half does not make a fork look like a thread.
     case(
@@ -130,16 +195,20 @@ pub const MOUNT_API_AND_NAMESPACES: &[Case] = &[
         "sysc(56, (0x10000 << 32) | 17, 0, 0, 0, 0)",
         &["clone"],
     ),
+    // A thread with a namespace flag (the kernel refuses CLONE_NEWUSER and CLONE_NEWPID on
+    // a thread itself, so these two use flags it accepts).
     case(
-        "clone(thread flags | CLONE_NEWUSER)",
-        "sysc(56, 0x10000 | 0x800 | 0x100 | 0x10000000, 0, 0, 0, 0)",
+        "clone(thread flags | CLONE_NEWUTS)",
+        "sysc(56, 0x10000 | 0x800 | 0x100 | 0x04000000, 0, 0, 0, 0)",
         &["clone"],
-    ),
+    )
+    .stop_only(THREAD_CLONE),
     case(
         "clone(thread flags | CLONE_NEWNET)",
         "sysc(56, 0x10000 | 0x800 | 0x100 | 0x40000000, 0, 0, 0, 0)",
         &["clone"],
-    ),
+    )
+    .stop_only(THREAD_CLONE),
     case(
         "clone(SIGCHLD) = fork",
         "sysc(56, 17, 0, 0, 0, 0)",
@@ -149,20 +218,27 @@ pub const MOUNT_API_AND_NAMESPACES: &[Case] = &[
         "clone(CLONE_VM|CLONE_VFORK) = vfork",
         "sysc(56, 0x100 | 0x4000 | 17, 0, 0, 0, 0)",
         &["clone"],
-    ),
+    )
+    .stop_only(VFORK),
     case("fork", "sysc(57)", &["fork"]),
-    case("vfork", "sysc(58)", &["vfork"]),
+    case("vfork", "sysc(58)", &["vfork"]).stop_only(VFORK),
 ];
 
 /// Calls on other processes: pidfds, process_vm_*, kcmp, ptrace, signals with a forged siginfo, priorities and affinity.
 pub const CROSS_PROCESS: &[Case] = &[
     case("pidfd_open(1)", "sysc(434, 1, 0)", &["pidfd_open"]),
+    // A /proc/<pid> directory is a pidfd to pidfd_send_signal; signal 0 asks the
+    // permission check alone.
     case(
-        "pidfd_send_signal",
-        "sysc(424, 0, 9, None, 0)",
+        "pidfd_send_signal(/proc/1, 0)",
+        r#"sysc(424, os.open("/proc/1", os.O_RDONLY), 0, None, 0)"#,
         &["pidfd_send_signal"],
     ),
-    case("pidfd_getfd", "sysc(438, 0, 0, 0)", &["pidfd_getfd"]),
+    case(
+        "pidfd_getfd(init's fd 0)",
+        "sysc(438, pidfd(1), 0, 0)",
+        &["pidfd_open", "pidfd_getfd"],
+    ),
     case(
         "process_vm_readv(1)",
         "sysc(310, 1, None, 0, None, 0, 0)",
@@ -173,21 +249,27 @@ pub const CROSS_PROCESS: &[Case] = &[
         "sysc(311, 1, None, 0, None, 0, 0)",
         &["process_vm_writev"],
     ),
-    case("kcmp(1, 2)", "sysc(312, 1, 2, 0, 0, 0)", &["kcmp"]),
+    case(
+        "kcmp(1, self, KCMP_FILE)",
+        "sysc(312, 1, os.getpid(), 0, 0, 0)",
+        &["kcmp"],
+    ),
     case(
         "ptrace(PTRACE_TRACEME)",
         "sysc(101, 0, 0, 0, 0)",
         &["ptrace"],
     ),
+    // A forged SI_QUEUE siginfo (si_code -1: a zero si_code to another process is refused
+    // before any permission check); signal 0 asks the permission check alone.
     case(
-        "rt_sigqueueinfo(1, SIGKILL)",
-        "sysc(129, 1, 9, ctypes.create_string_buffer(128))",
+        "rt_sigqueueinfo(1, forged SI_QUEUE)",
+        "sysc(129, 1, 0, siginfo(0, -1))",
         &["rt_sigqueueinfo"],
     ),
     case(
-        "process_madvise",
-        "sysc(440, 0, None, 0, 0, 0)",
-        &["process_madvise"],
+        "process_madvise(self, MADV_COLD)",
+        "sysc(440, pidfd(os.getpid()), None, 0, 20, 0)",
+        &["pidfd_open", "process_madvise"],
     ),
     case(
         "prlimit64(pid 1)",
@@ -201,20 +283,25 @@ pub const CROSS_PROCESS: &[Case] = &[
     ),
     case(
         "sched_setaffinity(1)",
-        "sysc(203, 1, 8, ctypes.create_string_buffer(8))",
+        "sysc(203, 1, 128, cpus())",
         &["sched_setaffinity"],
     ),
     case(
         "sched_setscheduler(0, SCHED_FIFO)",
         "sysc(144, 0, 1, ctypes.byref(ctypes.c_int(1)))",
         &["sched_setscheduler"],
-    ),
+    )
+    .host_privilege(),
 ];
 
 /// prctl, personality and privilege tricks: capabilities, setuid, a nested landlock, execveat, memfd_secret, mlockall, io_uring.
 pub const PRCTL_AND_PRIVILEGE: &[Case] = &[
-    case("prctl(PR_SET_MM)", "sysc(157, 35, 8, 0, 0, 0)", &["prctl"]),
-    case("prctl(PR_SET_SECCOMP)", "sysc(157, 22, 2, 0, 0, 0)", &["prctl"]),
+    case("prctl(PR_SET_MM)", "sysc(157, 35, 8, 0, 0, 0)", &["prctl"]).host_privilege(),
+    case(
+        "prctl(PR_SET_SECCOMP, an allow-all filter)",
+        "sysc(157, 22, 2, allow_all(), 0, 0)",
+        &["prctl"],
+    ),
     case(
         "prctl(PR_CAP_AMBIENT_RAISE)",
         "sysc(157, 47, 2, 21, 0, 0)",
@@ -224,7 +311,8 @@ pub const PRCTL_AND_PRIVILEGE: &[Case] = &[
         "prctl(PR_SET_PTRACER_ANY)",
         "sysc(157, 0x59616d61, -1, 0, 0, 0)",
         &["prctl"],
-    ),
+    )
+    .absent_as(libc::EINVAL, "the Yama LSM (PR_SET_PTRACER is Yama's)"),
     case(
         "prctl(PR_SET_CHILD_SUBREAPER)",
         "sysc(157, 36, 1, 0, 0, 0)",
@@ -238,11 +326,11 @@ pub const PRCTL_AND_PRIVILEGE: &[Case] = &[
     case("personality(PER_LINUX32)", "sysc(135, 0x0008)", &["personality"]),
     case(
         "capset",
-        "sysc(126, ctypes.create_string_buffer(b'\\x26\\x05\\x08\\x20' + bytes(4)), ctypes.create_string_buffer(24))",
+        "sysc(126, ctypes.create_string_buffer(b'\\x22\\x05\\x08\\x20' + bytes(4)), ctypes.create_string_buffer(24))",
         &["capset"],
     ),
     case("setresuid(0)", "sysc(117, 0, 0, 0)", &["setresuid"]),
-    case("setgroups(0)", "sysc(116, 0, None)", &["setgroups"]),
+    case("setgroups(0)", "sysc(116, 0, None)", &["setgroups"]).host_privilege(),
     case(
         "landlock_create_ruleset",
         "sysc(444, None, 0, 1)",
@@ -250,16 +338,21 @@ pub const PRCTL_AND_PRIVILEGE: &[Case] = &[
     ),
     case(
         "execveat(AT_EMPTY_PATH)",
-        r#"sysc(322, 0, b"", None, None, 0x1000)"#,
+        r#"sysc(322, os.open("/usr/bin/true", os.O_RDONLY), b"", None, None, 0x1000)"#,
         &["execveat"],
     ),
     case("memfd_secret", "sysc(447, 0)", &["memfd_secret"]),
-    case("mlockall", "sysc(151, 3)", &["mlockall"]),
-    case("io_uring_enter", "sysc(426, 0, 1, 0, 0, None, 0)", &["io_uring_enter"]),
+    // MCL_FUTURE | MCL_ONFAULT: locking what is mapped now would pass RLIMIT_MEMLOCK.
+    case("mlockall", "sysc(151, 2 | 4)", &["mlockall"]),
     case(
-        "io_uring_register",
-        "sysc(427, 0, 0, None, 0)",
-        &["io_uring_register"],
+        "io_uring_enter",
+        "sysc(426, uring(), 0, 0, 0, None, 0)",
+        &["io_uring_setup", "io_uring_enter"],
+    ),
+    case(
+        "io_uring_register(IORING_REGISTER_PROBE)",
+        "sysc(427, uring(), 8, ctypes.create_string_buffer(16 + 8 * 256), 256)",
+        &["io_uring_setup", "io_uring_register"],
     ),
 ];
 
@@ -273,15 +366,27 @@ pub const IPC_AND_KERNEL_OBJECTS: &[Case] = &[
         r#"sysc(240, b"x", 0o100 | 2, 0o600, None)"#,
         &["mq_open"],
     ),
-    case("sendfile", "sysc(40, 1, 0, None, 1)", &["sendfile"]),
-    case("splice", "sysc(275, 0, None, 1, None, 1, 0)", &["splice"]),
-    case("tee", "sysc(276, 0, 1, 1, 0)", &["tee"]),
+    case(
+        "sendfile",
+        r#"sysc(40, os.pipe()[1], os.open("/usr/bin/true", os.O_RDONLY), None, 1)"#,
+        &["sendfile"],
+    ),
+    case(
+        "splice",
+        r#"sysc(275, os.open("/usr/bin/true", os.O_RDONLY), None, os.pipe()[1], None, 1, 0)"#,
+        &["splice"],
+    ),
+    case(
+        "tee",
+        "sysc(276, full_pipe(), os.pipe()[1], 1, 0)",
+        &["tee"],
+    ),
     case("vmsplice", "sysc(278, 1, None, 0, 0)", &["vmsplice"]),
     case("mbind", "sysc(237, 0, 0, 0, None, 0, 0)", &["mbind"]),
     case("set_mempolicy", "sysc(238, 0, None, 0)", &["set_mempolicy"]),
     case(
-        "migrate_pages(1)",
-        "sysc(256, 1, 0, None, None)",
+        "migrate_pages(1, node 0 to node 0)",
+        "sysc(256, 1, 64, ctypes.byref(ctypes.c_ulong(1)), ctypes.byref(ctypes.c_ulong(1)))",
         &["migrate_pages"],
     ),
     case(
@@ -290,7 +395,12 @@ pub const IPC_AND_KERNEL_OBJECTS: &[Case] = &[
         &["move_pages"],
     ),
     case("inotify_init1", "sysc(294, 0)", &["inotify_init1"]),
-    case("fanotify_init", "sysc(300, 0, 0)", &["fanotify_init"]),
+    // FAN_REPORT_FID: the one class an unprivileged caller may make.
+    case(
+        "fanotify_init(FAN_REPORT_FID)",
+        "sysc(300, 0x200, 0)",
+        &["fanotify_init"],
+    ),
     case(
         "mknodat(fifo in /tmp)",
         r#"sysc(259, -100, b"/tmp/f", 0o10600, 0)"#,
@@ -311,31 +421,37 @@ pub const IPC_AND_KERNEL_OBJECTS: &[Case] = &[
         r#"sysc(260, -100, b"/tmp", 0, 0, 0)"#,
         &["fchownat"],
     ),
-    case("swapon", r#"sysc(167, b"/tmp/x", 0)"#, &["swapon"]),
-    case("vhangup", "sysc(153)", &["vhangup"]),
+    case("swapon", r#"sysc(167, b"/tmp/x", 0)"#, &["swapon"]).host_privilege(),
+    case("vhangup", "sysc(153)", &["vhangup"]).host_privilege(),
     case("sethostname", r#"sysc(170, b"host", 4)"#, &["sethostname"]),
     case(
         "clock_settime",
         "sysc(227, 0, ctypes.create_string_buffer(16))",
         &["clock_settime"],
-    ),
+    )
+    .host_privilege(),
     case(
         "adjtimex",
         "sysc(159, ctypes.create_string_buffer(256))",
         &["adjtimex"],
     ),
-    case("quotactl", "sysc(179, 0, None, 0, None)", &["quotactl"]),
+    // QCMD(Q_SYNC, USRQUOTA): sync every filesystem's quota, which anyone may ask.
+    case(
+        "quotactl(Q_SYNC)",
+        "sysc(179, 0x800001 << 8, None, 0, None)",
+        &["quotactl"],
+    ),
 ];
 
 /// ioctls on the stdio pipes: only the harmless requests are allowed. A request with a harmless low half and junk in the high half is refused too: the filter compares the low 32 bits, as the kernel does.
 pub const STDIO_IOCTLS: &[Case] = &[
-    case("TIOCCONS", "ioc(1, 0x541D)", &["ioctl"]),
-    case("TIOCLINUX", "ioc(0, 0x541C)", &["ioctl"]),
+    case("TIOCCONS", "ioc(0, 0x541D)", &["ioctl"]).host_privilege(),
+    case("TIOCEXCL", "ioc(0, 0x540C)", &["ioctl"]),
     case("TCSETS", "ioc(0, 0x5402)", &["ioctl"]),
     case("TIOCSCTTY", "ioc(0, 0x540E)", &["ioctl"]),
     case("TIOCSETD", "ioc(0, 0x5423)", &["ioctl"]),
     case("FIOASYNC", "ioc(1, 0x5452)", &["ioctl"]),
-    case("F_SETPIPE_SZ-like FIOSETOWN", "ioc(1, 0x8901)", &["ioctl"]),
+    case("TIOCSWINSZ", "ioc(0, 0x5414)", &["ioctl"]),
     case(
         "TIOCSTI with FIONREAD in the high half",
         "ioc(0, (0x541B << 32) | 0x5412)",
@@ -349,17 +465,20 @@ pub const MKNOD: &[Case] = &[
         "os.mknod /tmp/null (char 1,3)",
         "os.mknod('/tmp/n', 0o666 | 0o020000, os.makedev(1, 3))",
         &["mknod", "mknodat"],
-    ),
+    )
+    .host_privilege(),
     case(
         "mknodat /tmp/mem (char 1,1)",
         r#"sysc(259, -100, b"/tmp/mem", 0o666 | 0o020000, (1 << 8) | 1)"#,
         &["mknodat"],
-    ),
+    )
+    .host_privilege(),
     case(
         "mknod /tmp/sda (block 8,0)",
         r#"sysc(133, b"/tmp/sda", 0o666 | 0o060000, (8 << 8) | 0)"#,
         &["mknod"],
-    ),
+    )
+    .host_privilege(),
     case(
         "mkfifo /tmp/f",
         "os.mkfifo('/tmp/f')",
@@ -392,7 +511,12 @@ pub const MOUNTS: &[Case] = &[
         &["pivot_root"],
     ),
     case("chroot", r#"sysc(161, b"/tmp")"#, &["chroot"]),
-    case("open_tree", r#"sysc(428, -100, b"/", 1)"#, &["open_tree"]),
+    // AT_RECURSIVE: a copy of / without its locked submounts is refused (EINVAL).
+    case(
+        "open_tree(/, OPEN_TREE_CLONE | AT_RECURSIVE)",
+        r#"sysc(428, -100, b"/", 1 | 0x8000)"#,
+        &["open_tree"],
+    ),
     case("fsopen", r#"sysc(430, b"tmpfs", 0)"#, &["fsopen"]),
 ];
 
@@ -400,13 +524,17 @@ pub const MOUNTS: &[Case] = &[
 pub const PTRACE: &[Case] = &[
     case("PTRACE_TRACEME", "sysc(101, 0, 0, 0, 0)", &["ptrace"]),
     case("PTRACE_ATTACH init", "sysc(101, 16, 1, 0, 0)", &["ptrace"]),
-    case("PTRACE_SEIZE init", "sysc(101, 0x4206, 1, 0, 0)", &["ptrace"]),
+    case(
+        "PTRACE_SEIZE init",
+        "sysc(101, 0x4206, 1, 0, 0)",
+        &["ptrace"],
+    ),
     case(
         "process_vm_readv init",
-        "sysc(310, 1, ctypes.byref((ctypes.c_uint64 * 2)(0, 8)), 1, ctypes.byref((ctypes.c_uint64 * 2)(0x400000, 8)), 1, 0)",
+        "sysc(310, 1, iov(buf(8), 8), 1, iov(id(None), 8), 1, 0)",
         &["process_vm_readv"],
     ),
-    case("kcmp", "sysc(312, 1, 2, 0, 0, 0)", &["kcmp"]),
+    case("kcmp init", "sysc(312, 1, os.getpid(), 0, 0, 0)", &["kcmp"]),
     case("pidfd_open init", "sysc(434, 1, 0)", &["pidfd_open"]),
 ];
 
@@ -418,10 +546,19 @@ pub const DANGEROUS: &[Case] = &[
         &["io_uring_setup"],
     ),
     case("userfaultfd", "sysc(323, 1)", &["userfaultfd"]), // UFFD_USER_MODE_ONLY
-    case("bpf", "sysc(321, 0, None, 0)", &["bpf"]),
+    // BPF_MAP_CREATE of a one-entry array: past the attribute checks, at the privilege
+    // check (kernel.unprivileged_bpf_disabled).
+    case(
+        "bpf(BPF_MAP_CREATE)",
+        r#"sysc(321, 0, ctypes.create_string_buffer(b"\x02\0\0\0\x04\0\0\0\x04\0\0\0\x01" + bytes(59)), 72)"#,
+        &["bpf"],
+    )
+    .host_privilege(),
+    // A software clock on this process, user space only: what perf_event_paranoid 2
+    // allows anyone.
     case(
         "perf_event_open",
-        "sysc(298, ctypes.byref(ctypes.create_string_buffer(128)), 0, -1, -1, 0)",
+        r#"sysc(298, ctypes.create_string_buffer(b"\x01" + bytes(39) + b"\x60" + bytes(87)), 0, -1, -1, 0)"#,
         &["perf_event_open"],
     ),
     case("keyctl", "sysc(250, 0, -3, 0)", &["keyctl"]), // KEYCTL_GET_KEYRING_ID
@@ -431,9 +568,9 @@ pub const DANGEROUS: &[Case] = &[
         &["add_key"],
     ),
     case(
-        "request_key",
-        r#"sysc(249, b"user", b"agentjail", None, 0)"#,
-        &["request_key"],
+        "request_key(a key it added)",
+        r#"(sysc(248, b"user", b"agentjail", b"x", 1, -3), sysc(249, b"user", b"agentjail", None, 0))[1]"#,
+        &["add_key", "request_key"],
     ),
     case("memfd_create", r#"sysc(319, b"x", 0)"#, &["memfd_create"]),
     case("personality", "sysc(135, 0x0040000)", &["personality"]), // ADDR_NO_RANDOMIZE
@@ -442,34 +579,41 @@ pub const DANGEROUS: &[Case] = &[
         "sysc(157, 4, 1, 0, 0, 0)",
         &["prctl"],
     ),
-    case("seccomp", "sysc(317, 0, 0, None)", &["seccomp"]),
+    case(
+        "seccomp(SECCOMP_GET_ACTION_AVAIL)",
+        "sysc(317, 2, 0, ctypes.byref(ctypes.c_uint32(0x80000000)))",
+        &["seccomp"],
+    ),
     case(
         "modify_ldt",
         "sysc(154, 0, ctypes.create_string_buffer(16), 16)",
         &["modify_ldt"],
     ),
-    case("iopl", "sysc(172, 3)", &["iopl"]),
+    case("iopl", "sysc(172, 3)", &["iopl"]).stop_only(HOST_HARDWARE),
     case(
-        "open_by_handle_at",
-        "sysc(304, 0, None, 0)",
-        &["open_by_handle_at"],
-    ),
+        "open_by_handle_at(/tmp)",
+        r#"sysc(304, os.open("/tmp", os.O_RDONLY), fhandle(b"/tmp"), 0)"#,
+        &["name_to_handle_at", "open_by_handle_at"],
+    )
+    .host_privilege(),
     case(
-        "name_to_handle_at",
-        r#"sysc(303, -100, b"/", ctypes.create_string_buffer(136), ctypes.byref(ctypes.c_int()), 0)"#,
+        "name_to_handle_at(/tmp)",
+        r#"fhandle(b"/tmp")"#,
         &["name_to_handle_at"],
     ),
     case(
         "syslog",
         "sysc(103, 3, ctypes.create_string_buffer(64), 64)",
         &["syslog"],
-    ),
-    case("init_module", "sysc(175, None, 0, b\"\")", &["init_module"]),
-    case("kexec_load", "sysc(246, 0, 0, None, 0)", &["kexec_load"]),
+    )
+    .host_privilege(),
+    case("init_module", "sysc(175, None, 0, b\"\")", &["init_module"]).stop_only(HOST_KERNEL),
+    case("kexec_load", "sysc(246, 0, 0, None, 0)", &["kexec_load"]).stop_only(HOST_KERNEL),
     case(
         "reboot",
         "sysc(169, 0xfee1dead, 0x28121969, 0x4321fedc, None)",
         &["reboot"],
-    ),
-    case("acct", r#"sysc(163, b"/tmp/acct")"#, &["acct"]),
+    )
+    .stop_only(HOST_KERNEL),
+    case("acct", r#"sysc(163, b"/tmp/acct")"#, &["acct"]).host_privilege(),
 ];

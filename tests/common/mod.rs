@@ -575,6 +575,30 @@ pub fn survivors(needle: &str, within: Duration) -> Vec<i32> {
     }
 }
 
+/// [`note_blocked`] for a table case: a case that needs a host privilege
+/// ([`Without::HostPrivilege`]) gets EPERM or EACCES without any jail too, so only the stop
+/// naming its syscall counts as the jail's refusal.
+pub fn note_case(failures: &mut Vec<String>, c: &Case, who: Who, r: &Run, sigsys_ok: bool) {
+    let how = r.blocked_how("ATTEMPT", c.stops, sigsys_ok);
+    let host_errno = ["1", "13"];
+    match how {
+        Ok(l) if c.without == Without::HostPrivilege && l.starts_with("BLOCKED") => {
+            let errno = l.rsplit(' ').next().unwrap_or("");
+            if host_errno.contains(&errno) {
+                failures.push(format!(
+                    "{} ({who:?}): refused with errno {errno}, which the host's kernel gives \
+                     with no jail too (the call needs a host privilege): only the stop on \
+                     {:?} proves the jail: {l}",
+                    c.label, c.stops
+                ));
+                return;
+            }
+            eprintln!("{} ({who:?}): blocked: {l}", c.label);
+        }
+        _ => note_blocked(failures, c.label, who, r, c.stops, sigsys_ok),
+    }
+}
+
 /// Note whether run `r` of the attack `label` was blocked (see `Run::blocked_how`); on
 /// failure add a line with everything needed to reproduce it.
 pub fn note_blocked(
@@ -633,15 +657,69 @@ pub fn py(who: Who, flags: &[&str], body: &str) -> Run {
 
 /// One single-syscall attack per jail run (a forbidden call ends the run): `call` is a
 /// Python expression that returns on success and raises OSError when refused with an errno;
-/// a stop must name one of `stops`.
+/// a stop must name one of `stops`. `without` is what the call does with no jail at all,
+/// which the control run (tests/jail/controls.rs) proves for every case of the shared
+/// tables, so that a case can pass only because a control of the jail held.
 pub struct Case {
     pub label: &'static str,
     pub call: &'static str,
     pub stops: &'static [&'static str],
+    pub without: Without,
+}
+
+/// What a table case does with no jail: as uid 65534 with every capability of a user
+/// namespace of its own (and of its own mount, network, UTS, IPC and pid namespaces, a
+/// tmpfs on /tmp, a pty as stdin and stdout, a session of its own), the control run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Without {
+    /// The call works: any refusal in the jail (a stop, EPERM, EACCES, ENOTTY) is the
+    /// jail's. `absent` names an errno this host's kernel may give instead, when it lacks
+    /// the feature altogether (said loudly; never EPERM or EACCES).
+    Works { absent: Option<(i32, &'static str)> },
+    /// The call reaches a privilege check only the host's root passes (a capability in
+    /// the host's user namespace, or a sysctl) and gets EPERM or EACCES there: the same
+    /// errno in the jail proves nothing about the jail, so the `exec` suites count only
+    /// the stop naming the syscall as its refusal.
+    HostPrivilege,
+    /// Never run outside the jail (destructive with a privilege, or unsafe to make from
+    /// Python at all); the reason. Its proof is the jail's stop naming the syscall, which
+    /// only the seccomp filter produces. tests/jail/controls.rs lists these by label.
+    StopOnly(&'static str),
 }
 
 pub const fn case(label: &'static str, call: &'static str, stops: &'static [&'static str]) -> Case {
-    Case { label, call, stops }
+    Case {
+        label,
+        call,
+        stops,
+        without: Without::Works { absent: None },
+    }
+}
+
+impl Case {
+    /// See [`Without::HostPrivilege`].
+    pub const fn host_privilege(self) -> Case {
+        Case {
+            without: Without::HostPrivilege,
+            ..self
+        }
+    }
+    /// See [`Without::StopOnly`].
+    pub const fn stop_only(self, why: &'static str) -> Case {
+        Case {
+            without: Without::StopOnly(why),
+            ..self
+        }
+    }
+    /// See [`Without::Works`]: a kernel without `feature` answers `errno` instead.
+    pub const fn absent_as(self, errno: i32, feature: &'static str) -> Case {
+        Case {
+            without: Without::Works {
+                absent: Some((errno, feature)),
+            },
+            ..self
+        }
+    }
 }
 
 /// Copy `text` into the shared directory (readable by nobody) as a policy file; its path.

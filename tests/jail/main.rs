@@ -9,6 +9,7 @@
 //!   mechanism alone (`cgroup_v2` proves itself in the VM: scripts/vm-test.sh);
 //! - `host_layouts`, `pythons`, `perf_invariants`: the hosts and interpreters the jail meets,
 //!   and what the launcher hands the program;
+//! - `controls`: the control run of the attack tables (every case with no jail);
 //! - `faults` (only with `--features fault-injection`): every setup stage made to fail.
 
 #[path = "../common/mod.rs"]
@@ -17,6 +18,7 @@ mod common;
 mod cgroup_host;
 mod cgroup_mock;
 mod cgroup_v2;
+mod controls;
 #[cfg(feature = "fault-injection")]
 mod faults;
 mod host_layouts;

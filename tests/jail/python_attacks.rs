@@ -63,8 +63,10 @@ fn each_blocked(cases: &[Case], o: CaseOpts) {
     for who in variants() {
         for c in cases {
             let code = format!(
-                "{PRELUDE}\n{SYSC}\nprint(\"ATTEMPT\", flush=True)\nattempt({:?}, lambda: {})\n",
-                c.label, c.call
+                "{PRELUDE}\n{SYSC}\n{}\nprint(\"ATTEMPT\", flush=True)\nattempt({:?}, lambda: {})\n",
+                attacks::SYSC,
+                c.label,
+                c.call
             );
             // The data policy runs the host's python3; the default policy the test interpreter.
             let python = if o.data { PY } else { test_python() };
@@ -95,7 +97,7 @@ fn each_blocked(cases: &[Case], o: CaseOpts) {
                     &cmd,
                 )
             };
-            note_blocked(&mut failures, c.label, who, &r, c.stops, o.sigsys_ok);
+            note_case(&mut failures, c, who, &r, o.sigsys_ok);
         }
     }
     assert_all_blocked(&failures);

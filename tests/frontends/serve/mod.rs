@@ -998,6 +998,12 @@ fn a_session_belongs_to_the_connection_that_started_it() {
     }
 }
 
+/// Whether `pid` is blocked in syscall number `nr` (the first field of /proc/PID/syscall).
+fn in_syscall(pid: i32, nr: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .is_ok_and(|l| l.split(' ').next() == Some(nr.to_string().as_str()))
+}
+
 /// A connection that closes while another connection's call runs must not wedge the
 /// server: the call's record arrives, other clients are served, SIGTERM ends it.
 #[test]
@@ -1020,10 +1026,16 @@ fn a_disconnect_during_another_clients_call_does_not_wedge_the_server() {
         // A's call ends its session by a timeout, after B has gone.
         let call = a.send(json!({"op": "session_exec", "session": sa,
             "code": "import time\ntime.sleep(30)", "timeout_s": 1.5}));
-        // sleep: lets A's call start before B leaves; were it late, B would leave first and
-        // the test would still check what it must (A's timeout and C's service), only not
-        // the overlap. TODO(issue 36): wait for A's call to be running instead.
-        std::thread::sleep(Duration::from_millis(300));
+        // B leaves while A's call runs: wait until a session runner sits in A's sleep
+        // (clock_nanosleep, x86_64 230, in /proc/PID/syscall); B's runner waits in a read.
+        let t = Instant::now();
+        while !s.session_runners().iter().any(|p| in_syscall(p.0, 230)) {
+            assert!(
+                t.elapsed() < common::HANG,
+                "{who:?}: A's call never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         b.close();
         let resp = a.wait(&call);
         assert_eq!(record(&resp)["stop_reason"], "code_timeout", "{who:?}");

@@ -1026,6 +1026,115 @@ fn a_flood_from_one_client_gets_clear_errors_and_the_server_goes_on() {
     }
 }
 
+/// A client's unanswered request lines are bounded in bytes too (docs/SECURITY.md, "Memory,
+/// bounded per client": 64 MiB): with the one worker busy on a call of the client's, two
+/// 31 MiB lines are read and queued, and a 3 MiB one, past 64 MiB, is answered
+/// `too_many_requests` at once, before the busy call or any queued line is answered.
+/// SIGTERM then ends the server, its call stopped, nothing left.
+#[test]
+fn unanswered_request_lines_are_bounded_at_64_mib_per_client() {
+    // One launch variant: the limit is serve's reader's, whoever runs the server, and
+    // reading 65 MiB of lines costs the debug build most of a minute on a loaded machine.
+    let who = variants()[0];
+    let k = Knobs {
+        wall_ms: Some(600_000),
+        ..Default::default()
+    };
+    let (m, p) = setup("unanswered", &k);
+    let dir = scratch("unanswered");
+    let sock = dir.path().join("s.sock");
+    let s = Server::start(
+        who,
+        &p,
+        &m,
+        &["--pool", "1", "-j", "1", "--socket", sock.to_str().unwrap()],
+    );
+    let mut a = s.connect("A");
+    // A call of A's session holds the one worker until the server is told to exit (its
+    // limit, 10 min, is never reached).
+    let session = a.start_session();
+    let busy = a.send(json!({"op": "session_exec", "session": session,
+            "code": "import time\ntime.sleep(600)"}));
+    // Two lines of 31 MiB are read and queued (62 MiB); one of 3 MiB more is past 64.
+    let line = |mib: usize| action(&format!("#{}", "x".repeat(mib << 20)), json!({}));
+    let queued: Vec<Value> = (0..2)
+        .map(|_| a.send(json!({"op": "run", "action": line(31)})))
+        .collect();
+    let over = a.send(json!({"op": "run", "action": line(3)}));
+    let r = a.wait(&over);
+    assert_eq!(error_code(&r), "too_many_requests", "{who:?}: {r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("64 MiB"),
+        "{who:?}: {r}"
+    );
+    for id in queued.iter().chain([&busy]) {
+        assert!(
+            a.try_take(id).is_none(),
+            "{who:?}: {id} was answered before the refusal: not queued"
+        );
+    }
+    // EOF lets a client's requests finish; SIGTERM stops the call after serve's grace.
+    a.close();
+    s.sigterm_leaves_nothing_at_exit();
+}
+
+/// Parallel session starts from one client (one uid over eight connections at once) never
+/// hold more than `[session] max_per_client`: a start under way holds its slot
+/// (docs/SECURITY.md, "Memory, bounded per client"), so the ones past the count are
+/// `too_many_sessions` however they interleave, and every session that started works.
+#[test]
+fn parallel_session_starts_from_one_client_stay_within_max_per_client() {
+    for who in variants() {
+        let k = Knobs {
+            max_per_client: Some(2),
+            ..Default::default()
+        };
+        let (m, p) = setup("sess-maxpc", &k);
+        let dir = scratch("sess-maxpc");
+        let sock = dir.path().join("s.sock");
+        let s = Server::start(
+            who,
+            &p,
+            &m,
+            &["--pool", "1", "-j", "8", "--socket", sock.to_str().unwrap()],
+        );
+        let (answers, mut conns): (Vec<Value>, Vec<serve_harness::Conn>) =
+            std::thread::scope(|scope| {
+                let threads: Vec<_> = (0..8)
+                    .map(|t| {
+                        let mut c = s.connect(&format!("c{t}"));
+                        scope.spawn(move || (c.call(json!({"op": "session_start"})), c))
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().unwrap()).unzip()
+            });
+        let started: Vec<usize> = (0..answers.len())
+            .filter(|&i| answers[i]["session"].is_string())
+            .collect();
+        assert_eq!(started.len(), 2, "{who:?}: {answers:#?}");
+        for r in answers.iter().filter(|r| !r["session"].is_string()) {
+            assert_eq!(error_code(r), "too_many_sessions", "{who:?}: {r}");
+            assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("max_per_client"),
+                "{who:?}: {r}"
+            );
+        }
+        assert_eq!(conns[0].stats()["sessions"], 2, "{who:?}");
+        for &i in &started {
+            let id = answers[i]["session"].as_str().unwrap().to_string();
+            conns[i].exec_ok(&id, "1");
+        }
+        conns.iter_mut().for_each(serve_harness::Conn::close);
+        for c in &conns {
+            c.assert_all_answered();
+        }
+        s.finish();
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Soak
 

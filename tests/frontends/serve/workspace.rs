@@ -1004,6 +1004,89 @@ fn parallel_starts_from_one_client_stay_within_max_per_client() {
     s.finish();
 }
 
+/// Two servers on one host share a host root: a directory one server's workspace holds (or
+/// one inside it) is `host_dir_in_use` at the other (docs/REFERENCE.md: the flocks "also
+/// hold between two servers on one host"), and free to it once that workspace closed. In the
+/// holding workspace, `limits.file_size` decides for the host directory as for the tmpfs: a
+/// write past it is EFBIG (RLIMIT_FSIZE; Python ignores SIGXFSZ) and the file on the host
+/// stops at the limit.
+#[test]
+fn two_servers_share_no_host_directory_and_file_size_holds_there() {
+    use std::os::unix::fs::PermissionsExt;
+    for who in variants() {
+        let base = tempfile::Builder::new()
+            .prefix("ajtest-wstwo-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let root = base.path().join("roots");
+        let uid = jail_host_uid(who);
+        for rel in ["", "w", "w/inner"] {
+            let d = root.join(rel);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+            if common::is_root() && !rel.is_empty() {
+                std::os::unix::fs::chown(&d, Some(uid), Some(uid)).unwrap();
+            }
+        }
+        let server = |tag: &str| {
+            let m = common::marker(tag);
+            let shipped = std::fs::read_to_string(policy(&m, "16MiB", 1024))
+                .unwrap()
+                .replace("file_size = \"256MiB\"", "file_size = \"1MiB\"");
+            assert!(shipped.contains("file_size = \"1MiB\""));
+            let text = format!(
+                "{shipped}\nhost_roots = [{:?}]\nhost_quota_acknowledged = true\n",
+                root.display().to_string()
+            );
+            let p = common::shared_file(&format!("ws-{m}-two.toml"), &text);
+            Server::start(who, &p, &m, &["--pool", "1"])
+        };
+        let mut a = server("ws-two-a");
+        let mut b = server("ws-two-b");
+        let w = format!("{}/w", root.display());
+        let inner = format!("{w}/inner");
+        let start_at =
+            |c: &mut Conn, dir: &str| c.call(json!({"op": "workspace_start", "host_dir": dir}));
+        let ws = start_at(a.io(), &w)["workspace"]
+            .as_str()
+            .expect("a workspace on w at server A")
+            .to_string();
+        for dir in [&w, &inner] {
+            let r = start_at(b.io(), dir);
+            assert_eq!(error_code(&r), "host_dir_in_use", "{who:?} {dir}: {r}");
+        }
+        let stats = b.io().call(json!({"op": "stats"}));
+        assert_eq!(stats["stats"]["workspaces"], 0, "{who:?}: {stats}");
+        // One byte past 1 MiB, in two writes: the first fills the file to the limit.
+        let rec = sh(
+            a.io(),
+            &ws,
+            "python3 -c \"import os\nf = os.open('big', os.O_CREAT | os.O_WRONLY, 0o644)\n\
+             print(os.write(f, b'x' * (1 << 20)))\ntry:\n    os.write(f, b'x')\n\
+             except OSError as e:\n    print('refused', e.errno)\"",
+        );
+        assert_eq!(
+            out(&rec),
+            format!("1048576\nrefused {}\n", libc::EFBIG),
+            "{who:?}: {rec:#}"
+        );
+        assert_eq!(
+            std::fs::metadata(root.join("w/big")).unwrap().len(),
+            1 << 20,
+            "{who:?}"
+        );
+        close(a.io(), &ws);
+        let ws = start_at(b.io(), &w)["workspace"]
+            .as_str()
+            .expect("w free to server B once A's workspace closed")
+            .to_string();
+        close(b.io(), &ws);
+        a.finish();
+        b.finish();
+    }
+}
+
 /// The uid the jail's user has on the host: nobody under a root server and under a nobody
 /// server, the test's own uid otherwise.
 fn jail_host_uid(who: common::Who) -> u32 {
