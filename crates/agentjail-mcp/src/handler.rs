@@ -6,6 +6,8 @@
 //! why: a jail's init dies with the thread that cloned it, and blocking-pool threads come and
 //! go).
 
+mod workspace;
+
 use crate::result;
 use crate::tools::{
     self, CHECK_PYTHON, RUN_JAVASCRIPT, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START,
@@ -50,7 +52,7 @@ impl Handler {
         let policy = &engine.policy().policy;
         let caps = tools::Capabilities::probe(policy);
         let mut tools = tools::all(policy, caps);
-        tools.extend(crate::workspace::tools(policy));
+        tools.extend(workspace::tools(policy));
         let instructions = tools::instructions(policy);
         Handler(Arc::new(Inner {
             engine,
@@ -95,8 +97,8 @@ impl ServerHandler for Handler {
             RUN_JAVASCRIPT,
             SESSION_EXEC,
             SESSION_CLOSE,
-            crate::workspace::EXEC,
-            crate::workspace::CLOSE,
+            workspace::EXEC,
+            workspace::CLOSE,
         ]
         .contains(&request.name.as_ref());
         let result = match request.name.as_ref() {
@@ -108,7 +110,7 @@ impl ServerHandler for Handler {
             SESSION_START => self.session_start(args, progress).await?,
             SESSION_EXEC => self.session_exec(args, progress).await?,
             SESSION_CLOSE => self.session_close(args).await?,
-            name if crate::workspace::NAMES.contains(&name)
+            name if workspace::NAMES.contains(&name)
                 && self.0.engine.policy().policy.workspace.enabled =>
             {
                 self.workspace_call(name, args, progress).await?

@@ -44,7 +44,6 @@ mod handler;
 mod result;
 mod tools;
 mod transport;
-mod workspace;
 
 use agentjail::cli::{Cli, Command};
 use agentjail::engine::{Engine, EngineConfig};

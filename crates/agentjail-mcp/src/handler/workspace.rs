@@ -2,9 +2,10 @@
 //! `workspace_get`, `workspace_close`), listed where the policy enables workspaces
 //! (`[workspace] enabled`): a shell and a filesystem that last across calls, for agents that
 //! have no shell of their own. Each maps onto the engine's op of the same name; a
-//! workspace belongs to this connection.
+//! workspace belongs to this connection. Methods of the handler in their own file (a child
+//! module of handler.rs: the handler lists and dispatches them, they use its job slots).
 
-use crate::handler::{Handler, Progress};
+use super::{Handler, Progress};
 use crate::result;
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::{Outcome, Request as EngineRequest};
