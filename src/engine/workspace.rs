@@ -30,6 +30,7 @@ use crate::pipeline::record::{
 use crate::pipeline::session::CallRecord;
 use crate::pipeline::stages::Stopped;
 use crate::policy::Policy;
+use crate::runner::{command_report, CommandReport};
 use agentjail_jail::launch::{StartedJail, Teardown};
 use agentjail_jail::supervise::{self, CallEnd, Interrupt};
 use serde_json::{json, Map, Value};
@@ -328,7 +329,7 @@ pub struct Workspace {
 enum Ran {
     /// The runner reported the command done: its report, the call as supervised, and how
     /// many OOM kills the jail's memory cgroup counted during it (None: no cgroup).
-    Done(Value, supervise::CallOutcome, Option<u64>),
+    Done(CommandReport, supervise::CallOutcome, Option<u64>),
     /// The jail ended during the command: the workspace is over.
     Ended(supervise::Outcome),
     /// Refused before it ran (the workspace ended, its budget spent): the reason and why.
@@ -510,7 +511,7 @@ impl Workspace {
         match end {
             CallEnd::Done(c) => {
                 self.rung = c.rung;
-                let report = done_report(&c.replies.data, &nonce).unwrap_or(Value::Null);
+                let report = command_report(&c.replies.data, &nonce).unwrap_or_default();
                 let oom_kills = ooms()
                     .zip(ooms_before)
                     .map(|(after, before)| after.saturating_sub(before));
@@ -541,30 +542,6 @@ fn exec_frame(req: &ExecRequest, timeout_ms: u64, policy: &Policy, nonce: &str) 
     });
     let bytes = serde_json::to_vec(&body).unwrap_or_default();
     crate::runner::call_frame(&bytes, nonce)
-}
-
-/// One reply line of the workspace runner, read strictly (the jail's text: untrusted). Its
-/// `done` carries a command's wait status and counters, not a session call's value, so it
-/// is read here as JSON rather than as a `runner::Event`.
-fn parse_report(line: &[u8]) -> Option<Value> {
-    let limits = agentjail_json::ReadLimits {
-        max_depth: 8,
-        max_bytes: 64 * 1024,
-        ..agentjail_json::ReadLimits::default()
-    };
-    agentjail_json::parse_strict(line, &limits).ok()
-}
-
-/// The runner's `done` report of the command with nonce `call`.
-fn done_report(replies: &[u8], call: &str) -> Option<Value> {
-    String::from_utf8_lossy(replies)
-        .lines()
-        .rev()
-        .find_map(|line| {
-            crate::runner::is_done_of(line.as_bytes(), call)
-                .then(|| parse_report(line.as_bytes()))
-                .flatten()
-        })
 }
 
 /// The sections of one command's record (the rest is [`CallRecord`]'s, as for a session
@@ -632,7 +609,7 @@ fn exec_sections(
     }
 }
 
-fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
+fn done_reason(report: &CommandReport, oom_killed: bool) -> StopReason {
     // The kernel's evidence first: the memory cgroup killed a process of this jail during
     // the command. What the runner saw of it is only the exit status of the command's top
     // process, which says little: a shell whose child was killed exits 137 (or goes on and
@@ -641,13 +618,13 @@ fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
     if oom_killed {
         return StopReason::CodeMemoryLimit;
     }
-    if report.get("timed_out").and_then(Value::as_bool) == Some(true) {
+    if report.timed_out == Some(true) {
         return StopReason::CodeTimeout;
     }
-    if let Some(sig) = report.get("signal").and_then(Value::as_i64) {
+    if let Some(sig) = report.signal {
         return StopReason::CodeKilled(crate::verdict::signal_name(sig as i32));
     }
-    match report.get("exit_code").and_then(Value::as_i64) {
+    match report.exit_code {
         Some(0) => StopReason::Success,
         Some(n) => StopReason::CodeRuntimeError(n as i32),
         // No well-formed report: the runner's word is missing, which is the runner's fault.
@@ -655,26 +632,22 @@ fn done_reason(report: &Value, oom_killed: bool) -> StopReason {
     }
 }
 
-fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Execution {
-    let num = |k: &str| report.get(k).and_then(Value::as_u64);
-    let stdout_total = num("stdout_bytes")
+fn done_execution(report: &CommandReport, c: &supervise::CallOutcome) -> Execution {
+    let stdout_total = report
+        .stdout_bytes
         .unwrap_or(c.stdout.total)
         .max(c.stdout.total);
-    let stderr_total = num("stderr_bytes")
+    let stderr_total = report
+        .stderr_bytes
         .unwrap_or(c.stderr.total)
         .max(c.stderr.total);
     Execution {
-        exit_code: report
-            .get("exit_code")
-            .and_then(Value::as_i64)
-            .and_then(|n| i32::try_from(n).ok()),
-        signal: report
-            .get("signal")
-            .and_then(Value::as_i64)
-            .map(|s| crate::verdict::signal_name(s as i32)),
-        wall_ms: num("wall_us").unwrap_or(c.wall_us) / 1000,
+        exit_code: report.exit_code.and_then(|n| i32::try_from(n).ok()),
+        signal: report.signal.map(|s| crate::verdict::signal_name(s as i32)),
+        wall_ms: report.wall_us.unwrap_or(c.wall_us) / 1000,
         cpu_ms: Some(c.cpu_us / 1000),
-        peak_memory_bytes: Some(num("maxrss_kb").map(|k| k * 1024)),
+        // The runner's number: saturating, so a forged one cannot overflow.
+        peak_memory_bytes: Some(report.maxrss_kb.map(|k| k.saturating_mul(1024))),
         stdout_bytes: stdout_total,
         stderr_bytes: stderr_total,
         stdout: String::from_utf8_lossy(&c.stdout.data).into_owned(),
@@ -683,12 +656,7 @@ fn done_execution(report: &Value, c: &supervise::CallOutcome) -> Execution {
         stderr_truncated: stderr_total > c.stderr.data.len() as u64,
         oom_kills: None,
         pids_limit_hits: None,
-        timed_out: Some(
-            report
-                .get("timed_out")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        ),
+        timed_out: Some(report.timed_out.unwrap_or(false)),
         source: Some(ExecutionSource {
             exit_code: "runner",
             peak_memory_bytes: "runner",

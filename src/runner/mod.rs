@@ -292,6 +292,46 @@ pub fn done_report(replies: &[u8], call: &str) -> Option<Done> {
     })
 }
 
+/// The workspace runner's `done` report of one command (src/runner/workspace.py): the
+/// command's wait status and counters, as it saw them. Every field is the jail's word (a
+/// field of the wrong type reads as absent); the record takes the kernel's where it has one.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct CommandReport {
+    #[serde(default, deserialize_with = "lenient")]
+    pub exit_code: Option<i64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub signal: Option<i64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub timed_out: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub stdout_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub stderr_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub wall_us: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub maxrss_kb: Option<u64>,
+}
+
+/// The workspace runner's last `done` report of the command with nonce `call`, read
+/// strictly (the jail's text); None when there is none well-formed.
+pub fn command_report(replies: &[u8], call: &str) -> Option<CommandReport> {
+    let limits = agentjail_json::ReadLimits {
+        max_depth: 8,
+        max_bytes: 64 * 1024,
+        ..agentjail_json::ReadLimits::default()
+    };
+    String::from_utf8_lossy(replies)
+        .lines()
+        .rev()
+        .find_map(|line| {
+            is_done_of(line.as_bytes(), call)
+                .then(|| agentjail_json::parse_strict(line.as_bytes(), &limits).ok())
+                .flatten()
+        })
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -380,5 +420,24 @@ mod tests {
         let d = done_report(replies, "02").unwrap();
         assert_eq!((d.ok, d.value, d.error), (true, json!("3"), Value::Null));
         assert_eq!(done_report(replies, "03"), None);
+    }
+
+    #[test]
+    fn a_commands_report_is_the_last_done_of_its_nonce_with_bad_fields_absent() {
+        let replies = concat!(
+            r#"{"event": "done", "call": "aa", "exit_code": 3}"#,
+            "\n",
+            r#"{"event": "done", "call": "bb", "exit_code": 1}"#,
+            "\n",
+            r#"{"event": "done", "call": "aa", "exit_code": 0, "signal": "x", "timed_out": 1, "#,
+            r#""maxrss_kb": 18446744073709551615, "extra": [1]}"#,
+            "\n",
+            "not json\n",
+        );
+        let r = super::command_report(replies.as_bytes(), "aa").expect("a report");
+        assert_eq!(r.exit_code, Some(0));
+        assert_eq!((r.signal, r.timed_out), (None, None));
+        assert_eq!(r.maxrss_kb, Some(u64::MAX));
+        assert_eq!(super::command_report(replies.as_bytes(), "cc"), None);
     }
 }
