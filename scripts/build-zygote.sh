@@ -79,9 +79,23 @@ else
     [ -e "$libpython" ] || die "$python has no shared libpython ($libpython): it was built without --enable-shared, so the zygote cannot embed it; run serve without --zygote, or use a Python built with --enable-shared"
     rpath=(-Wl,-rpath,"$prefix/lib")
 fi
+# The zygote is built in the same cargo invocation, and so with the same features of every
+# dependency, as the binaries it runs beside: cargo resolves features over the packages a
+# command selects, and `-p agentjail-zygote` alone chose other features of libc, serde,
+# regex, clap... than the workspace does, so every dependency was compiled a second time
+# (68 s of CI's 2-core run for the debug build, ~2 min for the release one). Debug: the
+# template sits beside the binary `cargo test` runs, so the same selection as `cargo test`
+# (every test target, dev-dependencies included; the zygote's lib has test = false: its
+# `main` is the program's); release: the same as `cargo build --release`. Cargo's
+# fingerprints make the part already built free.
+if [ "$profile" = release ]; then
+    what=(--workspace)
+else
+    what=(--workspace --lib --bins --tests)
+fi
 AGENTJAIL_ZYGOTE_PYTHON=$python AGENTJAIL_ZYGOTE_PYTHON_BINARY=$binary \
     AGENTJAIL_ZYGOTE_PYTHON_HOME=$prefix AGENTJAIL_ZYGOTE_PYTHON_VERSION=$version \
-    cargo build -q "${flags[@]}" -p agentjail-zygote
+    cargo build -q "${flags[@]}" "${what[@]}"
 dir=target/x86_64-unknown-linux-gnu/$profile
 # The Rust standard library's native dependencies (`--print native-static-libs`), linked
 # dynamically: libpython brings glibc's shared libc, so this binary must use it too.

@@ -36,6 +36,21 @@ if ! command -v cargo >/dev/null && ! [ -x "$HOME/.cargo/bin/cargo" ]; then
     echo "setup: no Rust toolchain (cargo) found; install rustup first" >&2
     exit 1
 fi
+# A venv of the checkout, NAME (.venv-mcp, .venv-py): its own directory, or, when
+# AGENTJAIL_VENV_CACHE is set (.ci/run sets it for CI's clean clone: building both venvs
+# from PyPI took ~2 min of every run), a link to $AGENTJAIL_VENV_CACHE/NAME-HASH, HASH being
+# the pins' digest, so a venv is made once per set of pins on the machine. Prints the
+# directory to make it in (a venv's scripts name the path it was made at: the real one).
+venv_dir() {
+    local name=$1 hash=$2
+    if [ -n "${AGENTJAIL_VENV_CACHE:-}" ] && { [ -L "$name" ] || [ ! -e "$name" ]; }; then
+        mkdir -p "$AGENTJAIL_VENV_CACHE"
+        ln -sfn "$AGENTJAIL_VENV_CACHE/${name#.}-$hash" "$name"
+        echo "$AGENTJAIL_VENV_CACHE/${name#.}-$hash"
+    else
+        echo "$name"
+    fi
+}
 # The official MCP Python client (mcp==2.3.0, every dependency pinned in
 # crates/agentjail-mcp/tests/mcp/requirements.txt) in a venv of the project's own,
 # .venv-mcp/ (gitignored): crates/agentjail-mcp/tests/mcp.rs, examples/agent and
@@ -45,16 +60,17 @@ venv=.venv-mcp
 req=crates/agentjail-mcp/tests/mcp/requirements.txt
 stamp=$venv/.requirements.sha256
 want=$(sha256sum "$req" | cut -d' ' -f1)
+venv_real=$(venv_dir "$venv" "$want")
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
     [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || {
         [ "$(id -u)" = 0 ] || { echo "setup: python3-venv is missing; run as root or install it" >&2; exit 1; }
         apt-get update -q >/dev/null
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null
     }
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
+    rm -rf "$venv_real"
+    /usr/bin/python3 -m venv "$venv_real"
     if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$req"; then
-        rm -rf "$venv"
+        rm -rf "$venv_real"
         echo "setup: cannot install the MCP client from PyPI (pip install -r $req failed):" >&2
         echo "setup: is https://pypi.org reachable from here (proxy: PIP_INDEX_URL / HTTPS_PROXY)?" >&2
         exit 1
@@ -72,17 +88,28 @@ pyreq=python/requirements-test.txt
 pyverl=python/requirements-verl.txt
 pystamp=$pyvenv/.requirements.sha256
 pywant=$(cat "$pyreq" "$pyverl" python/pyproject.toml | sha256sum | cut -d' ' -f1)
+pyvenv_real=$(venv_dir "$pyvenv" "$pywant")
 if [ "$(cat "$pystamp" 2>/dev/null)" != "$pywant" ] || ! "$pyvenv/bin/python" -c 'import agentjail, pytest' 2>/dev/null; then
-    rm -rf "$pyvenv"
-    /usr/bin/python3 -m venv "$pyvenv"
+    rm -rf "$pyvenv_real"
+    /usr/bin/python3 -m venv "$pyvenv_real"
     if ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$pyreq" ||
         ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input --no-deps -r "$pyverl" ||
         ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input --no-build-isolation --no-deps -e ./python; then
-        rm -rf "$pyvenv"
+        rm -rf "$pyvenv_real"
         echo "setup: cannot install the Python client's test venv (pip install -r $pyreq, -r $pyverl, -e ./python failed):" >&2
         echo "setup: is https://pypi.org reachable from here (proxy: PIP_INDEX_URL / HTTPS_PROXY)?" >&2
         exit 1
     fi
     echo "$pywant" >"$pystamp"
+fi
+# The package must be this checkout's (a cached venv, or a checkout moved, has another's):
+# its editable install is made again, alone, when `import agentjail` finds another file.
+mine=$PWD/python/src/agentjail/__init__.py
+if [ "$("$pyvenv/bin/python" -c 'import agentjail; print(agentjail.__file__)' 2>/dev/null)" != "$mine" ]; then
+    if ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input --no-build-isolation --no-deps -e ./python ||
+        [ "$("$pyvenv/bin/python" -c 'import agentjail; print(agentjail.__file__)' 2>/dev/null)" != "$mine" ]; then
+        echo "setup: $pyvenv does not import agentjail from $mine" >&2
+        exit 1
+    fi
 fi
 echo "setup: ok"
