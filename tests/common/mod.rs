@@ -188,11 +188,19 @@ pub fn run_alone(args: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
     let alone = dir.path().join("agentjail");
     std::fs::copy(agentjail_path(), &alone).unwrap();
-    let out = Command::new(&alone)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    // The copy's write fd (close-on-exec) lives on in any child another test thread forked
+    // while it was open, until that child execs: exec'ing the copy then fails with
+    // ETXTBSY. The window is the other child's fork-to-exec; retry across it.
+    let mut tries = 0;
+    let out = loop {
+        match Command::new(&alone).args(args).stdin(Stdio::null()).output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => break r.unwrap(),
+        }
+    };
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
