@@ -193,7 +193,11 @@ pub fn run_alone(args: &[&str]) -> (Option<i32>, String) {
     // ETXTBSY. The window is the other child's fork-to-exec; retry across it.
     let mut tries = 0;
     let out = loop {
-        match Command::new(&alone).args(args).stdin(Stdio::null()).output() {
+        match Command::new(&alone)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+        {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(20));
