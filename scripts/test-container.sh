@@ -128,6 +128,14 @@ cp -r policies examples "$work/rootfs/usr/local/share/agentjail/"
 # Where the escape tests find the repository (the paths compiled into them); made here
 # because root of a user-namespaced container may not create it.
 mkdir -p "$work/rootfs$repo"
+# Under .ci/run the clone's target/ is a link into the build cache, outside the clone: the
+# escape tests' binary is there, so its real directory is bound at its own path too.
+target_binds=()
+if [ -L target ]; then
+    real_target=$(readlink -f target)
+    mkdir -p "$work/rootfs$real_target"
+    target_binds=(--bind "$real_target:$real_target")
+fi
 docker_profile=$work/docker-default.json
 mkdir -p "$work/deb" && dpkg-deb -x "$deb" "$work/deb" &&
     cp "$work/deb/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json" "$docker_profile" || exit 1
@@ -322,7 +330,7 @@ for setting in docker pod; do
         name=${suite%%:*}
         read -ra filters <<<"${suite#*:}"
         listed=$("$jail_tests" --list "${filters[@]}" 2>/dev/null | grep -c ': test$')
-        CTR_LIMIT=600 ctr "tests-$setting-$name" "${opts[@]}" --bind "$repo:$repo" --cwd "$repo" --env CI=true -- \
+        CTR_LIMIT=600 ctr "tests-$setting-$name" "${opts[@]}" --bind "$repo:$repo" "${target_binds[@]}" --cwd "$repo" --env CI=true -- \
             "$jail_tests" --test-threads=2 "${filters[@]}"
         out=$work/tests-$setting-$name
         summary=$(grep '^test result:' "$out.out" | tail -1)
@@ -379,10 +387,16 @@ if [ "${AGENTJAIL_CONTAINER_PODMAN:-1}" = 1 ]; then
     # podman's default rlimits (nofile 1048576, nproc 4194304) are above this machine's hard
     # limits, which runc refuses to raise: pass ones it allows.
     prun=(podman run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=4096:4096)
+    # The build context holds what the Dockerfile copies, as real files: a target/ that is
+    # a link out of the clone (.ci/run's build cache) is not followed by the build.
+    context=$work/podman-context
+    mkdir -p "$context/$rel" &&
+        cp "$rel/agentjail" "$rel/agentjail-mcp" "$rel/agentjail-http" "$context/$rel/" &&
+        cp -r policies examples "$context/"
     if podman import -q "$rootfs_tar" "$base" >/dev/null &&
         podman build -q --layers=false --network host --build-arg "BASE=$base" \
             --ignorefile contrib/containers/Dockerfile.dockerignore \
-            -f contrib/containers/Dockerfile -t "$image" . >"$work/podman-build.log" 2>&1; then
+            -f contrib/containers/Dockerfile -t "$image" "$context" >"$work/podman-build.log" 2>&1; then
         ok "podman build -f contrib/containers/Dockerfile (on the debootstrap rootfs)"
         "${prun[@]}" "$image" run "${SEED[2]}" >"$work/podman-default.out" 2>"$work/podman-default.err"
         rc=$?

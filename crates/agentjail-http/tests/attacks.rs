@@ -655,6 +655,14 @@ fn a_connection_that_goes_away_takes_its_job_with_it() {
     );
     let mut c = connect(&s.target);
     c.write_all(raw.as_bytes()).unwrap();
+    // The promise is about a *running* job: close once the program sits in its sleep (a
+    // process below the server in clock_nanosleep, x86_64 230, in /proc/PID/syscall). A
+    // connection closed before its request reached the engine runs nothing, and leaves no
+    // record to find.
+    eventually("the job's program is running", || {
+        (!descendants(s.pid()).iter().any(|p| in_syscall(*p, 230)))
+            .then(|| "not yet in its sleep".into())
+    });
     drop(c);
     eventually(
         "the job of the closed connection is in the audit log",
@@ -668,4 +676,40 @@ fn a_connection_that_goes_away_takes_its_job_with_it() {
             None
         },
     );
+}
+
+/// Every process below `pid` (its children, theirs, ...), from /proc's parent links.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            // The fields after the command's closing parenthesis: state, then the parent.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let of = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == of).map(|(p, _)| *p));
+        i += 1;
+    }
+    found.split_off(1)
+}
+
+/// Whether `pid` is blocked in syscall number `nr` (the first field of /proc/PID/syscall).
+fn in_syscall(pid: u32, nr: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .is_ok_and(|l| l.split(' ').next() == Some(nr.to_string().as_str()))
 }
