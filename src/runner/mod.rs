@@ -201,12 +201,7 @@ impl Event {
     /// One reply line from the jail, read strictly (replies are the jail's text: untrusted);
     /// None when it is not a well-formed report.
     pub fn parse(line: &[u8]) -> Option<Event> {
-        let limits = agentjail_json::ReadLimits {
-            max_depth: 8,
-            max_bytes: 64 * 1024,
-            ..agentjail_json::ReadLimits::default()
-        };
-        let v = agentjail_json::parse_strict(line, &limits).ok()?;
+        let v = agentjail_json::parse_strict(line, &reply_limits()).ok()?;
         serde_json::from_value(v).ok()
     }
 }
@@ -239,6 +234,15 @@ impl ErrorReport {
             "column": position(self.column),
             "source": "runner",
         }))
+    }
+}
+
+/// How a reply line is read: the jail's text, so bounded (64 KiB, depth 8) and strict.
+fn reply_limits() -> agentjail_json::ReadLimits {
+    agentjail_json::ReadLimits {
+        max_depth: 8,
+        max_bytes: 64 * 1024,
+        ..agentjail_json::ReadLimits::default()
     }
 }
 
@@ -316,11 +320,7 @@ pub struct CommandReport {
 /// The workspace runner's last `done` report of the command with nonce `call`, read
 /// strictly (the jail's text); None when there is none well-formed.
 pub fn command_report(replies: &[u8], call: &str) -> Option<CommandReport> {
-    let limits = agentjail_json::ReadLimits {
-        max_depth: 8,
-        max_bytes: 64 * 1024,
-        ..agentjail_json::ReadLimits::default()
-    };
+    let limits = reply_limits();
     String::from_utf8_lossy(replies)
         .lines()
         .rev()
