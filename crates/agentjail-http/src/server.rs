@@ -308,6 +308,8 @@ pub fn serve(args: Args) -> i32 {
 /// Accept until the stop, then shut down as the module says.
 async fn run(state: Arc<State>, listener: Listener, mut stop: tokio::sync::oneshot::Receiver<()>) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // The unread budget is also checked on a clock: a response stalls after it is handed over.
+    let sweeper = state.unread.sweep();
     loop {
         tokio::select! {
             _ = &mut stop => break,
@@ -332,6 +334,7 @@ async fn run(state: Arc<State>, listener: Listener, mut stop: tokio::sync::onesh
             let _ = tokio::time::timeout(Duration::from_secs(5), &mut all).await;
         }
     }
+    sweeper.abort();
 }
 
 enum Conn {

@@ -5,12 +5,20 @@
 //! holds it until the socket takes it. One client that stops reading holds one response;
 //! many together could hold any amount, so the bytes held are counted over all connections:
 //! a response's body bytes when it is handed to hyper, less what each connection's socket
-//! has taken since. Past the budget the connections stalled longest (whose socket took
-//! nothing for the longest time) are dropped, their held responses freed, until the total is
-//! within the budget again; the connection whose response just pushed it over is never the
-//! one dropped (a single response is bounded by the body and record limits). A response
-//! larger than the budget is therefore sent only while no other answer is made: the budget
-//! is meant to hold many of the largest responses (the default, 256 MiB, holds 8 of 32 MiB).
+//! has taken since. Past the budget the *stalled* connections are dropped, longest stalled
+//! first (whose socket took nothing for the longest time), their held responses freed, until
+//! the total is within the budget again.
+//!
+//! Stalled means: it holds response bytes, and its socket has taken less than
+//! [`PROGRESS_BYTES`] of them for [`STALL`] (counted from when it was given a response, if
+//! it held none before). A client that is reading its answer is never dropped for what
+//! another answer pushed over the budget: the soak (scripts/soak-http.py) once saw a client
+//! reading a 900 KB record dropped because the only other connection holding bytes, a
+//! silent one, had just been answered. A reader keeps its connection only by taking bytes:
+//! 16 KiB a second is not stalled, one byte a second is. The budget is checked when a
+//! response is handed over and every [`SWEEP`] (a response that is still held when its
+//! client stalls is dropped then); until a check finds the readers stalled, the total may
+//! exceed the budget by what readers hold and by the responses of the last [`STALL`].
 //! Each drop is a line on stderr and `agentjail_http_unread_dropped_total`.
 //!
 //! A job the dropped connection had already pipelined is not stopped (as for a client that
@@ -22,16 +30,30 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// How long a connection holding response bytes may take (nearly) none of them before the
+/// budget may drop it.
+pub const STALL: Duration = Duration::from_secs(1);
+
+/// What a socket must take to count as progress: a socket that takes a byte at a time keeps
+/// nothing alive. A reading client's socket takes a buffer's worth (tens of KiB) at once.
+pub const PROGRESS_BYTES: usize = 16 << 10;
+
+/// How often the budget is checked besides when a response is handed over.
+pub const SWEEP: Duration = Duration::from_millis(250);
 
 /// One connection's share.
 pub struct ConnOut {
     id: u64,
     /// Response bytes handed to hyper and not yet taken by the socket.
     pending: AtomicUsize,
-    /// When this connection's socket last took bytes (or was given a response to send).
+    /// When this connection's socket last made progress: took [`PROGRESS_BYTES`] since the
+    /// last mark, or all it held; or when it was given a response while holding none.
     progress: Mutex<Instant>,
+    /// Bytes taken since `progress` was last marked.
+    taken: AtomicUsize,
     dropped: AtomicBool,
     /// Told once when the budget drops this connection.
     pub drop: tokio::sync::Notify,
@@ -39,6 +61,8 @@ pub struct ConnOut {
 
 pub struct Unread {
     pub budget: usize,
+    /// [`STALL`], but for the unit tests.
+    stall: Duration,
     total: AtomicUsize,
     next: AtomicU64,
     conns: Mutex<HashMap<u64, Arc<ConnOut>>>,
@@ -50,6 +74,7 @@ impl Unread {
     pub fn new(budget: usize) -> Unread {
         Unread {
             budget,
+            stall: STALL,
             total: AtomicUsize::new(0),
             next: AtomicU64::new(1),
             conns: Mutex::new(HashMap::new()),
@@ -68,6 +93,7 @@ impl Unread {
             id: self.next.fetch_add(1, Ordering::Relaxed),
             pending: AtomicUsize::new(0),
             progress: Mutex::new(Instant::now()),
+            taken: AtomicUsize::new(0),
             dropped: AtomicBool::new(false),
             drop: tokio::sync::Notify::new(),
         });
@@ -107,25 +133,35 @@ impl Unread {
     }
 
     /// `c` was given a response of `n` body bytes to send; past the budget, drop the
-    /// connections stalled longest (never `c`). Returns how many were dropped.
+    /// stalled connections, longest stalled first (never `c`). Returns how many were dropped.
     pub fn produced(&self, c: &ConnOut, n: usize) -> usize {
         if c.pending.fetch_add(n, Ordering::SeqCst) == 0 {
-            *c.progress.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            c.mark();
         }
         self.total.fetch_add(n, Ordering::SeqCst);
+        self.enforce(Some(c.id))
+    }
+
+    /// Past the budget, drop stalled connections (never the one numbered `spare`), longest
+    /// stalled first, until the total is within it or none is stalled. Returns how many
+    /// were dropped.
+    fn enforce(&self, spare: Option<u64>) -> usize {
         let mut dropped = 0;
         while self.held() > self.budget {
+            let now = Instant::now();
             let victim = {
                 let conns = self.lock();
                 conns
                     .values()
                     .filter(|o| {
-                        o.id != c.id
+                        Some(o.id) != spare
                             && !o.dropped.load(Ordering::SeqCst)
                             && o.pending.load(Ordering::SeqCst) > 0
                     })
-                    .min_by_key(|o| (*o.progress.lock().unwrap_or_else(|e| e.into_inner()), o.id))
-                    .cloned()
+                    .map(|o| (o.since(), o))
+                    .filter(|(since, _)| now.saturating_duration_since(*since) >= self.stall)
+                    .min_by_key(|(since, o)| (*since, o.id))
+                    .map(|(_, o)| Arc::clone(o))
             };
             let Some(v) = victim else { break };
             v.dropped.store(true, Ordering::SeqCst);
@@ -143,6 +179,38 @@ impl Unread {
         }
         dropped
     }
+
+    /// Check the budget every [`SWEEP`] until the runtime ends: a response that was not
+    /// stalled when it was handed over (none is, then) is dropped once it stalls.
+    pub fn sweep(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEP).await;
+                me.enforce(None);
+            }
+        })
+    }
+}
+
+impl ConnOut {
+    fn mark(&self) {
+        self.taken.store(0, Ordering::SeqCst);
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// When its socket last made progress.
+    fn since(&self) -> Instant {
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Its socket took `n` bytes.
+    fn took(&self, n: usize) {
+        let taken = self.taken.fetch_add(n, Ordering::SeqCst) + n;
+        if taken >= PROGRESS_BYTES || self.pending.load(Ordering::SeqCst) == 0 {
+            self.mark();
+        }
+    }
 }
 
 /// A connection's socket, counting what it takes of the responses.
@@ -156,7 +224,7 @@ impl<I> Metered<I> {
     fn took(&self, n: usize) {
         if n > 0 {
             self.unread.release(&self.out, n);
-            *self.out.progress.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            self.out.took(n);
         }
     }
 }
@@ -213,9 +281,15 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Metered<I> {
 mod tests {
     use super::*;
 
+    /// `c`'s socket last made progress `ago`.
+    fn stalled_for(c: &ConnOut, ago: Duration) {
+        *c.progress.lock().unwrap() = Instant::now() - ago;
+    }
+
     #[test]
     fn past_the_budget_the_longest_stalled_other_connection_goes() {
-        let u = Unread::new(100);
+        let mut u = Unread::new(100);
+        u.stall = Duration::ZERO;
         let a = u.open();
         let b = u.open();
         let c = u.open();
@@ -226,7 +300,7 @@ mod tests {
         assert!(a.dropped.load(Ordering::SeqCst));
         assert!(!b.dropped.load(Ordering::SeqCst));
         assert_eq!(u.held(), 80);
-        // A response larger than the budget alone is still sent; the others go first.
+        // A response larger than the budget alone is still handed over; the others go first.
         assert_eq!(u.produced(&c, 500), 1);
         assert!(b.dropped.load(Ordering::SeqCst));
         assert_eq!(u.held(), 550);
@@ -235,6 +309,65 @@ mod tests {
         u.forget(&c);
         u.forget(&a);
         u.forget(&b);
+        assert_eq!(u.held(), 0);
+    }
+
+    /// The soak's case: a client reading a large answer while a silent one is answered is
+    /// never the one dropped, even when it is the only other connection holding bytes; the
+    /// silent one goes once it has stalled.
+    #[test]
+    fn a_reading_client_is_never_dropped_for_another_answer() {
+        let u = Unread::new(1000);
+        let reader = u.open();
+        let silent = u.open();
+        assert_eq!(u.produced(&reader, 900), 0);
+        // The reader's socket takes a buffer's worth: progress.
+        u.release(&reader, 100);
+        reader.took(PROGRESS_BYTES);
+        assert_eq!(u.produced(&silent, 900), 0, "the reader was dropped");
+        assert!(!reader.dropped.load(Ordering::SeqCst));
+        assert_eq!(u.held(), 1700, "over the budget while the reader reads");
+        // Nothing is stalled yet: a check drops no one.
+        assert_eq!(u.enforce(None), 0);
+        // The silent one has taken nothing for STALL: it goes, the reader stays.
+        stalled_for(&silent, STALL);
+        assert_eq!(u.enforce(None), 1);
+        assert!(silent.dropped.load(Ordering::SeqCst));
+        assert!(!reader.dropped.load(Ordering::SeqCst));
+        assert_eq!(u.held(), 800);
+    }
+
+    /// A client that takes a byte at a time makes no progress: it stalls like a silent one.
+    #[test]
+    fn a_trickling_reader_stalls() {
+        let u = Unread::new(1000);
+        let slow = u.open();
+        let other = u.open();
+        assert_eq!(u.produced(&slow, 900), 0);
+        stalled_for(&slow, STALL);
+        for _ in 0..100 {
+            u.release(&slow, 1);
+            slow.took(1);
+        }
+        assert_eq!(
+            u.produced(&other, 900),
+            1,
+            "one byte at a time kept it alive"
+        );
+        assert!(slow.dropped.load(Ordering::SeqCst));
+        assert_eq!(u.held(), 900);
+    }
+
+    /// A response bigger than the budget is sent to a client that reads it, and dropped
+    /// once that client stalls.
+    #[test]
+    fn a_lone_response_over_the_budget_goes_when_its_client_stalls() {
+        let u = Unread::new(100);
+        let c = u.open();
+        assert_eq!(u.produced(&c, 500), 0);
+        assert_eq!(u.enforce(None), 0, "dropped before it could stall");
+        stalled_for(&c, STALL);
+        assert_eq!(u.enforce(None), 1);
         assert_eq!(u.held(), 0);
     }
 }
