@@ -8,7 +8,7 @@
 use super::tests::{start_rules, text, Run};
 use super::*;
 use crate::addr::Cidr;
-use crate::broker::Broker;
+use crate::broker::{Broker, Credential};
 use crate::rules::{Allow, Limits};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

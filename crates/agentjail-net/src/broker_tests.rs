@@ -5,7 +5,7 @@
 use super::tests::{exchange, start_rules, text, upstream, Run};
 use super::*;
 use crate::addr::Cidr;
-use crate::broker::{Broker, Tls};
+use crate::broker::{Broker, Credential, Tls};
 use crate::rules::{Allow, Limits};
 use crate::test_tls;
 use crate::wire::tests::client_hello;

@@ -49,14 +49,14 @@ pub fn stop_all_but(init: i32, runner: i32, caller: i32, deadline: Instant) -> b
 /// that has a thread not stopped (but `caller`).
 pub fn stop_pass(init: i32, runner: i32, caller: i32) -> Held {
     let mut held = Held::default();
-    let mut queue = super::children_of(init);
+    let mut queue = super::cpu::children_of(init);
     let mut walked = 0;
     while let Some(pid) = queue.pop() {
         walked += 1;
         if walked > 65_536 {
             break; // a bound on the walk: a jail's pids limit is far below this
         }
-        queue.extend(super::children_of(pid));
+        queue.extend(super::cpu::children_of(pid));
         if pid == runner {
             continue;
         }

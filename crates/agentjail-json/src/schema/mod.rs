@@ -73,6 +73,7 @@
 //! characters, no duplicate keys); any `Value` is handled safely, deeper ones end in
 //! `Budget` at the recursion cap.
 
+mod bounds;
 mod compile;
 mod number;
 pub mod pattern;
@@ -206,8 +207,8 @@ pub fn compile(schema: &Value, limits: &SchemaLimits) -> Result<CompiledSchema, 
             ),
         )
     };
-    match compile::shape(schema, limits.max_depth, limits.max_bytes) {
-        compile::Shape::TooDeep => {
+    match bounds::shape(schema, limits.max_depth, limits.max_bytes) {
+        bounds::Shape::TooDeep => {
             return Err(SchemaError::new(
                 "too_deep",
                 format!(
@@ -216,16 +217,16 @@ pub fn compile(schema: &Value, limits: &SchemaLimits) -> Result<CompiledSchema, 
                 ),
             ))
         }
-        compile::Shape::TooLarge => return Err(too_large()),
-        compile::Shape::Ok => {}
+        bounds::Shape::TooLarge => return Err(too_large()),
+        bounds::Shape::Ok => {}
     }
-    if compile::serialized_exceeds(schema, limits.max_bytes) {
+    if bounds::serialized_exceeds(schema, limits.max_bytes) {
         return Err(too_large());
     }
     let mut compiler = compile::Compiler::new(schema, limits);
     let root = compiler.run()?;
     let nodes = std::mem::take(&mut compiler.nodes);
-    match compile::in_place_closure(&nodes) {
+    match bounds::in_place_closure(&nodes) {
         Err(_) => Err(SchemaError::new(
             "ref_cycle",
             "output_schema has a $ref cycle through in-place keywords only ($ref, allOf, anyOf, \

@@ -1,0 +1,275 @@
+//! A live job's cgroups: attaching the jail after clone (no allocation: the pid is
+//! formatted on the stack and written to fds opened before fork), the handles the zygote
+//! needs to attach for the engine, the counters the record reads (preads of files opened at
+//! create), killing what is left and removing the directories. Separate from their making
+//! (`create.rs`): this is what runs on the job's critical path and at teardown.
+
+use super::{
+    errno_of, parse_keyed, read_keyed, read_pids, Account, CgroupStats, JobCgroup, JobDir, Kernel,
+    Kind,
+};
+use crate::{sys, Control, ControlState, SetupError};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+impl JobCgroup {
+    /// True when at least one limit is enforced by a cgroup.
+    pub fn is_active(&self) -> bool {
+        self.outcomes
+            .iter()
+            .any(|o| o.state == ControlState::Enforced)
+    }
+
+    /// The job directories created (for logs and tests).
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.path.clone()).collect()
+    }
+
+    /// The v2 job directory, for clone3(CLONE_INTO_CGROUP): the child starts inside it.
+    pub fn v2_dir_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.dirs
+            .iter()
+            .find(|d| d.kind == Kind::V2)
+            .and_then(|d| d.dir.as_ref())
+            .map(|f| f.as_fd())
+    }
+
+    /// What another process needs to put a new jail into these cgroups (the zygote spawns
+    /// jails for the engine): each directory's `cgroup.procs`, whether it is the v2 one, and
+    /// that directory itself (for CLONE_INTO_CGROUP). See [`attach_only`](Self::attach_only).
+    pub fn attach_handles(&self) -> Vec<(bool, BorrowedFd<'_>, Option<BorrowedFd<'_>>)> {
+        self.dirs
+            .iter()
+            .filter_map(|d| {
+                let procs = d.procs.as_ref()?.as_fd();
+                Some((d.kind == Kind::V2, procs, d.dir.as_ref().map(|f| f.as_fd())))
+            })
+            .collect()
+    }
+
+    /// The other side of [`attach_handles`](Self::attach_handles): a handle that can only
+    /// attach (`v2_dir_fd`, `has_v1`, `attach`). It owns no directory: dropping it removes
+    /// nothing (the process that created the cgroups keeps them and removes them).
+    pub fn attach_only(handles: Vec<(bool, File, Option<File>)>) -> JobCgroup {
+        let dirs = handles
+            .into_iter()
+            .map(|(v2, procs, dir)| JobDir {
+                kind: if v2 { Kind::V2 } else { Kind::V1 },
+                controllers: Vec::new(),
+                path: PathBuf::new(),
+                procs: Some(procs),
+                dir: if v2 { dir } else { None },
+            })
+            .collect();
+        JobCgroup {
+            dirs,
+            outcomes: Vec::new(),
+            cpu_usage: None,
+            accounts: Vec::new(),
+            removed: true,
+            fs: &Kernel,
+        }
+    }
+
+    /// Whether any job directory is on a v1 hierarchy: those can only be joined by a write
+    /// to `cgroup.procs` after clone, even when a v2 directory was joined by
+    /// CLONE_INTO_CGROUP (a host that splits controllers between v1 and v2).
+    pub fn has_v1(&self) -> bool {
+        self.dirs.iter().any(|d| d.kind == Kind::V1)
+    }
+
+    /// Parent, after clone: put `pid` into the job cgroups. `skip_v2` when clone3 already
+    /// placed it in the v2 directory (CLONE_INTO_CGROUP).
+    /// No allocation: the pid is formatted on the stack and written to fds opened by `create`.
+    pub fn attach(&self, pid: i32, skip_v2: bool) -> Result<(), SetupError> {
+        let mut buf = [0u8; 16];
+        let digits = fmt_pid(pid, &mut buf);
+        for d in &self.dirs {
+            if skip_v2 && d.kind == Kind::V2 {
+                continue;
+            }
+            let Some(f) = &d.procs else { continue };
+            match sys::write(f.as_raw_fd(), digits) {
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(SetupError::new(
+                        "cgroup attach",
+                        Some(e),
+                        "could not move the jail into its cgroup (cgroup.procs write failed)",
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counters for the record. Missing files read as None / 0.
+    pub fn stats(&self) -> CgroupStats {
+        let mut s = CgroupStats {
+            cpu_usage_us: self.cpu_usage_us(),
+            ..Default::default()
+        };
+        let mut buf = [0u8; 1024];
+        for (what, f) in &self.accounts {
+            let Some(text) = sys::pread(f.as_raw_fd(), &mut buf, 0)
+                .ok()
+                .and_then(|n| std::str::from_utf8(&buf[..n]).ok())
+            else {
+                continue;
+            };
+            match what {
+                Account::MemoryPeak => s.memory_peak_bytes = text.trim().parse().ok(),
+                Account::OomKills => s.oom_kills += parse_keyed(text, "oom_kill").unwrap_or(0),
+                Account::PidsLimitHits => {
+                    s.pids_limit_hits += parse_keyed(text, "max").unwrap_or(0)
+                }
+            }
+        }
+        s
+    }
+
+    /// CPU time used by the job so far, in µs: pread on an fd opened by `create`.
+    pub fn cpu_usage_us(&self) -> Option<u64> {
+        let (kind, f) = self.cpu_usage.as_ref()?;
+        let mut buf = [0u8; 512];
+        let n = sys::pread(f.as_raw_fd(), &mut buf, 0).ok()?;
+        let text = std::str::from_utf8(buf.get(..n)?).ok()?;
+        match kind {
+            Kind::V2 => parse_keyed(text, "usage_usec"),
+            Kind::V1 => text.trim().parse::<u64>().ok().map(|ns| ns / 1000),
+        }
+    }
+
+    /// SIGKILL everything in the job's cgroups: v2 `cgroup.kill`, else (v1, or a kernel
+    /// before 5.14) read `cgroup.procs` and kill each member until empty (bounded retries).
+    pub fn kill_all(&self) {
+        for d in &self.dirs {
+            if d.kind == Kind::V2 && write_file_existing(&d.path.join("cgroup.kill"), "1").is_ok() {
+                continue;
+            }
+            for _ in 0..100 {
+                let pids = read_pids(&d.path);
+                if pids.is_empty() {
+                    break;
+                }
+                for p in pids {
+                    let _ = sys::kill(p, libc::SIGKILL);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+
+    /// Wait (up to 2 s per directory) until the job's cgroups hold no process, then rmdir them,
+    /// retrying EBUSY. Idempotent; `Drop` calls it after `kill_all`.
+    pub fn remove(&mut self) -> Result<(), SetupError> {
+        let mut first_err = None;
+        self.cpu_usage = None;
+        self.accounts.clear();
+        let mut kept = Vec::new();
+        for mut d in std::mem::take(&mut self.dirs).into_iter().rev() {
+            d.procs = None;
+            d.dir = None;
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while populated(&d) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut res = self.fs.rmdir(&d.path);
+            for _ in 0..40 {
+                match &res {
+                    Err(e) if errno_of(e) == libc::EBUSY => {
+                        std::thread::sleep(Duration::from_millis(25));
+                        res = self.fs.rmdir(&d.path);
+                    }
+                    _ => break,
+                }
+            }
+            match res {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    if first_err.is_none() {
+                        first_err = Some(SetupError::new(
+                            format!("cgroup rmdir {}", d.path.display()),
+                            Some(errno_of(&e)),
+                            "the job cgroup still holds processes; the next run's sweep removes it once empty",
+                        ));
+                    }
+                    kept.push(d);
+                }
+            }
+        }
+        self.dirs = kept;
+        self.removed = self.dirs.is_empty();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One Control per requested limit, for the record's `enforcement` section.
+    pub fn controls(&self) -> Vec<Control> {
+        self.outcomes
+            .iter()
+            .map(|o| Control::new(o.control, o.state, &o.mechanism, o.detail.clone()))
+            .collect()
+    }
+}
+
+impl Drop for JobCgroup {
+    fn drop(&mut self) {
+        if !self.removed && !self.dirs.is_empty() {
+            self.kill_all();
+            let _ = self.remove();
+        }
+    }
+}
+
+fn write_file_existing(path: &Path, value: &str) -> std::io::Result<()> {
+    let mut f = OpenOptions::new().write(true).open(path)?;
+    f.write_all(value.as_bytes())
+}
+
+fn populated(d: &JobDir) -> bool {
+    if d.kind == Kind::V2 {
+        if let Some(v) = read_keyed(&d.path.join("cgroup.events"), "populated") {
+            return v != 0;
+        }
+    }
+    !read_pids(&d.path).is_empty()
+}
+
+/// Format a pid in decimal into `buf` without allocating; returns the digits.
+fn fmt_pid(pid: i32, buf: &mut [u8; 16]) -> &[u8] {
+    let mut v = pid.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if pid < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_format() {
+        let mut b = [0u8; 16];
+        assert_eq!(fmt_pid(0, &mut b), b"0");
+        assert_eq!(fmt_pid(1234567, &mut b), b"1234567");
+        assert_eq!(fmt_pid(i32::MAX, &mut b), b"2147483647");
+    }
+}
