@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod metrics;
 pub mod multipart;
+pub mod respond;
 pub mod routes;
 pub mod sandboxfusion;
 pub mod server;

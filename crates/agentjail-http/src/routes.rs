@@ -6,21 +6,22 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
+use crate::respond::{
+    bad_request, bytes_resp, engine_error, error, json_resp, method_not_allowed, Resp,
+};
 use crate::server::{State, BODY_TIMEOUT, MAX_BODY_BYTES};
-use agentjail::engine::{EngineError, ErrorCode, Outcome, Request as EngineRequest};
+use agentjail::engine::{EngineError, Outcome, Request as EngineRequest};
 use agentjail::pipeline::record::Sealed;
 use agentjail::pipeline::session::Owner;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode};
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-
-pub type Resp = Response<Full<Bytes>>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Route {
@@ -131,59 +132,6 @@ fn workspace_route(method: &Method, rest: &str) -> Result<Route, Resp> {
         return Err(method_not_allowed(want.as_str()));
     }
     Ok(make(id.to_string()))
-}
-
-/// A response of raw bytes.
-pub fn bytes_resp(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
-    respond(status, content_type, body)
-}
-
-fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
-    *r.status_mut() = status;
-    let h = r.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
-}
-
-pub fn json_resp(status: StatusCode, v: &Value) -> Resp {
-    respond(
-        status,
-        "application/json",
-        agentjail_json::to_safe_string(v).into_bytes(),
-    )
-}
-
-pub fn error(status: StatusCode, code: &str, message: &str) -> Resp {
-    json_resp(
-        status,
-        &json!({"error": {"code": code, "message": agentjail_json::safe_text(message, 2000)}}),
-    )
-}
-
-fn method_not_allowed(allowed: &str) -> Resp {
-    let mut r = error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
-        "this route takes another method (see Allow)",
-    );
-    if let Ok(v) = HeaderValue::from_str(allowed) {
-        r.headers_mut().insert(ALLOW, v);
-    }
-    r
-}
-
-/// An engine error as a response: the status from the one table (crate::status), the
-/// code's spelling, and the message (an unknown id says no more than that: another
-/// caller's sessions and workspaces are not confirmed to exist).
-pub fn engine_error(e: EngineError) -> Resp {
-    let message = match e.code {
-        ErrorCode::UnknownSession => "no such session for this caller".to_string(),
-        ErrorCode::UnknownWorkspace => "no such workspace for this caller".to_string(),
-        _ => e.message,
-    };
-    error(crate::status::of(e.code), e.code.as_str(), &message)
 }
 
 impl Route {
@@ -504,10 +452,6 @@ pub fn strict(body: &[u8]) -> Result<Value, String> {
     agentjail_json::parse_strict(body, &limits).map_err(|e| e.to_string())
 }
 
-pub fn bad_request(message: &str) -> Resp {
-    error(StatusCode::BAD_REQUEST, "bad_request", message)
-}
-
 async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Resp {
     let started = Instant::now();
     let owner = st.owner(&caller.key());
@@ -526,7 +470,7 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
             .await
         }
         Route::Stats => Ok(json_resp(StatusCode::OK, &stats(st))),
-        Route::Metrics => Ok(respond(
+        Route::Metrics => Ok(bytes_resp(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
             metrics_text(st).into_bytes(),

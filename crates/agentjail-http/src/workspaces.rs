@@ -10,10 +10,8 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
-use crate::routes::{
-    bad_request, blocking, engine_error, error, finish, json_resp, outcome_resp, strict, Caller,
-    Resp, Route,
-};
+use crate::respond::{bad_request, bytes_resp, engine_error, error, json_resp, Resp};
+use crate::routes::{blocking, finish, outcome_resp, strict, Caller, Route};
 use crate::server::State;
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::{Engine, EngineError, ErrorCode, Request as EngineRequest};
@@ -447,9 +445,7 @@ pub fn download(engine: &Engine, pod: &PodWorkspace, raw: &str) -> Resp {
     let f = &got["files"][0];
     match f["content_base64"].as_str() {
         Some(b) => match base64::engine::general_purpose::STANDARD.decode(b) {
-            Ok(bytes) => {
-                crate::routes::bytes_resp(StatusCode::OK, "application/octet-stream", bytes)
-            }
+            Ok(bytes) => bytes_resp(StatusCode::OK, "application/octet-stream", bytes),
             Err(_) => message(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the engine sent bad base64",
