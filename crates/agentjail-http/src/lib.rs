@@ -4,6 +4,7 @@
 //! without a socket or an engine.
 
 pub mod auth;
+pub mod body;
 pub mod metrics;
 pub mod multipart;
 pub mod respond;

@@ -6,10 +6,11 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
+use crate::body::{strict, BODY_TIMEOUT, MAX_BODY_BYTES};
 use crate::respond::{
     bad_request, bytes_resp, engine_error, error, json_resp, method_not_allowed, Resp,
 };
-use crate::server::{State, BODY_TIMEOUT, MAX_BODY_BYTES};
+use crate::server::State;
 use agentjail::engine::{EngineError, Outcome, Request as EngineRequest};
 use agentjail::pipeline::record::Sealed;
 use agentjail::pipeline::session::Owner;
@@ -442,14 +443,6 @@ pub fn outcome_resp(st: &State, outcome: Result<Outcome, EngineError>, started: 
         Err(e) => return engine_error(e),
     };
     json_resp(StatusCode::OK, &v)
-}
-
-pub fn strict(body: &[u8]) -> Result<Value, String> {
-    let limits = agentjail_json::ReadLimits {
-        max_bytes: MAX_BODY_BYTES,
-        ..Default::default()
-    };
-    agentjail_json::parse_strict(body, &limits).map_err(|e| e.to_string())
 }
 
 async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Resp {

@@ -2,7 +2,7 @@
 //!
 //! Bounds (each answered, never a hang and never a crash): a request head at most
 //! [`MAX_HEADER_BYTES`] and [`MAX_HEADERS`] fields (431 past either) read within
-//! [`HEADER_TIMEOUT`] (the connection is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
+//! [`HEADER_TIMEOUT`] (the connection is closed); a body at most [`MAX_BODY_BYTES`](crate::body::MAX_BODY_BYTES) (413) read within [`BODY_TIMEOUT`](crate::body::BODY_TIMEOUT) (408);
 //! at most [`MAX_CONNECTIONS`] connections, fewer where the file limit is lower (more are
 //! closed at accept); at most `jobs` requests at work and `jobs` × [`QUEUE_PER_JOB`] (at
 //! least [`MIN_ADMITTED`]) admitted (more get 429 with `Retry-After`); sessions per caller
@@ -25,13 +25,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
 /// A request head's most bytes: the request line, the header lines and the blank line.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// A request head's most header fields.
 pub const MAX_HEADERS: usize = 100;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most connections at once, whatever the file limit allows.
 pub const MAX_CONNECTIONS: usize = 65536;
 /// File descriptors kept free of connections (jails, pipes, the audit log, the cache).

@@ -10,8 +10,9 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
+use crate::body::{object, strict};
 use crate::respond::{bad_request, bytes_resp, engine_error, error, json_resp, Resp};
-use crate::routes::{blocking, finish, outcome_resp, strict, Caller, Route};
+use crate::routes::{blocking, finish, outcome_resp, Caller, Route};
 use crate::server::State;
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::{Engine, EngineError, ErrorCode, Request as EngineRequest};
@@ -192,21 +193,6 @@ pub const POD_OWNER: Owner = Owner {
     connection: u64::MAX,
     uid: None,
 };
-
-/// A strict JSON object body with only `allowed` keys.
-pub fn object(v: Value, allowed: &[&str], shape: &str) -> Result<Map<String, Value>, String> {
-    let Value::Object(o) = v else {
-        return Err(format!("the body is a JSON object: {shape}"));
-    };
-    if let Some(k) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown field {}; allowed: {}",
-            agentjail_json::safe_text(k, 64),
-            allowed.join(", ")
-        ));
-    }
-    Ok(o)
-}
 
 /// `POST /v1/workspaces/{id}/exec`: the exec op's fields.
 pub fn exec_request(v: Value) -> Result<ExecRequest, Resp> {
