@@ -19,7 +19,8 @@ use agentjail::policy::Policy;
 use agentjail_http::auth::Tokens;
 use agentjail_http::respond::{bad_request, Resp};
 use agentjail_http::body::strict;
-use agentjail_http::routes::{exec_body, route, run_code_request, session_hints, Route};
+use agentjail_http::paths::{route, Route};
+use agentjail_http::routes::{exec_body, run_code_request, session_hints};
 use agentjail_http::workspaces::{
     download_path, exec_request, execute_request, list_field, listing_path, upload_request,
 };

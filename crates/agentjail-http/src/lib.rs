@@ -7,6 +7,7 @@ pub mod auth;
 pub mod body;
 pub mod metrics;
 pub mod multipart;
+pub mod paths;
 pub mod respond;
 pub mod routes;
 pub mod sandboxfusion;

@@ -11,8 +11,9 @@
 #![allow(clippy::result_large_err)]
 
 use crate::body::{object, strict};
+use crate::paths::Route;
 use crate::respond::{bad_request, bytes_resp, engine_error, error, json_resp, Resp};
-use crate::routes::{blocking, finish, outcome_resp, Caller, Route};
+use crate::routes::{blocking, finish, outcome_resp, Caller};
 use crate::server::State;
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::{Engine, EngineError, ErrorCode, Request as EngineRequest};
