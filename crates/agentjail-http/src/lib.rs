@@ -8,6 +8,7 @@ pub mod body;
 pub mod metrics;
 pub mod multipart;
 pub mod paths;
+pub mod pod;
 pub mod respond;
 pub mod routes;
 pub mod sandboxfusion;

@@ -266,7 +266,7 @@ mod tests {
                     proptest::prop_assert!(path.starts_with("/v1/workspaces/"));
                 }
                 // A runtime route's path is decoded, then held to the workspace's path rules
-                // (workspaces.rs).
+                // (pod.rs).
                 Ok(Route::PodDownload(_) | Route::PodList(_) | Route::PodExists(_)) => {}
                 Ok(_) => proptest::prop_assert!(!path.contains("..") && !path.contains('%')),
                 Err(r) => {

@@ -96,7 +96,7 @@ pub struct State {
     owners: Mutex<HashMap<String, u64>>,
     pub pod: String,
     /// With `--pod-workspace`: the workspace the runtime routes use.
-    pub pod_workspace: Option<crate::workspaces::PodWorkspace>,
+    pub pod_workspace: Option<crate::pod::PodWorkspace>,
     pub unread: Arc<crate::unread::Unread>,
     /// The next connection's number for the engine's client stops (kept apart from the
     /// callers' session numbers in `owners`: see CONNECTION_BASE).
@@ -211,14 +211,11 @@ fn runtime(jobs: usize) -> Result<tokio::runtime::Runtime, String> {
 
 /// With `--pod-workspace`, its workspace, started now; the engine is shut down when it
 /// cannot be.
-fn pod_workspace(
-    on: bool,
-    engine: &Engine,
-) -> Result<Option<crate::workspaces::PodWorkspace>, String> {
+fn pod_workspace(on: bool, engine: &Engine) -> Result<Option<crate::pod::PodWorkspace>, String> {
     if !on {
         return Ok(None);
     }
-    crate::workspaces::PodWorkspace::start(engine)
+    crate::pod::PodWorkspace::start(engine)
         .map(Some)
         .inspect_err(|_| engine.shutdown())
 }
