@@ -13,6 +13,7 @@ pub mod respond;
 pub mod routes;
 pub mod sandboxfusion;
 pub mod server;
+pub mod state;
 pub mod status;
 pub mod unread;
 pub mod workspaces;

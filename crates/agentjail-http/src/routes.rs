@@ -8,7 +8,7 @@
 use crate::body::{strict, BODY_TIMEOUT, MAX_BODY_BYTES};
 use crate::paths::{route, Route};
 use crate::respond::{bad_request, bytes_resp, engine_error, error, json_resp, Resp};
-use crate::server::State;
+use crate::state::{Caller, State};
 use agentjail::engine::{EngineError, Outcome, Request as EngineRequest};
 use agentjail::pipeline::record::Sealed;
 use agentjail::pipeline::session::Owner;
@@ -21,65 +21,6 @@ use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Who called: the token's name (with tokens), the peer's uid (a unix socket), both or
-/// neither (loopback without tokens).
-#[derive(Clone)]
-pub struct Caller {
-    pub token: Option<String>,
-    pub uid: Option<u32>,
-    /// The connection's own stop (the engine's client stop): a job this connection runs
-    /// ends with `interrupted:sighup` when the connection is gone, closed by the client or
-    /// dropped for the unread budget (crate::server).
-    pub stop: Option<Arc<agentjail::engine::ClientStop>>,
-}
-
-impl Caller {
-    /// Whether this caller can be told apart from another local user: a token, or a unix
-    /// socket's peer uid. Tokenless TCP is every local user at once.
-    pub fn identified(&self) -> bool {
-        self.token.is_some() || self.uid.is_some()
-    }
-
-    /// Whose sessions these are: the token's, else the uid's (an anonymous caller has none:
-    /// [`refuse_anonymous_state`]).
-    pub fn key(&self) -> String {
-        match (&self.token, self.uid) {
-            (Some(t), _) => format!("token:{t}"),
-            (None, Some(u)) => format!("uid:{u}"),
-            (None, None) => "anonymous".into(),
-        }
-    }
-
-    /// This caller as the engine's ([`agentjail::engine::Engine::handle`]): `owner` for its
-    /// sessions and workspaces, the peer's uid for a job's record, the connection's stop
-    /// when `stop` (jobs; a session's or a workspace's call goes on), and the token's name
-    /// and the uid stamped on each record, in the audit log's copy too.
-    pub fn engine(&self, owner: Owner, stop: bool) -> agentjail::engine::Caller<'_> {
-        let who = self.value();
-        let named = who
-            .as_object()
-            .is_some_and(|o| !o.is_empty())
-            .then_some((who, true));
-        agentjail::engine::Caller {
-            owner,
-            uid: self.uid,
-            stop: if stop { self.stop.as_deref() } else { None },
-            named,
-        }
-    }
-
-    fn value(&self) -> Value {
-        let mut v = json!({});
-        if let Some(t) = &self.token {
-            v["token"] = json!(t);
-        }
-        if let Some(u) = self.uid {
-            v["uid"] = json!(u);
-        }
-        v
-    }
-}
 
 /// A session or workspace route over TCP without tokens: 403. Over tokenless TCP every
 /// local user (uid 65534 included) is the same caller, so a session or workspace one of

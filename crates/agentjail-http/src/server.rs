@@ -14,8 +14,8 @@
 
 use crate::auth::Tokens;
 use crate::metrics::Metrics;
+use crate::state::State;
 use agentjail::engine::{Engine, EngineConfig};
-use agentjail::pipeline::session::Owner;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -78,46 +78,9 @@ pub fn parse_addr(s: &str) -> Result<Addr, String> {
     })
 }
 
-/// What every request handler shares.
-pub struct State {
-    pub engine: Arc<Engine>,
-    pub tokens: Option<Tokens>,
-    pub audit: Option<PathBuf>,
-    pub metrics: Metrics,
-    /// Job slots: a slot is held by the job itself (not by the request waiting for it), so
-    /// a client that hangs up cannot free its slot while its job still runs.
-    pub jobs: Arc<tokio::sync::Semaphore>,
-    pub admitted: AtomicUsize,
-    pub max_admitted: usize,
-    pub connections: AtomicUsize,
-    pub max_connections: usize,
-    /// A connection number per caller (token name, or uid, or anonymous): a session belongs
-    /// to its caller, not to one TCP connection.
-    owners: Mutex<HashMap<String, u64>>,
-    pub pod: String,
-    /// With `--pod-workspace`: the workspace the runtime routes use.
-    pub pod_workspace: Option<crate::pod::PodWorkspace>,
-    pub unread: Arc<crate::unread::Unread>,
-    /// The next connection's number for the engine's client stops (kept apart from the
-    /// callers' session numbers in `owners`: see CONNECTION_BASE).
-    pub next_connection: std::sync::atomic::AtomicU64,
-}
-
 /// Client-stop numbers of HTTP connections start here, far from the small numbers
 /// `State::owner` gives callers, so the engine's two tables never share a key.
 const CONNECTION_BASE: u64 = 1 << 48;
-
-impl State {
-    pub fn owner(&self, key: &str) -> Owner {
-        let mut m = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        let n = m.len() as u64 + 1;
-        let connection = *m.entry(key.to_string()).or_insert(n);
-        Owner {
-            connection,
-            uid: None,
-        }
-    }
-}
 
 /// The listening socket: TCP, or a unix socket and the file we made for it.
 enum Listener {
