@@ -3,6 +3,7 @@
 //! decoding (the routes, the token header, the bodies of every route, the workspace paths)
 //! without a socket or an engine.
 
+pub mod answer;
 pub mod auth;
 pub mod body;
 pub mod metrics;

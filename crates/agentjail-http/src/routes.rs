@@ -5,12 +5,12 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
+use crate::answer::{answered, blocking, outcome_resp};
 use crate::body::{strict, BODY_TIMEOUT, MAX_BODY_BYTES};
 use crate::paths::{route, Route};
 use crate::respond::{bad_request, bytes_resp, engine_error, error, json_resp, Resp};
 use crate::state::{Caller, State};
-use agentjail::engine::{EngineError, Outcome, Request as EngineRequest};
-use agentjail::pipeline::record::Sealed;
+use agentjail::engine::{Outcome, Request as EngineRequest};
 use agentjail::pipeline::session::Owner;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -168,74 +168,6 @@ async fn read_body(st: &State, req: Request<Incoming>) -> Result<Bytes, Resp> {
         )),
         Ok(Ok(c)) => Ok(c.to_bytes()),
     }
-}
-
-/// Run `f` on a job thread, at most `jobs` at once (waiting or running on tokio's blocking
-/// threads).
-pub async fn blocking<T: Send + 'static>(
-    st: &Arc<State>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Resp> {
-    let unavailable = || {
-        error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "agentjail is shutting down",
-        )
-    };
-    let slot = Arc::clone(&st.jobs)
-        .acquire_owned()
-        .await
-        .map_err(|_| unavailable())?;
-    // The slot goes with the job: if the client hangs up, the job still runs to its end
-    // (and its record to the audit log), and no other job takes its slot meanwhile.
-    tokio::task::spawn_blocking(move || {
-        let answer = f();
-        drop(slot);
-        answer
-    })
-    .await
-    .map_err(|_| unavailable())
-}
-
-/// A record the engine answered with (stamped and audited by Engine::handle): counted in
-/// the metrics, and the refills held back for its jail may start.
-pub fn answered(st: &State, record: &Sealed, started: Instant) {
-    st.metrics
-        .job(&record.stop_reason.to_string(), started.elapsed());
-    st.engine.answered();
-}
-
-/// A record of the pod's workspace (crate::workspaces' runtime routes, which retry a
-/// command on a new workspace when theirs ended and so call the engine's methods, not
-/// Engine::handle): stamped, audited and counted here.
-pub fn finish(st: &State, record: &mut Sealed, caller: &Caller, started: Instant) {
-    let who = caller.value();
-    if who.as_object().is_some_and(|o| !o.is_empty()) {
-        record.set_caller(who, true);
-    }
-    agentjail::pipeline::audit::append(st.audit.as_deref(), record);
-    answered(st, record, started);
-}
-
-/// HTTP's one table from the engine's outcome to a response: 200 with the record (counted:
-/// [`answered`]), the decision, the new id, the files, whether closed; or the engine's
-/// refusal with its status (crate::status).
-pub fn outcome_resp(st: &State, outcome: Result<Outcome, EngineError>, started: Instant) -> Resp {
-    let v = match outcome {
-        Ok(Outcome::Record(rec)) => {
-            answered(st, &rec, started);
-            rec.value
-        }
-        Ok(Outcome::Decision(decision, _)) => decision,
-        Ok(Outcome::Session(id)) => json!({ "session": id }),
-        Ok(Outcome::Workspace(id)) => json!({ "workspace": id }),
-        Ok(Outcome::Closed(closed)) => json!({ "closed": closed }),
-        Ok(Outcome::Files(files)) => json!({ "files": files }),
-        Ok(Outcome::Stats(stats)) => stats,
-        Err(e) => return engine_error(e),
-    };
-    json_resp(StatusCode::OK, &v)
 }
 
 async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Resp {

@@ -8,11 +8,11 @@
 // A refusal is the HTTP response itself, made once per request and returned at once.
 #![allow(clippy::result_large_err)]
 
+use crate::answer::{blocking, finish, outcome_resp};
 use crate::body::{object, strict};
 use crate::paths::Route;
 use crate::pod::pod_route;
 use crate::respond::{bad_request, engine_error, error, Resp};
-use crate::routes::{blocking, finish, outcome_resp};
 use crate::state::{Caller, State};
 use agentjail::engine::workspace::ExecRequest;
 use agentjail::engine::Request as EngineRequest;
