@@ -20,7 +20,7 @@ use agentjail_http::auth::Tokens;
 use agentjail_http::respond::{bad_request, Resp};
 use agentjail_http::body::strict;
 use agentjail_http::paths::{route, Route};
-use agentjail_http::routes::{exec_body, run_code_request, session_hints};
+use agentjail_http::runs::{exec_body, run_code_request, session_hints};
 use agentjail_http::pod::{download_path, execute_request, listing_path, upload_request};
 use agentjail_http::workspaces::{exec_request, list_field};
 use http_body_util::BodyExt;

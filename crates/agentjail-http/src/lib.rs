@@ -12,6 +12,7 @@ pub mod paths;
 pub mod pod;
 pub mod respond;
 pub mod routes;
+pub mod runs;
 pub mod sandboxfusion;
 pub mod server;
 pub mod state;
