@@ -17,12 +17,12 @@ use agentjail::contract::parse_action;
 use agentjail::engine::workspace::workspace_path;
 use agentjail::policy::Policy;
 use agentjail_http::auth::Tokens;
-use agentjail_http::routes::{
-    bad_request, exec_body, route, run_code_request, session_hints, strict, Resp, Route,
-};
-use agentjail_http::workspaces::{
-    download_path, exec_request, execute_request, list_field, listing_path, upload_request,
-};
+use agentjail_http::respond::{bad_request, Resp};
+use agentjail_http::body::strict;
+use agentjail_http::paths::{route, Route};
+use agentjail_http::runs::{exec_body, run_code_request, session_hints};
+use agentjail_http::pod::{download_path, execute_request, listing_path, upload_request};
+use agentjail_http::workspaces::{exec_request, list_field};
 use http_body_util::BodyExt;
 use hyper::{Method, Uri};
 use libfuzzer_sys::fuzz_target;

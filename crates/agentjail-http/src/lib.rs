@@ -3,12 +3,19 @@
 //! decoding (the routes, the token header, the bodies of every route, the workspace paths)
 //! without a socket or an engine.
 
+pub mod answer;
 pub mod auth;
+pub mod body;
 pub mod metrics;
 pub mod multipart;
+pub mod paths;
+pub mod pod;
+pub mod respond;
 pub mod routes;
+pub mod runs;
 pub mod sandboxfusion;
 pub mod server;
+pub mod state;
 pub mod status;
 pub mod unread;
 pub mod workspaces;

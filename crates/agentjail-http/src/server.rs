@@ -2,7 +2,7 @@
 //!
 //! Bounds (each answered, never a hang and never a crash): a request head at most
 //! [`MAX_HEADER_BYTES`] and [`MAX_HEADERS`] fields (431 past either) read within
-//! [`HEADER_TIMEOUT`] (the connection is closed); a body at most [`MAX_BODY_BYTES`] (413) read within [`BODY_TIMEOUT`] (408);
+//! [`HEADER_TIMEOUT`] (the connection is closed); a body at most [`MAX_BODY_BYTES`](crate::body::MAX_BODY_BYTES) (413) read within [`BODY_TIMEOUT`](crate::body::BODY_TIMEOUT) (408);
 //! at most [`MAX_CONNECTIONS`] connections, fewer where the file limit is lower (more are
 //! closed at accept); at most `jobs` requests at work and `jobs` × [`QUEUE_PER_JOB`] (at
 //! least [`MIN_ADMITTED`]) admitted (more get 429 with `Retry-After`); sessions per caller
@@ -14,8 +14,8 @@
 
 use crate::auth::Tokens;
 use crate::metrics::Metrics;
+use crate::state::State;
 use agentjail::engine::{Engine, EngineConfig};
-use agentjail::pipeline::session::Owner;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -25,13 +25,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
 /// A request head's most bytes: the request line, the header lines and the blank line.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// A request head's most header fields.
 pub const MAX_HEADERS: usize = 100;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most connections at once, whatever the file limit allows.
 pub const MAX_CONNECTIONS: usize = 65536;
 /// File descriptors kept free of connections (jails, pipes, the audit log, the cache).
@@ -80,46 +78,9 @@ pub fn parse_addr(s: &str) -> Result<Addr, String> {
     })
 }
 
-/// What every request handler shares.
-pub struct State {
-    pub engine: Arc<Engine>,
-    pub tokens: Option<Tokens>,
-    pub audit: Option<PathBuf>,
-    pub metrics: Metrics,
-    /// Job slots: a slot is held by the job itself (not by the request waiting for it), so
-    /// a client that hangs up cannot free its slot while its job still runs.
-    pub jobs: Arc<tokio::sync::Semaphore>,
-    pub admitted: AtomicUsize,
-    pub max_admitted: usize,
-    pub connections: AtomicUsize,
-    pub max_connections: usize,
-    /// A connection number per caller (token name, or uid, or anonymous): a session belongs
-    /// to its caller, not to one TCP connection.
-    owners: Mutex<HashMap<String, u64>>,
-    pub pod: String,
-    /// With `--pod-workspace`: the workspace the runtime routes use.
-    pub pod_workspace: Option<crate::workspaces::PodWorkspace>,
-    pub unread: Arc<crate::unread::Unread>,
-    /// The next connection's number for the engine's client stops (kept apart from the
-    /// callers' session numbers in `owners`: see CONNECTION_BASE).
-    pub next_connection: std::sync::atomic::AtomicU64,
-}
-
 /// Client-stop numbers of HTTP connections start here, far from the small numbers
 /// `State::owner` gives callers, so the engine's two tables never share a key.
 const CONNECTION_BASE: u64 = 1 << 48;
-
-impl State {
-    pub fn owner(&self, key: &str) -> Owner {
-        let mut m = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        let n = m.len() as u64 + 1;
-        let connection = *m.entry(key.to_string()).or_insert(n);
-        Owner {
-            connection,
-            uid: None,
-        }
-    }
-}
 
 /// The listening socket: TCP, or a unix socket and the file we made for it.
 enum Listener {
@@ -213,14 +174,11 @@ fn runtime(jobs: usize) -> Result<tokio::runtime::Runtime, String> {
 
 /// With `--pod-workspace`, its workspace, started now; the engine is shut down when it
 /// cannot be.
-fn pod_workspace(
-    on: bool,
-    engine: &Engine,
-) -> Result<Option<crate::workspaces::PodWorkspace>, String> {
+fn pod_workspace(on: bool, engine: &Engine) -> Result<Option<crate::pod::PodWorkspace>, String> {
     if !on {
         return Ok(None);
     }
-    crate::workspaces::PodWorkspace::start(engine)
+    crate::pod::PodWorkspace::start(engine)
         .map(Some)
         .inspect_err(|_| engine.shutdown())
 }

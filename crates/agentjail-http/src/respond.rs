@@ -1,0 +1,69 @@
+//! The answers every route builds: JSON through agentjail-json's safe writer, raw bytes,
+//! and the refusal `{"error": {"code", "message"}}` (an engine error's status from the one
+//! table, crate::status). A leaf: it knows no route and no server state.
+
+use agentjail::engine::{EngineError, ErrorCode};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde_json::{json, Value};
+
+pub type Resp = Response<Full<Bytes>>;
+
+/// A response of raw bytes.
+pub fn bytes_resp(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
+    respond(status, content_type, body)
+}
+
+fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+pub fn json_resp(status: StatusCode, v: &Value) -> Resp {
+    respond(
+        status,
+        "application/json",
+        agentjail_json::to_safe_string(v).into_bytes(),
+    )
+}
+
+pub fn error(status: StatusCode, code: &str, message: &str) -> Resp {
+    json_resp(
+        status,
+        &json!({"error": {"code": code, "message": agentjail_json::safe_text(message, 2000)}}),
+    )
+}
+
+pub(crate) fn method_not_allowed(allowed: &str) -> Resp {
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route takes another method (see Allow)",
+    );
+    if let Ok(v) = HeaderValue::from_str(allowed) {
+        r.headers_mut().insert(ALLOW, v);
+    }
+    r
+}
+
+/// An engine error as a response: the status from the one table (crate::status), the
+/// code's spelling, and the message (an unknown id says no more than that: another
+/// caller's sessions and workspaces are not confirmed to exist).
+pub fn engine_error(e: EngineError) -> Resp {
+    let message = match e.code {
+        ErrorCode::UnknownSession => "no such session for this caller".to_string(),
+        ErrorCode::UnknownWorkspace => "no such workspace for this caller".to_string(),
+        _ => e.message,
+    };
+    error(crate::status::of(e.code), e.code.as_str(), &message)
+}
+
+pub fn bad_request(message: &str) -> Resp {
+    error(StatusCode::BAD_REQUEST, "bad_request", message)
+}
