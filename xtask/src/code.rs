@@ -235,8 +235,7 @@ pub fn long_fns(tree: &Tree, test_files: &BTreeSet<String>, r: &mut Report) {
 pub fn long_files(tree: &Tree, r: &mut Report) {
     for (file, src) in &tree.files {
         let n = src.text.lines().count();
-        let exempt =
-            data::OVERSIZE_OK.contains(&file.as_str()) || data::GENERATED.contains(&file.as_str());
+        let exempt = data::GENERATED.contains(&file.as_str());
         if under(file, &["src", "crates", "zygote", "tests", "xtask"])
             && n > data::MAX_FILE_LINES
             && !exempt
@@ -248,66 +247,22 @@ pub fn long_files(tree: &Tree, r: &mut Report) {
             );
         }
     }
-    for ok in data::OVERSIZE_OK {
-        if tree
-            .files
-            .get(*ok)
-            .is_none_or(|s| s.text.lines().count() <= data::MAX_FILE_LINES)
-        {
-            r.find(Rule::LongFile, ok, "is listed in OVERSIZE_OK but is gone or short now: remove its line from xtask/src/data.rs");
-        }
-    }
 }
 
-/// Rule 13: circles between a crate's file modules, against the shrink-only list.
+/// Rule 13: no circle between a crate's file modules (the last known ones, issue 37's, are
+/// opened: every circle is a finding).
 pub fn circles(tree: &Tree, crates: &[Crate], r: &mut Report) {
-    let mut known: Vec<(&str, Vec<&str>)> = data::KNOWN_CIRCLES
-        .iter()
-        .map(|(c, f)| (*c, f.split_whitespace().collect()))
-        .collect();
     for c in crates {
         let graph = c.graph(tree);
         for circle in crate::modules::circles(&graph) {
             let members: Vec<&str> = circle.iter().map(String::as_str).collect();
-            if let Some(i) = known
-                .iter()
-                .position(|(k, f)| *k == c.package && *f == members)
-            {
-                known.remove(i);
-                r.note(format!(
-                    "known circle (issue 37: to be opened, never to grow), {}: {}",
-                    c.package,
-                    members.join(" ")
-                ));
-                print_edges(&graph, &members, r);
-                continue;
-            }
-            let was = known
-                .iter()
-                .position(|(k, f)| *k == c.package && f.iter().any(|x| members.contains(x)));
-            let what = match was.map(|i| known.remove(i).1) {
-                Some(f) if members.iter().all(|m| f.contains(m)) => format!(
-                    "{} files: {} (smaller than the known circle of {} files: write what is left in its line of xtask/src/data.rs KNOWN_CIRCLES)",
-                    members.len(),
-                    members.join(" "),
-                    f.len()
-                ),
-                Some(f) => format!(
-                    "{} files: {} (the known circle was {} files: {})",
-                    members.len(),
-                    members.join(" "),
-                    f.len(),
-                    f.join(" ")
-                ),
-                None => format!("{} files: {}", members.len(), members.join(" ")),
-            };
-            r.find(Rule::Circle, c.package.as_str(), what);
+            r.find(
+                Rule::Circle,
+                c.package.as_str(),
+                format!("{} files: {}", members.len(), members.join(" ")),
+            );
             print_edges(&graph, &members, r);
         }
-    }
-    for (c, f) in known {
-        let what = format!("the known circle {} is no more (opened or changed): remove or update its line in xtask/src/data.rs KNOWN_CIRCLES", f.join(" "));
-        r.find(Rule::Circle, c, what);
     }
 }
 
