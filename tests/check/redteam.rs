@@ -19,7 +19,7 @@ fn check(code: &str) -> (i32, serde_json::Value) {
         "code": code,
         "input_payload": {},
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentjail"))
+    let mut child = Command::new(crate::common::built_binary("agentjail"))
         .args(["check", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -164,7 +164,19 @@ fn shared() -> &'static Shared {
 /// (`CARGO_BIN_EXE_*`: agentjail for the main package's tests, agentjail-mcp for
 /// crates/agentjail-mcp's), or another one beside it in target/<triple>/<profile>/ (built
 /// there by the same `cargo test` at the workspace root, or by scripts/build-zygote.sh).
-fn built_binary(name: &str) -> PathBuf {
+/// With `AGENTJAIL_TEST_BIN_DIR` set, that directory's instead: scripts/test.sh points it
+/// at the release build, so the suites test the binaries that ship (and spend a third of
+/// the CPU: the debug build's JSON, redaction and record work is unoptimised).
+pub fn built_binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENTJAIL_TEST_BIN_DIR") {
+        let p = Path::new(&dir).join(name);
+        assert!(
+            !matches!(name, "agentjail" | "agentjail-mcp" | "agentjail-http") || p.is_file(),
+            "AGENTJAIL_TEST_BIN_DIR={}: no {name} there",
+            Path::new(&dir).display()
+        );
+        return p;
+    }
     let own = option_env!("CARGO_BIN_EXE_agentjail")
         .or(option_env!("CARGO_BIN_EXE_agentjail-mcp"))
         .expect("a test of the agentjail or agentjail-mcp package");

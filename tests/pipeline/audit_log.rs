@@ -6,7 +6,10 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentjail");
+/// The agentjail under test (common::built_binary: the release build under scripts/test.sh).
+fn bin() -> std::path::PathBuf {
+    crate::common::built_binary("agentjail")
+}
 
 fn action() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/examples/incident/action.json").to_string()
@@ -16,7 +19,7 @@ fn action() -> String {
 fn run_with_log(log: &std::path::Path) -> (Option<i32>, String) {
     // No jail of this test may overlap the tests that compare host-wide state (cleanup).
     let _running = crate::common::jail_running();
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["run", "--audit-log"])
         .arg(log)
         .arg(action())

@@ -9,7 +9,10 @@ use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentjail");
+/// The agentjail under test (common::built_binary: the release build under scripts/test.sh).
+fn bin() -> std::path::PathBuf {
+    common::built_binary("agentjail")
+}
 
 /// The tests compare host-wide state, so they run one at a time and while they run no other
 /// test of this binary starts a jail.
@@ -123,7 +126,7 @@ fn nasty_shell(m: &str) -> String {
 }
 
 fn exec_nasty(m: &str, time_limit: &str) -> std::process::Child {
-    Command::new(BIN)
+    Command::new(bin())
         .args([
             "exec",
             "--policy",
@@ -197,9 +200,7 @@ fn signal_agentjail(sig: i32) {
     if sig == libc::SIGKILL {
         // agentjail could not clean its cgroup; the next run sweeps it. (With no cgroup
         // available, e.g. launched unprivileged here, there is none to sweep.)
-        common::sweep_until(std::path::Path::new(BIN), || {
-            cgroups_of(&[launcher]).is_empty()
-        });
+        common::sweep_until(&bin(), || cgroups_of(&[launcher]).is_empty());
     } else {
         assert_eq!(
             out.status.code(),
@@ -251,7 +252,7 @@ fn sigkill_to_agentjail_takes_the_jail_down() {
 fn setup_failure_leaves_nothing() {
     let _g = serial();
     let before = host_state();
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["exec", "--", "/nonexistent/command"])
         .output()
         .unwrap();
@@ -281,7 +282,7 @@ fn fifty_concurrent_jails_are_separate() {
                     "echo job{i} > /tmp/token; sleep 0.3; ls /tmp; ls /proc | grep -c '^[0-9]' ; \
                      for p in $(seq 3 60); do kill -0 $p 2>/dev/null && echo sees$p; done; cat /tmp/token"
                 );
-                let child = Command::new(BIN)
+                let child = Command::new(bin())
                     .args(["exec", "--policy", &spawn_policy(), "--record", rec.to_str().unwrap(), "--time-limit", "20", "--", "/bin/sh", "-c", &script])
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())

@@ -125,11 +125,11 @@ for p in ["/tmp/w", "/app/out/w"]:
 fn exec_own_errors_are_125_never_the_commands_2() {
     // The command's own exit 2 passes through; every error of `exec` itself before any jail
     // (a flag clap refuses, a flag value out of range, an unreadable policy) is 125.
-    let bin = env!("CARGO_BIN_EXE_agentjail");
+    let bin = common::built_binary("agentjail");
     let run = |args: &[&str]| {
         // No jail of this test may overlap the tests that compare host-wide state (cleanup).
         let _running = common::jail_running();
-        let out = std::process::Command::new(bin)
+        let out = std::process::Command::new(&bin)
             .args(args)
             .stdin(std::process::Stdio::null())
             .output()

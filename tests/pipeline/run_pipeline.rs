@@ -8,7 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentjail");
+/// The agentjail under test (common::built_binary: the release build under scripts/test.sh).
+fn bin() -> std::path::PathBuf {
+    crate::common::built_binary("agentjail")
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -23,7 +26,7 @@ fn incident() -> Value {
 /// Run `agentjail run` on an action given as bytes on stdin; returns (exit code, record).
 fn run_bytes(action: &[u8], policy: Option<&Path>, extra: &[&str]) -> (i32, Value) {
     let _running = common::jail_running();
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(bin());
     cmd.arg("run");
     if let Some(p) = policy {
         cmd.arg("--policy").arg(p);
@@ -312,7 +315,7 @@ fn malformed_actions_name_the_field() {
 
 #[test]
 fn unreadable_policy_is_exit_2() {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["run", "--policy", "/nonexistent/policy.toml", "-"])
         .stdin(Stdio::null())
         .output()

@@ -20,14 +20,14 @@ use support::*;
 /// server run as root and as nobody (uid 65534: no delegated cgroup, other controls).
 #[test]
 fn run_code_answers_a_program_killed_by_a_signal_with_minus_the_signal() {
-    let root = [BIN];
+    let root = [bin()];
     let nobody = [
         "setpriv",
         "--reuid=65534",
         "--regid=65534",
         "--clear-groups",
         "--",
-        BIN,
+        bin(),
     ];
     for who in [&root[..], &nobody[..]] {
         let s = start_cmd(who, "127.0.0.1:0", &["--policy", JUDGE_OPEN_POLICY]);
@@ -62,7 +62,7 @@ fn killed_programs_answer_minus_the_signal(t: &Target) {
 /// Run the binary expecting it to refuse to start; a server that hangs instead is killed
 /// after PATIENCE and the test fails saying so.
 fn refused_in_time(args: &[&str]) -> (i32, String) {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -542,7 +542,7 @@ fn unread_responses_are_bounded_by_one_budget_over_all_connections() {
             "env",
             "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576",
             "MALLOC_MMAP_THRESHOLD_=1048576",
-            BIN,
+            bin(),
         ],
         "unix:{dir}/http.sock",
         &["--policy", &policy, "--unread-budget", "4MiB", "-j", "2"],

@@ -488,7 +488,7 @@ fn ten_thousand_connections_are_bounded_shed_and_leave_nothing() {
     }
     // The server's bound: its open-file limit less the 512 it keeps for jails and pipes.
     let limit = format!("--nofile={0}:{0}", BOUND + 512);
-    let s = start_cmd(&["prlimit", &limit, "--", BIN], "127.0.0.1:0", &[]);
+    let s = start_cmd(&["prlimit", &limit, "--", bin()], "127.0.0.1:0", &[]);
     let Target::Tcp(addr) = &s.target else {
         unreachable!()
     };
@@ -682,7 +682,7 @@ fn a_unix_socket_names_the_caller_and_sigterm_leaves_nothing_behind() {
 
 #[test]
 fn agentjail_serve_http_execs_this_binary() {
-    let main = Path::new(BIN).with_file_name("agentjail");
+    let main = Path::new(bin()).with_file_name("agentjail");
     if !main.exists() {
         let msg = format!(
             "{} is not built (cargo build --bin agentjail): the exec from `agentjail serve --http` is not tested",

@@ -9,7 +9,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_agentjail-http");
+/// The agentjail-http under test: cargo's build, or `$AGENTJAIL_TEST_BIN_DIR/agentjail-http`
+/// (scripts/test.sh points it at the release build, as for the main package's tests).
+pub fn bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| match std::env::var_os("AGENTJAIL_TEST_BIN_DIR") {
+        Some(dir) => {
+            let p = std::path::Path::new(&dir).join("agentjail-http");
+            assert!(p.is_file(), "AGENTJAIL_TEST_BIN_DIR: no {}", p.display());
+            p.display().to_string()
+        }
+        None => env!("CARGO_BIN_EXE_agentjail-http").to_string(),
+    })
+}
 /// How long a test waits for anything before calling the server hung.
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
@@ -41,7 +53,7 @@ impl Server {
 /// Start `agentjail-http serve --http ADDR EXTRA...` and wait for its "serving" line.
 /// `addr` may name `{dir}` (the test's scratch directory).
 pub fn start(addr: &str, extra: &[&str]) -> Server {
-    start_with(BIN, addr, extra)
+    start_with(bin(), addr, extra)
 }
 
 pub fn start_with(bin: &str, addr: &str, extra: &[&str]) -> Server {
@@ -96,7 +108,7 @@ pub fn start_cmd(cmd: &[&str], addr: &str, extra: &[&str]) -> Server {
 
 /// Run the binary expecting it to refuse to start: its exit status and stderr.
 pub fn refused(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(args)
         .stdin(Stdio::null())
         .output()
