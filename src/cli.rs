@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "agentjail",
-    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("AGENTJAIL_GIT_COMMIT"), ")"),
+    version = agentjail_engine::VERSION_LINE,
     about = "Run AI-agent-generated code behind a policy check and a Linux namespace jail, and say exactly what happened",
     after_help = "Examples:\n  agentjail run examples/incident/action.json\n  agentjail check --policy policies/data.toml action.json\n  echo hi | agentjail exec -- /usr/bin/cat\n  agentjail policy show policies/default.toml\n  agentjail doctor"
 )]
