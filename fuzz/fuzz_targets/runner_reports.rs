@@ -7,7 +7,7 @@
 //! a message of at most 2000), without a panic.
 #![no_main]
 
-use agentjail::runner::{call_frame, done_report, error_report, is_done_of, Event};
+use agentjail_engine::runner::{call_frame, done_report, error_report, is_done_of, Event};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! the engine's requests.
 
 use super::Op;
-use crate::engine::Request;
+use agentjail_engine::engine::Request;
 
 /// The engine request of a workspace op; None for another op.
 pub(super) fn request(op: &Op) -> Option<Request<'_>> {

@@ -7,9 +7,9 @@
 #![allow(clippy::result_large_err)]
 
 use crate::server::{State, BODY_TIMEOUT, MAX_BODY_BYTES};
-use agentjail::engine::{EngineError, ErrorCode, Outcome, Request as EngineRequest};
-use agentjail::pipeline::record::Sealed;
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::{EngineError, ErrorCode, Outcome, Request as EngineRequest};
+use agentjail_engine::pipeline::record::Sealed;
+use agentjail_engine::pipeline::session::Owner;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -230,7 +230,7 @@ pub struct Caller {
     /// The connection's own stop (the engine's client stop): a job this connection runs
     /// ends with `interrupted:sighup` when the connection is gone, closed by the client or
     /// dropped for the unread budget (crate::server).
-    pub stop: Option<Arc<agentjail::engine::ClientStop>>,
+    pub stop: Option<Arc<agentjail_engine::engine::ClientStop>>,
 }
 
 impl Caller {
@@ -250,17 +250,17 @@ impl Caller {
         }
     }
 
-    /// This caller as the engine's ([`agentjail::engine::Engine::handle`]): `owner` for its
+    /// This caller as the engine's ([`agentjail_engine::engine::Engine::handle`]): `owner` for its
     /// sessions and workspaces, the peer's uid for a job's record, the connection's stop
     /// when `stop` (jobs; a session's or a workspace's call goes on), and the token's name
     /// and the uid stamped on each record, in the audit log's copy too.
-    pub fn engine(&self, owner: Owner, stop: bool) -> agentjail::engine::Caller<'_> {
+    pub fn engine(&self, owner: Owner, stop: bool) -> agentjail_engine::engine::Caller<'_> {
         let who = self.value();
         let named = who
             .as_object()
             .is_some_and(|o| !o.is_empty())
             .then_some((who, true));
-        agentjail::engine::Caller {
+        agentjail_engine::engine::Caller {
             owner,
             uid: self.uid,
             stop: if stop { self.stop.as_deref() } else { None },
@@ -313,7 +313,7 @@ fn admit(st: &Arc<State>) -> Option<Admitted> {
 pub async fn handle(
     st: Arc<State>,
     uid: Option<u32>,
-    stop: Option<Arc<agentjail::engine::ClientStop>>,
+    stop: Option<Arc<agentjail_engine::engine::ClientStop>>,
     req: Request<Incoming>,
 ) -> Resp {
     let r = match route(req.method(), req.uri().path()) {
@@ -472,7 +472,7 @@ pub fn finish(st: &State, record: &mut Sealed, caller: &Caller, started: Instant
     if who.as_object().is_some_and(|o| !o.is_empty()) {
         record.set_caller(who, true);
     }
-    agentjail::pipeline::audit::append(st.audit.as_deref(), record);
+    agentjail_engine::pipeline::audit::append(st.audit.as_deref(), record);
     answered(st, record, started);
 }
 

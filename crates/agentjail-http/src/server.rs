@@ -14,8 +14,8 @@
 
 use crate::auth::Tokens;
 use crate::metrics::Metrics;
-use agentjail::engine::{Engine, EngineConfig};
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::{Engine, EngineConfig};
+use agentjail_engine::pipeline::session::Owner;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
+pub const MAX_BODY_BYTES: usize = agentjail_engine::protocol::MAX_LINE_BYTES;
 /// A request head's most bytes: the request line, the header lines and the blank line.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// A request head's most header fields.
@@ -47,7 +47,7 @@ pub const DEFAULT_UNREAD_BUDGET: usize = 256 << 20;
 /// The least `--unread-budget`: below it a few ordinary answers would drop each other.
 pub const MIN_UNREAD_BUDGET: usize = 1 << 20;
 /// How long answers in progress may finish after SIGTERM before their jobs are stopped.
-pub const GRACE: Duration = agentjail::serve::GRACE;
+pub const GRACE: Duration = agentjail_engine::listen::GRACE;
 
 pub struct Args {
     pub engine: EngineConfig,
@@ -126,7 +126,7 @@ enum Listener {
     Tcp(tokio::net::TcpListener),
     Unix(
         tokio::net::UnixListener,
-        #[allow(dead_code)] Option<agentjail::serve::Created>,
+        #[allow(dead_code)] Option<agentjail_engine::listen::Created>,
     ),
 }
 
@@ -141,7 +141,8 @@ fn bind(addr: &Addr) -> Result<Listener, String> {
                 .map_err(|e| e.to_string())
         }
         Addr::Unix(p) => {
-            let (l, created) = agentjail::serve::listen(p, None).map_err(|e| e.to_string())?;
+            let (l, created) =
+                agentjail_engine::listen::listen(p, None).map_err(|e| e.to_string())?;
             l.set_nonblocking(true).map_err(|e| e.to_string())?;
             tokio::net::UnixListener::from_std(l)
                 .map(|l| Listener::Unix(l, created))
@@ -281,7 +282,7 @@ pub fn serve(args: Args) -> i32 {
     let watcher = std::thread::Builder::new()
         .name("agentjail-http-signals".into())
         .spawn(move || {
-            while !agentjail::serve::signalled(&sigfd, -1) {}
+            while !agentjail_engine::listen::signalled(&sigfd, -1) {}
             let _ = stop_tx.send(());
         });
     if watcher.is_err() {

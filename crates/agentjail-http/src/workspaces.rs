@@ -15,10 +15,10 @@ use crate::routes::{
     Resp, Route,
 };
 use crate::server::State;
-use agentjail::engine::workspace::ExecRequest;
-use agentjail::engine::{Engine, EngineError, ErrorCode, Request as EngineRequest};
-use agentjail::pipeline::record::Sealed as Record;
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::workspace::ExecRequest;
+use agentjail_engine::engine::{Engine, EngineError, ErrorCode, Request as EngineRequest};
+use agentjail_engine::pipeline::record::Sealed as Record;
+use agentjail_engine::pipeline::session::Owner;
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::{json, Map, Value};
@@ -92,7 +92,7 @@ fn start_body(body: &[u8]) -> Result<(Option<Value>, Option<String>), String> {
 fn workspace_route(
     st: &State,
     r: Route,
-    caller: &agentjail::engine::Caller,
+    caller: &agentjail_engine::engine::Caller,
     body: &[u8],
     started: Instant,
 ) -> Resp {
@@ -494,7 +494,7 @@ pub fn listing_path(raw: &str) -> Result<String, Resp> {
     if path.is_empty() || path == "." || path == "/workspace" {
         return Ok(String::new());
     }
-    agentjail::engine::workspace::workspace_path(&path).ok_or_else(|| {
+    agentjail_engine::engine::workspace::workspace_path(&path).ok_or_else(|| {
         message(
             StatusCode::BAD_REQUEST,
             "the path must be relative to /workspace (or under it), without `..`",
