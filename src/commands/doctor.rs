@@ -587,7 +587,8 @@ fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
     ));
 }
 
-/// `serve --zygote` (src/zygote): its template binary next to this one. Optional: without
+/// `serve --zygote` (crates/agentjail-engine/src/zygote): its template binary next to this
+/// one. Optional: without
 /// it every warm jail starts its own interpreter.
 /// The host's checks when the embedded default policy cannot be loaded here (its
 /// `/usr/bin/python3` is missing or not a Python agentjail has tables for): every host

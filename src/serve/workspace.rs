@@ -1,4 +1,5 @@
-//! `serve`'s workspace ops (protocol.rs spells them; src/engine/workspace.rs runs them) as
+//! `serve`'s workspace ops (agentjail_engine::protocol spells them;
+//! crates/agentjail-engine/src/engine/workspace.rs runs them) as
 //! the engine's requests.
 
 use super::Op;

@@ -1,5 +1,5 @@
 //! agentjail-zygote: the template process of agentjail's zygote (the reasoning, the
-//! protocol and the jail side are in agentjail's src/zygote/). This crate is only the part
+//! protocol and the jail side are in the engine crate's src/zygote/). This crate is only the part
 //! agentjail cannot hold: libpython, embedded through its C API.
 //!
 //! The interpreter is initialised as `PYTHON -I -S -B -X utf8` would be
