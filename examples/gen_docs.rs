@@ -7,9 +7,15 @@
 //! agentjail-policy-show.1, ...) and OUTDIR/completions/{agentjail.bash,_agentjail,agentjail.fish}.
 //! `scripts/gen-docs.sh` calls this; `scripts/install.sh` installs the result.
 
-use agentjail::cli::Cli;
+// The binary's command line, the very file it is built from (the agentjail package is a
+// binary, with no library to import it from).
+#[path = "../src/cli.rs"]
+#[allow(dead_code)]
+mod cli;
+
 use clap::CommandFactory;
 use clap_complete::Shell;
+use cli::Cli;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

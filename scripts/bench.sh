@@ -31,7 +31,7 @@
 # clients, a session call's overhead, the memory of 8 warm jails. Its misses count like the
 # others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one,
 # then the same with `serve --zygote` (the warm jails forked from a pre-initialised
-# interpreter, src/zygote).
+# interpreter, crates/agentjail-engine/src/zygote).
 #
 # Then `serve --http` (issue 27, informational, never fails the run): SandboxFusion's
 # `/run_code` against bare cold python (scripts/bench-http), and the Python client's per-call

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build agentjail-zygote next to agentjail (src/zygote/mod.rs: what it is, and why it is a
+# Build agentjail-zygote next to agentjail (crates/agentjail-engine/src/zygote/mod.rs: what
+# it is, and why it is a
 # binary of its own): the zygote/ crate as a static library, linked here against libpython.
 #
 #   scripts/build-zygote.sh [--release] [--python PATH]

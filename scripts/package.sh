@@ -7,7 +7,7 @@
 #                 --release first).
 #   --zygote      build agentjail-zygote (scripts/build-zygote.sh --release) and put it in.
 #                 Without this flag a release zygote is put in when one exists and none of
-#                 its sources (src/, zygote/, Cargo.*) is newer; a stale one is left out,
+#                 its sources (src/, crates/, zygote/, Cargo.*) is newer; a stale one is left out,
 #                 with a warning: the package never pairs an agentjail with an older zygote.
 #                 (Building the zygote and agentjail one after the other rebuilds the shared
 #                 dependencies each time, minutes each, hence not by default.)
@@ -54,7 +54,7 @@ fi
 if [ "$zygote" = 2 ]; then
     scripts/build-zygote.sh --release >/dev/null
 elif [ "$zygote" = 1 ] && [ -e "$rel/agentjail-zygote" ]; then
-    newer=$(find src zygote Cargo.toml Cargo.lock build.rs -newer "$rel/agentjail-zygote" -type f -print -quit)
+    newer=$(find src crates zygote Cargo.toml Cargo.lock -newer "$rel/agentjail-zygote" -type f -print -quit)
     if [ -n "$newer" ]; then
         echo "package.sh: WARNING: $rel/agentjail-zygote is older than $newer: left out" \
             "(scripts/build-zygote.sh --release, or package.sh --zygote, puts a current one in)" >&2
@@ -151,7 +151,8 @@ agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail]
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-mcp]
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-http]
 # Only stat(2) of /var/lib/dpkg/status: its mtime goes into the record's environment digest
-# (src/environment.rs), so a package change on the host changes the digest. Never read.
+# (crates/agentjail-engine/src/environment.rs), so a package change on the host changes the
+# digest. Never read.
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-mcp]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-http]

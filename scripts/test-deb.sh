@@ -91,7 +91,7 @@ done
 bin=target/x86_64-unknown-linux-gnu/release/agentjail
 flags=()
 if [ -x "$bin" ] && [ -x "$bin-mcp" ] &&
-    [ -z "$(find src Cargo.toml Cargo.lock build.rs policies -newer "$bin" -type f -print -quit)" ]; then
+    [ -z "$(find src crates Cargo.toml Cargo.lock policies -newer "$bin" -type f -print -quit)" ]; then
     flags=(--no-build)
 fi
 scripts/package.sh "${flags[@]}" "$@" --out "$tmp/dist" >"$tmp/package.log" 2>&1 || { cat "$tmp/package.log"; die "package.sh failed"; }

@@ -28,7 +28,8 @@ rc=0
 times="setup $((t1 - t0)) s"
 if [ "$what" != jail ]; then
     v2=$(exe --test jail)
-    lib=$(exe --lib)
+    # doctor's unit tests are the agentjail binary's (src/commands/doctor.rs).
+    lib=$(exe --bin agentjail)
     [ -x "$v2" ] && [ -x "$lib" ] || { echo "vm-test.sh: could not build the tests" >&2; exit 2; }
     t2=$(date +%s)
     # The jail test binary holds every jail subject: only its cgroup_v2 module runs here.

@@ -1,13 +1,17 @@
-//! Command-line definitions (clap) and the one step from the server front ends' shared
-//! flags to the engine they configure (the commands themselves: crate::commands). The spellings are a fixed contract (docs/ARCHITECTURE.md).
+//! Command-line definitions (clap): the subcommand table, each command's flags and help
+//! (the commands themselves: crate::commands). The server front ends' flags, and the step
+//! from them to the engine they configure, are the engine crate's
+//! (agentjail_engine::flags), which agentjail-http and agentjail-mcp parse too. The
+//! spellings are a fixed contract (docs/ARCHITECTURE.md).
 
-use clap::{Args, Parser, Subcommand};
+use agentjail_engine::flags::{McpFlags, ServeFlags};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "agentjail",
-    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("AGENTJAIL_GIT_COMMIT"), ")"),
+    version = agentjail_engine::VERSION_LINE,
     about = "Run AI-agent-generated code behind a policy check and a Linux namespace jail, and say exactly what happened",
     after_help = "Examples:\n  agentjail run examples/incident/action.json\n  agentjail check --policy policies/data.toml action.json\n  echo hi | agentjail exec -- /usr/bin/cat\n  agentjail policy show policies/default.toml\n  agentjail doctor"
 )]
@@ -92,34 +96,8 @@ pub enum Command {
         after_help = "Protocol (one JSON object per line, one response per line, tagged with the request's id):\n  {\"id\":\"r1\",\"op\":\"run\",\"action\":{...}}            -> {\"id\":\"r1\",\"record\":{...}}\n  {\"id\":\"r2\",\"op\":\"check\",\"action\":{...}}          -> {\"id\":\"r2\",\"decision\":{...}}\n  {\"id\":\"r3\",\"op\":\"session_start\"}                   -> {\"id\":\"r3\",\"session\":\"<id>\"}\n  {\"id\":\"r4\",\"op\":\"session_exec\",\"session\":\"<id>\",\"code\":\"x=1\"} -> {\"id\":\"r4\",\"record\":{...}}\n  {\"id\":\"r5\",\"op\":\"session_close\",\"session\":\"<id>\"} -> {\"id\":\"r5\",\"closed\":true}\nEOF on stdin: finish what is running, print it, exit 0. SIGTERM: running jobs get 10 s, then stop with records.\n\nExamples:\n  agentjail serve --pool 4 < requests.jsonl\n  agentjail serve --socket /run/agentjail/agentjail.sock --socket-group agents"
     )]
     Serve {
-        #[arg(long, value_name = "FILE")]
-        policy: Option<PathBuf>,
         #[command(flatten)]
-        engine: EngineFlags,
-        /// Requests run concurrently (default: 2 per core, at least 4).
-        #[arg(short = 'j', long = "jobs", value_name = "N")]
-        jobs: Option<usize>,
-        /// Listen on this unix socket instead of stdin/stdout (created 0600; systemd socket activation is used when present).
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        /// Make the socket 0660 and give it to this group.
-        #[arg(long, value_name = "GROUP", requires = "socket")]
-        socket_group: Option<String>,
-        /// Serve HTTP instead of JSON lines, on 127.0.0.1:8080, [::1]:8080 or unix:PATH (the agentjail-http binary; docs/REFERENCE.md "HTTP").
-        #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
-        http: Option<String>,
-        /// With --http: bearer tokens, one `NAME TOKEN` per line (mode 0600 or stricter); required on an address that is not loopback.
-        #[arg(long, value_name = "FILE", requires = "http")]
-        token_file: Option<PathBuf>,
-        /// With --http, inside a pod: start one workspace the server owns and serve it at the Kubernetes agent-sandbox runtime's routes (GET /, POST /execute, POST /upload, GET /download|list|exists/PATH).
-        #[arg(long, requires = "http")]
-        pod_workspace: bool,
-        /// The most response bytes produced and not yet taken by their clients, over all connections together (bytes, or 64MiB / 1GiB; default 256MiB; at least 16MiB on the JSON-lines server, 1MiB with --http); past it the clients with the most unread (JSON lines) or stalled longest (--http) are dropped and their jobs stopped.
-        #[arg(long, value_name = "BYTES")]
-        unread_budget: Option<String>,
-        /// Append every record to this file as one JSON line (overrides the policy's audit.log).
-        #[arg(long, value_name = "FILE")]
-        audit_log: Option<PathBuf>,
+        flags: ServeFlags,
     },
     /// The engine as an MCP server on stdio: tools run_python, check_python and
     /// python_session_start/exec/close for agents (Claude Code/Desktop, the OpenAI Agents
@@ -128,13 +106,8 @@ pub enum Command {
         after_help = "MCP over stdio (newline-delimited JSON-RPC). Closing stdin ends the server: running calls are stopped, sessions end, every jail is removed.\n\nExamples:\n  claude mcp add --transport stdio agentjail -- agentjail mcp --policy /usr/local/share/agentjail/policies/data.toml\n  agentjail mcp --pool 4"
     )]
     Mcp {
-        #[arg(long, value_name = "FILE")]
-        policy: Option<PathBuf>,
         #[command(flatten)]
-        engine: EngineFlags,
-        /// Append every record to this file as one JSON line (overrides the policy's audit.log).
-        #[arg(long, value_name = "FILE")]
-        audit_log: Option<PathBuf>,
+        flags: McpFlags,
     },
     /// Show the effective policy or lint it.
     Policy {
@@ -155,59 +128,6 @@ pub enum Command {
     },
 }
 
-/// The engine's flags, the same for both server front ends (`serve`, `mcp`).
-#[derive(Debug, Args)]
-pub struct EngineFlags {
-    /// Warm jails kept ready (default: one per usable core — affinity and cgroup CPU quota — 2 to 64; 0: start each job's jail for it).
-    #[arg(long, value_name = "N")]
-    pool: Option<usize>,
-    /// The most warm jails the pool grows to while jobs wait for jails (default: four per usable core, at least --pool, at most 64; --pool-max equal to --pool keeps the pool fixed).
-    #[arg(long, value_name = "N")]
-    pool_max: Option<usize>,
-    /// Seconds the pool keeps jails above --pool once no job has waited for one; then it ends one a second.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pool_idle: u64,
-    /// Threads that start jails (default: four per usable core, 4 to 64).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
-    spawners: Option<u16>,
-    /// Warm session jails kept ready (default: 1, or 0 with --pool 0; 0: start each session's jail at session_start).
-    #[arg(long, value_name = "N")]
-    session_pool: Option<usize>,
-    /// Keep a result cache in this directory (created 0700; must be ours).
-    #[arg(long, value_name = "DIR")]
-    cache: Option<PathBuf>,
-    /// How long a cache entry stays valid, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
-    cache_ttl: u64,
-    /// Spawn the warm Python jails from a zygote: one interpreter initialised ahead,
-    /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail;
-    /// docs/REFERENCE.md, "The engine").
-    #[arg(long)]
-    zygote: bool,
-}
-
-impl EngineFlags {
-    /// The engine these flags ask for, on `policy`.
-    pub fn config(self, policy: crate::policy::LoadedPolicy) -> crate::engine::EngineConfig {
-        let mut engine = crate::engine::EngineConfig::for_server(
-            policy,
-            self.pool,
-            self.session_pool,
-            self.cache,
-            self.cache_ttl,
-        );
-        engine.zygote = self.zygote;
-        if let Some(n) = self.pool_max {
-            engine.pool_max = n;
-        }
-        engine.pool_idle = std::time::Duration::from_secs(self.pool_idle);
-        if let Some(n) = self.spawners {
-            engine.spawners = usize::from(n);
-        }
-        engine
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// The effective policy with every default filled in, and its sha256.
@@ -219,4 +139,15 @@ pub enum PolicyCommand {
     /// Warn about weak settings. Exit 1 when there are warnings.
     #[command(after_help = "Example:\n  agentjail policy lint policies/data.toml")]
     Lint { file: Option<PathBuf> },
+}
+
+#[cfg(test)]
+mod tests {
+    /// `--version` and the records name the engine crate's version (agentjail_engine::VERSION),
+    /// the package scripts/package.sh reads this one's: the two move together.
+    #[test]
+    fn the_binary_and_the_engine_have_one_version() {
+        assert_eq!(env!("CARGO_PKG_VERSION"), agentjail_engine::VERSION);
+        assert!(agentjail_engine::VERSION_LINE.starts_with(agentjail_engine::VERSION));
+    }
 }

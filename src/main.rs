@@ -1,12 +1,17 @@
-//! Thin entry point: parse the arguments and dispatch each command to the library, whose
-//! status is the process's exit code.
+//! The agentjail binary. This file is the thin entry point: parse the arguments and dispatch
+//! each command to its front end, whose status is the process's exit code. The front ends
+//! are this crate's modules; everything below them is the engine crate's (agentjail_engine).
 
-use agentjail::cli::{Cli, Command};
-use agentjail::commands::{self, ExitStatus};
+mod cli;
+mod commands;
+mod mcp;
+mod serve;
+
 use clap::Parser;
 
 /// Run one command; `exec` returns the command's own exit code, the others an ExitStatus.
-fn dispatch(command: Command) -> i32 {
+fn dispatch(command: cli::Command) -> i32 {
+    use cli::Command;
     let status = match command {
         Command::Run {
             policy,
@@ -19,16 +24,16 @@ fn dispatch(command: Command) -> i32 {
         } => Ok(commands::run::command(
             policy.as_deref(),
             audit_log,
-            agentjail::pipeline::RunFlags {
+            agentjail_engine::pipeline::RunFlags {
                 cache: cache.map(|d| (d, cache_ttl)),
                 inputs,
                 artifacts_dir,
             },
             &action,
         )),
-        serve @ Command::Serve { .. } => return agentjail::serve::command(serve),
+        Command::Serve { flags } => return serve::command(flags),
         // The MCP server is its own binary (crates/agentjail-mcp says why); this one execs it.
-        Command::Mcp { .. } => return agentjail::mcp::exec_server_binary(),
+        Command::Mcp { .. } => return mcp::exec_server_binary(),
         Command::Check { policy, action } => commands::check::command(policy.as_deref(), &action),
         Command::Exec {
             policy,
@@ -66,7 +71,7 @@ fn dispatch(command: Command) -> i32 {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             // `exec`'s own errors are 125, never 2: its exit code is otherwise the command's.
@@ -74,7 +79,7 @@ fn main() {
             let code = match (e.use_stderr(), is_exec) {
                 (false, _) => 0,
                 (true, true) => commands::exec::EXIT_SETUP,
-                (true, false) => ExitStatus::Error as i32,
+                (true, false) => commands::ExitStatus::Error as i32,
             };
             let _ = e.print();
             std::process::exit(code);

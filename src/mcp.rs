@@ -1,6 +1,6 @@
 //! `agentjail mcp` in the main binary: the MCP server is the `agentjail-mcp` binary of its
 //! own crate (crates/agentjail-mcp, whose main.rs says why), and this binary only execs it.
-//! Nothing here touches rmcp or tokio: the main crate does not depend on them.
+//! Nothing here touches rmcp or tokio: the agentjail binary does not depend on them.
 
 /// The binary that serves `agentjail mcp`, installed next to `agentjail`.
 pub const SERVER_BINARY: &str = "agentjail-mcp";

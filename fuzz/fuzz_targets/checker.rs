@@ -2,7 +2,7 @@
 #![no_main]
 
 use agentjail_check::python::check_source;
-use agentjail::policy::Policy;
+use agentjail_engine::policy::Policy;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,9 +2,9 @@
 //! when it accepts, the checker must not panic on the result either.
 #![no_main]
 
-use agentjail::contract::check_action;
-use agentjail::contract::{apply_hints, parse_action};
-use agentjail::policy::Policy;
+use agentjail_engine::contract::check_action;
+use agentjail_engine::contract::{apply_hints, parse_action};
+use agentjail_engine::policy::Policy;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

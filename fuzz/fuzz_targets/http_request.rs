@@ -13,9 +13,9 @@
 //! a working directory, a `/run_code` file the contract takes) never leaves its root.
 #![no_main]
 
-use agentjail::contract::parse_action;
-use agentjail::engine::workspace::workspace_path;
-use agentjail::policy::Policy;
+use agentjail_engine::contract::parse_action;
+use agentjail_engine::engine::workspace::workspace_path;
+use agentjail_engine::policy::Policy;
 use agentjail_http::auth::Tokens;
 use agentjail_http::respond::{bad_request, Resp};
 use agentjail_http::body::strict;

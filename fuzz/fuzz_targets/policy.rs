@@ -6,9 +6,9 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(loaded) = agentjail::policy::load_str(text, "fuzz.toml") {
-            let _ = agentjail::policy::show(&loaded);
-            let _ = agentjail::policy::lint(&loaded.policy);
+        if let Ok(loaded) = agentjail_engine::policy::load_str(text, "fuzz.toml") {
+            let _ = agentjail_engine::policy::show(&loaded);
+            let _ = agentjail_engine::policy::lint(&loaded.policy);
         }
     }
 });

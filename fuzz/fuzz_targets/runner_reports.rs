@@ -1,5 +1,6 @@
 //! The session framing, both ways, on arbitrary bytes. A call's frame (`AJ1 exec <len>
-//! <nonce>\n<source>`) must read back as the runner reads it (src/runner/python.py,
+//! <nonce>\n<source>`) must read back as the runner reads it
+//! (crates/agentjail-engine/src/runner/python.py,
 //! `read_frame`: a header of at most 64 bytes, four fields, then exactly <len> bytes) for any
 //! source. What comes back from the jail is untrusted text: no reply line may make
 //! `is_done_of` or `done_report` accept a `done` whose `call` is not this call's nonce, and the error report
@@ -7,7 +8,7 @@
 //! a message of at most 2000), without a panic.
 #![no_main]
 
-use agentjail::runner::{call_frame, done_report, error_report, is_done_of, Event};
+use agentjail_engine::runner::{call_frame, done_report, error_report, is_done_of, Event};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -4,10 +4,10 @@
 //! run or check request's action must go through the contract and the check without panic.
 #![no_main]
 
-use agentjail::contract::check_action;
-use agentjail::contract::parse_action;
-use agentjail::policy::Policy;
-use agentjail::serve::protocol::{error_response, parse_request, Op, MAX_ID_CHARS};
+use agentjail_engine::contract::check_action;
+use agentjail_engine::contract::parse_action;
+use agentjail_engine::policy::Policy;
+use agentjail_engine::protocol::{error_response, parse_request, Op, MAX_ID_CHARS};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -4,7 +4,7 @@ use super::ExitStatus;
 
 pub fn command(policy: Option<&std::path::Path>, action: &str) -> Result<ExitStatus, ExitStatus> {
     let loaded = super::load(policy)?;
-    let (decision, code) = crate::pipeline::check_only(&loaded.policy, action);
+    let (decision, code) = agentjail_engine::pipeline::check_only(&loaded.policy, action);
     super::print_json(&decision);
     Ok(if code == 0 {
         ExitStatus::Ok

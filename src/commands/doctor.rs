@@ -8,7 +8,7 @@
 //! The syscalls themselves are the jail crate's (`agentjail_jail::os::probe`, over the same
 //! kernel wrappers the jail uses).
 
-use crate::policy::LoadedPolicy;
+use agentjail_engine::policy::LoadedPolicy;
 use agentjail_jail::cgroup::{self, HostCgroups, Layout};
 use agentjail_jail::container;
 use agentjail_jail::os;
@@ -289,9 +289,9 @@ pub fn probe_jail(policy: &LoadedPolicy) -> Vec<Check> {
             Some("list python or javascript in languages.execute"),
         )];
     };
-    let source = crate::pipeline::source::ColdStart::new();
-    let record = crate::pipeline::job(
-        crate::pipeline::record::Recorder::new(),
+    let source = agentjail_engine::pipeline::source::ColdStart::new();
+    let record = agentjail_engine::pipeline::job(
+        agentjail_engine::pipeline::record::Recorder::new(),
         &action,
         policy,
         &source,
@@ -587,7 +587,8 @@ fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
     ));
 }
 
-/// `serve --zygote` (src/zygote): its template binary next to this one. Optional: without
+/// `serve --zygote` (crates/agentjail-engine/src/zygote): its template binary next to this
+/// one. Optional: without
 /// it every warm jail starts its own interpreter.
 /// The host's checks when the embedded default policy cannot be loaded here (its
 /// `/usr/bin/python3` is missing or not a Python agentjail has tables for): every host
@@ -606,7 +607,7 @@ pub fn run_without_default_policy(error: &str) -> DoctorReport {
 
 /// Which Python the policy's interpreter is, as the loader found it (a policy whose
 /// interpreter is not a Python with module tables did not load, and doctor said so).
-fn python_check(p: &crate::policy::Policy) -> Option<Check> {
+fn python_check(p: &agentjail_engine::policy::Policy) -> Option<Check> {
     if !p.executes("python") {
         return None;
     }
@@ -627,7 +628,7 @@ fn python_check(p: &crate::policy::Policy) -> Option<Check> {
 
 fn zygote_check() -> Check {
     let bin = std::env::current_exe()
-        .map(|p| p.with_file_name(crate::zygote::BINARY))
+        .map(|p| p.with_file_name(agentjail_engine::zygote::BINARY))
         .ok();
     let found = bin.as_ref().is_some_and(|b| b.is_file());
     let detail = match &bin {
@@ -806,7 +807,7 @@ pub fn favordynmods_on(mounts: &str) -> bool {
 /// otherwise (also when the embedded default does not load on this host: a failed `policy`
 /// check says why), 2 when a policy file given cannot be loaded.
 pub fn command(json: bool, policy: Option<&std::path::Path>) -> i32 {
-    let report = match crate::load_policy(policy) {
+    let report = match agentjail_engine::load_policy(policy) {
         Ok(p) => run(Some(&p)),
         // No --policy: the default does not fit this host (no python3 agentjail can use):
         // a finding about the host, reported with the others.

@@ -1,8 +1,10 @@
 //! `agentjail exec`: the jail alone, for shells and systemd units.
 
-use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, StopReason};
-use crate::plan::JailPlan;
-use crate::policy::{parse_bytes, Bytes, Policy};
+use agentjail_engine::pipeline::record::{
+    self, Execution, Phase, RecordError, Recorder, StopReason,
+};
+use agentjail_engine::plan::JailPlan;
+use agentjail_engine::policy::{parse_bytes, Bytes, Policy};
 use agentjail_jail::supervise::{Io, Outcome};
 use agentjail_jail::JailError;
 use serde_json::json;
@@ -17,7 +19,7 @@ pub struct ExecArgs {
     pub memory_limit: Option<String>,
     pub output_limit: Option<u64>,
     /// `--artifacts-dir`: the command runs in /app/out, whose files are copied here.
-    pub artifacts_dir: Option<crate::artifacts::ArtifactsDir>,
+    pub artifacts_dir: Option<agentjail_engine::artifacts::ArtifactsDir>,
     pub print_plan: bool,
     pub cmd: Vec<String>,
 }
@@ -32,7 +34,7 @@ pub enum FlagError {
     /// `--time-limit` outside (0, 86400] seconds.
     TimeLimit(f64),
     /// `--memory-limit` that is not a size (the parser's reason).
-    MemoryLimit(crate::policy::BytesError),
+    MemoryLimit(agentjail_engine::policy::BytesError),
     /// `--memory-limit` below 16 MiB.
     MemoryTooSmall(String),
 }
@@ -81,7 +83,7 @@ pub fn apply_flags(policy: &mut Policy, a: &ExecArgs) -> Result<(), FlagError> {
 /// The exit code and the record's verdict for a jail that ran: the supervisor's or the
 /// kernel's verdict (124), else the command's own status (128+N for a signal).
 fn verdict(o: &Outcome, memory_limit: u64) -> (i32, StopReason) {
-    if let Some(reason) = crate::verdict::jail_verdict(o, memory_limit) {
+    if let Some(reason) = agentjail_engine::verdict::jail_verdict(o, memory_limit) {
         eprintln!("agentjail: stopped: {reason}");
         return (EXIT_STOPPED, reason);
     }
@@ -101,7 +103,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         return EXIT_SETUP;
     }
     let caps = &policy.artifacts;
-    let contents = crate::plan::Contents {
+    let contents = agentjail_engine::plan::Contents {
         out: a.artifacts_dir.as_ref().map(|_| {
             (
                 caps.max_total_bytes.0,
@@ -110,7 +112,7 @@ pub fn exec(mut a: ExecArgs) -> i32 {
         }),
         ..Default::default()
     };
-    let plan = match crate::plan::build(
+    let plan = match agentjail_engine::plan::build(
         &policy,
         std::mem::take(&mut a.cmd),
         &contents,
@@ -154,7 +156,7 @@ fn launch(
     r: &mut Recorder,
     plan: &JailPlan,
     policy: &Policy,
-    artifacts_dir: Option<&crate::artifacts::ArtifactsDir>,
+    artifacts_dir: Option<&agentjail_engine::artifacts::ArtifactsDir>,
 ) -> (i32, StopReason) {
     let t0 = std::time::Instant::now();
     let sigfd = agentjail_jail::supervise::block_termination_signals();
@@ -170,7 +172,7 @@ fn launch(
     let started = agentjail_jail::launch::prepare(plan)
         .and_then(|p| p.start())
         .and_then(|mut jail| {
-            let net = crate::netproxy::start(policy, false, &mut jail)?;
+            let net = agentjail_engine::netproxy::start(policy, false, &mut jail)?;
             Ok((jail, net))
         });
     match started {
@@ -193,7 +195,7 @@ fn launch(
                     .as_ref()
                     .map(agentjail_jail::supervise::Interrupt::Signals),
             );
-            let net_stop = crate::netproxy::finish(r, policy, net);
+            let net_stop = agentjail_engine::netproxy::finish(r, policy, net);
             let o = &run.outcome;
             let (mut code, mut reason) = verdict(o, policy.limits.memory.0);
             if let Some(stop) = net_stop {
@@ -213,14 +215,14 @@ fn launch(
 }
 
 /// The files the command left in /app/out, copied into the artifacts directory (collected
-/// by the same rules as a run's: crate::pipeline::artifacts) and listed in the record.
+/// by the same rules as a run's: agentjail_engine::pipeline::artifacts) and listed in the record.
 fn save_artifacts(
     r: &mut Recorder,
-    dir: &crate::artifacts::ArtifactsDir,
+    dir: &agentjail_engine::artifacts::ArtifactsDir,
     out: &std::os::fd::OwnedFd,
     policy: &Policy,
 ) {
-    use crate::pipeline::artifacts::{self, Unsaved};
+    use agentjail_engine::pipeline::artifacts::{self, Unsaved};
     let collected = artifacts::collect(out, policy);
     if let Err(e) = artifacts::into_record(r, &collected, 0, Some(dir), Unsaved::Listed) {
         eprintln!("agentjail: artifacts: {e}");
@@ -244,7 +246,7 @@ pub fn command(
     args.policy_path = loaded.path;
     args.policy_sha256 = loaded.sha256;
     if let Some(d) = artifacts_dir.filter(|_| !args.print_plan) {
-        match crate::artifacts::ArtifactsDir::open(&d) {
+        match agentjail_engine::artifacts::ArtifactsDir::open(&d) {
             Ok(d) => args.artifacts_dir = Some(d),
             Err(e) => {
                 eprintln!("agentjail: {e}");

@@ -22,8 +22,10 @@ pub enum ExitStatus {
     Error = 2,
 }
 
-pub fn load(policy: Option<&std::path::Path>) -> Result<crate::policy::LoadedPolicy, ExitStatus> {
-    crate::load_policy(policy).map_err(|e| {
+pub fn load(
+    policy: Option<&std::path::Path>,
+) -> Result<agentjail_engine::policy::LoadedPolicy, ExitStatus> {
+    agentjail_engine::load_policy(policy).map_err(|e| {
         eprintln!("agentjail: {e}");
         ExitStatus::Error
     })

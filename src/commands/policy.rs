@@ -7,12 +7,12 @@ pub fn command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
     match action {
         PolicyCommand::Show { file } => {
             let loaded = super::load(file.as_deref())?;
-            print!("{}", crate::policy::show(&loaded));
+            print!("{}", agentjail_engine::policy::show(&loaded));
             Ok(ExitStatus::Ok)
         }
         PolicyCommand::Lint { file } => {
             let loaded = super::load(file.as_deref())?;
-            let warnings = crate::policy::lint(&loaded.policy);
+            let warnings = agentjail_engine::policy::lint(&loaded.policy);
             for w in &warnings {
                 println!("warning: {}: {}", w.key, w.message);
             }

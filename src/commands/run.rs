@@ -8,21 +8,21 @@ use super::ExitStatus;
 pub fn command(
     policy: Option<&std::path::Path>,
     audit_log: Option<std::path::PathBuf>,
-    flags: crate::pipeline::RunFlags,
+    flags: agentjail_engine::pipeline::RunFlags,
     action: &str,
 ) -> ExitStatus {
-    let loaded = match crate::load_policy(policy) {
+    let loaded = match agentjail_engine::load_policy(policy) {
         Ok(p) => p,
         Err(e) => return refused("policy", &e),
     };
     let audit = loaded.audit_log(audit_log);
-    let options = match crate::pipeline::run_options(&loaded, flags) {
+    let options = match agentjail_engine::pipeline::run_options(&loaded, flags) {
         Ok(o) => o,
         Err(e) => return refused("flags", &e),
     };
-    let record = crate::pipeline::run_action(&loaded, action, options);
+    let record = agentjail_engine::pipeline::run_action(&loaded, action, options);
     super::print_json(&record.value);
-    if !crate::pipeline::audit::append(audit.as_deref(), &record) {
+    if !agentjail_engine::pipeline::audit::append(audit.as_deref(), &record) {
         return ExitStatus::Error;
     }
     if record.is_ok() {
@@ -36,7 +36,9 @@ pub fn command(
 /// stdout a valid record that says so (`agentjail_error:<what>`); exit 2.
 fn refused(what: &str, e: &dyn std::fmt::Display) -> ExitStatus {
     eprintln!("agentjail: {e}");
-    let reason = crate::verdict::StopReason::AgentjailError(what.into());
-    super::print_json(&crate::pipeline::record::Record::refused(reason, &e.to_string()).to_value());
+    let reason = agentjail_engine::verdict::StopReason::AgentjailError(what.into());
+    super::print_json(
+        &agentjail_engine::pipeline::record::Record::refused(reason, &e.to_string()).to_value(),
+    );
     ExitStatus::Error
 }

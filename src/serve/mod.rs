@@ -9,15 +9,19 @@
 //! finish for [`GRACE`], then stop the rest (each still gets its record, `interrupted:
 //! sigterm`), end every jail and session, exit 0.
 
-mod error;
-pub mod protocol;
-pub use error::SocketError;
+//!
+//! The protocol's messages (agentjail_engine::protocol) and the socket, the signals and the
+//! grace (agentjail_engine::listen) are the engine crate's, which agentjail-http shares; the
+//! server (queues, workers, clients) is this module.
+
 mod workspace;
 
-use crate::engine::{Caller, Engine, Outcome, Request as EngineRequest};
-use crate::pipeline::session::Owner;
+use agentjail_engine::engine::{Caller, Engine, Outcome, Request as EngineRequest};
+use agentjail_engine::flags::ServeFlags;
+use agentjail_engine::listen::{listen, signalled, GRACE};
+use agentjail_engine::pipeline::session::Owner;
+use agentjail_engine::protocol::{self, Op, Request};
 use agentjail_jail::os;
-use protocol::{Op, Request};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -27,11 +31,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// How long running jobs may finish after SIGTERM before they are stopped.
-pub const GRACE: Duration = Duration::from_secs(10);
-
 pub struct ServeArgs {
-    pub engine: crate::engine::EngineConfig,
+    pub engine: agentjail_engine::engine::EngineConfig,
     pub jobs: usize,
     pub socket: Option<PathBuf>,
     pub socket_group: Option<String>,
@@ -296,7 +297,7 @@ struct Conn {
     /// Requests of this client not yet answered.
     pending: Arc<(Mutex<Pending>, Condvar)>,
     /// Stops this client's jobs and calls alone (Engine::hang_up).
-    stop: Option<Arc<crate::engine::ClientStop>>,
+    stop: Option<Arc<agentjail_engine::engine::ClientStop>>,
     /// Drop the client: shut its connection down, stop its work (idempotent).
     hang_up: Arc<dyn Fn() + Send + Sync>,
 }
@@ -481,7 +482,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
             let roots = &engine.policy().policy.files.host_roots;
             let resolved = inputs
                 .iter()
-                .map(|spec| crate::inputs::resolve(spec, roots))
+                .map(|spec| agentjail_engine::inputs::resolve(spec, roots))
                 .collect::<Result<Vec<_>, _>>();
             match resolved {
                 Ok(inputs) => inputs,
@@ -773,12 +774,6 @@ fn finish(engine: &Arc<Engine>, workers: Arc<Workers>) {
     }
 }
 
-/// Whether the signalfd has a termination signal (consumed); `timeout_ms` -1 waits.
-pub fn signalled(sigfd: &OwnedFd, timeout_ms: i32) -> bool {
-    os::fd::poll_one(sigfd, libc::POLLIN, timeout_ms).is_ok_and(|r| r & libc::POLLIN != 0)
-        && os::fd::read_signalfd(sigfd).is_some()
-}
-
 fn serve_stdin(engine: &Arc<Engine>, workers: &Arc<Workers>, sigfd: &OwnedFd) -> Option<Conn> {
     // Dropped (stdout stopped taking responses): stop reading; the main loop sees it.
     // One client: its own bound (MAX_QUEUED_RESPONSE_BYTES) is the server's.
@@ -850,185 +845,6 @@ impl Clients {
 fn next_connection() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::SeqCst)
-}
-
-/// The socket file we created: where it is (the directory's fd, its name) and which inode
-/// it is, so that only that file is removed at exit.
-pub struct Created {
-    dir: OwnedFd,
-    name: std::ffi::CString,
-    ino: (u64, u64),
-}
-
-impl Drop for Created {
-    fn drop(&mut self) {
-        let ours =
-            os::dir::stat_at(&self.dir, &self.name).is_ok_and(|st| (st.dev, st.ino) == self.ino);
-        if ours {
-            let _ = os::dir::unlink_at(&self.dir, &self.name, 0);
-        }
-    }
-}
-
-/// The listening socket and the file we created for it: systemd's (socket activation:
-/// LISTEN_PID is us and LISTEN_FDS ≥ 1, fd 3; its file is the .socket unit's, None), or a
-/// new one at `path`, 0600 (0660 with `group`). An existing socket file of ours is
-/// replaced; any other file there is refused.
-///
-/// Nothing here follows a path another user can swap (crate::hostpath): the directory is
-/// walked and checked once (ours or root's, and sticky if others may write it) and used by
-/// its fd from then on; the socket is bound in a private 0700 directory made in it, given
-/// its group and mode there, where no one else can reach it, and only then renamed into
-/// place, whole.
-pub fn listen(
-    path: &std::path::Path,
-    group: Option<&str>,
-) -> Result<(UnixListener, Option<Created>), SocketError> {
-    if socket_activated() {
-        return activated_listener().map(|l| (l, None));
-    }
-    let gid = group.map(group_id).transpose()?;
-    let (dir, name) = crate::hostpath::parent_and_name(path, "--socket")?;
-    match os::dir::stat_at(&dir, &name) {
-        Err(libc::ENOENT) => {}
-        Ok(st) if st.mode & libc::S_IFMT == libc::S_IFSOCK && st.uid == os::process::geteuid() => {}
-        Ok(_) => {
-            return Err(SocketError::NotOurs {
-                path: path.to_path_buf(),
-            })
-        }
-        Err(errno) => {
-            return Err(SocketError::Stat {
-                path: path.to_path_buf(),
-                errno,
-            })
-        }
-    }
-    let private =
-        std::ffi::CString::new(format!(".agentjail-{}", agentjail_jail::ids::random_hex(8)))
-            .map_err(|e| SocketError::Internal(e.to_string()))?;
-    os::dir::mkdir_at(&dir, &private, 0o700).map_err(|errno| SocketError::Private {
-        dir: path.parent().unwrap_or(path).to_path_buf(),
-        errno,
-    })?;
-    let made = bind_in_private(&dir, &private, &name, path, gid);
-    let _ = os::dir::unlink_at(&dir, &private, libc::AT_REMOVEDIR);
-    let (listener, created) = made?;
-    Ok((listener, Some(created)))
-}
-
-/// Whether systemd passed us a listening socket (LISTEN_PID is ours, LISTEN_FDS >= 1).
-fn socket_activated() -> bool {
-    let var = |k: &str| std::env::var(k).ok();
-    var("LISTEN_PID").and_then(|p| p.parse::<i32>().ok()) == Some(os::process::getpid())
-        && var("LISTEN_FDS")
-            .and_then(|n| n.parse::<u32>().ok())
-            .unwrap_or(0)
-            >= 1
-}
-
-/// Bind and listen in the private directory `private` (0700, ours) under `dir`, give the
-/// socket its group and mode there, then rename it to `name`: it appears at `path` whole,
-/// already listening, with its final owner and mode, and no path another user can swap is
-/// followed on the way.
-fn bind_in_private(
-    dir: &OwnedFd,
-    private: &std::ffi::CStr,
-    name: &std::ffi::CString,
-    path: &std::path::Path,
-    gid: Option<u32>,
-) -> Result<(UnixListener, Created), SocketError> {
-    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let pdir = os::dir::open_at(dir, private, flags, 0)
-        .map_err(|errno| SocketError::PrivateErrno { errno })?;
-    let st = os::dir::stat(&pdir).map_err(|errno| SocketError::PrivateErrno { errno })?;
-    if st.uid != os::process::geteuid() || st.mode & 0o077 != 0 {
-        return Err(SocketError::Replaced);
-    }
-    let inner = c"s";
-    let at = format!("/proc/self/fd/{}/s", pdir.as_raw_fd());
-    // Created 0600 (umask 0177 around bind), in a directory only we can reach.
-    let old = os::process::umask(0o177);
-    let bound = UnixListener::bind(&at);
-    os::process::umask(old);
-    let listener = bound.map_err(|e| SocketError::Listen {
-        path: path.to_path_buf(),
-        errno: e.raw_os_error(),
-        detail: e.to_string(),
-    })?;
-    let cleanup = |e: SocketError| {
-        let _ = os::dir::unlink_at(&pdir, inner, 0);
-        e
-    };
-    if let Some(gid) = gid {
-        os::dir::chown_at_nofollow(&pdir, inner, u32::MAX, gid)
-            .and_then(|_| os::dir::chmod_at(&pdir, inner, 0o660))
-            .map_err(|errno| {
-                cleanup(SocketError::Chown {
-                    path: path.to_path_buf(),
-                    gid,
-                    errno,
-                })
-            })?;
-    }
-    let st = os::dir::stat_at(&pdir, inner)
-        .map_err(|errno| cleanup(SocketError::PrivateErrno { errno }))?;
-    // In a sticky directory (the only kind others may write that we accept) a name another
-    // user holds cannot be replaced: EPERM says someone else put it there (SocketError's
-    // Display says so).
-    os::dir::rename_at(&pdir, inner, dir, name).map_err(|errno| {
-        cleanup(SocketError::Rename {
-            path: path.to_path_buf(),
-            errno,
-        })
-    })?;
-    Ok((
-        listener,
-        Created {
-            dir: dir
-                .try_clone()
-                .map_err(|e| SocketError::Internal(e.to_string()))?,
-            name: name.clone(),
-            ino: (st.dev, st.ino),
-        },
-    ))
-}
-
-/// fd 3 from systemd, checked to be what the .socket unit promises (a listening AF_UNIX
-/// stream socket: anything else would be polled and never accepted), moved to a close-on-exec
-/// fd (systemd passes it inheritable).
-fn activated_listener() -> Result<UnixListener, SocketError> {
-    // fd 3 is systemd's listening socket by the socket-activation protocol, passed to this
-    // process alone (LISTEN_PID is ours); it is taken over exactly once, here.
-    let passed = os::fd::take_socket_activation_fd();
-    let listening = os::fd::is_listening_unix_stream(&passed);
-    if !listening {
-        return Err(SocketError::NotListening);
-    }
-    let fd = os::fd::dup_cloexec_above(&passed, 3)
-        .map_err(|errno| SocketError::MoveActivated { errno })?;
-    drop(passed);
-    Ok(UnixListener::from(fd))
-}
-
-/// A group name (from /etc/group) or number.
-fn group_id(g: &str) -> Result<u32, SocketError> {
-    if let Ok(n) = g.parse() {
-        return Ok(n);
-    }
-    std::fs::read_to_string("/etc/group")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                let mut f = l.split(':');
-                (f.next() == Some(g))
-                    .then(|| f.nth(1).and_then(|id| id.parse().ok()))
-                    .flatten()
-            })
-        })
-        .ok_or_else(|| SocketError::NoGroup {
-            group: g.to_string(),
-        })
 }
 
 fn serve_socket(
@@ -1105,8 +921,8 @@ fn client(
 }
 
 /// `serve`: load the policy, start the engine and serve until EOF or a signal.
-pub fn command(command: crate::cli::Command) -> i32 {
-    let crate::cli::Command::Serve {
+pub fn command(flags: ServeFlags) -> i32 {
+    let ServeFlags {
         policy,
         engine,
         jobs,
@@ -1117,10 +933,7 @@ pub fn command(command: crate::cli::Command) -> i32 {
         token_file: _,
         pod_workspace: _,
         unread_budget: max_unread_responses,
-    } = command
-    else {
-        unreachable!("serve_command is called with Command::Serve only");
-    };
+    } = flags;
     // The HTTP front end is its own binary (src/serve/mod.rs, exec_http_binary, says why).
     if http.is_some() {
         return exec_http_binary();
@@ -1138,7 +951,7 @@ pub fn command(command: crate::cli::Command) -> i32 {
     };
     serve(ServeArgs {
         engine: engine.config(loaded),
-        jobs: jobs.unwrap_or_else(crate::engine::default_jobs),
+        jobs: jobs.unwrap_or_else(agentjail_engine::engine::default_jobs),
         socket,
         socket_group,
         audit_log,
@@ -1150,7 +963,7 @@ pub fn command(command: crate::cli::Command) -> i32 {
 /// client's own bound, MAX_QUEUED_RESPONSE_BYTES (a smaller total would drop a client the
 /// moment one large record waits for it).
 fn unread_budget(text: &str) -> Result<usize, String> {
-    let n = crate::policy::parse_bytes(text)
+    let n = agentjail_engine::policy::parse_bytes(text)
         .map_err(|e| format!("--unread-budget {text:?}: {e}; give a size such as 256MiB"))?;
     let min = MAX_QUEUED_RESPONSE_BYTES as u64;
     if n < min {

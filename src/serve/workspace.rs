@@ -1,8 +1,9 @@
-//! `serve`'s workspace ops (protocol.rs spells them; src/engine/workspace.rs runs them) as
+//! `serve`'s workspace ops (agentjail_engine::protocol spells them;
+//! crates/agentjail-engine/src/engine/workspace.rs runs them) as
 //! the engine's requests.
 
 use super::Op;
-use crate::engine::Request;
+use agentjail_engine::engine::Request;
 
 /// The engine request of a workspace op; None for another op.
 pub(super) fn request(op: &Op) -> Option<Request<'_>> {

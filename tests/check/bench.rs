@@ -2,9 +2,9 @@
 //! `scripts/bench-check.sh`, which also times CPython's `ast.parse` on the same source.
 //! Ignored by default so `cargo test` stays fast.
 
-use agentjail::contract::check_action;
-use agentjail::contract::parse_action;
-use agentjail::policy::Policy;
+use agentjail_engine::contract::check_action;
+use agentjail_engine::contract::parse_action;
+use agentjail_engine::policy::Policy;
 use std::time::Instant;
 
 #[test]

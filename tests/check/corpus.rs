@@ -3,12 +3,12 @@
 
 use crate::common;
 use crate::{checked_action as action, data_policy};
-use agentjail::contract::check_action;
-use agentjail::contract::parse_action;
-use agentjail::policy::Policy;
 use agentjail_check::python::check_source;
 use agentjail_check::stdlib;
 use agentjail_check::Decision;
+use agentjail_engine::contract::check_action;
+use agentjail_engine::contract::parse_action;
+use agentjail_engine::policy::Policy;
 use serde_json::json;
 
 const INCIDENT: &str = include_str!("../data/incident_main.py");
@@ -78,7 +78,7 @@ fn seed_incident_program_is_allowed() {
     let policy = Policy::default();
     let act = parse_action(raw.to_string().as_bytes(), &policy).expect("valid action");
     let (tight, notes) =
-        agentjail::contract::apply_hints(&policy, act.policy_hints.as_ref().expect("hints"));
+        agentjail_engine::contract::apply_hints(&policy, act.policy_hints.as_ref().expect("hints"));
     assert!(notes.is_empty(), "{notes:?}");
     let d = check_action(&act, &tight);
     assert_eq!(d.decision, "allow", "{d:?}");

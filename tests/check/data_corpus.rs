@@ -10,9 +10,9 @@
 
 use crate::common;
 use crate::{checked_action as action, data_policy};
-use agentjail::contract::check_action;
-use agentjail::policy::{load_file, Policy};
 use agentjail_check::stdlib;
+use agentjail_engine::contract::check_action;
+use agentjail_engine::policy::{load_file, Policy};
 
 /// (name, text its run must print, program). Written the way agents and people write
 /// analysis code: type hints, dataclasses, enums, regexes, money in Decimal, dates,
@@ -1348,7 +1348,7 @@ fn data_policy_is_refused_where_the_tables_do_not_hold() {
             "read_only = [",
             &format!("read_only = [{:?}, ", prefix.display().to_string()),
         );
-    let e = agentjail::policy::load_str(&other, "data-3.12").expect_err("refused");
+    let e = agentjail_engine::policy::load_str(&other, "data-3.12").expect_err("refused");
     assert_eq!(e.key.as_deref(), Some("check.allowed_imports"), "{e}");
     assert!(e.message.contains("numpy"), "{e}");
     assert!(e.hint.contains("scripts/gen-stdlib-graph.py"), "{e}");

@@ -105,7 +105,8 @@ fn honest() {
 }
 "#;
 
-const NEW_CIRCLE: &str = "agentjail: 2 files: src/hostpath.rs src/verdict.rs";
+const NEW_CIRCLE: &str = "agentjail-engine: 2 files: crates/agentjail-engine/src/hostpath.rs \
+    crates/agentjail-engine/src/verdict.rs";
 
 fn plants() -> Vec<Plant> {
     let long_fn = format!(
@@ -122,21 +123,21 @@ fn plants() -> Vec<Plant> {
         ),
         plant(
             "rule 2 ",
-            "src/policy/lint.rs",
+            "crates/agentjail-engine/src/policy/lint.rs",
             "\nfn planted() { agentjail_jail::launch::prepare(); }\n",
         ),
         plant(
             "rule 3 ",
-            "src/plan/seccomp.rs",
+            "crates/agentjail-engine/src/plan/seccomp.rs",
             "\nfn planted() { let _ = std::fs::read(\"x\"); }\n",
         ),
         plant(
             "rule 4 ",
-            "src/redact.rs",
+            "crates/agentjail-engine/src/redact.rs",
             "\nfn planted() { unsafe { libc::getpid() }; }\n",
         ),
         plant("rule 5 ", "src/main.rs", "\nuse serde_json::Value;\n"),
-        plant("rule 6 ", "src/environment.rs", &long_fn),
+        plant("rule 6 ", "crates/agentjail-engine/src/environment.rs", &long_fn),
         // The async stack in the JSON crate.
         showing(
             plant(
@@ -146,15 +147,24 @@ fn plants() -> Vec<Plant> {
             ),
             "agentjail-json -> tokio",
         ),
+        // A front end depending on the binary instead of the engine crate.
+        showing(
+            plant(
+                "rule 7 ",
+                "crates/agentjail-http/Cargo.toml",
+                "\n[dev-dependencies.agentjail]\npath = \"../..\"\n",
+            ),
+            "agentjail-http -> agentjail (dev): an arrow the architecture does not draw: agentjail is the binary",
+        ),
         plant(
             "rule 8 ",
             "tests/jail/planted_long.rs",
             &"// a line\n".repeat(1501),
         ),
-        // The kernel module named from the main crate.
+        // The kernel module named from the engine crate.
         plant(
             "rule 9 ",
-            "src/cache.rs",
+            "crates/agentjail-engine/src/cache.rs",
             "\nfn planted() { agentjail_jail::sys::getpid(); }\n",
         ),
         plant("rule 10 ", "tests/jail/planted.rs", SHAPES),
@@ -164,7 +174,7 @@ fn plants() -> Vec<Plant> {
         showing(
             plant(
                 "rule 13 ",
-                "src/verdict.rs",
+                "crates/agentjail-engine/src/verdict.rs",
                 "\npub fn planted_a() { crate::hostpath::planted_b() }\n",
             ),
             NEW_CIRCLE,
@@ -172,26 +182,48 @@ fn plants() -> Vec<Plant> {
         showing(
             plant(
                 "rule 13 ",
-                "src/hostpath.rs",
+                "crates/agentjail-engine/src/hostpath.rs",
                 "\npub fn planted_b() { crate::verdict::planted_a() }\n",
             ),
             NEW_CIRCLE,
         ),
-        // The engine importing a front end.
+        // The engine importing what the front ends share (the socket and signals).
         plant(
             "rule 14 ",
-            "src/engine/pool.rs",
-            "\nfn planted() { crate::mcp::exec_server_binary(); }\n",
+            "crates/agentjail-engine/src/engine/pool.rs",
+            "\nfn planted() { crate::listen::signalled(); }\n",
         ),
-        // A module of the main crate in no layer.
+        // The engine crate naming a front end, the binary's (cargo would refuse it too).
         showing(
-            plant("rule 14 ", "src/lib.rs", "\npub mod planted_layerless;\n"),
-            "src/planted_layerless.rs: a module of src/ in no layer",
+            plant(
+                "rule 14 ",
+                "crates/agentjail-engine/src/pipeline/stages.rs",
+                "\nfn planted() { agentjail::mcp::exec_server_binary(); }\n",
+            ),
+            "crates/agentjail-engine/src/pipeline/stages.rs:",
         ),
-        plant("rule 14 ", "src/planted_layerless.rs", ""),
+        // A module of the engine crate, and one of the binary, in no layer of its crate.
+        showing(
+            plant(
+                "rule 14 ",
+                "crates/agentjail-engine/src/lib.rs",
+                "\npub mod planted_layerless;\n",
+            ),
+            "crates/agentjail-engine/src/planted_layerless.rs: a module of agentjail-engine in no layer",
+        ),
+        plant(
+            "rule 14 ",
+            "crates/agentjail-engine/src/planted_layerless.rs",
+            "",
+        ),
+        showing(
+            plant("rule 14 ", "src/main.rs", "\nmod planted_unlayered;\n"),
+            "src/planted_unlayered.rs: a module of agentjail in no layer",
+        ),
+        plant("rule 14 ", "src/planted_unlayered.rs", ""),
         plant(
             "rule 15 ",
-            "src/inputs.rs",
+            "crates/agentjail-engine/src/inputs.rs",
             "\npub fn planted() -> Result<(), String> { Ok(()) }\n",
         ),
         plant("rule 16 ", "README.md", "\nSee `src/planted_missing.rs`.\n"),

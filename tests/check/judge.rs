@@ -3,14 +3,14 @@
 //! (`check.allow_star_imports`) bind nothing an explicit import would be refused.
 
 use crate::checked_action;
-use agentjail::contract::{check_action, Action, OutputMode};
-use agentjail::policy::Policy;
 use agentjail_check::stdlib;
 use agentjail_check::Decision;
+use agentjail_engine::contract::{check_action, Action, OutputMode};
+use agentjail_engine::policy::Policy;
 
 fn judge_policy() -> Policy {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/judge.toml");
-    agentjail::policy::load_file(&path)
+    agentjail_engine::policy::load_file(&path)
         .unwrap_or_else(|e| panic!("policies/judge.toml: {e}"))
         .policy
 }
@@ -253,7 +253,7 @@ fn shipped(name: &str) -> Policy {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("policies")
         .join(name);
-    agentjail::policy::load_file(&path)
+    agentjail_engine::policy::load_file(&path)
         .unwrap_or_else(|e| panic!("policies/{name}: {e}"))
         .policy
 }
@@ -347,9 +347,10 @@ fn judge_open_keeps_the_contracts_refusals() {
             "entrypoint": "main.py", "code": code, "stdin": "", "output_mode": "text"}))
         .unwrap()
     };
-    assert!(agentjail::contract::parse_action(&body(&long), &open).is_ok());
+    assert!(agentjail_engine::contract::parse_action(&body(&long), &open).is_ok());
     let too_long = "x = 1\n".repeat(open.budget.max_code_chars / 6 + 1);
-    let e = agentjail::contract::parse_action(&body(&too_long), &open).expect_err("too long");
+    let e =
+        agentjail_engine::contract::parse_action(&body(&too_long), &open).expect_err("too long");
     assert_eq!(e.reason(), "invalid_action:code_too_long");
 }
 
@@ -372,7 +373,9 @@ const HOST_ATTACKS: &[(&str, &str)] = &[
 
 #[test]
 fn attacks_refused_by_enforcing_policies_are_findings_under_judge_open() {
-    let default = agentjail::policy::load_default().expect("default").policy;
+    let default = agentjail_engine::policy::load_default()
+        .expect("default")
+        .policy;
     let open = shipped("judge-open.toml");
     for (code, rule) in HOST_ATTACKS {
         for (name, p) in [

@@ -27,8 +27,8 @@ mod schema_bounds;
 
 /// The same Python action as the contract's type (id "t", an empty payload), for the
 /// checker tests that call `check_action` without a jail.
-pub(crate) fn checked_action(code: &str) -> agentjail::contract::Action {
-    agentjail::contract::Action {
+pub(crate) fn checked_action(code: &str) -> agentjail_engine::contract::Action {
+    agentjail_engine::contract::Action {
         id: "t".into(),
         language: "python".into(),
         entrypoint: "main.py".into(),
@@ -46,14 +46,15 @@ pub(crate) fn checked_action(code: &str) -> agentjail::contract::Action {
 /// cover (the loader refuses the policy there, data_corpus), the same rules
 /// for the tables' own Python version: what the checker judges is a function of the code,
 /// the rules and the tables, not of the host.
-pub(crate) fn data_policy() -> agentjail::policy::Policy {
+pub(crate) fn data_policy() -> agentjail_engine::policy::Policy {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/data.toml");
-    match agentjail::policy::load_file(&path) {
+    match agentjail_engine::policy::load_file(&path) {
         Ok(loaded) => loaded.policy,
         Err(e) => {
             assert_eq!(e.key.as_deref(), Some("check.allowed_imports"), "{e}");
             let text = std::fs::read_to_string(&path).expect("read data.toml");
-            let mut p: agentjail::policy::Policy = toml::from_str(&text).expect("data.toml parses");
+            let mut p: agentjail_engine::policy::Policy =
+                toml::from_str(&text).expect("data.toml parses");
             p.interpreter.python_version =
                 Some(agentjail_check::stdlib::PACKAGE_TABLE.python.into());
             p

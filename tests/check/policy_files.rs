@@ -1,7 +1,7 @@
 //! Policy files: every shipped policy loads, the embedded default is the shipped file, bad
 //! input fails with file/line/key and never panics, show round-trips, lint is specific.
 
-use agentjail::policy::{
+use agentjail_engine::policy::{
     lint, load_default, load_file, load_str, show, Policy, PolicyError, DEFAULT_POLICY_TOML,
 };
 use proptest::prelude::*;
@@ -303,7 +303,7 @@ fn javascript_settings_are_validated_strictly() {
     assert_eq!(p.interpreter.node, "/usr/bin/node");
     assert_eq!(
         p.interpreter.node_args,
-        agentjail::policy::DEFAULT_NODE_ARGS
+        agentjail_engine::policy::DEFAULT_NODE_ARGS
     );
     // languages.execute: only what the binary runs, once each.
     assert_err(
@@ -409,7 +409,7 @@ fn data_policy_executes_javascript() {
     assert!(p.seccomp.allow_groups.iter().any(|g| g == "javascript"));
     assert_eq!(
         p.interpreter.node_args,
-        agentjail::policy::DEFAULT_NODE_ARGS
+        agentjail_engine::policy::DEFAULT_NODE_ARGS
     );
     assert_eq!(
         p.check.javascript,
@@ -762,7 +762,7 @@ fn judge_open_is_judge_with_the_check_reported() {
     assert_eq!(open.name, "judge-open");
     assert_eq!(
         open.landlock.requirement,
-        agentjail::policy::Requirement::Required
+        agentjail_engine::policy::Requirement::Required
     );
     let mut same = open.clone();
     same.name = judge.name.clone();
@@ -818,7 +818,7 @@ proptest! {
 
     #[test]
     fn byte_sizes_round_trip(n in any::<u64>()) {
-        let b = agentjail::policy::Bytes(n);
-        prop_assert_eq!(agentjail::policy::parse_bytes(&b.to_string()), Ok(n));
+        let b = agentjail_engine::policy::Bytes(n);
+        prop_assert_eq!(agentjail_engine::policy::parse_bytes(&b.to_string()), Ok(n));
     }
 }

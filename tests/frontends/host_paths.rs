@@ -4,7 +4,8 @@
 //! against each while agentjail starts and works, through the real binary launched as root
 //! and as nobody. The target of every symlink is a file or directory of agentjail's own uid
 //! that it must never touch. And in a directory other users can change (not sticky),
-//! agentjail refuses to start, says why, and leaves nothing behind (src/hostpath.rs).
+//! agentjail refuses to start, says why, and leaves nothing behind
+//! (crates/agentjail-engine/src/hostpath.rs).
 
 use crate::common::serve as serve_harness;
 

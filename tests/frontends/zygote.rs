@@ -1,5 +1,6 @@
 //! `agentjail serve --zygote` attacked through the real binary, as root and as nobody: the
-//! warm Python jails are forked from one pre-initialised interpreter (src/zygote), so every
+//! warm Python jails are forked from one pre-initialised interpreter
+//! (crates/agentjail-engine/src/zygote), so every
 //! promise of a fresh jail is attacked again here. Jobs on one zygote pool never share
 //! anything (files, module state, environment, processes, memory, random state); the
 //! template cannot be seen, signalled or read from a jail; a zygote jail stops exactly the

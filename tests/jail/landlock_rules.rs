@@ -1,7 +1,7 @@
 //! Attacks on the landlock rules, each from a forked child that applied them; the test
 //! process itself is never restricted. A payload that succeeds fails the test.
 
-use agentjail::policy::Requirement;
+use agentjail_engine::policy::Requirement;
 use agentjail_jail::landlock::{self, LandlockPlan, Prepared};
 use std::ffi::CString;
 use std::net::TcpListener;

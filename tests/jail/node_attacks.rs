@@ -585,7 +585,7 @@ setTimeout(() => {
 /// compile; `__proto__` throws; there is no WebAssembly and no fetch.
 #[test]
 fn node_hardening_flags_hold_in_the_jail() {
-    let flags = agentjail::policy::DEFAULT_NODE_ARGS;
+    let flags = agentjail_engine::policy::DEFAULT_NODE_ARGS;
     let body = r#"
 attempt('read /etc/passwd', () => fs.readFileSync('/etc/passwd', 'utf8'));
 attempt('write /tmp', () => fs.writeFileSync('/tmp/x', 'x'));

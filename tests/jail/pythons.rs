@@ -33,7 +33,7 @@ fn policy_for(version: &str) -> Option<String> {
         return None;
     };
     let prefix = exe.parent().and_then(|b| b.parent()).expect("prefix");
-    let text = agentjail::policy::DEFAULT_POLICY_TOML
+    let text = agentjail_engine::policy::DEFAULT_POLICY_TOML
         .replace(
             "python = \"/usr/bin/python3\"",
             &format!("python = \"{}/bin/python3\"", prefix.display()),
@@ -218,7 +218,7 @@ fn what_is_not_the_python_it_claims_is_refused_at_load() {
         (
             format!(
                 "python_version = \"{}\"\n",
-                if agentjail::policy::load_default()
+                if agentjail_engine::policy::load_default()
                     .expect("default")
                     .policy
                     .python_version()
@@ -444,7 +444,7 @@ fn an_interpreter_whose_libraries_are_outside_the_binds_is_refused_at_load() {
     let py = s(&prefix.join("bin/python3.11"));
     let policy = |tag: &str, binds: &[String]| {
         let list: Vec<String> = binds.iter().map(|b| format!("{b:?}")).collect();
-        let text = agentjail::policy::DEFAULT_POLICY_TOML
+        let text = agentjail_engine::policy::DEFAULT_POLICY_TOML
             .replace("python = \"/usr/bin/python3\"", &format!("python = {py:?}"))
             .replace(
                 "read_only = [\"/usr\"",
@@ -548,7 +548,7 @@ fn an_interpreter_whose_libraries_are_outside_the_binds_is_refused_at_load() {
         &format!("-Wl,-rpath,{}", s(&gone_lib)),
     ]);
     std::fs::remove_file(gone_lib.join("libajgone.so")).unwrap();
-    let text = agentjail::policy::DEFAULT_POLICY_TOML
+    let text = agentjail_engine::policy::DEFAULT_POLICY_TOML
         .replace(
             "python = \"/usr/bin/python3\"",
             &format!("python = {:?}", s(&gone.join("bin/python3.11"))),

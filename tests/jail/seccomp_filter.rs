@@ -2,8 +2,8 @@
 //! test process. The parent takes the listener with pidfd_getfd, as the supervisor does, and
 //! reports what happened to the child: exit code, killing signal, or the notified syscall.
 
-use agentjail::plan::seccomp::plan as seccomp_plan;
-use agentjail::policy::SeccompPolicy;
+use agentjail_engine::plan::seccomp::plan as seccomp_plan;
+use agentjail_engine::policy::SeccompPolicy;
 use agentjail_jail::seccomp::{self, Filter};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};

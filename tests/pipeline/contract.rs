@@ -1,9 +1,9 @@
 //! The action contract: every malformed action gets its own `invalid_action:*` reason,
 //! hints only tighten, and nothing panics on arbitrary bytes.
 
-use agentjail::contract::check_action;
-use agentjail::contract::{apply_hints, parse_action, ContractError, PolicyHints};
-use agentjail::policy::Policy;
+use agentjail_engine::contract::check_action;
+use agentjail_engine::contract::{apply_hints, parse_action, ContractError, PolicyHints};
+use agentjail_engine::policy::Policy;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

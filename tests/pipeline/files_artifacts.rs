@@ -20,7 +20,7 @@ fn scratch(tag: &str) -> tempfile::TempDir {
         .tempdir_in("/tmp")
         .unwrap();
     // Sticky, like /tmp: agentjail refuses to create its files in a directory other users
-    // can change (src/hostpath.rs).
+    // can change (crates/agentjail-engine/src/hostpath.rs).
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     d
 }

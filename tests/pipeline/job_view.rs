@@ -263,7 +263,8 @@ fn a_job_is_in_its_own_namespaces() {
     }
 }
 
-/// Every procfs entry docs/SECURITY.md says is masked (src/plan's PROC_MASKED and
+/// Every procfs entry docs/SECURITY.md says is masked (crates/agentjail-engine/src/plan's
+/// PROC_MASKED and
 /// PROC_SYS_MASKED): read by the job, each file is empty and each directory lists nothing.
 /// Only the entries this host has, with something in them for the test (root, no jail),
 /// are asserted: an entry that is empty or absent here would pass for the wrong reason, so

@@ -21,6 +21,9 @@ fn find_crate<'a>(crates: &'a [Crate], package: &str, kind: &str) -> Option<&'a 
         .find(|c| c.package == package && c.kind == kind)
 }
 
+/// The engine crate: the library, whose policy and plan rules 2 and 3 hold.
+const ENGINE: &str = "agentjail-engine";
+
 /// Rules 1-3 and 5: what the jail, the policy, the plan and main.rs may name.
 pub fn imports(tree: &Tree, crates: &[Crate], r: &mut Report) {
     if let Some(jail) = find_crate(crates, "agentjail-jail", "lib") {
@@ -43,7 +46,7 @@ pub fn imports(tree: &Tree, crates: &[Crate], r: &mut Report) {
             }
         }
     }
-    let Some(main) = find_crate(crates, "agentjail", "lib") else {
+    let Some(main) = find_crate(crates, ENGINE, "lib") else {
         return;
     };
     for m in &main.files {
@@ -85,23 +88,19 @@ pub fn imports(tree: &Tree, crates: &[Crate], r: &mut Report) {
     thin_main(tree, crates, r);
 }
 
+/// Rule 5: src/main.rs, the binary's root, names clap, std, the agentjail crates and the
+/// front-end modules it declares, nothing else (its front ends are modules of their own).
 fn thin_main(tree: &Tree, crates: &[Crate], r: &mut Report) {
-    let Some(bin) = crates
-        .iter()
-        .find(|c| c.package == "agentjail" && c.kind == "bin")
-    else {
+    let Some(bin) = find_crate(crates, data::BINARY_CRATE, "bin") else {
         return;
     };
     let ok = |root: &str| {
         root.starts_with("agentjail") || matches!(root, "clap" | "std" | "core" | "alloc")
     };
-    for m in &bin.files {
+    for m in bin.files.iter().filter(|m| m.path.is_empty()) {
         for (re, t) in bin.resolved_refs(tree, m) {
-            let bad = match &t {
-                Target::Extern(p) => !ok(&p[0]),
-                Target::Local(_) => matches!(re.kind, RefKind::Use | RefKind::Glob),
-            };
-            if bad {
+            let Target::Extern(p) = &t else { continue };
+            if !ok(&p[0]) {
                 r.find(
                     Rule::ThinMain,
                     format!("{}:{}", m.file, re.line),
@@ -279,35 +278,52 @@ fn print_edges(graph: &Graph, members: &[&str], r: &mut Report) {
     }
 }
 
-fn layer_of(m: &FileMod) -> Option<usize> {
+fn layer_of(c: &Crate, m: &FileMod) -> Option<usize> {
     let top = m.path.first()?;
     data::LAYERS
         .iter()
-        .position(|(_, mods)| mods.contains(&top.as_str()))
+        .position(|(_, krate, mods)| *krate == c.package && mods.contains(&top.as_str()))
 }
 
-/// Rule 14: the main crate's layers: an import from a module to one of a higher layer.
+/// Rule 14: the layers of the binary and the engine crate: an import from a module to one
+/// of a higher layer, a module in no layer of its crate, and any crate's code naming the
+/// binary (whose front ends nothing may import).
 pub fn layers(tree: &Tree, crates: &[Crate], r: &mut Report) {
-    let Some(main) = find_crate(crates, "agentjail", "lib") else {
-        return;
-    };
     let mut known: Vec<&str> = data::KNOWN_LAYER_BREAKS.to_vec();
-    for m in main
+    let layered = crates.iter().filter(|c| {
+        data::LAYERS.iter().any(|(_, k, _)| *k == c.package)
+            && (c.kind == "lib" || c.package == data::BINARY_CRATE)
+    });
+    for c in layered {
+        layers_of(tree, c, &mut known, r);
+    }
+    for c in crates.iter().filter(|c| c.package != data::BINARY_CRATE) {
+        names_the_binary(tree, c, r);
+    }
+    for k in known {
+        r.find(Rule::Layer, k, "this known layer break is no more: remove its line from xtask/src/data.rs KNOWN_LAYER_BREAKS");
+    }
+}
+
+/// Rule 14 in one crate: its modules each in a layer of that crate, no import upward.
+fn layers_of(tree: &Tree, c: &Crate, known: &mut Vec<&str>, r: &mut Report) {
+    for m in c
         .files
         .iter()
-        .filter(|m| !m.test && !m.path.is_empty() && layer_of(m).is_none())
+        .filter(|m| !m.test && !m.path.is_empty() && layer_of(c, m).is_none())
     {
-        r.find(Rule::Layer, &m.file, "a module of src/ in no layer: add it to xtask/src/data.rs LAYERS and docs/ARCHITECTURE.md");
+        let what = format!("a module of {} in no layer of its crate: add it to xtask/src/data.rs LAYERS and docs/ARCHITECTURE.md", c.package);
+        r.find(Rule::Layer, &m.file, what);
     }
-    for (from, tos) in main.graph(tree) {
-        let Some(fm) = main.files.iter().find(|m| m.file == from) else {
+    for (from, tos) in c.graph(tree) {
+        let Some(fm) = c.files.iter().find(|m| m.file == from) else {
             continue;
         };
         for (to, line) in tos {
-            let Some(tm) = main.files.iter().find(|m| m.file == to) else {
+            let Some(tm) = c.files.iter().find(|m| m.file == to) else {
                 continue;
             };
-            let (Some(lf), Some(lt)) = (layer_of(fm), layer_of(tm)) else {
+            let (Some(lf), Some(lt)) = (layer_of(c, fm), layer_of(c, tm)) else {
                 continue;
             };
             if lt >= lf {
@@ -327,8 +343,23 @@ pub fn layers(tree: &Tree, crates: &[Crate], r: &mut Report) {
             }
         }
     }
-    for k in known {
-        r.find(Rule::Layer, k, "this known layer break is no more: remove its line from xtask/src/data.rs KNOWN_LAYER_BREAKS");
+}
+
+/// Rule 14 across crates: code that names the binary's crate (`agentjail::...`), whose
+/// front ends no other crate may import (cargo would refuse it too: the binary has no
+/// library; this says why, and where).
+fn names_the_binary(tree: &Tree, c: &Crate, r: &mut Report) {
+    let binary = data::BINARY_CRATE.replace('-', "_");
+    for m in c.files.iter().filter(|m| !m.test) {
+        for (re, t) in c.resolved_refs(tree, m) {
+            if matches!(&t, Target::Extern(p) if p[0] == binary) && !re.test {
+                r.find(
+                    Rule::Layer,
+                    format!("{}:{}", m.file, re.line),
+                    format!("names {}, the agentjail binary's front ends: {} may import only what they share with it, in the engine crate", re.segs.join("::"), c.package),
+                );
+            }
+        }
     }
 }
 

@@ -30,10 +30,10 @@ impl Rule {
         match self {
             Unreadable => (0, "a file the rules cannot parse", "make it valid Rust"),
             JailUpward => (1, "the jail imports upward", "the jail crate names no other agentjail crate, and its mechanisms neither the supervisor nor launch: pass plain data down instead"),
-            PolicyJail => (2, "a policy reaches the jail", "src/policy/ names only agentjail_jail::plan::Requirement and agentjail_jail::syscall_groups"),
-            PlanIo => (3, "the plan does I/O", "ask the host through plan::Host; src/plan/ uses no libc, unsafe, std::fs, std::process, std::net or agentjail_jail::os"),
+            PolicyJail => (2, "a policy reaches the jail", "crates/agentjail-engine/src/policy/ names only agentjail_jail::plan::Requirement and agentjail_jail::syscall_groups"),
+            PlanIo => (3, "the plan does I/O", "ask the host through plan::Host; crates/agentjail-engine/src/plan/ uses no libc, unsafe, std::fs, std::process, std::net or agentjail_jail::os"),
             Unsafe => (4, "unsafe or a libc call outside the kernel module", "put it in crates/agentjail-jail/src/sys/ behind a safe function (agentjail_jail::os for other crates)"),
-            ThinMain => (5, "main.rs reaches past the library", "src/main.rs uses clap, std and the agentjail crates only: move the logic into the library"),
+            ThinMain => (5, "main.rs reaches past the front ends", "src/main.rs uses clap, std, the agentjail crates and its front-end modules only: move the logic into a front end or the engine crate"),
             LongFn => (6, "long function", "split it, or say why in a comment right above it containing \"long because\""),
             CrateDeps => (7, "crate directions", "keep to the arrows of docs/ARCHITECTURE.md \"The crates\" (xtask/src/data.rs CRATE_DEPS)"),
             LongFile => (8, "file too long", "split it by concern"),
@@ -42,7 +42,7 @@ impl Rule {
             SilentSkip => (11, "a silent return in a test", "skip through require_feature (or a helper on it), print why, or mark a return that is no skip with `// not a skip:`"),
             BareSleep => (12, "a bare sleep in a test", "poll for the condition in a loop, or say in a `// sleep:` comment right above why the sleep cannot decide the outcome"),
             Circle => (13, "a circle between modules", "open it: move what both sides need into a module below them"),
-            Layer => (14, "a layer imports upward", "the engine, pipeline, plan and leaves never import a front end (xtask/src/data.rs LAYERS): move the shared item down"),
+            Layer => (14, "a layer imports upward", "the engine, pipeline, plan and leaves never import a front end or what the front ends share (xtask/src/data.rs LAYERS): move the shared item down"),
             StringError => (15, "Result<_, String> at a crate boundary", "return a typed error (what failed, errno, hint) from a public function"),
             DocPath => (16, "a path named in docs does not exist", "fix the path or the sentence"),
         }

@@ -1,11 +1,11 @@
 //! agentjail-zygote: the template process of agentjail's zygote (the reasoning, the
-//! protocol and the jail side are in agentjail's src/zygote/). This crate is only the part
+//! protocol and the jail side are in the engine crate's src/zygote/). This crate is only the part
 //! agentjail cannot hold: libpython, embedded through its C API.
 //!
 //! The interpreter is initialised as `PYTHON -I -S -B -X utf8` would be
-//! (`agentjail::zygote::PYTHON_ARGS`): isolated (no environment, no user site, no script
+//! (`agentjail_engine::zygote::PYTHON_ARGS`): isolated (no environment, no user site, no script
 //! directory on sys.path), no `site`, no bytecode writes, UTF-8 mode. Then
-//! `agentjail::zygote::template_main` takes over; each jail's program calls [`entry`].
+//! `agentjail_engine::zygote::template_main` takes over; each jail's program calls [`entry`].
 //!
 //! Which Python is fixed at build time by scripts/build-zygote.sh (`--python PATH`, the
 //! host's /usr/bin/python3 by default), through the environment this crate is compiled in:
@@ -14,7 +14,7 @@
 //! (its prefix) and `AGENTJAIL_ZYGOTE_PYTHON_VERSION`; the script links the matching
 //! libpython. Without them (a plain `cargo build` of the workspace) Debian's 3.11.
 
-use agentjail::zygote::EmbeddedPython;
+use agentjail_engine::zygote::EmbeddedPython;
 use std::ffi::{c_char, c_int, CString};
 
 /// `option_env!(name)`, or `default` when the build did not set it.
@@ -94,7 +94,7 @@ fn init_python() {
 
 struct Embedded;
 
-impl agentjail::zygote::Interpreter for Embedded {
+impl agentjail_engine::zygote::Interpreter for Embedded {
     fn load_runner(
         &mut self,
         source: &str,
@@ -167,5 +167,5 @@ fn entry() -> ! {
 #[no_mangle]
 pub extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     init_python();
-    agentjail::zygote::template_main(&mut Embedded, entry)
+    agentjail_engine::zygote::template_main(&mut Embedded, entry)
 }

@@ -21,7 +21,7 @@
 //!
 //! Its own crate: it reads the policy's rule types ([`CheckRules`], [`javascript::JsRules`],
 //! defined here and held by the policy) and returns a [`Decision`] with its violations. It
-//! knows nothing of actions, jails or records; the main crate turns a decision into a stop
+//! knows nothing of actions, jails or records; the engine crate turns a decision into a stop
 //! reason (`cargo xtask house`, rule 7, checks that this crate depends on no other agentjail crate).
 
 pub mod javascript;

@@ -11,7 +11,8 @@ pub struct CheckRules {
     /// shipped policy but `policies/judge-open.toml`). `false`: the rules still run and
     /// their findings go into the decision (`check: {enforced: false, findings}`), but
     /// nothing is refused by them; the policy loader accepts it only together with the
-    /// jail's full controls (src/policy/validate.rs), and `policy lint` warns.
+    /// jail's full controls (crates/agentjail-engine/src/policy/validate.rs), and `policy
+    /// lint` warns.
     pub enforce: bool,
     /// Top-level modules the code may import.
     pub allowed_imports: Vec<String>,

@@ -5,8 +5,8 @@
 
 use crate::respond::{engine_error, error, json_resp, Resp};
 use crate::state::{Caller, State};
-use agentjail::engine::{EngineError, Outcome};
-use agentjail::pipeline::record::Sealed;
+use agentjail_engine::engine::{EngineError, Outcome};
+use agentjail_engine::pipeline::record::Sealed;
 use hyper::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub fn finish(st: &State, record: &mut Sealed, caller: &Caller, started: Instant
     if who.as_object().is_some_and(|o| !o.is_empty()) {
         record.set_caller(who, true);
     }
-    agentjail::pipeline::audit::append(st.audit.as_deref(), record);
+    agentjail_engine::pipeline::audit::append(st.audit.as_deref(), record);
     answered(st, record, started);
 }
 

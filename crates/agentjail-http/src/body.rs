@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// A request body's most bytes (413 past it).
-pub const MAX_BODY_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
+pub const MAX_BODY_BYTES: usize = agentjail_engine::protocol::MAX_LINE_BYTES;
 /// How long a request body may take to arrive (408 past it).
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -15,10 +15,10 @@
 use crate::body::{object, strict};
 use crate::paths::Route;
 use crate::respond::{bytes_resp, error, json_resp, Resp};
-use agentjail::engine::workspace::ExecRequest;
-use agentjail::engine::{Engine, EngineError, ErrorCode};
-use agentjail::pipeline::record::Sealed as Record;
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::workspace::ExecRequest;
+use agentjail_engine::engine::{Engine, EngineError, ErrorCode};
+use agentjail_engine::pipeline::record::Sealed as Record;
+use agentjail_engine::pipeline::session::Owner;
 use hyper::StatusCode;
 use serde_json::{json, Map, Value};
 use std::sync::Mutex;
@@ -314,7 +314,7 @@ pub fn listing_path(raw: &str) -> Result<String, Resp> {
     if path.is_empty() || path == "." || path == "/workspace" {
         return Ok(String::new());
     }
-    agentjail::engine::workspace::workspace_path(&path).ok_or_else(|| {
+    agentjail_engine::engine::workspace::workspace_path(&path).ok_or_else(|| {
         message(
             StatusCode::BAD_REQUEST,
             "the path must be relative to /workspace (or under it), without `..`",

@@ -2,7 +2,7 @@
 //! and the refusal `{"error": {"code", "message"}}` (an engine error's status from the one
 //! table, crate::status). A leaf: it knows no route and no server state.
 
-use agentjail::engine::{EngineError, ErrorCode};
+use agentjail_engine::engine::{EngineError, ErrorCode};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};

@@ -57,7 +57,7 @@ fn admit(st: &Arc<State>) -> Option<Admitted> {
 pub async fn handle(
     st: Arc<State>,
     uid: Option<u32>,
-    stop: Option<Arc<agentjail::engine::ClientStop>>,
+    stop: Option<Arc<agentjail_engine::engine::ClientStop>>,
     req: Request<Incoming>,
 ) -> Resp {
     let r = match route(req.method(), req.uri().path()) {

@@ -276,9 +276,9 @@ fn fetched(record: &Value, fetch_files: &[String]) -> Map<String, Value> {
 }
 
 /// The number of the signal a record names (`"SIGSEGV"` → 11): the inverse of the record's
-/// one number → name map (agentjail::verdict::signal_name, `SIG<n>` past the named ones).
+/// one number → name map (agentjail_engine::verdict::signal_name, `SIG<n>` past the named ones).
 pub fn signal_number(name: &str) -> Option<i32> {
-    (1..=64).find(|n| agentjail::verdict::signal_name(*n) == name)
+    (1..=64).find(|n| agentjail_engine::verdict::signal_name(*n) == name)
 }
 
 /// A program's return code as a Python subprocess reports it: its exit code, or the

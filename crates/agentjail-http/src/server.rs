@@ -15,7 +15,7 @@
 use crate::auth::Tokens;
 use crate::metrics::Metrics;
 use crate::state::State;
-use agentjail::engine::{Engine, EngineConfig};
+use agentjail_engine::engine::{Engine, EngineConfig};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -45,7 +45,7 @@ pub const DEFAULT_UNREAD_BUDGET: usize = 256 << 20;
 /// The least `--unread-budget`: below it a few ordinary answers would drop each other.
 pub const MIN_UNREAD_BUDGET: usize = 1 << 20;
 /// How long answers in progress may finish after SIGTERM before their jobs are stopped.
-pub const GRACE: Duration = agentjail::serve::GRACE;
+pub const GRACE: Duration = agentjail_engine::listen::GRACE;
 
 pub struct Args {
     pub engine: EngineConfig,
@@ -87,7 +87,7 @@ enum Listener {
     Tcp(tokio::net::TcpListener),
     Unix(
         tokio::net::UnixListener,
-        #[allow(dead_code)] Option<agentjail::serve::Created>,
+        #[allow(dead_code)] Option<agentjail_engine::listen::Created>,
     ),
 }
 
@@ -102,7 +102,7 @@ fn bind(addr: &Addr) -> Result<Listener, String> {
                 .map_err(|e| e.to_string())
         }
         Addr::Unix(p) => {
-            let (l, created) = agentjail::serve::listen(p, None).map_err(|e| e.to_string())?;
+            let (l, created) = agentjail_engine::listen::listen(p, None).map_err(|e| e.to_string())?;
             l.set_nonblocking(true).map_err(|e| e.to_string())?;
             tokio::net::UnixListener::from_std(l)
                 .map(|l| Listener::Unix(l, created))
@@ -239,7 +239,7 @@ pub fn serve(args: Args) -> i32 {
     let watcher = std::thread::Builder::new()
         .name("agentjail-http-signals".into())
         .spawn(move || {
-            while !agentjail::serve::signalled(&sigfd, -1) {}
+            while !agentjail_engine::listen::signalled(&sigfd, -1) {}
             let _ = stop_tx.send(());
         });
     if watcher.is_err() {

@@ -3,8 +3,8 @@
 
 use crate::auth::Tokens;
 use crate::metrics::Metrics;
-use agentjail::engine::Engine;
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::Engine;
+use agentjail_engine::pipeline::session::Owner;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -57,7 +57,7 @@ pub struct Caller {
     /// The connection's own stop (the engine's client stop): a job this connection runs
     /// ends with `interrupted:sighup` when the connection is gone, closed by the client or
     /// dropped for the unread budget (crate::server).
-    pub stop: Option<Arc<agentjail::engine::ClientStop>>,
+    pub stop: Option<Arc<agentjail_engine::engine::ClientStop>>,
 }
 
 impl Caller {
@@ -77,17 +77,17 @@ impl Caller {
         }
     }
 
-    /// This caller as the engine's ([`agentjail::engine::Engine::handle`]): `owner` for its
+    /// This caller as the engine's ([`agentjail_engine::engine::Engine::handle`]): `owner` for its
     /// sessions and workspaces, the peer's uid for a job's record, the connection's stop
     /// when `stop` (jobs; a session's or a workspace's call goes on), and the token's name
     /// and the uid stamped on each record, in the audit log's copy too.
-    pub fn engine(&self, owner: Owner, stop: bool) -> agentjail::engine::Caller<'_> {
+    pub fn engine(&self, owner: Owner, stop: bool) -> agentjail_engine::engine::Caller<'_> {
         let who = self.value();
         let named = who
             .as_object()
             .is_some_and(|o| !o.is_empty())
             .then_some((who, true));
-        agentjail::engine::Caller {
+        agentjail_engine::engine::Caller {
             owner,
             uid: self.uid,
             stop: if stop { self.stop.as_deref() } else { None },

@@ -2,7 +2,7 @@
 //! HTTP front end's errors). Exhaustive: a new engine code does not build until it has a
 //! status here.
 
-use agentjail::engine::ErrorCode;
+use agentjail_engine::engine::ErrorCode;
 use hyper::StatusCode;
 
 pub fn of(code: ErrorCode) -> StatusCode {

@@ -14,9 +14,9 @@ use crate::paths::Route;
 use crate::pod::pod_route;
 use crate::respond::{bad_request, engine_error, error, Resp};
 use crate::state::{Caller, State};
-use agentjail::engine::workspace::ExecRequest;
-use agentjail::engine::Request as EngineRequest;
-use agentjail::pipeline::record::Sealed as Record;
+use agentjail_engine::engine::workspace::ExecRequest;
+use agentjail_engine::engine::Request as EngineRequest;
+use agentjail_engine::pipeline::record::Sealed as Record;
 use bytes::Bytes;
 use hyper::StatusCode;
 use serde_json::Value;
@@ -87,7 +87,7 @@ fn start_body(body: &[u8]) -> Result<(Option<Value>, Option<String>), String> {
 fn workspace_route(
     st: &State,
     r: Route,
-    caller: &agentjail::engine::Caller,
+    caller: &agentjail_engine::engine::Caller,
     body: &[u8],
     started: Instant,
 ) -> Resp {

@@ -1,7 +1,8 @@
 //! The child's steps, in order. The order is the security argument:
 //!
 //! 0. close our copies of the parent's pipe ends (a parent that dies mid-setup is then an
-//!    EOF on the sync pipe, never a wait forever); a zygote's child (src/zygote) also sends
+//!    EOF on the sync pipe, never a wait forever); a zygote's child
+//!    (crates/agentjail-engine/src/zygote) also sends
 //!    the server a pidfd of itself, so the server can reap it whatever the template does;
 //! 1. wait until the parent has written our uid/gid maps — nothing runs unmapped (the parent
 //!    puts us in the job cgroup meanwhile: see 5b);
@@ -383,7 +384,8 @@ fn payload(p: &Prepared, rep: RawFd) -> ! {
         // A zygote's program: close what exec would have closed (report, sync, status),
         // so the parent sees EOF as at an exec, and continue in the template's interpreter.
         // Every step above applies to this process as to an exec'd one; what differs (the
-        // memory is the template's, not a fresh image) is argued in src/zygote/mod.rs.
+        // memory is the template's, not a fresh image) is argued in
+        // crates/agentjail-engine/src/zygote/mod.rs.
         if let Err(e) = sys::close_range_from(REPORT_FD as u32) {
             fail(rep, Stage::Exec, 0, e);
         }

@@ -206,7 +206,8 @@ impl PreparedJail {
 
     /// As [`start`](Self::start), with the clone and handshake made by `spawn` in another
     /// process (given this jail's cgroup and what the cgroup covers), from the plan that
-    /// process prepared once: the engine's zygote hands the jail over (src/zygote).
+    /// process prepared once: the engine's zygote hands the jail over
+    /// (crates/agentjail-engine/src/zygote).
     pub fn start_elsewhere(
         self,
         spawn: impl FnOnce(Option<&JobCgroup>, CgroupCover) -> Result<Spawned, SetupError>,

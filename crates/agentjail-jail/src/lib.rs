@@ -1,7 +1,7 @@
 //! agentjail's jail: one module per isolation mechanism, the launch sequence and the
 //! supervisor. Its input is a plan of plain data ([`plan::JailPlan`], built from a policy by
-//! the main crate); it knows nothing of actions, policies, checks or records, and reports
-//! what it did as [`Control`]s, a [`JailError`] or a [`supervise::Outcome`] that the main
+//! the engine crate); it knows nothing of actions, policies, checks or records, and reports
+//! what it did as [`Control`]s, a [`JailError`] or a [`supervise::Outcome`] that the engine
 //! crate maps into its record.
 //!
 //! `spawn` clones the child into new namespaces; `child` is the ordered list of steps the

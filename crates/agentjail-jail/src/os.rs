@@ -1,9 +1,10 @@
-//! The operating system as the rest of agentjail may use it: small, safe, typed functions
-//! over the crate-private kernel module (`sys`), for the main crate's host-side work (the
-//! operator's paths, the server's socket, the cache, the audit log, the artifacts, doctor's
-//! probes, the zygote's control socket). Descriptors go in as `impl AsFd` and come back as
-//! [`OwnedFd`], so no caller handles a raw fd number; errors are the raw errno, as `sys`
-//! reports them. Nothing here is `unsafe`: every `unsafe` block stays in `sys/`.
+//! The operating system as the rest of agentjail may use it: small, safe, typed
+//! functions over the crate-private kernel module (`sys`), for the engine's and the
+//! front ends' host-side work (the operator's paths, the server's socket, the cache,
+//! the audit log, the artifacts, doctor's probes, the zygote's control socket).
+//! Descriptors go in as `impl AsFd` and come back as [`OwnedFd`], so no caller handles
+//! a raw fd number; errors are the raw errno, as `sys` reports them. Nothing here is
+//! `unsafe`: every `unsafe` block stays in `sys/`.
 
 use crate::sys;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

@@ -1,6 +1,6 @@
 //! The jail's input: a plan of plain data.
 //!
-//! The main crate builds a [`JailPlan`] from a policy (`agentjail::plan::build`) and the
+//! The engine crate builds a [`JailPlan`] from a policy (`agentjail_engine::plan::build`) and the
 //! jail only walks it: an ordered list of setup operations and limits. Nothing here knows
 //! what a policy, an action or a record is; a reviewer can print a plan
 //! (`agentjail exec --print-plan`) and a test can compare one by equality.
@@ -235,7 +235,8 @@ pub struct HostInput {
 /// Where the job's inputs are and where its artifacts go.
 pub const APP_IN: &str = "/app/in";
 pub const APP_OUT: &str = "/app/out";
-/// A workspace's writable directory (src/engine/workspace.rs): its jail's working directory,
+/// A workspace's writable directory (crates/agentjail-engine/src/engine/workspace.rs): its
+/// jail's working directory,
 /// held open by the host like /app/out, so files go in and out beneath it.
 pub const WORKSPACE: &str = "/workspace";
 

@@ -42,7 +42,8 @@ pub struct Prepared {
     /// Pin the jail to this many CPUs (no cpu cgroup: see crate::affinity), set by the
     /// parent right after clone.
     pub pin_cpus: Option<usize>,
-    /// The zygote's program (src/zygote): instead of exec'ing `exe`, the program continues
+    /// The zygote's program (crates/agentjail-engine/src/zygote): instead of exec'ing
+    /// `exe`, the program continues
     /// in this process, whose interpreter the template initialised before any job existed.
     /// None everywhere else.
     pub entry: Option<fn() -> !>,

@@ -12,8 +12,8 @@ use crate::result;
 use crate::tools::{
     self, CHECK_PYTHON, RUN_JAVASCRIPT, RUN_PYTHON, SESSION_CLOSE, SESSION_EXEC, SESSION_START,
 };
-use agentjail::engine::{Caller, Engine, EngineError, Outcome, Request as EngineRequest};
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::{Caller, Engine, EngineError, Outcome, Request as EngineRequest};
+use agentjail_engine::pipeline::session::Owner;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -380,7 +380,7 @@ fn action_from(id: &str, args: JsonObject, language: &str) -> Result<Value, Stri
             )
         }
     };
-    let entrypoint = agentjail::contract::entrypoint_for(language).unwrap_or("main.py");
+    let entrypoint = agentjail_engine::contract::entrypoint_for(language).unwrap_or("main.py");
     let mut action = json!({"id": id, "language": language, "entrypoint": entrypoint,
                             "code": code});
     // Judge mode: raw stdin instead of the input line (the contract checks its type and

@@ -1,8 +1,9 @@
 //! `agentjail-mcp`: the binary behind `agentjail mcp`, the engine as an MCP server on stdio,
 //! so an agent can call agentjail as a tool (Claude Code/Desktop, the OpenAI Agents SDK,
 //! smolagents, pydantic-ai, ...). `agentjail mcp ...` execs it with the same arguments
-//! (`agentjail::mcp::exec_server_binary`); it takes the same command line and serves `mcp`
-//! only.
+//! (the agentjail binary's src/mcp.rs, `exec_server_binary`); it takes the same command line
+//! and serves `mcp` only: `agentjail mcp`'s flags are the engine crate's
+//! (`agentjail_engine::flags::McpFlags`), which both binaries parse.
 //!
 //! Five tools ([`tools`]): `run_python` (one run on a warm jail), `check_python` (the static
 //! check alone), `python_session_start`/`_exec`/`_close` (one interpreter kept across
@@ -23,8 +24,9 @@
 //! went from 3.4 to 4.3 MiB (file-backed pages), past the 4 MiB the launch benchmark holds
 //! it to. So the server is this binary alone, and `agentjail mcp` in the main binary only
 //! execs it. This crate is the only one that depends on rmcp and tokio, so cargo keeps them
-//! out of the main crate (`cargo tree -p agentjail` shows neither); it uses the main crate's
-//! engine and pipeline like any front end, and nothing depends on it. docs/BENCH.md has the
+//! out of the agentjail binary (`cargo tree -p agentjail` shows neither); it uses the engine
+//! crate's engine and pipeline like any front end (never the agentjail binary's code), and
+//! nothing depends on it. docs/BENCH.md has the
 //! measurements.
 //!
 //! The transport is ours ([`transport`]): strict JSON in (duplicate keys refused, bounded),
@@ -45,11 +47,11 @@ mod result;
 mod tools;
 mod transport;
 
-use agentjail::cli::{Cli, Command};
-use agentjail::engine::{Engine, EngineConfig};
-use agentjail::pipeline::session::Owner;
+use agentjail_engine::engine::{Engine, EngineConfig};
+use agentjail_engine::flags::McpFlags;
+use agentjail_engine::pipeline::session::Owner;
 use agentjail_jail::os;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,6 +62,31 @@ struct McpArgs {
     /// Tool calls that run at once (more wait for a slot).
     jobs: usize,
     audit_log: Option<PathBuf>,
+}
+
+// agentjail's command line as this binary reads it: `mcp` and its flags (the same
+// definition `agentjail mcp` parses), any other command refused with the fix.
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentjail",
+    version = agentjail_engine::VERSION_LINE,
+    about = "agentjail-mcp: the binary `agentjail mcp` execs, with agentjail's command line; it serves that command only"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The engine as an MCP server on stdio (`agentjail mcp`, which execs this binary).
+    Mcp {
+        #[command(flatten)]
+        flags: McpFlags,
+    },
+    /// Any other command: agentjail's, not this binary's (refused whatever its words).
+    #[command(external_subcommand)]
+    Other(#[allow(dead_code)] Vec<String>),
 }
 
 /// How long finished-but-unanswered calls may take to drain at shutdown.
@@ -75,9 +102,11 @@ fn main() {
         }
     };
     let Command::Mcp {
-        policy,
-        engine,
-        audit_log,
+        flags: McpFlags {
+            policy,
+            engine,
+            audit_log,
+        },
     } = cli.command
     else {
         eprintln!(
@@ -85,7 +114,7 @@ fn main() {
         );
         std::process::exit(2);
     };
-    let loaded = match agentjail::load_policy(policy.as_deref()) {
+    let loaded = match agentjail_engine::load_policy(policy.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("agentjail: {e}");
@@ -94,7 +123,7 @@ fn main() {
     };
     std::process::exit(serve(McpArgs {
         engine: engine.config(loaded),
-        jobs: agentjail::engine::default_jobs(),
+        jobs: agentjail_engine::engine::default_jobs(),
         audit_log,
     }));
 }

@@ -50,15 +50,15 @@ fn result(content: Vec<ContentBlock>, structured: Value, is_error: bool) -> Call
 /// A request the tool refused before anything ran, shaped like a record (the tool's output
 /// schema) with `invalid_request:<what>` as its stop reason.
 pub fn refused_record(what: &str, message: &str) -> CallToolResult {
-    let reason = agentjail::verdict::StopReason::InvalidRequest(what.into());
-    from_record(&agentjail::pipeline::record::Record::refused(reason, message).to_value())
+    let reason = agentjail_engine::verdict::StopReason::InvalidRequest(what.into());
+    from_record(&agentjail_engine::pipeline::record::Record::refused(reason, message).to_value())
 }
 
 /// A refused check request, shaped like a decision.
 pub fn refused_decision(what: &str, message: &str) -> CallToolResult {
     let reason = format!(
         "invalid_request:{}",
-        agentjail::verdict::StopReason::suffix(what)
+        agentjail_engine::verdict::StopReason::suffix(what)
     );
     from_value(
         json!({"decision": "deny", "reason": reason, "message": message, "violations": []}),

@@ -9,7 +9,7 @@
 //! of this build: input files are described as supported only when the contract accepts
 //! them ([`Capabilities::probe`]).
 
-use agentjail::policy::Policy;
+use agentjail_engine::policy::Policy;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ impl Capabilities {
     /// Ask the contract whether an action with an empty `files` list is well formed.
     pub fn probe(policy: &Policy) -> Capabilities {
         let probe = br#"{"id":"probe","language":"python","entrypoint":"main.py","code":"pass","input_payload":{},"files":[]}"#;
-        let files = match agentjail::contract::parse_action(probe, policy) {
+        let files = match agentjail_engine::contract::parse_action(probe, policy) {
             Ok(_) => true,
             Err(e) => e.reason() != "invalid_action:unknown_field:files",
         };
@@ -437,7 +437,9 @@ mod tests {
 
     #[test]
     fn descriptions_come_from_the_policy() {
-        let p = agentjail::policy::load_default().expect("default").policy;
+        let p = agentjail_engine::policy::load_default()
+            .expect("default")
+            .policy;
         let tools = all(&p, Capabilities::probe(&p));
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
@@ -470,7 +472,7 @@ mod tests {
     #[test]
     fn a_policy_that_allows_open_says_so() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/data.toml");
-        let p = agentjail::policy::load_file(std::path::Path::new(path))
+        let p = agentjail_engine::policy::load_file(std::path::Path::new(path))
             .unwrap()
             .policy;
         let text = policy_rules(&p);
@@ -488,10 +490,12 @@ mod tests {
 
     #[test]
     fn the_files_probe_reads_the_contract() {
-        let p = agentjail::policy::load_default().expect("default").policy;
+        let p = agentjail_engine::policy::load_default()
+            .expect("default")
+            .policy;
         // Today's contract refuses the field; the probe must say so rather than assume.
         let caps = Capabilities::probe(&p);
-        let accepted = agentjail::contract::parse_action(
+        let accepted = agentjail_engine::contract::parse_action(
             br#"{"id":"p","language":"python","entrypoint":"main.py","code":"pass","input_payload":{},"files":[]}"#,
             &p,
         )

@@ -30,7 +30,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 /// Longest message line accepted (the same cap as `agentjail serve`: an action may carry a
 /// 16 MiB payload, base64 files grow it by a third).
-pub const MAX_LINE_BYTES: usize = agentjail::serve::protocol::MAX_LINE_BYTES;
+pub const MAX_LINE_BYTES: usize = agentjail_engine::protocol::MAX_LINE_BYTES;
 
 /// Deepest JSON accepted on a line: an action's 64 levels plus the JSON-RPC envelope
 /// (`params.arguments.input`) and room to spare.

@@ -8,8 +8,8 @@
 //!
 //! The server is launched as `agentjail-mcp mcp ...`: the binary this package's cargo just
 //! built (`CARGO_BIN_EXE_agentjail-mcp`), and the very process `agentjail mcp ...` becomes
-//! once it has exec'd it (same arguments, same pid). That exec, the main crate's
-//! `agentjail::mcp::exec_server_binary`, is tested once, with the agentjail that `cargo test`
+//! once it has exec'd it (same arguments, same pid). That exec, the agentjail binary's
+//! `exec_server_binary` (src/mcp.rs), is tested once, with the agentjail that `cargo test`
 //! at the workspace root builds beside it
 //! (`agentjail_mcp_execs_its_sibling_and_the_sibling_serves_only_mcp`).
 //!

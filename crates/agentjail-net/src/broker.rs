@@ -1,7 +1,7 @@
 //! Credential brokering: for a host a policy names, a plain-HTTP request from the program
 //! (absolute form, `http://host/...`) leaves the proxy with a secret header the program
 //! never held, over TLS to the real host (or plain HTTP where the policy says the upstream
-//! is plain). The secret values come from files the main crate reads and checks when the
+//! is plain). The secret values come from files the engine crate reads and checks when the
 //! policy loads; this module only holds them, matches requests to them and makes the
 //! upstream TLS connection (rustls, ring, certificate and name verification always on).
 

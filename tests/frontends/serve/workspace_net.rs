@@ -1,5 +1,6 @@
 //! Workspaces under a network allowlist, attacked through `workspace_exec` as root and as
-//! nobody. The workspace's jail has its own proxy for its whole life (src/netproxy.rs); its
+//! nobody. The workspace's jail has its own proxy for its whole life
+//! (crates/agentjail-engine/src/netproxy.rs); its
 //! byte limits count over the workspace, its connection and request limits per command
 //! (or over the workspace: `connection_budget = "life"`); each command's record lists the
 //! requests that ended

@@ -16,7 +16,7 @@ pub fn receive_notification(listener: BorrowedFd<'_>) -> std::io::Result<sys::No
 }
 
 /// The session runner's doorbell: `ioctl(3, SESSION_DOORBELL, 0)`, made by the runner
-/// between two calls of a session (src/runner/python.py). The filter sends it to the
+/// between two calls of a session (crates/agentjail-engine/src/runner/python.py). The filter sends it to the
 /// supervisor whatever the policy says of ioctl; the supervisor answers it only for the
 /// runner's own thread (the notification's pid is the kernel's, not the program's word), and
 /// only when a call is waiting: it installs a fresh socket, made for that one call, at the

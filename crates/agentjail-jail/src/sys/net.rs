@@ -1,4 +1,5 @@
-//! Sockets for the network allowlist (src/netproxy.rs in the main crate): the jail's child
+//! Sockets for the network allowlist (the engine crate's
+//! crates/agentjail-engine/src/netproxy.rs): the jail's child
 //! brings its own loopback up and listens on it, before it drops its capabilities; the
 //! supervisor wakes a blocked accept with shutdown; landlock's TCP port rule.
 //!

@@ -7,9 +7,9 @@
 
 use super::{Handler, Progress};
 use crate::result;
-use agentjail::engine::workspace::ExecRequest;
-use agentjail::engine::{Outcome, Request as EngineRequest};
-use agentjail::policy::Policy;
+use agentjail_engine::engine::workspace::ExecRequest;
+use agentjail_engine::engine::{Outcome, Request as EngineRequest};
+use agentjail_engine::policy::Policy;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Map, Value};
@@ -265,7 +265,7 @@ pub fn readable(mut got: Value) -> Value {
 }
 
 /// A result from an engine answer: its value, or its error as a tool error.
-fn answer(r: Result<Value, agentjail::engine::EngineError>) -> CallToolResult {
+fn answer(r: Result<Value, agentjail_engine::engine::EngineError>) -> CallToolResult {
     match r {
         Ok(v) => result::from_value(v, false),
         Err(e) => result::error(e.code.as_str(), &e.message),
@@ -410,7 +410,9 @@ mod tests {
 
     #[test]
     fn the_tools_are_listed_only_where_workspaces_are_enabled() {
-        let mut p = agentjail::policy::load_default().expect("default").policy;
+        let mut p = agentjail_engine::policy::load_default()
+            .expect("default")
+            .policy;
         p.workspace.enabled = false;
         assert!(tools(&p).is_empty());
         p.workspace.enabled = true;
@@ -420,7 +422,9 @@ mod tests {
 
     #[test]
     fn host_dir_is_offered_only_where_the_policy_lists_roots() {
-        let mut p = agentjail::policy::load_default().expect("default").policy;
+        let mut p = agentjail_engine::policy::load_default()
+            .expect("default")
+            .policy;
         assert!(start_schema(&p)["properties"].get("host_dir").is_none());
         p.workspace.host_roots = vec!["/srv/ws".into()];
         let s = start_schema(&p);

@@ -35,6 +35,10 @@
 //!
 //! [`parse_request`] is pure (no I/O) and total: any bytes give a request or an error that
 //! names what was wrong; it is fuzzed (fuzz/fuzz_targets/serve_request.rs).
+//!
+//! The server that speaks it is the agentjail binary's (src/serve/); the protocol is here,
+//! in the engine crate, because more than that server uses it: the fuzz target, and the
+//! other front ends' line bound (agentjail-http's request body, agentjail-mcp's lines).
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,5 @@
-// Embeds the git commit in `agentjail --version`.
+// Embeds the git commit: `agentjail --version` (agentjail_engine::VERSION_LINE) and the
+// cache key (src/cache.rs). The package sits two levels below the repository's root.
 fn main() {
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
@@ -8,6 +9,6 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=AGENTJAIL_GIT_COMMIT={commit}");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs");
+    println!("cargo:rerun-if-changed=../../.git/HEAD");
+    println!("cargo:rerun-if-changed=../../.git/refs");
 }

@@ -33,7 +33,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// The policy compiled into the binary; the same bytes as `policies/default.toml`.
-pub const DEFAULT_POLICY_TOML: &str = include_str!("../../policies/default.toml");
+pub const DEFAULT_POLICY_TOML: &str = include_str!("../../../../policies/default.toml");
 
 /// `LoadedPolicy::path` of the embedded default (records carry it as the policy path).
 pub const DEFAULT_POLICY_ORIGIN: &str = "<embedded default>";
