@@ -102,7 +102,8 @@ fn bind(addr: &Addr) -> Result<Listener, String> {
                 .map_err(|e| e.to_string())
         }
         Addr::Unix(p) => {
-            let (l, created) = agentjail_engine::listen::listen(p, None).map_err(|e| e.to_string())?;
+            let (l, created) =
+                agentjail_engine::listen::listen(p, None).map_err(|e| e.to_string())?;
             l.set_nonblocking(true).map_err(|e| e.to_string())?;
             tokio::net::UnixListener::from_std(l)
                 .map(|l| Listener::Unix(l, created))
