@@ -2,7 +2,7 @@
 
     import agentjail
     with agentjail.Client() as client:
-        record = client.run("print(2 + 2)", output_mode="text")
+        record = client.run("print(2 + 2)")
         print(record.ok, record.stdout)
 
 ``Client`` starts and owns ``agentjail serve`` (or connects to one with ``socket=``, or to

@@ -336,7 +336,7 @@ class Client:
         stdin: Union[str, bytes, None] = None,
         files: P.FilesArg = None,
         output_schema: Optional[Mapping[str, Any]] = None,
-        output_mode: str = "json",
+        output_mode: Optional[str] = None,
         timeout: Optional[float] = None,
         language: str = "python",
         entrypoint: Optional[str] = None,
