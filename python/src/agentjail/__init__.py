@@ -41,7 +41,7 @@ from ._errors import (
 )
 from ._record import Artifact, Decision, Record, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
-from ._client import Client, NotSupportedYet, Session, find_binary
+from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
 from ._async import AsyncClient, AsyncSession
 from ._workspace import AsyncWorkspace, Workspace, WorkspaceFile
 
@@ -56,5 +56,5 @@ __all__ = [
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
     "WorkspaceFile", "AsyncWorkspace",
-    "build_action", "find_binary",
+    "DEFAULT_POLICY", "build_action", "find_binary",
 ]

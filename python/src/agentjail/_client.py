@@ -27,6 +27,12 @@ from ._workspace import Workspace
 
 STDERR_KEEP = 64 * 1024
 
+#: The policy a client that starts ``agentjail serve`` uses when given none: the package's
+#: copy of the repository's policies/python.toml (the stdlib's computation and text modules,
+#: ``open`` within the jail, 512MiB, 10 s, no network). Shipped with the client, so it does
+#: not depend on where the binary's own policies are installed.
+DEFAULT_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "python.toml")
+
 
 class NotSupportedYet(E.AgentjailError, NotImplementedError):
     """Kept so that code written for 0.1.0 still imports it: ``Client(url=...)`` raised it
@@ -51,9 +57,9 @@ def find_binary(binary: Optional[str] = None) -> str:
 
 
 def serve_argv(binary: Optional[str], policy: Optional[str], args: Iterable[str]) -> List[str]:
-    argv = [find_binary(binary), "serve"]
-    if policy is not None:
-        argv += ["--policy", os.fspath(policy)]
+    """``agentjail serve --policy POLICY ARGS``: ``policy`` a path or the name of a shipped
+    policy (``"data"``, ``"workspace"``: the binary resolves it), default :data:`DEFAULT_POLICY`."""
+    argv = [find_binary(binary), "serve", "--policy", DEFAULT_POLICY if policy is None else os.fspath(policy)]
     extra = list(args)
     if any(not isinstance(a, str) for a in extra):
         raise TypeError("args must be strings")
@@ -250,8 +256,9 @@ class Client:
     """A connection to ``agentjail serve``.
 
     ``Client()`` starts ``agentjail serve`` as a subprocess and owns it (``binary=`` or
-    ``$AGENTJAIL_BINARY`` or PATH; ``policy=`` is ``--policy``; ``args`` more options, e.g.
-    ``["--pool", "2"]``). ``Client(socket=PATH)`` connects to ``agentjail serve --socket
+    ``$AGENTJAIL_BINARY`` or PATH; ``policy=`` is ``--policy``, a path or a shipped policy's
+    name such as ``"data"``, default :data:`DEFAULT_POLICY`, policies/python.toml; ``args``
+    more options, e.g. ``["--pool", "2"]``). ``Client(socket=PATH)`` connects to ``agentjail serve --socket
     PATH``. ``Client(url=..., token=...)`` connects to ``agentjail serve --http ADDR``
     (``url`` ``http://127.0.0.1:8080``, ``https://...`` or ``unix:PATH``; ``token`` one of
     its ``--token-file``'s, sent as ``Authorization: Bearer``; ``http_timeout`` seconds for

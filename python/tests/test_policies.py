@@ -1,0 +1,46 @@
+"""The client's default policy (policies/python.toml, shipped in the package) and policies
+named by name, from a directory outside the checkout."""
+
+import agentjail
+from conftest import REPO
+
+
+def test_the_packaged_default_is_the_repository_one():
+    with open(agentjail.DEFAULT_POLICY, "rb") as a, open(REPO / "policies" / "python.toml", "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_the_default_policy_allows_the_stdlib_ordinary_programs_use(client):
+    code = (
+        "import math, re, datetime, collections, itertools, functools, dataclasses, typing\n"
+        "import json, random, statistics, string, decimal, fractions, heapq, bisect, enum, textwrap\n"
+        "@dataclasses.dataclass\nclass P:\n    x: int\n"
+        "c = collections.Counter(re.findall(r'\\w', 'abca'))\n"
+        "print(math.isqrt(17), c['a'], P(3).x, decimal.Decimal('0.1') + decimal.Decimal('0.2'),\n"
+        "      fractions.Fraction(1, 3) * 3, datetime.date(2024, 2, 29).isoformat())"
+    )
+    r = client.run(code)
+    assert r.ok, (r.stop_reason, r.raw.get("decision"), r.stderr)
+    assert r.stdout == "4 2 3 0.3 1 2024-02-29\n"
+    assert r.raw["policy"]["path"] == agentjail.DEFAULT_POLICY
+    # The README's files= snippet: open() reads /app/in, and /app/out comes back.
+    r = client.run("open('out.txt', 'w').write(open('/app/in/data.csv').read().upper())",
+                   files={"data.csv": "a,b\n1,2\n"})
+    assert r.ok, (r.stop_reason, r.raw.get("decision"), r.stderr)
+    assert r.artifacts[0].path == "out.txt" and r.artifacts[0].content == b"A,B\n1,2\n"
+    # The jail is the default's: no os, no network.
+    assert client.run("import os").stop.kind is agentjail.StopKind.POLICY_BLOCK
+
+
+def test_a_policy_is_named_by_name_from_any_directory(binary, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no policies/ here: the binary resolves the name
+    for name in ("python", "default", "judge"):
+        with agentjail.Client(binary=binary, policy=name) as c:
+            r = c.run("print(6 * 7)")
+            assert r.ok and r.stdout == "42\n", (name, r.stop_reason)
+            assert r.raw["policy"]["path"].endswith(f"/policies/{name}.toml"), r.raw["policy"]
+    # A path still works, relative to the client's working directory.
+    (tmp_path / "mine.toml").write_bytes((REPO / "policies" / "default.toml").read_bytes())
+    with agentjail.Client(binary=binary, policy="mine.toml") as c:
+        r = c.run("print(1)")
+        assert r.ok and r.raw["policy"]["path"] == "mine.toml", r.raw["policy"]
