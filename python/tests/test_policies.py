@@ -44,3 +44,36 @@ def test_a_policy_is_named_by_name_from_any_directory(binary, tmp_path, monkeypa
     with agentjail.Client(binary=binary, policy="mine.toml") as c:
         r = c.run("print(1)")
         assert r.ok and r.raw["policy"]["path"] == "mine.toml", r.raw["policy"]
+
+
+def test_the_constructor_raises_what_the_first_call_would(binary, tmp_path, monkeypatch):
+    import asyncio
+
+    import pytest
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(agentjail.PolicyError, match='no policy named "no-such-policy"') as e:
+        agentjail.Client(binary=binary, policy="no-such-policy")
+    assert "/usr/share/agentjail/policies" in str(e.value)
+    (tmp_path / "bad.toml").write_text('version = 1\n[limits]\nmemory = "lots"\n')
+    with pytest.raises(agentjail.PolicyError, match="limits.memory") as e:
+        agentjail.Client(binary=binary, policy="bad.toml")
+    assert "bad.toml:3" in str(e.value)
+    with pytest.raises(agentjail.PolicyError, match="cannot read"):
+        agentjail.Client(binary=binary, policy="missing.toml")
+    with pytest.raises(agentjail.AgentjailError, match="not an executable file"):
+        agentjail.Client(binary=str(tmp_path / "no-agentjail"))
+    # A flag serve refuses: the server exits at start, and its words are the error.
+    with pytest.raises(agentjail.ConnectionClosed, match="--no-such-flag"):
+        agentjail.Client(binary=binary, args=["--no-such-flag"])
+
+    async def main():
+        with pytest.raises(agentjail.PolicyError, match="no-such-policy"):
+            agentjail.AsyncClient(binary=binary, policy="no-such-policy")
+        with pytest.raises(agentjail.ConnectionClosed, match="--no-such-flag"):
+            async with agentjail.AsyncClient(binary=binary, args=["--no-such-flag"]):
+                pass
+        async with agentjail.AsyncClient(binary=binary, policy="python") as c:
+            assert (await c.run("print(3)")).stdout == "3\n"
+
+    asyncio.run(main())
