@@ -77,3 +77,31 @@ def test_the_constructor_raises_what_the_first_call_would(binary, tmp_path, monk
             assert (await c.run("print(3)")).stdout == "3\n"
 
     asyncio.run(main())
+
+
+def test_no_start_up_noise_in_a_data_record(binary, tmp_path):
+    # matplotlib's font list (fc-list) printed "Fontconfig error: Cannot load default config
+    # file" into every warm data.toml record, the preload imports it; FONTCONFIG_FILE
+    # (environment.extra) gives fontconfig a config under /usr.
+    import json
+    import subprocess
+
+    from conftest import needs_cgroups
+
+    needs_cgroups()
+    action = {"id": "t", "language": "python", "entrypoint": "main.py", "code": "print(1)",
+              "output_mode": "text", "stdin": ""}
+    plot = ("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.title('t')\n"
+            "plt.savefig('p.png')\nprint(1)")
+    for code in ("print(1)", plot):  # cold: agentjail run
+        p = subprocess.run([binary, "run", "--policy", "data", "-"], cwd=tmp_path, capture_output=True,
+                           input=json.dumps(dict(action, code=code)).encode(), timeout=120)
+        r = json.loads(p.stdout)
+        assert (r["status"], r["execution"]["stdout"], r["execution"]["stderr"]) == ("ok", "1\n", ""), r
+    with agentjail.Client(binary=binary, policy="data", args=["--pool", "1"]) as c:
+        for code in ("print(1)", plot):  # warm: serve's pool, matplotlib preloaded
+            r = c.run(code)
+            assert (r.ok, r.stdout, r.stderr, r.jail_start) == (True, "1\n", "", "warm"), r.raw
+        with c.session() as s:
+            r = s.exec("print(1)")
+            assert (r.ok, r.stdout, r.stderr) == (True, "1\n", ""), r.raw
