@@ -12,7 +12,7 @@ here = pathlib.Path(__file__).resolve().parents[1]
 action = json.loads(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else here / "incident" / "action.json").read_text())
 
 with agentjail.Client() as client:
-    record = client.run(action["code"], input=action["input_payload"], timeout=2)
+    record = client.run(action["code"], input=action["input_payload"], output_mode="json", timeout=2)
     try:
         record.raise_for_status()
     except agentjail.PolicyBlocked as e:

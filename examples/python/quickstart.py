@@ -2,5 +2,5 @@
 import agentjail
 
 with agentjail.Client() as client:
-    record = client.run("print(sum(range(10)))", output_mode="text")
+    record = client.run("print(sum(range(10)))")
     print(record.ok, record.stdout, end="")  # True 45

@@ -108,7 +108,7 @@ def fleet(cluster, binary):
 def test_map_spreads_over_both_nodes(fleet):
     stats = fleet.stats()["nodes"]
     assert len(stats) == 2 and all(n["state"] == "up" for n in stats.values())
-    records = fleet.map([{"code": ECHO, "input": {"n": i}} for i in range(400)])
+    records = fleet.map([{"code": ECHO, "input": {"n": i}, "output_mode": "json"} for i in range(400)])
     assert len(records) == 400
     bad = [(i, r.stop_reason) for i, r in enumerate(records) if not r.ok]
     assert not bad, bad
@@ -139,7 +139,7 @@ def test_sessions_are_pinned_to_their_node(fleet):
         # Least loaded: the second session goes to the other node.
         assert a.node != b.node
         assert a.exec("x = 21").ok and b.exec("x = 5").ok
-        fleet.map([{"code": ECHO, "input": {"n": i}} for i in range(20)])
+        fleet.map([{"code": ECHO, "input": {"n": i}, "output_mode": "json"} for i in range(20)])
         ra, rb = a.exec("x * 2"), b.exec("x * 2")
         assert (ra.value, rb.value) == ("42", "10")
         assert ra.node == a.node and rb.node == b.node
@@ -195,7 +195,7 @@ def test_a_killed_actor_is_replaced_and_its_sessions_are_unknown(fleet):
     assert st["restarts"] == 1 and st["serve_pid"] != old_serve
     # The old server ended with its actor, and its jails with it.
     assert _wait(lambda: not any(alive(p) for p in [old_serve, *old_jails])), old_serve
-    records = fleet.map([{"code": ECHO, "input": {"n": i}} for i in range(40)])
+    records = fleet.map([{"code": ECHO, "input": {"n": i}, "output_mode": "json"} for i in range(40)])
     assert all(r.ok for r in records) and {r.node for r in records} == set(fleet.stats()["nodes"])
     s.close()
 
@@ -208,7 +208,7 @@ def test_a_node_killed_mid_map(cluster, fleet):
     out = {}
 
     def job():
-        out["records"] = fleet.map([{"code": SPIN, "input": {"n": i}} for i in range(200)])
+        out["records"] = fleet.map([{"code": SPIN, "input": {"n": i}, "output_mode": "json"} for i in range(200)])
 
     t = threading.Thread(target=job)
     t.start()
@@ -232,7 +232,7 @@ def test_a_node_killed_mid_map(cluster, fleet):
     assert all(r.output == {"n": records.index(r)} for r in oks)
     # The node is gone for good; new work goes to the live one.
     assert _wait(lambda: fleet.stats()["nodes"][victim]["state"] == "gone"), fleet.stats()
-    later = fleet.map([{"code": ECHO, "input": {"n": i}} for i in range(10)])
+    later = fleet.map([{"code": ECHO, "input": {"n": i}, "output_mode": "json"} for i in range(10)])
     assert all(r.ok and r.node != victim for r in later)
     assert fleet.run("print(1)", output_mode="text").node != victim
     # Its server and jails died with it.
@@ -259,7 +259,7 @@ def test_shutdown_leaves_nothing(cluster, binary):
     jails = [p for s in serves for p in descendants(s)]
     with f.session() as s:
         s.exec("z = 1")
-    assert all(r.ok for r in f.map([{"code": ECHO, "input": {"n": i}} for i in range(10)]))
+    assert all(r.ok for r in f.map([{"code": ECHO, "input": {"n": i}, "output_mode": "json"} for i in range(10)]))
     f.shutdown()
     f.shutdown()  # idempotent
     with pytest.raises(agentjail.ConnectionClosed, match="shut down"):

@@ -126,9 +126,24 @@ FAKE = textwrap.dedent('''\
     # A fake `agentjail serve` that answers every request with the scenario's lines.
     import json, os, sys
     scenario = os.environ["FAKE_SCENARIO"]
+    if sys.argv[1:2] == ["policy"]:
+        # The client's construction check (`policy show`): the policy loads, unless...
+        if scenario == "bad_policy":
+            sys.stderr.write("agentjail: invalid policy p.toml:3:1: limits.memory: fake (hint: h)\\n")
+            sys.exit(2)
+        sys.exit(0)
+    if scenario == "exit_at_start":
+        sys.stderr.write("fake: cannot start\\n")
+        sys.exit(2)
+    first = True
     for line in sys.stdin:
         req = json.loads(line)
         rid = req["id"]
+        if first:
+            # The constructor's stats: answered; each scenario starts after it.
+            first = False
+            print(json.dumps({{"id": rid, "stats": {{}}}}), flush=True)
+            continue
         if scenario == "evil_record":
             out = {{"id": rid, "record": {{"status": "ok", "stop_reason": "__import__('os').system('touch ' + {marker!r})",
                                         "output": {{"x": 1}}}}}}
@@ -200,6 +215,13 @@ def test_fake_server_exit_says_why(fake):
     with fake("exit") as c:
         with pytest.raises(agentjail.ConnectionClosed, match="giving up"):
             c.stats()
+
+
+def test_a_server_that_cannot_start_fails_the_constructor(fake):
+    with pytest.raises(agentjail.ConnectionClosed, match="cannot start"):
+        fake("exit_at_start")
+    with pytest.raises(agentjail.PolicyError, match="limits.memory: fake"):
+        fake("bad_policy")
 
 
 def test_async_fake_server(fake, tmp_path):

@@ -51,7 +51,7 @@ def alice(tcp):
 # -- the real server ------------------------------------------------------------------
 
 def test_run_check_session_and_stats_over_tcp(alice):
-    r = alice.run('import json\nprint(json.dumps({"n": 2 + 2}))')
+    r = alice.run('import json\nprint(json.dumps({"n": 2 + 2}))', output_mode="json")
     assert r.ok and r.output == {"n": 4}, r.raw
     assert r.raw["caller"] == {"token": "alice"}
     r = alice.run("print(int(input()) * 2)", stdin="21\n", output_mode="text")

@@ -9,7 +9,9 @@ from agentjail import StopKind
 
 
 def test_incident_seed_example_is_ok(client, incident):
-    r = client.run(incident["code"], input=incident["input_payload"])
+    # The JSON contract is asked for by name: run() defaults to text mode (what the program
+    # printed is record.stdout), so a program printing its JSON object says output_mode="json".
+    r = client.run(incident["code"], input=incident["input_payload"], output_mode="json")
     assert r.ok, r.stop_reason
     assert r.status == "ok" and r.stop_reason == "success"
     assert r.stop.kind is StopKind.SUCCESS and r.stop.detail is None
@@ -29,8 +31,18 @@ def test_text_mode_print(client):
     assert r.output is None
 
 
-def test_json_mode_print_is_invalid_output(client):
+def test_the_default_is_text_mode(client):
+    # The first line a newcomer writes works: no schema, no mode, what it printed comes back.
     r = client.run("print(2+2)")
+    assert r.ok, r.stop_reason
+    assert r.stdout == "4\n" and r.output is None
+    # check() judges what run() would send: text mode, where input() is an ordinary builtin.
+    assert client.check("for _ in range(2):\n    print(input())").allowed
+    assert not client.check("for _ in range(2):\n    print(input())", output_mode="json").allowed
+
+
+def test_json_mode_print_is_invalid_output(client):
+    r = client.run("print(2+2)", output_mode="json")
     assert not r.ok
     assert r.stop_reason == "invalid_code_output:not_object"
     assert r.stop.kind is StopKind.INVALID_CODE_OUTPUT and r.stop.detail == "not_object"
@@ -49,7 +61,7 @@ def test_stdin_arrives_byte_for_byte(client):
 
 def test_input_payload(client):
     code = "import json\nd = json.loads(input())\nprint(json.dumps({'twice': d['n'] * 2}))"
-    r = client.run(code, input={"n": 21})
+    r = client.run(code, input={"n": 21}, output_mode="json")
     assert r.ok and r.output == {"twice": 42}
 
 
@@ -131,14 +143,15 @@ def test_files_in_and_artifacts_out(binary):
         "print(json.dumps({'text': text, 'raw': list(raw)}))"
     )
     with agentjail.Client(binary=binary, policy=str(policy)) as c:
-        r = c.run(code, files={"a.txt": "hé", "b.bin": b"\x00\xff"})
+        r = c.run(code, files={"a.txt": "hé", "b.bin": b"\x00\xff"}, output_mode="json")
         assert r.ok, (r.stop_reason, r.error)
         assert r.output == {"text": "hé", "raw": [0, 255]}
         (art,) = r.artifacts
         assert art.path == "out.bin" and art.bytes == 256
         assert art.content == bytes(range(256))
         # The list form passes through as the action's own.
-        r = c.run(code, files=[{"path": "a.txt", "content": "x"}, {"path": "b.bin", "content_base64": "AQ=="}])
+        r = c.run(code, files=[{"path": "a.txt", "content": "x"}, {"path": "b.bin", "content_base64": "AQ=="}],
+                  output_mode="json")
         assert r.ok and r.output["raw"] == [1]
 
 

@@ -54,7 +54,7 @@ def test_eight_threads_share_one_client(client):
         try:
             for k in range(4):
                 n = t * 100 + k
-                r = client.run(ECHO, input={"n": n})
+                r = client.run(ECHO, input={"n": n}, output_mode="json")
                 results[n] = r
         except Exception as e:  # surfaced below
             errors.append(e)
@@ -88,7 +88,7 @@ def test_threads_with_sessions_and_runs_mixed(client):
     def runs(t):
         try:
             for k in range(3):
-                assert client.run(ECHO, input={"n": t + k}).output["n"] == t + k
+                assert client.run(ECHO, input={"n": t + k}, output_mode="json").output["n"] == t + k
         except Exception as e:
             errors.append(e)
 
@@ -103,10 +103,10 @@ def test_threads_with_sessions_and_runs_mixed(client):
 def test_async_client(binary, incident):
     async def main():
         async with agentjail.AsyncClient(binary=binary, args=["--pool", "2"]) as c:
-            rs = await asyncio.gather(*[c.run(ECHO, input={"n": n}) for n in range(12)])
+            rs = await asyncio.gather(*[c.run(ECHO, input={"n": n}, output_mode="json") for n in range(12)])
             for n, r in enumerate(rs):
                 assert r.ok and r.output["n"] == n
-            r = await c.run(incident["code"], input=incident["input_payload"])
+            r = await c.run(incident["code"], input=incident["input_payload"], output_mode="json")
             assert r.ok and r.output["incident_severity"] == "P1" and r.output["sample_size"] == 60
             r = await c.run("print(2+2)", output_mode="text")
             assert r.stdout == "4\n"

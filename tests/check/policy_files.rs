@@ -822,3 +822,81 @@ proptest! {
         prop_assert_eq!(agentjail_engine::policy::parse_bytes(&b.to_string()), Ok(n));
     }
 }
+
+/// `--policy NAME` (no `/`, no `.toml`) names a shipped policy from any directory: the
+/// checkout's `policies/` for a cargo build, `BIN/../share/agentjail/policies` for an
+/// install, `$AGENTJAIL_POLICY_DIR` before both; a path still works, and an unknown name is
+/// exit 2 with every place looked.
+#[test]
+fn a_policy_is_named_by_name_from_any_directory() {
+    use std::process::Command;
+    let bin = crate::common::built_binary("agentjail");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let show = |bin: &Path, arg: &str, env: Option<&Path>| {
+        let mut c = Command::new(bin);
+        c.args(["policy", "show", arg])
+            .current_dir(elsewhere.path());
+        c.env_remove("AGENTJAIL_POLICY_DIR");
+        if let Some(d) = env {
+            c.env("AGENTJAIL_POLICY_DIR", d);
+        }
+        c.output().unwrap()
+    };
+    // The binary of this checkout (or AGENTJAIL_TEST_BIN_DIR's, under some target/).
+    let out = show(&bin, "python", None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("policies/python.toml"), "{text}");
+    assert!(text.contains("name = \"python\""), "{text}");
+
+    let out = show(&bin, "no-such-policy", None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no policy named \"no-such-policy\""), "{err}");
+    assert!(err.contains("/usr/share/agentjail/policies"), "{err}");
+    assert!(err.contains("AGENTJAIL_POLICY_DIR"), "{err}");
+
+    // A path is a path: `data.toml` here is this directory's, not the shipped one.
+    let out = show(&bin, "data.toml", None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("data.toml"));
+
+    // An install: PREFIX/bin/agentjail finds PREFIX/share/agentjail/policies/NAME.toml.
+    let prefix = tempfile::tempdir().unwrap();
+    let shared = prefix.path().join("share/agentjail/policies");
+    std::fs::create_dir_all(prefix.path().join("bin")).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    let installed = prefix.path().join("bin/agentjail");
+    if std::fs::hard_link(&bin, &installed).is_err() {
+        std::fs::copy(&bin, &installed).unwrap();
+    }
+    let mine = std::fs::read_to_string(policies_dir().join("default.toml"))
+        .unwrap()
+        .replace("name = \"default\"", "name = \"mine\"");
+    std::fs::write(shared.join("mine.toml"), &mine).unwrap();
+    let out = show(&installed, "mine", None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name = \"mine\""));
+    // $AGENTJAIL_POLICY_DIR comes first.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        mine.replace("name = \"mine\"", "name = \"from-env\""),
+    )
+    .unwrap();
+    let out = show(&installed, "mine", Some(dir.path()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name = \"from-env\""));
+}

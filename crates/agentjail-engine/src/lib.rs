@@ -43,10 +43,72 @@ pub const VERSION_LINE: &str = concat!(
     ")"
 );
 
-/// The policy to use: a file, or the embedded default.
+/// The policy to use: a file, a shipped policy by name (`python`, `data`: see
+/// [`named_policy`]), or the embedded default.
 pub fn load_policy(path: Option<&std::path::Path>) -> Result<LoadedPolicy, policy::PolicyError> {
     match path {
         None => policy::load_default(),
-        Some(p) => policy::load_file(p),
+        Some(p) => match named_policy(p) {
+            Some(found) => policy::load_file(&found?),
+            None => policy::load_file(p),
+        },
     }
+}
+
+/// A bare name (letters, digits, `-`, `_`: no `/`, no `.toml`) names a shipped policy:
+/// `NAME.toml` in, first found, `$AGENTJAIL_POLICY_DIR`, the install's share directory beside
+/// the binary (`BIN/../share/agentjail/policies`, where scripts/install.sh and the .deb put
+/// them), the checkout whose `target/` holds the binary (`policies/`), then
+/// `/usr/local/share`'s and `/usr/share`'s. None for anything else (a path, as before); an
+/// error naming every place looked for an unknown name.
+pub fn named_policy(
+    arg: &std::path::Path,
+) -> Option<Result<std::path::PathBuf, policy::PolicyError>> {
+    use std::path::PathBuf;
+    let name = arg.to_str()?;
+    if name.contains('/') || name.ends_with(".toml") || name.is_empty() {
+        return None;
+    }
+    let valid = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid {
+        return None; // `policy.conf`, `.hidden`: a file in the working directory, as before
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("AGENTJAIL_POLICY_DIR").filter(|d| !d.is_empty()) {
+        dirs.push(d.into());
+    }
+    if let Some(bin_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(PathBuf::from))
+    {
+        if let Some(prefix) = bin_dir.parent() {
+            dirs.push(prefix.join("share/agentjail/policies"));
+        }
+        // A cargo build: CHECKOUT/target/[TRIPLE/]PROFILE/agentjail.
+        let checkout = bin_dir
+            .ancestors()
+            .take(4)
+            .find(|a| a.file_name().is_some_and(|n| n == "target"))
+            .and_then(|t| t.parent());
+        if let Some(c) = checkout.filter(|c| c.join("Cargo.toml").is_file()) {
+            dirs.push(c.join("policies"));
+        }
+    }
+    dirs.push("/usr/local/share/agentjail/policies".into());
+    dirs.push("/usr/share/agentjail/policies".into());
+    dirs.dedup();
+    let file = format!("{name}.toml");
+    if let Some(found) = dirs.iter().map(|d| d.join(&file)).find(|f| f.is_file()) {
+        return Some(Ok(found));
+    }
+    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Some(Err(policy::PolicyError {
+        origin: name.to_string(),
+        position: None,
+        key: None,
+        message: format!("no policy named {name:?}: no {file} in {}", looked.join(", ")),
+        hint: format!("a file in this directory is ./{name}; install the policies (scripts/install.sh) or set AGENTJAIL_POLICY_DIR to their directory"),
+    }))
 }

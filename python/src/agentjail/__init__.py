@@ -2,7 +2,7 @@
 
     import agentjail
     with agentjail.Client() as client:
-        record = client.run("print(2 + 2)", output_mode="text")
+        record = client.run("print(2 + 2)")
         print(record.ok, record.stdout)
 
 ``Client`` starts and owns ``agentjail serve`` (or connects to one with ``socket=``, or to
@@ -26,6 +26,7 @@ from ._errors import (
     InvalidRequest,
     NodeLost,
     PolicyBlocked,
+    PolicyError,
     ProtocolError,
     ResourceLimit,
     SandboxUnavailable,
@@ -41,7 +42,7 @@ from ._errors import (
 )
 from ._record import Artifact, Decision, Record, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
-from ._client import Client, NotSupportedYet, Session, find_binary
+from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
 from ._async import AsyncClient, AsyncSession
 from ._workspace import AsyncWorkspace, Workspace, WorkspaceFile
 
@@ -51,10 +52,10 @@ __all__ = [
     "AgentjailError", "AgentjailInternalError", "Artifact", "AsyncClient", "AsyncSession",
     "BudgetExceeded", "Client", "CodeError", "CodeKilled", "CodeRuntimeError", "CodeTimeout",
     "ConnectionClosed", "Decision", "ForbiddenSyscall", "Interrupted", "InvalidAction",
-    "InvalidOutput", "InvalidRequest", "NodeLost", "NotSupportedYet", "PolicyBlocked", "ProtocolError",
+    "InvalidOutput", "InvalidRequest", "NodeLost", "NotSupportedYet", "PolicyBlocked", "PolicyError", "ProtocolError",
     "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
     "WorkspaceFile", "AsyncWorkspace",
-    "build_action", "find_binary",
+    "DEFAULT_POLICY", "build_action", "find_binary",
 ]

@@ -49,7 +49,7 @@ class AsyncClient:
         self._http_checked = False
         if socket is not None and (policy is not None or args or binary is not None):
             raise ValueError("socket= connects to a running server: binary, policy and args are its own")
-        self._argv = None if socket is not None or self._http is not None else serve_argv(binary, policy, args)
+        self._argv = None if socket is not None or self._http is not None else serve_argv(binary, policy, args, env)
         self._socket = None if socket is None else os.fspath(socket)
         self._env = None if env is None else dict(env)
         self._max_line = max_line
@@ -65,6 +65,7 @@ class AsyncClient:
         self._closed = False
         self._connecting: Optional[asyncio.Lock] = None
         self._write_lock: Optional[asyncio.Lock] = None
+        self._started = False  # the spawned server answered its first request
 
     async def _http_request(self, op: str, **fields: Any) -> Any:
         assert self._http is not None
@@ -106,6 +107,15 @@ class AsyncClient:
                 self._reader, self._writer = self._proc.stdout, self._proc.stdin
                 self._tasks.append(asyncio.ensure_future(self._drain_stderr(self._proc.stderr)))
             self._tasks.insert(0, asyncio.ensure_future(self._read_loop()))
+        if self._proc is not None and not self._started:
+            self._started = True
+            try:
+                # A server that cannot start (a flag it refuses, a --zygote it cannot use)
+                # exits now: its answer, or its last words, come back here.
+                await self._request("stats")
+            except BaseException:
+                await self.close(0)
+                raise
         return self
 
     async def _drain_stderr(self, r: Any) -> None:
@@ -222,7 +232,7 @@ class AsyncClient:
         stdin: Union[str, bytes, None] = None,
         files: P.FilesArg = None,
         output_schema: Optional[Mapping[str, Any]] = None,
-        output_mode: str = "json",
+        output_mode: Optional[str] = None,
         timeout: Optional[float] = None,
         language: str = "python",
         entrypoint: Optional[str] = None,

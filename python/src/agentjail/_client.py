@@ -27,6 +27,12 @@ from ._workspace import Workspace
 
 STDERR_KEEP = 64 * 1024
 
+#: The policy a client that starts ``agentjail serve`` uses when given none: the package's
+#: copy of the repository's policies/python.toml (the stdlib's computation and text modules,
+#: ``open`` within the jail, 512MiB, 10 s, no network). Shipped with the client, so it does
+#: not depend on where the binary's own policies are installed.
+DEFAULT_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies", "python.toml")
+
 
 class NotSupportedYet(E.AgentjailError, NotImplementedError):
     """Kept so that code written for 0.1.0 still imports it: ``Client(url=...)`` raised it
@@ -50,14 +56,38 @@ def find_binary(binary: Optional[str] = None) -> str:
     return path
 
 
-def serve_argv(binary: Optional[str], policy: Optional[str], args: Iterable[str]) -> List[str]:
-    argv = [find_binary(binary), "serve"]
-    if policy is not None:
-        argv += ["--policy", os.fspath(policy)]
+def serve_argv(binary: Optional[str], policy: Optional[str], args: Iterable[str],
+               env: Optional[Mapping[str, str]] = None) -> List[str]:
+    """``agentjail serve --policy POLICY ARGS``: ``policy`` a path or the name of a shipped
+    policy (``"data"``, ``"workspace"``: the binary resolves it), default :data:`DEFAULT_POLICY`.
+    The binary loads the policy once here (:func:`check_policy`), so a missing binary or a
+    policy that does not load raises now, not at the first call."""
     extra = list(args)
     if any(not isinstance(a, str) for a in extra):
         raise TypeError("args must be strings")
-    return argv + extra
+    path = find_binary(binary)
+    pol = DEFAULT_POLICY if policy is None else os.fspath(policy)
+    check_policy(path, pol, env)
+    return [path, "serve", "--policy", pol] + extra
+
+
+def check_policy(binary: str, policy: str, env: Optional[Mapping[str, str]] = None) -> None:
+    """``agentjail policy show POLICY`` (the same loader ``serve`` runs, in the same working
+    directory and environment): :class:`PolicyError` with the binary's message when the
+    policy does not load, :class:`AgentjailError` when the binary cannot run."""
+    try:
+        p = subprocess.run([binary, "policy", "show", policy], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           env=None if env is None else dict(env), timeout=60, close_fds=True)
+    except OSError as e:
+        raise E.AgentjailError(f"cannot start {binary!r}: {e}") from None
+    except subprocess.TimeoutExpired:
+        raise E.AgentjailError(f"{binary!r} policy show {policy!r} did not finish in 60 s") from None
+    if p.returncode != 0:
+        msg = p.stderr.decode("utf-8", "replace").strip()[-4000:]
+        if msg.startswith("agentjail: "):
+            msg = msg[len("agentjail: "):]
+        raise E.PolicyError(msg or f"{binary!r} policy show {policy!r} exited {p.returncode}")
 
 
 def http_conn(url: Optional[str], token: Optional[str], max_line: int, http_timeout: Optional[float],
@@ -250,8 +280,9 @@ class Client:
     """A connection to ``agentjail serve``.
 
     ``Client()`` starts ``agentjail serve`` as a subprocess and owns it (``binary=`` or
-    ``$AGENTJAIL_BINARY`` or PATH; ``policy=`` is ``--policy``; ``args`` more options, e.g.
-    ``["--pool", "2"]``). ``Client(socket=PATH)`` connects to ``agentjail serve --socket
+    ``$AGENTJAIL_BINARY`` or PATH; ``policy=`` is ``--policy``, a path or a shipped policy's
+    name such as ``"data"``, default :data:`DEFAULT_POLICY`, policies/python.toml; ``args``
+    more options, e.g. ``["--pool", "2"]``). ``Client(socket=PATH)`` connects to ``agentjail serve --socket
     PATH``. ``Client(url=..., token=...)`` connects to ``agentjail serve --http ADDR``
     (``url`` ``http://127.0.0.1:8080``, ``https://...`` or ``unix:PATH``; ``token`` one of
     its ``--token-file``'s, sent as ``Authorization: Bearer``; ``http_timeout`` seconds for
@@ -303,7 +334,7 @@ class Client:
             conn.rfile = s.makefile("rb")
             conn.wfile = s.makefile("wb")
         else:
-            argv = serve_argv(binary, policy, args)
+            argv = serve_argv(binary, policy, args, env)
             try:
                 conn.proc = subprocess.Popen(
                     argv,
@@ -326,6 +357,14 @@ class Client:
         conn.threads.insert(0, reader)
         self._conn = conn
         self._finalizer = weakref.finalize(self, _finalize, conn)
+        if conn.proc is not None:
+            try:
+                # A server that cannot start (a flag it refuses, a --zygote it cannot use)
+                # exits now: its answer, or its last words, come back here.
+                conn.request("stats")
+            except BaseException:
+                self.close(0)
+                raise
 
     # -- the API ----------------------------------------------------------------------
     def run(
@@ -336,7 +375,7 @@ class Client:
         stdin: Union[str, bytes, None] = None,
         files: P.FilesArg = None,
         output_schema: Optional[Mapping[str, Any]] = None,
-        output_mode: str = "json",
+        output_mode: Optional[str] = None,
         timeout: Optional[float] = None,
         language: str = "python",
         entrypoint: Optional[str] = None,

@@ -14,6 +14,12 @@ class AgentjailError(Exception):
     """Base of every error this package raises on purpose."""
 
 
+class PolicyError(AgentjailError, ValueError):
+    """The policy given to a client that starts ``agentjail serve`` does not load: raised by
+    the constructor, with the binary's own message (the file, line, key and a hint, or every
+    directory an unknown name was looked for in)."""
+
+
 class ProtocolError(AgentjailError):
     """The server sent something that is not the protocol: a line that is not JSON, too
     long, nested too deep, or a record or response whose fields have the wrong types.

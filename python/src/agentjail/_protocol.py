@@ -28,14 +28,19 @@ def build_action(
     stdin: Union[str, bytes, None] = None,
     files: FilesArg = None,
     output_schema: Optional[Mapping[str, Any]] = None,
-    output_mode: str = "json",
+    output_mode: Optional[str] = None,
     timeout: Optional[float] = None,
     language: str = "python",
     entrypoint: Optional[str] = None,
     policy_hints: Optional[Mapping[str, Any]] = None,
     action_id: str = "py",
 ) -> Dict[str, Any]:
-    """The action object for ``run`` and ``check`` (docs/REFERENCE.md, "The action")."""
+    """The action object for ``run`` and ``check`` (docs/REFERENCE.md, "The action").
+
+    ``output_mode`` None is ``"json"`` when ``output_schema`` is given, else ``"text"``:
+    a program that prints is a success, and what it printed is ``record.stdout``."""
+    if output_mode is None:
+        output_mode = "json" if output_schema is not None else "text"
     if not isinstance(code, str):
         raise TypeError("code must be a str")
     if not isinstance(language, str):

@@ -19,7 +19,8 @@ stdin is not bound by one request's size. ``user=`` is refused
 (``SandboxUserUnsupportedError``): every command runs as the jail's one user.
 
 Needs the ``inspect`` extra (``pip install './python[inspect]'``). The config is the
-policy file's path (or None for the binary's default), or an
+policy file's path or a shipped policy's name (None: the client's default, which has no
+workspaces: name one that enables them, such as ``"workspace"``), or an
 :class:`AgentjailSandboxConfig` with ``policy``, ``binary`` and ``args``.
 """
 
