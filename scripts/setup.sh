@@ -89,7 +89,9 @@ pyverl=python/requirements-verl.txt
 pystamp=$pyvenv/.requirements.sha256
 pywant=$(cat "$pyreq" "$pyverl" python/pyproject.toml | sha256sum | cut -d' ' -f1)
 pyvenv_real=$(venv_dir "$pyvenv" "$pywant")
-if [ "$(cat "$pystamp" 2>/dev/null)" != "$pywant" ] || ! "$pyvenv/bin/python" -c 'import agentjail, pytest' 2>/dev/null; then
+# (Only the pins decide a rebuild: a cached venv whose editable install points at a clone
+# that is gone cannot import agentjail, and is fixed below in a second, not rebuilt.)
+if [ "$(cat "$pystamp" 2>/dev/null)" != "$pywant" ] || ! "$pyvenv/bin/python" -c 'import pytest' 2>/dev/null; then
     rm -rf "$pyvenv_real"
     /usr/bin/python3 -m venv "$pyvenv_real"
     if ! "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$pyreq" ||

@@ -21,6 +21,13 @@ def binary():
             f"agentjail binary not found at {path}: run `cargo build --release` or set AGENTJAIL_BINARY",
             pytrace=False,
         )
+    # A policy named by name (`policy="data"`) is found in the checkout whose target/ holds
+    # the binary's real path. Under .ci/run target/ is a link to a build cache outside the
+    # clone, so there the tests name this checkout's policies/ themselves (the binary's own
+    # lookups, checkout and install, are tests/check/policy_files.rs's).
+    real = pathlib.Path(os.path.realpath(path))
+    if REPO not in real.parents and "AGENTJAIL_POLICY_DIR" not in os.environ:
+        os.environ["AGENTJAIL_POLICY_DIR"] = str(REPO / "policies")
     return path
 
 

@@ -842,8 +842,25 @@ fn a_policy_is_named_by_name_from_any_directory() {
         }
         c.output().unwrap()
     };
-    // The binary of this checkout (or AGENTJAIL_TEST_BIN_DIR's, under some target/).
-    let out = show(&bin, "python", None);
+    // A cargo build: CHECKOUT/target/TRIPLE/PROFILE/agentjail finds CHECKOUT/policies.
+    // Made here, because the tested binary's own target/ may live outside the checkout
+    // (.ci/run links target/ to its build cache).
+    let checkout = tempfile::tempdir().unwrap();
+    let built = checkout
+        .path()
+        .join("target/x86_64-unknown-linux-gnu/release/agentjail");
+    std::fs::create_dir_all(built.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(checkout.path().join("policies")).unwrap();
+    std::fs::write(checkout.path().join("Cargo.toml"), "").unwrap();
+    std::fs::copy(
+        policies_dir().join("python.toml"),
+        checkout.path().join("policies/python.toml"),
+    )
+    .unwrap();
+    if std::fs::hard_link(&bin, &built).is_err() {
+        std::fs::copy(&bin, &built).unwrap();
+    }
+    let out = show(&built, "python", None);
     assert!(
         out.status.success(),
         "{}",
