@@ -149,13 +149,6 @@ pub const KNOWN_STRING_ERRORS: &[&str] = &[
     "crates/agentjail-jail/src/syscall_groups.rs resolve",
     "crates/agentjail-json/src/schema/pattern.rs Pattern::compile",
     "crates/agentjail-json/src/schema/pattern.rs translate",
-    "crates/agentjail-net/src/addr.rs Cidr::parse",
-    "crates/agentjail-net/src/broker.rs Tls::connect",
-    "crates/agentjail-net/src/broker.rs Tls::from_pem",
-    "crates/agentjail-net/src/rules.rs Allow::parse",
-    "crates/agentjail-net/src/rules.rs Rules::parse_allow",
-    "crates/agentjail-net/src/rules.rs Rules::parse_private",
-    "crates/agentjail-net/src/rules.rs split_host_port",
 ];
 
 /// Rule 16: the top-level directories a path named in README.md or docs/*.md may start with.
