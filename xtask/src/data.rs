@@ -147,8 +147,6 @@ pub const KNOWN_STRING_ERRORS: &[&str] = &[
     "crates/agentjail-jail/src/mount.rs open_input",
     "crates/agentjail-jail/src/mount.rs prepare",
     "crates/agentjail-jail/src/syscall_groups.rs resolve",
-    "crates/agentjail-json/src/schema/pattern.rs Pattern::compile",
-    "crates/agentjail-json/src/schema/pattern.rs translate",
 ];
 
 /// Rule 16: the top-level directories a path named in README.md or docs/*.md may start with.
