@@ -131,7 +131,6 @@ pub const KNOWN_LAYER_BREAKS: &[&str] = &[];
 pub const KNOWN_STRING_ERRORS: &[&str] = &[
     "crates/agentjail-engine/src/hostpath.rs read_operator_file",
     "crates/agentjail-engine/src/hostpath.rs read_operator_secret",
-    "crates/agentjail-engine/src/plan/seccomp.rs plan",
     "crates/agentjail-engine/src/policy/elfdeps.rs first_missing",
     "crates/agentjail-engine/src/policy/elfdeps.rs parse",
     "crates/agentjail-http/src/auth.rs Tokens::load",
@@ -143,10 +142,6 @@ pub const KNOWN_STRING_ERRORS: &[&str] = &[
     "crates/agentjail-http/src/runs.rs exec_body",
     "crates/agentjail-http/src/runs.rs session_hints",
     "crates/agentjail-http/src/server.rs parse_addr",
-    "crates/agentjail-jail/src/cgroup/mod.rs HostCgroups::provider",
-    "crates/agentjail-jail/src/mount.rs open_input",
-    "crates/agentjail-jail/src/mount.rs prepare",
-    "crates/agentjail-jail/src/syscall_groups.rs resolve",
 ];
 
 /// Rule 16: the top-level directories a path named in README.md or docs/*.md may start with.
