@@ -129,10 +129,6 @@ pub const KNOWN_LAYER_BREAKS: &[&str] = &[];
 /// `Result<_, String>` when the rule came in (issue 37), as "file name" (`Type::name` for a
 /// method). A typed error (what failed, errno, hint) replaces each.
 pub const KNOWN_STRING_ERRORS: &[&str] = &[
-    "crates/agentjail-engine/src/hostpath.rs read_operator_file",
-    "crates/agentjail-engine/src/hostpath.rs read_operator_secret",
-    "crates/agentjail-engine/src/policy/elfdeps.rs first_missing",
-    "crates/agentjail-engine/src/policy/elfdeps.rs parse",
     "crates/agentjail-http/src/auth.rs Tokens::load",
     "crates/agentjail-http/src/auth.rs Tokens::parse",
     "crates/agentjail-http/src/body.rs object",
