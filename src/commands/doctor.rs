@@ -709,13 +709,9 @@ pub fn cgroup_checks(host: &HostCgroups) -> Vec<Check> {
     ] {
         let p = host.provider(ctrl);
         let available = p.is_ok();
-        // provider() says "<why>; <fix>": split it into the two fields.
         let (detail, fix) = match p {
             Ok(m) => (format!("{ctrl} limits via {m}"), None),
-            Err(why) => match why.split_once("; ") {
-                Some((d, f)) => (d.to_string(), Some(f.to_string())),
-                None => (why.clone(), Some(why)),
-            },
+            Err(e) => (e.reason(), Some(e.fix().to_string())),
         };
         let mut c = check(control, available, false, detail, None);
         c.fix = fix;

@@ -48,15 +48,14 @@ fn house(root: &Path) -> Output {
 }
 
 /// One rule's plant: the rule's tag, the file it goes in (appended to the copy, or a new
-/// file), its text, and what the finding names (the file, or the crates or circle). An
-/// emptied file (`emptied`) makes a known debt of a shrink-only list disappear: its line
-/// must then be removed, so the list stays exact.
+/// file), its text, and what the finding names (the file, or the crates or circle). The
+/// shrink-only lists are empty since issue 37's typed errors, so no plant empties a file to
+/// make a known debt disappear: a line added to one is a finding on the real tree.
 struct Plant {
     rule: &'static str,
     file: &'static str,
     text: String,
     shows: &'static str,
-    empty: bool,
 }
 
 fn plant(rule: &'static str, file: &'static str, text: &str) -> Plant {
@@ -65,14 +64,6 @@ fn plant(rule: &'static str, file: &'static str, text: &str) -> Plant {
         file,
         text: text.to_string(),
         shows: file,
-        empty: false,
-    }
-}
-
-fn emptied(rule: &'static str, file: &'static str, shows: &'static str) -> Plant {
-    Plant {
-        empty: true,
-        ..showing(plant(rule, file, ""), shows)
     }
 }
 
@@ -227,19 +218,6 @@ fn plants() -> Vec<Plant> {
             "\npub fn planted() -> Result<(), String> { Ok(()) }\n",
         ),
         plant("rule 16 ", "README.md", "\nSee `src/planted_missing.rs`.\n"),
-        // Known debts paid without their lines removed (rule 8's OVERSIZE_OK is empty since
-        // javascript.rs was split: no stale line of it can be planted).
-        // The HTTP crate's runs.rs losing its two known public Result<_, String>.
-        emptied(
-            "rule 15 ",
-            "crates/agentjail-http/src/runs.rs",
-            "crates/agentjail-http/src/runs.rs ",
-        ),
-        emptied(
-            "rule 15 ",
-            "crates/agentjail-json/src/schema/pattern.rs",
-            "crates/agentjail-json/src/schema/pattern.rs ",
-        ),
     ]
 }
 
@@ -306,10 +284,7 @@ fn assert_only_plants_fire(plants: Vec<Plant>, honest: bool) {
     let d = scratch();
     for p in &plants {
         let path = d.path().join(p.file);
-        let mut text = match p.empty {
-            true => String::new(),
-            false => std::fs::read_to_string(&path).unwrap_or_default(),
-        };
+        let mut text = std::fs::read_to_string(&path).unwrap_or_default();
         text.push_str(&p.text);
         std::fs::write(&path, text).unwrap();
     }

@@ -216,12 +216,84 @@ pub fn openat(
         .map_err(std::io::Error::from_raw_os_error)
 }
 
+/// Why an operator's file (a brokered credential, a CA bundle) was refused: the flag or
+/// key it came from (`what`), its path and the problem. Display is the message agentjail
+/// prints, and never holds the file's content.
+#[derive(Debug)]
+pub struct OperatorFileError {
+    pub what: String,
+    pub path: PathBuf,
+    pub problem: FileProblem,
+}
+
+/// What is wrong with an operator's file.
+#[derive(Debug)]
+pub enum FileProblem {
+    /// The path is relative.
+    NotAbsolute,
+    /// A directory on the way breaks [`open_dir`]'s rule, or the path has no file name.
+    Dir(Box<HostPathError>),
+    /// A device, FIFO, socket or directory.
+    NotRegular,
+    /// The name is a symbolic link.
+    Symlink,
+    /// The open failed for this uid.
+    Open { uid: u32, error: std::io::Error },
+    /// fstat of the opened file failed.
+    Stat(std::io::Error),
+    /// It belongs to `uid`, neither root nor `euid`.
+    Owner { uid: u32, euid: u32 },
+    /// Group or others may write it (`mode`, permission bits).
+    Writable { mode: u32 },
+    /// A secret's file with more than one name.
+    Links { nlink: u64 },
+    /// Reading it failed.
+    Read(std::io::Error),
+    /// Larger than `max` bytes.
+    TooLarge { max: u64 },
+}
+
+impl std::fmt::Display for OperatorFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let FileProblem::Dir(e) = &self.problem {
+            return write!(f, "{e}");
+        }
+        write!(f, "{}: {}", self.what, self.path.display())?;
+        match &self.problem {
+            FileProblem::Dir(_) => Ok(()),
+            FileProblem::NotAbsolute => f.write_str(" is not an absolute path"),
+            FileProblem::NotRegular => f.write_str(" is not a regular file"),
+            FileProblem::Symlink => f.write_str(" is a symbolic link; name the file itself"),
+            FileProblem::Open { uid, error } => {
+                write!(f, " cannot be opened by uid {uid}: {error}")
+            }
+            FileProblem::Stat(error) => write!(f, ": {error}"),
+            FileProblem::Owner { uid, euid } => write!(
+                f,
+                " belongs to uid {uid}; it must belong to root or to the server's uid {euid}"
+            ),
+            FileProblem::Writable { mode } => write!(
+                f,
+                " is writable by group or others (mode {mode:o}); chmod go-w it"
+            ),
+            FileProblem::Links { nlink } => write!(
+                f,
+                " has {nlink} names (hard links); a secret's file must have one"
+            ),
+            FileProblem::Read(error) => write!(f, " cannot be read: {error}"),
+            FileProblem::TooLarge { max } => write!(f, " is larger than {max} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for OperatorFileError {}
+
 /// Read a file the operator keeps for agentjail (a brokered credential, a CA bundle):
 /// `path` must be absolute; the directories on the way pass [`open_dir`]'s rule; the file
 /// itself is opened without following a symlink and must be a regular file that belongs to
 /// root or to us, that neither group nor others may write, and of at most `max` bytes.
 /// `what` names it in errors; an error's text never holds the file's content.
-pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, String> {
+pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, OperatorFileError> {
     read_checked(path, what, max, false)
 }
 
@@ -230,79 +302,75 @@ pub fn read_operator_file(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, 
 /// others may write (sticky `/tmp`) anyone could plant, under the name the policy gives, a
 /// link to a file of root's they cannot read themselves (where `fs.protected_hardlinks`
 /// is 0), and have its content sent as the key.
-pub fn read_operator_secret(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, String> {
+pub fn read_operator_secret(
+    path: &Path,
+    what: &str,
+    max: u64,
+) -> Result<Vec<u8>, OperatorFileError> {
     read_checked(path, what, max, true)
 }
 
-fn read_checked(path: &Path, what: &str, max: u64, secret: bool) -> Result<Vec<u8>, String> {
+fn read_checked(
+    path: &Path,
+    what: &str,
+    max: u64,
+    secret: bool,
+) -> Result<Vec<u8>, OperatorFileError> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
+    let refuse = |problem| OperatorFileError {
+        what: what.to_string(),
+        path: path.to_path_buf(),
+        problem,
+    };
     if !path.is_absolute() {
-        return Err(format!(
-            "{what}: {} is not an absolute path",
-            path.display()
-        ));
+        return Err(refuse(FileProblem::NotAbsolute));
     }
-    let (dir, name) = parent_and_name(path, what).map_err(|e| e.to_string())?;
+    let (dir, name) =
+        parent_and_name(path, what).map_err(|e| refuse(FileProblem::Dir(Box::new(e))))?;
     // Not even opened unless it is a regular file (or a symlink, refused by the open):
     // opening a device can act (a tape rewinds, a watchdog arms). The fstat below checks
     // what was opened, whatever replaced the name meanwhile.
     if let Ok(st) = os::dir::stat_at(&dir, &name) {
         let kind = st.mode & libc::S_IFMT;
         if kind != libc::S_IFREG && kind != libc::S_IFLNK {
-            return Err(format!("{what}: {} is not a regular file", path.display()));
+            return Err(refuse(FileProblem::NotRegular));
         }
     }
     let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
-    let fd = openat(&dir, &name, flags, 0).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => format!(
-            "{what}: {} is a symbolic link; name the file itself",
-            path.display()
-        ),
-        _ => format!(
-            "{what}: {} cannot be opened by uid {}: {e}",
-            path.display(),
-            os::process::geteuid()
-        ),
+    let fd = openat(&dir, &name, flags, 0).map_err(|error| match error.raw_os_error() {
+        Some(libc::ELOOP) => refuse(FileProblem::Symlink),
+        _ => refuse(FileProblem::Open {
+            uid: os::process::geteuid(),
+            error,
+        }),
     })?;
     let file = std::fs::File::from(fd);
-    let md = file
-        .metadata()
-        .map_err(|e| format!("{what}: {}: {e}", path.display()))?;
+    let md = file.metadata().map_err(|e| refuse(FileProblem::Stat(e)))?;
     let euid = os::process::geteuid();
     if !md.file_type().is_file() {
-        return Err(format!("{what}: {} is not a regular file", path.display()));
+        return Err(refuse(FileProblem::NotRegular));
     }
     if md.uid() != 0 && md.uid() != euid {
-        return Err(format!(
-            "{what}: {} belongs to uid {}; it must belong to root or to the server's uid {euid}",
-            path.display(),
-            md.uid()
-        ));
+        return Err(refuse(FileProblem::Owner {
+            uid: md.uid(),
+            euid,
+        }));
     }
     if md.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{what}: {} is writable by group or others (mode {:o}); chmod go-w it",
-            path.display(),
-            md.mode() & 0o7777
-        ));
+        return Err(refuse(FileProblem::Writable {
+            mode: md.mode() & 0o7777,
+        }));
     }
     if secret && md.nlink() != 1 {
-        return Err(format!(
-            "{what}: {} has {} names (hard links); a secret's file must have one",
-            path.display(),
-            md.nlink()
-        ));
+        return Err(refuse(FileProblem::Links { nlink: md.nlink() }));
     }
     let mut bytes = Vec::new();
     file.take(max + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{what}: {} cannot be read: {e}", path.display()))?;
+        .map_err(|e| refuse(FileProblem::Read(e)))?;
     if bytes.len() as u64 > max {
-        return Err(format!(
-            "{what}: {} is larger than {max} bytes",
-            path.display()
-        ));
+        return Err(refuse(FileProblem::TooLarge { max }));
     }
     Ok(bytes)
 }
@@ -310,6 +378,21 @@ fn read_checked(path: &Path, what: &str, max: u64, secret: bool) -> Result<Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn operator_file_error_text() {
+        let e = read_operator_file(Path::new("rel/ca.pem"), "ca_file", 9).unwrap_err();
+        assert_eq!(e.to_string(), "ca_file: rel/ca.pem is not an absolute path");
+        let e = OperatorFileError {
+            what: "ca_file".into(),
+            path: "/etc/ca.pem".into(),
+            problem: FileProblem::Writable { mode: 0o666 },
+        };
+        assert_eq!(
+            e.to_string(),
+            "ca_file: /etc/ca.pem is writable by group or others (mode 666); chmod go-w it"
+        );
+    }
 
     #[test]
     fn only_our_or_roots_directories_that_others_cannot_change_are_safe() {

@@ -63,9 +63,9 @@ pub fn resolve(spec: &str, host_roots: &[String]) -> Result<HostInput, InputErro
             name,
         });
     }
-    agentjail_jail::mount::open_input(&root, &relative).map_err(|reason| InputError::Open {
+    agentjail_jail::mount::open_input(&root, &relative).map_err(|e| InputError::Open {
         spec: spec.to_string(),
-        reason,
+        reason: e.to_string(),
     })?;
     Ok(HostInput {
         root,

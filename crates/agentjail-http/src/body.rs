@@ -11,25 +11,51 @@ pub const MAX_BODY_BYTES: usize = agentjail_engine::protocol::MAX_LINE_BYTES;
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The body as one JSON value, read strictly within [`MAX_BODY_BYTES`].
-pub fn strict(body: &[u8]) -> Result<Value, String> {
+pub fn strict(body: &[u8]) -> Result<Value, agentjail_json::JsonError> {
     let limits = agentjail_json::ReadLimits {
         max_bytes: MAX_BODY_BYTES,
         ..Default::default()
     };
-    agentjail_json::parse_strict(body, &limits).map_err(|e| e.to_string())
+    agentjail_json::parse_strict(body, &limits)
 }
 
+/// Why a JSON body is not the object a route reads. `Display` is the 4xx message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectError {
+    /// Not an object; `shape` is what the route takes.
+    NotObject { shape: String },
+    /// A key outside `allowed` (the key as sent; shown shortened and escaped).
+    UnknownField { field: String, allowed: Vec<String> },
+}
+
+impl std::fmt::Display for ObjectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectError::NotObject { shape } => write!(f, "the body is a JSON object: {shape}"),
+            ObjectError::UnknownField { field, allowed } => write!(
+                f,
+                "unknown field {}; allowed: {}",
+                agentjail_json::safe_text(field, 64),
+                allowed.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ObjectError {}
+
 /// A strict JSON object body with only `allowed` keys.
-pub fn object(v: Value, allowed: &[&str], shape: &str) -> Result<Map<String, Value>, String> {
+pub fn object(v: Value, allowed: &[&str], shape: &str) -> Result<Map<String, Value>, ObjectError> {
     let Value::Object(o) = v else {
-        return Err(format!("the body is a JSON object: {shape}"));
+        return Err(ObjectError::NotObject {
+            shape: shape.into(),
+        });
     };
     if let Some(k) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown field {}; allowed: {}",
-            agentjail_json::safe_text(k, 64),
-            allowed.join(", ")
-        ));
+        return Err(ObjectError::UnknownField {
+            field: k.clone(),
+            allowed: allowed.iter().map(|a| a.to_string()).collect(),
+        });
     }
     Ok(o)
 }

@@ -60,38 +60,87 @@ fn param(header: &str, name: &str) -> Option<String> {
     None
 }
 
+/// Why a multipart body has no usable file part (422). `Display` is the response message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultipartError {
+    /// The Content-Type is not multipart/form-data with a boundary.
+    NoBoundaryParam,
+    /// The boundary is longer than RFC 2046 allows (its length).
+    BoundaryTooLong(usize),
+    /// The boundary never occurs in the body.
+    NoBoundary,
+    /// No part named `field` with a filename before the closing boundary.
+    NoPart { field: String },
+    /// A boundary line does not end in CRLF.
+    BoundaryLine,
+    /// A part's headers have no blank line after them.
+    HeadersNeverEnd,
+    /// A part's headers are not UTF-8.
+    HeadersNotUtf8,
+    /// A part has no closing boundary.
+    PartNeverEnds,
+    /// The `field` part has no (or an empty) filename.
+    NoFilename { field: String },
+}
+
+impl std::fmt::Display for MultipartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MultipartError::NoBoundaryParam => {
+                f.write_str("the body must be multipart/form-data with a boundary (a `file` part)")
+            }
+            MultipartError::BoundaryTooLong(n) => write!(
+                f,
+                "the multipart boundary is {n} characters; at most {MAX_BOUNDARY} (RFC 2046)"
+            ),
+            MultipartError::NoBoundary => f.write_str("no multipart boundary in the body"),
+            MultipartError::NoPart { field } => {
+                write!(f, "no part named {field:?} with a filename")
+            }
+            MultipartError::BoundaryLine => f.write_str("a boundary line must end in CRLF"),
+            MultipartError::HeadersNeverEnd => f.write_str("a part's headers never end"),
+            MultipartError::HeadersNotUtf8 => f.write_str("a part's headers are not UTF-8"),
+            MultipartError::PartNeverEnds => f.write_str("a part never ends"),
+            MultipartError::NoFilename { field } => {
+                write!(f, "the {field:?} part has no filename")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MultipartError {}
+
 /// The filename and bytes of the part named `field`.
 pub fn file_part(
     content_type: &str,
     body: &[u8],
     field: &str,
-) -> Result<(String, Vec<u8>), String> {
-    let b = boundary(content_type)
-        .ok_or("the body must be multipart/form-data with a boundary (a `file` part)")?;
+) -> Result<(String, Vec<u8>), MultipartError> {
+    let b = boundary(content_type).ok_or(MultipartError::NoBoundaryParam)?;
     if b.len() > MAX_BOUNDARY {
-        return Err(format!(
-            "the multipart boundary is {} characters; at most {MAX_BOUNDARY} (RFC 2046)",
-            b.len()
-        ));
+        return Err(MultipartError::BoundaryTooLong(b.len()));
     }
     let delim = format!("--{b}");
     let end_delim = format!("\r\n--{b}");
     // `pos`: where the current boundary line ("--b") starts.
-    let mut pos = find(body, delim.as_bytes()).ok_or("no multipart boundary in the body")?;
+    let mut pos = find(body, delim.as_bytes()).ok_or(MultipartError::NoBoundary)?;
     loop {
         let after = pos + delim.len();
         if body[after..].starts_with(b"--") {
-            return Err(format!("no part named {field:?} with a filename"));
+            return Err(MultipartError::NoPart {
+                field: field.into(),
+            });
         }
         if !body[after..].starts_with(b"\r\n") {
-            return Err("a boundary line must end in CRLF".into());
+            return Err(MultipartError::BoundaryLine);
         }
         let part = after + 2;
-        let head_end = find(&body[part..], b"\r\n\r\n").ok_or("a part's headers never end")?;
+        let head_end = find(&body[part..], b"\r\n\r\n").ok_or(MultipartError::HeadersNeverEnd)?;
         let head = std::str::from_utf8(&body[part..part + head_end])
-            .map_err(|_| "a part's headers are not UTF-8")?;
+            .map_err(|_| MultipartError::HeadersNotUtf8)?;
         let content = part + head_end + 4;
-        let len = find(&body[content..], end_delim.as_bytes()).ok_or("a part never ends")?;
+        let len =
+            find(&body[content..], end_delim.as_bytes()).ok_or(MultipartError::PartNeverEnds)?;
         let disposition = head
             .split("\r\n")
             .find_map(|l| {
@@ -104,7 +153,9 @@ pub fn file_part(
         if param(disposition, "name").as_deref() == Some(field) {
             let name = param(disposition, "filename")
                 .filter(|n| !n.is_empty())
-                .ok_or_else(|| format!("the {field:?} part has no filename"))?;
+                .ok_or_else(|| MultipartError::NoFilename {
+                    field: field.into(),
+                })?;
             return Ok((name, body[content..content + len].to_vec()));
         }
         pos = content + len + 2;
@@ -138,6 +189,8 @@ mod tests {
         let ct = format!("multipart/form-data; boundary={long}");
         let body = format!("--{long}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\nx\r\n--{long}--\r\n");
         let e = file_part(&ct, body.as_bytes(), "file").unwrap_err();
+        assert_eq!(e, MultipartError::BoundaryTooLong(71));
+        let e = e.to_string();
         assert!(e.contains("at most 70"), "{e}");
         let ok = "b".repeat(70);
         let ct = format!("multipart/form-data; boundary={ok}");

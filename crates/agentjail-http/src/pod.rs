@@ -66,11 +66,28 @@ pub struct PodWorkspace {
     id: Mutex<Option<String>>,
 }
 
+/// The engine refused to start the pod's workspace (its error). `Display` is the message
+/// agentjail prints at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodStartError(pub EngineError);
+
+impl std::fmt::Display for PodStartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--pod-workspace: cannot start the workspace: {}",
+            self.0.message
+        )
+    }
+}
+
+impl std::error::Error for PodStartError {}
+
 impl PodWorkspace {
-    pub fn start(engine: &Engine) -> Result<PodWorkspace, String> {
+    pub fn start(engine: &Engine) -> Result<PodWorkspace, PodStartError> {
         let id = engine
             .workspace_start(None, POD_OWNER)
-            .map_err(|e| format!("--pod-workspace: cannot start the workspace: {}", e.message))?;
+            .map_err(PodStartError)?;
         Ok(PodWorkspace {
             id: Mutex::new(Some(id)),
         })
@@ -184,8 +201,9 @@ fn pod_error(e: EngineError) -> Resp {
 /// A `POST /execute` body read: `{"command": "..."}`, or the runtime's 422.
 pub fn execute_request(body: &[u8]) -> Result<ExecRequest, Resp> {
     let unprocessable = |m: &str| message(StatusCode::UNPROCESSABLE_ENTITY, m);
-    let v = strict(body).map_err(|m| unprocessable(&m))?;
-    let o = object(v, &["command"], "{\"command\": \"...\"}").map_err(|e| unprocessable(&e))?;
+    let v = strict(body).map_err(|e| unprocessable(&e.to_string()))?;
+    let o = object(v, &["command"], "{\"command\": \"...\"}")
+        .map_err(|e| unprocessable(&e.to_string()))?;
     ExecRequest::from_fields(&o).map_err(|e| unprocessable(&e.message))
 }
 
@@ -246,7 +264,7 @@ pub fn upload(engine: &Engine, pod: &PodWorkspace, content_type: &str, body: &[u
 /// and bytes, or the runtime's 422.
 pub fn upload_request(content_type: &str, body: &[u8]) -> Result<(String, Vec<u8>), Resp> {
     crate::multipart::file_part(content_type, body, "file")
-        .map_err(|e| message(StatusCode::UNPROCESSABLE_ENTITY, &e))
+        .map_err(|e| message(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()))
 }
 
 fn b64(bytes: &[u8]) -> String {

@@ -41,7 +41,7 @@ pub(crate) fn engine_route(
         Route::SessionStart => {
             hints = match session_hints(body) {
                 Ok(h) => h,
-                Err(e) => return bad_request(&e),
+                Err(e) => return bad_request(&e.to_string()),
             };
             EngineRequest::SessionStart {
                 hints: hints.as_ref(),
@@ -50,7 +50,7 @@ pub(crate) fn engine_route(
         Route::SessionExec(id) => {
             (code, timeout) = match exec_body(body) {
                 Ok(x) => x,
-                Err(e) => return bad_request(&e),
+                Err(e) => return bad_request(&e.to_string()),
             };
             EngineRequest::SessionExec {
                 session: id,
@@ -69,47 +69,78 @@ pub(crate) fn engine_route(
     )
 }
 
+/// Why a session route's body was refused (400). `Display` is the response's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionBodyError {
+    /// Not strict JSON.
+    Json(agentjail_json::JsonError),
+    /// Not an object; `shape` is what the route takes.
+    NotObject { shape: &'static str },
+    /// A key the route does not take (as sent; shown shortened and escaped).
+    UnknownField(String),
+    /// `code` is missing or not a string.
+    CodeNotString,
+    /// `timeout_s` is not a positive finite number.
+    BadTimeout,
+}
+
+impl std::fmt::Display for SessionBodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionBodyError::Json(e) => write!(f, "{e}"),
+            SessionBodyError::NotObject { shape } => {
+                write!(f, "the body is a JSON object: {shape}")
+            }
+            SessionBodyError::UnknownField(k) => {
+                write!(f, "unknown field {}", agentjail_json::safe_text(k, 64))
+            }
+            SessionBodyError::CodeNotString => f.write_str("code must be a string"),
+            SessionBodyError::BadTimeout => f.write_str("timeout_s must be a positive number"),
+        }
+    }
+}
+
+impl std::error::Error for SessionBodyError {}
+
 /// `POST /v1/sessions`: an empty body, or `{"policy_hints": {...}}`.
-pub fn session_hints(body: &[u8]) -> Result<Option<Value>, String> {
+pub fn session_hints(body: &[u8]) -> Result<Option<Value>, SessionBodyError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let v = strict(body)?;
+    let v = strict(body).map_err(SessionBodyError::Json)?;
     let Some(o) = v.as_object() else {
-        return Err("the body is a JSON object: {\"policy_hints\": {...}} or empty".into());
+        return Err(SessionBodyError::NotObject {
+            shape: "{\"policy_hints\": {...}} or empty",
+        });
     };
     if let Some(k) = o.keys().find(|k| k.as_str() != "policy_hints") {
-        return Err(format!(
-            "unknown field {}",
-            agentjail_json::safe_text(k, 64)
-        ));
+        return Err(SessionBodyError::UnknownField(k.clone()));
     }
     Ok(o.get("policy_hints").cloned())
 }
 
 /// `POST /v1/sessions/{id}/exec`: `{"code": "...", "timeout_s": N?}`.
-pub fn exec_body(body: &[u8]) -> Result<(String, Option<f64>), String> {
-    let v = strict(body)?;
+pub fn exec_body(body: &[u8]) -> Result<(String, Option<f64>), SessionBodyError> {
+    let v = strict(body).map_err(SessionBodyError::Json)?;
     let Some(o) = v.as_object() else {
-        return Err("the body is a JSON object: {\"code\": \"...\", \"timeout_s\": N}".into());
+        return Err(SessionBodyError::NotObject {
+            shape: "{\"code\": \"...\", \"timeout_s\": N}",
+        });
     };
     if let Some(k) = o
         .keys()
         .find(|k| !["code", "timeout_s"].contains(&k.as_str()))
     {
-        return Err(format!(
-            "unknown field {}",
-            agentjail_json::safe_text(k, 64)
-        ));
+        return Err(SessionBodyError::UnknownField(k.clone()));
     }
     let Some(Value::String(code)) = o.get("code") else {
-        return Err("code must be a string".into());
+        return Err(SessionBodyError::CodeNotString);
     };
     let timeout = match o.get("timeout_s") {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_f64() {
             Some(t) if t.is_finite() && t > 0.0 => Some(t),
-            _ => return Err("timeout_s must be a positive number".into()),
+            _ => return Err(SessionBodyError::BadTimeout),
         },
     };
     Ok((code.clone(), timeout))
@@ -195,6 +226,18 @@ mod tests {
         assert_eq!(session_hints(b""), Ok(None));
         assert!(session_hints(br#"{"policy_hints":{}}"#).unwrap().is_some());
         assert!(session_hints(br#"{"hints":{}}"#).is_err());
+        assert_eq!(
+            exec_body(br#"{"code":1}"#),
+            Err(SessionBodyError::CodeNotString)
+        );
+        assert_eq!(
+            session_hints(b"[]").unwrap_err().to_string(),
+            r#"the body is a JSON object: {"policy_hints": {...}} or empty"#
+        );
+        assert_eq!(
+            exec_body(br#"{"code":"1","x":1}"#).unwrap_err().to_string(),
+            "unknown field x"
+        );
     }
 
     proptest::proptest! {

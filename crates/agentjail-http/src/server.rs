@@ -66,16 +66,39 @@ pub enum Addr {
     Unix(PathBuf),
 }
 
-pub fn parse_addr(s: &str) -> Result<Addr, String> {
+/// Why `--http` names no address to listen on. `Display` is the message agentjail prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddrError {
+    /// `unix:` without a path.
+    NoUnixPath,
+    /// Neither `IP:PORT` nor `unix:PATH` (the value as given).
+    NotAnAddress(String),
+}
+
+impl std::fmt::Display for AddrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AddrError::NoUnixPath => f.write_str("--http unix:PATH needs a path"),
+            AddrError::NotAnAddress(s) => write!(
+                f,
+                "--http {s:?}: expected HOST:PORT with an IP address (127.0.0.1:8080, [::1]:8080) or unix:PATH"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AddrError {}
+
+pub fn parse_addr(s: &str) -> Result<Addr, AddrError> {
     if let Some(p) = s.strip_prefix("unix:") {
         if p.is_empty() {
-            return Err("--http unix:PATH needs a path".into());
+            return Err(AddrError::NoUnixPath);
         }
         return Ok(Addr::Unix(PathBuf::from(p)));
     }
-    s.parse::<SocketAddr>().map(Addr::Tcp).map_err(|_| {
-        format!("--http {s:?}: expected HOST:PORT with an IP address (127.0.0.1:8080, [::1]:8080) or unix:PATH")
-    })
+    s.parse::<SocketAddr>()
+        .map(Addr::Tcp)
+        .map_err(|_| AddrError::NotAnAddress(s.into()))
 }
 
 /// Client-stop numbers of HTTP connections start here, far from the small numbers
@@ -115,7 +138,10 @@ fn bind(addr: &Addr) -> Result<Listener, String> {
 /// Read the token file and refuse what must not start: an address that is not loopback
 /// without tokens.
 fn tokens_for(addr: &Addr, file: Option<&std::path::Path>) -> Result<Option<Tokens>, String> {
-    let tokens = file.map(Tokens::load).transpose()?;
+    let tokens = file
+        .map(Tokens::load)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     if let (Addr::Tcp(a), None) = (addr, &tokens) {
         if !a.ip().is_loopback() {
             return Err(format!(
@@ -181,6 +207,7 @@ fn pod_workspace(on: bool, engine: &Engine) -> Result<Option<crate::pod::PodWork
     }
     crate::pod::PodWorkspace::start(engine)
         .map(Some)
+        .map_err(|e| e.to_string())
         .inspect_err(|_| engine.shutdown())
 }
 
@@ -197,7 +224,7 @@ pub fn serve(args: Args) -> i32 {
     };
     let addr = match parse_addr(&args.addr) {
         Ok(a) => a,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let tokens = match tokens_for(&addr, args.token_file.as_deref()) {
         Ok(t) => t,

@@ -58,7 +58,7 @@ fn start_body(body: &[u8]) -> Result<(Option<Value>, Option<String>), String> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok((None, None));
     }
-    let v = strict(body)?;
+    let v = strict(body).map_err(|e| e.to_string())?;
     let Some(o) = v.as_object() else {
         return Err(
             "the body is a JSON object: {\"policy_hints\": {...}, \"host_dir\": \"...\"} or empty"
@@ -91,7 +91,7 @@ fn workspace_route(
     body: &[u8],
     started: Instant,
 ) -> Resp {
-    let json_body = || strict(body).map_err(|e| bad_request(&e));
+    let json_body = || strict(body).map_err(|e| bad_request(&e.to_string()));
     let e = &st.engine;
     let result = match r {
         Route::WorkspaceStart => match start_body(body) {
@@ -162,7 +162,7 @@ pub fn exec_request(v: Value) -> Result<ExecRequest, Resp> {
         EXEC_FIELDS,
         "{\"command\": \"...\"} or {\"argv\": [...]}",
     )
-    .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e))?;
+    .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e.to_string()))?;
     ExecRequest::from_fields(&o).map_err(engine_error)
 }
 
@@ -171,7 +171,7 @@ pub fn exec_request(v: Value) -> Result<ExecRequest, Resp> {
 pub fn list_field(v: Value, field: &'static str) -> Result<Value, Resp> {
     let shape = format!("{{\"{field}\": [...]}}");
     let mut o = object(v, &[field], &shape)
-        .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e))?;
+        .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e.to_string()))?;
     match o.remove(field) {
         Some(list @ Value::Array(_)) => Ok(list),
         _ => Err(error(

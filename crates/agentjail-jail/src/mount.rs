@@ -44,12 +44,115 @@ impl Host for RealHost {
     }
 }
 
+/// Why the root could not be prepared, or a host input opened. `Display` names the path.
+#[derive(Debug)]
+pub enum MountError {
+    /// A path (or mount option) holds a NUL byte.
+    Nul(String),
+    /// An input's host root cannot be opened (the errno).
+    HostRoot { root: String, errno: i32 },
+    /// An input (`root/relative`, or its target in the jail) and what is wrong with it.
+    Input { path: String, problem: InputProblem },
+    /// A workspace's host directory (`root/relative`) is not a directory.
+    NotADirectory { path: String },
+    /// A bind source cannot be stat'ed.
+    BindSource {
+        source: String,
+        error: std::io::Error,
+    },
+    /// A bind source's mount flags cannot be read (statvfs's errno).
+    BindFlags { source: String, errno: i32 },
+    /// /proc/self/mountinfo cannot be read to find the mounts under `dir`.
+    Mountinfo { dir: String, error: std::io::Error },
+}
+
+/// What is wrong with a host input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputProblem {
+    /// A symlink on the way (ELOOP from the beneath-open).
+    SymlinkOnTheWay,
+    /// The path leaves the host root (EXDEV).
+    NotBeneathRoot,
+    /// The open failed with this errno.
+    Open(i32),
+    /// fstat of the opened input failed with this errno.
+    Fstat(i32),
+    /// fstat of the input, while its steps are prepared, failed with this errno.
+    Stat(i32),
+    /// The input itself is a symlink.
+    Symlink,
+    /// Neither a regular file nor a directory.
+    NotFileOrDir,
+    /// An input op handed to the per-op preparation (a bug: `prepare` handles inputs).
+    NotHere,
+}
+
+impl std::fmt::Display for InputProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputProblem::SymlinkOnTheWay => {
+                f.write_str("a symlink is on the way (inputs are never reached through one)")
+            }
+            InputProblem::NotBeneathRoot => f.write_str("it is not beneath the host root"),
+            InputProblem::Open(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
+            InputProblem::Fstat(e) => write!(f, "fstat: errno {e}"),
+            InputProblem::Stat(e) => write!(f, "errno {e}"),
+            InputProblem::Symlink => {
+                f.write_str("it is a symlink (inputs are never reached through one)")
+            }
+            InputProblem::NotFileOrDir => {
+                f.write_str("only a regular file or a directory can be an input")
+            }
+            InputProblem::NotHere => f.write_str("prepared by `prepare`, not here"),
+        }
+    }
+}
+
+impl std::fmt::Display for MountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MountError::Nul(s) => write!(f, "path {s:?} contains a NUL byte"),
+            MountError::HostRoot { root, errno } => write!(
+                f,
+                "host root {root}: {}",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            MountError::Input { path, problem } => write!(f, "input {path}: {problem}"),
+            MountError::NotADirectory { path } => {
+                write!(f, "host directory {path}: not a directory")
+            }
+            MountError::BindSource { source, error } => {
+                write!(f, "bind source {source} is not usable: {error}")
+            }
+            MountError::BindFlags { source, errno } => write!(
+                f,
+                "cannot stat bind source {source}: {}",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            MountError::Mountinfo { dir, error } => write!(
+                f,
+                "cannot read /proc/self/mountinfo to find the mounts under {dir}: {error}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MountError {}
+
 /// Open a host input (`run --input`): the root, then the path beneath it without following
 /// any symlink. The returned fd pins what was checked: a symlink swapped in afterwards
 /// changes nothing, because the bind goes through this fd.
-pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, String> {
-    let r = sys::open(&cstr(root)?, libc::O_PATH | libc::O_DIRECTORY, 0)
-        .map_err(|e| format!("host root {root}: {}", std::io::Error::from_raw_os_error(e)))?;
+pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, MountError> {
+    let r = sys::open(&cstr(root)?, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(|errno| {
+        MountError::HostRoot {
+            root: root.into(),
+            errno,
+        }
+    })?;
+    let input = |problem| MountError::Input {
+        path: format!("{root}/{relative}"),
+        problem,
+    };
     let root_fd = sys::owned(r);
     if relative.is_empty() {
         return Ok(root_fd);
@@ -57,27 +160,19 @@ pub fn open_input(root: &str, relative: &str) -> Result<OwnedFd, String> {
     let fd = sys::open_beneath(root_fd.as_raw_fd(), &cstr(relative)?)
         .map(sys::owned)
         .map_err(|e| {
-            let why = match e {
-                libc::ELOOP => {
-                    "a symlink is on the way (inputs are never reached through one)".to_string()
-                }
-                libc::EXDEV => "it is not beneath the host root".to_string(),
-                _ => std::io::Error::from_raw_os_error(e).to_string(),
-            };
-            format!("input {root}/{relative}: {why}")
+            input(match e {
+                libc::ELOOP => InputProblem::SymlinkOnTheWay,
+                libc::EXDEV => InputProblem::NotBeneathRoot,
+                _ => InputProblem::Open(e),
+            })
         })?;
     // The last component is opened without following it: a symlink there comes back as
     // the link itself, refused here like any other non-file.
-    let mode = sys::fstat_mode(fd.as_raw_fd())
-        .map_err(|e| format!("input {root}/{relative}: fstat: errno {e}"))?;
+    let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| input(InputProblem::Fstat(e)))?;
     match mode & libc::S_IFMT {
         libc::S_IFREG | libc::S_IFDIR => Ok(fd),
-        libc::S_IFLNK => Err(format!(
-            "input {root}/{relative}: it is a symlink (inputs are never reached through one)"
-        )),
-        _ => Err(format!(
-            "input {root}/{relative}: only a regular file or a directory can be an input"
-        )),
+        libc::S_IFLNK => Err(input(InputProblem::Symlink)),
+        _ => Err(input(InputProblem::NotFileOrDir)),
     }
 }
 
@@ -137,23 +232,21 @@ pub struct PreparedRoot {
     pub input_fds: Vec<AtomicI32>,
 }
 
-fn cstr(s: &str) -> Result<CString, String> {
-    CString::new(s).map_err(|_| format!("path {s:?} contains a NUL byte"))
+fn cstr(s: &str) -> Result<CString, MountError> {
+    CString::new(s).map_err(|_| MountError::Nul(s.into()))
 }
 
-fn staged(path: &str) -> Result<CString, String> {
+fn staged(path: &str) -> Result<CString, MountError> {
     cstr(&format!("{STAGING}{path}"))
 }
 
 /// Mount flags that the kernel locks on a mount seen from a less privileged user namespace;
 /// a bind remount must carry them over or it fails with EPERM (bubblewrap does the same).
-fn locked_flags(source: &str) -> Result<libc::c_ulong, String> {
+fn locked_flags(source: &str) -> Result<libc::c_ulong, MountError> {
     let c = cstr(source)?;
-    let f = sys::statvfs_flags(&c).map_err(|e| {
-        format!(
-            "cannot stat bind source {source}: {}",
-            std::io::Error::from_raw_os_error(e)
-        )
+    let f = sys::statvfs_flags(&c).map_err(|errno| MountError::BindFlags {
+        source: source.into(),
+        errno,
     })?;
     Ok(flags_of(f))
 }
@@ -178,7 +271,7 @@ fn flags_of(f: libc::c_ulong) -> libc::c_ulong {
 
 /// Turn the plan's mount ops into prepared steps. Host state is read here (is the source a
 /// file or a directory, its mount flags), never in the child.
-pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, String> {
+pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, MountError> {
     let mut steps = Vec::new();
     let mut step_op = Vec::new();
     let mut input_fds = Vec::new();
@@ -232,11 +325,17 @@ fn input_steps(
     target: &str,
     slot: usize,
     writable: bool,
-) -> Result<Vec<Step>, String> {
-    let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| format!("input {target}: errno {e}"))?;
+) -> Result<Vec<Step>, MountError> {
+    let input = |problem| MountError::Input {
+        path: target.into(),
+        problem,
+    };
+    let mode = sys::fstat_mode(fd.as_raw_fd()).map_err(|e| input(InputProblem::Stat(e)))?;
     let tgt = staged(target)?;
     if writable && mode & libc::S_IFMT != libc::S_IFDIR {
-        return Err(format!("host directory {root}/{relative}: not a directory"));
+        return Err(MountError::NotADirectory {
+            path: format!("{root}/{relative}"),
+        });
     }
     let make = if mode & libc::S_IFMT == libc::S_IFDIR {
         Step::Mkdir {
@@ -246,9 +345,7 @@ fn input_steps(
     } else if mode & libc::S_IFMT == libc::S_IFREG {
         Step::Touch { path: tgt.clone() }
     } else {
-        return Err(format!(
-            "input {target}: only a regular file or a directory can be an input"
-        ));
+        return Err(input(InputProblem::NotFileOrDir));
     };
     let locked = sys::fstatvfs_flags(fd.as_raw_fd())
         .map(flags_of)
@@ -268,7 +365,7 @@ fn input_steps(
 }
 
 /// The child's steps for one plan op.
-fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
+fn op_steps(op: &MountOp) -> Result<Vec<Step>, MountError> {
     Ok(match op {
         MountOp::Dir { path, mode } => vec![Step::Mkdir {
             path: staged(path)?,
@@ -290,7 +387,10 @@ fn op_steps(op: &MountOp) -> Result<Vec<Step>, String> {
         MountOp::BindReadOnly { source, target } => bind_steps(source, target, READ_ONLY)?,
         MountOp::BindDevice { source, target } => bind_steps(source, target, DEVICE)?,
         MountOp::BindInput { target, .. } | MountOp::BindHostDir { target, .. } => {
-            return Err(format!("input {target}: prepared by `prepare`, not here"))
+            return Err(MountError::Input {
+                path: target.clone(),
+                problem: InputProblem::NotHere,
+            })
         }
         MountOp::Proc { target } => {
             let tgt = staged(target)?;
@@ -347,7 +447,7 @@ fn mount(
     fstype: Option<&str>,
     flags: libc::c_ulong,
     data: Option<&str>,
-) -> Result<Step, String> {
+) -> Result<Step, MountError> {
     Ok(Step::Mount {
         source: source.map(cstr).transpose()?,
         target,
@@ -396,9 +496,11 @@ fn setattr_available() -> bool {
 /// AT_RECURSIVE where the kernel has it (atomic: all of them or none), otherwise a remount
 /// of the bind and of every submount the host shows beneath the source, each repeating
 /// the flags the kernel locks on it. Never a submount left writable or suid.
-fn bind_steps(source: &str, target: &str, kind: BindKind) -> Result<Vec<Step>, String> {
-    let meta = std::fs::metadata(source)
-        .map_err(|e| format!("bind source {source} is not usable: {e}"))?;
+fn bind_steps(source: &str, target: &str, kind: BindKind) -> Result<Vec<Step>, MountError> {
+    let meta = std::fs::metadata(source).map_err(|error| MountError::BindSource {
+        source: source.into(),
+        error,
+    })?;
     let tgt = staged(target)?;
     let make = if meta.is_dir() {
         Step::Mkdir {
@@ -454,10 +556,12 @@ fn attr_names(attr: u64) -> String {
 
 /// The mount points strictly beneath `dir` in this process's mount namespace, parents
 /// before children (mountinfo's order), for kernels without mount_setattr.
-fn submounts(dir: &str) -> Result<Vec<String>, String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| {
-        format!("cannot read /proc/self/mountinfo to find the mounts under {dir}: {e}")
-    })?;
+fn submounts(dir: &str) -> Result<Vec<String>, MountError> {
+    let info =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(|error| MountError::Mountinfo {
+            dir: dir.into(),
+            error,
+        })?;
     Ok(mount_points_under(&info, dir))
 }
 
@@ -503,7 +607,7 @@ fn unescape_mountinfo(field: &str) -> String {
 /// A file is hidden behind the host's /dev/null (reads empty, writes vanish); a directory
 /// behind an empty read-only tmpfs. Decided in the parent from the host's procfs, which has
 /// the same shape as the jail's; a path the host lacks needs no mask.
-fn mask_steps(path: &str) -> Result<Vec<Step>, String> {
+fn mask_steps(path: &str) -> Result<Vec<Step>, MountError> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(Vec::new());
     }
@@ -524,7 +628,7 @@ fn mask_steps(path: &str) -> Result<Vec<Step>, String> {
 }
 
 /// A /proc subtree bound onto itself and remounted read-only.
-fn read_only_steps(path: &str) -> Result<Vec<Step>, String> {
+fn read_only_steps(path: &str) -> Result<Vec<Step>, MountError> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(Vec::new());
     }

@@ -129,7 +129,7 @@ pub fn effective_rlimits(rlimits: &[Rlimit], cover: CgroupCover) -> Vec<Rlimit> 
 
 pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
     let root = mount::prepare(&plan.mounts, plan.root_tmpfs_bytes)
-        .map_err(|e| SetupError::new("prepare root", None, e))?;
+        .map_err(|e| SetupError::new("prepare root", None, e.to_string()))?;
     let path = plan
         .env
         .iter()

@@ -407,6 +407,46 @@ const BUILTIN_ERRNO: &[(&str, i32)] = &[
 /// The errno for the policy's `errno_syscalls`.
 const POLICY_ERRNO: i32 = EPERM;
 
+/// Why a policy's `[seccomp]` table does not resolve; each variant holds the name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// An `allow_groups` entry that is not in [`GROUPS`].
+    UnknownGroup(String),
+    /// An `errno_syscalls` entry that is not an x86_64 syscall name.
+    UnknownErrnoSyscall(String),
+    /// A group lists a name the syscall table lacks (a bug in [`GROUPS`]).
+    NotASyscall(String),
+    /// A group allows a syscall of [`NEVER`].
+    NeverAllowed(String),
+}
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolveError::UnknownGroup(g) => {
+                let known: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
+                write!(
+                    f,
+                    "unknown seccomp group {g:?}; known groups: {}",
+                    known.join(", ")
+                )
+            }
+            ResolveError::UnknownErrnoSyscall(name) => write!(
+                f,
+                "unknown syscall {name:?} in seccomp.errno_syscalls (x86_64 names, e.g. \"sched_setaffinity\")"
+            ),
+            ResolveError::NotASyscall(s) => {
+                write!(f, "seccomp group syscall {s:?} is not an x86_64 syscall")
+            }
+            ResolveError::NeverAllowed(s) => {
+                write!(f, "seccomp group allows {s:?}, which is never allowed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
 /// Resolve named groups (a policy's `seccomp.allow_groups`) and the syscalls to refuse with
 /// `EPERM` (its `errno_syscalls`) into the plan: the sorted allowed syscalls and the errno
 /// list. An unknown group or syscall name, or a syscall from [`NEVER`] in the allowlist, is
@@ -415,17 +455,11 @@ pub fn resolve(
     requirement: Requirement,
     allow_groups: &[String],
     errno_syscalls: &[String],
-) -> Result<SeccompPlan, String> {
+) -> Result<SeccompPlan, ResolveError> {
     let mut groups: Vec<String> = Vec::new();
     let mut allowed: BTreeSet<&'static str> = BTreeSet::new();
     for g in allow_groups {
-        let syscalls = group(g).ok_or_else(|| {
-            let known: Vec<&str> = GROUPS.iter().map(|(n, _)| *n).collect();
-            format!(
-                "unknown seccomp group {g:?}; known groups: {}",
-                known.join(", ")
-            )
-        })?;
+        let syscalls = group(g).ok_or_else(|| ResolveError::UnknownGroup(g.clone()))?;
         if !groups.contains(g) {
             groups.push(g.clone());
         }
@@ -437,9 +471,7 @@ pub fn resolve(
     }
     for name in errno_syscalls {
         if syscall_number(name).is_none() {
-            return Err(format!(
-                "unknown syscall {name:?} in seccomp.errno_syscalls (x86_64 names, e.g. \"sched_setaffinity\")"
-            ));
+            return Err(ResolveError::UnknownErrnoSyscall(name.clone()));
         }
         if !errno.iter().any(|(n, _)| n == name) {
             errno.push((name.clone(), POLICY_ERRNO));
@@ -449,14 +481,10 @@ pub fn resolve(
     allowed.retain(|s| !errno.iter().any(|(n, _)| n == s));
     for s in &allowed {
         if syscall_number(s).is_none() {
-            return Err(format!(
-                "seccomp group syscall {s:?} is not an x86_64 syscall"
-            ));
+            return Err(ResolveError::NotASyscall((*s).into()));
         }
         if NEVER.contains(s) {
-            return Err(format!(
-                "seccomp group allows {s:?}, which is never allowed"
-            ));
+            return Err(ResolveError::NeverAllowed((*s).into()));
         }
     }
     Ok(SeccompPlan {
@@ -486,6 +514,21 @@ mod tests {
     }
 
     #[test]
+    fn error_text() {
+        let e = |g: &[&str], n: &[&str]| {
+            let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            resolve(Requirement::Required, &s(g), &s(n))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(e(&["x"], &[]).starts_with("unknown seccomp group \"x\"; known groups: basic_io, "));
+        assert_eq!(
+            e(&[], &["nope"]),
+            "unknown syscall \"nope\" in seccomp.errno_syscalls (x86_64 names, e.g. \"sched_setaffinity\")"
+        );
+    }
+
+    #[test]
     fn resolve_sorts_refuses_and_tightens() {
         let groups = ["basic_io".to_string(), "basic_io".to_string()];
         let p = resolve(Requirement::Required, &groups, &["read".to_string()]).unwrap();
@@ -495,7 +538,9 @@ mod tests {
         assert!(!p.allowed.iter().any(|s| s == "read"));
         assert!(p.errno.contains(&("read".to_string(), EPERM)));
         assert!(p.errno.contains(&("clone3".to_string(), ENOSYS)));
-        let err = resolve(Requirement::Required, &["nope".to_string()], &[]).unwrap_err();
+        let err = resolve(Requirement::Required, &["nope".to_string()], &[])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("\"nope\"") && err.contains("basic_io"),
             "{err}"

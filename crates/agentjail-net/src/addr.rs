@@ -10,8 +10,30 @@ pub struct Cidr {
     pub prefix: u8,
 }
 
+/// Why a string is not a [`Cidr`]; each variant holds the string as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CidrError {
+    /// The part before `/` is not an IPv4 or IPv6 address.
+    NotAnAddress(String),
+    /// The prefix length is not a number in `0..=max` (32 for IPv4, 128 for IPv6).
+    Prefix { input: String, max: u8 },
+}
+
+impl std::fmt::Display for CidrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CidrError::NotAnAddress(s) => write!(f, "{s:?} is not an IP address or CIDR range"),
+            CidrError::Prefix { input, max } => {
+                write!(f, "{input:?}: the prefix length must be 0..={max}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CidrError {}
+
 impl Cidr {
-    pub fn parse(s: &str) -> Result<Cidr, String> {
+    pub fn parse(s: &str) -> Result<Cidr, CidrError> {
         let (a, p) = match s.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
@@ -20,15 +42,19 @@ impl Cidr {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .parse()
-            .map_err(|_| format!("{s:?} is not an IP address or CIDR range"))?;
+            .map_err(|_| CidrError::NotAnAddress(s.into()))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match p {
             None => max,
-            Some(p) => p
-                .parse::<u8>()
-                .ok()
-                .filter(|n| *n <= max)
-                .ok_or_else(|| format!("{s:?}: the prefix length must be 0..={max}"))?,
+            Some(p) => {
+                p.parse::<u8>()
+                    .ok()
+                    .filter(|n| *n <= max)
+                    .ok_or_else(|| CidrError::Prefix {
+                        input: s.into(),
+                        max,
+                    })?
+            }
         };
         Ok(Cidr { addr, prefix })
     }

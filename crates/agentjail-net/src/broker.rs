@@ -77,23 +77,55 @@ impl PartialEq for Tls {
 }
 impl Eq for Tls {}
 
+/// Why the TLS client could not be built or the upstream handshake failed. `Display` is
+/// the record's reason (rustls's own wording).
+#[derive(Debug)]
+pub enum TlsError {
+    /// The bundle is not PEM.
+    Pem(rustls::pki_types::pem::Error),
+    /// The bundle holds no certificate the verifier can use.
+    NoUsableCa,
+    /// rustls refused the configuration.
+    Config(rustls::Error),
+    /// The host is not a name a certificate can be checked against.
+    ServerName(rustls::pki_types::InvalidDnsNameError),
+    /// rustls refused to start the connection.
+    Connection(rustls::Error),
+    /// The handshake failed.
+    Handshake(std::io::Error),
+}
+
+impl std::fmt::Display for TlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TlsError::Pem(e) => write!(f, "not a PEM certificate bundle: {e}"),
+            TlsError::NoUsableCa => f.write_str("holds no usable CA certificate"),
+            TlsError::Config(e) | TlsError::Connection(e) => write!(f, "{e}"),
+            TlsError::ServerName(e) => write!(f, "{e}"),
+            TlsError::Handshake(e) => f.write_str(&tls_error(e)),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
 impl Tls {
     /// A client that trusts the certificates of the PEM bundle `pem` (and nothing else):
     /// TLS 1.2 and 1.3, ring's algorithms, no client certificate. Err when the bundle
     /// holds no certificate the verifier can use.
-    pub fn from_pem(pem: &[u8]) -> Result<Tls, String> {
+    pub fn from_pem(pem: &[u8]) -> Result<Tls, TlsError> {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("not a PEM certificate bundle: {e}"))?;
+            .map_err(TlsError::Pem)?;
         let mut roots = RootCertStore::empty();
         let (added, _ignored) = roots.add_parsable_certificates(certs);
         if added == 0 {
-            return Err("holds no usable CA certificate".into());
+            return Err(TlsError::NoUsableCa);
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let cfg = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(TlsError::Config)?
             .with_root_certificates(roots)
             .with_no_client_auth();
         Ok(Tls(Arc::new(cfg)))
@@ -106,11 +138,11 @@ impl Tls {
         &self,
         host: &str,
         mut sock: TcpStream,
-    ) -> Result<StreamOwned<ClientConnection, TcpStream>, String> {
-        let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-        let mut conn = ClientConnection::new(self.0.clone(), name).map_err(|e| e.to_string())?;
+    ) -> Result<StreamOwned<ClientConnection, TcpStream>, TlsError> {
+        let name = ServerName::try_from(host.to_string()).map_err(TlsError::ServerName)?;
+        let mut conn = ClientConnection::new(self.0.clone(), name).map_err(TlsError::Connection)?;
         while conn.is_handshaking() {
-            conn.complete_io(&mut sock).map_err(|e| tls_error(&e))?;
+            conn.complete_io(&mut sock).map_err(TlsError::Handshake)?;
         }
         Ok(StreamOwned::new(conn, sock))
     }

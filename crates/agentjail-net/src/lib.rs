@@ -28,7 +28,7 @@ pub mod wire;
 #[cfg(test)]
 mod test_tls;
 
-pub use broker::{Broker, Credential, Tls};
+pub use broker::{Broker, Credential, Tls, TlsError};
 pub use decide::{Resolver, SystemResolver};
 pub use proxy::{Entry, OnDeny, Proxy, Report};
 pub use rules::{Limits, Rules};

@@ -2,7 +2,7 @@
 //! it may still reach, the limits. Built from a policy's `[network]` table by the main
 //! crate, which reports [`Rules::parse_allow`]'s errors as policy errors.
 
-use crate::addr::Cidr;
+use crate::addr::{Cidr, CidrError};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -84,27 +84,66 @@ pub fn valid_name(name: &str) -> bool {
         })
 }
 
+/// Why an `allow` entry (or a `host:port`) was refused; each variant holds the entry as
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowError {
+    /// `[` without the `]:port` that ends an IPv6 address.
+    Bracket(String),
+    /// No `:port`.
+    NoPort(String),
+    /// The port is not a number in 1..=65535.
+    Port(String),
+    /// Between the brackets is not an IPv6 address.
+    NotIpv6(String),
+    /// `*` other than as a leading `*.` before a domain of two labels or more.
+    Wildcard(String),
+    /// The host is not a valid name.
+    NotHostName(String),
+}
+
+impl std::fmt::Display for AllowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AllowError::Bracket(s) => write!(f, "{s:?}: write an IPv6 address as [addr]:port"),
+            AllowError::NoPort(s) => write!(f, "{s:?} has no port: write host:port"),
+            AllowError::Port(s) => write!(f, "{s:?}: the port must be 1..=65535"),
+            AllowError::NotIpv6(s) => write!(f, "{s:?}: not an IPv6 address"),
+            AllowError::Wildcard(s) => write!(
+                f,
+                "{s:?}: a wildcard is `*.` before a domain of two labels or more (*.example.com)"
+            ),
+            AllowError::NotHostName(s) => write!(
+                f,
+                "{s:?} is not a host name (letters, digits, -, . only; * only as a leading `*.`)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AllowError {}
+
 /// Split `host:port` (`[v6]:port` for IPv6). The port is required.
-pub fn split_host_port(s: &str) -> Result<(&str, u16), String> {
+pub fn split_host_port(s: &str) -> Result<(&str, u16), AllowError> {
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
         let (h, p) = rest
             .split_once("]:")
-            .ok_or_else(|| format!("{s:?}: write an IPv6 address as [addr]:port"))?;
+            .ok_or_else(|| AllowError::Bracket(s.into()))?;
         (h, p)
     } else {
         s.rsplit_once(':')
-            .ok_or_else(|| format!("{s:?} has no port: write host:port"))?
+            .ok_or_else(|| AllowError::NoPort(s.into()))?
     };
     let port = port
         .parse::<u16>()
         .ok()
         .filter(|p| *p != 0)
-        .ok_or_else(|| format!("{s:?}: the port must be 1..=65535"))?;
+        .ok_or_else(|| AllowError::Port(s.into()))?;
     Ok((host, port))
 }
 
 impl Allow {
-    pub fn parse(s: &str) -> Result<Allow, String> {
+    pub fn parse(s: &str) -> Result<Allow, AllowError> {
         let (host, port) = split_host_port(s)?;
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(Allow {
@@ -113,24 +152,16 @@ impl Allow {
             });
         }
         if s.starts_with('[') {
-            return Err(format!("{s:?}: not an IPv6 address"));
+            return Err(AllowError::NotIpv6(s.into()));
         }
         let name = normalize(host);
         let host = match name.strip_prefix("*.") {
             Some(suffix) if valid_name(suffix) && suffix.contains('.') => {
                 Host::Suffix(suffix.into())
             }
-            Some(_) => {
-                return Err(format!(
-                "{s:?}: a wildcard is `*.` before a domain of two labels or more (*.example.com)"
-            ))
-            }
+            Some(_) => return Err(AllowError::Wildcard(s.into())),
             None if valid_name(&name) => Host::Name(name),
-            None => {
-                return Err(format!(
-                "{s:?} is not a host name (letters, digits, -, . only; * only as a leading `*.`)"
-            ))
-            }
+            None => return Err(AllowError::NotHostName(s.into())),
         };
         Ok(Allow { host, port })
     }
@@ -158,11 +189,11 @@ impl Allow {
 
 impl Rules {
     /// The entries of a policy's `allow` list, each checked.
-    pub fn parse_allow(list: &[String]) -> Result<Vec<Allow>, String> {
+    pub fn parse_allow(list: &[String]) -> Result<Vec<Allow>, AllowError> {
         list.iter().map(|s| Allow::parse(s)).collect()
     }
 
-    pub fn parse_private(list: &[String]) -> Result<Vec<Cidr>, String> {
+    pub fn parse_private(list: &[String]) -> Result<Vec<Cidr>, CidrError> {
         list.iter().map(|s| Cidr::parse(s)).collect()
     }
 }
@@ -234,6 +265,35 @@ mod tests {
             "a name never matches an IP entry"
         );
         assert!(!exact.admits("1.2.3.4", Some("1.2.3.4".parse().unwrap()), 443));
+    }
+
+    #[test]
+    fn error_text() {
+        let text = |s: &str| Allow::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            text("[::1:80"),
+            r#""[::1:80": write an IPv6 address as [addr]:port"#
+        );
+        assert_eq!(
+            text("pypi.org"),
+            r#""pypi.org" has no port: write host:port"#
+        );
+        assert_eq!(text("a.com:0"), r#""a.com:0": the port must be 1..=65535"#);
+        assert_eq!(text("[x]:80"), r#""[x]:80": not an IPv6 address"#);
+        assert_eq!(
+            text("*.com:1"),
+            r#""*.com:1": a wildcard is `*.` before a domain of two labels or more (*.example.com)"#
+        );
+        assert_eq!(
+            text("a b:1"),
+            r#""a b:1" is not a host name (letters, digits, -, . only; * only as a leading `*.`)"#
+        );
+        let cidr = |s: &str| Cidr::parse(s).unwrap_err().to_string();
+        assert_eq!(cidr("x"), r#""x" is not an IP address or CIDR range"#);
+        assert_eq!(
+            cidr("::/129"),
+            r#""::/129": the prefix length must be 0..=128"#
+        );
     }
 
     #[test]

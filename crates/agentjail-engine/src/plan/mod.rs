@@ -65,7 +65,7 @@ pub enum BuildError {
     /// A `filesystem.read_only` path is missing here.
     MissingReadOnly { path: String },
     /// The `[seccomp]` table does not resolve (an unknown group or syscall): the reason.
-    Seccomp(String),
+    Seccomp(agentjail_jail::syscall_groups::ResolveError),
 }
 
 impl BuildError {
@@ -86,7 +86,7 @@ impl std::fmt::Display for BuildError {
                 "filesystem.read_only: {path} does not exist on this host; {}",
                 self.hint()
             ),
-            BuildError::Seccomp(e) => f.write_str(e),
+            BuildError::Seccomp(e) => write!(f, "{e}"),
         }
     }
 }

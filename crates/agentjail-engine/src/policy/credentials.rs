@@ -251,7 +251,7 @@ pub(super) fn load(p: &mut Policy) -> Result<(), Invalid> {
             &what,
             MAX_SECRET_BYTES,
         )
-        .map_err(|m| invalid_item(key, &c.name, m, "keep the secret in a regular file of root's or agentjail's user, mode 0600 or 0400"))?;
+        .map_err(|m| invalid_item(key, &c.name, m.to_string(), "keep the secret in a regular file of root's or agentjail's user, mode 0600 or 0400"))?;
         let value = secret_value(&bytes).map_err(|m| {
             invalid_item(
                 key,
@@ -276,6 +276,7 @@ pub(super) fn load(p: &mut Policy) -> Result<(), Invalid> {
     let tls = if creds.iter().any(|c| c.tls) {
         let file = p.network.ca_file.as_deref().unwrap_or(SYSTEM_CA_FILE);
         let pem = crate::hostpath::read_operator_file(Path::new(file), "ca_file", MAX_CA_BYTES)
+            .map_err(|e| e.to_string())
             .and_then(|pem| {
                 agentjail_net::Tls::from_pem(&pem).map_err(|m| format!("ca_file: {file}: {m}"))
             })

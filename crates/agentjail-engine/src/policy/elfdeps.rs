@@ -64,11 +64,63 @@ fn read_at(f: &mut File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Why an ELF file's loader needs could not be read: the file and what went wrong.
+/// `Display` is "<path>: <problem>".
+#[derive(Debug)]
+pub struct ElfError {
+    pub path: PathBuf,
+    pub problem: ElfProblem,
+}
+
+/// What went wrong reading an ELF file.
+#[derive(Debug)]
+pub enum ElfProblem {
+    /// Opening or reading it failed.
+    Io(std::io::Error),
+    /// Program headers of the wrong size or too many of them.
+    ProgramHeaders,
+    /// A dynamic section larger than the bound.
+    DynamicSection,
+    /// Dynamic entries name strings but there is no DT_STRTAB.
+    NoStringTable,
+    /// The string table's address is in no load segment.
+    StringTableOutsideFile,
+    /// The string table is empty or larger than the bound.
+    StringTable,
+    /// A string's offset is past the string table.
+    StringOutsideTable,
+}
+
+impl std::fmt::Display for ElfProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ElfProblem::Io(e) => return write!(f, "{e}"),
+            ElfProblem::ProgramHeaders => "program headers out of bounds",
+            ElfProblem::DynamicSection => "dynamic section out of bounds",
+            ElfProblem::NoStringTable => "no string table",
+            ElfProblem::StringTableOutsideFile => "string table outside the file",
+            ElfProblem::StringTable => "string table out of bounds",
+            ElfProblem::StringOutsideTable => "string outside the string table",
+        })
+    }
+}
+
+impl std::fmt::Display for ElfError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.problem)
+    }
+}
+
+impl std::error::Error for ElfError {}
+
 /// Parse `path`'s loader needs. Ok(None): not an x86_64 ELF64 file (nothing to check);
 /// Err: an ELF file that cannot be read or whose headers are out of bounds.
-pub fn parse(path: &Path) -> Result<Option<Dynamic>, String> {
-    let e = |what: &str| format!("{}: {what}", path.display());
-    let mut f = File::open(path).map_err(|x| e(&x.to_string()))?;
+pub fn parse(path: &Path) -> Result<Option<Dynamic>, ElfError> {
+    let e = |problem| ElfError {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let mut f = File::open(path).map_err(|x| e(ElfProblem::Io(x)))?;
     let mut eh = [0u8; 64];
     if f.read_exact(&mut eh).is_err() || &eh[..4] != b"\x7fELF" {
         return Ok(None);
@@ -79,9 +131,9 @@ pub fn parse(path: &Path) -> Result<Option<Dynamic>, String> {
     }
     let (phoff, phentsize, phnum) = (u64_at(&eh, 32), u16_at(&eh, 54), u16_at(&eh, 56));
     if phentsize != 56 || phnum > MAX_PHNUM {
-        return Err(e("program headers out of bounds"));
+        return Err(e(ElfProblem::ProgramHeaders));
     }
-    let ph = read_at(&mut f, phoff, phentsize * phnum).map_err(|x| e(&x.to_string()))?;
+    let ph = read_at(&mut f, phoff, phentsize * phnum).map_err(|x| e(ElfProblem::Io(x)))?;
     let mut d = Dynamic::default();
     let mut loads = Vec::new(); // (vaddr, offset, filesz)
     let mut dynamic = None; // (offset, filesz)
@@ -93,7 +145,7 @@ pub fn parse(path: &Path) -> Result<Option<Dynamic>, String> {
             1 => loads.push((vaddr, offset, filesz)),
             2 => dynamic = Some((offset, filesz)),
             3 if filesz <= MAX_STRING as u64 => {
-                let s = read_at(&mut f, offset, filesz).map_err(|x| e(&x.to_string()))?;
+                let s = read_at(&mut f, offset, filesz).map_err(|x| e(ElfProblem::Io(x)))?;
                 let s = s.split(|&c| c == 0).next().unwrap_or_default();
                 d.interp = Some(String::from_utf8_lossy(s).into_owned());
             }
@@ -103,7 +155,7 @@ pub fn parse(path: &Path) -> Result<Option<Dynamic>, String> {
     let Some(dynamic) = dynamic else {
         return Ok(Some(d)); // static: needs nothing
     };
-    dynamic_entries(&mut f, dynamic, &loads, &mut d).map_err(|x| e(&x))?;
+    dynamic_entries(&mut f, dynamic, &loads, &mut d).map_err(e)?;
     Ok(Some(d))
 }
 
@@ -114,12 +166,11 @@ fn dynamic_entries(
     (dyn_off, dyn_size): (u64, u64),
     loads: &[(u64, u64, u64)],
     d: &mut Dynamic,
-) -> Result<(), String> {
-    let e = |what: &str| what.to_string();
+) -> Result<(), ElfProblem> {
     if dyn_size / 16 > MAX_DYN {
-        return Err(e("dynamic section out of bounds"));
+        return Err(ElfProblem::DynamicSection);
     }
-    let dy = read_at(f, dyn_off, dyn_size - dyn_size % 16).map_err(|x| e(&x.to_string()))?;
+    let dy = read_at(f, dyn_off, dyn_size - dyn_size % 16).map_err(ElfProblem::Io)?;
     let (mut strtab, mut strsz) = (None, 0);
     let mut entries = Vec::new();
     for c in dy.chunks_exact(16) {
@@ -135,20 +186,20 @@ fn dynamic_entries(
     if entries.is_empty() {
         return Ok(());
     }
-    let strtab = strtab.ok_or_else(|| e("no string table"))?;
+    let strtab = strtab.ok_or(ElfProblem::NoStringTable)?;
     // The string table's address is virtual: the load segment holding it gives its offset.
     let off = loads
         .iter()
         .find(|(v, _, sz)| strtab >= *v && strtab < v.saturating_add(*sz))
         .map(|(v, o, _)| strtab - v + o)
-        .ok_or_else(|| e("string table outside the file"))?;
+        .ok_or(ElfProblem::StringTableOutsideFile)?;
     if strsz == 0 || strsz > MAX_STRTAB {
-        return Err(e("string table out of bounds"));
+        return Err(ElfProblem::StringTable);
     }
-    let table = read_at(f, off, strsz).map_err(|x| e(&x.to_string()))?;
-    let string = |i: u64| -> Result<String, String> {
+    let table = read_at(f, off, strsz).map_err(ElfProblem::Io)?;
+    let string = |i: u64| -> Result<String, ElfProblem> {
         let start = usize::try_from(i).ok().filter(|&s| s < table.len());
-        let start = start.ok_or_else(|| e("string outside the string table"))?;
+        let start = start.ok_or(ElfProblem::StringOutsideTable)?;
         let s = table[start..].split(|&c| c == 0).next().unwrap_or_default();
         Ok(String::from_utf8_lossy(&s[..s.len().min(MAX_STRING)]).into_owned())
     };
@@ -252,7 +303,7 @@ fn locate(
 
 /// Check `exe` and everything it loads against `binds`: the first file the jail lacks, or
 /// None (all reachable, or what is not found on the host is left to the run).
-pub fn first_missing(exe: &Path, binds: &[String]) -> Result<Option<Missing>, String> {
+pub fn first_missing(exe: &Path, binds: &[String]) -> Result<Option<Missing>, ElfError> {
     let Some(top) = parse(exe)? else {
         return Ok(None);
     };
@@ -307,6 +358,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn error_text() {
+        let e = parse(Path::new("/nonexistent/agentjail-elf")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/nonexistent/agentjail-elf: No such file or directory (os error 2)"
+        );
+    }
+
+    #[test]
     fn the_hosts_python_needs_its_loader_and_libc() {
         let py = std::fs::canonicalize("/usr/bin/python3").expect("python3");
         let d = parse(&py).expect("parse").expect("an ELF file");
@@ -318,10 +378,10 @@ mod tests {
         let binds: Vec<String> = ["/usr", "/bin", "/lib", "/lib64"]
             .map(String::from)
             .to_vec();
-        assert_eq!(first_missing(&py, &binds), Ok(None));
+        assert!(matches!(first_missing(&py, &binds), Ok(None)));
         // /lib (first in the search) unbound: ld.so in the jail goes on to /usr/lib/...
         let usr: Vec<String> = ["/usr", "/lib64"].map(String::from).to_vec();
-        assert_eq!(first_missing(&py, &usr), Ok(None));
+        assert!(matches!(first_missing(&py, &usr), Ok(None)));
         let m = first_missing(&py, &["/usr/bin".to_string()])
             .expect("ok")
             .expect("missing");
@@ -332,7 +392,7 @@ mod tests {
     fn not_elf_is_not_checked() {
         let t = tempfile::NamedTempFile::new().expect("tmp");
         std::fs::write(t.path(), b"#!/bin/sh\n").expect("write");
-        assert_eq!(parse(t.path()), Ok(None));
+        assert!(matches!(parse(t.path()), Ok(None)));
     }
 
     #[test]

@@ -215,7 +215,7 @@ fn entries(n: &Network) -> Result<(), Invalid> {
     for (i, a) in n.allow.iter().enumerate() {
         agentjail_net::rules::Allow::parse(a).map_err(|m| {
             let hint = "write host:port, *.domain:port, IP:port or [IPv6]:port";
-            invalid_item("network.allow", a, m, hint)
+            invalid_item("network.allow", a, m.to_string(), hint)
         })?;
         if n.allow[..i].contains(a) {
             let m = format!("{a:?} is listed twice");
@@ -225,7 +225,7 @@ fn entries(n: &Network) -> Result<(), Invalid> {
     for c in &n.allow_private {
         agentjail_net::addr::Cidr::parse(c).map_err(|m| {
             let hint = "write an address or a CIDR range (10.0.0.0/8)";
-            invalid_item("network.allow_private", c, m, hint)
+            invalid_item("network.allow_private", c, m.to_string(), hint)
         })?;
     }
     Ok(())

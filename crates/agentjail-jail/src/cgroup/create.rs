@@ -158,7 +158,7 @@ fn unavailable_reason(
         }
         None => match (v2_error, host.provider(c)) {
             (Some(e), _) => format!("{e}; {FIX_DELEGATE}"),
-            (None, Err(e)) => e,
+            (None, Err(e)) => e.to_string(),
             (None, Ok(m)) => format!("{m} could not be used"),
         },
     }

@@ -187,7 +187,7 @@ impl HostCgroups {
     }
 
     /// Which mechanism would enforce `ctrl` ("memory", "pids", "cpu") for a job, or why none.
-    pub fn provider(&self, ctrl: &str) -> Result<String, String> {
+    pub fn provider(&self, ctrl: &str) -> Result<String, ProviderError> {
         if let Some(v2) = &self.v2 {
             if v2.offers(ctrl) {
                 return Ok(format!("cgroup v2 at {}", v2.base.display()));
@@ -197,22 +197,85 @@ impl HostCgroups {
             if h.writable {
                 return Ok(format!("cgroup v1 at {}", h.base.display()));
             }
-            return Err(format!(
-                "cgroup v1 {ctrl} at {} is not writable by this user; {FIX_DELEGATE}",
-                h.base.display()
-            ));
+            return Err(ProviderError::V1NotWritable {
+                ctrl: ctrl.into(),
+                base: h.base.clone(),
+            });
         }
         match &self.v2 {
-            Some(v2) if !v2.controllers.iter().any(|c| c == ctrl) => Err(format!(
-                "cgroup v2 controller {ctrl} is not delegated to {} (cgroup.controllers: [{}]); {FIX_DELEGATE}",
-                v2.base.display(),
-                v2.controllers.join(" ")
-            )),
-            Some(v2) => Err(format!("cgroup v2 {} is not writable by this user; {FIX_DELEGATE}", v2.base.display())),
-            None => Err(format!("no cgroup {ctrl} controller mounted; {FIX_UNIFIED}")),
+            Some(v2) if !v2.controllers.iter().any(|c| c == ctrl) => {
+                Err(ProviderError::V2NotDelegated {
+                    ctrl: ctrl.into(),
+                    base: v2.base.clone(),
+                    controllers: v2.controllers.clone(),
+                })
+            }
+            Some(v2) => Err(ProviderError::V2NotWritable {
+                base: v2.base.clone(),
+            }),
+            None => Err(ProviderError::NotMounted { ctrl: ctrl.into() }),
         }
     }
 }
+
+/// Why no cgroup mechanism can enforce a controller for a job. `Display` is
+/// "<reason>; <fix>" ([`ProviderError::reason`], [`ProviderError::fix`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderError {
+    /// The v1 hierarchy of `ctrl` is mounted, but its `base` is not writable by this user.
+    V1NotWritable { ctrl: String, base: PathBuf },
+    /// cgroup v2 is there but `ctrl` is not among the `controllers` handed down to `base`.
+    V2NotDelegated {
+        ctrl: String,
+        base: PathBuf,
+        controllers: Vec<String>,
+    },
+    /// cgroup v2 has the controller, but `base` is not writable by this user.
+    V2NotWritable { base: PathBuf },
+    /// Neither hierarchy carries `ctrl`.
+    NotMounted { ctrl: String },
+}
+
+impl ProviderError {
+    /// What is missing, in words.
+    pub fn reason(&self) -> String {
+        match self {
+            ProviderError::V1NotWritable { ctrl, base } => format!(
+                "cgroup v1 {ctrl} at {} is not writable by this user",
+                base.display()
+            ),
+            ProviderError::V2NotDelegated {
+                ctrl,
+                base,
+                controllers,
+            } => format!(
+                "cgroup v2 controller {ctrl} is not delegated to {} (cgroup.controllers: [{}])",
+                base.display(),
+                controllers.join(" ")
+            ),
+            ProviderError::V2NotWritable { base } => {
+                format!("cgroup v2 {} is not writable by this user", base.display())
+            }
+            ProviderError::NotMounted { ctrl } => format!("no cgroup {ctrl} controller mounted"),
+        }
+    }
+
+    /// What the operator can do about it.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            ProviderError::NotMounted { .. } => FIX_UNIFIED,
+            _ => FIX_DELEGATE,
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}; {}", self.reason(), self.fix())
+    }
+}
+
+impl std::error::Error for ProviderError {}
 
 /// Which hierarchy a job directory belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,70 @@ const ECMA_SPACE: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028
 const DIGIT: &str = "0-9";
 const WORD: &str = "0-9A-Za-z_";
 
+/// Why a pattern does not compile; `Display` is the one sentence the schema error quotes.
+#[derive(Debug, Clone)]
+pub enum PatternError {
+    /// `(?=`, `(?!`, `(?<=`, `(?<!`.
+    LookAround,
+    /// `\` at the very end.
+    LoneBackslash,
+    /// `\1`...`\9`.
+    Backreference,
+    /// `\k<name>`.
+    NamedBackreference,
+    /// `\c` without a letter.
+    ControlEscape,
+    /// `\x` without two hex digits.
+    HexEscape,
+    /// `\u` without four hex digits or `{hex}`.
+    UnicodeEscape,
+    /// A `\uD800`-`\uDBFF` not followed by its low half.
+    LoneSurrogate,
+    /// A `\u{...}` beyond U+10FFFF or a surrogate.
+    NotScalar,
+    /// A letter or digit escape ECMA-262 or agentjail does not know (`\A`, `\z`, ...).
+    UnknownEscape(char),
+    /// `[` without its `]`.
+    UnclosedClass,
+    /// `--` inside a class.
+    DoubleDash,
+    /// `\B` inside a class.
+    ClassWordBoundary,
+    /// The regex crate refused the translation (syntax, nesting, size).
+    Regex(regex::Error),
+    /// The NFA that prices a match could not be built (its size limit).
+    Nfa(Box<thompson::BuildError>),
+}
+
+impl std::fmt::Display for PatternError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fixed = match self {
+            PatternError::LookAround => "look-around is not supported (linear-time engine)",
+            PatternError::LoneBackslash => "the pattern ends with a lone backslash",
+            PatternError::Backreference => "backreferences are not supported (linear-time engine)",
+            PatternError::NamedBackreference => {
+                "named backreferences are not supported (linear-time engine)"
+            }
+            PatternError::ControlEscape => r"\c must be followed by a letter",
+            PatternError::HexEscape => r"\x must be followed by two hex digits",
+            PatternError::UnicodeEscape => r"\u must be followed by four hex digits or {hex}",
+            PatternError::LoneSurrogate => "lone surrogate in a \\u escape",
+            PatternError::NotScalar => "the \\u escape is not a Unicode scalar value",
+            PatternError::UnclosedClass => "unclosed character class",
+            PatternError::DoubleDash => "'--' in a character class is ambiguous; escape the '-'",
+            PatternError::ClassWordBoundary => r"\B is not allowed in a character class",
+            PatternError::UnknownEscape(c) => {
+                return write!(f, r"\{c} is not an ECMA-262 escape agentjail supports")
+            }
+            PatternError::Regex(e) => return f.write_str(&first_line(&e.to_string())),
+            PatternError::Nfa(e) => return f.write_str(&first_line(&e.to_string())),
+        };
+        f.write_str(fixed)
+    }
+}
+
+impl std::error::Error for PatternError {}
+
 /// A compiled pattern and its price per byte of text.
 #[derive(Debug, Clone)]
 pub struct Pattern {
@@ -37,19 +101,19 @@ pub struct Pattern {
 
 impl Pattern {
     /// Compile an ECMA-262 pattern; `Err` says why in one sentence.
-    pub fn compile(source: &str) -> Result<Pattern, String> {
+    pub fn compile(source: &str) -> Result<Pattern, PatternError> {
         let translated = translate(source)?;
         let regex = RegexBuilder::new(&translated)
             .size_limit(REGEX_SIZE_LIMIT)
             .dfa_size_limit(REGEX_SIZE_LIMIT)
             .nest_limit(NEST_LIMIT)
             .build()
-            .map_err(|e| first_line(&e.to_string()))?;
+            .map_err(PatternError::Regex)?;
         let nfa = thompson::Compiler::new()
             .syntax(syntax::Config::new().nest_limit(NEST_LIMIT))
             .configure(thompson::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)))
             .build(&translated)
-            .map_err(|e| first_line(&e.to_string()))?;
+            .map_err(|e| PatternError::Nfa(Box::new(e)))?;
         Ok(Pattern {
             regex,
             states: nfa.states().len() as u64,
@@ -80,7 +144,7 @@ struct Translator<'a> {
 }
 
 /// ECMA-262 source → `regex` crate syntax with the same meaning, or why not.
-pub fn translate(source: &str) -> Result<String, String> {
+pub fn translate(source: &str) -> Result<String, PatternError> {
     let mut t = Translator {
         chars: source.chars().peekable(),
         out: String::with_capacity(source.len() * 2),
@@ -98,7 +162,7 @@ pub fn translate(source: &str) -> Result<String, String> {
 }
 
 impl Translator<'_> {
-    fn group(&mut self) -> Result<(), String> {
+    fn group(&mut self) -> Result<(), PatternError> {
         self.out.push('(');
         if self.chars.peek() != Some(&'?') {
             return Ok(());
@@ -108,17 +172,15 @@ impl Translator<'_> {
         let a = ahead.next();
         let b = ahead.next();
         match (a, b) {
-            (Some('=' | '!'), _) | (Some('<'), Some('=' | '!')) => {
-                Err("look-around is not supported (linear-time engine)".into())
-            }
+            (Some('=' | '!'), _) | (Some('<'), Some('=' | '!')) => Err(PatternError::LookAround),
             _ => Ok(()),
         }
     }
 
     /// `\X` outside a class.
-    fn escape_outside(&mut self) -> Result<(), String> {
+    fn escape_outside(&mut self) -> Result<(), PatternError> {
         let Some(c) = self.chars.next() else {
-            return Err("the pattern ends with a lone backslash".into());
+            return Err(PatternError::LoneBackslash);
         };
         match c {
             'd' => self.out.push_str("[0-9]"),
@@ -135,25 +197,23 @@ impl Translator<'_> {
     }
 
     /// Escapes with one meaning inside and outside classes.
-    fn common_escape(&mut self, c: char) -> Result<(), String> {
+    fn common_escape(&mut self, c: char) -> Result<(), PatternError> {
         match c {
             '0' if !matches!(self.chars.peek(), Some('0'..='9')) => self.out.push_str(r"\x00"),
-            '0'..='9' => return Err("backreferences are not supported (linear-time engine)".into()),
-            'k' => {
-                return Err("named backreferences are not supported (linear-time engine)".into())
-            }
+            '0'..='9' => return Err(PatternError::Backreference),
+            'k' => return Err(PatternError::NamedBackreference),
             'c' => match self.chars.next() {
                 Some(l) if l.is_ascii_alphabetic() => {
                     self.out
                         .push_str(&format!(r"\x{{{:X}}}", u32::from(l) % 32));
                 }
-                _ => return Err(r"\c must be followed by a letter".into()),
+                _ => return Err(PatternError::ControlEscape),
             },
             'u' => self.unicode_escape()?,
             'x' => {
                 let h: String = (0..2).filter_map(|_| self.chars.next()).collect();
                 if h.len() != 2 || !h.chars().all(|c| c.is_ascii_hexdigit()) {
-                    return Err(r"\x must be followed by two hex digits".into());
+                    return Err(PatternError::HexEscape);
                 }
                 self.out.push_str(&format!(r"\x{h}"));
             }
@@ -165,11 +225,7 @@ impl Translator<'_> {
                 self.out.push('\\');
                 self.out.push(c);
             }
-            c if c.is_ascii_alphanumeric() => {
-                return Err(format!(
-                    r"\{c} is not an ECMA-262 escape agentjail supports"
-                ))
-            }
+            c if c.is_ascii_alphanumeric() => return Err(PatternError::UnknownEscape(c)),
             c if c.is_ascii() => {
                 self.out.push('\\');
                 self.out.push(c);
@@ -188,8 +244,8 @@ impl Translator<'_> {
     }
 
     /// `\uHHHH` (a surrogate pair makes one code point) or `\u{H...}`.
-    fn unicode_escape(&mut self) -> Result<(), String> {
-        let bad = || String::from(r"\u must be followed by four hex digits or {hex}");
+    fn unicode_escape(&mut self) -> Result<(), PatternError> {
+        let bad = || PatternError::UnicodeEscape;
         if self.chars.peek() == Some(&'{') {
             let mut hex = String::new();
             self.chars.next();
@@ -214,23 +270,23 @@ impl Translator<'_> {
                     return self.push_code(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00));
                 }
             }
-            return Err("lone surrogate in a \\u escape".into());
+            return Err(PatternError::LoneSurrogate);
         }
         self.push_code(first)
     }
 
-    fn push_code(&mut self, code: u32) -> Result<(), String> {
+    fn push_code(&mut self, code: u32) -> Result<(), PatternError> {
         match char::from_u32(code) {
             Some(_) => {
                 self.out.push_str(&format!(r"\x{{{code:X}}}"));
                 Ok(())
             }
-            None => Err("the \\u escape is not a Unicode scalar value".into()),
+            None => Err(PatternError::NotScalar),
         }
     }
 
     /// From after `[` to after the matching `]`.
-    fn class(&mut self) -> Result<(), String> {
+    fn class(&mut self) -> Result<(), PatternError> {
         let negated = self.chars.peek() == Some(&'^');
         if negated {
             self.chars.next();
@@ -249,7 +305,7 @@ impl Translator<'_> {
         let mut last_dash = false;
         loop {
             let Some(c) = self.chars.next() else {
-                return Err("unclosed character class".into());
+                return Err(PatternError::UnclosedClass);
             };
             let dash = c == '-';
             match c {
@@ -258,9 +314,7 @@ impl Translator<'_> {
                     return Ok(());
                 }
                 '\\' => self.escape_in_class()?,
-                '-' if last_dash => {
-                    return Err("'--' in a character class is ambiguous; escape the '-'".into())
-                }
+                '-' if last_dash => return Err(PatternError::DoubleDash),
                 '[' | '&' | '~' => {
                     self.out.push('\\');
                     self.out.push(c);
@@ -271,9 +325,9 @@ impl Translator<'_> {
         }
     }
 
-    fn escape_in_class(&mut self) -> Result<(), String> {
+    fn escape_in_class(&mut self) -> Result<(), PatternError> {
         let Some(c) = self.chars.next() else {
-            return Err("the pattern ends with a lone backslash".into());
+            return Err(PatternError::LoneBackslash);
         };
         match c {
             'd' => self.out.push_str(DIGIT),
@@ -283,7 +337,7 @@ impl Translator<'_> {
             's' => self.out.push_str(ECMA_SPACE),
             'S' => self.out.push_str(&format!("[^{ECMA_SPACE}]")),
             'b' => self.out.push_str(r"\x08"),
-            'B' => return Err(r"\B is not allowed in a character class".into()),
+            'B' => return Err(PatternError::ClassWordBoundary),
             '-' => self.out.push_str(r"\-"),
             _ => self.common_escape(c)?,
         }
@@ -348,6 +402,37 @@ mod tests {
         }
         // Too big a program: refused by the size limit, not compiled.
         assert!(Pattern::compile(r"\p{L}{1000}").is_err());
+    }
+
+    #[test]
+    fn error_text() {
+        let text = |p: &str| Pattern::compile(p).unwrap_err().to_string();
+        assert_eq!(
+            text(r"(a)\1"),
+            "backreferences are not supported (linear-time engine)"
+        );
+        assert_eq!(
+            text(r"\q"),
+            r"\q is not an ECMA-262 escape agentjail supports"
+        );
+        assert_eq!(
+            text(r"\u12"),
+            r"\u must be followed by four hex digits or {hex}"
+        );
+        assert_eq!(text(r"\ud800"), r"lone surrogate in a \u escape");
+        assert_eq!(
+            text(r"\u{110000}"),
+            r"the \u escape is not a Unicode scalar value"
+        );
+        assert_eq!(
+            text("[+--]"),
+            "'--' in a character class is ambiguous; escape the '-'"
+        );
+        assert!(
+            text("a{").starts_with("regex parse error:"),
+            "{}",
+            text("a{")
+        );
     }
 
     #[test]

@@ -180,7 +180,7 @@ pub(super) fn plain(
     }
     let _ = up.set_read_timeout(Some(sh.rules.limits.connect));
     let tls = match &sh.rules.broker.tls {
-        Some(t) => t.connect(&c.host, up),
+        Some(t) => t.connect(&c.host, up).map_err(|e| e.to_string()),
         None => Err("no trust roots".to_string()),
     };
     match tls {
