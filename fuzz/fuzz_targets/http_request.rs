@@ -17,11 +17,11 @@ use agentjail_engine::contract::parse_action;
 use agentjail_engine::engine::workspace::workspace_path;
 use agentjail_engine::policy::Policy;
 use agentjail_http::auth::Tokens;
-use agentjail_http::respond::{bad_request, Resp};
 use agentjail_http::body::strict;
 use agentjail_http::paths::{route, Route};
-use agentjail_http::runs::{exec_body, run_code_request, session_hints};
 use agentjail_http::pod::{download_path, execute_request, listing_path, upload_request};
+use agentjail_http::respond::{bad_request, Resp};
+use agentjail_http::runs::{exec_body, run_code_request, session_hints};
 use agentjail_http::workspaces::{exec_request, list_field};
 use http_body_util::BodyExt;
 use hyper::{Method, Uri};
@@ -125,12 +125,12 @@ fn body(r: Route, ctype: &str, body: &[u8], path: &str) {
     match r {
         Route::SessionStart | Route::WorkspaceStart => {
             if let Err(e) = session_hints(body) {
-                native(e)
+                native(e.to_string())
             }
         }
         Route::SessionExec(_) => {
             if let Err(e) = exec_body(body) {
-                native(e)
+                native(e.to_string())
             }
         }
         Route::RunCode => match run_code_request(body, &|l| l == "python") {
@@ -146,7 +146,7 @@ fn body(r: Route, ctype: &str, body: &[u8], path: &str) {
             }
         },
         Route::WorkspaceExec(_) => match strict(body)
-            .map_err(|e| bad_request(&e))
+            .map_err(|e| bad_request(&e.to_string()))
             .and_then(exec_request)
         {
             Err(resp) => refused(resp, Shape::Native, path),
@@ -159,7 +159,7 @@ fn body(r: Route, ctype: &str, body: &[u8], path: &str) {
                 "paths"
             };
             match strict(body)
-                .map_err(|e| bad_request(&e))
+                .map_err(|e| bad_request(&e.to_string()))
                 .and_then(|v| list_field(v, field))
             {
                 Err(resp) => refused(resp, Shape::Native, path),

@@ -22,12 +22,18 @@ fuzz_target!(|data: &[u8]| {
         .collect();
 
     let frame = call_frame(data, &nonce);
-    let nl = frame.iter().position(|b| *b == b'\n').expect("a header line");
+    let nl = frame
+        .iter()
+        .position(|b| *b == b'\n')
+        .expect("a header line");
     assert!(nl < 64, "the runner refuses a header over 64 bytes");
     let header = std::str::from_utf8(&frame[..nl]).expect("an ASCII header");
     let fields: Vec<&str> = header.split(' ').collect();
     assert_eq!(fields.len(), 4);
-    assert_eq!((fields[0], fields[1], fields[3]), ("AJ1", "exec", nonce.as_str()));
+    assert_eq!(
+        (fields[0], fields[1], fields[3]),
+        ("AJ1", "exec", nonce.as_str())
+    );
     assert_eq!(fields[2].parse::<usize>().ok(), Some(data.len()));
     assert_eq!(&frame[nl + 1..], data);
 
@@ -38,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
                 other => panic!("an accepted done reads back as {other:?}"),
             }
         }
-        assert!(!is_done_of(line, ""), "an empty nonce matches nothing the runner sends");
+        assert!(
+            !is_done_of(line, ""),
+            "an empty nonce matches nothing the runner sends"
+        );
     }
     if let Some(d) = done_report(data, &nonce) {
         // A done is only ever this call's, and its value keeps its bound.

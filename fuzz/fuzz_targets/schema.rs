@@ -3,8 +3,8 @@
 //! return, never panic.
 #![no_main]
 
-use agentjail_json::{parse_strict, ReadLimits};
 use agentjail_json::schema::{compile, SchemaLimits};
+use agentjail_json::{parse_strict, ReadLimits};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
             assert!(!line.contains('\n'), "a response is one line");
         }
         Ok(r) => {
-            assert!(id_ok(&r.id), "a request carries an id it should refuse: {:?}", r.id);
+            assert!(
+                id_ok(&r.id),
+                "a request carries an id it should refuse: {:?}",
+                r.id
+            );
             if let Op::Run { action, .. } | Op::Check { action } = &r.op {
                 let policy = Policy::default();
                 if let Ok(a) = parse_action(action, &policy) {
