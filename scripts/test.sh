@@ -99,11 +99,11 @@ stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet 
 # Layering and circles, crate directions, unsafe only in the jail crate's sys module, function
 # and file sizes, test shapes, paths in docs (xtask/, docs/ARCHITECTURE.md "The house rules").
 stage "house rules (cargo xtask house)" cargo xtask house
-# The release binaries and the release zygote template (the suites below launch them).
-build_release() {
-    cargo build --release --quiet && scripts/build-zygote.sh --release >/dev/null
-}
-stage "build (release, and the zygote template: scripts/build-zygote.sh --release)" build_release
+# The release binaries and the release zygote template (the suites below launch them):
+# build-zygote.sh --release builds the whole workspace in release, `cargo build --release`'s
+# binaries included, then links the template.
+stage "build (release, and the zygote template: scripts/build-zygote.sh --release)" \
+    scripts/build-zygote.sh --release
 # agentjail-zygote next to the debug binary the tests run (tests/frontends/zygote.rs; `serve --zygote`).
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
