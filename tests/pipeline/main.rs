@@ -9,7 +9,8 @@
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
 //! - `hardening`: nothing around the jail trusts the agent;
-//! - `cleanup`: nothing left behind, whatever way a run ends.
+//! - `cleanup`: nothing left behind, whatever way a run ends;
+//! - `explain`: `agentjail explain`, tested by applying the edits it proposes.
 //!
 //! `cleanup` and `hardening` compare host-wide state before and after: they hold
 //! `common::alone()`, and every launcher here holds `common::jail_running()`, so no other
@@ -21,6 +22,7 @@ mod common;
 mod audit_log;
 mod cleanup;
 mod contract;
+mod explain;
 mod files_artifacts;
 mod hardening;
 mod job_view;

@@ -15,6 +15,7 @@ pub mod python;
 pub use agentjail_jail::syscall_groups;
 mod credentials;
 pub mod diff;
+pub mod explain;
 mod invalid;
 mod network;
 mod validate;
