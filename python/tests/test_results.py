@@ -44,6 +44,11 @@ def test_plot_dataframe_and_html_in_one_data_session(data_client):
         assert r.results == () and r.value.startswith("[<matplotlib.lines.Line2D")
         r = s.exec("plt.close('all')")
         assert r.ok and r.results == ()
+        # A figure as the last expression is its PNG (and it stays open: no plt.show()).
+        r = s.exec("fig, ax = plt.subplots()\nax.bar([1, 2], [3, 4])\nfig")
+        assert r.ok and len(r.results) == 1, r.raw
+        assert r.results[0].png.startswith(PNG_SIGNATURE) and r.value.startswith("<Figure")
+        s.exec("plt.close('all')")
 
         # A DataFrame as the call's last expression: its HTML table and its text.
         r = s.exec("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3.5, 4.5]})")
@@ -70,9 +75,17 @@ def test_display_types_from_content_and_bounds_the_count(client):
         "        return b'<script>not a png</script>'\n"
         "    def _repr_html_(self):\n"
         "        return '<p>honest html</p>'\n"
+        "class Bundle:\n"
+        "    def _repr_mimebundle_(self, include=None, exclude=None):\n"
+        "        return {'text/markdown': '**b**', 'application/json': {'a': [1]}}\n"
+        "    def _repr_html_(self):\n"
+        "        return '<p>from _repr_html_</p>'\n"
+        "    def _repr_svg_(self):\n"
+        "        return '<svg width=\"1\"></svg>'\n"
         "display(HTML('<h1>Title</h1>'))\n"
         "display(Liar())\n"
-        "for i in range(20):\n"
+        "display(Bundle())\n"
+        "for i in range(19):\n"
         "    display(HTML('<i>%d</i>' % i))\n"
         "print('printed')\n"
     )
@@ -90,9 +103,13 @@ def test_display_types_from_content_and_bounds_the_count(client):
     assert liar.html == "<p>honest html</p>"
     skipped = r.raw["results_skipped"]
     assert {"result": 1, "format": "image/png", "reason": "content_mismatch"} in skipped
+    # _repr_mimebundle_ first, then the _repr_*_ methods for formats it lacks.
+    b = r.results[2]
+    assert (b.markdown, b.json, b.svg) == ("**b**", {"a": [1]}, '<svg width="1"></svg>')
+    assert b.html == "<p>from _repr_html_</p>"
     over = [s for s in skipped if s["reason"] == "over_count"]
     assert [s["result"] for s in over] == list(range(16, 22))
-    assert r.results[15].html == "<i>13</i>"
+    assert r.results[15].html == "<i>12</i>"
 
 
 def test_result_lines_printed_to_stdout_are_stdout_not_results(client):

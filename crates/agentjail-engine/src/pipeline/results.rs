@@ -124,7 +124,7 @@ pub fn from_replies(replies: &[u8], policy: &ResultsPolicy) -> Results {
     // Any line the reply buffer holds is read (it is bounded: the supervisor keeps at most
     // its reports' allowance plus max_bytes), so a line too long for the budget is still
     // listed as what it is.
-    let read_max = usize::try_from(replies.len()).unwrap_or(usize::MAX);
+    let read_max = replies.len();
     for line in replies.split(|b| *b == b'\n') {
         let size = line.len() as u64 + 1;
         let Some(r) = report(line, read_max) else {
