@@ -170,7 +170,7 @@ pub fn build(
             cpu_time_ms: lim.cpu_time_ms,
             stdout_bytes: lim.stdout.0,
             stderr_bytes: lim.stderr.0,
-            reply_bytes: agentjail_jail::supervise::REPLY_CAP + policy.results.max_bytes.0,
+            reply_bytes: agentjail_jail::supervise::REPLY_CAP,
         },
     })
 }
@@ -377,22 +377,8 @@ fn environment(policy: &Policy) -> Vec<(String, String)> {
         env.retain(|(ek, _)| *ek != k);
         env.push((k, v));
     }
-    // The rich-results bounds, for the runner to stay within (the supervisor enforces them
-    // whatever the runner does: crate::pipeline::results); absent when results are off.
-    env.retain(|(ek, _)| ek != RESULTS_ENV);
-    let r = &policy.results;
-    if r.max_count > 0 && r.max_bytes.0 > 0 {
-        env.push((
-            RESULTS_ENV.to_string(),
-            format!("{},{}", r.max_count, r.max_bytes.0),
-        ));
-    }
     env
 }
-
-/// The variable that tells the Python runner the policy's rich-results bounds
-/// (`max_count,max_bytes`).
-pub const RESULTS_ENV: &str = "AGENTJAIL_RESULTS";
 
 /// The rlimits every jail gets (the cgroup-covered ones are adjusted at launch).
 fn rlimits(lim: &crate::policy::Limits) -> Vec<Rlimit> {
@@ -665,8 +651,7 @@ mod tests {
     fn environment_identity_and_limits() {
         let p = plan();
         let keys: Vec<&str> = p.env.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["PATH", "LANG", "HOME", RESULTS_ENV]);
-        assert_eq!(p.env[3].1, "16,4194304");
+        assert_eq!(keys, ["PATH", "LANG", "HOME"]);
         assert_eq!(
             (p.uid, p.gid, p.cwd.as_str(), p.network),
             (JAIL_UID, JAIL_GID, "/tmp", false)
