@@ -8,6 +8,7 @@
 //! - `files_artifacts`: files in, artifacts out;
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
+//! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
 //! - `cleanup`: nothing left behind, whatever way a run ends;
 //! - `explain`: `agentjail explain`, tested by applying the edits it proposes.
@@ -29,4 +30,5 @@ mod job_view;
 mod judge_mode;
 mod network_cred;
 mod network_run;
+mod results;
 mod run_pipeline;

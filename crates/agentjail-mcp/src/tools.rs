@@ -260,6 +260,11 @@ pub fn record_schema() -> Value {
                     }
                 }
             },
+            "results": {
+                "type": "array",
+                "items": {"type": "object", "additionalProperties": {"type": "string"}}
+            },
+            "results_skipped": {"type": "array"},
             "agentjail_version": {"type": "string"}
         }
     })

@@ -40,7 +40,7 @@ from ._errors import (
     UnknownWorkspace,
     WorkspaceBusy,
 )
-from ._record import Artifact, Decision, Record, Stop, StopKind
+from ._record import Artifact, Decision, Record, Result, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
 from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
 from ._async import AsyncClient, AsyncSession
@@ -53,7 +53,7 @@ __all__ = [
     "BudgetExceeded", "Client", "CodeError", "CodeKilled", "CodeRuntimeError", "CodeTimeout",
     "ConnectionClosed", "Decision", "ForbiddenSyscall", "Interrupted", "InvalidAction",
     "InvalidOutput", "InvalidRequest", "NodeLost", "NotSupportedYet", "PolicyBlocked", "PolicyError", "ProtocolError",
-    "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
+    "Record", "ResourceLimit", "Result", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
     "WorkspaceFile", "AsyncWorkspace",

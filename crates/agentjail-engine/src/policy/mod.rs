@@ -223,6 +223,7 @@ pub struct Policy {
     pub workspace: WorkspacePolicy,
     pub files: FilesPolicy,
     pub artifacts: ArtifactsPolicy,
+    pub results: ResultsPolicy,
     pub redaction: Redaction,
 }
 
@@ -480,6 +481,29 @@ impl Default for ArtifactsPolicy {
     }
 }
 
+/// Rich results: the MIME bundles a Python program displays (`display(...)`, `plt.show()`,
+/// a session call's last expression with a rich repr), reported by the runner and put in
+/// the record's `results` (crate::pipeline::results), typed from their content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResultsPolicy {
+    /// Most bundles per run or session call; 0 turns rich results off (`display` then
+    /// prints the text form to stdout, `plt.show()` does nothing).
+    pub max_count: u64,
+    /// Most bytes of result reports per run or session call, counted as the runner encodes
+    /// them (one JSON line per bundle, binary formats base64: ~4/3 of a PNG's size).
+    pub max_bytes: Bytes,
+}
+
+impl Default for ResultsPolicy {
+    fn default() -> Self {
+        ResultsPolicy {
+            max_count: 16,
+            max_bytes: Bytes(4 * MIB),
+        }
+    }
+}
+
 /// Redaction of key-like strings (seed 001 §6.7, §10) before a record is written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -539,6 +563,7 @@ impl Default for Policy {
             workspace: WorkspacePolicy::default(),
             files: FilesPolicy::default(),
             artifacts: ArtifactsPolicy::default(),
+            results: ResultsPolicy::default(),
             redaction: Redaction::default(),
         }
     }

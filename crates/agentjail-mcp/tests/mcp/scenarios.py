@@ -305,6 +305,14 @@ async def s_plot(c):
     # The next call reports only what is new or changed.
     rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "1 + 1"}))
     check(rec.get("artifacts", []) == [], "unchanged files reported again: %r" % rec.get("artifacts"))
+    # plt.show() (a rich result, no file): the PNG is image content, the record keeps its text.
+    r = await c.call("python_session_exec", {"session": sid, "code": "plt.close('all')\nplt.plot([3, 1, 2])\nplt.show()"})
+    rec = record_of(r)
+    check(rec["status"] == "ok", "show: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec.get("results") == [{"text/plain": "<Figure size 640x480 with 1 Axes>"}], "results %r" % rec.get("results"))
+    images = [b for b in r.content if getattr(b, "type", None) == "image"]
+    check(len(images) == 1 and images[0].mime_type == "image/png", "show content: %r" % [getattr(b, "type", None) for b in r.content])
+    check(base64.b64decode(images[0].data).startswith(b"\x89PNG\r\n\x1a\n"), "plt.show() sent no PNG")
     await c.call("python_session_close", {"session": sid})
     code = ("import csv\nimport json\nimport matplotlib.pyplot as plt\n"
             "rows = list(csv.DictReader(open('/app/in/latency.csv')))\n"
