@@ -129,3 +129,29 @@ def test_the_client_knows_what_its_policy_allows(client, binary):
     # The loader lifted the network names from the check's denials (policies/net.toml).
     assert not {"connect", "request", "urlopen"} & set(net.raw["check"]["denied_attributes"])
     assert {"connect", "request", "urlopen"} <= set(info.raw["check"]["denied_attributes"])
+
+
+def test_no_start_up_noise_under_any_shipped_policy(binary, tmp_path):
+    # Every shipped policy's cold `run` and warm serve jail (its preload imported ahead) of
+    # print(1): exactly "1\n" on stdout and nothing on stderr (no interpreter, site,
+    # preload or fontconfig chatter a model would read as its own error).
+    import json
+    import subprocess
+
+    from conftest import needs_cgroups
+
+    needs_cgroups()  # data, smolagents, workspace and judge-open require the memory cgroup
+    names = sorted(p.stem for p in (REPO / "policies").glob("*.toml"))
+    assert {"python", "net", "data", "smolagents", "workspace", "judge", "default"} <= set(names)
+    action = {"id": "t", "language": "python", "entrypoint": "main.py", "code": "print(1)",
+              "output_mode": "text", "stdin": ""}
+    for name in names:
+        p = subprocess.run([binary, "run", "--policy", name, "-"], cwd=tmp_path, capture_output=True,
+                           input=json.dumps(action).encode(), timeout=120)
+        r = json.loads(p.stdout)
+        assert (r["status"], r["execution"]["stdout"], r["execution"]["stderr"]) == ("ok", "1\n", ""), (name, r)
+    for name in ("python", "net", "smolagents"):
+        with agentjail.Client(binary=binary, policy=name, args=["--pool", "1"]) as c:
+            for _ in range(2):
+                r = c.run("print(1)")
+                assert (r.ok, r.stdout, r.stderr) == (True, "1\n", ""), (name, r.raw)
