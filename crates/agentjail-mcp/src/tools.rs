@@ -132,14 +132,15 @@ pub fn all(policy: &Policy, caps: Capabilities) -> Vec<Tool> {
 /// optional argument is marked `"nullable": true` (clients built on smolagents' tool
 /// validation, mcpadapt's `ToolCollection.from_mcp`, treat an argument without it as
 /// required, and some send `null` for an absent one: [`without_nulls`] reads that as
-/// absent), and under a policy with network the tools that run code say they reach an
-/// open world.
+/// absent), and under a policy with network the tools that run Python (`run_python`,
+/// `python_session_exec`, `workspace_exec`) say they reach an open world.
 pub fn finish(policy: &Policy, tools: &mut [Tool]) {
     for tool in tools.iter_mut() {
         let mut schema = (*tool.input_schema).clone();
         mark_optional_nullable(&mut schema);
         tool.input_schema = Arc::new(schema);
-        let runs_code = ![CHECK_PYTHON, SESSION_CLOSE].contains(&tool.name.as_ref());
+        // The tools whose Python can open a connection (JavaScript has no network module).
+        let runs_code = [RUN_PYTHON, SESSION_EXEC, "workspace_exec"].contains(&tool.name.as_ref());
         if let Some(a) = tool.annotations.as_mut() {
             if runs_code && policy.has_network() {
                 a.open_world_hint = Some(true);
@@ -617,11 +618,14 @@ mod tests {
         );
         // The network names are lifted from the refused attributes under a network policy.
         assert!(!run.contains("urlopen"), "{run}");
-        let open = tools[0]
-            .annotations
-            .as_ref()
-            .and_then(|a| a.open_world_hint);
-        assert_eq!(open, Some(true));
+        let open = |name: &str| {
+            let t = tools.iter().find(|t| t.name == name).expect(name);
+            t.annotations.as_ref().and_then(|a| a.open_world_hint)
+        };
+        assert_eq!(open(RUN_PYTHON), Some(true));
+        assert_eq!(open(SESSION_EXEC), Some(true));
+        assert_eq!(open(CHECK_PYTHON), Some(false));
+        assert_eq!(open(SESSION_CLOSE), Some(false));
     }
 
     #[test]
