@@ -993,6 +993,7 @@ fn the_network_names_follow_the_policys_network() {
             .collect();
         assert_eq!(found, [format!("attr_not_allowed:{name}")], "{name}");
     }
+}
 
 /// `agentjail policy diff OLD NEW`: planted weakenings of a shipped policy (network on,
 /// `process_spawn`, a bind of `/opt` (the loader refuses `/var` itself: the unit test
