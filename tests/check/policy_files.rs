@@ -1060,7 +1060,18 @@ fn policy_diff_gates_on_weakenings() {
         let v: serde_json::Value = serde_json::from_str(&json).expect("json");
         assert_eq!(v["changes"][0]["key"], key, "{v}");
         assert_eq!(v["changes"][0]["direction"], "weaker");
-        assert_eq!(v["weaker"], 1, "{key}: one plant, one weakening: {v}");
+        // Network on also lifts the check's network names (connect, request, urlopen) from
+        // check.denied_attributes (Policy::settle_network_attributes): a second weakening,
+        // and the diff says so.
+        let weakenings = if key == "network.enabled" { 2 } else { 1 };
+        assert_eq!(
+            v["weaker"], weakenings,
+            "{key}: one plant, its weakenings: {v}"
+        );
+        if key == "network.enabled" {
+            assert_eq!(v["changes"][1]["key"], "check.denied_attributes", "{v}");
+            assert_eq!(v["changes"][1]["direction"], "weaker", "{v}");
+        }
         // Back the other way: stronger, exit 0 (but for the landlock the enforce plant
         // needed, which undone is a weakening of its own).
         let (code, out, _) = diff(&[p, b]);
