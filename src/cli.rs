@@ -146,10 +146,16 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// The effective policy with every default filled in, and its sha256.
-    #[command(after_help = "Example:\n  agentjail policy show policies/default.toml")]
+    #[command(
+        after_help = "Example:\n  agentjail policy show policies/default.toml\n  agentjail policy show --json data"
+    )]
     Show {
         /// Policy file; omitted: the embedded default.
         file: Option<PathBuf>,
+        /// Print the effective policy as one JSON object (the same keys and values), for
+        /// programs (the Python client describes its tools from it).
+        #[arg(long)]
+        json: bool,
     },
     /// Warn about weak settings. Exit 1 when there are warnings.
     #[command(after_help = "Example:\n  agentjail policy lint policies/data.toml")]

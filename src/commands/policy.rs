@@ -6,9 +6,13 @@ use crate::cli::PolicyCommand;
 
 pub fn command(action: PolicyCommand) -> Result<ExitStatus, ExitStatus> {
     match action {
-        PolicyCommand::Show { file } => {
+        PolicyCommand::Show { file, json } => {
             let loaded = super::load(file.as_deref())?;
-            print!("{}", agentjail_engine::policy::show(&loaded));
+            if json {
+                println!("{}", agentjail_engine::policy::show_json(&loaded));
+            } else {
+                print!("{}", agentjail_engine::policy::show(&loaded));
+            }
             Ok(ExitStatus::Ok)
         }
         PolicyCommand::Lint { file } => {

@@ -43,6 +43,7 @@ from ._errors import (
 from ._record import Artifact, Decision, Record, Result, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
 from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
+from ._policy import PolicyInfo
 from ._async import AsyncClient, AsyncSession
 from ._workspace import AsyncWorkspace, Workspace, WorkspaceFile
 
@@ -56,6 +57,6 @@ __all__ = [
     "Record", "ResourceLimit", "Result", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
-    "WorkspaceFile", "AsyncWorkspace",
+    "WorkspaceFile", "AsyncWorkspace", "PolicyInfo",
     "DEFAULT_POLICY", "build_action", "find_binary",
 ]

@@ -717,6 +717,33 @@ impl Policy {
             .cloned()
             .collect()
     }
+
+    /// Whether a job under this policy has a network: an allowlist (`mode = "allowlist"`)
+    /// or the host's (`enabled = true`).
+    pub fn has_network(&self) -> bool {
+        self.network.enabled || self.network.allowlist()
+    }
+
+    /// The static check's network names ([`agentjail_check::stdlib::NETWORK_ATTRIBUTES`]:
+    /// `connect`, `request`, `urlopen`) follow `[network]`: denied on every object under a
+    /// policy without network, listed or not; lifted under one with network, so that
+    /// `urllib.request.urlopen`, `http.client`'s `conn.request` and `requests.get` pass the
+    /// check and the proxy decides what they reach. The loader calls it; `policy show`
+    /// prints the result.
+    pub fn settle_network_attributes(&mut self) {
+        use agentjail_check::stdlib::NETWORK_ATTRIBUTES;
+        let network = self.has_network();
+        let denied = &mut self.check.denied_attributes;
+        if network {
+            denied.retain(|a| !NETWORK_ATTRIBUTES.contains(&a.as_str()));
+        } else {
+            for name in NETWORK_ATTRIBUTES {
+                if !denied.iter().any(|a| a == name) {
+                    denied.push((*name).to_string());
+                }
+            }
+        }
+    }
 }
 
 impl Default for Interpreter {
@@ -1079,6 +1106,7 @@ fn load_text(text: &str, origin: &str, secrets: bool) -> Result<LoadedPolicy, Po
             hint: v.hint,
         });
     }
+    policy.settle_network_attributes();
     Ok(LoadedPolicy {
         policy,
         path: origin.to_string(),
@@ -1145,6 +1173,18 @@ pub fn show(loaded: &LoadedPolicy) -> String {
     }
     out.push_str(&seccomp_comment(&loaded.policy.seccomp));
     out
+}
+
+/// [`show`] as one JSON object: `{"source", "sha256", "python_version", "policy"}`, the
+/// policy with the same keys and values `show` prints (`agentjail policy show --json`).
+pub fn show_json(loaded: &LoadedPolicy) -> String {
+    serde_json::json!({
+        "source": loaded.path,
+        "sha256": loaded.sha256,
+        "python_version": loaded.policy.python_version(),
+        "policy": &loaded.policy,
+    })
+    .to_string()
 }
 
 /// The syscalls `[seccomp] allow_groups` resolves to, as a comment a reviewer can read

@@ -405,7 +405,28 @@ async def s_network(c):
     say("ok network", c.api, "run and session: %r" % (want,))
 
 
+async def s_net_policy(c):
+    """The shipped policies/net.toml pointed at the test site: run_python fetches with
+    urllib.request, http.client and (where installed) requests; a port no list names is
+    refused; the record lists every request. The tool's description says so first."""
+    tools = {t.name: t for t in await c.tools()}
+    d = tools["run_python"].description
+    check("urllib.request" in d and "Network: only the hosts localhost:%d" % CFG["port"] in d, "description: %s" % d)
+    rec = record_of(await c.call("run_python", {"code": CFG["fetch_code"], "files": None, "timeout_s": None}))
+    check(rec["status"] == "ok", "run: %s %s %s" % (rec["stop_reason"], rec.get("error"), rec["execution"]["stderr"]))
+    got = rec["output"]
+    want = {"urllib": "OK-BODY", "http_client": "OK-BODY", "requests": CFG["requests"],
+            "other_port": "HTTP Error 403: Forbidden"}
+    check(got == want, "run output %r" % got)
+    verdicts = [(e["host"], e["port"], e["allowed"], e["reason"]) for e in rec["network"]["requests"]]
+    site = ("localhost", CFG["port"], True, "ok")
+    expect = [site, site] + ([site] if CFG["requests"] == "OK-BODY" else []) + [("localhost", 9, False, "not_allowlisted")]
+    check(verdicts == expect, "requests %r" % verdicts)
+    say("ok net_policy", c.api, "%d requests" % len(verdicts))
+
+
 SCENARIOS = {
+    "net_policy": s_net_policy,
     "tools": s_tools, "incident": s_incident, "denied_import": s_denied_import,
     "timeout": s_timeout, "session": s_session, "isolation": s_isolation,
     "concurrent": s_concurrent, "bad_arguments": s_bad_arguments, "long_run": s_long_run,
