@@ -2,7 +2,7 @@ use super::*;
 use crate::policy::{load_file, Requirement};
 use std::path::Path;
 
-const SHIPPED: [&str; 7] = [
+const SHIPPED: [&str; 8] = [
     "default",
     "python",
     "data",
@@ -10,6 +10,7 @@ const SHIPPED: [&str; 7] = [
     "judge-open",
     "smolagents",
     "workspace",
+    "net",
 ];
 
 fn shipped(name: &str) -> Policy {
@@ -191,7 +192,7 @@ fn a_key_without_a_rule_is_never_harmless() {
 #[test]
 fn shipped_pairs_match_the_expectation_table() {
     // rows: from; columns: to, in SHIPPED's order.
-    let expected: [[&str; 7]; 7] = EXPECTED;
+    let expected: [[&str; 8]; 8] = EXPECTED;
     for (i, from) in SHIPPED.iter().enumerate() {
         for (j, to) in SHIPPED.iter().enumerate() {
             let d = diff(&shipped(from), &shipped(to));
@@ -204,23 +205,26 @@ fn shipped_pairs_match_the_expectation_table() {
 }
 
 #[rustfmt::skip]
-const EXPECTED: [[&str; 7]; 7] = [
-    // to: default, python, data, judge, judge-open, smolagents, workspace.
+const EXPECTED: [[&str; 8]; 8] = [
+    // to: default, python, data, judge, judge-open, smolagents, workspace, net.
     // default is the seed's narrow policy: every other widens the check; data, smolagents and
-    // workspace also add syscall groups (threads for numpy, process_spawn for workspace).
-    ["-",         "check",     "syscalls", "check",     "check",     "syscalls", "syscalls"],
+    // workspace also add syscall groups (threads for numpy, process_spawn for workspace);
+    // net is the only one with network: moving to it is a network weakening from anywhere.
+    ["-",         "check",     "syscalls", "check",     "check",     "syscalls", "syscalls", "network"],
     // python denies attributes (subprocess, socket, pickle, ...) that the default leaves to
     // its narrower imports: the default's shorter list reads as a weakening, and is one.
-    ["check",     "-",         "syscalls", "check",     "check",     "syscalls", "syscalls"],
+    ["check",     "-",         "syscalls", "check",     "check",     "syscalls", "syscalls", "network"],
     // data, smolagents and workspace require cgroups; default, python and the judges take
     // them best effort (nobody has none): moving there is an isolation weakening.
-    ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "syscalls"],
+    ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "syscalls", "network"],
     // judge allows only Python; the default policy allows JavaScript too (and denies fewer
     // attributes).
-    ["check",     "check",     "syscalls", "-",         "check",     "syscalls", "syscalls"],
+    ["check",     "check",     "syscalls", "-",         "check",     "syscalls", "syscalls", "network"],
     // judge-open requires landlock, which the others take best effort.
-    ["isolation", "isolation", "syscalls", "isolation", "-",         "syscalls", "syscalls"],
-    ["isolation", "isolation", "syscalls", "isolation", "isolation", "-",        "syscalls"],
+    ["isolation", "isolation", "syscalls", "isolation", "-",         "syscalls", "syscalls", "network"],
+    ["isolation", "isolation", "syscalls", "isolation", "isolation", "-",        "syscalls", "network"],
     // workspace holds everything data allows and more.
-    ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "-"],
+    ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "-",        "network"],
+    // net is python plus the allowlist: back to python loses only the network.
+    ["check",     "-",         "syscalls", "check",     "check",     "syscalls", "syscalls", "-"],
 ];
