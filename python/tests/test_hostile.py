@@ -131,6 +131,8 @@ FAKE = textwrap.dedent('''\
         if scenario == "bad_policy":
             sys.stderr.write("agentjail: invalid policy p.toml:3:1: limits.memory: fake (hint: h)\\n")
             sys.exit(2)
+        # `policy show --json`: the loaded policy, as the real binary prints it.
+        print(json.dumps({{"path": "fake.toml", "sha256": "0" * 64, "policy": {{"name": "fake"}}}}))
         sys.exit(0)
     if scenario == "exit_at_start":
         sys.stderr.write("fake: cannot start\\n")
