@@ -26,6 +26,14 @@
 //! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
 //! ```
 //!
+//! Streaming: `run`, `session_exec` and `workspace_exec` take `"stream": true` (a boolean;
+//! absent, null or false: no event lines, as before). The program's output then comes as it
+//! is read, in lines `{"id": ID, "event": "stdout" | "stderr", "data": TEXT}` before the
+//! request's final line, which is the same whole record as without it. The events of one
+//! stream concatenated are the record's `stdout` (or `stderr`) exactly: the same bytes, the
+//! same caps, decoded at character boundaries (crate::pipeline::stream). `data` is a JSON
+//! string: what the program prints can never end an event line, nor name another id.
+//!
 //! An error answer carries the request's id whenever one can be read ([`readable_id`]): the
 //! line is a JSON object whose structure (strings, brackets, colons, commas) is well formed
 //! up to the end of its one `"id"` member,
@@ -113,6 +121,9 @@ pub struct Request {
     /// A string or a number, echoed back as sent (null when absent).
     pub id: Value,
     pub op: Op,
+    /// `"stream": true`: the output as events before the record (run, session_exec,
+    /// workspace_exec only).
+    pub stream: bool,
 }
 
 /// Why a line is not a request: the response's `error.code` and `message`, and the id when
@@ -204,6 +215,19 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
             "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
         )),
     };
+    let streams = matches!(op.as_str(), "run" | "session_exec" | "workspace_exec");
+    let stream = match obj.remove("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) if streams => b,
+        Some(Value::Bool(_)) => {
+            return Err(err(
+                &id,
+                "bad_request",
+                format!("\"stream\" is for run, session_exec and workspace_exec, not {op}"),
+            ))
+        }
+        Some(_) => return Err(err(&id, "bad_request", "\"stream\" must be true or false")),
+    };
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         let k = crate::verdict::StopReason::suffix(k);
         return Err(err(
@@ -216,7 +240,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         ));
     }
     let op = build_op(&op, obj, &id)?;
-    Ok(Request { id, op })
+    Ok(Request { id, op, stream })
 }
 
 fn build_op(
