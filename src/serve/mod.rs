@@ -518,7 +518,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
             }
         },
     };
-    let events = req.stream.then(|| Events { conn, id: &id });
+    let events = req.stream.then_some(Events { conn, id: &id });
     let out = events
         .as_ref()
         .map(|e| e as &dyn agentjail_engine::engine::OutputSink);

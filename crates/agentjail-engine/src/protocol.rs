@@ -152,6 +152,22 @@ fn host_dir(v: Option<Value>) -> Result<Option<String>, &'static str> {
     }
 }
 
+/// A request's `"stream"`: a boolean (absent or null: false), of run, session_exec and
+/// workspace_exec only.
+fn stream_field(v: Option<Value>, op: &str, id: &Value) -> Result<bool, ProtocolError> {
+    let streams = matches!(op, "run" | "session_exec" | "workspace_exec");
+    match v {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) if streams => Ok(b),
+        Some(Value::Bool(_)) => Err(err(
+            id,
+            "bad_request",
+            format!("\"stream\" is for run, session_exec and workspace_exec, not {op}"),
+        )),
+        Some(_) => Err(err(id, "bad_request", "\"stream\" must be true or false")),
+    }
+}
+
 /// Parse one request line (without its newline).
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     let null = Value::Null;
@@ -215,19 +231,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
             "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
         )),
     };
-    let streams = matches!(op.as_str(), "run" | "session_exec" | "workspace_exec");
-    let stream = match obj.remove("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) if streams => b,
-        Some(Value::Bool(_)) => {
-            return Err(err(
-                &id,
-                "bad_request",
-                format!("\"stream\" is for run, session_exec and workspace_exec, not {op}"),
-            ))
-        }
-        Some(_) => return Err(err(&id, "bad_request", "\"stream\" must be true or false")),
-    };
+    let stream = stream_field(obj.remove("stream"), &op, &id)?;
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         let k = crate::verdict::StopReason::suffix(k);
         return Err(err(
@@ -538,6 +542,30 @@ pub fn error_response(e: &ProtocolError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_is_an_opt_in_boolean_of_the_three_running_ops() {
+        for line in [
+            &br#"{"id": 1, "op": "run", "action": {}, "stream": true}"#[..],
+            br#"{"id": 1, "op": "session_exec", "session": "s", "code": "1", "stream": true}"#,
+            br#"{"id": 1, "op": "workspace_exec", "workspace": "w", "command": "ls", "stream": true}"#,
+        ] {
+            assert!(parse_request(line).unwrap().stream);
+        }
+        let plain = parse_request(br#"{"id": 1, "op": "run", "action": {}}"#).unwrap();
+        assert!(!plain.stream);
+        let off = br#"{"id": 1, "op": "run", "action": {}, "stream": null}"#;
+        assert!(!parse_request(off).unwrap().stream);
+        let e = parse_request(br#"{"id": 2, "op": "check", "action": {}, "stream": true}"#)
+            .unwrap_err();
+        assert_eq!((e.code, e.id), ("bad_request", json!(2)));
+        let e =
+            parse_request(br#"{"id": 3, "op": "run", "action": {}, "stream": "yes"}"#).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("bad_request", "\"stream\" must be true or false")
+        );
+    }
 
     #[test]
     fn the_fixed_spellings_parse() {
