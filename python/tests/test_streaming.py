@@ -221,3 +221,17 @@ def test_http_refuses_callbacks(binary, tmp_path):
             assert c.run("print(1)", output_mode="text").stdout == "1\n"
     finally:
         server.stop()
+
+
+def test_a_policy_that_redacts_the_printed_record_refuses_to_stream(binary, tmp_path):
+    # A chunk cannot be redacted as the whole record is (a key may span two chunks): such a
+    # policy's output is never streamed; the request is refused, nothing runs.
+    text = (REPO / "policies" / "workspace.toml").read_text()
+    assert "\nprinted = false\n" in text
+    policy = tmp_path / "redacting.toml"
+    policy.write_text(text.replace("\nprinted = false\n", "\nprinted = true\n", 1))
+    with agentjail.Client(binary=binary, policy=str(policy), args=["--pool", "0"]) as c:
+        with pytest.raises(agentjail.ServerError) as e:
+            c.run("print(1)", output_mode="text", on_stdout=print)
+        assert e.value.code == "bad_request" and "redacts the printed record" in str(e.value)
+        assert c.run("print(1)", output_mode="text").stdout == "1\n"
