@@ -518,7 +518,11 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
             }
         },
     };
-    match engine.handle(&caller, request) {
+    let events = req.stream.then_some(Events { conn, id: &id });
+    let out = events
+        .as_ref()
+        .map(|e| e as &dyn agentjail_engine::engine::OutputSink);
+    match engine.handle_streaming(&caller, request, out) {
         Ok(Outcome::Record(record)) => json!({"id": id, "record": record.value}),
         Ok(Outcome::Decision(decision, _)) => json!({"id": id, "decision": decision}),
         Ok(Outcome::Session(s)) => json!({"id": id, "session": s}),
@@ -532,6 +536,24 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
             json!({"id": id, "stats": stats})
         }
         Err(e) => json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}}),
+    }
+}
+
+/// A streaming request's output (`"stream": true`): each chunk the supervisor reads is one
+/// line `{"id", "event", "data"}`, queued in the client's response queue as it comes, ahead
+/// of the record (queued when the request is done). Neither dropped nor coalesced: the
+/// chunks are bounded by the caps, and the queue by MAX_QUEUED_RESPONSE_BYTES and the
+/// server's budget, past which the client that does not read is dropped, as for records.
+/// Never blocks: the supervisor's thread calls it.
+struct Events<'a> {
+    conn: &'a Conn,
+    id: &'a Value,
+}
+
+impl agentjail_engine::engine::OutputSink for Events<'_> {
+    fn chunk(&self, stream: agentjail_engine::engine::Stream, text: &str) {
+        let v = json!({"id": self.id, "event": stream.name(), "data": text});
+        respond(self.conn, &v);
     }
 }
 

@@ -26,6 +26,14 @@
 //! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
 //! ```
 //!
+//! Streaming: `run`, `session_exec` and `workspace_exec` take `"stream": true` (a boolean;
+//! absent, null or false: no event lines, as before). The program's output then comes as it
+//! is read, in lines `{"id": ID, "event": "stdout" | "stderr", "data": TEXT}` before the
+//! request's final line, which is the same whole record as without it. The events of one
+//! stream concatenated are the record's `stdout` (or `stderr`) exactly: the same bytes, the
+//! same caps, decoded at character boundaries (crate::pipeline::stream). `data` is a JSON
+//! string: what the program prints can never end an event line, nor name another id.
+//!
 //! An error answer carries the request's id whenever one can be read ([`readable_id`]): the
 //! line is a JSON object whose structure (strings, brackets, colons, commas) is well formed
 //! up to the end of its one `"id"` member,
@@ -113,6 +121,9 @@ pub struct Request {
     /// A string or a number, echoed back as sent (null when absent).
     pub id: Value,
     pub op: Op,
+    /// `"stream": true`: the output as events before the record (run, session_exec,
+    /// workspace_exec only).
+    pub stream: bool,
 }
 
 /// Why a line is not a request: the response's `error.code` and `message`, and the id when
@@ -138,6 +149,22 @@ fn host_dir(v: Option<Value>) -> Result<Option<String>, &'static str> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err("\"host_dir\" must be a string (an absolute host path)"),
+    }
+}
+
+/// A request's `"stream"`: a boolean (absent or null: false), of run, session_exec and
+/// workspace_exec only.
+fn stream_field(v: Option<Value>, op: &str, id: &Value) -> Result<bool, ProtocolError> {
+    let streams = matches!(op, "run" | "session_exec" | "workspace_exec");
+    match v {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) if streams => Ok(b),
+        Some(Value::Bool(_)) => Err(err(
+            id,
+            "bad_request",
+            format!("\"stream\" is for run, session_exec and workspace_exec, not {op}"),
+        )),
+        Some(_) => Err(err(id, "bad_request", "\"stream\" must be true or false")),
     }
 }
 
@@ -204,6 +231,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
             "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
         )),
     };
+    let stream = stream_field(obj.remove("stream"), &op, &id)?;
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         let k = crate::verdict::StopReason::suffix(k);
         return Err(err(
@@ -216,7 +244,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         ));
     }
     let op = build_op(&op, obj, &id)?;
-    Ok(Request { id, op })
+    Ok(Request { id, op, stream })
 }
 
 fn build_op(
@@ -514,6 +542,30 @@ pub fn error_response(e: &ProtocolError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_is_an_opt_in_boolean_of_the_three_running_ops() {
+        for line in [
+            &br#"{"id": 1, "op": "run", "action": {}, "stream": true}"#[..],
+            br#"{"id": 1, "op": "session_exec", "session": "s", "code": "1", "stream": true}"#,
+            br#"{"id": 1, "op": "workspace_exec", "workspace": "w", "command": "ls", "stream": true}"#,
+        ] {
+            assert!(parse_request(line).unwrap().stream);
+        }
+        let plain = parse_request(br#"{"id": 1, "op": "run", "action": {}}"#).unwrap();
+        assert!(!plain.stream);
+        let off = br#"{"id": 1, "op": "run", "action": {}, "stream": null}"#;
+        assert!(!parse_request(off).unwrap().stream);
+        let e = parse_request(br#"{"id": 2, "op": "check", "action": {}, "stream": true}"#)
+            .unwrap_err();
+        assert_eq!((e.code, e.id), ("bad_request", json!(2)));
+        let e =
+            parse_request(br#"{"id": 3, "op": "run", "action": {}, "stream": "yes"}"#).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("bad_request", "\"stream\" must be true or false")
+        );
+    }
 
     #[test]
     fn the_fixed_spellings_parse() {

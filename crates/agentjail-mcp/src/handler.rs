@@ -193,17 +193,19 @@ impl Handler {
     async fn run_action_on_engine(
         &self,
         action: Value,
-        progress: Option<Progress>,
+        mut progress: Option<Progress>,
     ) -> Result<CallToolResult, McpError> {
         let bytes = serde_json::to_vec(&action).unwrap_or_default();
         let inner = Arc::clone(&self.0);
+        let out = progress.as_mut().and_then(|p| p.stream(&self.0.engine));
         let record = self
             .blocking(progress, move || {
                 let run = EngineRequest::Run {
                     action: &bytes,
                     inputs: Vec::new(),
                 };
-                inner.engine.handle(&Caller::owner(inner.owner), run)
+                let caller = Caller::owner(inner.owner);
+                inner.engine.handle_streaming(&caller, run, sink(&out))
             })
             .await?;
         Ok(match record {
@@ -263,7 +265,7 @@ impl Handler {
     async fn session_exec(
         &self,
         args: JsonObject,
-        progress: Option<Progress>,
+        mut progress: Option<Progress>,
     ) -> Result<CallToolResult, McpError> {
         let parsed = Args::new(args, &["session", "code", "timeout_s"]).and_then(|mut a| {
             let session = a.string("session")?;
@@ -276,6 +278,7 @@ impl Handler {
             Err(e) => return Ok(result::refused_record("arguments", &e)),
         };
         let inner = Arc::clone(&self.0);
+        let out = progress.as_mut().and_then(|p| p.stream(&self.0.engine));
         let done = self
             .blocking(progress, move || {
                 let exec = EngineRequest::SessionExec {
@@ -283,7 +286,8 @@ impl Handler {
                     code: &code,
                     timeout_s: timeout,
                 };
-                inner.engine.handle(&Caller::owner(inner.owner), exec)
+                let caller = Caller::owner(inner.owner);
+                inner.engine.handle_streaming(&caller, exec, sink(&out))
             })
             .await?;
         Ok(match done {
@@ -461,6 +465,21 @@ impl Args {
 pub struct Progress {
     peer: Peer<RoleServer>,
     token: ProgressToken,
+    /// The call's output as the supervisor reads it (see [`Output`]); None: not streamed.
+    output: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+}
+
+/// A streaming call's output, from the supervisor's thread to the call's progress
+/// notifications: stdout and stderr chunks alike, in the order read (the engine's
+/// `OutputSink`). Unbounded, as the chunks are bounded by the policy's output caps; the
+/// supervisor never waits on it, and chunks that wait while a notification goes out are
+/// sent together, as one message, in the next.
+pub struct Output(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl agentjail_engine::engine::OutputSink for Output {
+    fn chunk(&self, _stream: agentjail_engine::engine::Stream, text: &str) {
+        let _ = self.0.send(text.to_string());
+    }
 }
 
 impl Progress {
@@ -469,7 +488,21 @@ impl Progress {
         Some(Progress {
             peer: context.peer.clone(),
             token,
+            output: None,
         })
+    }
+
+    /// Stream the call's output into its notifications (each chunk's text is a
+    /// notification's message): the engine's sink for the call. None under a policy that
+    /// redacts the printed record (the engine streams nothing of it: Engine::handle_streaming).
+    pub(crate) fn stream(&mut self, engine: &Engine) -> Option<Output> {
+        let r = &engine.policy().policy.redaction;
+        if r.printed || !r.secrets.is_empty() {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        self.output = Some(rx);
+        Some(Output(tx))
     }
 
     async fn notify(&self, progress: f64, total: Option<f64>, message: String) {
@@ -482,27 +515,62 @@ impl Progress {
         let _ = tokio::time::timeout(NOTIFY_WAIT, self.peer.notify_progress(p)).await;
     }
 
-    /// A start report, one per [`PROGRESS_EVERY`] while `task` runs, and an end report.
-    async fn watch<T>(self, task: tokio::task::JoinHandle<T>) -> Result<T, tokio::task::JoinError> {
+    /// A start report, one per [`PROGRESS_EVERY`] while `task` runs, the output as it
+    /// comes when streamed (the chunks waiting joined into one message), and an end report.
+    /// `progress` counts the notifications.
+    async fn watch<T>(
+        mut self,
+        task: tokio::task::JoinHandle<T>,
+    ) -> Result<T, tokio::task::JoinError> {
         self.notify(0.0, None, "started".into()).await;
         let mut tick =
             tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
-        let mut seconds = 0u64;
+        let (mut seconds, mut n) = (0u64, 0u64);
         let mut task = std::pin::pin!(task);
+        let mut output = self.output.take();
         loop {
             tokio::select! {
+                biased;
+                Some(first) = async { output.as_mut()?.recv().await } => {
+                    let text = joined(first, output.as_mut());
+                    n += 1;
+                    self.notify(n as f64, None, text).await;
+                }
                 done = &mut task => {
-                    let n = (seconds + 1) as f64;
-                    self.notify(n, Some(n), "done".into()).await;
+                    // The sink is gone with the job: what is left is all of it.
+                    if let Some(rest) = output.as_mut().and_then(|o| o.try_recv().ok()) {
+                        n += 1;
+                        self.notify(n as f64, None, joined(rest, output.as_mut())).await;
+                    }
+                    n += 1;
+                    self.notify(n as f64, Some(n as f64), "done".into()).await;
                     return done;
                 }
                 _ = tick.tick() => {
                     seconds += 1;
-                    self.notify(seconds as f64, None, format!("running for {seconds} s")).await;
+                    n += 1;
+                    self.notify(n as f64, None, format!("running for {seconds} s")).await;
                 }
             }
         }
     }
+}
+
+/// A streaming call's sink for the engine (None: not streamed).
+pub(crate) fn sink(out: &Option<Output>) -> Option<&dyn agentjail_engine::engine::OutputSink> {
+    out.as_ref()
+        .map(|o| o as &dyn agentjail_engine::engine::OutputSink)
+}
+
+/// `first` and every chunk waiting behind it, as one text.
+fn joined(first: String, rx: Option<&mut tokio::sync::mpsc::UnboundedReceiver<String>>) -> String {
+    let mut text = first;
+    if let Some(rx) = rx {
+        while let Ok(more) = rx.try_recv() {
+            text.push_str(&more);
+        }
+    }
+    text
 }
 
 #[cfg(test)]

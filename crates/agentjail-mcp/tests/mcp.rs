@@ -927,6 +927,18 @@ fn run_javascript_is_listed_only_where_the_policy_runs_javascript() {
     assert_eq!(error_code(&e), -32602, "{e}");
 }
 
+/// With a progressToken, a workspace command's and a session call's output come as progress
+/// messages while they run, well before the result, and are the record's output.
+#[test]
+fn output_streams_as_progress_messages() {
+    scenario(
+        "stream",
+        Who::Root,
+        Some(&shipped_policy(Who::Root, "workspace")),
+        json!({}),
+    );
+}
+
 /// The workspace tools, listed under policies/workspace.toml: a file put, a test run, its
 /// result read back as text, and nothing of it visible to another connection.
 #[test]

@@ -12,6 +12,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _errors as E
 from . import _protocol as P
+from . import _stream as S
 from ._client import http_conn, serve_setup, STDERR_KEEP
 from ._record import Decision, Record
 from ._workspace import AsyncWorkspace
@@ -61,6 +62,8 @@ class AsyncClient:
         self.close_timeout = close_timeout
         self._ids = itertools.count(1)
         self._pending: Dict[int, asyncio.Future] = {}
+        # Streaming requests' event queues (their task calls the callbacks: _stream.py).
+        self._streams: Dict[int, asyncio.Queue] = {}
         self._proc: Optional[asyncio.subprocess.Process] = None
         self._reader: Optional[asyncio.StreamReader] = None
         self._writer: Any = None
@@ -72,13 +75,34 @@ class AsyncClient:
         self._write_lock: Optional[asyncio.Lock] = None
         self._started = False  # the spawned server answered its first request
 
-    async def _http_request(self, op: str, **fields: Any) -> Any:
+    async def _http_request(self, op: str, _events: Optional[S.Dispatch] = None, **fields: Any) -> Any:
         assert self._http is not None
         if self._http_pool is None:
             self._http_pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=self._http_workers, thread_name_prefix="agentjail-http")
-        call = functools.partial(self._http.request, op, **fields)
-        return await asyncio.get_running_loop().run_in_executor(self._http_pool, call)
+        loop = asyncio.get_running_loop()
+        if _events is None:
+            call = functools.partial(self._http.request, op, **fields)
+            return await loop.run_in_executor(self._http_pool, call)
+        # The transport reads the events on its thread; the callbacks run here, in order.
+        q: asyncio.Queue = asyncio.Queue()
+
+        def forward(event: str, data: str) -> None:
+            loop.call_soon_threadsafe(q.put_nowait, (event, data))
+
+        def call() -> Any:
+            try:
+                return self._http.request(op, _events=forward, **fields)
+            finally:
+                loop.call_soon_threadsafe(q.put_nowait, None)
+
+        fut = loop.run_in_executor(self._http_pool, call)
+        while True:
+            item = await q.get()
+            if item is None:
+                break
+            await _events.acall(*item)
+        return _events.done(await fut)
 
     async def connect(self) -> "AsyncClient":
         if self._connecting is None:
@@ -180,9 +204,21 @@ class AsyncClient:
                 err = E.ProtocolError(f"{e}; connection closed")
                 break
             rid = P.response_id(obj)
+            try:
+                ev = S.event(obj)
+            except E.ProtocolError as e:
+                err = E.ProtocolError(f"{e}; connection closed")
+                break
+            q = self._streams.get(rid) if rid is not None else None
+            if ev is not None:
+                if q is not None:
+                    q.put_nowait(ev)
+                continue
             fut = self._pending.pop(rid, None) if rid is not None else None
             if fut is not None and not fut.done():
                 fut.set_result(obj)
+            if q is not None:
+                q.put_nowait(None)
         self._fail(err)
         if self._socket is not None and self._writer is not None:
             self._writer.close()
@@ -202,32 +238,48 @@ class AsyncClient:
         for fut in pending.values():
             if not fut.done():
                 fut.set_exception(err)
+        for q in self._streams.values():
+            q.put_nowait(None)
 
-    async def _request(self, op: str, **fields: Any) -> Any:
+    async def _request(self, op: str, _events: Optional[S.Dispatch] = None, **fields: Any) -> Any:
         if self._closed:
             raise E.ConnectionClosed("the client is closed")
         if self._http is not None:
-            return await self._http_request(op, **fields)
+            return await self._http_request(op, _events=_events, **fields)
         await self.connect()
         if self._dead is not None:
             raise E.ConnectionClosed(str(self._dead))
         rid = next(self._ids)
         fut = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
+        q: Optional[asyncio.Queue] = None
+        if _events is not None:
+            q = self._streams[rid] = asyncio.Queue()
+            fields["stream"] = True
         line = P.encode(rid, op, **fields)
         assert self._write_lock is not None
         try:
-            async with self._write_lock:
-                self._writer.write(line)
-                await self._writer.drain()
-        except (OSError, ValueError, RuntimeError):
-            self._pending.pop(rid, None)
-            raise E.ConnectionClosed(self._gone()) from None
-        try:
-            obj = await fut
+            try:
+                async with self._write_lock:
+                    self._writer.write(line)
+                    await self._writer.drain()
+            except (OSError, ValueError, RuntimeError):
+                self._pending.pop(rid, None)
+                raise E.ConnectionClosed(self._gone()) from None
+            if q is not None and _events is not None:
+                while True:
+                    item = await q.get()
+                    if item is None:
+                        break
+                    await _events.acall(*item)
+            try:
+                obj = await fut
+            finally:
+                self._pending.pop(rid, None)
         finally:
-            self._pending.pop(rid, None)
-        return P.result(op, obj)
+            self._streams.pop(rid, None)
+        result = P.result(op, obj)
+        return _events.done(result) if _events is not None else result
 
     async def run(
         self,
@@ -243,13 +295,18 @@ class AsyncClient:
         entrypoint: Optional[str] = None,
         policy_hints: Optional[Mapping[str, Any]] = None,
         inputs: Optional[Sequence[str]] = None,
+        on_stdout: Optional[S.Callback] = None,
+        on_stderr: Optional[S.Callback] = None,
     ) -> Record:
+        """As :meth:`Client.run`; ``on_stdout`` / ``on_stderr`` may be plain functions or
+        async ones (awaited in order)."""
         action = P.build_action(
             code, input=input, stdin=stdin, files=files, output_schema=output_schema,
             output_mode=output_mode, timeout=timeout, language=language,
             entrypoint=entrypoint, policy_hints=policy_hints,
         )
-        return await self._request("run", action=action, inputs=list(inputs) if inputs else None)
+        return await self._request("run", _events=S.dispatch(on_stdout, on_stderr), action=action,
+                                   inputs=list(inputs) if inputs else None)
 
     async def check(self, code: str, *, language: str = "python", **action: Any) -> Decision:
         return await self._request("check", action=P.build_action(code, language=language, **action))
@@ -338,12 +395,14 @@ class AsyncSession:
     def __await__(self) -> Any:
         return self.start().__await__()
 
-    async def exec(self, code: str, *, timeout: Optional[float] = None) -> Record:
+    async def exec(self, code: str, *, timeout: Optional[float] = None, on_stdout: Optional[S.Callback] = None,
+                   on_stderr: Optional[S.Callback] = None) -> Record:
         if not isinstance(code, str):
             raise TypeError("code must be a str")
+        d = S.dispatch(on_stdout, on_stderr)
         await self.start()
         t = P._positive(timeout, "timeout") if timeout is not None else None
-        return await self._client._request("session_exec", session=self.id, code=code, timeout_s=t)
+        return await self._client._request("session_exec", _events=d, session=self.id, code=code, timeout_s=t)
 
     async def close(self) -> bool:
         if self.closed or self.id is None:

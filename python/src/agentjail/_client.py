@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import queue
 import shutil
 import signal
 import socket as _socket
@@ -21,6 +22,7 @@ from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from . import _errors as E
 from . import _protocol as P
+from . import _stream as S
 from ._http import HttpConn
 from ._policy import PolicyInfo, policy_info
 from ._record import Decision, Record
@@ -36,8 +38,9 @@ DEFAULT_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "polic
 
 
 class NotSupportedYet(E.AgentjailError, NotImplementedError):
-    """Kept so that code written for 0.1.0 still imports it: ``Client(url=...)`` raised it
-    before the HTTP transport existed. Nothing raises it now."""
+    """What the client does not do yet: ``on_stdout=`` / ``on_stderr=`` over HTTP (the HTTP
+    server does not stream output yet). Also kept so that code written for 0.1.0 still
+    imports it: ``Client(url=...)`` raised it before the HTTP transport existed."""
 
 
 def find_binary(binary: Optional[str] = None) -> str:
@@ -113,6 +116,8 @@ class _Conn:
         self.lock = threading.Lock()
         self.write_lock = threading.Lock()
         self.pending: Dict[int, Tuple[str, Future]] = {}
+        # Streaming requests' event queues (their caller calls the callbacks: _stream.py).
+        self.streams: Dict[int, "queue.SimpleQueue[Any]"] = {}
         self.closed = False  # no new requests
         self.dead: Optional[E.AgentjailError] = None  # the connection is gone, and why
         self.stderr: Deque[bytes] = collections.deque()
@@ -143,10 +148,24 @@ class _Conn:
                 rid = P.response_id(obj)
                 if rid is None:
                     continue  # an error for a line we did not send whole: nobody waits on it
+                try:
+                    ev = S.event(obj)
+                except E.ProtocolError as e:
+                    err = E.ProtocolError(f"{e}; connection closed")
+                    break
+                if ev is not None:
+                    with self.lock:
+                        q = self.streams.get(rid)
+                    if q is not None:
+                        q.put(ev)
+                    continue
                 with self.lock:
                     entry = self.pending.pop(rid, None)
+                    q = self.streams.get(rid)
                 if entry is not None and not entry[1].done():
                     entry[1].set_result(obj)
+                if q is not None:
+                    q.put(None)
         except (OSError, ValueError) as e:
             err = E.ConnectionClosed(f"reading from agentjail serve failed: {e}")
         self.fail(err)
@@ -170,9 +189,12 @@ class _Conn:
             if self.dead is None:
                 self.dead = err
             pending, self.pending = self.pending, {}
+            streams = list(self.streams.values())
         for _, fut in pending.values():
             if not fut.done():
                 fut.set_exception(err)
+        for q in streams:
+            q.put(None)
 
     def drain_stderr(self, f: Any) -> None:
         try:
@@ -203,8 +225,11 @@ class _Conn:
         return what + (f"; its stderr ends:\n{tail}" if tail else "")
 
     # -- requests -------------------------------------------------------------------
-    def request(self, op: str, **fields: Any) -> Any:
+    def request(self, op: str, _events: Optional[S.Dispatch] = None, **fields: Any) -> Any:
+        """One request, its result. ``_events``: stream the output to these callbacks
+        (``"stream": true``), called here, on the caller's thread, as the events come."""
         fut: Future = Future()
+        q: "Optional[queue.SimpleQueue[Any]]" = queue.SimpleQueue() if _events is not None else None
         with self.lock:
             if self.dead is not None:
                 raise E.ConnectionClosed(str(self.dead))
@@ -212,16 +237,29 @@ class _Conn:
                 raise E.ConnectionClosed("the client is closed")
             rid = next(self.ids)
             self.pending[rid] = (op, fut)
+            if q is not None:
+                self.streams[rid] = q
+        if q is not None:
+            fields["stream"] = True
         line = P.encode(rid, op, **fields)
         try:
-            with self.write_lock:
-                self.wfile.write(line)
-                self.wfile.flush()
-        except (OSError, ValueError):
-            with self.lock:
-                self.pending.pop(rid, None)
-            raise E.ConnectionClosed(self.gone_message()) from None
-        return P.result(op, fut.result())
+            try:
+                with self.write_lock:
+                    self.wfile.write(line)
+                    self.wfile.flush()
+            except (OSError, ValueError):
+                with self.lock:
+                    self.pending.pop(rid, None)
+                raise E.ConnectionClosed(self.gone_message()) from None
+            if q is not None and _events is not None:
+                for item in iter(q.get, None):
+                    _events(*item)
+        finally:
+            if q is not None:
+                with self.lock:
+                    self.streams.pop(rid, None)
+        result = P.result(op, fut.result())
+        return _events.done(result) if _events is not None else result
 
     # -- the end ----------------------------------------------------------------------
     def shutdown(self, timeout: float) -> None:
@@ -383,15 +421,19 @@ class Client:
         entrypoint: Optional[str] = None,
         policy_hints: Optional[Mapping[str, Any]] = None,
         inputs: Optional[Sequence[str]] = None,
+        on_stdout: Optional[S.Callback] = None,
+        on_stderr: Optional[S.Callback] = None,
     ) -> Record:
         """Run ``code`` in a fresh jail and return its record (a stopped run is a record
-        too: see :meth:`Record.raise_for_status`)."""
+        too: see :meth:`Record.raise_for_status`). ``on_stdout`` / ``on_stderr``: called
+        with each chunk of output (a str) as it comes, in order, before this returns."""
         action = P.build_action(
             code, input=input, stdin=stdin, files=files, output_schema=output_schema,
             output_mode=output_mode, timeout=timeout, language=language,
             entrypoint=entrypoint, policy_hints=policy_hints,
         )
-        return self._conn.request("run", action=action, inputs=list(inputs) if inputs else None)
+        return self._conn.request("run", _events=S.dispatch(on_stdout, on_stderr), action=action,
+                                  inputs=list(inputs) if inputs else None)
 
     def check(self, code: str, *, language: str = "python", **action: Any) -> Decision:
         """The static check's decision on ``code``, without running it (``action`` takes
@@ -448,12 +490,15 @@ class Session:
         self.id = session_id
         self.closed = False
 
-    def exec(self, code: str, *, timeout: Optional[float] = None) -> Record:
-        """Run ``code`` in the session; ``record.value`` is the repr of a trailing expression."""
+    def exec(self, code: str, *, timeout: Optional[float] = None, on_stdout: Optional[S.Callback] = None,
+             on_stderr: Optional[S.Callback] = None) -> Record:
+        """Run ``code`` in the session; ``record.value`` is the repr of a trailing expression.
+        ``on_stdout`` / ``on_stderr``: as :meth:`Client.run`."""
         if not isinstance(code, str):
             raise TypeError("code must be a str")
         t = P._positive(timeout, "timeout") if timeout is not None else None
-        return self._client._conn.request("session_exec", session=self.id, code=code, timeout_s=t)
+        return self._client._conn.request("session_exec", _events=S.dispatch(on_stdout, on_stderr),
+                                          session=self.id, code=code, timeout_s=t)
 
     def close(self) -> bool:
         """End the session (its jail and interpreter). True if the server closed it now."""

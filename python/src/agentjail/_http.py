@@ -244,7 +244,12 @@ class HttpConn:
         return _Answer(resp.status, ctype, data)
 
     # -- ops --------------------------------------------------------------------------
-    def request(self, op: str, **fields: Any) -> Any:
+    def request(self, op: str, _events: Any = None, **fields: Any) -> Any:
+        if _events is not None:
+            from ._client import NotSupportedYet
+
+            raise NotSupportedYet("on_stdout= / on_stderr= (streaming) over HTTP: agentjail serve --http does not "
+                                  "stream output yet; use the JSON-lines server (socket= or the client's own server)")
         method, path, body, wrap = self._route(op, fields)
         a = self.call(method, path, body)
         try:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _errors as E
 from . import _protocol as P
+from . import _stream as S
 from ._record import Record
 
 Command = Union[str, Sequence[str]]
@@ -169,10 +170,17 @@ class Workspace:
         env: Optional[Mapping[str, str]] = None,
         timeout_s: Optional[float] = None,
         background: Optional[bool] = None,
+        on_stdout: Optional[S.Callback] = None,
+        on_stderr: Optional[S.Callback] = None,
     ) -> Record:
         """Run ``command`` (a shell line, or an argv list) and return its record: exit
-        code, stdout, stderr, truncation, wall, CPU, peak memory, stop reason."""
+        code, stdout, stderr, truncation, wall, CPU, peak memory, stop reason.
+        ``on_stdout`` / ``on_stderr``: called with each chunk of output (a str) as it
+        comes, in order, before this returns."""
         fields = exec_fields(command, cwd, stdin, env, timeout_s, background)
+        d = S.dispatch(on_stdout, on_stderr)
+        if d is not None:
+            fields["_events"] = d
         return self._request("workspace_exec", workspace=self.id, **fields)
 
     def put(self, files: P.FilesArg) -> Dict[str, Any]:
@@ -231,8 +239,14 @@ class AsyncWorkspace:
         env: Optional[Mapping[str, str]] = None,
         timeout_s: Optional[float] = None,
         background: Optional[bool] = None,
+        on_stdout: Optional[S.Callback] = None,
+        on_stderr: Optional[S.Callback] = None,
     ) -> Record:
+        """As :meth:`Workspace.exec`; a callback may be a plain function or an async one."""
         fields = exec_fields(command, cwd, stdin, env, timeout_s, background)
+        d = S.dispatch(on_stdout, on_stderr)
+        if d is not None:
+            fields["_events"] = d
         await self.start()
         return await self._request("workspace_exec", workspace=self.id, **fields)
 

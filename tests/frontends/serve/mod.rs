@@ -14,6 +14,7 @@
 
 mod cache;
 mod resilience;
+mod stream;
 mod workspace;
 mod workspace_attacks;
 mod workspace_net;

@@ -13,8 +13,9 @@
 
 use super::session::Owner;
 use super::workspace::ExecRequest;
-use super::{ClientStop, Engine, EngineError};
+use super::{ClientStop, Engine, EngineError, ErrorCode};
 use crate::pipeline::record::Sealed;
+use crate::pipeline::stream::OutputSink;
 use serde_json::Value;
 
 /// Who asks. `owner` is whom sessions and workspaces belong to and are counted against
@@ -109,10 +110,38 @@ impl Engine {
     /// Handle one request for `caller`. A record is stamped and audited here, whichever
     /// front end asked; a refused request is an [`EngineError`] and leaves no record.
     pub fn handle(&self, caller: &Caller, request: Request) -> Result<Outcome, EngineError> {
+        self.handle_streaming(caller, request, None)
+    }
+
+    /// As [`Engine::handle`], a job's, a session call's or a workspace command's output
+    /// handed to `out` as the supervisor reads it, before the record (crate::pipeline::stream;
+    /// other requests ignore `out`). Refused (`bad_request`) under a policy that redacts the
+    /// printed record (`redaction.printed`, or brokered credentials whose values are redacted
+    /// from every record): a chunk cannot be redacted as the whole record is (a key may span
+    /// two chunks), so no output of such a policy is streamed.
+    pub fn handle_streaming(
+        &self,
+        caller: &Caller,
+        request: Request,
+        out: Option<&dyn OutputSink>,
+    ) -> Result<Outcome, EngineError> {
+        let streams = matches!(
+            request,
+            Request::Run { .. } | Request::SessionExec { .. } | Request::WorkspaceExec { .. }
+        );
+        if out.is_some() && streams {
+            let r = &self.policy().policy.redaction;
+            if r.printed || !r.secrets.is_empty() {
+                return Err(EngineError::new(
+                    ErrorCode::BadRequest,
+                    "this policy redacts the printed record (redaction.printed or network credentials): its output is not streamed; ask without stream",
+                ));
+            }
+        }
         let owner = caller.owner;
         let outcome = match request {
             Request::Run { action, inputs } => {
-                Outcome::Record(self.run_for_client(action, owner.uid, inputs, caller.stop))
+                Outcome::Record(self.run_for_client(action, owner.uid, inputs, (caller.stop, out)))
             }
             Request::Check { action } => {
                 let (decision, allow) = self.check(action);
@@ -127,8 +156,8 @@ impl Engine {
                 session,
                 code,
                 timeout_s,
-                owner,
-                caller.stop,
+                (owner, caller.stop),
+                out,
             )?),
             Request::SessionClose { session } => {
                 Outcome::Closed(self.session_close(session, owner)?)
@@ -136,9 +165,9 @@ impl Engine {
             Request::WorkspaceStart { hints, host_dir } => {
                 Outcome::Workspace(self.workspace_start_in(hints, host_dir, owner)?)
             }
-            Request::WorkspaceExec { workspace, request } => {
-                Outcome::Record(self.workspace_exec_for(workspace, request, owner, caller.stop)?)
-            }
+            Request::WorkspaceExec { workspace, request } => Outcome::Record(
+                self.workspace_exec_streaming(workspace, request, (owner, caller.stop), out)?,
+            ),
             Request::WorkspacePut { workspace, files } => {
                 Outcome::Files(files_of(self.workspace_put(workspace, files, owner)?))
             }

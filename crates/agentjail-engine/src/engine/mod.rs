@@ -25,6 +25,8 @@ pub mod workspace;
 use crate::cache::Cache;
 use crate::pipeline::record::{PolicyRef, Recorder, Sealed};
 use crate::pipeline::source::{self, Acquired, JailSource, JobInputs, Start};
+
+pub use crate::pipeline::stream::{OutputSink, Stream};
 use crate::pipeline::{self, session};
 use crate::policy::LoadedPolicy;
 use crate::runner::{Language, Mode};
@@ -438,9 +440,9 @@ impl Engine {
         action: &[u8],
         caller: Option<u32>,
         inputs: Vec<crate::plan::HostInput>,
-        stop: Option<&ClientStop>,
+        (stop, out): (Option<&ClientStop>, Option<&dyn OutputSink>),
     ) -> Sealed {
-        if inputs.is_empty() && stop.is_none() {
+        if inputs.is_empty() && stop.is_none() && out.is_none() {
             return self.run(action, caller);
         }
         let r = Recorder::for_job(self.policy_ref.clone(), caller);
@@ -448,6 +450,7 @@ impl Engine {
             engine: self,
             inputs,
             stop,
+            out,
         };
         pipeline::job(r, action, &self.policy, &source, self.cache.as_ref())
     }
@@ -610,8 +613,8 @@ impl Engine {
         id: &str,
         code: &str,
         timeout_s: Option<f64>,
-        owner: Owner,
-        stop: Option<&ClientStop>,
+        (owner, stop): (Owner, Option<&ClientStop>),
+        out: Option<&dyn OutputSink>,
     ) -> Result<Sealed, EngineError> {
         let s = self.session(id, owner)?;
         // A call holds the session's lock for its whole run; the janitor and a closing
@@ -623,7 +626,7 @@ impl Engine {
             ));
         };
         let interrupt = stop.map_or(Interrupt::Shutdown(&self.stop_read), ClientStop::interrupt);
-        let (record, teardown) = session.call(code, timeout_s, Some(interrupt));
+        let (record, teardown) = session.call(code, timeout_s, Some(interrupt), out);
         if let Some(t) = teardown {
             self.teardown(t);
         }
@@ -848,6 +851,8 @@ struct WithInputs<'a> {
     engine: &'a Engine,
     inputs: Vec<crate::plan::HostInput>,
     stop: Option<&'a ClientStop>,
+    /// Where the job's output goes as it is read (a streaming request's).
+    out: Option<&'a dyn OutputSink>,
 }
 
 impl JailSource for WithInputs<'_> {
@@ -869,6 +874,10 @@ impl JailSource for WithInputs<'_> {
 
     fn inputs(&self) -> &[crate::plan::HostInput] {
         &self.inputs
+    }
+
+    fn output(&self) -> Option<&dyn OutputSink> {
+        self.out
     }
 
     fn teardown(&self, t: Teardown) {

@@ -29,6 +29,7 @@ use crate::pipeline::record::{
 };
 use crate::pipeline::session::CallRecord;
 use crate::pipeline::stages::Stopped;
+use crate::pipeline::stream::{OutputSink, Tap};
 use crate::policy::Policy;
 use crate::runner::{command_report, CommandReport};
 use agentjail_jail::launch::{StartedJail, Teardown};
@@ -411,15 +412,17 @@ impl Workspace {
         }
     }
 
-    /// One command; its record, and the teardown when the workspace ended with it.
+    /// One command; its record, and the teardown when the workspace ended with it. `out`:
+    /// where its output goes as it is read, when the request streams.
     pub fn exec(
         &mut self,
         req: &ExecRequest,
         interrupt: Option<Interrupt<'_>>,
+        out: Option<&dyn OutputSink>,
     ) -> (Sealed, Option<Teardown>) {
         let mut c = CallRecord::new(self.policy_ref.clone());
         let t = Instant::now();
-        let ran = self.run(req, interrupt);
+        let ran = self.run(req, interrupt, out);
         self.last_used = Instant::now();
         // Before the jail may go with the workspace's end below.
         if let Some(j) = &self.jail {
@@ -454,7 +457,12 @@ impl Workspace {
         (record, teardown)
     }
 
-    fn run(&mut self, req: &ExecRequest, interrupt: Option<Interrupt<'_>>) -> Ran {
+    fn run(
+        &mut self,
+        req: &ExecRequest,
+        interrupt: Option<Interrupt<'_>>,
+        out: Option<&dyn OutputSink>,
+    ) -> Ran {
         if let Some(why) = &self.ended {
             return Ran::Refused(
                 StopReason::InvalidRequest("workspace_ended".into()),
@@ -495,6 +503,7 @@ impl Workspace {
         limits.stderr_bytes = lim.stderr.0 + 1;
         let ooms = || jail.cgroup().map(|c| c.stats().oom_kills);
         let ooms_before = ooms();
+        let mut tap = Tap::new(out);
         let end = supervise::call(
             jail.spawned(),
             frame,
@@ -505,8 +514,9 @@ impl Workspace {
             ),
             &limits,
             jail.cgroup(),
-            interrupt,
+            (interrupt, tap.sinks()),
         );
+        drop(tap);
         self.execs += 1;
         match end {
             CallEnd::Done(c) => {
@@ -1088,8 +1098,20 @@ impl Engine {
         owner: Owner,
         stop: Option<&ClientStop>,
     ) -> Result<Sealed, EngineError> {
+        self.workspace_exec_streaming(id, req, (owner, stop), None)
+    }
+
+    /// As [`Engine::workspace_exec_for`], the command's output handed to `out` as it is read
+    /// (crate::pipeline::stream).
+    pub fn workspace_exec_streaming(
+        &self,
+        id: &str,
+        req: &ExecRequest,
+        (owner, stop): (Owner, Option<&ClientStop>),
+        out: Option<&dyn OutputSink>,
+    ) -> Result<Sealed, EngineError> {
         let interrupt = stop.map_or(Interrupt::Shutdown(&self.stop_read), ClientStop::interrupt);
-        let (record, teardown) = self.hold(id, owner, |w| w.exec(req, Some(interrupt)))?;
+        let (record, teardown) = self.hold(id, owner, |w| w.exec(req, Some(interrupt), out))?;
         if let Some(t) = teardown {
             self.teardown(t);
         }

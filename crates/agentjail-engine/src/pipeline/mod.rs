@@ -18,6 +18,7 @@ pub mod results;
 pub mod session;
 pub mod source;
 pub mod stages;
+pub mod stream;
 
 use crate::cache::Cache;
 use crate::contract;
@@ -102,7 +103,10 @@ pub fn job(
         Ok(None)
     })();
     let record = match ended {
-        Ok(Some(hit)) => hit_record(r, hit),
+        Ok(Some(hit)) => {
+            stream::replay(source.output(), &hit.record);
+            hit_record(r, hit)
+        }
         Ok(None) => r.finish(StopReason::Success, Phase::Finalize),
         Err(stop) => r.finish(stop.reason, stop.phase),
     };

@@ -18,6 +18,7 @@
 use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
 use crate::pipeline::source::Start;
 use crate::pipeline::stages::{self, stopped, Stopped};
+use crate::pipeline::stream::{OutputSink, Tap};
 use crate::pipeline::{artifacts, results};
 use crate::policy::Policy;
 use crate::runner;
@@ -176,14 +177,16 @@ impl Session {
     }
 
     /// One call: check, run, record. `timeout_s` may only tighten the policy's wall limit.
+    /// `out`: where the call's output goes as it is read, when the request streams.
     pub fn call(
         &mut self,
         code: &str,
         timeout_s: Option<f64>,
         interrupt: Option<Interrupt<'_>>,
+        out: Option<&dyn OutputSink>,
     ) -> (Sealed, Option<Teardown>) {
         let mut c = CallRecord::new(self.policy_ref.clone());
-        let mut result = self.checked_call(&mut c.r, code, timeout_s, interrupt);
+        let mut result = self.checked_call(&mut c.r, code, timeout_s, (interrupt, out));
         if let Some(reason) = c.network(self.net.as_ref(), &self.policy) {
             // deny_is_stop: the proxy killed the program, and the session with it.
             let stopped = Stopped {
@@ -219,7 +222,7 @@ impl Session {
         r: &mut Recorder,
         code: &str,
         timeout_s: Option<f64>,
-        interrupt: Option<Interrupt<'_>>,
+        (interrupt, out): (Option<Interrupt<'_>>, Option<&dyn OutputSink>),
     ) -> Result<(), (Stopped, Option<String>)> {
         let t = Instant::now();
         if let Some(why) = &self.ended {
@@ -251,7 +254,7 @@ impl Session {
             .map_err(|s| (s, None))?;
         r.phase(Phase::Plan, true, t, Value::Null);
         self.check(r, code).map_err(|s| (s, None))?;
-        self.run_call(r, code, &limits, interrupt)
+        self.run_call(r, code, &limits, (interrupt, out))
     }
 
     fn budget_left(&self) -> Result<(), &'static str> {
@@ -362,7 +365,7 @@ impl Session {
         r: &mut Recorder,
         code: &str,
         limits: &crate::plan::SuperviseLimits,
-        interrupt: Option<Interrupt<'_>>,
+        (interrupt, out): (Option<Interrupt<'_>>, Option<&dyn OutputSink>),
     ) -> Result<(), (Stopped, Option<String>)> {
         let t = Instant::now();
         let Some(jail) = self.jail.as_ref() else {
@@ -377,6 +380,7 @@ impl Session {
         // the `done` to this frame.
         let nonce = agentjail_jail::ids::random_hex(16);
         let frame = runner::call_frame(code.as_bytes(), &nonce);
+        let mut tap = Tap::new(out);
         let end = supervise::call(
             jail.spawned(),
             frame,
@@ -384,8 +388,9 @@ impl Session {
             (self.rung.take(), supervise::OnForbidden::EndAtOnce),
             limits,
             jail.cgroup(),
-            interrupt,
+            (interrupt, tap.sinks()),
         );
+        drop(tap);
         self.calls += 1;
         r.set_enforcement(jail.enforcement());
         match end {

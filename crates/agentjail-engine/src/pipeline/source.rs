@@ -179,6 +179,10 @@ pub trait JailSource {
     fn artifacts_dir(&self) -> Option<&crate::artifacts::ArtifactsDir> {
         None
     }
+    /// Where the job's output goes as it is read, when its request streams (crate::pipeline::stream).
+    fn output(&self) -> Option<&dyn crate::pipeline::stream::OutputSink> {
+        None
+    }
     /// Where a finished jail's cgroup goes to be removed (dropped here by default).
     fn teardown(&self, t: Teardown) {
         drop(t);

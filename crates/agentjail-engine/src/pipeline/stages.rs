@@ -211,12 +211,14 @@ fn deliver(
             line
         }
     };
+    let mut tap = crate::pipeline::stream::Tap::new(source.output());
+    let sinks = tap.sinks();
     let io = Io {
         stdin_bytes: Some(stdin),
         job_bytes: Some(runner::frame("run", action.code.as_bytes())),
         stdin_passthrough: None,
-        stdout_sink: None,
-        stderr_sink: None,
+        stdout_sink: sinks.stdout,
+        stderr_sink: sinks.stderr,
     };
     let Acquired {
         jail,

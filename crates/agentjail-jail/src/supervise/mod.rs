@@ -51,9 +51,21 @@ pub struct Io<'a> {
     pub job_bytes: Option<Vec<u8>>,
     /// Copy this fd (agentjail's own stdin) to the jail's stdin until EOF.
     pub stdin_passthrough: Option<RawFd>,
-    /// Stream stdout/stderr here too (exec mode), within the caps.
+    /// Stream stdout/stderr here too (exec mode, a streaming job), within the caps: exactly
+    /// the bytes the capped buffer keeps, as each read brings them. On the supervisor's
+    /// thread: a sink must not block on anyone (the jail's limits run on this thread).
     pub stdout_sink: Option<&'a mut dyn Write>,
     pub stderr_sink: Option<&'a mut dyn Write>,
+}
+
+/// Where a session call's stdout and stderr go besides its capped buffers (None: nowhere).
+/// A sink gets exactly the bytes the buffer keeps, as each read brings them (never a byte
+/// past the cap), on the supervisor's thread: it must not block (a streaming front end
+/// queues them; it never waits on its client here).
+#[derive(Default)]
+pub struct Sinks<'a> {
+    pub stdout: Option<&'a mut dyn Write>,
+    pub stderr: Option<&'a mut dyn Write>,
 }
 
 /// When the work was handed to the jail, and the jail's CPU time by then: both limits count

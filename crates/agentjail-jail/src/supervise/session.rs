@@ -9,7 +9,7 @@ use super::cpu::jail_cpu_us;
 use super::output::Feed;
 use super::poll::Loop;
 use super::{
-    CallChannel, CallEnd, CallOutcome, Delivery, Interrupt, Io, IsDone, OnForbidden, Rung,
+    CallChannel, CallEnd, CallOutcome, Delivery, Interrupt, Io, IsDone, OnForbidden, Rung, Sinks,
 };
 use crate::cgroup::JobCgroup;
 use crate::plan::SuperviseLimits;
@@ -20,7 +20,9 @@ use std::time::Instant;
 
 /// Send one job frame to a session's runner and supervise until a line it reports passes
 /// `is_done` (the caller's test: its `done` for this frame's nonce; any other `done` is not
-/// this call's answer), under the call's limits. `rung`: the runner's ring kept from the last call (None: it is still to come,
+/// this call's answer), under the call's limits. `sinks`: where the call's stdout and stderr
+/// go besides its capped buffers, as they are read (what the buffers keep, no more: see
+/// [`Io`]; a streaming caller's). `rung`: the runner's ring kept from the last call (None: it is still to come,
 /// as before the first call). A call that breaks a limit ends the session: the jail is
 /// killed and reaped (and the returned `Outcome` says why).
 pub fn call(
@@ -30,7 +32,7 @@ pub fn call(
     (rung, on_forbidden): (Option<Rung>, OnForbidden),
     limits: &SuperviseLimits,
     cg: Option<&JobCgroup>,
-    interrupt: Option<Interrupt<'_>>,
+    (interrupt, sinks): (Option<Interrupt<'_>>, Sinks<'_>),
 ) -> CallEnd {
     let delivery = Delivery {
         at: Instant::now(),
@@ -52,8 +54,8 @@ pub fn call(
         stdin_bytes: None,
         job_bytes,
         stdin_passthrough: None,
-        stdout_sink: None,
-        stderr_sink: None,
+        stdout_sink: sinks.stdout,
+        stderr_sink: sinks.stderr,
     };
     let mut l = Loop::new(sp, (None, job), limits, cg, interrupt, io, delivery);
     l.until_done = Some(is_done);

@@ -320,7 +320,7 @@ impl Handler {
     async fn workspace_exec(
         &self,
         mut args: JsonObject,
-        progress: Option<Progress>,
+        mut progress: Option<Progress>,
     ) -> Result<CallToolResult, McpError> {
         let parsed = known(&args, EXEC_ARGS).and_then(|()| {
             let id = workspace_id(&mut args)?;
@@ -333,13 +333,14 @@ impl Handler {
             Err(e) => return Ok(result::refused_record("arguments", &e)),
         };
         let (e, caller) = (self.engine(), self.caller());
+        let out = progress.as_mut().and_then(|p| p.stream(&e));
         let done = self
             .blocking(progress, move || {
                 let exec = EngineRequest::WorkspaceExec {
                     workspace: &id,
                     request: &req,
                 };
-                e.handle(&caller, exec)
+                e.handle_streaming(&caller, exec, super::sink(&out))
             })
             .await?;
         Ok(match done {

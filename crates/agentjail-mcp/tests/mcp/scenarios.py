@@ -425,12 +425,54 @@ async def s_net_policy(c):
     say("ok net_policy", c.api, "%d requests" % len(verdicts))
 
 
+async def s_stream(c):
+    """With a progressToken, a workspace command's and a session call's output come as
+    progress messages while they run, before the result; their text is the record's output.
+    (policies/workspace.toml.)"""
+    import re
+    import time
+
+    def output_of(seen):
+        return "".join(m for _, _, m in seen[1:-1] if not re.fullmatch(r"running for \d+ s", m or ""))
+
+    r = await c.call("workspace_start", {})
+    ws = r.structured_content["workspace"]
+    seen, at = [], []
+
+    async def progress(p, total, message):
+        seen.append((p, total, message))
+        at.append(time.monotonic())
+
+    sent = time.monotonic()
+    cmd = "for i in 0 1 2 3 4 5 6 7 8 9; do echo tick $i; sleep 0.1; done"
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": cmd}, progress))
+    got = time.monotonic()
+    check(rec["status"] == "ok", "exec: %s" % rec["stop_reason"])
+    check(seen[0][2] == "started" and seen[-1][2] == "done", "progress ends: %r" % seen)
+    check(output_of(seen) == rec["execution"]["stdout"], "streamed %r, record %r" % (output_of(seen), rec["execution"]["stdout"]))
+    ps = [p for p, _, _ in seen]
+    check(ps == sorted(ps) and len(set(ps)) == len(ps), "progress not increasing: %r" % ps)
+    first = at[1]
+    check(got - first >= 0.5, "the first chunk came %.0f ms before the result" % (1000 * (got - first)))
+    await c.call("workspace_close", {"workspace": ws})
+    sid = await start_session(c)
+    seen.clear()
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "print('a')\nprint('b')"}, progress))
+    check(output_of(seen) == rec["execution"]["stdout"] == "a\nb\n", "session: %r" % seen)
+    # Without a progressToken: no notification, the same record.
+    rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "print('c')"}))
+    check(rec["execution"]["stdout"] == "c\n", "plain: %r" % rec["execution"])
+    await c.call("python_session_close", {"session": sid})
+    say("ok stream", c.api, "first chunk %.0f ms after the call, %.0f ms before the result" % (1000 * (first - sent), 1000 * (got - first)))
+
+
 SCENARIOS = {
     "net_policy": s_net_policy,
     "tools": s_tools, "incident": s_incident, "denied_import": s_denied_import,
     "timeout": s_timeout, "session": s_session, "isolation": s_isolation,
     "concurrent": s_concurrent, "bad_arguments": s_bad_arguments, "long_run": s_long_run,
     "plot": s_plot, "files": s_files, "workspace": s_workspace, "network": s_network,
+    "stream": s_stream,
 }
 
 
