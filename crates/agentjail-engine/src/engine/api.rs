@@ -85,6 +85,31 @@ pub enum Request<'a> {
     WorkspaceClose {
         workspace: &'a str,
     },
+    /// A directory's entries (`path`: relative, or under /workspace).
+    WorkspaceList {
+        workspace: &'a str,
+        path: &'a str,
+    },
+    WorkspaceExists {
+        workspace: &'a str,
+        path: &'a str,
+    },
+    WorkspaceRemove {
+        workspace: &'a str,
+        path: &'a str,
+        recursive: bool,
+    },
+    /// Wait up to `timeout_ms` (None: the policy's wall time) for a background command.
+    WorkspaceWait {
+        workspace: &'a str,
+        command: &'a str,
+        timeout_ms: Option<u64>,
+    },
+    /// End a background command's processes.
+    WorkspaceKill {
+        workspace: &'a str,
+        command: &'a str,
+    },
     Stats,
 }
 
@@ -102,6 +127,9 @@ pub enum Outcome {
     Closed(bool),
     /// A workspace's files, as put (their sizes and digests) or got (their contents).
     Files(Value),
+    /// An answer's fields, as an object (a workspace's list, exists and remove): the front
+    /// end sends them as they are.
+    Answer(Value),
     Stats(Value),
 }
 
@@ -137,7 +165,26 @@ impl Engine {
                 Outcome::Workspace(self.workspace_start_in(hints, host_dir, owner)?)
             }
             Request::WorkspaceExec { workspace, request } => {
-                Outcome::Record(self.workspace_exec_for(workspace, request, owner, caller.stop)?)
+                use super::workspace::Started;
+                match self.workspace_exec_any(workspace, request, owner, caller.stop)? {
+                    Started::Record(record) => Outcome::Record(record),
+                    Started::Command(id) => Outcome::Answer(serde_json::json!({ "command": id })),
+                }
+            }
+            Request::WorkspaceWait {
+                workspace,
+                command,
+                timeout_ms,
+            } => waited(self.workspace_wait(
+                workspace,
+                command,
+                timeout_ms,
+                false,
+                owner,
+                caller.stop,
+            )?),
+            Request::WorkspaceKill { workspace, command } => {
+                waited(self.workspace_wait(workspace, command, None, true, owner, caller.stop)?)
             }
             Request::WorkspacePut { workspace, files } => {
                 Outcome::Files(files_of(self.workspace_put(workspace, files, owner)?))
@@ -148,6 +195,17 @@ impl Engine {
             Request::WorkspaceClose { workspace } => {
                 Outcome::Closed(self.workspace_close(workspace, owner)?)
             }
+            Request::WorkspaceList { workspace, path } => {
+                Outcome::Answer(self.workspace_list(workspace, path, owner)?)
+            }
+            Request::WorkspaceExists { workspace, path } => {
+                Outcome::Answer(self.workspace_exists(workspace, path, owner)?)
+            }
+            Request::WorkspaceRemove {
+                workspace,
+                path,
+                recursive,
+            } => Outcome::Answer(self.workspace_remove(workspace, path, recursive, owner)?),
             Request::Stats => Outcome::Stats(self.stats()),
         };
         Ok(match outcome {
@@ -160,6 +218,14 @@ impl Engine {
             }
             other => other,
         })
+    }
+}
+
+/// A background command's record once it ended, else what it printed so far.
+fn waited(w: super::workspace::Waited) -> Outcome {
+    match w {
+        super::workspace::Waited::Ended(record) => Outcome::Record(record),
+        super::workspace::Waited::Running(so_far) => Outcome::Answer(so_far),
     }
 }
 
