@@ -36,6 +36,7 @@ from ._errors import (
     TooManyRequests,
     Unauthorized,
     UnknownSession,
+    UnknownCommand,
     UnknownStop,
     UnknownWorkspace,
     WorkspaceBusy,
@@ -44,7 +45,8 @@ from ._record import Artifact, Decision, Record, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
 from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
 from ._async import AsyncClient, AsyncSession
-from ._workspace import AsyncWorkspace, Workspace, WorkspaceFile
+from ._workspace import (AsyncCommandHandle, AsyncWorkspace, CommandHandle, CommandOutput, Workspace,
+                         WorkspaceEntry, WorkspaceFile)
 
 __version__ = "0.1.0"
 
@@ -56,6 +58,7 @@ __all__ = [
     "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
-    "WorkspaceFile", "AsyncWorkspace",
+    "WorkspaceFile", "AsyncWorkspace", "UnknownCommand", "CommandHandle", "AsyncCommandHandle",
+    "CommandOutput", "WorkspaceEntry",
     "DEFAULT_POLICY", "build_action", "find_binary",
 ]

@@ -15,6 +15,7 @@
 mod cache;
 mod resilience;
 mod workspace;
+mod workspace_agent;
 mod workspace_attacks;
 mod workspace_net;
 mod workspace_redteam;
