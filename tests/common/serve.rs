@@ -361,7 +361,7 @@ impl Conn {
         };
         loop {
             let w = self.call(json!({"op": "workspace_wait", "workspace": ws, "command": cmd}));
-            if w.get("running") != Some(&json!(true)) {
+            if w.get("running").is_none() {
                 return w;
             }
         }
@@ -528,6 +528,11 @@ pub fn check_response(line: &[u8]) -> Result<(String, Value), String> {
         "stats",
         "workspace",
         "files",
+        "listing",
+        "stat",
+        "removed",
+        "command",
+        "running",
     ];
     let present: Vec<&str> = kinds
         .iter()

@@ -24,12 +24,12 @@
 //!                                  → {"id": "w4", "files": [{path, bytes, sha256, content_base64} | {path, error}]}
 //! {"id": "w5", "op": "workspace_close", "workspace": "<id>"}  → {"id": "w5", "closed": true}
 //! {"id": "w6", "op": "workspace_list", "workspace": "<id>", "path": "src"}   (path optional: /workspace)
-//!      → {"id": "w6", "path": "src", "entries": [{name, type, size}], "truncated": false}
+//!      → {"id": "w6", "listing": {"path": "src", "entries": [{name, type, size}], "truncated": false}}
 //!        (type file | dir | symlink | other; at most 1000 entries, sorted by name)
 //! {"id": "w7", "op": "workspace_exists", "workspace": "<id>", "path": "a.txt"}
-//!      → {"id": "w7", "path": "a.txt", "exists": true, "type": "file"}  (type null when absent)
+//!      → {"id": "w7", "stat": {"path": "a.txt", "exists": true, "type": "file"}}  (type null when absent)
 //! {"id": "w8", "op": "workspace_remove", "workspace": "<id>", "path": "build", "recursive": true}
-//!      → {"id": "w8", "path": "build", "removed": true}
+//!      → {"id": "w8", "removed": true}
 //!      (a directory only with recursive; a symlink is removed, never followed; a path
 //!       refused is the error `path_refused`, its reason in the message: bad_path, symlink,
 //!       outside, not_found, not_a_directory, is_a_directory, not_empty, too_deep, ...)
@@ -37,8 +37,8 @@
 //!      → {"id": "w9", "command": "<command id>"}   (started; no timeout unless timeout_s)
 //! {"id": "wa", "op": "workspace_wait", "workspace": "<id>", "command": "<command id>", "timeout_s": 5}
 //!      → {"id": "wa", "record": {...}} once it ended (the id is then forgotten), or at the
-//!        timeout {"id": "wa", "command", "running": true, "stdout", "stderr", "stdout_bytes",
-//!        "stderr_bytes"} (its output so far; timeout_s 0 answers at once; absent: the
+//!        timeout {"id": "wa", "running": {"command", "stdout", "stderr", "stdout_bytes",
+//!        "stderr_bytes"}} (its output so far; timeout_s 0 answers at once; absent: the
 //!        policy's wall time, the most a wait lasts)
 //! {"id": "wb", "op": "workspace_kill", "workspace": "<id>", "command": "<command id>"}
 //!      → {"id": "wb", "record": {...}}  (its process group killed; another workspace's

@@ -261,7 +261,7 @@ class HttpConn:
                 raise E.ProtocolError(f"HTTP {a.status} answer without agentjail's error object")
             return P.result(op, {"error": err})
         if wrap == "record" and op.startswith("workspace_") and isinstance(obj, dict) and (
-                obj.get("running") is True or set(obj) == {"command"}):
+                set(obj) == {"running"} or set(obj) == {"command"}):
             wrap = None  # not a record: a background command's id, or its output so far
         return P.result(op, {wrap: obj} if wrap else obj)
 

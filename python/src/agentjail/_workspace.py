@@ -158,6 +158,7 @@ def parse_files(obj: Any) -> List[WorkspaceFile]:
 
 
 def parse_entries(obj: Any) -> Entries:
+    obj = obj.get("listing") if isinstance(obj, dict) else None
     entries = obj.get("entries") if isinstance(obj, dict) else None
     if not isinstance(entries, list):
         raise E.ProtocolError("response.entries: expected a list")
@@ -185,9 +186,10 @@ def waited(obj: Dict[str, Any]) -> Any:
     """``workspace_wait``/``workspace_kill``'s answer: the record, or the output so far."""
     if isinstance(obj.get("record"), dict):
         return Record.from_dict(obj["record"])
-    if obj.get("running") is True:
-        texts = [obj.get(k) for k in ("stdout", "stderr")]
-        counts = [obj.get(k) for k in ("stdout_bytes", "stderr_bytes")]
+    run = obj.get("running")
+    if isinstance(run, dict):
+        texts = [run.get(k) for k in ("stdout", "stderr")]
+        counts = [run.get(k) for k in ("stdout_bytes", "stderr_bytes")]
         if not all(isinstance(t, str) for t in texts) or not all(type(n) is int for n in counts):
             raise E.ProtocolError("response: expected the output so far")
         return CommandOutput(texts[0], texts[1], counts[0], counts[1], True)
@@ -199,9 +201,10 @@ def result(op: str, obj: Dict[str, Any]) -> Any:
     if op == "workspace_list":
         return parse_entries(obj)
     if op == "workspace_exists":
-        if not isinstance(obj.get("exists"), bool):
-            raise E.ProtocolError("response.exists: expected a boolean")
-        return obj["exists"]
+        stat = obj.get("stat")
+        if not isinstance(stat, dict) or not isinstance(stat.get("exists"), bool):
+            raise E.ProtocolError("response.stat.exists: expected a boolean")
+        return stat["exists"]
     if op == "workspace_remove":
         if not isinstance(obj.get("removed"), bool):
             raise E.ProtocolError("response.removed: expected a boolean")

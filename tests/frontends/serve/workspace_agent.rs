@@ -51,7 +51,7 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
         assert_eq!(rec["stop_reason"], "success", "{rec:#}");
 
         let r = op(&mut a, "workspace_list", &wa, json!({}));
-        let names: Vec<(&str, &str)> = r["entries"]
+        let names: Vec<(&str, &str)> = r["listing"]["entries"]
             .as_array()
             .unwrap_or_else(|| panic!("{r}"))
             .iter()
@@ -68,7 +68,7 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
             ],
             "{r}"
         );
-        assert_eq!(r["truncated"], false);
+        assert_eq!(r["listing"]["truncated"], false);
         let r = op(
             &mut a,
             "workspace_exists",
@@ -76,12 +76,12 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
             json!({"path": "/workspace/notes.txt"}),
         );
         assert_eq!(
-            (&r["exists"], &r["type"]),
+            (&r["stat"]["exists"], &r["stat"]["type"]),
             (&json!(true), &json!("file")),
             "{r}"
         );
         let r = op(&mut a, "workspace_exists", &wa, json!({"path": "hostlink"}));
-        assert_eq!(r["type"], "symlink", "not followed: {r}");
+        assert_eq!(r["stat"]["type"], "symlink", "not followed: {r}");
 
         // Every way out, for each op, refused by its exact reason.
         let ways = [
@@ -152,7 +152,7 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
             &wa,
             json!({"path": "build/o/f"}),
         );
-        assert_eq!(r["exists"], false, "{r}");
+        assert_eq!(r["stat"]["exists"], false, "{r}");
 
         // Background commands: a record once ended, the output so far while running, and
         // a kill that ends the command's own processes only.
@@ -197,14 +197,14 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
                 &wa,
                 json!({"command": slow, "timeout_s": 0}),
             );
-            if r["stdout"] == "up\n" || t.elapsed().as_secs() > 15 {
-                break r;
+            if r["running"]["stdout"] == "up\n" || t.elapsed().as_secs() > 15 {
+                break r["running"].clone();
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
         assert_eq!(
-            (&so_far["running"], &so_far["stdout_bytes"]),
-            (&json!(true), &json!(3)),
+            (&so_far["command"], &so_far["stdout_bytes"]),
+            (&json!(slow), &json!(3)),
             "{so_far}"
         );
         // An id is its workspace's: on A's other workspace, and from another connection.
@@ -243,7 +243,7 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
                 ws,
                 json!({"command": cmd, "timeout_s": 0}),
             );
-            assert_eq!(r["running"], true, "not killed: {r}");
+            assert_eq!(r["running"]["command"], json!(cmd), "not killed: {r}");
         }
         assert_eq!(live_with(&format!("{tag}.2")).len(), 1);
         assert_eq!(live_with(&format!("{tag}.3")).len(), 1);
@@ -279,7 +279,7 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
             &wa,
             json!({"path": "notes.txt"}),
         );
-        assert_eq!(r["exists"], true, "{r}");
+        assert_eq!(r["stat"]["exists"], true, "{r}");
         drop(a);
         s.finish();
     }

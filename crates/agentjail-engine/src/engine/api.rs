@@ -127,9 +127,11 @@ pub enum Outcome {
     Closed(bool),
     /// A workspace's files, as put (their sizes and digests) or got (their contents).
     Files(Value),
-    /// An answer's fields, as an object (a workspace's list, exists and remove): the front
-    /// end sends them as they are.
-    Answer(Value),
+    /// A workspace's answer under its one key (a front end sends `{key: value}`, serve
+    /// with the id beside it): `listing` (list), `stat` (exists), `removed` (remove),
+    /// `command` (a background command's id), `running` (a background command's output so
+    /// far).
+    Answer(&'static str, Value),
     Stats(Value),
 }
 
@@ -168,7 +170,7 @@ impl Engine {
                 use super::workspace::Started;
                 match self.workspace_exec_any(workspace, request, owner, caller.stop)? {
                     Started::Record(record) => Outcome::Record(record),
-                    Started::Command(id) => Outcome::Answer(serde_json::json!({ "command": id })),
+                    Started::Command(id) => Outcome::Answer("command", Value::String(id)),
                 }
             }
             Request::WorkspaceWait {
@@ -196,16 +198,19 @@ impl Engine {
                 Outcome::Closed(self.workspace_close(workspace, owner)?)
             }
             Request::WorkspaceList { workspace, path } => {
-                Outcome::Answer(self.workspace_list(workspace, path, owner)?)
+                Outcome::Answer("listing", self.workspace_list(workspace, path, owner)?)
             }
             Request::WorkspaceExists { workspace, path } => {
-                Outcome::Answer(self.workspace_exists(workspace, path, owner)?)
+                Outcome::Answer("stat", self.workspace_exists(workspace, path, owner)?)
             }
             Request::WorkspaceRemove {
                 workspace,
                 path,
                 recursive,
-            } => Outcome::Answer(self.workspace_remove(workspace, path, recursive, owner)?),
+            } => Outcome::Answer(
+                "removed",
+                self.workspace_remove(workspace, path, recursive, owner)?,
+            ),
             Request::Stats => Outcome::Stats(self.stats()),
         };
         Ok(match outcome {
@@ -225,7 +230,7 @@ impl Engine {
 fn waited(w: super::workspace::Waited) -> Outcome {
     match w {
         super::workspace::Waited::Ended(record) => Outcome::Record(record),
-        super::workspace::Waited::Running(so_far) => Outcome::Answer(so_far),
+        super::workspace::Waited::Running(so_far) => Outcome::Answer("running", so_far),
     }
 }
 

@@ -371,7 +371,7 @@ impl Handler {
         Ok(match done {
             Ok(Outcome::Record(record)) => result::from_record(&record.value),
             // A background command started: its id, for workspace_wait / workspace_kill.
-            Ok(Outcome::Answer(started)) => result::from_value(started, false),
+            Ok(Outcome::Answer(key, started)) => result::from_value(json!({ key: started }), false),
             Ok(_) => result::error("internal", "not a record"),
             Err(e) => result::refused_record(e.code.as_str(), &e.message),
         })

@@ -51,21 +51,21 @@ pub fn tools() -> Vec<Tool> {
         tool(
             LIST,
             "List a workspace directory",
-            "List a directory of a workspace: {path, entries: [{name, type (file|dir|symlink|other), size}], truncated}, sorted by name, at most 1000 entries. A symlink is listed as a symlink and never followed; listing through one, or a path with `..`, is refused (error path_refused).",
+            "List a directory of a workspace: {listing: {path, entries: [{name, type (file|dir|symlink|other), size}], truncated}}, sorted by name, at most 1000 entries. A symlink is listed as a symlink and never followed; listing through one, or a path with `..`, is refused (error path_refused).",
             json!({"workspace": id, "path": path("A directory: relative to /workspace, or under /workspace (default: /workspace).")}),
             true,
         ),
         tool(
             EXISTS,
             "Check whether a workspace path exists",
-            "Whether something is at a path in a workspace: {path, exists, type (file|dir|symlink|other, or null)}. A symlink is reported as one, never followed; a path through a symlink or with `..` is refused (error path_refused).",
+            "Whether something is at a path in a workspace: {stat: {path, exists, type (file|dir|symlink|other, or null)}}. A symlink is reported as one, never followed; a path through a symlink or with `..` is refused (error path_refused).",
             json!({"workspace": id, "path": path("Relative to /workspace, or under /workspace.")}),
             true,
         ),
         tool(
             REMOVE,
             "Remove a workspace file or directory",
-            "Remove a file or symlink (the link itself, never what it points at) from a workspace, or a directory with everything in it when recursive is true: {path, removed: true}. Refused (error path_refused, the reason in the message): a directory without recursive (is_a_directory), a missing path (not_found), a path through a symlink (symlink) or with `..` (bad_path), /workspace itself.",
+            "Remove a file or symlink (the link itself, never what it points at) from a workspace, or a directory with everything in it when recursive is true: {removed: true}. Refused (error path_refused, the reason in the message): a directory without recursive (is_a_directory), a missing path (not_found), a path through a symlink (symlink) or with `..` (bad_path), /workspace itself.",
             json!({"workspace": id, "path": path("Relative to /workspace, or under /workspace."),
                    "recursive": {"type": "boolean", "description": "Remove a directory and everything beneath it (default false)."}}),
             false,
@@ -73,7 +73,7 @@ pub fn tools() -> Vec<Tool> {
         tool(
             WAIT,
             "Wait for a background command",
-            "Wait for a background command (workspace_exec with background: true) to end, at most timeout_s seconds (default and most: the policy's wall time; 0 answers at once). Ended: its record, as workspace_exec's (exit code, stdout, stderr, stop_reason); the id is then forgotten. Still running: {command, running: true, stdout, stderr, stdout_bytes, stderr_bytes}, its output so far.",
+            "Wait for a background command (workspace_exec with background: true) to end, at most timeout_s seconds (default and most: the policy's wall time; 0 answers at once). Ended: its record, as workspace_exec's (exit code, stdout, stderr, stop_reason); the id is then forgotten. Still running: {running: {command, stdout, stderr, stdout_bytes, stderr_bytes}}, its output so far.",
             json!({"workspace": id, "command": cmd,
                    "timeout_s": {"type": "number", "minimum": 0, "description": "Seconds to wait at most (0: the output so far, at once)."}}),
             true,
@@ -117,7 +117,9 @@ impl Handler {
             })
             .await?;
         Ok(match done {
-            Ok(agentjail_engine::engine::Outcome::Answer(v)) => result::from_value(v, false),
+            Ok(agentjail_engine::engine::Outcome::Answer(key, v)) => {
+                result::from_value(json!({ key: v }), false)
+            }
             Ok(agentjail_engine::engine::Outcome::Record(r)) => result::from_record(&r.value),
             Ok(_) => result::error("internal", "not an answer"),
             Err(e) => result::error(e.code.as_str(), &e.message),

@@ -388,10 +388,11 @@ async def s_workspace_agent_ops(c, ws):
     rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "mkdir -p build/o && echo x > build/o/a && ln -s /etc link"}))
     check(rec["status"] == "ok", "setup: %r" % rec["stop_reason"])
     r = await c.call("workspace_list", {"workspace": ws})
-    entries = [(e["name"], e["type"]) for e in r.structured_content["entries"]]
+    entries = [(e["name"], e["type"]) for e in r.structured_content["listing"]["entries"]]
     check(("build", "dir") in entries and ("link", "symlink") in entries and ("calc.py", "file") in entries, "list: %r" % entries)
     r = await c.call("workspace_exists", {"workspace": ws, "path": "/workspace/build/o/a"})
-    check(r.structured_content["exists"] is True and r.structured_content["type"] == "file", "exists: %r" % r.structured_content)
+    stat = r.structured_content["stat"]
+    check(stat["exists"] is True and stat["type"] == "file", "exists: %r" % r.structured_content)
     for tool, path, why in (("workspace_list", "link", "symlink"), ("workspace_exists", "link/passwd", "symlink"),
                             ("workspace_remove", "../etc/passwd", "bad_path"), ("workspace_list", "/etc", "bad_path")):
         r = await c.call(tool, {"workspace": ws, "path": path})
@@ -402,7 +403,7 @@ async def s_workspace_agent_ops(c, ws):
     r = await c.call("workspace_remove", {"workspace": ws, "path": "build", "recursive": True})
     check(r.structured_content.get("removed") is True, "remove -r: %r" % r.structured_content)
     r = await c.call("workspace_exists", {"workspace": ws, "path": "build"})
-    check(r.structured_content["exists"] is False, "gone: %r" % r.structured_content)
+    check(r.structured_content["stat"]["exists"] is False, "gone: %r" % r.structured_content)
     r = await c.call("workspace_exec", {"workspace": ws, "command": "echo up; sleep 60", "background": True})
     cmd = r.structured_content.get("command")
     check(not r.is_error and isinstance(cmd, str), "background: %r" % r.structured_content)
@@ -413,7 +414,7 @@ async def s_workspace_agent_ops(c, ws):
     r = await c.call("workspace_wait", {"workspace": ws, "command": quick})
     check(err_of(r).get("code") == "unknown_command", "waited twice: %r" % r.structured_content)
     r = await c.call("workspace_wait", {"workspace": ws, "command": cmd, "timeout_s": 0.5})
-    check(r.structured_content.get("running") is True, "still running: %r" % r.structured_content)
+    check(r.structured_content.get("running", {}).get("command") == cmd, "still running: %r" % r.structured_content)
     rec = record_of(await c.call("workspace_kill", {"workspace": ws, "command": cmd}))
     check(rec["stop_reason"] == "code_killed:SIGKILL" and rec["execution"]["stdout"] == "up\n", "kill: %s %r" % (rec["stop_reason"], rec["execution"]))
     rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "echo alive"}))

@@ -49,8 +49,8 @@ pub enum Started {
 pub enum Waited {
     /// The command ended: its record.
     Ended(Sealed),
-    /// It still runs: `{"command", "running": true, "stdout", "stderr", "stdout_bytes",
-    /// "stderr_bytes"}`, the output so far (at most the caps).
+    /// It still runs: `{"command", "stdout", "stderr", "stdout_bytes", "stderr_bytes"}`,
+    /// the output so far (at most the caps).
     Running(Value),
 }
 
@@ -153,7 +153,6 @@ impl Workspace {
                 let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 let so_far = json!({
                     "command": id,
-                    "running": true,
                     "stdout": text(&call.stdout.data),
                     "stderr": text(&call.stderr.data),
                     "stdout_bytes": report.stdout_bytes.unwrap_or(call.stdout.total).max(call.stdout.total),

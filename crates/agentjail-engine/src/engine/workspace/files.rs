@@ -209,7 +209,7 @@ impl Workspace {
         let removed = as_jail_user(|| remove(root, &rel, recursive))?;
         self.last_used = Instant::now();
         removed.map_err(|why| refused(path, why))?;
-        Ok(json!({"path": rel, "removed": true}))
+        Ok(json!(true))
     }
 }
 
