@@ -95,12 +95,14 @@ def test_timeout_is_minus_3(verl, url):
 
 def test_unsupported_languages(verl, url):
     _, utils = verl
-    # In verl's list, not run by this server's policy: SandboxFusion's 422, an API error to verl.
+    # In verl's list, not run by this server's policy: a 400 naming the languages it runs, an
+    # API error to verl.
     for lang in ("cpp", "nodejs"):
         results, meta = utils.check_correctness(url, {"inputs": [""], "outputs": ["1"]}, "print(1)",
                                                 timeout=5, language=lang)
         assert results == [-1], meta
-        assert "422" in meta[0]["api_request_error"]
+        err = meta[0]["api_request_error"]
+        assert "400 Client Error" in err, err
     # Not in verl's list: verl refuses it itself and never calls.
     resp, err = utils.call_sandbox_api(url, "x", None, 1, 1, 1, language="cobol")
     assert resp is None and "Unsupported language" in err
@@ -332,10 +334,10 @@ def test_call_based_runtime_errors_and_timeouts_under_judge_open(verl, open_url)
 
 def test_judge_open_keeps_every_contract_refusal(verl, open_url):
     _, utils = verl
-    # Languages the policy does not run: SandboxFusion's 422, as under every policy.
+    # Languages the policy does not run: a 400 naming those it runs, as under every policy.
     results, meta = utils.check_correctness(open_url, {"inputs": [""], "outputs": ["1"]}, "print(1)",
                                             timeout=5, language="nodejs")
-    assert results == [-1] and "422" in meta[0]["api_request_error"], meta
+    assert results == [-1] and "400" in meta[0]["api_request_error"], meta
     # Code past the budget: refused before anything runs.
     case = {"inputs": ["1\n2"], "outputs": ["3"], "fn_name": "add"}
     gen = "def add(a, b):\n    return a + b\n" + "# pad\n" * 4000

@@ -17,6 +17,8 @@ pub enum Route {
     SessionClose(String),
     Stats,
     Healthz,
+    /// SandboxFusion's liveness route: `"pong"`, like `/healthz` answered before any token.
+    Ping,
     Metrics,
     RunCode,
     WorkspaceStart,
@@ -56,11 +58,15 @@ pub fn route(method: &Method, path: &str) -> Result<Route, Resp> {
         "/healthz" => return only(Method::GET, Route::Healthz),
         "/metrics" => return only(Method::GET, Route::Metrics),
         "/run_code" => return only(Method::POST, Route::RunCode),
+        "/v1/ping" => return only(Method::GET, Route::Ping),
         "/v1/workspaces" => return only(Method::POST, Route::WorkspaceStart),
         "/" => return only(Method::GET, Route::PodHealth),
         "/execute" => return only(Method::POST, Route::PodExecute),
         "/upload" => return only(Method::POST, Route::PodUpload),
         _ => {}
+    }
+    if let Some(why) = not_served(path) {
+        return Err(error(StatusCode::NOT_FOUND, "not_served", why));
     }
     for (prefix, r) in [
         ("/download/", Route::PodDownload as fn(String) -> Route),
@@ -89,6 +95,21 @@ pub fn route(method: &Method, path: &str) -> Result<Route, Resp> {
         "exec" => only(Method::POST, Route::SessionExec(id.to_string())),
         "" => only(Method::DELETE, Route::SessionClose(id.to_string())),
         _ => Err(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
+    }
+}
+
+/// SandboxFusion's routes this server does not offer, each with why (a client that switched
+/// its URL here reads what to do instead, not a bare "no such route").
+fn not_served(path: &str) -> Option<&'static str> {
+    match path {
+        "/run_jupyter" => Some(
+            "SandboxFusion's /run_jupyter is not served here: run cells one after another in a session (POST /v1/sessions, then /v1/sessions/ID/exec), which keeps state between them",
+        ),
+        "/submit" | "/get_prompts" | "/get_prompt_by_id" | "/list_datasets" | "/list_ids"
+        | "/get_metrics" | "/get_metrics_function" => Some(
+            "SandboxFusion's dataset service (submit, get_prompts, get_prompt_by_id, list_datasets, list_ids, get_metrics) is out of scope for agentjail: it serves /run_code only; score answers with your own dataset code",
+        ),
+        _ => None,
     }
 }
 

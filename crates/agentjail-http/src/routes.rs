@@ -67,8 +67,8 @@ pub async fn handle(
             return resp;
         }
     };
-    if r == Route::Healthz {
-        return json_resp(StatusCode::OK, &json!({"ok": true}));
+    if let Some(resp) = liveness(&r) {
+        return resp;
     }
     let token = match &st.tokens {
         None => None,
@@ -135,6 +135,15 @@ pub async fn handle(
     resp
 }
 
+/// `/healthz` and SandboxFusion's `/v1/ping`: answered before any token is asked for.
+fn liveness(r: &Route) -> Option<Resp> {
+    match r {
+        Route::Healthz => Some(json_resp(StatusCode::OK, &json!({"ok": true}))),
+        Route::Ping => Some(json_resp(StatusCode::OK, &json!("pong"))),
+        _ => None,
+    }
+}
+
 async fn read_body(st: &State, req: Request<Incoming>) -> Result<Bytes, Resp> {
     let too_large = || {
         st.metrics.refused_too_large.fetch_add(1, Ordering::Relaxed);
@@ -197,6 +206,7 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
         )),
         Route::RunCode => Ok(run_code(st, caller, body, started).await),
         Route::Healthz => Ok(json_resp(StatusCode::OK, &json!({"ok": true}))),
+        Route::Ping => Ok(json_resp(StatusCode::OK, &json!("pong"))),
         // Answered by crate::workspaces::dispatch.
         _ => Ok(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     };

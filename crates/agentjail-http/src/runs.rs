@@ -157,8 +157,9 @@ pub(crate) async fn run_code(
     answer.unwrap_or_else(|resp| resp)
 }
 
-/// A `/run_code` body read: the action to run, or the 422 SandboxFusion answers a request
-/// it refuses. `executes(language)`: whether the policy runs agentjail's language.
+/// A `/run_code` body read: the action to run, or the refusal (SandboxFusion's 422 for a
+/// body that is not its request, a 400 for one this server cannot serve: crate::sandboxfusion).
+/// `executes(language)`: whether the policy runs agentjail's language.
 pub fn run_code_request(
     body: &[u8],
     executes: &dyn Fn(&str) -> bool,
@@ -169,7 +170,12 @@ pub fn run_code_request(
             "type": "json_invalid", "loc": ["body"], "msg": format!("JSON decode error: {e}")
         })]))
     })?;
-    crate::sandboxfusion::parse(&req, executes).map_err(|detail| unprocessable(&detail))
+    crate::sandboxfusion::parse(&req, executes).map_err(|r| {
+        json_resp(
+            StatusCode::from_u16(r.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
+            &r.body,
+        )
+    })
 }
 
 /// `/run_code` on a job thread: read the request (a 422 when SandboxFusion would refuse
@@ -203,7 +209,8 @@ fn run_code_job(s: &State, caller: &Caller, body: &[u8], started: Instant) -> Re
         Err(e) => return engine_error(e),
     };
     answered(s, &rec, started);
-    let (code, v) = crate::sandboxfusion::respond(&rec.value, &parsed.fetch_files, &s.pod);
+    let (code, v) =
+        crate::sandboxfusion::respond(&rec.value, &parsed.action, &parsed.fetch_files, &s.pod);
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     json_resp(status, &v)
 }

@@ -4,22 +4,32 @@
 //! The request (`RunCodeRequest`): `code`, `language` (required); `compile_timeout`,
 //! `run_timeout` (seconds, default 10), `memory_limit_MB` (default -1), `stdin`, `files`
 //! (path → base64 or null), `fetch_files` (paths), `args`; other fields are ignored, as
-//! pydantic ignores them. A missing or mistyped field, or a language this server does not
-//! run, is answered as FastAPI answers a request its model refuses: HTTP 422 with
-//! `{"detail": [{"type", "loc", "msg", "input"}]}`.
+//! pydantic ignores them. A missing or mistyped field is answered as FastAPI answers a
+//! request its model refuses: HTTP 422 with `{"detail": [{"type", "loc", "msg", "input"}]}`.
+//! A request this server understands but cannot serve — a language its policy does not run,
+//! a file at an absolute path — is HTTP 400 with the same `detail` list and, for a language,
+//! `"languages"`: the SandboxFusion names it runs. (SandboxFusion's SDK retries every
+//! answer but a 200, 400 and 422 alike, then raises with the body's text: the 400's text
+//! says what to change.)
 //!
 //! It runs as a judge-mode action (`output_mode: "text"`, `stdin`), `run_timeout` as the
 //! `exec_timeout_seconds` hint (it may only lower the policy's), `files` as the action's
-//! input files (under `/app/in`; the program's working directory is `/app/out`),
-//! `fetch_files` answered from the record's artifacts (files the program left in
-//! `/app/out`, by their path there). `memory_limit_MB` and `compile_timeout` are not
+//! input files (read-only under `/app/in`, by their relative path; the program's working
+//! directory is `/app/out`), `fetch_files` answered from the record's artifacts (files the
+//! program left in `/app/out`, by their path there; those not there are named in
+//! `missing_files`). `memory_limit_MB` and `compile_timeout` are not
 //! applied: the policy's memory limit holds (it cannot be raised by a request), and
 //! nothing is compiled.
 //!
 //! The response (`RunCodeResponse`): `status` `Success` / `Failed` / `SandboxError`,
 //! `message`, `compile_result` (null), `run_result` `{status: Finished | TimeLimitExceeded
-//! | Error, execution_time, return_code, stdout, stderr}`, `executor_pod_name`, `files`.
-//! The stop reason maps onto it ([`respond`]).
+//! | Error, execution_time, return_code, stdout, stderr, cpu_time}`, `executor_pod_name`,
+//! `files` (and `missing_files` when a fetched file was not there). The stop reason maps
+//! onto it ([`respond`]). Code the static check refused never ran: its `stderr` says why as
+//! the interpreter would, one finding a line (`File "main.py", line L` with the source line
+//! and a caret at the column, then `SyntaxError: …` for a syntax error, `main.py:L:C: rule:
+//! detail` for the others), then `agentjail: REASON`; `message` keeps the machine-readable
+//! reason.
 
 use serde_json::{json, Map, Value};
 
@@ -71,21 +81,35 @@ pub struct Parsed {
     pub fetch_files: Vec<String>,
 }
 
-/// A refused request: the 422 body.
+/// A refused request: its HTTP status (422: the body is not a `RunCodeRequest`; 400: it is,
+/// but this server cannot serve it) and body.
+#[derive(Debug)]
+pub struct Refused {
+    pub status: u16,
+    pub body: Value,
+}
+
+/// A refused request's body: FastAPI's `detail` list.
 pub fn unprocessable(detail: Vec<Value>) -> Value {
     json!({ "detail": detail })
 }
+
+/// The detail types that are "well formed, not servable here" (a 400), not FastAPI's 422.
+const NOT_SERVABLE: [&str; 2] = ["language_not_run", "path_not_offered"];
 
 fn field_error(kind: &str, field: &str, msg: &str, input: &Value) -> Value {
     json!({"type": kind, "loc": ["body", field], "msg": msg, "input": input})
 }
 
 /// Read the request; `executes(language)`: whether the policy runs agentjail's language.
-pub fn parse(body: &Value, executes: &dyn Fn(&str) -> bool) -> Result<Parsed, Value> {
+pub fn parse(body: &Value, executes: &dyn Fn(&str) -> bool) -> Result<Parsed, Refused> {
     let Some(o) = body.as_object() else {
-        return Err(unprocessable(vec![json!({"type": "model_attributes_type",
+        return Err(Refused {
+            status: 422,
+            body: unprocessable(vec![json!({"type": "model_attributes_type",
             "loc": ["body"], "msg": "Input should be a valid dictionary or object to extract fields from",
-            "input": body})]));
+            "input": body})]),
+        });
     };
     let mut errors = Vec::new();
     let string = |k: &str, errors: &mut Vec<Value>| match o.get(k) {
@@ -133,7 +157,7 @@ pub fn parse(body: &Value, executes: &dyn Fn(&str) -> bool) -> Result<Parsed, Va
     let (Some(code), Some((language, entrypoint)), Some(run_timeout), true) =
         (code, target, run_timeout, errors.is_empty())
     else {
-        return Err(unprocessable(errors));
+        return Err(refused(errors, executes));
     };
     let mut action = json!({
         "id": "run_code",
@@ -157,8 +181,37 @@ pub fn parse(body: &Value, executes: &dyn Fn(&str) -> bool) -> Result<Parsed, Va
     })
 }
 
+/// The refusal of a request with `errors`: a 422 when any is FastAPI's own (the body is not
+/// a `RunCodeRequest`), else a 400 (SandboxFusion would run it; this server cannot), which
+/// names the languages this server runs.
+fn refused(errors: Vec<Value>, executes: &dyn Fn(&str) -> bool) -> Refused {
+    let servable = errors
+        .iter()
+        .all(|e| NOT_SERVABLE.contains(&e["type"].as_str().unwrap_or("")));
+    if !servable {
+        return Refused {
+            status: 422,
+            body: unprocessable(errors),
+        };
+    }
+    Refused {
+        status: 400,
+        body: json!({"detail": errors, "languages": runs(executes)}),
+    }
+}
+
+/// The SandboxFusion names of the languages this server's policy runs, in its order.
+fn runs(executes: &dyn Fn(&str) -> bool) -> Vec<&'static str> {
+    LANGUAGES
+        .iter()
+        .copied()
+        .filter(|l| ours(l).is_some_and(|(a, _)| executes(a)))
+        .collect()
+}
+
 /// agentjail's language and entrypoint for SandboxFusion's `language`, if the policy runs
-/// it; else FastAPI's literal error, naming the languages this server runs.
+/// it; else the refusal, naming the languages this server runs (FastAPI's literal error
+/// for a name that is not SandboxFusion's, `language_not_run` for one that is).
 fn target(
     l: &str,
     executes: &dyn Fn(&str) -> bool,
@@ -167,21 +220,28 @@ fn target(
     if let Some(t) = ours(l).filter(|(a, _)| executes(a)) {
         return Some(t);
     }
-    let runs: Vec<&str> = LANGUAGES
+    let runs = runs(executes);
+    let quoted = runs
         .iter()
-        .copied()
-        .filter(|l| ours(l).is_some_and(|(a, _)| executes(a)))
-        .collect();
+        .map(|l| format!("'{l}'"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    if LANGUAGES.contains(&l) {
+        let msg = if runs.is_empty() {
+            format!("this server's policy runs none of SandboxFusion's languages, so not '{l}'")
+        } else {
+            format!("this server's policy does not run '{l}'; it runs {quoted}")
+        };
+        errors.push(
+            json!({"type": "language_not_run", "loc": ["body", "language"],
+            "msg": msg, "input": l, "ctx": {"runs": runs.join(", ")}}),
+        );
+        return None;
+    }
     let msg = if runs.is_empty() {
         "this server's policy executes none of the languages /run_code names".to_string()
     } else {
-        format!(
-            "Input should be {}",
-            runs.iter()
-                .map(|l| format!("'{l}'"))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )
+        format!("Input should be {quoted}")
     };
     errors.push(json!({"type": "literal_error", "loc": ["body", "language"],
         "msg": msg, "input": l, "ctx": {"expected": runs.join(", ")}}));
@@ -225,8 +285,10 @@ fn fetch_list(v: Option<&Value>, errors: &mut Vec<Value>) -> Vec<String> {
     }
 }
 
-/// `files`: path → base64 (null: skipped) → the action's `files` entries. A leading `/` or
-/// `./` is dropped (the files land under `/app/in`); anything else the contract refuses
+/// `files`: path → base64 (null: skipped) → the action's `files` entries. A relative path
+/// (a leading `./` dropped) lands read-only under `/app/in`; an absolute one is refused
+/// (`path_not_offered`, a 400): SandboxFusion writes it where it says, this jail cannot, and
+/// a file silently elsewhere is worse than a refusal. Anything else the contract refuses
 /// comes back as the record's `invalid_action:files:*`.
 fn input_files(v: Option<&Value>, errors: &mut Vec<Value>) -> Vec<Value> {
     let Some(v) = v else { return Vec::new() };
@@ -243,8 +305,12 @@ fn input_files(v: Option<&Value>, errors: &mut Vec<Value>) -> Vec<Value> {
     for (path, content) in m {
         match content {
             Value::Null => {}
+            Value::String(_) if path.starts_with('/') => errors.push(json!({
+                "type": "path_not_offered", "loc": ["body", "files", path],
+                "msg": "an absolute path cannot be offered: files land read-only under /app/in by their relative path (the program's working directory is /app/out); send a relative path and open it at /app/in/PATH",
+                "input": path})),
             Value::String(b64) => {
-                let p = path.trim_start_matches("./").trim_start_matches('/');
+                let p = path.trim_start_matches("./");
                 out.push(json!({"path": p, "content_base64": b64}));
             }
             other => errors.push(
@@ -257,22 +323,60 @@ fn input_files(v: Option<&Value>, errors: &mut Vec<Value>) -> Vec<Value> {
 }
 
 /// `fetch_files` answered from the record's artifacts (by their path in `/app/out`; those
-/// the record carries inline).
-fn fetched(record: &Value, fetch_files: &[String]) -> Map<String, Value> {
+/// the record carries inline), and the ones asked for that are not there.
+fn fetched(record: &Value, fetch_files: &[String]) -> (Map<String, Value>, Vec<Value>) {
     let mut files = Map::new();
-    let Some(arts) = record["artifacts"].as_array() else {
-        return files;
-    };
+    let mut missing = Vec::new();
+    let none = Vec::new();
+    let arts = record["artifacts"].as_array().unwrap_or(&none);
     for want in fetch_files {
         let w = want
             .trim_start_matches("/app/out/")
             .trim_start_matches("./");
         let found = arts.iter().find(|a| a["path"].as_str() == Some(w));
-        if let Some(b64) = found.and_then(|a| a["content_base64"].as_str()) {
-            files.insert(want.clone(), Value::String(b64.to_string()));
+        match found.and_then(|a| a["content_base64"].as_str()) {
+            Some(b64) => {
+                files.insert(want.clone(), Value::String(b64.to_string()));
+            }
+            None => missing.push(Value::String(want.clone())),
         }
     }
-    files
+    (files, missing)
+}
+
+/// Why the static check refused `code`, as the interpreter would say it: a syntax error as
+/// Python prints one (file, line, the source line, a caret under the column); every other
+/// finding as `main.py:LINE:COL: rule: detail`.
+fn check_findings(record: &Value, action: &Value) -> String {
+    let code = action["code"].as_str().unwrap_or("");
+    let entrypoint = action["entrypoint"].as_str().unwrap_or("main.py");
+    let mut out = String::new();
+    let none = Vec::new();
+    let violations = record["decision"]["violations"].as_array().unwrap_or(&none);
+    for v in violations {
+        let line = v["line"].as_u64().unwrap_or(0);
+        let col = v["column"].as_u64().unwrap_or(0);
+        let rule = v["rule"].as_str().unwrap_or("");
+        let detail = v["detail"].as_str().unwrap_or("");
+        if rule == "syntax_error" && line > 0 {
+            out.push_str(&format!("  File \"{entrypoint}\", line {line}\n"));
+            let src = usize::try_from(line - 1)
+                .ok()
+                .and_then(|n| code.lines().nth(n));
+            if let Some(src) = src {
+                let trimmed = src.trim_start();
+                let indent = src.chars().count() - trimmed.chars().count();
+                let caret = usize::try_from(col.max(1) - 1)
+                    .unwrap_or(0)
+                    .saturating_sub(indent);
+                out.push_str(&format!("    {trimmed}\n    {}^\n", " ".repeat(caret)));
+            }
+            out.push_str(&format!("SyntaxError: {detail}\n"));
+        } else {
+            out.push_str(&format!("{entrypoint}:{line}:{col}: {rule}: {detail}\n"));
+        }
+    }
+    out
 }
 
 /// The number of the signal a record names (`"SIGSEGV"` → 11): the inverse of the record's
@@ -296,17 +400,19 @@ fn return_code(exec: &Value) -> i64 {
         .unwrap_or(1)
 }
 
-/// How a record answers: the HTTP status and the `RunCodeResponse`.
-pub fn respond(record: &Value, fetch_files: &[String], pod: &str) -> (u16, Value) {
+/// How a record answers: the HTTP status and the `RunCodeResponse`. `action`: the action
+/// [`parse`] made (its code and entrypoint name the check's findings).
+pub fn respond(record: &Value, action: &Value, fetch_files: &[String], pod: &str) -> (u16, Value) {
     let reason = record["stop_reason"].as_str().unwrap_or("");
     let exec = &record["execution"];
     let text = |k: &str| exec[k].as_str().unwrap_or("").to_string();
     let execution_time = exec["wall_ms"].as_f64().map(|ms| ms / 1000.0);
+    let cpu_time = exec["cpu_ms"].as_f64().map(|ms| ms / 1000.0);
     let kind = reason.split_once(':').map_or(reason, |(k, _)| k);
     let ran = !exec.is_null();
     let run_result = |status: &str, rc: Option<i64>, stderr: String| {
         json!({"status": status, "execution_time": execution_time, "return_code": rc,
-               "stdout": text("stdout"), "stderr": stderr})
+               "stdout": text("stdout"), "stderr": stderr, "cpu_time": cpu_time})
     };
     let with_reason = |s: String| {
         if s.is_empty() || s.ends_with('\n') {
@@ -354,22 +460,34 @@ pub fn respond(record: &Value, fetch_files: &[String], pod: &str) -> (u16, Value
             200,
             "Failed",
             reason.to_string(),
-            Some(run_result("Finished", Some(1), with_reason(String::new()))),
+            Some(run_result(
+                "Finished",
+                Some(1),
+                with_reason(check_findings(record, action)),
+            )),
         ),
         // agentjail could not run it, or was stopping: retryable, and verl retries 504.
         "sandbox_unavailable" | "interrupted" => (504, "SandboxError", reason.to_string(), None),
         _ => (200, "SandboxError", reason.to_string(), None),
     };
-    let files = fetched(record, fetch_files);
-    let body = json!({
+    let mut body = json!({
         "status": status,
         "message": message,
         "compile_result": null,
         "run_result": run,
         "executor_pod_name": pod,
-        "files": files,
     });
+    add_files(&mut body, record, fetch_files);
     (http, body)
+}
+
+/// The answer's `files`, and `missing_files` when a fetched one was not there.
+fn add_files(body: &mut Value, record: &Value, fetch_files: &[String]) {
+    let (files, missing) = fetched(record, fetch_files);
+    body["files"] = Value::Object(files);
+    if !missing.is_empty() {
+        body["missing_files"] = Value::Array(missing);
+    }
 }
 
 #[cfg(test)]
@@ -399,7 +517,7 @@ mod tests {
         );
         assert!(p.action.get("files").is_none());
         let f = parse(
-            &json!({"code": "x", "language": "python", "files": {"/a.txt": b64(b"1"), "b": null}}),
+            &json!({"code": "x", "language": "python", "files": {"./a.txt": b64(b"1"), "b": null}}),
             &py,
         )
         .ok()
@@ -411,27 +529,46 @@ mod tests {
     }
 
     #[test]
-    fn refused_requests_are_fastapis_422() {
+    fn refused_requests_are_fastapis_422_and_unservable_ones_a_400() {
         let e = parse(&json!({"code": "x", "language": "cobol"}), &py)
             .err()
             .unwrap();
-        assert_eq!(e["detail"][0]["type"], "literal_error");
-        assert_eq!(e["detail"][0]["loc"], json!(["body", "language"]));
-        let e = parse(&json!({"code": "x", "language": "nodejs"}), &py)
-            .err()
-            .unwrap();
         assert_eq!(
-            e["detail"][0]["input"], "nodejs",
-            "a language the policy does not run"
+            e.status, 422,
+            "not a SandboxFusion language: FastAPI's refusal"
         );
+        assert_eq!(e.body["detail"][0]["type"], "literal_error");
+        assert_eq!(e.body["detail"][0]["loc"], json!(["body", "language"]));
+        // SandboxFusion runs cpp; this server's policy does not: a 400 naming what it runs.
+        for l in ["nodejs", "cpp"] {
+            let e = parse(&json!({"code": "x", "language": l}), &py)
+                .err()
+                .unwrap();
+            assert_eq!(e.status, 400, "{l}");
+            assert_eq!(e.body["detail"][0]["type"], "language_not_run");
+            assert_eq!(e.body["detail"][0]["input"], l);
+            assert_eq!(e.body["languages"], json!(["python"]));
+            let msg = e.body["detail"][0]["msg"].as_str().unwrap();
+            assert!(
+                msg.contains(&format!("'{l}'")) && msg.contains("'python'"),
+                "{msg}"
+            );
+        }
         let none = parse(&json!({"code": "x", "language": "python"}), &|_| false)
             .err()
             .unwrap();
-        assert!(none["detail"][0]["msg"].as_str().unwrap().contains("none"));
+        assert_eq!(none.status, 400);
+        assert!(none.body["detail"][0]["msg"]
+            .as_str()
+            .unwrap()
+            .contains("none"));
+        assert_eq!(none.body["languages"], json!([]));
+        // One malformed field beside an unservable language: FastAPI's 422 first.
         let e = parse(&json!({"language": "python", "stdin": 3}), &py)
             .err()
             .unwrap();
-        let types: Vec<&str> = e["detail"]
+        assert_eq!(e.status, 422);
+        let types: Vec<&str> = e.body["detail"]
             .as_array()
             .unwrap()
             .iter()
@@ -442,19 +579,96 @@ mod tests {
     }
 
     #[test]
+    fn an_absolute_file_path_is_a_400_never_a_file_elsewhere() {
+        let e = parse(
+            &json!({"code": "x", "language": "python", "files": {"/tmp/flag.txt": b64(b"1"), "ok.txt": b64(b"2")}}),
+            &py,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.status, 400);
+        assert_eq!(e.body["detail"][0]["type"], "path_not_offered");
+        assert_eq!(
+            e.body["detail"][0]["loc"],
+            json!(["body", "files", "/tmp/flag.txt"])
+        );
+        assert_eq!(e.body["detail"].as_array().unwrap().len(), 1);
+        let ok = parse(
+            &json!({"code": "x", "language": "python", "files": {"./a/b.txt": b64(b"1")}}),
+            &py,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(ok.action["files"][0]["path"], "a/b.txt");
+    }
+
+    #[test]
+    fn fetched_files_come_back_and_missing_ones_are_named() {
+        let rec = json!({"stop_reason": "success",
+            "execution": {"exit_code": 0, "wall_ms": 5, "cpu_ms": 3, "stdout": "", "stderr": ""},
+            "artifacts": [{"path": "o.txt", "content_base64": "MQ=="}]});
+        let want = [
+            "o.txt".to_string(),
+            "/app/out/o.txt".into(),
+            "missing.txt".into(),
+            "/tmp/o.txt".into(),
+        ];
+        let (_, b) = respond(&rec, &Value::Null, &want, "p");
+        assert_eq!(
+            b["files"],
+            json!({"o.txt": "MQ==", "/app/out/o.txt": "MQ=="})
+        );
+        assert_eq!(b["missing_files"], json!(["missing.txt", "/tmp/o.txt"]));
+        assert_eq!(b["run_result"]["cpu_time"].as_f64(), Some(0.003));
+        let (_, b) = respond(&rec, &Value::Null, &want[..1], "p");
+        assert!(b.get("missing_files").is_none(), "none missing: no key");
+    }
+
+    #[test]
+    fn a_refused_programs_stderr_says_why_as_the_interpreter_would() {
+        let action = json!({"code": "x = 1\n    def f(:\n  pass\n", "entrypoint": "main.py"});
+        let rec = json!({"stop_reason": "policy_block:static_policy_violation:syntax_error",
+            "decision": {"violations": [{"rule": "syntax_error", "line": 2, "column": 11,
+                "detail": "Expected a parameter"}]}});
+        let (_, b) = respond(&rec, &action, &[], "p");
+        assert_eq!(
+            b["message"],
+            "policy_block:static_policy_violation:syntax_error"
+        );
+        assert_eq!(
+            b["run_result"]["stderr"],
+            "  File \"main.py\", line 2\n    def f(:\n          ^\nSyntaxError: Expected a parameter\nagentjail: policy_block:static_policy_violation:syntax_error\n"
+        );
+        let rec = json!({"stop_reason": "policy_block:static_policy_violation:import_denied",
+            "decision": {"violations": [{"rule": "import_denied", "line": 1, "column": 1,
+                "detail": "socket"}]}});
+        let (_, b) = respond(
+            &rec,
+            &json!({"code": "import socket", "entrypoint": "main.py"}),
+            &[],
+            "p",
+        );
+        assert_eq!(
+            b["run_result"]["stderr"],
+            "main.py:1:1: import_denied: socket\nagentjail: policy_block:static_policy_violation:import_denied\n"
+        );
+    }
+
+    #[test]
     fn stop_reasons_map_onto_sandboxfusions_statuses() {
         let rec = |reason: &str, exec: Value| json!({"stop_reason": reason, "execution": exec});
         let ok = rec(
             "success",
             json!({"exit_code": 0, "wall_ms": 12, "stdout": "4\n", "stderr": ""}),
         );
-        let (h, b) = respond(&ok, &[], "pod");
+        let (h, b) = respond(&ok, &Value::Null, &[], "pod");
         assert_eq!((h, b["status"].as_str()), (200, Some("Success")));
         assert_eq!(b["run_result"]["stdout"], "4\n");
         assert_eq!(b["run_result"]["return_code"], 0);
         assert_eq!(b["run_result"]["execution_time"].as_f64(), Some(0.012));
         let (_, b) = respond(
             &rec("code_timeout", json!({"wall_ms": 1000, "stdout": ""})),
+            &Value::Null,
             &[],
             "p",
         );
@@ -464,6 +678,7 @@ mod tests {
         );
         let (_, b) = respond(
             &rec("code_runtime_error:3", json!({"exit_code": 3})),
+            &Value::Null,
             &[],
             "p",
         );
@@ -486,6 +701,7 @@ mod tests {
                     &format!("code_killed:{name}"),
                     json!({"exit_code": null, "signal": name}),
                 ),
+                &Value::Null,
                 &[],
                 "p",
             );
@@ -493,6 +709,7 @@ mod tests {
         }
         let (_, b) = respond(
             &rec("policy_block:static_policy_violation:x", Value::Null),
+            &Value::Null,
             &[],
             "p",
         );
@@ -501,7 +718,12 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("policy_block"));
-        let (h, b) = respond(&rec("sandbox_unavailable:setup", Value::Null), &[], "p");
+        let (h, b) = respond(
+            &rec("sandbox_unavailable:setup", Value::Null),
+            &Value::Null,
+            &[],
+            "p",
+        );
         assert_eq!((h, b["status"].as_str()), (504, Some("SandboxError")));
         assert!(b["run_result"].is_null());
     }
@@ -529,10 +751,13 @@ mod tests {
                     proptest::prop_assert_eq!(&p.action["output_mode"], "text");
                     proptest::prop_assert_eq!(&p.action["language"], "python");
                 }
-                Err(e) => proptest::prop_assert!(!e["detail"].as_array().unwrap().is_empty()),
+                Err(e) => {
+                    proptest::prop_assert!(e.status == 400 || e.status == 422);
+                    proptest::prop_assert!(!e.body["detail"].as_array().unwrap().is_empty());
+                }
             }
             let rec = json!({"stop_reason": reason, "execution": {"exit_code": 1, "wall_ms": 3}});
-            let (http, body) = respond(&rec, &["x".into()], "pod");
+            let (http, body) = respond(&rec, &Value::Null, &["x".into()], "pod");
             proptest::prop_assert!(http == 200 || http == 504);
             let status = body["status"].as_str().unwrap();
             proptest::prop_assert!(["Success", "Failed", "SandboxError"].contains(&status));

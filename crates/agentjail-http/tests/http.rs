@@ -149,15 +149,83 @@ fn run_code_answers_verls_golden_request_as_sandboxfusion_does() {
     let mut req = verl_request("print(1)", "", 10);
     req["language"] = json!("cpp");
     let r = post(t, "/run_code", &req);
-    assert_eq!(r.status, 422, "a language this server does not run");
+    assert_eq!(
+        r.status, 400,
+        "SandboxFusion's language, not run by this server's policy"
+    );
     let d = r.json();
-    assert_eq!(d["detail"][0]["type"], "literal_error", "{d}");
+    assert_eq!(d["detail"][0]["type"], "language_not_run", "{d}");
     assert_eq!(d["detail"][0]["loc"], json!(["body", "language"]));
+    assert_eq!(d["languages"], json!(["python"]), "{d}");
     req["language"] = json!("klingon");
-    assert_eq!(post(t, "/run_code", &req).status, 422);
+    let r = post(t, "/run_code", &req);
+    assert_eq!(r.status, 422, "not SandboxFusion's language: FastAPI's 422");
+    assert_eq!(r.json()["detail"][0]["type"], "literal_error");
     let r = request(t, "POST", "/run_code", &[], b"{not json");
     assert_eq!(r.status, 422);
     assert_eq!(r.json()["detail"][0]["type"], "json_invalid");
+
+    // A syntax error: refused by the check, its stderr as Python's own (line, caret).
+    let v = post(
+        t,
+        "/run_code",
+        &verl_request("x = 1\ndef f(:\n  pass\n", "", 10),
+    )
+    .json();
+    assert_eq!(v["status"], "Failed", "{v}");
+    assert_eq!(
+        v["message"],
+        "policy_block:static_policy_violation:syntax_error"
+    );
+    let stderr = v["run_result"]["stderr"].as_str().unwrap();
+    assert!(
+        stderr.starts_with("  File \"main.py\", line 2\n    def f(:\n          ^\nSyntaxError: "),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("agentjail: policy_block:static_policy_violation:syntax_error\n"));
+
+    // SandboxFusion's ping, and its routes this server does not offer, each saying why.
+    let r = request(t, "GET", "/v1/ping", &[], b"");
+    assert_eq!((r.status, r.json()), (200, json!("pong")));
+    for (path, says) in [
+        ("/run_jupyter", "sessions"),
+        ("/get_prompts", "out of scope"),
+        ("/submit", "out of scope"),
+    ] {
+        let r = request(t, "POST", path, &[], b"{}");
+        assert_eq!(r.status, 404, "{path}");
+        let e = r.json();
+        assert_eq!(e["error"]["code"], "not_served", "{path}");
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(says),
+            "{path}: {e}"
+        );
+    }
+}
+
+/// `files` and `fetch_files` under a policy that lets a program open files (python.toml:
+/// judge.toml denies `open`): relative files read-only under /app/in, an absolute path a
+/// 400, fetched files back and the missing ones named.
+#[test]
+fn run_code_files_land_where_it_says_and_missing_fetches_are_named() {
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/python.toml");
+    let s = start("127.0.0.1:0", &["--policy", policy]);
+    let t = &s.target;
+    // A file at an absolute path: a 400 that says where files go, never a file elsewhere.
+    let mut req = verl_request("print(open('/app/in/flag.txt').read())", "", 10);
+    req["files"] = json!({"/tmp/flag.txt": "MQ=="});
+    let r = post(t, "/run_code", &req);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["detail"][0]["type"], "path_not_offered");
+    req["files"] = json!({"flag.txt": "MQ=="});
+    req["fetch_files"] = json!(["o.txt", "missing.txt"]);
+    req["code"] = json!("print(open('/app/in/flag.txt').read())\nopen('o.txt', 'w').write('2')\n");
+    let v = post(t, "/run_code", &req).json();
+    assert_eq!(v["status"], "Success", "{v}");
+    assert_eq!(v["run_result"]["stdout"], "1\n");
+    assert!(v["run_result"]["cpu_time"].as_f64().is_some(), "{v}");
+    assert_eq!(v["files"], json!({"o.txt": "Mg=="}), "{v}");
+    assert_eq!(v["missing_files"], json!(["missing.txt"]), "{v}");
 }
 
 #[test]
