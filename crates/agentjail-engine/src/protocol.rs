@@ -218,6 +218,9 @@ fn host_dir(v: Option<Value>) -> Result<Option<String>, &'static str> {
     }
 }
 
+/// What a request with no known `op` is told.
+const ONE_OF: &str = "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close, workspace_list, workspace_exists, workspace_remove, workspace_wait, workspace_kill";
+
 /// Parse one request line (without its newline).
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     let null = Value::Null;
@@ -247,11 +250,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     };
     let op = match obj.remove("op") {
         Some(Value::String(s)) => s,
-        _ => return Err(err(
-            &id,
-            "bad_request",
-            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close, workspace_list, workspace_exists, workspace_remove, workspace_wait, workspace_kill",
-        )),
+        _ => return Err(err(&id, "bad_request", ONE_OF)),
     };
     let allowed: &[&str] = match op.as_str() {
         "run" => &["action", "inputs"],
@@ -280,11 +279,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         "workspace_remove" => &["workspace", "path", "recursive"],
         "workspace_wait" => &["workspace", "command", "timeout_s"],
         "workspace_kill" => &["workspace", "command"],
-        _ => return Err(err(
-            &id,
-            "unknown_op",
-            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close, workspace_list, workspace_exists, workspace_remove, workspace_wait, workspace_kill",
-        )),
+        _ => return Err(err(&id, "unknown_op", ONE_OF)),
     };
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         let k = crate::verdict::StopReason::suffix(k);
@@ -370,6 +365,28 @@ fn build_op(
         "workspace_close" => Op::WorkspaceClose {
             workspace: string(&mut obj, "workspace")?,
         },
+        "workspace_list" | "workspace_exists" | "workspace_remove" | "workspace_wait"
+        | "workspace_kill" => return build_agent_op(op, obj, id),
+        _ => Op::Stats,
+    })
+}
+
+/// The workspace ops a coding agent uses beside exec, put and get (list, exists, remove,
+/// and a background command's wait and kill).
+fn build_agent_op(
+    op: &str,
+    mut obj: serde_json::Map<String, Value>,
+    id: &Value,
+) -> Result<Op, ProtocolError> {
+    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| match obj.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(err(
+            id,
+            "bad_request",
+            format!("\"{key}\" must be a string"),
+        )),
+    };
+    Ok(match op {
         "workspace_list" => Op::WorkspaceList {
             workspace: string(&mut obj, "workspace")?,
             path: match obj.get("path") {
@@ -420,11 +437,10 @@ fn build_op(
                 }
             },
         },
-        "workspace_kill" => Op::WorkspaceKill {
+        _ => Op::WorkspaceKill {
             workspace: string(&mut obj, "workspace")?,
             command: string(&mut obj, "command")?,
         },
-        _ => Op::Stats,
     })
 }
 

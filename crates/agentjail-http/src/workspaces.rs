@@ -153,7 +153,7 @@ fn workspace_route(
 /// `POST /v1/workspaces/{id}/list|exists|remove|wait|kill`: the body (an object, or empty)
 /// read as the serve op `op`'s fields, with the id from the path: one parser for both
 /// front ends (agentjail_engine::protocol), so their fields and refusals are the same.
-fn op_request(op: &str, id: &str, body: &[u8]) -> Result<agentjail_engine::protocol::Op, Resp> {
+pub fn op_request(op: &str, id: &str, body: &[u8]) -> Result<agentjail_engine::protocol::Op, Resp> {
     let mut o = if body.iter().all(u8::is_ascii_whitespace) {
         serde_json::Map::new()
     } else {

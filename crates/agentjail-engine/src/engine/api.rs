@@ -173,21 +173,6 @@ impl Engine {
                     Started::Command(id) => Outcome::Answer("command", Value::String(id)),
                 }
             }
-            Request::WorkspaceWait {
-                workspace,
-                command,
-                timeout_ms,
-            } => waited(self.workspace_wait(
-                workspace,
-                command,
-                timeout_ms,
-                false,
-                owner,
-                caller.stop,
-            )?),
-            Request::WorkspaceKill { workspace, command } => {
-                waited(self.workspace_wait(workspace, command, None, true, owner, caller.stop)?)
-            }
             Request::WorkspacePut { workspace, files } => {
                 Outcome::Files(files_of(self.workspace_put(workspace, files, owner)?))
             }
@@ -197,6 +182,35 @@ impl Engine {
             Request::WorkspaceClose { workspace } => {
                 Outcome::Closed(self.workspace_close(workspace, owner)?)
             }
+            r @ (Request::WorkspaceList { .. }
+            | Request::WorkspaceExists { .. }
+            | Request::WorkspaceRemove { .. }
+            | Request::WorkspaceWait { .. }
+            | Request::WorkspaceKill { .. }) => self.workspace_agent_op(r, owner, caller.stop)?,
+            Request::Stats => Outcome::Stats(self.stats()),
+        };
+        Ok(match outcome {
+            Outcome::Record(mut record) => {
+                if let Some((who, in_audit)) = &caller.named {
+                    record.set_caller(who.clone(), *in_audit);
+                }
+                crate::pipeline::audit::append(self.audit.as_deref(), &record);
+                Outcome::Record(record)
+            }
+            other => other,
+        })
+    }
+}
+
+impl Engine {
+    /// A workspace's list, exists or remove, or a background command's wait or kill.
+    fn workspace_agent_op(
+        &self,
+        request: Request,
+        owner: Owner,
+        stop: Option<&ClientStop>,
+    ) -> Result<Outcome, EngineError> {
+        Ok(match request {
             Request::WorkspaceList { workspace, path } => {
                 Outcome::Answer("listing", self.workspace_list(workspace, path, owner)?)
             }
@@ -211,17 +225,20 @@ impl Engine {
                 "removed",
                 self.workspace_remove(workspace, path, recursive, owner)?,
             ),
-            Request::Stats => Outcome::Stats(self.stats()),
-        };
-        Ok(match outcome {
-            Outcome::Record(mut record) => {
-                if let Some((who, in_audit)) = &caller.named {
-                    record.set_caller(who.clone(), *in_audit);
-                }
-                crate::pipeline::audit::append(self.audit.as_deref(), &record);
-                Outcome::Record(record)
+            Request::WorkspaceWait {
+                workspace,
+                command,
+                timeout_ms,
+            } => waited(self.workspace_wait(workspace, command, timeout_ms, false, owner, stop)?),
+            Request::WorkspaceKill { workspace, command } => {
+                waited(self.workspace_wait(workspace, command, None, true, owner, stop)?)
             }
-            other => other,
+            _ => {
+                return Err(EngineError::new(
+                    super::ErrorCode::BadRequest,
+                    "not a workspace op",
+                ))
+            }
         })
     }
 }
