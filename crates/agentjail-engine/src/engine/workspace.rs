@@ -1111,7 +1111,7 @@ impl Engine {
             EngineError::new(
                 ErrorCode::UnknownWorkspace,
                 format!(
-                    "no workspace {:?} on this connection",
+                    "no workspace {:?} for this caller (its connection on serve, its token over HTTP)",
                     StopReason::suffix(id)
                 ),
             )
