@@ -249,6 +249,24 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
         assert_eq!(live_with(&format!("{tag}.3")).len(), 1);
         let rec = sh(&mut a, &wa, "echo alive");
         assert_eq!(out(&rec), "alive\n", "the workspace goes on: {rec:#}");
+        // At most 16 not yet reported ended: `other` and 15 more, then a refusal.
+        for _ in 0..15 {
+            start_bg(&mut a, &wa, "exec sleep 30");
+        }
+        let r = op(
+            &mut a,
+            "workspace_exec",
+            &wa,
+            json!({"command": "true", "background": true}),
+        );
+        assert_eq!(error_code(&r), "bad_request", "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("16 background"),
+            "{r}"
+        );
         bystander.kill().unwrap();
         bystander.wait().unwrap();
 

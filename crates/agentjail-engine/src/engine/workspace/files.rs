@@ -282,6 +282,29 @@ mod tests {
         assert_eq!(list(&root, "").unwrap()["entries"], json!([]));
     }
 
+    /// A directory of more than MAX_LIST_ENTRIES lists that many, truncated; a tree deeper
+    /// than MAX_DEPTH is not removed past it (`too_deep`).
+    #[test]
+    fn listing_and_removing_are_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        let root = std::fs::File::open(p).map(OwnedFd::from).unwrap();
+        std::fs::create_dir(p.join("many")).unwrap();
+        for i in 0..=MAX_LIST_ENTRIES {
+            std::fs::write(p.join("many").join(format!("f{i}")), "").unwrap();
+        }
+        let l = list(&root, "many").unwrap();
+        assert_eq!(l["entries"].as_array().unwrap().len(), MAX_LIST_ENTRIES);
+        assert_eq!(l["truncated"], true);
+        let deep: std::path::PathBuf = std::iter::once("deep".to_string())
+            .chain((0..MAX_DEPTH).map(|_| "d".to_string()))
+            .collect();
+        std::fs::create_dir_all(p.join(&deep)).unwrap();
+        assert_eq!(remove(&root, "deep", true), Err("too_deep"));
+        assert_eq!(remove(&root, "many", true), Ok(()));
+        assert_eq!(exists(&root, "many"), Ok(None));
+    }
+
     /// A symlink deep in a tree being removed is removed itself; its target is untouched.
     #[test]
     fn a_recursive_remove_never_enters_a_link() {
