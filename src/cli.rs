@@ -139,6 +139,20 @@ pub enum PolicyCommand {
     /// Warn about weak settings. Exit 1 when there are warnings.
     #[command(after_help = "Example:\n  agentjail policy lint policies/data.toml")]
     Lint { file: Option<PathBuf> },
+    /// What changes from OLD to NEW, each change weaker, stronger or neutral, the most
+    /// exposing first (network, syscalls, isolation, host files, the check, records, limits).
+    #[command(
+        after_help = "Both policies are loaded as `policy show` loads them (every default filled in) and compared key by key; a key this version has no rule for counts as weaker (`unreviewed`).\n\nExit status: 0 when nothing got weaker, 1 when something did (a CI gate), 2 when a policy cannot be loaded.\n\nExamples:\n  agentjail policy diff policies/judge.toml policies/judge-open.toml\n  agentjail policy diff --json default data"
+    )]
+    Diff {
+        /// The policy before the change (a file or a shipped policy's name).
+        old: PathBuf,
+        /// The policy after it.
+        new: PathBuf,
+        /// Machine-readable output: `{"old", "new", "changes": [...], "weaker", "stronger", "neutral"}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[cfg(test)]

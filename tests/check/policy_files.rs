@@ -917,3 +917,112 @@ fn a_policy_is_named_by_name_from_any_directory() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("name = \"from-env\""));
 }
+
+/// `agentjail policy diff OLD NEW`: planted weakenings of a shipped policy (network on,
+/// `process_spawn`, a bind of `/opt` (the loader refuses `/var` itself: the unit test
+/// plants that one), `enforce = false`) each load, come out `weaker` with
+/// exit 1 and first in the report, and undone are exit 0; the same policy twice exits 0; a
+/// missing policy exits 2; `--json` says what the text says.
+#[test]
+fn policy_diff_gates_on_weakenings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = policies_dir().join("judge.toml");
+    let text = std::fs::read_to_string(&base).expect("judge.toml");
+    let diff = |args: &[&str]| {
+        let out = std::process::Command::new(crate::common::agentjail_path())
+            .args(["policy", "diff"])
+            .args(args)
+            .output()
+            .expect("run agentjail");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let b = base.to_str().unwrap();
+    let (code, out, _) = diff(&[b, b]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.ends_with("0 change(s): 0 weaker, 0 stronger, 0 neutral\n"),
+        "{out}"
+    );
+    type Plant = fn(&mut toml::Table);
+    let plants: [(&str, &str, Plant); 4] = [
+        ("network.enabled", "network", |t| {
+            set(t, "network", "enabled", true.into())
+        }),
+        ("seccomp.allow_groups", "syscalls", |t| {
+            push(t, "seccomp", "allow_groups", "process_spawn")
+        }),
+        ("filesystem.read_only", "filesystem", |t| {
+            push(t, "filesystem", "read_only", "/opt")
+        }),
+        // The loader takes enforce = false only with every control required: landlock
+        // too (a stronger change beside the weaker one).
+        ("check.enforce", "check", |t| {
+            set(t, "check", "enforce", false.into());
+            set(t, "landlock", "requirement", "required".into());
+        }),
+    ];
+    for (key, exposure, plant) in plants {
+        let mut t: toml::Table = toml::from_str(&text).expect("judge.toml parses");
+        plant(&mut t);
+        let path = dir.path().join(format!("{}.toml", key.replace('.', "_")));
+        std::fs::write(&path, toml::to_string(&t).expect("toml")).expect("write");
+        let p = path.to_str().unwrap();
+        let (code, out, err) = diff(&[b, p]);
+        assert_eq!(code, Some(1), "{key}: {out}{err}");
+        let first = out.lines().nth(2).unwrap_or("");
+        assert!(
+            first.starts_with(&format!("weaker   {exposure:<10} {key}:")),
+            "{key}: {out}"
+        );
+        let (code, json, _) = diff(&["--json", b, p]);
+        assert_eq!(code, Some(1));
+        let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+        assert_eq!(v["changes"][0]["key"], key, "{v}");
+        assert_eq!(v["changes"][0]["direction"], "weaker");
+        assert_eq!(v["weaker"], 1, "{key}: one plant, one weakening: {v}");
+        // Back the other way: stronger, exit 0 (but for the landlock the enforce plant
+        // needed, which undone is a weakening of its own).
+        let (code, out, _) = diff(&[p, b]);
+        if key == "check.enforce" {
+            assert_eq!(code, Some(1), "{out}");
+            assert!(
+                out.contains("\nweaker   isolation  landlock.requirement:"),
+                "{out}"
+            );
+            assert!(
+                out.contains("\nstronger check      check.enforce:"),
+                "{out}"
+            );
+        } else {
+            assert_eq!(code, Some(0), "{key} undone: {out}");
+        }
+    }
+    let (code, _, err) = diff(&[b, "/nonexistent/policy.toml"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("/nonexistent/policy.toml"), "{err}");
+}
+
+/// `[section] key += [item]` in a policy's TOML.
+fn push(t: &mut toml::Table, section: &str, key: &str, item: &str) {
+    let mut items = t
+        .get(section)
+        .and_then(|s| s.get(key))
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
+    items.push(item.into());
+    set(t, section, key, toml::Value::Array(items));
+}
+
+/// `[section] key = value` in a policy's TOML.
+fn set(t: &mut toml::Table, section: &str, key: &str, value: toml::Value) {
+    t.entry(section)
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        .as_table_mut()
+        .expect("a section")
+        .insert(key.to_string(), value);
+}

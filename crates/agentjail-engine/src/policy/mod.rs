@@ -14,6 +14,7 @@ pub mod python;
 /// jail's vocabulary, as it holds the check crate's rule types).
 pub use agentjail_jail::syscall_groups;
 mod credentials;
+pub mod diff;
 mod invalid;
 mod network;
 mod validate;
