@@ -61,6 +61,8 @@ STDLIB_ROOTS = [
     "linecache", "locale", "math", "numbers", "operator", "platform", "pprint", "random",
     "re", "secrets", "statistics", "string", "struct", "textwrap", "time", "tokenize",
     "typing", "unicodedata", "uuid", "warnings", "zlib",
+    # What a program under a network allowlist fetches with (policies/net.toml).
+    "http", "http.client", "urllib", "urllib.error", "urllib.parse", "urllib.request",
 ]
 
 # Third-party modules data.toml allows (each package's closure is summarised).

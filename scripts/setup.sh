@@ -77,6 +77,26 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'impo
     fi
     echo "$want" >"$stamp"
 fi
+# smolagents' own MCP client (ToolCollection.from_mcp: smolagents 1.26.0, mcpadapt 0.1.19,
+# mcp 1.30.0, every dependency pinned in crates/agentjail-mcp/tests/mcp/requirements-smolagents.txt)
+# in .venv-smolmcp/ (gitignored): crates/agentjail-mcp/tests/mcp.rs drives `agentjail mcp`
+# with it as REFERENCE's smolagents snippet does. Its own venv: mcpadapt does not import
+# under mcp 2.x, which .venv-mcp pins.
+venv=.venv-smolmcp
+req=crates/agentjail-mcp/tests/mcp/requirements-smolagents.txt
+stamp=$venv/.requirements.sha256
+want=$(sha256sum "$req" | cut -d' ' -f1)
+venv_real=$(venv_dir "$venv" "$want")
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! "$venv/bin/python" -c 'import mcpadapt.core' 2>/dev/null; then
+    rm -rf "$venv_real"
+    /usr/bin/python3 -m venv "$venv_real"
+    if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$req"; then
+        rm -rf "$venv_real"
+        echo "setup: cannot install smolagents' MCP client from PyPI (pip install -r $req failed)" >&2
+        exit 1
+    fi
+    echo "$want" >"$stamp"
+fi
 # The Python client's test venv, .venv-py/ (gitignored): pytest, smolagents, langchain-core and
 # ray (the fleet's tests: an 80 MB wheel; the venv grows to ~410 MB) pinned in
 # python/requirements-test.txt; verl pinned (by hash) in python/requirements-verl.txt, without

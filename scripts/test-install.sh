@@ -39,7 +39,8 @@ unlisted=$(comm -13 <(echo "$before") <(echo "$after") | sed 's#^\.##' |
     grep -vxFf <(awk '{print $2}' "$manifest") || true)
 [ -z "$unlisted" ] && pass "nothing installed outside the manifest" || bad "unlisted: $unlisted"
 
-for f in bin/agentjail bin/agentjail-mcp bin/agentjail-http share/agentjail/policies/default.toml share/man/man1/agentjail.1 \
+for f in bin/agentjail bin/agentjail-mcp bin/agentjail-http share/agentjail/policies/default.toml \
+    share/agentjail/policies/python.toml share/agentjail/policies/net.toml share/man/man1/agentjail.1 \
     share/man/man1/agentjail-run.1 share/man/man1/agentjail-exec.1 share/man/man1/agentjail-check.1 \
     share/man/man1/agentjail-policy-show.1 share/man/man1/agentjail-doctor.1 \
     share/bash-completion/completions/agentjail share/zsh/site-functions/_agentjail \
@@ -60,6 +61,12 @@ grep -q "$prefix/bin/agentjail-http" "$root/etc/apparmor.d/agentjail" 2>/dev/nul
     pass "/etc/apparmor.d/agentjail has the agentjail-http profile at $prefix/bin/agentjail-http" ||
     bad "/etc/apparmor.d/agentjail lacks $prefix/bin/agentjail-http"
 v=$("$root$prefix/bin/agentjail" --version) && pass "installed binary runs: $v" || bad "--version failed"
+# Shipped policies by name, from the share directory beside the installed binary.
+for name in python net; do
+    src=$(cd / && AGENTJAIL_POLICY_DIR= "$root$prefix/bin/agentjail" policy show "$name" 2>&1 | sed -n 's/^# source: //p')
+    [ "$src" = "$root$prefix/share/agentjail/policies/$name.toml" ] &&
+        pass "policy show $name resolves to $src" || bad "policy show $name: source '$src'"
+done
 # `agentjail mcp` execs the installed agentjail-mcp: it answers initialize, then EOF ends it.
 init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test-install","version":"1"}}}'
 r=$(echo "$init" | timeout 30 "$root$prefix/bin/agentjail" mcp --pool 0 2>&1) &&

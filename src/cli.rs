@@ -109,6 +109,21 @@ pub enum Command {
         #[command(flatten)]
         flags: McpFlags,
     },
+    /// For a stopped record: the policy edit that would let its action through, what the
+    /// edit exposes, and the safer way when there is one.
+    #[command(
+        after_help = "The policy is --policy, else the record's own (`policy.path`, which must still hash to the record's `policy.sha256`). Each edit is tried on a copy of the policy: an edit the loader refuses is never proposed (the record says why instead), and `policy lint`'s new warnings on the edited copy are its risks. Limits are raised to twice what the run hit.\n\nExit status: 0 explained (with or without an edit), 2 when the record or the policy cannot be read.\n\nExamples:\n  agentjail run action.json > rec.json; agentjail explain rec.json\n  agentjail explain --json --policy policies/data.toml rec.json"
+    )]
+    Explain {
+        /// The record (`-`: stdin).
+        record: PathBuf,
+        /// The policy it ran under (default: the record's).
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Machine-readable output: `{"stop_reason", "edits": [{key, add | remove | set}], "risks", "alternative"?, "no_edit"?}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the effective policy or lint it.
     Policy {
         #[command(subcommand)]
@@ -131,10 +146,16 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// The effective policy with every default filled in, and its sha256.
-    #[command(after_help = "Example:\n  agentjail policy show policies/default.toml")]
+    #[command(
+        after_help = "Example:\n  agentjail policy show policies/default.toml\n  agentjail policy show --json data"
+    )]
     Show {
         /// Policy file; omitted: the embedded default.
         file: Option<PathBuf>,
+        /// Print the effective policy as one JSON object (the same keys and values), for
+        /// programs (the Python client describes its tools from it).
+        #[arg(long)]
+        json: bool,
     },
     /// Warn about weak settings. Exit 1 when there are warnings.
     #[command(after_help = "Example:\n  agentjail policy lint policies/data.toml")]

@@ -63,6 +63,11 @@ fn dispatch(command: cli::Command) -> i32 {
             )
         }
         Command::Policy { action } => commands::policy::command(action),
+        Command::Explain {
+            record,
+            policy,
+            json,
+        } => commands::policy::explain(&record, policy.as_deref(), json),
         Command::Doctor { json, policy } => {
             return commands::doctor::command(json, policy.as_deref())
         }

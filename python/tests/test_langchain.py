@@ -94,3 +94,32 @@ def test_render_never_evaluates_the_record():
     out = render(Fake())
     assert out.startswith("{'__import__': 1}\nstderr:\n")
     assert "[output truncated]" in out and out.endswith("stopped: code_stderr_limit")
+
+
+def _imports(description):
+    """The "Imports allowed: a, b, ...;" list of a description."""
+    start = description.index("Imports allowed: ") + len("Imports allowed: ")
+    return description[start:description.index(";", start)].split(", ")
+
+
+def test_the_description_lists_what_the_policy_allows(binary, tool):
+    # The client's default policy (policies/python.toml): its imports, limits, no network.
+    d = tool.description
+    imports = _imports(d)
+    assert "math" in imports and "re" in imports and "datetime" in imports, d
+    assert "urllib.request" not in imports and "os" not in imports, d
+    assert "wall 10 s" in d and "memory 512MiB" in d and "No network." in d, d
+    # Another policy, loaded at construction (no server started yet): its own list.
+    net = AgentjailPythonTool(binary=binary, policy="net")
+    assert net._owned is None
+    assert "urllib.request" in _imports(net.description)
+    assert "Network: only example.com:443 (https:// only)" in net.description, net.description
+    # A description given by the caller is kept.
+    assert AgentjailPythonTool(client=tool.client, description="mine").description == "mine"
+
+
+def test_a_bad_policy_raises_at_construction(binary):
+    import agentjail
+
+    with pytest.raises(agentjail.PolicyError, match="no-such-policy"):
+        AgentjailPythonTool(binary=binary, policy="no-such-policy")

@@ -66,6 +66,16 @@ def test_the_constructor_raises_what_the_first_call_would(binary, tmp_path, monk
     # A flag serve refuses: the server exits at start, and its words are the error.
     with pytest.raises(agentjail.ConnectionClosed, match="--no-such-flag"):
         agentjail.Client(binary=binary, args=["--no-such-flag"])
+    # A zygote that cannot work: serve --zygote starts its template before it answers (the
+    # template's own refusals, of the policy's interpreter or arguments, come at that same
+    # start); here the template binary is not next to agentjail, and the constructor says so.
+    import shutil
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(binary, alone / "agentjail")
+    with pytest.raises(agentjail.ConnectionClosed, match="--zygote needs .*agentjail-zygote next to agentjail"):
+        agentjail.Client(binary=str(alone / "agentjail"), args=["--zygote"])
 
     async def main():
         with pytest.raises(agentjail.PolicyError, match="no-such-policy"):
@@ -105,3 +115,43 @@ def test_no_start_up_noise_in_a_data_record(binary, tmp_path):
         with c.session() as s:
             r = s.exec("print(1)")
             assert (r.ok, r.stdout, r.stderr) == (True, "1\n", ""), r.raw
+
+
+def test_the_client_knows_what_its_policy_allows(client, binary):
+    info = client.policy_info
+    assert info.name == "python" and info.network == "none" and info.allowed_hosts == []
+    assert {"math", "re", "datetime"} <= set(info.allowed_imports) and "os" not in info.allowed_imports
+    assert "Imports allowed: json, statistics, math," in info.describe() and "No network." in info.describe()
+    # AsyncClient loads it in its constructor too (the server starts at connect()).
+    net = agentjail.AsyncClient(binary=binary, policy="net").policy_info
+    assert (net.name, net.network, net.allowed_hosts) == ("net", "allowlist", ["example.com:443"])
+    assert {"urllib.request", "http.client", "requests"} <= set(net.allowed_imports)
+    # The loader lifted the network names from the check's denials (policies/net.toml).
+    assert not {"connect", "request", "urlopen"} & set(net.raw["check"]["denied_attributes"])
+    assert {"connect", "request", "urlopen"} <= set(info.raw["check"]["denied_attributes"])
+
+
+def test_no_start_up_noise_under_any_shipped_policy(binary, tmp_path):
+    # Every shipped policy's cold `run` and warm serve jail (its preload imported ahead) of
+    # print(1): exactly "1\n" on stdout and nothing on stderr (no interpreter, site,
+    # preload or fontconfig chatter a model would read as its own error).
+    import json
+    import subprocess
+
+    from conftest import needs_cgroups
+
+    needs_cgroups()  # data, smolagents, workspace and judge-open require the memory cgroup
+    names = sorted(p.stem for p in (REPO / "policies").glob("*.toml"))
+    assert {"python", "net", "data", "smolagents", "workspace", "judge", "default"} <= set(names)
+    action = {"id": "t", "language": "python", "entrypoint": "main.py", "code": "print(1)",
+              "output_mode": "text", "stdin": ""}
+    for name in names:
+        p = subprocess.run([binary, "run", "--policy", name, "-"], cwd=tmp_path, capture_output=True,
+                           input=json.dumps(action).encode(), timeout=120)
+        r = json.loads(p.stdout)
+        assert (r["status"], r["execution"]["stdout"], r["execution"]["stderr"]) == ("ok", "1\n", ""), (name, r)
+    for name in ("python", "net", "smolagents"):
+        with agentjail.Client(binary=binary, policy=name, args=["--pool", "1"]) as c:
+            for _ in range(2):
+                r = c.run("print(1)")
+                assert (r.ok, r.stdout, r.stderr) == (True, "1\n", ""), (name, r.raw)

@@ -162,3 +162,23 @@ def test_uses_a_given_client_and_leaves_it_open(binary):
         assert ex.run_code_raise_errors("multiply(4, 5)").output == "20"
         ex.cleanup()
         assert c.run("print(1)", output_mode="text").ok
+
+
+def test_the_executor_says_what_the_policy_allows(binary):
+    ex = AgentjailExecutor(binary=binary)
+    try:
+        # policies/smolagents.toml's check.allowed_imports, as the binary loaded it.
+        assert "math" in ex.authorized_imports and "re" in ex.authorized_imports
+        assert "os" not in ex.authorized_imports and "urllib.request" not in ex.authorized_imports
+        start = ex.description.index("Imports allowed: ") + len("Imports allowed: ")
+        listed = ex.description[start:ex.description.index(";", start)].split(", ")
+        assert listed == ex.authorized_imports
+        assert "No network." in ex.description and "Limits per run: wall" in ex.description
+        # What CodeAgent puts in the model's prompt when given them (the docstring's recipe).
+        agent = CodeAgent(tools=[], model=Scripted([]), executor=ex,
+                          additional_authorized_imports=ex.authorized_imports,
+                          instructions=ex.description)
+        assert "'urllib.request'" not in agent.system_prompt and "'re'" in agent.system_prompt
+        assert ex.description in agent.system_prompt
+    finally:
+        ex.cleanup()

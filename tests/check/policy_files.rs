@@ -918,6 +918,83 @@ fn a_policy_is_named_by_name_from_any_directory() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("name = \"from-env\""));
 }
 
+/// policies/net.toml: `urllib.request`, `http.client` and `requests` fetches pass the check
+/// (the loader lifted `connect`, `request`, `urlopen` because [network] is on), the modules
+/// they expose as attributes stay refused, and a policy without network refuses the three
+/// network names even where its file leaves them out.
+#[test]
+fn the_network_names_follow_the_policys_network() {
+    use agentjail_check::python::check_source;
+    let rules_of = |text: &str| -> Vec<String> {
+        let net = load_file(&policies_dir().join("net.toml")).expect("net.toml");
+        check_source(text, &net.policy.check)
+            .into_iter()
+            .map(|v| v.rule)
+            .collect()
+    };
+    let net = load_file(&policies_dir().join("net.toml"))
+        .expect("net.toml")
+        .policy;
+    for name in ["connect", "request", "urlopen"] {
+        assert!(
+            !net.check.denied_attributes.iter().any(|a| a == name),
+            "{name}"
+        );
+    }
+    assert!(!show(&load_file(&policies_dir().join("net.toml")).unwrap()).contains("\"urlopen\""));
+    for ok in [
+        "import urllib.request\nprint(urllib.request.urlopen('https://example.com/', timeout=5).read())",
+        "from urllib.request import urlopen, Request\nurlopen(Request('https://example.com', data=b'x')).read()",
+        "import http.client\nc = http.client.HTTPConnection('127.0.0.1', 3128)\nc.request('GET', 'http://x/')\nprint(c.getresponse().read())",
+        "import requests\nprint(requests.get('https://example.com', timeout=5).text)",
+        "import urllib.parse\nprint(urllib.parse.urlencode({'a': 1}))",
+    ] {
+        assert_eq!(rules_of(ok), Vec::<String>::new(), "{ok}");
+    }
+    for (bad, rule) in [
+        (
+            "import urllib.request\nurllib.request.os",
+            "module_attr_not_allowed:urllib.request.os",
+        ),
+        (
+            "import urllib.request\nurllib.request.socket.socket",
+            "module_attr_not_allowed:urllib.request.socket",
+        ),
+        (
+            "import http.client\nhttp.client.ssl.SSLContext",
+            "module_attr_not_allowed:http.client.ssl",
+        ),
+        (
+            "import requests\nrequests.utils",
+            "module_attr_not_allowed:requests.utils",
+        ),
+        (
+            "import urllib.request\nurllib.request.tempfile",
+            "module_attr_not_allowed:urllib.request.tempfile",
+        ),
+    ] {
+        let rules = rules_of(bad);
+        assert!(rules.iter().any(|r| r == rule), "{bad}: {rules:?}");
+    }
+    // Network off: the names are denied whatever the file lists.
+    let python = std::fs::read_to_string(policies_dir().join("python.toml")).unwrap();
+    let without = python.replacen("\"connect\", \"request\", \"urlopen\",", "", 1);
+    assert_ne!(without, python, "python.toml's denied_attributes moved");
+    let off = load_str(&without, "off.toml").expect("loads").policy;
+    for name in ["connect", "request", "urlopen"] {
+        assert!(
+            off.check.denied_attributes.iter().any(|a| a == name),
+            "{name}"
+        );
+        let code = format!("x = 1\nx.{name}()");
+        let found: Vec<String> = check_source(&code, &off.check)
+            .into_iter()
+            .map(|v| v.rule)
+            .collect();
+        assert_eq!(found, [format!("attr_not_allowed:{name}")], "{name}");
+    }
+}
+
 /// `agentjail policy diff OLD NEW`: planted weakenings of a shipped policy (network on,
 /// `process_spawn`, a bind of `/opt` (the loader refuses `/var` itself: the unit test
 /// plants that one), `enforce = false`) each load, come out `weaker` with
@@ -983,7 +1060,18 @@ fn policy_diff_gates_on_weakenings() {
         let v: serde_json::Value = serde_json::from_str(&json).expect("json");
         assert_eq!(v["changes"][0]["key"], key, "{v}");
         assert_eq!(v["changes"][0]["direction"], "weaker");
-        assert_eq!(v["weaker"], 1, "{key}: one plant, one weakening: {v}");
+        // Network on also lifts the check's network names (connect, request, urlopen) from
+        // check.denied_attributes (Policy::settle_network_attributes): a second weakening,
+        // and the diff says so.
+        let weakenings = if key == "network.enabled" { 2 } else { 1 };
+        assert_eq!(
+            v["weaker"], weakenings,
+            "{key}: one plant, its weakenings: {v}"
+        );
+        if key == "network.enabled" {
+            assert_eq!(v["changes"][1]["key"], "check.denied_attributes", "{v}");
+            assert_eq!(v["changes"][1]["direction"], "weaker", "{v}");
+        }
         // Back the other way: stronger, exit 0 (but for the landlock the enforce plant
         // needed, which undone is a weakening of its own).
         let (code, out, _) = diff(&[p, b]);

@@ -149,3 +149,70 @@ pub fn fetch_both_code() -> String {
         port()
     )
 }
+
+/// policies/net.toml's text (`shipped`) pointed at the site: `allow` names it,
+/// `allow_private` admits 127.0.0.1 and `allow_http` is on; every other line as shipped.
+#[allow(dead_code)] // not every test binary that includes this file uses it
+pub fn net_policy_text(shipped: &str) -> String {
+    let mut text = shipped.to_string();
+    for (from, to) in [
+        (
+            "allow = [\"example.com:443\"]".to_string(),
+            format!("allow = [\"localhost:{}\"]", port()),
+        ),
+        (
+            "allow_private = []".into(),
+            "allow_private = [\"127.0.0.1/32\"]".into(),
+        ),
+        ("allow_http = false".into(), "allow_http = true".into()),
+    ] {
+        assert!(
+            text.contains(&from),
+            "policies/net.toml no longer has {from:?}"
+        );
+        text = text.replacen(&from, &to, 1);
+    }
+    text
+}
+
+/// A program (for `run`, output mode json) that fetches the site's `/ok` with
+/// `urllib.request`, with `http.client` through the proxy, with `requests` where the jail's
+/// interpreter has it (else `"missing"`), then `localhost:9`, a port no list names, and
+/// prints `{"urllib", "http_client", "requests", "other_port"}`.
+#[allow(dead_code)]
+pub fn net_fetch_code() -> String {
+    format!(
+        r#"import json, urllib.request, urllib.error, http.client
+url = 'http://localhost:{port}/ok'
+out = {{'urllib': urllib.request.urlopen(url, timeout=20).read().decode()}}
+c = http.client.HTTPConnection('127.0.0.1', 3128, timeout=20)
+c.request('GET', url)
+out['http_client'] = c.getresponse().read().decode()
+c.close()
+try:
+    import requests
+except ImportError:
+    out['requests'] = 'missing'
+else:
+    out['requests'] = requests.get(url, timeout=20).text
+try:
+    urllib.request.urlopen('http://localhost:9/', timeout=20)
+    out['other_port'] = 'reached'
+except urllib.error.HTTPError as e:
+    out['other_port'] = str(e)
+print(json.dumps(out))
+"#,
+        port = port()
+    )
+}
+
+/// Whether the host's /usr/bin/python3 can import `requests` (then the jail's can: the
+/// policy binds /usr read-only and runs `site`).
+#[allow(dead_code)]
+pub fn host_has_requests() -> bool {
+    std::process::Command::new("/usr/bin/python3")
+        .args(["-I", "-c", "import requests"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -8,8 +8,10 @@
 //! - `files_artifacts`: files in, artifacts out;
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
+//! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
-//! - `cleanup`: nothing left behind, whatever way a run ends.
+//! - `cleanup`: nothing left behind, whatever way a run ends;
+//! - `explain`: `agentjail explain`, tested by applying the edits it proposes.
 //!
 //! `cleanup` and `hardening` compare host-wide state before and after: they hold
 //! `common::alone()`, and every launcher here holds `common::jail_running()`, so no other
@@ -21,10 +23,12 @@ mod common;
 mod audit_log;
 mod cleanup;
 mod contract;
+mod explain;
 mod files_artifacts;
 mod hardening;
 mod job_view;
 mod judge_mode;
 mod network_cred;
 mod network_run;
+mod results;
 mod run_pipeline;

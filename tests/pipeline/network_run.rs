@@ -472,3 +472,58 @@ fn a_burst_of_connects_within_the_limit_overflows_nothing() {
         );
     }
 }
+
+/// The shipped policies/net.toml, its allowlist pointed at the test site: a program fetches
+/// with `urllib.request`, `http.client` (through the proxy) and, where the host has it,
+/// `requests`, all through `agentjail run` with no other edit to the policy; a port no list
+/// names is refused, and the record's `network.requests` lists every request with its
+/// verdict.
+#[test]
+fn the_shipped_net_policy_fetches_through_run() {
+    use crate::common::site;
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/policies/net.toml"))
+            .expect("policies/net.toml");
+    let pol = shared_file("net-shipped.toml", &site::net_policy_text(&shipped));
+    let action = json!({"id": "net", "language": "python", "entrypoint": "main.py",
+                        "code": site::net_fetch_code(), "input_payload": {}});
+    let bytes = serde_json::to_vec(&action).unwrap();
+    let requests = site::host_has_requests();
+    for who in variants() {
+        let r = run_as(who, &["--policy", pol.to_str().unwrap()], &bytes, None);
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        let out = &r.record["output"];
+        assert_eq!(out["urllib"], "OK-BODY", "{who:?}");
+        assert_eq!(out["http_client"], "OK-BODY", "{who:?}");
+        assert_eq!(
+            out["requests"],
+            if requests { "OK-BODY" } else { "missing" }
+        );
+        assert_eq!(out["other_port"], "HTTP Error 403: Forbidden");
+        let verdicts: Vec<(String, u64, bool, String)> = r.record["network"]["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["host"].as_str().unwrap_or("").to_string(),
+                    e["port"].as_u64().unwrap_or(0),
+                    e["allowed"].as_bool().unwrap_or(false),
+                    e["reason"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        let site = (
+            "localhost".to_string(),
+            u64::from(site::port()),
+            true,
+            "ok".to_string(),
+        );
+        let mut want = vec![site.clone(), site.clone()];
+        if requests {
+            want.push(site);
+        }
+        want.push(("localhost".into(), 9, false, "not_allowlisted".into()));
+        assert_eq!(verdicts, want, "{who:?}: {:#}", r.record["network"]);
+    }
+}

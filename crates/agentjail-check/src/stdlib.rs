@@ -251,6 +251,16 @@ pub const STRING_EVALUATING_ATTRIBUTES: &[&str] = &[
     "_missing_",
 ];
 
+/// Attribute names denied only to keep a program off the network: `urlopen`
+/// (`urllib.request`), `request` (`http.client.HTTPConnection.request`, `requests.request`,
+/// `urllib3`'s pools) and `connect` (`socket.connect`, `HTTPConnection.connect`). The
+/// policy loader settles them by the policy's `[network]` (agentjail-engine's
+/// `Policy::settle_network_attributes`): under a policy without network they are in
+/// `check.denied_attributes` whether or not the file lists them; under one with network
+/// (an allowlist, or the host's network) they are taken out of it, since the jail's
+/// network namespace and the proxy, not the check, decide what a connection reaches.
+pub const NETWORK_ATTRIBUTES: &[&str] = &["connect", "request", "urlopen"];
+
 /// Whether the checker denies attribute `attr` whatever the policy says.
 pub fn always_denied_attribute(attr: &str) -> bool {
     FRAME_ATTRIBUTES.contains(&attr)
@@ -329,7 +339,37 @@ pub fn package_denied_attribute(package: &str, attr: &str) -> bool {
 /// * `operator` minus `attrgetter` and `methodcaller` (getattr and method calls by string;
 ///   `itemgetter` does only `[]` lookups and stays);
 /// * `random` hides `_os` (the os module) behind its `__all__`.
+/// * `requests` (third party, not in the tables; importable where the host installed it and
+///   the interpreter runs `site`, as policies/net.toml's does): its top-level API, which
+///   re-exports `utils`, `compat`, `packages` (urllib3, with `os`, `sys`, `socket` behind).
 pub const MODULE_SAFE_ATTRS: &[(&str, &[&str])] = &[
+    (
+        "requests",
+        &[
+            "get",
+            "post",
+            "put",
+            "patch",
+            "delete",
+            "head",
+            "options",
+            "request",
+            "Session",
+            "session",
+            "Request",
+            "Response",
+            "PreparedRequest",
+            "RequestException",
+            "HTTPError",
+            "ConnectionError",
+            "Timeout",
+            "ConnectTimeout",
+            "ReadTimeout",
+            "TooManyRedirects",
+            "JSONDecodeError",
+            "codes",
+        ],
+    ),
     (
         "json",
         &[

@@ -19,6 +19,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("_locale", &[]),
             ("_random", &[]),
             ("_sre", &[]),
+            ("_ssl", &[]),
             ("_string", &[]),
             ("_thread", &[]),
             ("_uuid", &[]),
@@ -114,6 +115,112 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "email",
+                &[
+                    ("_encoded_words", "email._encoded_words"),
+                    ("_parseaddr", "email._parseaddr"),
+                    ("_policybase", "email._policybase"),
+                    ("base64mime", "email.base64mime"),
+                    ("charset", "email.charset"),
+                    ("encoders", "email.encoders"),
+                    ("errors", "email.errors"),
+                    ("feedparser", "email.feedparser"),
+                    ("header", "email.header"),
+                    ("iterators", "email.iterators"),
+                    ("message", "email.message"),
+                    ("parser", "email.parser"),
+                    ("quoprimime", "email.quoprimime"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            (
+                "email._encoded_words",
+                &[
+                    ("base64", "base64"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("functools", "functools"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email._parseaddr",
+                &[
+                    ("calendar", "calendar"),
+                    ("time", "time"),
+                ],
+            ),
+            (
+                "email._policybase",
+                &[
+                    ("_charset", "email.charset"),
+                    ("abc", "abc"),
+                    ("header", "email.header"),
+                ],
+            ),
+            ("email.base64mime", &[]),
+            (
+                "email.charset",
+                &[
+                    ("email", "email"),
+                    ("errors", "email.errors"),
+                ],
+            ),
+            ("email.encoders", &[]),
+            ("email.errors", &[]),
+            (
+                "email.feedparser",
+                &[
+                    ("errors", "email.errors"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.header",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("email", "email"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.iterators",
+                &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "email.message",
+                &[
+                    ("_charset", "email.charset"),
+                    ("errors", "email.errors"),
+                    ("quopri", "quopri"),
+                    ("re", "re"),
+                    ("utils", "email.utils"),
+                    ("uu", "uu"),
+                ],
+            ),
+            ("email.parser", &[]),
+            (
+                "email.quoprimime",
+                &[
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.utils",
+                &[
+                    ("datetime", "datetime"),
+                    ("os", "os"),
+                    ("random", "random"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("time", "time"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
                 "encodings",
                 &[
                     ("aliases", "encodings.aliases"),
@@ -135,6 +242,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("sys", "sys"),
                 ],
             ),
+            ("errno", &[]),
             (
                 "fractions",
                 &[
@@ -146,6 +254,13 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("functools", &[]),
+            (
+                "genericpath",
+                &[
+                    ("os", "os"),
+                    ("stat", "stat"),
+                ],
+            ),
             ("graphlib", &[]),
             (
                 "hashlib",
@@ -154,6 +269,26 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("heapq", &[]),
+            (
+                "http",
+                &[
+                    ("client", "http.client"),
+                ],
+            ),
+            (
+                "http.client",
+                &[
+                    ("collections", "collections"),
+                    ("email", "email"),
+                    ("errno", "errno"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("sys", "sys"),
+                ],
+            ),
             ("itertools", &[]),
             (
                 "json",
@@ -219,6 +354,15 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "posixpath",
+                &[
+                    ("genericpath", "genericpath"),
+                    ("os", "os"),
+                    ("stat", "stat"),
+                    ("sys", "sys"),
+                ],
+            ),
+            (
                 "pprint",
                 &[
                     ("_collections", "collections"),
@@ -228,6 +372,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("re", "re"),
                 ],
             ),
+            ("quopri", &[]),
             (
                 "random",
                 &[
@@ -262,6 +407,19 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ),
             ("sre_parse", &[]),
             (
+                "ssl",
+                &[
+                    ("_socket", "socket"),
+                    ("_ssl", "_ssl"),
+                    ("base64", "base64"),
+                    ("errno", "errno"),
+                    ("os", "os"),
+                    ("sys", "sys"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            ("stat", &[]),
+            (
                 "statistics",
                 &[
                     ("math", "math"),
@@ -277,6 +435,21 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("struct", &[]),
+            (
+                "tempfile",
+                &[
+                    ("_errno", "errno"),
+                    ("_functools", "functools"),
+                    ("_io", "io"),
+                    ("_os", "os"),
+                    ("_shutil", "shutil"),
+                    ("_sys", "sys"),
+                    ("_thread", "_thread"),
+                    ("_types", "types"),
+                    ("_warnings", "warnings"),
+                    ("_weakref", "weakref"),
+                ],
+            ),
             (
                 "textwrap",
                 &[
@@ -308,6 +481,68 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ),
             ("unicodedata", &[]),
             (
+                "urllib",
+                &[
+                    ("error", "urllib.error"),
+                    ("parse", "urllib.parse"),
+                    ("request", "urllib.request"),
+                    ("response", "urllib.response"),
+                ],
+            ),
+            (
+                "urllib.error",
+                &[
+                    ("io", "io"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
+                "urllib.parse",
+                &[
+                    ("collections", "collections"),
+                    ("re", "re"),
+                    ("sys", "sys"),
+                    ("types", "types"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.request",
+                &[
+                    ("base64", "base64"),
+                    ("bisect", "bisect"),
+                    ("contextlib", "contextlib"),
+                    ("email", "email"),
+                    ("hashlib", "hashlib"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("os", "os"),
+                    ("posixpath", "posixpath"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("string", "string"),
+                    ("sys", "sys"),
+                    ("tempfile", "tempfile"),
+                    ("time", "time"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.response",
+                &[
+                    ("tempfile", "tempfile"),
+                ],
+            ),
+            (
+                "uu",
+                &[
+                    ("binascii", "binascii"),
+                    ("os", "os"),
+                    ("sys", "sys"),
+                ],
+            ),
+            (
                 "uuid",
                 &[
                     ("_uuid", "_uuid"),
@@ -319,6 +554,14 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             (
                 "warnings",
                 &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "weakref",
+                &[
+                    ("_collections_abc", "collections.abc"),
+                    ("itertools", "itertools"),
                     ("sys", "sys"),
                 ],
             ),
@@ -351,6 +594,8 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("graphlib", &["CycleError", "TopologicalSorter"]),
             ("hashlib", &["algorithms_available", "algorithms_guaranteed", "blake2b", "blake2s", "md5", "new", "pbkdf2_hmac", "sha1", "sha224", "sha256", "sha384", "sha3_224", "sha3_256", "sha3_384", "sha3_512", "sha512", "shake_128", "shake_256"]),
             ("heapq", &["heapify", "heappop", "heappush", "heappushpop", "heapreplace", "merge", "nlargest", "nsmallest"]),
+            ("http", &["HTTPStatus"]),
+            ("http.client", &["BadStatusLine", "CannotSendHeader", "CannotSendRequest", "HTTPConnection", "HTTPException", "HTTPResponse", "HTTPSConnection", "ImproperConnectionState", "IncompleteRead", "InvalidURL", "LineTooLong", "NotConnected", "RemoteDisconnected", "ResponseNotReady", "UnimplementedFileMode", "UnknownProtocol", "UnknownTransferEncoding", "error", "responses"]),
             ("itertools", &["accumulate", "chain", "combinations", "combinations_with_replacement", "compress", "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise", "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest"]),
             ("json", &["JSONDecodeError", "JSONDecoder", "JSONEncoder", "dump", "dumps", "load", "loads"]),
             ("keyword", &["iskeyword", "issoftkeyword", "kwlist", "softkwlist"]),
@@ -372,6 +617,10 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("tokenize", &["AMPER", "AMPEREQUAL", "ASYNC", "AT", "ATEQUAL", "AWAIT", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", "COLON", "COLONEQUAL", "COMMA", "COMMENT", "DEDENT", "DOT", "DOUBLESLASH", "DOUBLESLASHEQUAL", "DOUBLESTAR", "DOUBLESTAREQUAL", "ELLIPSIS", "ENCODING", "ENDMARKER", "EQEQUAL", "EQUAL", "ERRORTOKEN", "GREATER", "GREATEREQUAL", "INDENT", "ISEOF", "ISNONTERMINAL", "ISTERMINAL", "LBRACE", "LEFTSHIFT", "LEFTSHIFTEQUAL", "LESS", "LESSEQUAL", "LPAR", "LSQB", "MINEQUAL", "MINUS", "NAME", "NEWLINE", "NL", "NOTEQUAL", "NT_OFFSET", "NUMBER", "N_TOKENS", "OP", "PERCENT", "PERCENTEQUAL", "PLUS", "PLUSEQUAL", "RARROW", "RBRACE", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", "RPAR", "RSQB", "SEMI", "SLASH", "SLASHEQUAL", "SOFT_KEYWORD", "STAR", "STAREQUAL", "STRING", "TILDE", "TYPE_COMMENT", "TYPE_IGNORE", "TokenInfo", "VBAR", "VBAREQUAL", "detect_encoding", "generate_tokens", "tok_name", "tokenize", "untokenize"]),
             ("typing", &["AbstractSet", "Annotated", "Any", "AnyStr", "AsyncContextManager", "AsyncGenerator", "AsyncIterable", "AsyncIterator", "Awaitable", "BinaryIO", "ByteString", "Callable", "ChainMap", "ClassVar", "Collection", "Concatenate", "Container", "ContextManager", "Coroutine", "Counter", "DefaultDict", "Deque", "Dict", "Final", "ForwardRef", "FrozenSet", "Generator", "Generic", "Hashable", "IO", "ItemsView", "Iterable", "Iterator", "KeysView", "List", "Literal", "Mapping", "MappingView", "Match", "MutableMapping", "MutableSequence", "MutableSet", "NamedTuple", "NewType", "NoReturn", "Optional", "OrderedDict", "ParamSpec", "ParamSpecArgs", "ParamSpecKwargs", "Pattern", "Protocol", "Reversible", "Sequence", "Set", "Sized", "SupportsAbs", "SupportsBytes", "SupportsComplex", "SupportsFloat", "SupportsIndex", "SupportsInt", "SupportsRound", "TYPE_CHECKING", "Text", "TextIO", "Tuple", "Type", "TypeAlias", "TypeGuard", "TypeVar", "TypedDict", "Union", "ValuesView", "cast", "final", "get_args", "get_origin", "get_type_hints", "is_typeddict", "no_type_check", "no_type_check_decorator", "overload", "runtime_checkable"]),
             ("unicodedata", &["UCD", "bidirectional", "category", "combining", "decimal", "decomposition", "digit", "east_asian_width", "is_normalized", "lookup", "mirrored", "name", "normalize", "numeric", "ucd_3_2_0", "unidata_version"]),
+            ("urllib", &["parse"]),
+            ("urllib.error", &["ContentTooShortError", "HTTPError", "URLError"]),
+            ("urllib.parse", &["DefragResult", "DefragResultBytes", "ParseResult", "ParseResultBytes", "SplitResult", "SplitResultBytes", "parse_qs", "parse_qsl", "quote", "quote_from_bytes", "quote_plus", "unquote", "unquote_plus", "unquote_to_bytes", "urldefrag", "urlencode", "urljoin", "urlparse", "urlsplit", "urlunparse", "urlunsplit"]),
+            ("urllib.request", &["AbstractBasicAuthHandler", "AbstractDigestAuthHandler", "BaseHandler", "CacheFTPHandler", "DataHandler", "FTPHandler", "FancyURLopener", "FileHandler", "HTTPBasicAuthHandler", "HTTPCookieProcessor", "HTTPDefaultErrorHandler", "HTTPDigestAuthHandler", "HTTPErrorProcessor", "HTTPHandler", "HTTPPasswordMgr", "HTTPPasswordMgrWithDefaultRealm", "HTTPPasswordMgrWithPriorAuth", "HTTPRedirectHandler", "HTTPSHandler", "OpenerDirector", "ProxyBasicAuthHandler", "ProxyDigestAuthHandler", "ProxyHandler", "Request", "URLopener", "UnknownHandler", "build_opener", "getproxies", "install_opener", "pathname2url", "url2pathname", "urlcleanup", "urlopen", "urlretrieve"]),
             ("uuid", &["Enum", "NAMESPACE_DNS", "NAMESPACE_OID", "NAMESPACE_URL", "NAMESPACE_X500", "RESERVED_FUTURE", "RESERVED_MICROSOFT", "RESERVED_NCS", "RFC_4122", "SafeUUID", "UUID", "bytes_", "getnode", "int_", "os", "platform", "sys", "uuid1", "uuid3", "uuid4", "uuid5"]),
             ("warnings", &["catch_warnings", "filterwarnings", "formatwarning", "resetwarnings", "showwarning", "simplefilter", "warn", "warn_explicit"]),
             ("zlib", &["DEFLATED", "DEF_BUF_SIZE", "DEF_MEM_LEVEL", "MAX_WBITS", "ZLIB_RUNTIME_VERSION", "ZLIB_VERSION", "Z_BEST_COMPRESSION", "Z_BEST_SPEED", "Z_BLOCK", "Z_DEFAULT_COMPRESSION", "Z_DEFAULT_STRATEGY", "Z_FILTERED", "Z_FINISH", "Z_FIXED", "Z_FULL_FLUSH", "Z_HUFFMAN_ONLY", "Z_NO_COMPRESSION", "Z_NO_FLUSH", "Z_PARTIAL_FLUSH", "Z_RLE", "Z_SYNC_FLUSH", "Z_TREES", "adler32", "compress", "compressobj", "crc32", "decompress", "decompressobj", "error"]),
@@ -385,6 +634,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("_hashlib", &[]),
             ("_random", &[]),
             ("_sre", &[]),
+            ("_ssl", &[]),
             ("_string", &[]),
             ("_thread", &[]),
             ("_uuid", &[]),
@@ -482,6 +732,112 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "email",
+                &[
+                    ("_encoded_words", "email._encoded_words"),
+                    ("_parseaddr", "email._parseaddr"),
+                    ("_policybase", "email._policybase"),
+                    ("base64mime", "email.base64mime"),
+                    ("charset", "email.charset"),
+                    ("encoders", "email.encoders"),
+                    ("errors", "email.errors"),
+                    ("feedparser", "email.feedparser"),
+                    ("header", "email.header"),
+                    ("iterators", "email.iterators"),
+                    ("message", "email.message"),
+                    ("parser", "email.parser"),
+                    ("quoprimime", "email.quoprimime"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            (
+                "email._encoded_words",
+                &[
+                    ("base64", "base64"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("functools", "functools"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email._parseaddr",
+                &[
+                    ("calendar", "calendar"),
+                    ("time", "time"),
+                ],
+            ),
+            (
+                "email._policybase",
+                &[
+                    ("_charset", "email.charset"),
+                    ("abc", "abc"),
+                    ("header", "email.header"),
+                ],
+            ),
+            ("email.base64mime", &[]),
+            (
+                "email.charset",
+                &[
+                    ("email", "email"),
+                    ("errors", "email.errors"),
+                ],
+            ),
+            ("email.encoders", &[]),
+            ("email.errors", &[]),
+            (
+                "email.feedparser",
+                &[
+                    ("errors", "email.errors"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.header",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("email", "email"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.iterators",
+                &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "email.message",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("quopri", "quopri"),
+                    ("re", "re"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            ("email.parser", &[]),
+            (
+                "email.quoprimime",
+                &[
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.utils",
+                &[
+                    ("datetime", "datetime"),
+                    ("os", "os"),
+                    ("random", "random"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("time", "time"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
                 "encodings",
                 &[
                     ("aliases", "encodings.aliases"),
@@ -504,6 +860,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("sys", "sys"),
                 ],
             ),
+            ("errno", &[]),
             (
                 "fractions",
                 &[
@@ -515,6 +872,13 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("functools", &[]),
+            (
+                "genericpath",
+                &[
+                    ("os", "os"),
+                    ("stat", "stat"),
+                ],
+            ),
             ("graphlib", &[]),
             (
                 "hashlib",
@@ -523,6 +887,32 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("heapq", &[]),
+            (
+                "http",
+                &[
+                    ("client", "http.client"),
+                ],
+            ),
+            (
+                "http.client",
+                &[
+                    ("collections", "collections"),
+                    ("email", "email"),
+                    ("errno", "errno"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "ipaddress",
+                &[
+                    ("functools", "functools"),
+                ],
+            ),
             ("itertools", &[]),
             (
                 "json",
@@ -587,6 +977,15 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "posixpath",
+                &[
+                    ("genericpath", "genericpath"),
+                    ("os", "os"),
+                    ("stat", "stat"),
+                    ("sys", "sys"),
+                ],
+            ),
+            (
                 "pprint",
                 &[
                     ("_collections", "collections"),
@@ -596,6 +995,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("re", "re"),
                 ],
             ),
+            ("quopri", &[]),
             (
                 "random",
                 &[
@@ -633,6 +1033,19 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "ssl",
+                &[
+                    ("_socket", "socket"),
+                    ("_ssl", "_ssl"),
+                    ("base64", "base64"),
+                    ("errno", "errno"),
+                    ("os", "os"),
+                    ("sys", "sys"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            ("stat", &[]),
+            (
                 "statistics",
                 &[
                     ("math", "math"),
@@ -649,6 +1062,21 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("struct", &[]),
+            (
+                "tempfile",
+                &[
+                    ("_errno", "errno"),
+                    ("_functools", "functools"),
+                    ("_io", "io"),
+                    ("_os", "os"),
+                    ("_shutil", "shutil"),
+                    ("_sys", "sys"),
+                    ("_thread", "_thread"),
+                    ("_types", "types"),
+                    ("_warnings", "warnings"),
+                    ("_weakref", "weakref"),
+                ],
+            ),
             (
                 "textwrap",
                 &[
@@ -681,6 +1109,61 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ),
             ("unicodedata", &[]),
             (
+                "urllib",
+                &[
+                    ("error", "urllib.error"),
+                    ("parse", "urllib.parse"),
+                    ("request", "urllib.request"),
+                    ("response", "urllib.response"),
+                ],
+            ),
+            (
+                "urllib.error",
+                &[
+                    ("io", "io"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
+                "urllib.parse",
+                &[
+                    ("functools", "functools"),
+                    ("ipaddress", "ipaddress"),
+                    ("re", "re"),
+                    ("sys", "sys"),
+                    ("types", "types"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.request",
+                &[
+                    ("base64", "base64"),
+                    ("bisect", "bisect"),
+                    ("contextlib", "contextlib"),
+                    ("email", "email"),
+                    ("hashlib", "hashlib"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("os", "os"),
+                    ("posixpath", "posixpath"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("string", "string"),
+                    ("sys", "sys"),
+                    ("tempfile", "tempfile"),
+                    ("time", "time"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.response",
+                &[
+                    ("tempfile", "tempfile"),
+                ],
+            ),
+            (
                 "uuid",
                 &[
                     ("_uuid", "_uuid"),
@@ -692,6 +1175,14 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             (
                 "warnings",
                 &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "weakref",
+                &[
+                    ("_collections_abc", "collections.abc"),
+                    ("itertools", "itertools"),
                     ("sys", "sys"),
                 ],
             ),
@@ -724,6 +1215,8 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("graphlib", &["CycleError", "TopologicalSorter"]),
             ("hashlib", &["algorithms_available", "algorithms_guaranteed", "blake2b", "blake2s", "file_digest", "md5", "new", "pbkdf2_hmac", "sha1", "sha224", "sha256", "sha384", "sha3_224", "sha3_256", "sha3_384", "sha3_512", "sha512", "shake_128", "shake_256"]),
             ("heapq", &["heapify", "heappop", "heappush", "heappushpop", "heapreplace", "merge", "nlargest", "nsmallest"]),
+            ("http", &["HTTPMethod", "HTTPStatus"]),
+            ("http.client", &["BadStatusLine", "CannotSendHeader", "CannotSendRequest", "HTTPConnection", "HTTPException", "HTTPResponse", "HTTPSConnection", "ImproperConnectionState", "IncompleteRead", "InvalidURL", "LineTooLong", "NotConnected", "RemoteDisconnected", "ResponseNotReady", "UnimplementedFileMode", "UnknownProtocol", "UnknownTransferEncoding", "error", "responses"]),
             ("itertools", &["accumulate", "chain", "combinations", "combinations_with_replacement", "compress", "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise", "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest"]),
             ("json", &["JSONDecodeError", "JSONDecoder", "JSONEncoder", "dump", "dumps", "load", "loads"]),
             ("keyword", &["iskeyword", "issoftkeyword", "kwlist", "softkwlist"]),
@@ -745,6 +1238,10 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("tokenize", &["AMPER", "AMPEREQUAL", "ASYNC", "AT", "ATEQUAL", "AWAIT", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", "COLON", "COLONEQUAL", "COMMA", "COMMENT", "DEDENT", "DOT", "DOUBLESLASH", "DOUBLESLASHEQUAL", "DOUBLESTAR", "DOUBLESTAREQUAL", "ELLIPSIS", "ENCODING", "ENDMARKER", "EQEQUAL", "EQUAL", "ERRORTOKEN", "GREATER", "GREATEREQUAL", "INDENT", "ISEOF", "ISNONTERMINAL", "ISTERMINAL", "LBRACE", "LEFTSHIFT", "LEFTSHIFTEQUAL", "LESS", "LESSEQUAL", "LPAR", "LSQB", "MINEQUAL", "MINUS", "NAME", "NEWLINE", "NL", "NOTEQUAL", "NT_OFFSET", "NUMBER", "N_TOKENS", "OP", "PERCENT", "PERCENTEQUAL", "PLUS", "PLUSEQUAL", "RARROW", "RBRACE", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", "RPAR", "RSQB", "SEMI", "SLASH", "SLASHEQUAL", "SOFT_KEYWORD", "STAR", "STAREQUAL", "STRING", "TILDE", "TYPE_COMMENT", "TYPE_IGNORE", "TokenInfo", "VBAR", "VBAREQUAL", "detect_encoding", "generate_tokens", "tok_name", "tokenize", "untokenize"]),
             ("typing", &["AbstractSet", "Annotated", "Any", "AnyStr", "AsyncContextManager", "AsyncGenerator", "AsyncIterable", "AsyncIterator", "Awaitable", "BinaryIO", "ByteString", "Callable", "ChainMap", "ClassVar", "Collection", "Concatenate", "Container", "ContextManager", "Coroutine", "Counter", "DefaultDict", "Deque", "Dict", "Final", "ForwardRef", "FrozenSet", "Generator", "Generic", "Hashable", "IO", "ItemsView", "Iterable", "Iterator", "KeysView", "List", "Literal", "LiteralString", "Mapping", "MappingView", "Match", "MutableMapping", "MutableSequence", "MutableSet", "NamedTuple", "Never", "NewType", "NoReturn", "NotRequired", "Optional", "OrderedDict", "ParamSpec", "ParamSpecArgs", "ParamSpecKwargs", "Pattern", "Protocol", "Required", "Reversible", "Self", "Sequence", "Set", "Sized", "SupportsAbs", "SupportsBytes", "SupportsComplex", "SupportsFloat", "SupportsIndex", "SupportsInt", "SupportsRound", "TYPE_CHECKING", "Text", "TextIO", "Tuple", "Type", "TypeAlias", "TypeGuard", "TypeVar", "TypeVarTuple", "TypedDict", "Union", "Unpack", "ValuesView", "assert_never", "assert_type", "cast", "clear_overloads", "dataclass_transform", "final", "get_args", "get_origin", "get_overloads", "get_type_hints", "is_typeddict", "no_type_check", "no_type_check_decorator", "overload", "reveal_type", "runtime_checkable"]),
             ("unicodedata", &["UCD", "bidirectional", "category", "combining", "decimal", "decomposition", "digit", "east_asian_width", "is_normalized", "lookup", "mirrored", "name", "normalize", "numeric", "ucd_3_2_0", "unidata_version"]),
+            ("urllib", &["parse"]),
+            ("urllib.error", &["ContentTooShortError", "HTTPError", "URLError"]),
+            ("urllib.parse", &["DefragResult", "DefragResultBytes", "ParseResult", "ParseResultBytes", "SplitResult", "SplitResultBytes", "parse_qs", "parse_qsl", "quote", "quote_from_bytes", "quote_plus", "unquote", "unquote_plus", "unquote_to_bytes", "urldefrag", "urlencode", "urljoin", "urlparse", "urlsplit", "urlunparse", "urlunsplit"]),
+            ("urllib.request", &["AbstractBasicAuthHandler", "AbstractDigestAuthHandler", "BaseHandler", "CacheFTPHandler", "DataHandler", "FTPHandler", "FancyURLopener", "FileHandler", "HTTPBasicAuthHandler", "HTTPCookieProcessor", "HTTPDefaultErrorHandler", "HTTPDigestAuthHandler", "HTTPErrorProcessor", "HTTPHandler", "HTTPPasswordMgr", "HTTPPasswordMgrWithDefaultRealm", "HTTPPasswordMgrWithPriorAuth", "HTTPRedirectHandler", "HTTPSHandler", "OpenerDirector", "ProxyBasicAuthHandler", "ProxyDigestAuthHandler", "ProxyHandler", "Request", "URLopener", "UnknownHandler", "build_opener", "getproxies", "install_opener", "pathname2url", "url2pathname", "urlcleanup", "urlopen", "urlretrieve"]),
             ("uuid", &["Enum", "NAMESPACE_DNS", "NAMESPACE_OID", "NAMESPACE_URL", "NAMESPACE_X500", "RESERVED_FUTURE", "RESERVED_MICROSOFT", "RESERVED_NCS", "RFC_4122", "SafeUUID", "UUID", "bytes_", "getnode", "int_", "os", "platform", "sys", "uuid1", "uuid3", "uuid4", "uuid5"]),
             ("warnings", &["catch_warnings", "filterwarnings", "formatwarning", "resetwarnings", "showwarning", "simplefilter", "warn", "warn_explicit"]),
             ("zlib", &["DEFLATED", "DEF_BUF_SIZE", "DEF_MEM_LEVEL", "MAX_WBITS", "ZLIB_RUNTIME_VERSION", "ZLIB_VERSION", "Z_BEST_COMPRESSION", "Z_BEST_SPEED", "Z_BLOCK", "Z_DEFAULT_COMPRESSION", "Z_DEFAULT_STRATEGY", "Z_FILTERED", "Z_FINISH", "Z_FIXED", "Z_FULL_FLUSH", "Z_HUFFMAN_ONLY", "Z_NO_COMPRESSION", "Z_NO_FLUSH", "Z_PARTIAL_FLUSH", "Z_RLE", "Z_SYNC_FLUSH", "Z_TREES", "adler32", "compress", "compressobj", "crc32", "decompress", "decompressobj", "error"]),
@@ -758,6 +1255,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("_hashlib", &[]),
             ("_random", &[]),
             ("_sre", &[]),
+            ("_ssl", &[]),
             ("_string", &[]),
             ("_thread", &[]),
             ("_tokenize", &[]),
@@ -853,6 +1351,112 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "email",
+                &[
+                    ("_encoded_words", "email._encoded_words"),
+                    ("_parseaddr", "email._parseaddr"),
+                    ("_policybase", "email._policybase"),
+                    ("base64mime", "email.base64mime"),
+                    ("charset", "email.charset"),
+                    ("encoders", "email.encoders"),
+                    ("errors", "email.errors"),
+                    ("feedparser", "email.feedparser"),
+                    ("header", "email.header"),
+                    ("iterators", "email.iterators"),
+                    ("message", "email.message"),
+                    ("parser", "email.parser"),
+                    ("quoprimime", "email.quoprimime"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            (
+                "email._encoded_words",
+                &[
+                    ("base64", "base64"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("functools", "functools"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email._parseaddr",
+                &[
+                    ("calendar", "calendar"),
+                    ("time", "time"),
+                ],
+            ),
+            (
+                "email._policybase",
+                &[
+                    ("_charset", "email.charset"),
+                    ("abc", "abc"),
+                    ("header", "email.header"),
+                ],
+            ),
+            ("email.base64mime", &[]),
+            (
+                "email.charset",
+                &[
+                    ("email", "email"),
+                    ("errors", "email.errors"),
+                ],
+            ),
+            ("email.encoders", &[]),
+            ("email.errors", &[]),
+            (
+                "email.feedparser",
+                &[
+                    ("errors", "email.errors"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.header",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("email", "email"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.iterators",
+                &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "email.message",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("quopri", "quopri"),
+                    ("re", "re"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            ("email.parser", &[]),
+            (
+                "email.quoprimime",
+                &[
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.utils",
+                &[
+                    ("datetime", "datetime"),
+                    ("os", "os"),
+                    ("random", "random"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("time", "time"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
                 "encodings",
                 &[
                     ("aliases", "encodings.aliases"),
@@ -875,6 +1479,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("sys", "sys"),
                 ],
             ),
+            ("errno", &[]),
             (
                 "fractions",
                 &[
@@ -895,6 +1500,32 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("heapq", &[]),
+            (
+                "http",
+                &[
+                    ("client", "http.client"),
+                ],
+            ),
+            (
+                "http.client",
+                &[
+                    ("collections", "collections"),
+                    ("email", "email"),
+                    ("errno", "errno"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "ipaddress",
+                &[
+                    ("functools", "functools"),
+                ],
+            ),
             ("itertools", &[]),
             (
                 "json",
@@ -968,6 +1599,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("re", "re"),
                 ],
             ),
+            ("quopri", &[]),
             (
                 "random",
                 &[
@@ -1005,6 +1637,18 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "ssl",
+                &[
+                    ("_socket", "socket"),
+                    ("_ssl", "_ssl"),
+                    ("base64", "base64"),
+                    ("errno", "errno"),
+                    ("os", "os"),
+                    ("sys", "sys"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
                 "statistics",
                 &[
                     ("math", "math"),
@@ -1021,6 +1665,21 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("struct", &[]),
+            (
+                "tempfile",
+                &[
+                    ("_errno", "errno"),
+                    ("_functools", "functools"),
+                    ("_io", "io"),
+                    ("_os", "os"),
+                    ("_shutil", "shutil"),
+                    ("_sys", "sys"),
+                    ("_thread", "_thread"),
+                    ("_types", "types"),
+                    ("_warnings", "warnings"),
+                    ("_weakref", "weakref"),
+                ],
+            ),
             (
                 "textwrap",
                 &[
@@ -1055,6 +1714,60 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ),
             ("unicodedata", &[]),
             (
+                "urllib",
+                &[
+                    ("error", "urllib.error"),
+                    ("parse", "urllib.parse"),
+                    ("request", "urllib.request"),
+                    ("response", "urllib.response"),
+                ],
+            ),
+            (
+                "urllib.error",
+                &[
+                    ("io", "io"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
+                "urllib.parse",
+                &[
+                    ("functools", "functools"),
+                    ("ipaddress", "ipaddress"),
+                    ("math", "math"),
+                    ("re", "re"),
+                    ("types", "types"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.request",
+                &[
+                    ("base64", "base64"),
+                    ("bisect", "bisect"),
+                    ("contextlib", "contextlib"),
+                    ("email", "email"),
+                    ("hashlib", "hashlib"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("os", "os"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("string", "string"),
+                    ("sys", "sys"),
+                    ("tempfile", "tempfile"),
+                    ("time", "time"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.response",
+                &[
+                    ("tempfile", "tempfile"),
+                ],
+            ),
+            (
                 "uuid",
                 &[
                     ("_uuid", "_uuid"),
@@ -1066,6 +1779,14 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             (
                 "warnings",
                 &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "weakref",
+                &[
+                    ("_collections_abc", "collections.abc"),
+                    ("itertools", "itertools"),
                     ("sys", "sys"),
                 ],
             ),
@@ -1098,6 +1819,8 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("graphlib", &["CycleError", "TopologicalSorter"]),
             ("hashlib", &["algorithms_available", "algorithms_guaranteed", "blake2b", "blake2s", "file_digest", "md5", "new", "pbkdf2_hmac", "sha1", "sha224", "sha256", "sha384", "sha3_224", "sha3_256", "sha3_384", "sha3_512", "sha512", "shake_128", "shake_256"]),
             ("heapq", &["heapify", "heappop", "heappush", "heappushpop", "heapreplace", "merge", "nlargest", "nsmallest"]),
+            ("http", &["HTTPMethod", "HTTPStatus"]),
+            ("http.client", &["BadStatusLine", "CannotSendHeader", "CannotSendRequest", "HTTPConnection", "HTTPException", "HTTPResponse", "HTTPSConnection", "ImproperConnectionState", "IncompleteRead", "InvalidURL", "LineTooLong", "NotConnected", "RemoteDisconnected", "ResponseNotReady", "UnimplementedFileMode", "UnknownProtocol", "UnknownTransferEncoding", "error", "responses"]),
             ("itertools", &["accumulate", "batched", "chain", "combinations", "combinations_with_replacement", "compress", "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise", "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest"]),
             ("json", &["JSONDecodeError", "JSONDecoder", "JSONEncoder", "dump", "dumps", "load", "loads"]),
             ("keyword", &["iskeyword", "issoftkeyword", "kwlist", "softkwlist"]),
@@ -1119,6 +1842,10 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("tokenize", &["AMPER", "AMPEREQUAL", "ASYNC", "AT", "ATEQUAL", "AWAIT", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", "COLON", "COLONEQUAL", "COMMA", "COMMENT", "DEDENT", "DOT", "DOUBLESLASH", "DOUBLESLASHEQUAL", "DOUBLESTAR", "DOUBLESTAREQUAL", "ELLIPSIS", "ENCODING", "ENDMARKER", "EQEQUAL", "EQUAL", "ERRORTOKEN", "EXCLAMATION", "FSTRING_END", "FSTRING_MIDDLE", "FSTRING_START", "GREATER", "GREATEREQUAL", "INDENT", "ISEOF", "ISNONTERMINAL", "ISTERMINAL", "LBRACE", "LEFTSHIFT", "LEFTSHIFTEQUAL", "LESS", "LESSEQUAL", "LPAR", "LSQB", "MINEQUAL", "MINUS", "NAME", "NEWLINE", "NL", "NOTEQUAL", "NT_OFFSET", "NUMBER", "N_TOKENS", "OP", "PERCENT", "PERCENTEQUAL", "PLUS", "PLUSEQUAL", "RARROW", "RBRACE", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", "RPAR", "RSQB", "SEMI", "SLASH", "SLASHEQUAL", "SOFT_KEYWORD", "STAR", "STAREQUAL", "STRING", "TILDE", "TYPE_COMMENT", "TYPE_IGNORE", "TokenInfo", "VBAR", "VBAREQUAL", "detect_encoding", "generate_tokens", "tok_name", "tokenize", "untokenize"]),
             ("typing", &["AbstractSet", "Annotated", "Any", "AnyStr", "AsyncContextManager", "AsyncGenerator", "AsyncIterable", "AsyncIterator", "Awaitable", "BinaryIO", "ByteString", "Callable", "ChainMap", "ClassVar", "Collection", "Concatenate", "Container", "ContextManager", "Coroutine", "Counter", "DefaultDict", "Deque", "Dict", "Final", "ForwardRef", "FrozenSet", "Generator", "Generic", "Hashable", "IO", "ItemsView", "Iterable", "Iterator", "KeysView", "List", "Literal", "LiteralString", "Mapping", "MappingView", "Match", "MutableMapping", "MutableSequence", "MutableSet", "NamedTuple", "Never", "NewType", "NoReturn", "NotRequired", "Optional", "OrderedDict", "ParamSpec", "ParamSpecArgs", "ParamSpecKwargs", "Pattern", "Protocol", "Required", "Reversible", "Self", "Sequence", "Set", "Sized", "SupportsAbs", "SupportsBytes", "SupportsComplex", "SupportsFloat", "SupportsIndex", "SupportsInt", "SupportsRound", "TYPE_CHECKING", "Text", "TextIO", "Tuple", "Type", "TypeAlias", "TypeAliasType", "TypeGuard", "TypeVar", "TypeVarTuple", "TypedDict", "Union", "Unpack", "ValuesView", "assert_never", "assert_type", "cast", "clear_overloads", "dataclass_transform", "final", "get_args", "get_origin", "get_overloads", "get_type_hints", "is_typeddict", "no_type_check", "no_type_check_decorator", "overload", "override", "reveal_type", "runtime_checkable"]),
             ("unicodedata", &["UCD", "bidirectional", "category", "combining", "decimal", "decomposition", "digit", "east_asian_width", "is_normalized", "lookup", "mirrored", "name", "normalize", "numeric", "ucd_3_2_0", "unidata_version"]),
+            ("urllib", &["parse"]),
+            ("urllib.error", &["ContentTooShortError", "HTTPError", "URLError"]),
+            ("urllib.parse", &["DefragResult", "DefragResultBytes", "ParseResult", "ParseResultBytes", "SplitResult", "SplitResultBytes", "parse_qs", "parse_qsl", "quote", "quote_from_bytes", "quote_plus", "unquote", "unquote_plus", "unquote_to_bytes", "urldefrag", "urlencode", "urljoin", "urlparse", "urlsplit", "urlunparse", "urlunsplit"]),
+            ("urllib.request", &["AbstractBasicAuthHandler", "AbstractDigestAuthHandler", "BaseHandler", "CacheFTPHandler", "DataHandler", "FTPHandler", "FancyURLopener", "FileHandler", "HTTPBasicAuthHandler", "HTTPCookieProcessor", "HTTPDefaultErrorHandler", "HTTPDigestAuthHandler", "HTTPErrorProcessor", "HTTPHandler", "HTTPPasswordMgr", "HTTPPasswordMgrWithDefaultRealm", "HTTPPasswordMgrWithPriorAuth", "HTTPRedirectHandler", "HTTPSHandler", "OpenerDirector", "ProxyBasicAuthHandler", "ProxyDigestAuthHandler", "ProxyHandler", "Request", "URLopener", "UnknownHandler", "build_opener", "getproxies", "install_opener", "pathname2url", "url2pathname", "urlcleanup", "urlopen", "urlretrieve"]),
             ("uuid", &["Enum", "NAMESPACE_DNS", "NAMESPACE_OID", "NAMESPACE_URL", "NAMESPACE_X500", "RESERVED_FUTURE", "RESERVED_MICROSOFT", "RESERVED_NCS", "RFC_4122", "SafeUUID", "UUID", "bytes_", "getnode", "int_", "main", "os", "platform", "sys", "uuid1", "uuid3", "uuid4", "uuid5"]),
             ("warnings", &["catch_warnings", "filterwarnings", "formatwarning", "resetwarnings", "showwarning", "simplefilter", "warn", "warn_explicit"]),
             ("zlib", &["DEFLATED", "DEF_BUF_SIZE", "DEF_MEM_LEVEL", "MAX_WBITS", "ZLIB_RUNTIME_VERSION", "ZLIB_VERSION", "Z_BEST_COMPRESSION", "Z_BEST_SPEED", "Z_BLOCK", "Z_DEFAULT_COMPRESSION", "Z_DEFAULT_STRATEGY", "Z_FILTERED", "Z_FINISH", "Z_FIXED", "Z_FULL_FLUSH", "Z_HUFFMAN_ONLY", "Z_NO_COMPRESSION", "Z_NO_FLUSH", "Z_PARTIAL_FLUSH", "Z_RLE", "Z_SYNC_FLUSH", "Z_TREES", "adler32", "compress", "compressobj", "crc32", "decompress", "decompressobj", "error"]),
@@ -1132,7 +1859,9 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("_hashlib", &[]),
             ("_random", &[]),
             ("_sre", &[]),
+            ("_ssl", &[]),
             ("_string", &[]),
+            ("_thread", &[]),
             ("_tokenize", &[]),
             ("_uuid", &[]),
             ("abc", &[]),
@@ -1228,6 +1957,109 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "email",
+                &[
+                    ("_encoded_words", "email._encoded_words"),
+                    ("_parseaddr", "email._parseaddr"),
+                    ("_policybase", "email._policybase"),
+                    ("base64mime", "email.base64mime"),
+                    ("charset", "email.charset"),
+                    ("encoders", "email.encoders"),
+                    ("errors", "email.errors"),
+                    ("feedparser", "email.feedparser"),
+                    ("header", "email.header"),
+                    ("iterators", "email.iterators"),
+                    ("message", "email.message"),
+                    ("parser", "email.parser"),
+                    ("quoprimime", "email.quoprimime"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            (
+                "email._encoded_words",
+                &[
+                    ("base64", "base64"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("functools", "functools"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email._parseaddr",
+                &[
+                    ("time", "time"),
+                ],
+            ),
+            (
+                "email._policybase",
+                &[
+                    ("_charset", "email.charset"),
+                    ("abc", "abc"),
+                    ("header", "email.header"),
+                ],
+            ),
+            ("email.base64mime", &[]),
+            (
+                "email.charset",
+                &[
+                    ("email", "email"),
+                    ("errors", "email.errors"),
+                ],
+            ),
+            ("email.encoders", &[]),
+            ("email.errors", &[]),
+            (
+                "email.feedparser",
+                &[
+                    ("errors", "email.errors"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.header",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("email", "email"),
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.iterators",
+                &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "email.message",
+                &[
+                    ("_charset", "email.charset"),
+                    ("binascii", "binascii"),
+                    ("errors", "email.errors"),
+                    ("quopri", "quopri"),
+                    ("re", "re"),
+                    ("utils", "email.utils"),
+                ],
+            ),
+            ("email.parser", &[]),
+            (
+                "email.quoprimime",
+                &[
+                    ("re", "re"),
+                ],
+            ),
+            (
+                "email.utils",
+                &[
+                    ("datetime", "datetime"),
+                    ("os", "os"),
+                    ("re", "re"),
+                    ("time", "time"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
                 "encodings",
                 &[
                     ("aliases", "encodings.aliases"),
@@ -1250,6 +2082,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("sys", "sys"),
                 ],
             ),
+            ("errno", &[]),
             (
                 "fractions",
                 &[
@@ -1270,6 +2103,32 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("heapq", &[]),
+            (
+                "http",
+                &[
+                    ("client", "http.client"),
+                ],
+            ),
+            (
+                "http.client",
+                &[
+                    ("collections", "collections"),
+                    ("email", "email"),
+                    ("errno", "errno"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "ipaddress",
+                &[
+                    ("functools", "functools"),
+                ],
+            ),
             ("itertools", &[]),
             (
                 "json",
@@ -1335,6 +2194,7 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                     ("re", "re"),
                 ],
             ),
+            ("quopri", &[]),
             (
                 "random",
                 &[
@@ -1372,6 +2232,18 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             (
+                "ssl",
+                &[
+                    ("_socket", "socket"),
+                    ("_ssl", "_ssl"),
+                    ("base64", "base64"),
+                    ("errno", "errno"),
+                    ("os", "os"),
+                    ("sys", "sys"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
                 "statistics",
                 &[
                     ("_random", "random"),
@@ -1389,6 +2261,21 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
                 ],
             ),
             ("struct", &[]),
+            (
+                "tempfile",
+                &[
+                    ("_errno", "errno"),
+                    ("_functools", "functools"),
+                    ("_io", "io"),
+                    ("_os", "os"),
+                    ("_shutil", "shutil"),
+                    ("_sys", "sys"),
+                    ("_thread", "_thread"),
+                    ("_types", "types"),
+                    ("_warnings", "warnings"),
+                    ("_weakref", "weakref"),
+                ],
+            ),
             (
                 "textwrap",
                 &[
@@ -1420,6 +2307,60 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ),
             ("unicodedata", &[]),
             (
+                "urllib",
+                &[
+                    ("error", "urllib.error"),
+                    ("parse", "urllib.parse"),
+                    ("request", "urllib.request"),
+                    ("response", "urllib.response"),
+                ],
+            ),
+            (
+                "urllib.error",
+                &[
+                    ("io", "io"),
+                    ("urllib", "urllib"),
+                ],
+            ),
+            (
+                "urllib.parse",
+                &[
+                    ("functools", "functools"),
+                    ("ipaddress", "ipaddress"),
+                    ("math", "math"),
+                    ("re", "re"),
+                    ("types", "types"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.request",
+                &[
+                    ("base64", "base64"),
+                    ("bisect", "bisect"),
+                    ("contextlib", "contextlib"),
+                    ("email", "email"),
+                    ("hashlib", "hashlib"),
+                    ("http", "http"),
+                    ("io", "io"),
+                    ("os", "os"),
+                    ("re", "re"),
+                    ("socket", "socket"),
+                    ("ssl", "ssl"),
+                    ("string", "string"),
+                    ("sys", "sys"),
+                    ("tempfile", "tempfile"),
+                    ("time", "time"),
+                    ("warnings", "warnings"),
+                ],
+            ),
+            (
+                "urllib.response",
+                &[
+                    ("tempfile", "tempfile"),
+                ],
+            ),
+            (
                 "uuid",
                 &[
                     ("_uuid", "_uuid"),
@@ -1430,6 +2371,14 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             (
                 "warnings",
                 &[
+                    ("sys", "sys"),
+                ],
+            ),
+            (
+                "weakref",
+                &[
+                    ("_collections_abc", "collections.abc"),
+                    ("itertools", "itertools"),
                     ("sys", "sys"),
                 ],
             ),
@@ -1462,6 +2411,8 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("graphlib", &["CycleError", "TopologicalSorter"]),
             ("hashlib", &["algorithms_available", "algorithms_guaranteed", "blake2b", "blake2s", "file_digest", "md5", "new", "pbkdf2_hmac", "sha1", "sha224", "sha256", "sha384", "sha3_224", "sha3_256", "sha3_384", "sha3_512", "sha512", "shake_128", "shake_256"]),
             ("heapq", &["heapify", "heappop", "heappush", "heappushpop", "heapreplace", "merge", "nlargest", "nsmallest"]),
+            ("http", &["HTTPMethod", "HTTPStatus"]),
+            ("http.client", &["BadStatusLine", "CannotSendHeader", "CannotSendRequest", "HTTPConnection", "HTTPException", "HTTPResponse", "HTTPSConnection", "ImproperConnectionState", "IncompleteRead", "InvalidURL", "LineTooLong", "NotConnected", "RemoteDisconnected", "ResponseNotReady", "UnimplementedFileMode", "UnknownProtocol", "UnknownTransferEncoding", "error", "responses"]),
             ("itertools", &["accumulate", "batched", "chain", "combinations", "combinations_with_replacement", "compress", "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise", "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest"]),
             ("json", &["JSONDecodeError", "JSONDecoder", "JSONEncoder", "dump", "dumps", "load", "loads"]),
             ("keyword", &["iskeyword", "issoftkeyword", "kwlist", "softkwlist"]),
@@ -1483,6 +2434,10 @@ pub const STDLIB_TABLES: &[StdlibTable] = &[
             ("tokenize", &["AMPER", "AMPEREQUAL", "AT", "ATEQUAL", "CIRCUMFLEX", "CIRCUMFLEXEQUAL", "COLON", "COLONEQUAL", "COMMA", "COMMENT", "DEDENT", "DOT", "DOUBLESLASH", "DOUBLESLASHEQUAL", "DOUBLESTAR", "DOUBLESTAREQUAL", "ELLIPSIS", "ENCODING", "ENDMARKER", "EQEQUAL", "EQUAL", "ERRORTOKEN", "EXCLAMATION", "FSTRING_END", "FSTRING_MIDDLE", "FSTRING_START", "GREATER", "GREATEREQUAL", "INDENT", "ISEOF", "ISNONTERMINAL", "ISTERMINAL", "LBRACE", "LEFTSHIFT", "LEFTSHIFTEQUAL", "LESS", "LESSEQUAL", "LPAR", "LSQB", "MINEQUAL", "MINUS", "NAME", "NEWLINE", "NL", "NOTEQUAL", "NT_OFFSET", "NUMBER", "N_TOKENS", "OP", "PERCENT", "PERCENTEQUAL", "PLUS", "PLUSEQUAL", "RARROW", "RBRACE", "RIGHTSHIFT", "RIGHTSHIFTEQUAL", "RPAR", "RSQB", "SEMI", "SLASH", "SLASHEQUAL", "SOFT_KEYWORD", "STAR", "STAREQUAL", "STRING", "TILDE", "TYPE_COMMENT", "TYPE_IGNORE", "TokenError", "TokenInfo", "VBAR", "VBAREQUAL", "detect_encoding", "generate_tokens", "open", "tok_name", "tokenize", "untokenize"]),
             ("typing", &["AbstractSet", "Annotated", "Any", "AnyStr", "AsyncContextManager", "AsyncGenerator", "AsyncIterable", "AsyncIterator", "Awaitable", "BinaryIO", "ByteString", "Callable", "ChainMap", "ClassVar", "Collection", "Concatenate", "Container", "ContextManager", "Coroutine", "Counter", "DefaultDict", "Deque", "Dict", "Final", "ForwardRef", "FrozenSet", "Generator", "Generic", "Hashable", "IO", "ItemsView", "Iterable", "Iterator", "KeysView", "List", "Literal", "LiteralString", "Mapping", "MappingView", "Match", "MutableMapping", "MutableSequence", "MutableSet", "NamedTuple", "Never", "NewType", "NoDefault", "NoReturn", "NotRequired", "Optional", "OrderedDict", "ParamSpec", "ParamSpecArgs", "ParamSpecKwargs", "Pattern", "Protocol", "ReadOnly", "Required", "Reversible", "Self", "Sequence", "Set", "Sized", "SupportsAbs", "SupportsBytes", "SupportsComplex", "SupportsFloat", "SupportsIndex", "SupportsInt", "SupportsRound", "TYPE_CHECKING", "Text", "TextIO", "Tuple", "Type", "TypeAlias", "TypeAliasType", "TypeGuard", "TypeIs", "TypeVar", "TypeVarTuple", "TypedDict", "Union", "Unpack", "ValuesView", "assert_never", "assert_type", "cast", "clear_overloads", "dataclass_transform", "final", "get_args", "get_origin", "get_overloads", "get_protocol_members", "get_type_hints", "is_protocol", "is_typeddict", "no_type_check", "no_type_check_decorator", "overload", "override", "reveal_type", "runtime_checkable"]),
             ("unicodedata", &["UCD", "bidirectional", "category", "combining", "decimal", "decomposition", "digit", "east_asian_width", "is_normalized", "lookup", "mirrored", "name", "normalize", "numeric", "ucd_3_2_0", "unidata_version"]),
+            ("urllib", &["parse"]),
+            ("urllib.error", &["ContentTooShortError", "HTTPError", "URLError"]),
+            ("urllib.parse", &["DefragResult", "DefragResultBytes", "ParseResult", "ParseResultBytes", "SplitResult", "SplitResultBytes", "parse_qs", "parse_qsl", "quote", "quote_from_bytes", "quote_plus", "unquote", "unquote_plus", "unquote_to_bytes", "urldefrag", "urlencode", "urljoin", "urlparse", "urlsplit", "urlunparse", "urlunsplit"]),
+            ("urllib.request", &["AbstractBasicAuthHandler", "AbstractDigestAuthHandler", "BaseHandler", "CacheFTPHandler", "DataHandler", "FTPHandler", "FancyURLopener", "FileHandler", "HTTPBasicAuthHandler", "HTTPCookieProcessor", "HTTPDefaultErrorHandler", "HTTPDigestAuthHandler", "HTTPErrorProcessor", "HTTPHandler", "HTTPPasswordMgr", "HTTPPasswordMgrWithDefaultRealm", "HTTPPasswordMgrWithPriorAuth", "HTTPRedirectHandler", "HTTPSHandler", "OpenerDirector", "ProxyBasicAuthHandler", "ProxyDigestAuthHandler", "ProxyHandler", "Request", "URLopener", "UnknownHandler", "build_opener", "getproxies", "install_opener", "pathname2url", "url2pathname", "urlcleanup", "urlopen", "urlretrieve"]),
             ("uuid", &["Enum", "NAMESPACE_DNS", "NAMESPACE_OID", "NAMESPACE_URL", "NAMESPACE_X500", "RESERVED_FUTURE", "RESERVED_MICROSOFT", "RESERVED_NCS", "RFC_4122", "SafeUUID", "UUID", "bytes_", "getnode", "int_", "main", "os", "sys", "uuid1", "uuid3", "uuid4", "uuid5"]),
             ("warnings", &["catch_warnings", "deprecated", "filterwarnings", "formatwarning", "resetwarnings", "showwarning", "simplefilter", "warn", "warn_explicit"]),
             ("zlib", &["DEFLATED", "DEF_BUF_SIZE", "DEF_MEM_LEVEL", "MAX_WBITS", "ZLIB_RUNTIME_VERSION", "ZLIB_VERSION", "Z_BEST_COMPRESSION", "Z_BEST_SPEED", "Z_BLOCK", "Z_DEFAULT_COMPRESSION", "Z_DEFAULT_STRATEGY", "Z_FILTERED", "Z_FINISH", "Z_FIXED", "Z_FULL_FLUSH", "Z_HUFFMAN_ONLY", "Z_NO_COMPRESSION", "Z_NO_FLUSH", "Z_PARTIAL_FLUSH", "Z_RLE", "Z_SYNC_FLUSH", "Z_TREES", "adler32", "compress", "compressobj", "crc32", "decompress", "decompressobj", "error"]),

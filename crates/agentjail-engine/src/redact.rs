@@ -497,12 +497,20 @@ pub fn scrub_artifacts(
 }
 
 /// The audit log keeps an artifact's metadata (name, size, media type, sha256), never its
-/// bytes: a log line per job stays small, and no file content outlives the job there.
+/// bytes: a log line per job stays small, and no file content outlives the job there. The
+/// same for rich results' images (`results`: their text formats stay, redacted).
 fn drop_artifact_bytes(record: &mut Value) {
     if let Some(Value::Array(items)) = record.get_mut("artifacts") {
         for a in items {
             if let Value::Object(m) = a {
                 m.remove("content_base64");
+            }
+        }
+    }
+    if let Some(Value::Array(bundles)) = record.get_mut("results") {
+        for b in bundles {
+            if let Value::Object(m) = b {
+                m.retain(|k, _| !k.starts_with("image/") || k == "image/svg+xml");
             }
         }
     }
@@ -600,6 +608,23 @@ mod tests {
         assert!(rec.to_string().contains("AKIAIOSFODNN7EXAMPLE"));
         assert_eq!(rec["redaction"]["replacements"], 5);
         assert_eq!(rec["redaction"]["printed_redacted"], false);
+    }
+
+    #[test]
+    fn the_audit_copy_of_results_keeps_their_text_redacted_and_no_image_bytes() {
+        let r = redactor(false, &[]);
+        let mut rec = json!({"results": [
+            {"image/png": "iVBORw0KGgo=", "image/jpeg": "/9j/", "image/svg+xml": "<svg/>",
+             "text/html": "<b>AKIAIOSFODNN7EXAMPLE</b>", "text/plain": "fig"},
+        ]});
+        let audit = r.seal(&mut rec);
+        assert_eq!(
+            audit["results"],
+            json!([{"image/svg+xml": "<svg/>", "text/html": "<b>[REDACTED:aws_access_key]</b>",
+                    "text/plain": "fig"}])
+        );
+        // The printed copy keeps the images (the caller's own results).
+        assert_eq!(rec["results"][0]["image/png"], "iVBORw0KGgo=");
     }
 
     #[test]

@@ -163,6 +163,10 @@ pub struct SuperviseLimits {
     pub cpu_time_ms: u64,
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
+    /// Bytes of the runner's reports kept (the reply pipe); past them reports are dropped,
+    /// never a stop. At least [`crate::supervise::REPLY_CAP`] in practice: the engine adds
+    /// the policy's rich-results allowance.
+    pub reply_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -54,6 +54,7 @@ impl Handler {
         let caps = tools::Capabilities::probe(policy);
         let mut tools = tools::all(policy, caps);
         tools.extend(workspace::tools(policy));
+        tools::finish(policy, &mut tools);
         let instructions = tools::instructions(policy);
         Handler(Arc::new(Inner {
             engine,
@@ -91,7 +92,7 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = request.arguments.unwrap_or_default();
+        let args = tools::without_nulls(request.arguments.unwrap_or_default());
         let progress = Progress::of(&context);
         let ends_work = [
             RUN_PYTHON,

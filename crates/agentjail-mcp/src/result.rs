@@ -14,6 +14,12 @@
 //! (`agentjail-artifact://<run_id>/<path>`, with its size). Inline bytes travel once: the
 //! block holds them, and the record's copy of the entry keeps path, bytes, sha256,
 //! media_type and the URI, without `content_base64`.
+//!
+//! Rich results (the record's `results`: MIME bundles, typed from their content by the
+//! engine) give each raster image (`image/png`, `image/jpeg`, `image/gif`, `image/webp`) an
+//! MCP image content block, after the artifacts' blocks, in the results' order; the image
+//! travels once there, and the record's copy of its bundle keeps the other formats (the
+//! text, the HTML).
 
 use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
 use serde_json::{json, Value};
@@ -24,7 +30,8 @@ pub const ARTIFACT_SCHEME: &str = "agentjail-artifact";
 /// A record as a tool result.
 pub fn from_record(record: &Value) -> CallToolResult {
     let mut record = record.clone();
-    let blocks = take_artifacts(&mut record);
+    let mut blocks = take_artifacts(&mut record);
+    blocks.extend(take_result_images(&mut record));
     let ok = record.get("status").and_then(Value::as_str) == Some("ok");
     let mut content = vec![ContentBlock::text(agentjail_json::to_safe_string(&record))];
     content.extend(blocks);
@@ -106,6 +113,22 @@ fn take_artifacts(record: &mut Value) -> Vec<ContentBlock> {
                     link = link.with_size(n);
                 }
                 blocks.push(ContentBlock::resource_link(link));
+            }
+        }
+    }
+    blocks
+}
+
+/// Take the raster images out of the record's `results` and return them as image blocks.
+fn take_result_images(record: &mut Value) -> Vec<ContentBlock> {
+    let Some(bundles) = record.get_mut("results").and_then(Value::as_array_mut) else {
+        return Vec::new();
+    };
+    let mut blocks = Vec::new();
+    for bundle in bundles.iter_mut().filter_map(Value::as_object_mut) {
+        for media in RASTER_IMAGES {
+            if let Some(Value::String(data)) = bundle.remove(*media) {
+                blocks.push(ContentBlock::image(data, *media));
             }
         }
     }
@@ -255,6 +278,40 @@ mod tests {
         assert!(arts.iter().all(|a| a.get("content_base64").is_none()));
         assert_eq!(arts[0]["sha256"], "aa");
         assert_eq!(arts[0]["uri"], "agentjail-artifact://9f2c/plot.png");
+        assert!(!c[0]["text"].as_str().unwrap().contains(png));
+    }
+
+    #[test]
+    fn result_images_become_image_blocks_and_travel_once() {
+        let png = "iVBORw0KGgo=";
+        let rec = json!({
+            "run_id": "r2", "status": "ok", "stop_reason": "success",
+            "results": [
+                {"image/png": png, "text/plain": "<Figure size 640x480 with 1 Axes>"},
+                {"text/html": "<table></table>", "text/plain": "df"},
+                {"image/jpeg": "/9j/", "image/svg+xml": "<svg/>"}
+            ]
+        });
+        let v = as_json(&from_record(&rec));
+        let c = v["content"].as_array().unwrap();
+        assert_eq!(c.len(), 3, "{v:#}");
+        assert_eq!(
+            (&c[1]["type"], &c[1]["mimeType"], &c[1]["data"]),
+            (&json!("image"), &json!("image/png"), &json!(png))
+        );
+        assert_eq!(
+            (&c[2]["type"], &c[2]["mimeType"]),
+            (&json!("image"), &json!("image/jpeg"))
+        );
+        let results = &v["structuredContent"]["results"];
+        assert_eq!(
+            results,
+            &json!([
+                {"text/plain": "<Figure size 640x480 with 1 Axes>"},
+                {"text/html": "<table></table>", "text/plain": "df"},
+                {"image/svg+xml": "<svg/>"}
+            ])
+        );
         assert!(!c[0]["text"].as_str().unwrap().contains(png));
     }
 

@@ -128,6 +128,55 @@ pub fn all(policy: &Policy, caps: Capabilities) -> Vec<Tool> {
     tools
 }
 
+/// The last touch on every tool of the server (this module's and the workspace's): each
+/// optional argument is marked `"nullable": true` (clients built on smolagents' tool
+/// validation, mcpadapt's `ToolCollection.from_mcp`, treat an argument without it as
+/// required, and some send `null` for an absent one: [`without_nulls`] reads that as
+/// absent), and under a policy with network the tools that run Python (`run_python`,
+/// `python_session_exec`, `workspace_exec`) say they reach an open world.
+pub fn finish(policy: &Policy, tools: &mut [Tool]) {
+    for tool in tools.iter_mut() {
+        let mut schema = (*tool.input_schema).clone();
+        mark_optional_nullable(&mut schema);
+        tool.input_schema = Arc::new(schema);
+        // The tools whose Python can open a connection (JavaScript has no network module).
+        let runs_code = [RUN_PYTHON, SESSION_EXEC, "workspace_exec"].contains(&tool.name.as_ref());
+        if let Some(a) = tool.annotations.as_mut() {
+            if runs_code && policy.has_network() {
+                a.open_world_hint = Some(true);
+            }
+        }
+    }
+}
+
+/// Every property a schema does not list in `required` gets `"nullable": true`.
+fn mark_optional_nullable(schema: &mut JsonObject) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            if let (false, Value::Object(p)) = (required.contains(name), prop) {
+                p.insert("nullable".into(), Value::Bool(true));
+            }
+        }
+    }
+}
+
+/// A call's arguments with every `null` dropped: a null argument is an absent one (a
+/// required one is then missing, and the tool says so).
+pub fn without_nulls(mut args: JsonObject) -> JsonObject {
+    args.retain(|_, v| !v.is_null());
+    args
+}
+
 /// `run_javascript`, where the policy executes JavaScript.
 fn run_javascript_tool(policy: &Policy) -> Option<Tool> {
     if !policy.executes("javascript") {
@@ -260,6 +309,11 @@ pub fn record_schema() -> Value {
                     }
                 }
             },
+            "results": {
+                "type": "array",
+                "items": {"type": "object", "additionalProperties": {"type": "string"}}
+            },
+            "results_skipped": {"type": "array"},
             "agentjail_version": {"type": "string"}
         }
     })
@@ -336,7 +390,7 @@ pub fn policy_rules(p: &Policy) -> String {
         ""
     };
     format!(
-        "Policy \"{name}\" (Python {pyver}). Imports allowed: {imports}; any other import is refused before anything runs (policy_block:static_policy_violation:import_not_allowed:<module>, with line and column). Calls refused: {calls}. Names refused: {names}. Attributes refused: {attrs}.{dunder}{urls} {open} Limits per run: wall {wall} (timeout_s may only lower it), CPU {cpu}, memory {mem}, {pids} processes/threads, stdout {out}, stderr {err}, code {chars} characters. No network. The static check is not the boundary: the program also runs inside a Linux namespace jail with seccomp, landlock and cgroup limits.",
+        "Policy \"{name}\" (Python {pyver}). Imports allowed: {imports}; any other import is refused before anything runs (policy_block:static_policy_violation:import_not_allowed:<module>, with line and column). Calls refused: {calls}. Names refused: {names}. Attributes refused: {attrs}.{dunder}{urls} {open} Limits per run: wall {wall} (timeout_s may only lower it), CPU {cpu}, memory {mem}, {pids} processes/threads, stdout {out}, stderr {err}, code {chars} characters. {network} The static check is not the boundary: the program also runs inside a Linux namespace jail with seccomp, landlock and cgroup limits.",
         name = p.name,
         pyver = p.python_version(),
         imports = c.allowed_imports.join(", "),
@@ -350,7 +404,28 @@ pub fn policy_rules(p: &Policy) -> String {
         out = l.stdout,
         err = l.stderr,
         chars = p.budget.max_code_chars,
+        network = network_sentence(p),
     )
+}
+
+/// What the policy's `[network]` gives a program, in one or two sentences.
+pub fn network_sentence(p: &Policy) -> String {
+    let n = &p.network;
+    if n.allowlist() {
+        let plain = if n.allow_http {
+            "plain http:// URLs and https:// both work"
+        } else {
+            "https:// only (plain http:// is refused)"
+        };
+        format!(
+            "Network: only the hosts {hosts}, through agentjail's proxy ({plain}); urllib.request and requests use it by themselves (HTTPS_PROXY/HTTP_PROXY), http.client connects to 127.0.0.1:3128; any other host is refused (HTTP 403) and every request is listed in the record's network.requests.",
+            hosts = some_of(&n.allow, 12),
+        )
+    } else if n.enabled {
+        "Network: the host's network (the policy shares it).".to_string()
+    } else {
+        "No network.".to_string()
+    }
 }
 
 const RESULT_SHAPE: &str = "Result: structuredContent is agentjail's record: status (ok|stopped), stop_reason (success, code_timeout, code_runtime_error:<n>, policy_block:static_policy_violation:<rules>, invalid_code_output:<what>, code_memory_limit, code_output_too_large, ...), output (the validated object, only when ok), execution (exit_code, wall_ms, stdout, stderr: what the program printed, kept even when it was stopped by a timeout or a cap), error (exception type, message, line), decision.violations (rule, detail, line, column). isError is true whenever status is not ok; a text block carries the same record as compact JSON.";
@@ -486,6 +561,105 @@ mod tests {
             "{io}"
         );
         assert!(io.contains("other files up to 1MiB inline"), "{io}");
+    }
+
+    fn shipped(name: &str) -> Policy {
+        let path = format!("{}/../../policies/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        agentjail_engine::policy::load_file(std::path::Path::new(&path))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .policy
+    }
+
+    /// The "Imports allowed: ...;" list of a description.
+    fn imports_of(text: &str) -> Vec<&str> {
+        let start = text.find("Imports allowed: ").expect("imports") + "Imports allowed: ".len();
+        let end = start + text[start..].find(';').expect("end of the list");
+        text[start..end].split(", ").collect()
+    }
+
+    #[test]
+    fn every_python_tool_lists_the_policys_imports_and_network() {
+        let p = shipped("python");
+        let mut tools = all(&p, Capabilities::probe(&p));
+        finish(&p, &mut tools);
+        for t in tools
+            .iter()
+            .filter(|t| t.name != SESSION_START && t.name != SESSION_CLOSE)
+        {
+            let d = t.description.as_deref().unwrap_or_default();
+            let imports = imports_of(d);
+            assert!(
+                imports.contains(&"math") && imports.contains(&"re"),
+                "{}: {d}",
+                t.name
+            );
+            // A module the policy refuses is not listed.
+            assert!(
+                !imports
+                    .iter()
+                    .any(|m| m.starts_with("urllib") || *m == "os"),
+                "{d}"
+            );
+            assert!(
+                d.contains("wall 10 s") && d.contains("memory 512MiB"),
+                "{d}"
+            );
+            assert!(d.contains("No network."), "{d}");
+            let open = t.annotations.as_ref().and_then(|a| a.open_world_hint);
+            assert_eq!(open, Some(false), "{}", t.name);
+        }
+        let net = shipped("net");
+        let mut tools = all(&net, Capabilities::probe(&net));
+        finish(&net, &mut tools);
+        let run = tools[0].description.as_deref().unwrap_or_default();
+        let imports = imports_of(run);
+        assert!(imports.contains(&"urllib.request") && imports.contains(&"http.client"));
+        assert!(!run.contains("No network."), "{run}");
+        assert!(
+            run.contains(
+                "Network: only the hosts example.com:443, through agentjail's proxy (https:// only"
+            ),
+            "{run}"
+        );
+        // The network names are lifted from the refused attributes under a network policy.
+        assert!(!run.contains("urlopen"), "{run}");
+        let open = |name: &str| {
+            let t = tools.iter().find(|t| t.name == name).expect(name);
+            t.annotations.as_ref().and_then(|a| a.open_world_hint)
+        };
+        assert_eq!(open(RUN_PYTHON), Some(true));
+        assert_eq!(open(SESSION_EXEC), Some(true));
+        assert_eq!(open(CHECK_PYTHON), Some(false));
+        assert_eq!(open(SESSION_CLOSE), Some(false));
+    }
+
+    #[test]
+    fn optional_arguments_are_nullable_and_nulls_are_absent() {
+        let p = shipped("python");
+        let mut tools = all(&p, Capabilities::probe(&p));
+        finish(&p, &mut tools);
+        let props = tools[0].input_schema["properties"].as_object().unwrap();
+        assert_eq!(props["code"].get("nullable"), None);
+        for optional in [
+            "input",
+            "stdin",
+            "output_mode",
+            "files",
+            "output_schema",
+            "timeout_s",
+        ] {
+            assert_eq!(props[optional]["nullable"], true, "{optional}");
+        }
+        let exec = tools.iter().find(|t| t.name == SESSION_EXEC).unwrap();
+        let props = exec.input_schema["properties"].as_object().unwrap();
+        assert_eq!(props["timeout_s"]["nullable"], true);
+        assert_eq!(props["session"].get("nullable"), None);
+        let args = json!({"code": "x", "files": null, "timeout_s": null});
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        let kept = without_nulls(args);
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["code"]);
     }
 
     #[test]

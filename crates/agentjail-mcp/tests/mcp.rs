@@ -941,6 +941,95 @@ fn workspace_tools_keep_files_and_run_commands() {
     });
 }
 
+/// docs/REFERENCE.md's smolagents snippet as written, through smolagents' own
+/// `ToolCollection.from_mcp` (mcpadapt; the venv scripts/setup.sh makes at `.venv-smolmcp/`,
+/// pinned in tests/mcp/requirements-smolagents.txt) and a `ToolCallingAgent` whose model is
+/// scripted: run_python with `code` alone, then with every optional argument null, both
+/// accepted (the schemas mark them nullable, the server reads null as absent) and their
+/// output back to the model. `agentjail` is found on PATH, as the snippet names it.
+#[test]
+fn smolagents_tool_collection_from_mcp_runs_the_reference_snippet() {
+    let py = Path::new(ROOT).join(".venv-smolmcp/bin/python");
+    let ready = py.exists()
+        && Command::new(&py)
+            .args(["-c", "import mcpadapt.core, smolagents"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !common::require_feature(
+        "smolagents' MCP client venv (.venv-smolmcp): run scripts/setup.sh",
+        ready,
+    ) {
+        return;
+    }
+    let agentjail = common::agentjail_path();
+    if !common::require_feature(
+        "agentjail built beside agentjail-mcp (cargo build or cargo test at the workspace root builds both)",
+        agentjail.is_file(),
+    ) {
+        return;
+    }
+    let bin = tempfile::tempdir().expect("a PATH directory");
+    std::os::unix::fs::symlink(agentjail, bin.path().join("agentjail")).expect("link agentjail");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = Command::new(&py)
+        .arg(format!("{HERE}/tests/mcp/smolagents_from_mcp.py"))
+        .arg(format!("{ROOT}/docs/REFERENCE.md"))
+        .env("PATH", path)
+        .current_dir(bin.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the smolagents script");
+    let (code, out, err) = wait_bounded(child, Duration::from_secs(240));
+    let tail = |t: &str| {
+        t.chars()
+            .rev()
+            .take(4000)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
+    };
+    assert_eq!(
+        code,
+        Some(0),
+        "{}\n--- stderr ---\n{}",
+        tail(&out),
+        tail(&err)
+    );
+    assert!(out.contains("ok smolagents_from_mcp"), "{}", tail(&out));
+}
+
+/// The shipped policies/net.toml, its allowlist pointed at the test site (nothing else
+/// edited): run_python fetches with urllib.request, http.client and, where the host has it,
+/// requests; a port no list names is refused; the record's `network.requests` lists them.
+#[test]
+fn the_shipped_net_policy_fetches_through_run_python() {
+    each_launcher(|who| {
+        let shipped = std::fs::read_to_string(Path::new(ROOT).join("policies/net.toml"))
+            .expect("policies/net.toml");
+        let text = common::site::net_policy_text(&shipped);
+        let policy = common::shared_file(&format!("mcp-net-{who:?}.toml"), &text);
+        let requests = if common::site::host_has_requests() {
+            "OK-BODY"
+        } else {
+            "missing"
+        };
+        let cfg = json!({
+            "port": common::site::port(),
+            "fetch_code": common::site::net_fetch_code(),
+            "requests": requests,
+            "apis": ["client"],
+        });
+        scenario("net_policy", who, Some(&policy), cfg);
+    });
+}
+
 /// run_python and a session under a network allowlist naming the test site
 /// (tests/common/site.rs, on the host's loopback): each record's `network.requests` holds
 /// the allowed fetch and the denied host; once the server has gone, no jail process is left.

@@ -41,9 +41,10 @@ from ._errors import (
     UnknownWorkspace,
     WorkspaceBusy,
 )
-from ._record import Artifact, Decision, Record, Stop, StopKind
+from ._record import Artifact, Decision, Record, Result, Stop, StopKind
 from ._protocol import SessionUnavailable, build_action
 from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
+from ._policy import PolicyInfo
 from ._async import AsyncClient, AsyncSession
 from ._workspace import (AsyncCommandHandle, AsyncWorkspace, CommandHandle, CommandOutput, Workspace,
                          WorkspaceEntry, WorkspaceFile)
@@ -55,10 +56,10 @@ __all__ = [
     "BudgetExceeded", "Client", "CodeError", "CodeKilled", "CodeRuntimeError", "CodeTimeout",
     "ConnectionClosed", "Decision", "ForbiddenSyscall", "Interrupted", "InvalidAction",
     "InvalidOutput", "InvalidRequest", "NodeLost", "NotSupportedYet", "PolicyBlocked", "PolicyError", "ProtocolError",
-    "Record", "ResourceLimit", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
+    "Record", "ResourceLimit", "Result", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
-    "WorkspaceFile", "AsyncWorkspace", "UnknownCommand", "CommandHandle", "AsyncCommandHandle",
-    "CommandOutput", "WorkspaceEntry",
+    "WorkspaceFile", "AsyncWorkspace", "PolicyInfo", "UnknownCommand", "CommandHandle",
+    "AsyncCommandHandle", "CommandOutput", "WorkspaceEntry",
     "DEFAULT_POLICY", "build_action", "find_binary",
 ]

@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _errors as E
 from . import _protocol as P
-from ._client import http_conn, reattach_id, serve_argv, STDERR_KEEP
+from ._client import http_conn, reattach_id, serve_setup, STDERR_KEEP
 from ._record import Decision, Record
 from ._workspace import AsyncWorkspace
 
@@ -49,7 +49,12 @@ class AsyncClient:
         self._http_checked = False
         if socket is not None and (policy is not None or args or binary is not None):
             raise ValueError("socket= connects to a running server: binary, policy and args are its own")
-        self._argv = None if socket is not None or self._http is not None else serve_argv(binary, policy, args, env)
+        self._argv = None
+        #: What the started server's policy allows (:attr:`Client.policy_info`); None with
+        #: socket= or url=.
+        self.policy_info = None
+        if socket is None and self._http is None:
+            self._argv, self.policy_info = serve_setup(binary, policy, args, env)
         self._socket = None if socket is None else os.fspath(socket)
         self._env = None if env is None else dict(env)
         self._max_line = max_line

@@ -22,6 +22,7 @@ from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence
 from . import _errors as E
 from . import _protocol as P
 from ._http import HttpConn
+from ._policy import PolicyInfo, policy_info
 from ._record import Decision, Record
 from ._workspace import Workspace
 
@@ -62,32 +63,27 @@ def serve_argv(binary: Optional[str], policy: Optional[str], args: Iterable[str]
     policy (``"data"``, ``"workspace"``: the binary resolves it), default :data:`DEFAULT_POLICY`.
     The binary loads the policy once here (:func:`check_policy`), so a missing binary or a
     policy that does not load raises now, not at the first call."""
+    return serve_setup(binary, policy, args, env)[0]
+
+
+def serve_setup(binary: Optional[str], policy: Optional[str], args: Iterable[str],
+                env: Optional[Mapping[str, str]] = None) -> Tuple[List[str], PolicyInfo]:
+    """:func:`serve_argv` and what the policy allows (:class:`~agentjail.PolicyInfo`)."""
     extra = list(args)
     if any(not isinstance(a, str) for a in extra):
         raise TypeError("args must be strings")
     path = find_binary(binary)
     pol = DEFAULT_POLICY if policy is None else os.fspath(policy)
-    check_policy(path, pol, env)
-    return [path, "serve", "--policy", pol] + extra
+    info = check_policy(path, pol, env)
+    return [path, "serve", "--policy", pol] + extra, info
 
 
-def check_policy(binary: str, policy: str, env: Optional[Mapping[str, str]] = None) -> None:
-    """``agentjail policy show POLICY`` (the same loader ``serve`` runs, in the same working
-    directory and environment): :class:`PolicyError` with the binary's message when the
-    policy does not load, :class:`AgentjailError` when the binary cannot run."""
-    try:
-        p = subprocess.run([binary, "policy", "show", policy], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           env=None if env is None else dict(env), timeout=60, close_fds=True)
-    except OSError as e:
-        raise E.AgentjailError(f"cannot start {binary!r}: {e}") from None
-    except subprocess.TimeoutExpired:
-        raise E.AgentjailError(f"{binary!r} policy show {policy!r} did not finish in 60 s") from None
-    if p.returncode != 0:
-        msg = p.stderr.decode("utf-8", "replace").strip()[-4000:]
-        if msg.startswith("agentjail: "):
-            msg = msg[len("agentjail: "):]
-        raise E.PolicyError(msg or f"{binary!r} policy show {policy!r} exited {p.returncode}")
+def check_policy(binary: str, policy: str, env: Optional[Mapping[str, str]] = None) -> PolicyInfo:
+    """``agentjail policy show --json POLICY`` (the same loader ``serve`` runs, in the same
+    working directory and environment): the effective policy; :class:`PolicyError` with the
+    binary's message when the policy does not load, :class:`AgentjailError` when the binary
+    cannot run."""
+    return policy_info(binary, policy, env)
 
 
 def http_conn(url: Optional[str], token: Optional[str], max_line: int, http_timeout: Optional[float],
@@ -290,7 +286,13 @@ class Client:
 
     Thread-safe: any number of threads may call it at once. ``close()`` (or leaving the
     ``with`` block) lets running requests finish, then ends the subprocess.
+
+    ``policy_info``: what the policy of the server this client started allows
+    (:class:`~agentjail.PolicyInfo`: ``allowed_imports``, ``network``, ``describe()``), as
+    the binary loaded it; ``None`` with ``socket=`` or ``url=`` (the server's own policy).
     """
+
+    policy_info: Optional[PolicyInfo] = None
 
     def __init__(
         self,
@@ -334,7 +336,7 @@ class Client:
             conn.rfile = s.makefile("rb")
             conn.wfile = s.makefile("wb")
         else:
-            argv = serve_argv(binary, policy, args, env)
+            argv, self.policy_info = serve_setup(binary, policy, args, env)
             try:
                 conn.proc = subprocess.Popen(
                     argv,

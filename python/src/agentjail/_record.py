@@ -1,5 +1,5 @@
 """Typed, frozen views of what the server answers: :class:`Record`, :class:`Stop`,
-:class:`Artifact`, :class:`Decision`.
+:class:`Artifact`, :class:`Result`, :class:`Decision`.
 
 The record comes from a process on the other side of a pipe or socket, so it is parsed as
 untrusted data: every field is type-checked, nothing in it is evaluated or used to look up
@@ -109,6 +109,77 @@ class Artifact:
     content: Optional[bytes] = field(default=None, repr=False)
 
 
+#: The image formats a result carries base64 (decoded by :class:`Result`).
+_IMAGE_FORMATS = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One rich result (``record.results[i]``): a MIME bundle the program displayed with
+    ``display(obj)``, ``plt.show()`` or a session call's last expression. agentjail typed
+    every format from its content (a ``png`` is PNG bytes); the bundle is the program's own
+    output, like stdout. ``data`` maps each format to its text (images base64, as sent)."""
+
+    data: Dict[str, str] = field(repr=False)
+
+    def formats(self) -> Tuple[str, ...]:
+        """The MIME types this result carries, e.g. ``("image/png", "text/plain")``."""
+        return tuple(self.data)
+
+    def _image(self, mime: str) -> Optional[bytes]:
+        v = self.data.get(mime)
+        return None if v is None else base64.b64decode(v, validate=True)
+
+    @property
+    def text(self) -> Optional[str]:
+        """``text/plain``: the object's repr."""
+        return self.data.get("text/plain")
+
+    @property
+    def html(self) -> Optional[str]:
+        return self.data.get("text/html")
+
+    @property
+    def markdown(self) -> Optional[str]:
+        return self.data.get("text/markdown")
+
+    @property
+    def latex(self) -> Optional[str]:
+        return self.data.get("text/latex")
+
+    @property
+    def svg(self) -> Optional[str]:
+        return self.data.get("image/svg+xml")
+
+    @property
+    def json(self) -> Any:
+        """``application/json``, parsed (None when absent)."""
+        import json
+
+        v = self.data.get("application/json")
+        return None if v is None else json.loads(v)
+
+    @property
+    def png(self) -> Optional[bytes]:
+        """``image/png``, decoded: bytes that start with the PNG signature."""
+        return self._image("image/png")
+
+    @property
+    def jpeg(self) -> Optional[bytes]:
+        return self._image("image/jpeg")
+
+    @property
+    def gif(self) -> Optional[bytes]:
+        return self._image("image/gif")
+
+    @property
+    def webp(self) -> Optional[bytes]:
+        return self._image("image/webp")
+
+    def __repr__(self) -> str:
+        return f"Result(formats={self.formats()!r})"
+
+
 @dataclass(frozen=True)
 class Record:
     """One run's record. ``raw`` is the whole dict as the server sent it."""
@@ -137,6 +208,8 @@ class Record:
     raw: Dict[str, Any] = field(repr=False, compare=False)
     #: The Ray node id that ran it, on a record from :mod:`agentjail.fleet` (else None).
     node: Optional[str] = None
+    #: The rich results the program displayed (``record["results"]``), in order.
+    results: Tuple[Result, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -167,6 +240,7 @@ class Record:
         output = _opt(d, "output", dict, "record")
         error = _opt(d, "error", dict, "record")
         arts = _opt(d, "artifacts", list, "record") or []
+        results = _opt(d, "results", list, "record") or []
         return cls(
             run_id=_opt(d, "run_id", str, "record"),
             status=status,
@@ -190,6 +264,7 @@ class Record:
             jail_start=_opt(d, "jail_start", str, "record"),
             cached=bool(isinstance(d.get("cache"), dict) and d["cache"].get("hit") is True),
             raw=d,
+            results=tuple(_result(b, i) for i, b in enumerate(results)),
         )
 
 
@@ -244,6 +319,21 @@ def _artifact(a: Any, i: int) -> Artifact:
         media_type=_opt(a, "media_type", str, where),
         content=content,
     )
+
+
+def _result(b: Any, i: int) -> Result:
+    where = f"record.results[{i}]"
+    if not isinstance(b, dict):
+        raise E.ProtocolError(f"{where}: expected an object, got {_tname(b)}")
+    for mime, v in b.items():
+        if not isinstance(v, str):
+            raise E.ProtocolError(f"{where}.{_short(mime)}: expected a string, got {_tname(v)}")
+        if mime in _IMAGE_FORMATS:
+            try:
+                base64.b64decode(v, validate=True)
+            except (binascii.Error, ValueError) as e:
+                raise E.ProtocolError(f"{where}.{mime}: not base64 ({e})") from None
+    return Result(data=dict(b))
 
 
 def _tname(v: Any) -> str:

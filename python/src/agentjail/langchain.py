@@ -26,11 +26,19 @@ from typing import Any, Optional, Type
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from ._client import Client, Session
+from ._client import DEFAULT_POLICY, Client, Session, find_binary
+from ._policy import PolicyInfo, policy_info
 from ._record import Record
 
 #: Most characters of stdout and of stderr put in one answer (the record's caps hold too).
 MAX_SHOWN = 8000
+
+
+#: The start of the tool's description; what the policy allows follows.
+DESCRIPTION_HEAD = (
+    "Runs Python code in agentjail's sandbox (a Linux namespace jail) and returns what it "
+    "printed: use print() to see results."
+)
 
 
 class _Code(BaseModel):
@@ -70,9 +78,13 @@ class AgentjailPythonTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     name: str = "agentjail_python"
+    #: Replaced at construction by :data:`DESCRIPTION_HEAD` and what the policy allows
+    #: (:meth:`PolicyInfo.describe`: its imports, limits and network), unless given; this
+    #: generic text stays only for a ``client=`` whose policy the client cannot know
+    #: (``url=``, ``socket=``).
     description: str = (
-        "Runs Python 3 code in a locked-down sandbox (no network, no host files, time and "
-        "memory limits) and returns what it printed. Use print() to see results."
+        "Runs Python 3 code in a locked-down sandbox (no host files, time and memory "
+        "limits) and returns what it printed. Use print() to see results."
     )
     args_schema: Type[BaseModel] = _Code
     client: Optional[Client] = None
@@ -84,6 +96,22 @@ class AgentjailPythonTool(BaseTool):
     _owned: Optional[Client] = PrivateAttr(default=None)
     _session: Optional[Session] = PrivateAttr(default=None)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(**fields)
+        # Here rather than in a validator, so that a PolicyError reaches the caller as
+        # itself, not wrapped in pydantic's ValidationError.
+        if "description" in self.model_fields_set:
+            return
+        info: Optional[PolicyInfo]
+        if self.client is not None:
+            info = self.client.policy_info
+        else:
+            # The policy is loaded now, so a bad policy or binary raises here, not at the
+            # first call; the client itself starts on first use.
+            info = policy_info(find_binary(self.binary), self.policy or DEFAULT_POLICY)
+        if info is not None:
+            self.description = DESCRIPTION_HEAD + " " + info.describe()
 
     def _client(self) -> Client:
         if self.client is not None:

@@ -4,7 +4,14 @@ session (one jail, one interpreter, globals kept between the agent's steps).
     from smolagents import CodeAgent
     from agentjail.smolagents import AgentjailExecutor
 
-    agent = CodeAgent(tools=[...], model=model, executor=AgentjailExecutor())
+    executor = AgentjailExecutor()
+    agent = CodeAgent(tools=[...], model=model, executor=executor,
+                      additional_authorized_imports=executor.authorized_imports,
+                      instructions=executor.description)
+
+``authorized_imports`` and ``description`` come from the policy the executor's client
+loaded (its ``check.allowed_imports``, limits and network), so the model's prompt names
+what the jail accepts.
 
 Needs the ``smolagents`` extra (``pip install './python[smolagents]'``). The default policy
 is the one shipped for it (``policies/smolagents.toml``, :data:`POLICY`).
@@ -75,6 +82,16 @@ class AgentjailExecutor(RemotePythonExecutor):
         super().__init__(list(additional_imports or []), logger, allow_pickle=False)
         self._own_client = client is None
         self.client = client or Client(policy=policy or POLICY, binary=binary, **client_kwargs)
+        info = self.client.policy_info
+        #: The modules the policy's static check accepts (pass them to ``CodeAgent`` as
+        #: ``additional_authorized_imports``); empty when the client cannot know its policy.
+        self.authorized_imports: List[str] = info.allowed_imports if info is not None else []
+        #: What the policy allows, for the agent's prompt (``CodeAgent(instructions=...)``):
+        #: imports, limits, network (:meth:`agentjail.PolicyInfo.describe`).
+        self.description: str = (
+            "Your code runs in agentjail's sandbox. " + info.describe() if info is not None
+            else "Your code runs in agentjail's sandbox under the server's policy."
+        )
         self.timeout = timeout
         self._nonce = "\x1eagentjail-final-" + secrets.token_hex(16) + ":"
         self._replay: List[str] = []  # the tool and variable code, sent again to a new session

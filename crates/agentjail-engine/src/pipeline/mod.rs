@@ -8,11 +8,13 @@
 //!
 //! [`stages`] are the steps, [`source`] where a job's jail comes from, [`record`] the typed
 //! record, [`audit`] its one writer, [`artifacts`] the one way files in /app/out reach a
-//! record, [`session`] a session's calls.
+//! record, [`results`] the one way a program's rich results (MIME bundles) reach it,
+//! [`session`] a session's calls.
 
 pub mod artifacts;
 pub mod audit;
 pub mod record;
+pub mod results;
 pub mod session;
 pub mod source;
 pub mod stages;

@@ -277,6 +277,12 @@ pub struct Sections {
     pub output: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyRef>,
+    /// The rich results (MIME bundles) the program displayed, typed from their content
+    /// (crate::pipeline::results), and what was dropped or retyped; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub results: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub results_skipped: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionRef>,
     /// A session call's value (the trailing expression, as text).

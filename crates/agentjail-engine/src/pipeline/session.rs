@@ -15,10 +15,10 @@
 //! `"source": "runner"`. A call's resource verdicts — timeout, CPU, output caps, memory,
 //! forbidden syscalls — are the supervisor's and the kernel's, as in a run.
 
-use crate::pipeline::artifacts;
 use crate::pipeline::record::{self, Execution, Phase, RecordError, Recorder, Sealed, StopReason};
 use crate::pipeline::source::Start;
 use crate::pipeline::stages::{self, stopped, Stopped};
+use crate::pipeline::{artifacts, results};
 use crate::policy::Policy;
 use crate::runner;
 use agentjail_check::{python, Violation};
@@ -407,6 +407,8 @@ impl Session {
         self.rung = c.rung;
         r.sections.execution = Some(Execution::of_call(c));
         self.call_artifacts(r);
+        let found = results::from_replies(&c.replies.data, &self.policy.results);
+        results::into_record(r, found);
         let detail = json!({"program_wall_us": c.wall_us});
         match done_report(&c.replies.data, nonce) {
             Some((true, value, _)) => {
@@ -432,6 +434,10 @@ impl Session {
     ) -> Result<(), (Stopped, Option<String>)> {
         self.exec += Duration::from_micros(o.wall_us);
         r.sections.execution = Some(Execution::of(o));
+        results::into_record(
+            r,
+            results::from_replies(&o.replies.data, &self.policy.results),
+        );
         let reason = crate::verdict::jail_verdict(o, self.policy.limits.memory.0)
             .unwrap_or_else(|| StopReason::from_exit(o.exit_code, o.signal));
         if let Some(e) = runner::error_report(&o.replies.data) {

@@ -70,10 +70,29 @@ pub fn runner_plan(
     let mut plan = crate::plan::build(policy, argv, &contents, &agentjail_jail::mount::RealHost)
         .map_err(PlanError::Plan)?;
     plan.runner_fds = true;
+    if language == Language::Python {
+        results_plan(&mut plan, &policy.results);
+    }
     if language == Language::JavaScript {
         plan.widen_address_space(JS_ADDRESS_SPACE_HEADROOM);
     }
     Ok(plan)
+}
+
+/// The variable that tells the Python runner the policy's rich-results bounds
+/// (`max_count,max_bytes`; absent when results are off). The runner stays within them; the
+/// supervisor applies them whatever it does (crate::pipeline::results).
+pub const RESULTS_ENV: &str = "AGENTJAIL_RESULTS";
+
+/// A Python runner's jail: the results' bounds in its environment (after the policy's
+/// extras, which cannot set them), and room for the results on its reply pipe.
+fn results_plan(plan: &mut JailPlan, r: &crate::policy::ResultsPolicy) {
+    plan.env.retain(|(k, _)| k != RESULTS_ENV);
+    if r.max_count > 0 && r.max_bytes.0 > 0 {
+        let bounds = format!("{},{}", r.max_count, r.max_bytes.0);
+        plan.env.push((RESULTS_ENV.to_string(), bounds));
+    }
+    plan.limits.reply_bytes = agentjail_jail::supervise::REPLY_CAP + r.max_bytes.0;
 }
 
 /// Why a runner jail has no plan.

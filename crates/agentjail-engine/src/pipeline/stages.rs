@@ -136,6 +136,8 @@ pub fn execute(
     r.set_enforcement(&run.enforcement);
     r.sections.jail_start = Some(start.0);
     collect_artifacts(r, &run, policy, source);
+    let found = crate::pipeline::results::from_replies(&o.replies.data, &policy.results);
+    crate::pipeline::results::into_record(r, found);
     let detail = json!({"setup_us": run.setup_us, "program_wall_us": o.wall_us,
                         "jail_start": start.0, "jail_wait_us": start.1});
     if let Some(reason) = net_stop {
@@ -244,6 +246,7 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
         cpu_time_ms: l.cpu_time_ms,
         stdout_bytes: l.stdout.0,
         stderr_bytes: l.stderr.0,
+        reply_bytes: agentjail_jail::supervise::REPLY_CAP + policy.results.max_bytes.0,
     }
 }
 

@@ -170,6 +170,7 @@ pub fn build(
             cpu_time_ms: lim.cpu_time_ms,
             stdout_bytes: lim.stdout.0,
             stderr_bytes: lim.stderr.0,
+            reply_bytes: agentjail_jail::supervise::REPLY_CAP,
         },
     })
 }

@@ -15,6 +15,7 @@ pub mod python;
 pub use agentjail_jail::syscall_groups;
 mod credentials;
 pub mod diff;
+pub mod explain;
 mod invalid;
 mod network;
 mod validate;
@@ -222,6 +223,7 @@ pub struct Policy {
     pub workspace: WorkspacePolicy,
     pub files: FilesPolicy,
     pub artifacts: ArtifactsPolicy,
+    pub results: ResultsPolicy,
     pub redaction: Redaction,
 }
 
@@ -479,6 +481,29 @@ impl Default for ArtifactsPolicy {
     }
 }
 
+/// Rich results: the MIME bundles a Python program displays (`display(...)`, `plt.show()`,
+/// a session call's last expression with a rich repr), reported by the runner and put in
+/// the record's `results` (crate::pipeline::results), typed from their content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResultsPolicy {
+    /// Most bundles per run or session call; 0 turns rich results off (`display` then
+    /// prints the text form to stdout, `plt.show()` does nothing).
+    pub max_count: u64,
+    /// Most bytes of result reports per run or session call, counted as the runner encodes
+    /// them (one JSON line per bundle, binary formats base64: ~4/3 of a PNG's size).
+    pub max_bytes: Bytes,
+}
+
+impl Default for ResultsPolicy {
+    fn default() -> Self {
+        ResultsPolicy {
+            max_count: 16,
+            max_bytes: Bytes(4 * MIB),
+        }
+    }
+}
+
 /// Redaction of key-like strings (seed 001 §6.7, §10) before a record is written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -538,6 +563,7 @@ impl Default for Policy {
             workspace: WorkspacePolicy::default(),
             files: FilesPolicy::default(),
             artifacts: ArtifactsPolicy::default(),
+            results: ResultsPolicy::default(),
             redaction: Redaction::default(),
         }
     }
@@ -690,6 +716,33 @@ impl Policy {
             })
             .cloned()
             .collect()
+    }
+
+    /// Whether a job under this policy has a network: an allowlist (`mode = "allowlist"`)
+    /// or the host's (`enabled = true`).
+    pub fn has_network(&self) -> bool {
+        self.network.enabled || self.network.allowlist()
+    }
+
+    /// The static check's network names ([`agentjail_check::stdlib::NETWORK_ATTRIBUTES`]:
+    /// `connect`, `request`, `urlopen`) follow `[network]`: denied on every object under a
+    /// policy without network, listed or not; lifted under one with network, so that
+    /// `urllib.request.urlopen`, `http.client`'s `conn.request` and `requests.get` pass the
+    /// check and the proxy decides what they reach. The loader calls it; `policy show`
+    /// prints the result.
+    pub fn settle_network_attributes(&mut self) {
+        use agentjail_check::stdlib::NETWORK_ATTRIBUTES;
+        let network = self.has_network();
+        let denied = &mut self.check.denied_attributes;
+        if network {
+            denied.retain(|a| !NETWORK_ATTRIBUTES.contains(&a.as_str()));
+        } else {
+            for name in NETWORK_ATTRIBUTES {
+                if !denied.iter().any(|a| a == name) {
+                    denied.push((*name).to_string());
+                }
+            }
+        }
     }
 }
 
@@ -1053,6 +1106,7 @@ fn load_text(text: &str, origin: &str, secrets: bool) -> Result<LoadedPolicy, Po
             hint: v.hint,
         });
     }
+    policy.settle_network_attributes();
     Ok(LoadedPolicy {
         policy,
         path: origin.to_string(),
@@ -1119,6 +1173,18 @@ pub fn show(loaded: &LoadedPolicy) -> String {
     }
     out.push_str(&seccomp_comment(&loaded.policy.seccomp));
     out
+}
+
+/// [`show`] as one JSON object: `{"source", "sha256", "python_version", "policy"}`, the
+/// policy with the same keys and values `show` prints (`agentjail policy show --json`).
+pub fn show_json(loaded: &LoadedPolicy) -> String {
+    serde_json::json!({
+        "source": loaded.path,
+        "sha256": loaded.sha256,
+        "python_version": loaded.policy.python_version(),
+        "policy": &loaded.policy,
+    })
+    .to_string()
 }
 
 /// The syscalls `[seccomp] allow_groups` resolves to, as a comment a reviewer can read

@@ -102,6 +102,7 @@ pub(super) fn validate(p: &Policy) -> Result<(), Invalid> {
     workspace(p)?;
     files(p)?;
     artifacts(p)?;
+    results(p)?;
     redaction(p)?;
     super::network::validate(p)?;
     unenforced_check(p)?;
@@ -236,6 +237,26 @@ fn artifacts(p: &Policy) -> Result<(), Invalid> {
         0,
         16 * MIB,
         "inline artifacts are base64 in the record; 0 to 16MiB",
+    )
+}
+
+/// Rich results: the reply pipe holds them (the supervisor keeps at most `max_bytes` more
+/// than the runner's other reports), so they are bounded like inline artifacts.
+fn results(p: &Policy) -> Result<(), Invalid> {
+    let r = &p.results;
+    in_range(
+        "results.max_count",
+        r.max_count,
+        0,
+        1000,
+        "rich results per run or session call; 0 (off) to 1000",
+    )?;
+    bytes_in_range(
+        "results.max_bytes",
+        r.max_bytes,
+        0,
+        64 * MIB,
+        "result reports are kept in memory and base64 in the record; 0 to 64MiB",
     )
 }
 
@@ -969,5 +990,18 @@ mod tests {
         assert!(super::super::lint::lint(&p)
             .iter()
             .any(|w| w.key == "workspace.host_roots"));
+    }
+
+    #[test]
+    fn results_bounds_are_checked() {
+        let mut p = Policy::default();
+        assert!(results(&p).is_ok());
+        p.results.max_count = 0;
+        assert!(results(&p).is_ok(), "0 turns results off");
+        p.results.max_count = 1001;
+        assert_eq!(results(&p).unwrap_err().key, "results.max_count");
+        p.results.max_count = 16;
+        p.results.max_bytes = Bytes(64 * MIB + 1);
+        assert_eq!(results(&p).unwrap_err().key, "results.max_bytes");
     }
 }

@@ -170,6 +170,7 @@ def main_module():
 def run_once(source):
     """Single-use jail: run the program, exit as CPython would."""
     module = main_module()
+    results_reset()
     try:
         code = compile(source, FILENAME, "exec", dont_inherit=True)
         exec(code, module.__dict__)
@@ -196,6 +197,225 @@ def run_once(source):
 
 
 MAX_VALUE = 10000
+
+# Rich results (src/pipeline/results.rs): each MIME bundle the program displays is one report
+# line, {"event": "result", "data": {mime: text or base64}}. The policy's bounds come in
+# AGENTJAIL_RESULTS ("max_count,max_bytes"; absent: results are off); a bundle past them is
+# not sent, only noted ({"event": "result", "over": "count" | "bytes"}, at most MAX_NOTES
+# per run or call). agentjail applies the same bounds and types every format from its
+# content whatever arrives: the program runs in this process and can write such lines too.
+MAX_NOTES = 100
+# [max_count, max_bytes, sent, bytes used, notes] of the current run or call; None: off.
+RESULTS = None
+# The _repr_*_ methods that make a value rich, with _repr_mimebundle_.
+RICH_METHODS = (
+    "_repr_mimebundle_", "_repr_html_", "_repr_markdown_", "_repr_latex_", "_repr_svg_",
+    "_repr_png_", "_repr_jpeg_", "_repr_json_",
+)
+
+
+def results_reset():
+    """At the start of a run or a session call: the policy's bounds, nothing sent yet."""
+    global RESULTS
+    RESULTS = None
+    raw = posix.environ.get(b"AGENTJAIL_RESULTS", b"")
+    try:
+        count, size = (int(x) for x in raw.split(b","))
+    except ValueError:
+        return
+    if count > 0 and size > 0:
+        RESULTS = [count, size, 0, 0, 0]
+
+
+# What makes a bundle, compiled on first use only (display, pyplot's import, a rich value):
+# most jobs never display anything, and a cold job compiles this file on its path.
+RICH = r"""
+import base64, io, json, sys
+
+IMAGE_FORMATS = ("image/png", "image/jpeg", "image/gif", "image/webp")
+REPR_METHODS = (
+    ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"),
+    ("text/latex", "_repr_latex_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("application/json", "_repr_json_"),
+)
+
+
+def figure_png(fig):
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png")
+    except Exception:
+        return None
+    return buf.getvalue()
+
+
+def mime_bundle(obj):
+    # IPython's order: _repr_mimebundle_, the _repr_*_ methods, repr as text/plain; a
+    # matplotlib figure is its PNG. Binary formats base64.
+    data = {}
+    if is_figure(obj):
+        png = figure_png(obj)
+        if png is not None:
+            data["image/png"] = png
+    else:
+        try:
+            m = getattr(obj, "_repr_mimebundle_", None)
+            got = m(include=None, exclude=None) if callable(m) else None
+        except Exception:
+            got = None
+        if isinstance(got, tuple) and got:
+            got = got[0]
+        if isinstance(got, dict):
+            data.update((k, v) for k, v in got.items() if isinstance(k, str))
+        for mime, name in REPR_METHODS:
+            if mime in data:
+                continue
+            try:
+                method = getattr(obj, name, None)
+                value = method() if callable(method) else None
+            except Exception:
+                value = None
+            if isinstance(value, tuple) and value:
+                value = value[0]
+            if value is not None:
+                data[mime] = value
+    if "text/plain" not in data:
+        data["text/plain"] = value_text(obj) or ""
+    bundle = {}
+    for mime, value in data.items():
+        if mime in IMAGE_FORMATS and isinstance(value, (bytes, bytearray)):
+            value = base64.b64encode(bytes(value)).decode("ascii")
+        elif mime == "application/json" and not isinstance(value, str):
+            try:
+                value = json.dumps(value)
+            except (TypeError, ValueError):
+                continue
+        if isinstance(value, str):
+            bundle[mime] = value
+    return bundle
+
+
+def emit(bundle):
+    # One bundle (mime -> str) within the bounds, or a note that it was not sent.
+    r = results_on()
+    if r is None or not bundle:
+        return
+    line = (json.dumps({"event": "result", "data": bundle}, ensure_ascii=True) + "\n").encode("ascii")
+    over = "count" if r[2] >= r[0] else ("bytes" if r[3] + len(line) > r[1] else None)
+    if over is not None:
+        if r[4] >= MAX_NOTES:
+            return
+        r[4] += 1
+        line = ('{"event": "result", "over": "%s"}\n' % over).encode("ascii")
+    else:
+        r[2] += 1
+        r[3] += len(line)
+    try:
+        while line:
+            line = line[posix.write(REPORT_FD, line):]
+    except OSError:
+        pass
+
+
+def patch_pyplot(plt):
+    # plt.show(): each open figure becomes a result (PNG and text), then is closed.
+    original = plt.show
+
+    def show(*args, **kwargs):
+        if results_on() is None:
+            return original(*args, **kwargs)
+        for number in plt.get_fignums():
+            fig = plt.figure(number)
+            emit(mime_bundle(fig))
+            plt.close(fig)
+
+    show.__doc__ = original.__doc__
+    plt.show = show
+
+
+def pyplot_spec(hook, name, path, target):
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        spec = find(name, path, target) if finder is not hook and find else None
+        if spec is not None:
+            break
+    else:
+        return None
+    exec_module = getattr(spec.loader, "exec_module", None)
+    if exec_module is not None:
+        def run(module):
+            exec_module(module)
+            patch_pyplot(module)
+
+        spec.loader.exec_module = run
+    return spec
+"""
+RICH_NAMESPACE = None
+
+
+def rich():
+    global RICH_NAMESPACE
+    if RICH_NAMESPACE is None:
+        ns = {"value_text": value_text, "is_figure": is_figure, "posix": posix,
+              "REPORT_FD": REPORT_FD, "MAX_NOTES": MAX_NOTES, "results_on": lambda: RESULTS,
+              "__name__": "agentjail_rich"}
+        exec(compile(RICH, "<agentjail rich results>", "exec", dont_inherit=True), ns)
+        RICH_NAMESPACE = ns
+    return RICH_NAMESPACE
+
+
+def is_figure(obj):
+    figure = sys.modules.get("matplotlib.figure")
+    return figure is not None and isinstance(obj, figure.Figure)
+
+
+def display(*objs):
+    """IPython's display(): each object's MIME bundle becomes one of the record's `results`
+    (its text on stdout when the policy turns results off)."""
+    for obj in objs:
+        if RESULTS is None:
+            text = value_text(obj)
+            if text is not None:
+                print(text)
+            continue
+        r = rich()
+        r["emit"](r["mime_bundle"](obj))
+
+
+class PyplotHook:
+    """Patches matplotlib.pyplot.show when the program (or a preload) imports pyplot."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        return rich()["pyplot_spec"](self, name, path, target)
+
+
+def install_results():
+    """display() as a builtin, and the pyplot hook (before any preload imports pyplot)."""
+    import builtins
+
+    builtins.display = display
+    sys.meta_path.insert(0, PyplotHook())
+
+
+def rich_value(value):
+    """A session call's last expression: a result when its value has a rich form (a
+    DataFrame's HTML, a figure's PNG), not only text."""
+    if value is None or RESULTS is None:
+        return
+    try:
+        kind = type(value)
+        if not (is_figure(value) or any(hasattr(kind, name) for name in RICH_METHODS)):
+            return
+    except Exception:
+        return
+    r = rich()
+    r["emit"](r["mime_bundle"](value))
 
 
 def value_text(value):
@@ -253,9 +473,11 @@ def run_session():
         if frame is None or frame[0] != "exec":
             posix._exit(0)
         source, call = frame[1], frame[2]
+        results_reset()
         try:
             value = session_call(source, module.__dict__)
             leave_if_forked_copy(0)
+            rich_value(value)
             flush()
             report({"event": "done", "call": call, "ok": True, "value": value_text(value)})
         except SystemExit as e:
@@ -329,6 +551,7 @@ def main():
     global RUNNER_PID
     RUNNER_PID = posix.getpid()
     keep_channels()
+    install_results()
     mode = sys.argv[1] if len(sys.argv) > 1 else "run"
     ahead = len(sys.argv) > 2 and sys.argv[2] == "warm"
     for name in sys.argv[3:]:
@@ -358,6 +581,7 @@ def template(preloads):
     import _signal
 
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    install_results()
     for name in preloads:
         __import__(name)
     warm_up()

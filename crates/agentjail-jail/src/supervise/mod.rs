@@ -108,7 +108,8 @@ pub struct Outcome {
     pub usage_partial: bool,
 }
 
-/// Most a runner may report per run; the rest is dropped.
+/// Most a runner may report per run beside its rich results (the engine's
+/// `SuperviseLimits::reply_bytes` adds those); the rest is dropped.
 pub const REPLY_CAP: u64 = 64 * 1024;
 
 /// How long the supervisor waits, after killing the program, for the jail's init to end
@@ -239,6 +240,7 @@ pub fn end(sp: Spawned, cg: Option<&JobCgroup>) -> Outcome {
         cpu_time_ms: u64::MAX / 1000,
         stdout_bytes: 0,
         stderr_bytes: 0,
+        reply_bytes: REPLY_CAP,
     };
     let io = Io {
         stdin_bytes: None,

@@ -129,7 +129,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             scratch: vec![0u8; scratch_len],
             stdin,
             job,
-            replies: Capped::new(REPLY_CAP),
+            replies: Capped::new(limits.reply_bytes.max(REPLY_CAP)),
             reply_open: sp.reply.is_some(),
             out_open: true,
             err_open: true,

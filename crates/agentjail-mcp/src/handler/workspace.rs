@@ -92,12 +92,13 @@ fn start_tool(p: &Policy) -> Tool {
     let mut start = Tool::new(
         START,
         format!(
-            "Start a workspace: one isolated Linux jail with a writable /workspace directory ({size}, {inodes} files) that lasts across calls, for working like in a terminal: write files, run commands (pytest, python3 x.py, ls, sed, git where installed) one after another, read results. Returns {{workspace: <id>}}; the id works only on this connection. No network. The host's programs are read-only; only /workspace (and /tmp) can be written. A workspace runs at most {execs} commands, is closed after {idle} s without a call or {life} s after it started; close it with workspace_close when done.",
+            "Start a workspace: one isolated Linux jail with a writable /workspace directory ({size}, {inodes} files) that lasts across calls, for working like in a terminal: write files, run commands (pytest, python3 x.py, ls, sed, git where installed) one after another, read results. Returns {{workspace: <id>}}; the id works only on this connection. {network} The host's programs are read-only; only /workspace (and /tmp) can be written. A workspace runs at most {execs} commands, is closed after {idle} s without a call or {life} s after it started; close it with workspace_close when done.",
             size = w.size,
             inodes = w.inodes,
             execs = w.max_execs,
             idle = w.idle_timeout_seconds,
             life = w.lifetime_seconds,
+            network = crate::tools::network_sentence(p),
         ),
         object(start_schema(p)),
     );

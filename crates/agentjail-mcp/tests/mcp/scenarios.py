@@ -305,6 +305,14 @@ async def s_plot(c):
     # The next call reports only what is new or changed.
     rec = record_of(await c.call("python_session_exec", {"session": sid, "code": "1 + 1"}))
     check(rec.get("artifacts", []) == [], "unchanged files reported again: %r" % rec.get("artifacts"))
+    # plt.show() (a rich result, no file): the PNG is image content, the record keeps its text.
+    r = await c.call("python_session_exec", {"session": sid, "code": "plt.close('all')\nplt.plot([3, 1, 2])\nplt.show()"})
+    rec = record_of(r)
+    check(rec["status"] == "ok", "show: %s %s" % (rec["stop_reason"], rec.get("error")))
+    check(rec.get("results") == [{"text/plain": "<Figure size 640x480 with 1 Axes>"}], "results %r" % rec.get("results"))
+    images = [b for b in r.content if getattr(b, "type", None) == "image"]
+    check(len(images) == 1 and images[0].mime_type == "image/png", "show content: %r" % [getattr(b, "type", None) for b in r.content])
+    check(base64.b64decode(images[0].data).startswith(b"\x89PNG\r\n\x1a\n"), "plt.show() sent no PNG")
     await c.call("python_session_close", {"session": sid})
     code = ("import csv\nimport json\nimport matplotlib.pyplot as plt\n"
             "rows = list(csv.DictReader(open('/app/in/latency.csv')))\n"
@@ -446,7 +454,28 @@ async def s_network(c):
     say("ok network", c.api, "run and session: %r" % (want,))
 
 
+async def s_net_policy(c):
+    """The shipped policies/net.toml pointed at the test site: run_python fetches with
+    urllib.request, http.client and (where installed) requests; a port no list names is
+    refused; the record lists every request. The tool's description says so first."""
+    tools = {t.name: t for t in await c.tools()}
+    d = tools["run_python"].description
+    check("urllib.request" in d and "Network: only the hosts localhost:%d" % CFG["port"] in d, "description: %s" % d)
+    rec = record_of(await c.call("run_python", {"code": CFG["fetch_code"], "files": None, "timeout_s": None}))
+    check(rec["status"] == "ok", "run: %s %s %s" % (rec["stop_reason"], rec.get("error"), rec["execution"]["stderr"]))
+    got = rec["output"]
+    want = {"urllib": "OK-BODY", "http_client": "OK-BODY", "requests": CFG["requests"],
+            "other_port": "HTTP Error 403: Forbidden"}
+    check(got == want, "run output %r" % got)
+    verdicts = [(e["host"], e["port"], e["allowed"], e["reason"]) for e in rec["network"]["requests"]]
+    site = ("localhost", CFG["port"], True, "ok")
+    expect = [site, site] + ([site] if CFG["requests"] == "OK-BODY" else []) + [("localhost", 9, False, "not_allowlisted")]
+    check(verdicts == expect, "requests %r" % verdicts)
+    say("ok net_policy", c.api, "%d requests" % len(verdicts))
+
+
 SCENARIOS = {
+    "net_policy": s_net_policy,
     "tools": s_tools, "incident": s_incident, "denied_import": s_denied_import,
     "timeout": s_timeout, "session": s_session, "isolation": s_isolation,
     "concurrent": s_concurrent, "bad_arguments": s_bad_arguments, "long_run": s_long_run,
