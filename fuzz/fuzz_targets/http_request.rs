@@ -22,7 +22,7 @@ use agentjail_http::paths::{route, Route};
 use agentjail_http::pod::{download_path, execute_request, listing_path, upload_request};
 use agentjail_http::respond::{bad_request, Resp};
 use agentjail_http::runs::{exec_body, run_code_request, session_hints};
-use agentjail_http::workspaces::{exec_request, list_field};
+use agentjail_http::workspaces::{exec_request, list_field, op_request};
 use http_body_util::BodyExt;
 use hyper::{Method, Uri};
 use libfuzzer_sys::fuzz_target;
@@ -186,6 +186,11 @@ fn body(r: Route, ctype: &str, body: &[u8], path: &str) {
                 }
             }
         }
+        // list, exists, remove, wait, kill: the serve op's parser, the id the path's.
+        Route::WorkspaceOp(id, op) => match op_request(op, &id, body) {
+            Err(resp) => refused(resp, Shape::Native, path),
+            Ok(parsed) => assert!(parsed.workspace_op_request().is_some(), "{op}"),
+        },
         Route::PodExecute => match execute_request(body) {
             Err(resp) => refused(resp, Shape::Message, path),
             Ok(req) => cwd_inside(&req.cwd),
@@ -233,7 +238,8 @@ fuzz_target!(|data: &[u8]| {
         | Route::WorkspaceExec(id)
         | Route::WorkspacePut(id)
         | Route::WorkspaceGet(id)
-        | Route::WorkspaceClose(id) => {
+        | Route::WorkspaceClose(id)
+        | Route::WorkspaceOp(id, _) => {
             assert!(
                 !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()),
                 "{id:?}"

@@ -77,7 +77,9 @@ def test_paths_outside_the_workspace_are_refused(wclient):
 
 def test_a_closed_workspace_is_gone_and_its_processes_with_it(wclient):
     ws = wclient.workspace()
-    rec = ws.exec("sleep 300 & echo started", background=True)
+    handle = ws.exec("sleep 300 & echo started", background=True)
+    assert isinstance(handle, agentjail.CommandHandle)
+    rec = handle.wait(timeout=20)
     assert rec.ok and rec.stdout == "started\n", rec.raw
     # The shell's child may not have exec'd sleep yet: it carries "sleep 300" either way.
     deadline = time.monotonic() + 10
@@ -214,3 +216,192 @@ def test_a_workspace_under_a_network_allowlist_records_its_requests(binary, tmp_
             assert verdicts == [("localhost", True, "ok"), ("evil.test", False, "not_allowlisted")]
     finally:
         site.shutdown()
+
+
+# -- files and commands as a coding agent uses them (issue 38) ------------------------------
+
+REFUSED = [("../etc", "bad_path"), ("/etc/passwd", "bad_path"), ("/workspace/../etc", "bad_path"),
+           ("link/passwd", "symlink")]
+
+
+def _agent_files_setup(ws):
+    ws.put({"src/a.py": "print(1)\n", "notes.txt": "hi"})
+    assert ws.exec("mkdir -p build/sub && echo x > build/sub/o && ln -s /etc link").ok
+
+
+def _check_listing(entries, src):
+    assert [(e.name, e.type) for e in entries] == [
+        ("build", "dir"), ("link", "symlink"), ("notes.txt", "file"), ("src", "dir")]
+    assert entries.truncated is False
+    assert [e.size for e in entries if e.name == "notes.txt"] == [2]
+    assert [(e.name, e.type, e.size) for e in src] == [("a.py", "file", 9)]
+
+
+def _check_refused(call):
+    for path, why in REFUSED:
+        with pytest.raises(agentjail.ServerError) as e:
+            call(path)
+        assert e.value.code == "path_refused" and f"({why})" in e.value.message, (path, e.value)
+
+
+def agent_ops(ws):
+    """list/exists/remove and a background command through a sync workspace: every
+    refusal by its exact code and reason."""
+    _agent_files_setup(ws)
+    _check_listing(ws.list(), ws.list("src"))
+    assert ws.exists("src/a.py") and ws.exists("/workspace/link") and ws.exists("/workspace")
+    assert not ws.exists("nope") and not ws.exists("notes.txt/x")
+    for op in (ws.list, ws.exists, ws.remove):
+        _check_refused(op)
+    with pytest.raises(agentjail.ServerError) as e:
+        ws.list("link")  # listing through a symlink to /etc: refused, never followed
+    assert e.value.code == "path_refused" and "(symlink)" in e.value.message
+    with pytest.raises(agentjail.ServerError) as e:
+        ws.remove("build")
+    assert e.value.code == "path_refused" and "(is_a_directory)" in e.value.message
+    assert ws.remove("build", recursive=True) is True and not ws.exists("build")
+    assert ws.remove("link") is True and not ws.exists("link")
+    assert ws.exec("test -f /etc/passwd").ok  # the link went, not what it pointed at
+    # Background commands: one that ends, one killed while the other goes on.
+    quick = ws.exec("for i in 1 2 3; do echo $i; done; echo err >&2; exit 3", background=True)
+    slow = ws.exec("echo started; exec sleep 60", background=True)
+    other = ws.exec(["sleep", "60"], background=True)
+    rec = quick.wait(timeout=20)
+    assert (rec.exit_code, rec.stdout, rec.stderr) == (3, "1\n2\n3\n", "err\n"), rec.raw
+    assert rec.raw["command"]["background"] is True
+    assert quick.wait() is rec and quick.kill() is rec
+    deadline = time.monotonic() + 20
+    while "started" not in slow.output().stdout and time.monotonic() < deadline:
+        time.sleep(0.05)
+    so_far = slow.output()
+    assert so_far.running and so_far.stdout == "started\n" and so_far.stdout_bytes == 8
+    with pytest.raises(TimeoutError):
+        slow.wait(timeout=0.2)
+    rec = slow.kill()
+    assert rec.stop_reason == "code_killed:SIGKILL" and rec.stdout == "started\n", rec.raw
+    assert other.output().running, "kill ends the command's own processes only"
+    assert ws.exec("echo alive").stdout == "alive\n"
+    return other
+
+
+async def agent_ops_async(ws):
+    """The same through an async workspace."""
+    await ws.put({"src/a.py": "print(1)\n", "notes.txt": "hi"})
+    assert (await ws.exec("mkdir -p build/sub && echo x > build/sub/o && ln -s /etc link")).ok
+    _check_listing(await ws.list(), await ws.list("src"))
+    assert await ws.exists("src/a.py") and not await ws.exists("nope")
+    for op in (ws.list, ws.exists, ws.remove):
+        for path, why in REFUSED:
+            with pytest.raises(agentjail.ServerError) as e:
+                await op(path)
+            assert e.value.code == "path_refused" and f"({why})" in e.value.message, (path, e.value)
+    assert await ws.remove("build", recursive=True) is True and not await ws.exists("build")
+    quick = await ws.exec("echo hi; exit 5", background=True)
+    slow = await ws.exec("echo up; exec sleep 60", background=True)
+    assert isinstance(quick, agentjail.AsyncCommandHandle)
+    rec = await quick.wait(timeout=20)
+    assert (rec.exit_code, rec.stdout) == (5, "hi\n"), rec.raw
+    deadline = time.monotonic() + 20
+    while "up" not in (await slow.output()).stdout and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    rec = await slow.kill()
+    assert rec.stop_reason == "code_killed:SIGKILL" and rec.stdout == "up\n", rec.raw
+    return True
+
+
+def _socket_server(binary, sock):
+    server = subprocess.Popen([binary, "serve", "--policy", POLICY, "--pool", "0", "--socket", str(sock)],
+                              stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not sock.exists() and time.monotonic() < deadline and server.poll() is None:
+        time.sleep(0.05)
+    return server
+
+
+def test_agent_file_ops_and_background_commands_over_the_socket(binary, tmp_path):
+    needs_cgroups()
+    sock = tmp_path / "aj.sock"
+    server = _socket_server(binary, sock)
+    try:
+        with agentjail.Client(socket=sock) as c, c.workspace() as a, c.workspace() as b:
+            other = agent_ops(a)
+            # A command id is its workspace's: on another workspace it is unknown.
+            for op in ("workspace_wait", "workspace_kill"):
+                with pytest.raises(agentjail.UnknownCommand) as e:
+                    b._request(op, workspace=b.id, command=other.id)
+                assert e.value.code == "unknown_command"
+            assert other.output().running, "the other workspace's kill reached nothing"
+            # Sockets: sessions and workspaces stay bound to their connection.
+            for what in (c.session, c.workspace):
+                with pytest.raises(agentjail.AgentjailError, match="belongs to the connection"):
+                    what(id=a.id)
+
+        async def main():
+            async with agentjail.AsyncClient(socket=sock) as ac:
+                with pytest.raises(agentjail.AgentjailError, match="belongs to the connection"):
+                    ac.workspace(id="0" * 32)
+                async with ac.workspace() as ws:
+                    return await agent_ops_async(ws)
+
+        assert asyncio.run(main())
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_agent_ops_and_reattaching_over_http(binary, tmp_path):
+    """Over HTTP, every op sync and async; a session and a workspace re-attached from a new
+    connection with the same token, and unknown to another token (never revealed)."""
+    import secrets
+
+    from conftest import HttpServer
+
+    needs_cgroups()
+    alice, bob = secrets.token_hex(16), secrets.token_hex(16)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {alice}\nbob {bob}\n")
+    tokens.chmod(0o600)
+    server = HttpServer(binary, "127.0.0.1:0", tokens, extra=["--policy", POLICY])
+    try:
+        with agentjail.Client(url=server.url, token=alice) as c:
+            ws = c.workspace()
+            bg = agent_ops(ws)
+            s = c.session()
+            assert s.exec("x = 41").ok
+            with agentjail.Client(url=server.url, token=alice) as again:
+                s2 = again.session(id=s.id)
+                assert s2.exec("x + 1").value == "42"
+                w2 = again.workspace(id=ws.id)
+                assert w2.exists("notes.txt") and w2.exec("cat notes.txt").stdout == "hi"
+                assert w2._request("workspace_wait", workspace=ws.id, command=bg.id, timeout_s=0).running
+            with agentjail.Client(url=server.url, token=bob) as thief:
+                with pytest.raises(agentjail.UnknownSession) as e:
+                    thief.session(id=s.id).exec("x")
+                assert e.value.code == "unknown_session"
+                tw = thief.workspace(id=ws.id)
+                for call in (tw.list, lambda: tw.exists("notes.txt"), lambda: tw.remove("notes.txt"),
+                             lambda: tw.exec("true"),
+                             lambda: tw._request("workspace_close", workspace=ws.id),
+                             lambda: tw._request("workspace_kill", workspace=ws.id, command=bg.id)):
+                    with pytest.raises(agentjail.UnknownWorkspace) as e:
+                        call()
+                    assert e.value.code == "unknown_workspace"
+                with pytest.raises(agentjail.UnknownSession) as e:
+                    thief._conn.request("session_close", session=s.id)
+                assert e.value.code == "unknown_session"
+            assert ws.exists("notes.txt") and bg.output().running  # bob touched nothing
+            with pytest.raises(ValueError):
+                c.workspace(id=ws.id, host_dir="/srv")
+            s.close()
+            ws.close()
+
+        async def main():
+            async with agentjail.AsyncClient(url=server.url, token=alice) as ac:
+                async with ac.workspace() as w:
+                    assert await agent_ops_async(w)
+                    back = ac.workspace(id=w.id)
+                    return await back.exists("notes.txt")
+
+        assert asyncio.run(main()) is True
+    finally:
+        server.stop()

@@ -529,6 +529,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
         Ok(Outcome::Workspace(w)) => json!({"id": id, "workspace": w}),
         Ok(Outcome::Closed(closed)) => json!({"id": id, "closed": closed}),
         Ok(Outcome::Files(files)) => json!({"id": id, "files": files}),
+        Ok(Outcome::Answer(key, answer)) => json!({"id": id, key: answer}),
         Ok(Outcome::Stats(mut stats)) => {
             if let Some(b) = &conn.out.budget {
                 stats["responses"] = b.stats();

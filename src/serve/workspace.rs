@@ -19,6 +19,6 @@ pub(super) fn request(op: &Op) -> Option<Request<'_>> {
         Op::WorkspacePut { workspace, files } => Request::WorkspacePut { workspace, files },
         Op::WorkspaceGet { workspace, paths } => Request::WorkspaceGet { workspace, paths },
         Op::WorkspaceClose { workspace } => Request::WorkspaceClose { workspace },
-        _ => return None,
+        _ => return op.workspace_op_request(),
     })
 }

@@ -350,6 +350,23 @@ impl Conn {
         self.wait(&id)
     }
 
+    /// `workspace_exec` with `background: true` as one call: the start, then
+    /// `workspace_wait` until the command ended; the wait's response (`{"record"}`). A
+    /// response without a command id (a refusal, a record) comes back as it is.
+    pub fn call_background(&mut self, req: Value) -> Value {
+        let ws = req["workspace"].clone();
+        let r = self.call(req);
+        let Some(cmd) = r.get("command").and_then(Value::as_str).map(str::to_string) else {
+            return r;
+        };
+        loop {
+            let w = self.call(json!({"op": "workspace_wait", "workspace": ws, "command": cmd}));
+            if w.get("running").is_none() {
+                return w;
+            }
+        }
+    }
+
     /// `op: run`; the record.
     pub fn run(&mut self, action: Value) -> Value {
         let r = self.call(json!({"op": "run", "action": action}));
@@ -511,6 +528,11 @@ pub fn check_response(line: &[u8]) -> Result<(String, Value), String> {
         "stats",
         "workspace",
         "files",
+        "listing",
+        "stat",
+        "removed",
+        "command",
+        "running",
     ];
     let present: Vec<&str> = kinds
         .iter()

@@ -23,6 +23,26 @@
 //! {"id": "w4", "op": "workspace_get", "workspace": "<id>", "paths": ["a.txt"]}
 //!                                  → {"id": "w4", "files": [{path, bytes, sha256, content_base64} | {path, error}]}
 //! {"id": "w5", "op": "workspace_close", "workspace": "<id>"}  → {"id": "w5", "closed": true}
+//! {"id": "w6", "op": "workspace_list", "workspace": "<id>", "path": "src"}   (path optional: /workspace)
+//!      → {"id": "w6", "listing": {"path": "src", "entries": [{name, type, size}], "truncated": false}}
+//!        (type file | dir | symlink | other; at most 1000 entries, sorted by name)
+//! {"id": "w7", "op": "workspace_exists", "workspace": "<id>", "path": "a.txt"}
+//!      → {"id": "w7", "stat": {"path": "a.txt", "exists": true, "type": "file"}}  (type null when absent)
+//! {"id": "w8", "op": "workspace_remove", "workspace": "<id>", "path": "build", "recursive": true}
+//!      → {"id": "w8", "removed": true}
+//!      (a directory only with recursive; a symlink is removed, never followed; a path
+//!       refused is the error `path_refused`, its reason in the message: bad_path, symlink,
+//!       outside, not_found, not_a_directory, is_a_directory, not_empty, too_deep, ...)
+//! {"id": "w9", "op": "workspace_exec", "workspace": "<id>", "command": "make", "background": true}
+//!      → {"id": "w9", "command": "<command id>"}   (started; no timeout unless timeout_s)
+//! {"id": "wa", "op": "workspace_wait", "workspace": "<id>", "command": "<command id>", "timeout_s": 5}
+//!      → {"id": "wa", "record": {...}} once it ended (the id is then forgotten), or at the
+//!        timeout {"id": "wa", "running": {"command", "stdout", "stderr", "stdout_bytes",
+//!        "stderr_bytes"}} (its output so far; timeout_s 0 answers at once; absent: the
+//!        policy's wall time, the most a wait lasts)
+//! {"id": "wb", "op": "workspace_kill", "workspace": "<id>", "command": "<command id>"}
+//!      → {"id": "wb", "record": {...}}  (its process group killed; another workspace's
+//!        command id, or one already reported ended, is `unknown_command`)
 //! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
 //! ```
 //!
@@ -114,6 +134,63 @@ pub enum Op {
     WorkspaceClose {
         workspace: String,
     },
+    WorkspaceList {
+        workspace: String,
+        /// Absent: /workspace.
+        path: String,
+    },
+    WorkspaceExists {
+        workspace: String,
+        path: String,
+    },
+    WorkspaceRemove {
+        workspace: String,
+        path: String,
+        recursive: bool,
+    },
+    WorkspaceWait {
+        workspace: String,
+        command: String,
+        /// Absent: the policy's wall time; 0: the output so far, at once.
+        timeout_ms: Option<u64>,
+    },
+    WorkspaceKill {
+        workspace: String,
+        command: String,
+    },
+}
+
+impl Op {
+    /// The engine's request for a workspace op that HTTP and MCP reach through this parser
+    /// too (`workspace_list`, `workspace_exists`, `workspace_remove`, `workspace_wait`,
+    /// `workspace_kill`); None for another op.
+    pub fn workspace_op_request(&self) -> Option<crate::engine::Request<'_>> {
+        use crate::engine::Request as R;
+        Some(match self {
+            Op::WorkspaceList { workspace, path } => R::WorkspaceList { workspace, path },
+            Op::WorkspaceExists { workspace, path } => R::WorkspaceExists { workspace, path },
+            Op::WorkspaceRemove {
+                workspace,
+                path,
+                recursive,
+            } => R::WorkspaceRemove {
+                workspace,
+                path,
+                recursive: *recursive,
+            },
+            Op::WorkspaceWait {
+                workspace,
+                command,
+                timeout_ms,
+            } => R::WorkspaceWait {
+                workspace,
+                command,
+                timeout_ms: *timeout_ms,
+            },
+            Op::WorkspaceKill { workspace, command } => R::WorkspaceKill { workspace, command },
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +245,9 @@ fn stream_field(v: Option<Value>, op: &str, id: &Value) -> Result<bool, Protocol
     }
 }
 
+/// What a request with no known `op` is told.
+const ONE_OF: &str = "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close, workspace_list, workspace_exists, workspace_remove, workspace_wait, workspace_kill";
+
 /// Parse one request line (without its newline).
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     let null = Value::Null;
@@ -197,11 +277,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
     };
     let op = match obj.remove("op") {
         Some(Value::String(s)) => s,
-        _ => return Err(err(
-            &id,
-            "bad_request",
-            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
-        )),
+        _ => return Err(err(&id, "bad_request", ONE_OF)),
     };
     let allowed: &[&str] = match op.as_str() {
         "run" => &["action", "inputs"],
@@ -225,11 +301,12 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         "workspace_put" => &["workspace", "files"],
         "workspace_get" => &["workspace", "paths"],
         "workspace_close" => &["workspace"],
-        _ => return Err(err(
-            &id,
-            "unknown_op",
-            "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close",
-        )),
+        "workspace_list" => &["workspace", "path"],
+        "workspace_exists" => &["workspace", "path"],
+        "workspace_remove" => &["workspace", "path", "recursive"],
+        "workspace_wait" => &["workspace", "command", "timeout_s"],
+        "workspace_kill" => &["workspace", "command"],
+        _ => return Err(err(&id, "unknown_op", ONE_OF)),
     };
     let stream = stream_field(obj.remove("stream"), &op, &id)?;
     if let Some(k) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
@@ -316,7 +393,82 @@ fn build_op(
         "workspace_close" => Op::WorkspaceClose {
             workspace: string(&mut obj, "workspace")?,
         },
+        "workspace_list" | "workspace_exists" | "workspace_remove" | "workspace_wait"
+        | "workspace_kill" => return build_agent_op(op, obj, id),
         _ => Op::Stats,
+    })
+}
+
+/// The workspace ops a coding agent uses beside exec, put and get (list, exists, remove,
+/// and a background command's wait and kill).
+fn build_agent_op(
+    op: &str,
+    mut obj: serde_json::Map<String, Value>,
+    id: &Value,
+) -> Result<Op, ProtocolError> {
+    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| match obj.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(err(
+            id,
+            "bad_request",
+            format!("\"{key}\" must be a string"),
+        )),
+    };
+    Ok(match op {
+        "workspace_list" => Op::WorkspaceList {
+            workspace: string(&mut obj, "workspace")?,
+            path: match obj.get("path") {
+                None | Some(Value::Null) => crate::engine::workspace::WORKSPACE.to_string(),
+                _ => string(&mut obj, "path")?,
+            },
+        },
+        "workspace_exists" => Op::WorkspaceExists {
+            workspace: string(&mut obj, "workspace")?,
+            path: string(&mut obj, "path")?,
+        },
+        "workspace_remove" => Op::WorkspaceRemove {
+            workspace: string(&mut obj, "workspace")?,
+            path: string(&mut obj, "path")?,
+            recursive: match obj.remove("recursive") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => b,
+                Some(_) => {
+                    return Err(err(
+                        id,
+                        "bad_request",
+                        "\"recursive\" must be true or false",
+                    ))
+                }
+            },
+        },
+        "workspace_wait" => Op::WorkspaceWait {
+            workspace: string(&mut obj, "workspace")?,
+            command: string(&mut obj, "command")?,
+            timeout_ms: match obj.remove("timeout_s") {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => match n.as_f64() {
+                    Some(t) if t.is_finite() && t >= 0.0 => Some((t * 1000.0).min(1e12) as u64),
+                    _ => {
+                        return Err(err(
+                            id,
+                            "bad_request",
+                            "\"timeout_s\" must be a number of seconds, 0 or more",
+                        ))
+                    }
+                },
+                Some(_) => {
+                    return Err(err(
+                        id,
+                        "bad_request",
+                        "\"timeout_s\" must be a number of seconds, 0 or more",
+                    ))
+                }
+            },
+        },
+        _ => Op::WorkspaceKill {
+            workspace: string(&mut obj, "workspace")?,
+            command: string(&mut obj, "command")?,
+        },
     })
 }
 
@@ -627,6 +779,51 @@ mod tests {
         assert!(
             matches!(r.op, Op::WorkspaceStart { host_dir: Some(ref d), .. } if d == "/srv/ws/a")
         );
+    }
+
+    /// The agent ops: list's path defaults to /workspace, remove's recursive to false, a
+    /// wait's timeout may be 0; anything of the wrong type is a bad_request.
+    #[test]
+    fn the_agent_workspace_ops_parse() {
+        let op = |line: &[u8]| parse_request(line).map(|r| r.op);
+        assert_eq!(
+            op(br#"{"op": "workspace_list", "workspace": "a"}"#),
+            Ok(Op::WorkspaceList {
+                workspace: "a".into(),
+                path: "/workspace".into()
+            })
+        );
+        assert_eq!(
+            op(br#"{"op": "workspace_remove", "workspace": "a", "path": "b"}"#),
+            Ok(Op::WorkspaceRemove {
+                workspace: "a".into(),
+                path: "b".into(),
+                recursive: false
+            })
+        );
+        assert_eq!(
+            op(br#"{"op": "workspace_wait", "workspace": "a", "command": "c", "timeout_s": 0}"#),
+            Ok(Op::WorkspaceWait {
+                workspace: "a".into(),
+                command: "c".into(),
+                timeout_ms: Some(0)
+            })
+        );
+        assert!(matches!(
+            op(br#"{"op": "workspace_kill", "workspace": "a", "command": "c"}"#),
+            Ok(Op::WorkspaceKill { .. })
+        ));
+        for bad in [
+            &br#"{"op": "workspace_exists", "workspace": "a"}"#[..],
+            br#"{"op": "workspace_remove", "workspace": "a", "path": "b", "recursive": 1}"#,
+            br#"{"op": "workspace_wait", "workspace": "a", "command": "c", "timeout_s": -1}"#,
+            br#"{"op": "workspace_wait", "workspace": "a"}"#,
+            br#"{"op": "workspace_kill", "workspace": "a", "command": "c", "signal": 9}"#,
+            br#"{"op": "workspace_list", "workspace": "a", "path": 3}"#,
+        ] {
+            let e = op(bad).unwrap_err();
+            assert_eq!(e.code, "bad_request", "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub fn outcome_resp(st: &State, outcome: Result<Outcome, EngineError>, started: 
         Ok(Outcome::Workspace(id)) => json!({ "workspace": id }),
         Ok(Outcome::Closed(closed)) => json!({ "closed": closed }),
         Ok(Outcome::Files(files)) => json!({ "files": files }),
+        Ok(Outcome::Answer(key, answer)) => json!({ key: answer }),
         Ok(Outcome::Stats(stats)) => stats,
         Err(e) => return engine_error(e),
     };

@@ -26,6 +26,9 @@ pub enum Route {
     WorkspacePut(String),
     WorkspaceGet(String),
     WorkspaceClose(String),
+    /// `POST /v1/workspaces/{id}/list|exists|remove|wait|kill`: the serve op of that name
+    /// (`workspace_list`, ...), its fields the body's.
+    WorkspaceOp(String, &'static str),
     /// The agent-sandbox runtime's routes (`--pod-workspace`).
     PodHealth,
     PodExecute,
@@ -120,6 +123,7 @@ fn workspace_route(method: &Method, rest: &str) -> Result<Route, Resp> {
         "put" => Route::WorkspacePut,
         "get" => Route::WorkspaceGet,
         "" => Route::WorkspaceClose,
+        "list" | "exists" | "remove" | "wait" | "kill" => workspace_op(tail),
         _ => return Err(error(StatusCode::NOT_FOUND, "not_found", "no such route")),
     };
     if !id_ok {
@@ -138,6 +142,17 @@ fn workspace_route(method: &Method, rest: &str) -> Result<Route, Resp> {
         return Err(method_not_allowed(want.as_str()));
     }
     Ok(make(id.to_string()))
+}
+
+/// The route of a workspace op that has no route of its own: its serve op's name.
+fn workspace_op(tail: &str) -> fn(String) -> Route {
+    match tail {
+        "list" => |id| Route::WorkspaceOp(id, "workspace_list"),
+        "exists" => |id| Route::WorkspaceOp(id, "workspace_exists"),
+        "wait" => |id| Route::WorkspaceOp(id, "workspace_wait"),
+        "kill" => |id| Route::WorkspaceOp(id, "workspace_kill"),
+        _ => |id| Route::WorkspaceOp(id, "workspace_remove"),
+    }
 }
 
 impl Route {
@@ -171,6 +186,7 @@ impl Route {
                 | Route::WorkspacePut(_)
                 | Route::WorkspaceGet(_)
                 | Route::WorkspaceClose(_)
+                | Route::WorkspaceOp(..)
         ) || self.is_pod()
     }
 }
@@ -205,6 +221,11 @@ mod tests {
             ("/exec", Route::WorkspaceExec(id.into())),
             ("/put", Route::WorkspacePut(id.into())),
             ("/get", Route::WorkspaceGet(id.into())),
+            ("/list", Route::WorkspaceOp(id.into(), "workspace_list")),
+            ("/exists", Route::WorkspaceOp(id.into(), "workspace_exists")),
+            ("/remove", Route::WorkspaceOp(id.into(), "workspace_remove")),
+            ("/wait", Route::WorkspaceOp(id.into(), "workspace_wait")),
+            ("/kill", Route::WorkspaceOp(id.into(), "workspace_kill")),
         ] {
             let p = format!("/v1/workspaces/{id}{tail}");
             assert_eq!(route(&Method::POST, &p).ok(), Some(r));
@@ -282,7 +303,7 @@ mod tests {
                     proptest::prop_assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
                     proptest::prop_assert!(path.starts_with("/v1/sessions/"));
                 }
-                Ok(Route::WorkspaceExec(id) | Route::WorkspacePut(id) | Route::WorkspaceGet(id) | Route::WorkspaceClose(id)) => {
+                Ok(Route::WorkspaceExec(id) | Route::WorkspacePut(id) | Route::WorkspaceGet(id) | Route::WorkspaceClose(id) | Route::WorkspaceOp(id, _)) => {
                     proptest::prop_assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
                     proptest::prop_assert!(path.starts_with("/v1/workspaces/"));
                 }

@@ -7,7 +7,9 @@ use hyper::StatusCode;
 
 pub fn of(code: ErrorCode) -> StatusCode {
     match code {
-        ErrorCode::UnknownSession | ErrorCode::UnknownWorkspace => StatusCode::NOT_FOUND,
+        ErrorCode::UnknownSession | ErrorCode::UnknownWorkspace | ErrorCode::UnknownCommand => {
+            StatusCode::NOT_FOUND
+        }
         ErrorCode::SessionBusy | ErrorCode::WorkspaceBusy | ErrorCode::HostDirInUse => {
             StatusCode::CONFLICT
         }
@@ -18,7 +20,8 @@ pub fn of(code: ErrorCode) -> StatusCode {
         | ErrorCode::BadEnv
         | ErrorCode::BadFiles
         | ErrorCode::BadHostDir
-        | ErrorCode::PutRefused => StatusCode::BAD_REQUEST,
+        | ErrorCode::PutRefused
+        | ErrorCode::PathRefused => StatusCode::BAD_REQUEST,
     }
 }
 
@@ -31,12 +34,13 @@ mod tests {
     #[test]
     fn every_engine_code_has_its_documented_status() {
         let want = |c: ErrorCode| match c.as_str() {
-            "unknown_session" | "unknown_workspace" => 404,
+            "unknown_session" | "unknown_workspace" | "unknown_command" => 404,
             "session_busy" | "workspace_busy" | "host_dir_in_use" => 409,
             "workspace_ended" => 410,
             "too_many_sessions" | "too_many_workspaces" => 429,
             "unavailable" => 503,
-            "bad_request" | "bad_env" | "bad_files" | "bad_host_dir" | "put_refused" => 400,
+            "bad_request" | "bad_env" | "bad_files" | "bad_host_dir" | "put_refused"
+            | "path_refused" => 400,
             other => panic!("{other}: a code the table's test does not know"),
         };
         for c in ErrorCode::ALL {

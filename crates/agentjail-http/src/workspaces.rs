@@ -138,9 +138,41 @@ fn workspace_route(
         Route::WorkspaceClose(id) => {
             e.handle(caller, EngineRequest::WorkspaceClose { workspace: &id })
         }
+        Route::WorkspaceOp(id, op) => match op_request(op, &id, body) {
+            Ok(parsed) => match parsed.workspace_op_request() {
+                Some(request) => e.handle(caller, request),
+                None => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
+            },
+            Err(resp) => return resp,
+        },
         _ => return error(StatusCode::NOT_FOUND, "not_found", "no such route"),
     };
     outcome_resp(st, result, started)
+}
+
+/// `POST /v1/workspaces/{id}/list|exists|remove|wait|kill`: the body (an object, or empty)
+/// read as the serve op `op`'s fields, with the id from the path: one parser for both
+/// front ends (agentjail_engine::protocol), so their fields and refusals are the same.
+pub fn op_request(op: &str, id: &str, body: &[u8]) -> Result<agentjail_engine::protocol::Op, Resp> {
+    let mut o = if body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::Map::new()
+    } else {
+        match strict(body).map_err(|e| bad_request(&e.to_string()))? {
+            Value::Object(o) => o,
+            _ => return Err(bad_request("the body is a JSON object of the op's fields")),
+        }
+    };
+    for k in ["id", "op", "workspace"] {
+        if o.contains_key(k) {
+            return Err(bad_request(&format!("unknown field {k}")));
+        }
+    }
+    o.insert("op".into(), Value::String(op.into()));
+    o.insert("workspace".into(), Value::String(id.into()));
+    let line = serde_json::to_vec(&Value::Object(o)).unwrap_or_default();
+    agentjail_engine::protocol::parse_request(&line)
+        .map(|r| r.op)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, "bad_request", &e.message))
 }
 
 /// The fields a `POST /v1/workspaces/{id}/exec` body may hold (the `workspace_exec` op's).

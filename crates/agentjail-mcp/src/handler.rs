@@ -7,6 +7,7 @@
 //! go).
 
 mod workspace;
+mod workspace_fs;
 
 use crate::result;
 use crate::tools::{

@@ -36,6 +36,7 @@ from ._errors import (
     TooManyRequests,
     Unauthorized,
     UnknownSession,
+    UnknownCommand,
     UnknownStop,
     UnknownWorkspace,
     WorkspaceBusy,
@@ -45,7 +46,8 @@ from ._protocol import SessionUnavailable, build_action
 from ._client import DEFAULT_POLICY, Client, NotSupportedYet, Session, find_binary
 from ._policy import PolicyInfo
 from ._async import AsyncClient, AsyncSession
-from ._workspace import AsyncWorkspace, Workspace, WorkspaceFile
+from ._workspace import (AsyncCommandHandle, AsyncWorkspace, CommandHandle, CommandOutput, Workspace,
+                         WorkspaceEntry, WorkspaceFile)
 
 __version__ = "0.1.0"
 
@@ -57,6 +59,7 @@ __all__ = [
     "Record", "ResourceLimit", "Result", "SandboxUnavailable", "ServerError", "Session", "SessionBusy",
     "SessionUnavailable", "Stop", "StopKind", "StoppedError", "TooManyRequests", "Unauthorized",
     "UnknownSession", "UnknownStop", "UnknownWorkspace", "Workspace", "WorkspaceBusy",
-    "WorkspaceFile", "AsyncWorkspace", "PolicyInfo",
+    "WorkspaceFile", "AsyncWorkspace", "PolicyInfo", "UnknownCommand", "CommandHandle",
+    "AsyncCommandHandle", "CommandOutput", "WorkspaceEntry",
     "DEFAULT_POLICY", "build_action", "find_binary",
 ]

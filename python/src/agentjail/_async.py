@@ -13,7 +13,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 from . import _errors as E
 from . import _protocol as P
 from . import _stream as S
-from ._client import http_conn, serve_setup, STDERR_KEEP
+from ._client import http_conn, reattach_id, serve_setup, STDERR_KEEP
 from ._record import Decision, Record
 from ._workspace import AsyncWorkspace
 
@@ -311,18 +311,27 @@ class AsyncClient:
     async def check(self, code: str, *, language: str = "python", **action: Any) -> Decision:
         return await self._request("check", action=P.build_action(code, language=language, **action))
 
-    def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "AsyncSession":
-        """``async with client.session() as s: await s.exec(code)`` (or ``await client.session()``)."""
-        return AsyncSession(self, None if policy_hints is None else dict(policy_hints))
+    def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None, id: Optional[str] = None) -> "AsyncSession":
+        """``async with client.session() as s: await s.exec(code)`` (or ``await client.session()``);
+        ``id=`` re-attaches over HTTP, as :meth:`Client.session`."""
+        s = AsyncSession(self, None if policy_hints is None else dict(policy_hints))
+        if id is not None:
+            s.id = reattach_id(self._http, id, "session", policy_hints=policy_hints)
+        return s
 
     def workspace(
         self,
         *,
         policy_hints: Optional[Mapping[str, Any]] = None,
         host_dir: Optional[str] = None,
+        id: Optional[str] = None,
     ) -> AsyncWorkspace:
         """``async with client.workspace() as ws: await ws.exec("ls")`` (or ``await
-        client.workspace()``); ``host_dir`` as in :meth:`Client.workspace`."""
+        client.workspace()``); ``host_dir`` as in :meth:`Client.workspace`; ``id=``
+        re-attaches over HTTP, as :meth:`Client.workspace`."""
+        if id is not None:
+            wid = reattach_id(self._http, id, "workspace", policy_hints=policy_hints, host_dir=host_dir)
+            return AsyncWorkspace(self._request, None, None, wid)
         if host_dir is not None and not isinstance(host_dir, str):
             raise TypeError("host_dir must be a str (an absolute host path)")
         return AsyncWorkspace(self._request, None if policy_hints is None else dict(policy_hints), host_dir)

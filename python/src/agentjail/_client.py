@@ -440,8 +440,13 @@ class Client:
         the same keywords as :meth:`run`)."""
         return self._conn.request("check", action=P.build_action(code, language=language, **action))
 
-    def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None) -> "Session":
-        """Start a session: one interpreter whose globals survive between calls."""
+    def session(self, *, policy_hints: Optional[Mapping[str, Any]] = None, id: Optional[str] = None) -> "Session":
+        """Start a session: one interpreter whose globals survive between calls. Over HTTP,
+        ``id=`` re-attaches to a session this token started (from any connection, until it
+        idles out): no request is sent, and its first call raises :class:`UnknownSession`
+        if the id is not this token's (see :func:`reattach_id` for the socket)."""
+        if id is not None:
+            return Session(self, reattach_id(self._conn, id, "session", policy_hints=policy_hints))
         return Session(self, self._conn.request("session_start", policy_hints=_opt_dict(policy_hints)))
 
     def workspace(
@@ -449,12 +454,19 @@ class Client:
         *,
         policy_hints: Optional[Mapping[str, Any]] = None,
         host_dir: Optional[str] = None,
+        id: Optional[str] = None,
     ) -> "Workspace":
         """Start a workspace: one jail with a writable ``/workspace`` that lasts across
         calls (``with client.workspace() as ws: ws.put({...}); ws.exec("pytest -q")``).
         ``host_dir``: an existing host directory beneath the policy's ``[workspace]
         host_roots`` to be ``/workspace`` (its files stay after close); refused with a
-        :class:`ServerError` whose ``code`` is ``bad_host_dir`` or ``host_dir_in_use``."""
+        :class:`ServerError` whose ``code`` is ``bad_host_dir`` or ``host_dir_in_use``.
+        Over HTTP, ``id=`` re-attaches to a workspace this token started, as
+        :meth:`session` does (its first call raises :class:`UnknownWorkspace` if the id is
+        not this token's)."""
+        if id is not None:
+            wid = reattach_id(self._conn, id, "workspace", policy_hints=policy_hints, host_dir=host_dir)
+            return Workspace(self._conn.request, wid)
         if host_dir is not None and not isinstance(host_dir, str):
             raise TypeError("host_dir must be a str (an absolute host path)")
         wid = self._conn.request("workspace_start", policy_hints=_opt_dict(policy_hints), host_dir=host_dir)
@@ -515,6 +527,30 @@ class Session:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def reattach_id(conn: Any, id: Any, what: str, **starting: Any) -> str:
+    """The id of a session or workspace to re-attach to (``Client.session(id=...)``,
+    ``Client.workspace(id=...)``): over HTTP only. A session or workspace opened over HTTP
+    belongs to the token's name (the caller's identity, the same on every connection),
+    so any connection with that token reaches it until it idles out; another token is
+    told ``unknown_session`` / ``unknown_workspace``. On the socket (and a server this
+    client started) it is bound to its connection: the peer of that connection is the
+    only identity the server has, and the connection closing ends every jail it opened,
+    so nothing outlives its owner and no other connection can take it over."""
+    if not isinstance(id, str) or not 0 < len(id) <= 256:
+        raise TypeError(f"{what} id must be a non-empty str")
+    if any(v is not None for v in starting.values()):
+        raise ValueError(f"id= re-attaches to a running {what}: {', '.join(starting)} are for starting one")
+    if not isinstance(conn, HttpConn):
+        raise E.AgentjailError(
+            f"a {what} cannot be re-attached by id on agentjail serve's socket: it belongs to the "
+            "connection that opened it (the connection's peer is its only identity, and closing "
+            "the connection ends its jails), so only that connection's client can use it. "
+            "Use the same Client object, or serve over HTTP (Client(url=..., token=...)), where "
+            "sessions and workspaces belong to the token and can be re-attached from any connection"
+        )
+    return id
 
 
 def _opt_dict(d: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -55,6 +55,11 @@ class UnknownWorkspace(UnknownSession):
     connection."""
 
 
+class UnknownCommand(ServerError):
+    """``unknown_command``: no such background command in this workspace (another
+    workspace's, or one whose record was already given)."""
+
+
 class WorkspaceBusy(SessionBusy):
     """``workspace_busy``: another call is running in this workspace."""
 

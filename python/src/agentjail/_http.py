@@ -6,7 +6,8 @@ It answers the same ``request(op, **fields)`` as the JSON-lines connection, so
 /v1/run``, ``check`` ``POST /v1/check``, ``session_start`` ``POST /v1/sessions``,
 ``session_exec`` ``POST /v1/sessions/{id}/exec``, ``session_close`` ``DELETE
 /v1/sessions/{id}``, ``stats`` ``GET /v1/stats``, and the ``workspace_*`` ops on
-``/v1/workspaces`` (``POST`` start, ``POST {id}/exec|put|get``, ``DELETE {id}``). Answers go through the same parsers
+``/v1/workspaces`` (``POST`` start, ``POST {id}/exec|put|get|list|exists|remove|wait|kill``,
+``DELETE {id}``). Answers go through the same parsers
 (:func:`agentjail._protocol.result`), so records, decisions and error answers become the
 same objects and exceptions as on a socket.
 
@@ -264,6 +265,9 @@ class HttpConn:
             if not isinstance(err, dict) or not isinstance(err.get("code"), str):
                 raise E.ProtocolError(f"HTTP {a.status} answer without agentjail's error object")
             return P.result(op, {"error": err})
+        if wrap == "record" and op.startswith("workspace_") and isinstance(obj, dict) and (
+                set(obj) == {"running"} or set(obj) == {"command"}):
+            wrap = None  # not a record: a background command's id, or its output so far
         return P.result(op, {wrap: obj} if wrap else obj)
 
     def _route(self, op: str, f: Dict[str, Any]) -> Tuple[str, str, Optional[bytes], Optional[str]]:
@@ -292,9 +296,10 @@ class HttpConn:
         if op.startswith("workspace_"):
             ws = f"/v1/workspaces/{_sid(f['workspace'])}"
             rest = {k: v for k, v in f.items() if k != "workspace" and v is not None}
-            if op == "workspace_exec":
-                return "POST", ws + "/exec", _json(rest), "record"
-            if op in ("workspace_put", "workspace_get"):
+            if op in ("workspace_exec", "workspace_wait", "workspace_kill"):
+                # A record, or a background command's id or its output so far (request()).
+                return "POST", ws + "/" + op[len("workspace_"):], _json(rest), "record"
+            if op in ("workspace_put", "workspace_get", "workspace_list", "workspace_exists", "workspace_remove"):
                 return "POST", ws + "/" + op[len("workspace_"):], _json(rest), None
             if op == "workspace_close":
                 return "DELETE", ws, None, None

@@ -115,6 +115,12 @@ def _positive(v: Any, what: str) -> float:
     return float(v) if isinstance(v, float) else v
 
 
+def _non_negative(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{what} must be a number of seconds, 0 or more")
+    return float(v)
+
+
 def encode(req_id: int, op: str, **fields: Any) -> bytes:
     body = {"id": req_id, "op": op}
     body.update({k: v for k, v in fields.items() if v is not None})
@@ -148,6 +154,7 @@ _SERVER_ERRORS = {
     "unknown_session": E.UnknownSession,
     "session_busy": E.SessionBusy,
     "unknown_workspace": E.UnknownWorkspace,
+    "unknown_command": E.UnknownCommand,
     "workspace_busy": E.WorkspaceBusy,
     "unauthorized": E.Unauthorized,
     "too_many_requests": E.TooManyRequests,

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union, overload
 
 from . import _errors as E
 from . import _protocol as P
@@ -35,6 +36,35 @@ class WorkspaceFile:
         if self.content is None:
             raise ValueError(f"{self.path}: no content ({self.error})")
         return self.content.decode("utf-8")
+
+
+@dataclass(frozen=True)
+class WorkspaceEntry:
+    """One entry of :meth:`Workspace.list`: its name, ``type`` (``"file"``, ``"dir"``,
+    ``"symlink"`` or ``"other"``; a symlink is never followed) and ``size`` in bytes."""
+
+    name: str
+    type: str
+    size: int
+
+
+class Entries(List[WorkspaceEntry]):
+    """What :meth:`Workspace.list` returns: the entries sorted by name, at most 1000;
+    ``truncated`` is True when the directory held more."""
+
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class CommandOutput:
+    """A background command's output so far (:meth:`CommandHandle.output`): at most the
+    policy's caps; ``stdout_bytes``/``stderr_bytes`` count all it printed."""
+
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+    running: bool
 
 
 def exec_fields(
@@ -128,15 +158,67 @@ def parse_files(obj: Any) -> List[WorkspaceFile]:
     return out
 
 
+def parse_entries(obj: Any) -> Entries:
+    obj = obj.get("listing") if isinstance(obj, dict) else None
+    entries = obj.get("entries") if isinstance(obj, dict) else None
+    if not isinstance(entries, list):
+        raise E.ProtocolError("response.entries: expected a list")
+    out = Entries()
+    for i, e in enumerate(entries):
+        if not (isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("type"), str)
+                and type(e.get("size")) is int):
+            raise E.ProtocolError(f"response.entries[{i}]: expected {{name, type, size}}")
+        out.append(WorkspaceEntry(name=e["name"], type=e["type"], size=e["size"]))
+    out.truncated = obj.get("truncated") is True
+    return out
+
+
+def started_or_record(obj: Dict[str, Any]) -> Any:
+    """``workspace_exec``'s answer: a record, or a background command's id (a str)."""
+    if isinstance(obj.get("record"), dict):
+        return Record.from_dict(obj["record"])
+    c = obj.get("command")
+    if isinstance(c, str) and 0 < len(c) <= 256:
+        return c
+    raise E.ProtocolError("response: expected a record or a background command id")
+
+
+def waited(obj: Dict[str, Any]) -> Any:
+    """``workspace_wait``/``workspace_kill``'s answer: the record, or the output so far."""
+    if isinstance(obj.get("record"), dict):
+        return Record.from_dict(obj["record"])
+    run = obj.get("running")
+    if isinstance(run, dict):
+        texts = [run.get(k) for k in ("stdout", "stderr")]
+        counts = [run.get(k) for k in ("stdout_bytes", "stderr_bytes")]
+        if not all(isinstance(t, str) for t in texts) or not all(type(n) is int for n in counts):
+            raise E.ProtocolError("response: expected the output so far")
+        return CommandOutput(texts[0], texts[1], counts[0], counts[1], True)
+    raise E.ProtocolError("response: expected a record or running")
+
+
 def result(op: str, obj: Dict[str, Any]) -> Any:
     """The result of a ``workspace_*`` response (after :func:`_protocol.result` raised any error)."""
+    if op == "workspace_list":
+        return parse_entries(obj)
+    if op == "workspace_exists":
+        stat = obj.get("stat")
+        if not isinstance(stat, dict) or not isinstance(stat.get("exists"), bool):
+            raise E.ProtocolError("response.stat.exists: expected a boolean")
+        return stat["exists"]
+    if op == "workspace_remove":
+        if not isinstance(obj.get("removed"), bool):
+            raise E.ProtocolError("response.removed: expected a boolean")
+        return obj["removed"]
+    if op in ("workspace_wait", "workspace_kill"):
+        return waited(obj)
     if op == "workspace_start":
         w = obj.get("workspace")
         if not isinstance(w, str) or not 0 < len(w) <= 256:
             raise E.ProtocolError("response.workspace: expected a workspace id string")
         return w
     if op == "workspace_exec":
-        return Record.from_dict(obj.get("record"))
+        return started_or_record(obj)
     if op == "workspace_get":
         return parse_files(obj)
     if op == "workspace_close":
@@ -146,6 +228,101 @@ def result(op: str, obj: Dict[str, Any]) -> Any:
         return c
     # workspace_put: what the server says of the files it wrote.
     return {k: v for k, v in obj.items() if k != "id"}
+
+
+class CommandHandle:
+    """A background command (``ws.exec(cmd, background=True)``): ``wait()`` its record,
+    ``kill()`` its processes, ``output()`` what it printed so far. Its ``id`` is its
+    workspace's: another workspace's handle is ``unknown_command`` there."""
+
+    def __init__(self, request: Any, workspace_id: str, command_id: str) -> None:
+        self._request = request
+        self.workspace_id = workspace_id
+        self.id = command_id
+        self._record: Optional[Record] = None
+
+    def wait(self, timeout: Optional[float] = None) -> Record:
+        """Its record once it ended (the same record on every later call). ``timeout``
+        seconds at most (default: until it ends); :class:`TimeoutError` past them."""
+        deadline = None if timeout is None else time.monotonic() + P._non_negative(timeout, "timeout")
+        while self._record is None:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            got = self._request("workspace_wait", workspace=self.workspace_id, command=self.id, timeout_s=left)
+            if isinstance(got, Record):
+                self._record = got
+            elif deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"background command {self.id} still runs after {timeout} s")
+        return self._record
+
+    def kill(self) -> Record:
+        """End its processes (its process group; the workspace goes on) and return its
+        record (the record it ended with, if it had already ended)."""
+        if self._record is None:
+            self._record = self._request("workspace_kill", workspace=self.workspace_id, command=self.id)
+        return self._record
+
+    def output(self) -> CommandOutput:
+        """What it printed so far (at once; its record's output once it ended)."""
+        if self._record is None:
+            got = self._request("workspace_wait", workspace=self.workspace_id, command=self.id, timeout_s=0)
+            if isinstance(got, CommandOutput):
+                return got
+            self._record = got
+        return _output_of(self._record)
+
+
+class AsyncCommandHandle:
+    """The asyncio twin of :class:`CommandHandle` (``await h.wait()``, ``await h.kill()``,
+    ``await h.output()``)."""
+
+    def __init__(self, request: Any, workspace_id: str, command_id: str) -> None:
+        self._request = request
+        self.workspace_id = workspace_id
+        self.id = command_id
+        self._record: Optional[Record] = None
+
+    async def wait(self, timeout: Optional[float] = None) -> Record:
+        deadline = None if timeout is None else time.monotonic() + P._non_negative(timeout, "timeout")
+        while self._record is None:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            got = await self._request("workspace_wait", workspace=self.workspace_id, command=self.id, timeout_s=left)
+            if isinstance(got, Record):
+                self._record = got
+            elif deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"background command {self.id} still runs after {timeout} s")
+        return self._record
+
+    async def kill(self) -> Record:
+        if self._record is None:
+            self._record = await self._request("workspace_kill", workspace=self.workspace_id, command=self.id)
+        return self._record
+
+    async def output(self) -> CommandOutput:
+        if self._record is None:
+            got = await self._request("workspace_wait", workspace=self.workspace_id, command=self.id, timeout_s=0)
+            if isinstance(got, CommandOutput):
+                return got
+            self._record = got
+        return _output_of(self._record)
+
+
+def _output_of(record: Record) -> CommandOutput:
+    ex = record.raw.get("execution") if isinstance(record.raw.get("execution"), dict) else {}
+    counts = [ex.get(k) if type(ex.get(k)) is int else len(t.encode())
+              for k, t in (("stdout_bytes", record.stdout), ("stderr_bytes", record.stderr))]
+    return CommandOutput(record.stdout, record.stderr, counts[0], counts[1], False)
+
+
+def list_path(path: str) -> str:
+    if not isinstance(path, str):
+        raise TypeError("path must be a str")
+    return path
+
+
+def remove_fields(path: str, recursive: bool) -> Dict[str, Any]:
+    if not isinstance(recursive, bool):
+        raise TypeError("recursive must be a bool")
+    return {"path": list_path(path), "recursive": recursive}
 
 
 class Workspace:
@@ -161,6 +338,18 @@ class Workspace:
         self.id = workspace_id
         self.closed = False
 
+    @overload
+    def exec(self, command: Command, *, cwd: Optional[str] = ..., stdin: Union[str, bytes, None] = ...,
+             env: Optional[Mapping[str, str]] = ..., timeout_s: Optional[float] = ...,
+             background: Literal[True], on_stdout: Optional[S.Callback] = ...,
+             on_stderr: Optional[S.Callback] = ...) -> "CommandHandle": ...
+
+    @overload
+    def exec(self, command: Command, *, cwd: Optional[str] = ..., stdin: Union[str, bytes, None] = ...,
+             env: Optional[Mapping[str, str]] = ..., timeout_s: Optional[float] = ...,
+             background: Optional[bool] = ..., on_stdout: Optional[S.Callback] = ...,
+             on_stderr: Optional[S.Callback] = ...) -> Record: ...
+
     def exec(
         self,
         command: Command,
@@ -172,16 +361,35 @@ class Workspace:
         background: Optional[bool] = None,
         on_stdout: Optional[S.Callback] = None,
         on_stderr: Optional[S.Callback] = None,
-    ) -> Record:
+    ) -> Any:
         """Run ``command`` (a shell line, or an argv list) and return its record: exit
-        code, stdout, stderr, truncation, wall, CPU, peak memory, stop reason.
+        code, stdout, stderr, truncation, wall, CPU, peak memory, stop reason. With
+        ``background=True`` it is started and a :class:`CommandHandle` returned at once
+        (no timeout unless ``timeout_s``; it ends with the workspace at the latest).
         ``on_stdout`` / ``on_stderr``: called with each chunk of output (a str) as it
         comes, in order, before this returns."""
         fields = exec_fields(command, cwd, stdin, env, timeout_s, background)
         d = S.dispatch(on_stdout, on_stderr)
         if d is not None:
             fields["_events"] = d
-        return self._request("workspace_exec", workspace=self.id, **fields)
+        got = self._request("workspace_exec", workspace=self.id, **fields)
+        return CommandHandle(self._request, self.id, got) if isinstance(got, str) else got
+
+    def list(self, path: str = "/workspace") -> Entries:
+        """The entries of a directory of ``/workspace`` (``name``, ``type``, ``size``),
+        sorted by name, at most 1000 (``.truncated``). A symlink is listed, never followed;
+        a path through one, or with ``..``, is a :class:`ServerError` ``path_refused``."""
+        return self._request("workspace_list", workspace=self.id, path=list_path(path))
+
+    def exists(self, path: str) -> bool:
+        """Whether something (a file, a directory, a symlink: not followed) is at ``path``."""
+        return self._request("workspace_exists", workspace=self.id, path=list_path(path))
+
+    def remove(self, path: str, *, recursive: bool = False) -> bool:
+        """Remove a file or symlink (the link itself), or a directory and everything in it
+        with ``recursive=True``; ``path_refused`` when it cannot (not found, a directory
+        without ``recursive``, a symlink on the way, ``..``)."""
+        return self._request("workspace_remove", workspace=self.id, **remove_fields(path, recursive))
 
     def put(self, files: P.FilesArg) -> Dict[str, Any]:
         """Write files into ``/workspace``: ``{path: str | bytes}`` or a list of
@@ -215,11 +423,12 @@ class AsyncWorkspace:
     """The asyncio twin of :class:`Workspace` (``async with client.workspace() as ws:``,
     or ``ws = await client.workspace()``)."""
 
-    def __init__(self, request: Any, policy_hints: Optional[Dict[str, Any]], host_dir: Optional[str] = None) -> None:
+    def __init__(self, request: Any, policy_hints: Optional[Dict[str, Any]], host_dir: Optional[str] = None,
+                 workspace_id: Optional[str] = None) -> None:
         self._request = request
         self._hints = policy_hints
         self._host_dir = host_dir
-        self.id: Optional[str] = None
+        self.id: Optional[str] = workspace_id
         self.closed = False
 
     async def start(self) -> "AsyncWorkspace":
@@ -241,14 +450,30 @@ class AsyncWorkspace:
         background: Optional[bool] = None,
         on_stdout: Optional[S.Callback] = None,
         on_stderr: Optional[S.Callback] = None,
-    ) -> Record:
+    ) -> Any:
         """As :meth:`Workspace.exec`; a callback may be a plain function or an async one."""
         fields = exec_fields(command, cwd, stdin, env, timeout_s, background)
         d = S.dispatch(on_stdout, on_stderr)
         if d is not None:
             fields["_events"] = d
         await self.start()
-        return await self._request("workspace_exec", workspace=self.id, **fields)
+        got = await self._request("workspace_exec", workspace=self.id, **fields)
+        return AsyncCommandHandle(self._request, self.id, got) if isinstance(got, str) else got
+
+    async def list(self, path: str = "/workspace") -> Entries:
+        p = list_path(path)
+        await self.start()
+        return await self._request("workspace_list", workspace=self.id, path=p)
+
+    async def exists(self, path: str) -> bool:
+        p = list_path(path)
+        await self.start()
+        return await self._request("workspace_exists", workspace=self.id, path=p)
+
+    async def remove(self, path: str, *, recursive: bool = False) -> bool:
+        f = remove_fields(path, recursive)
+        await self.start()
+        return await self._request("workspace_remove", workspace=self.id, **f)
 
     async def put(self, files: P.FilesArg) -> Dict[str, Any]:
         if files is None:

@@ -16,6 +16,7 @@ mod cache;
 mod resilience;
 mod stream;
 mod workspace;
+mod workspace_agent;
 mod workspace_attacks;
 mod workspace_net;
 mod workspace_redteam;

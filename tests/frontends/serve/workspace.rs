@@ -301,7 +301,7 @@ fn processes_end_with_their_command_and_their_workspace() {
         );
         assert!(live_with(&format!("{tag}.")).is_empty());
         // Asked to stay: it does, until the workspace closes.
-        let r = c.call(
+        let r = c.call_background(
             json!({"op": "workspace_exec", "workspace": ws, "background": true,
                               "command": format!("sleep {tag}.4 >/dev/null 2>&1 &")}),
         );
@@ -401,10 +401,18 @@ fn signals_to_the_runner_leave_the_workspace_working() {
         let c = s.io();
         let ws = start(c);
         for _ in 0..3 {
+            // Started and left: it exits while the runner waits between calls.
             let r = c.call(json!({"op": "workspace_exec", "workspace": ws,
                 "background": true, "argv": ["sleep", "0.2"]}));
-            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
+            let cmd = r["command"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{r}"))
+                .to_string();
             std::thread::sleep(std::time::Duration::from_millis(600));
+            let rec = sh(c, &ws, "echo alive");
+            assert_eq!(out(&rec), "alive\n", "{rec:#}");
+            let r = c.call(json!({"op": "workspace_wait", "workspace": ws, "command": cmd}));
+            assert_eq!(record(&r)["stop_reason"], "success", "{r}");
             let rec = sh(c, &ws, "echo alive");
             assert_eq!(out(&rec), "alive\n", "{rec:#}");
             assert_ran(&rec);
@@ -437,7 +445,7 @@ fn workspaces_cannot_reach_each_other() {
         let wb = start(&mut b);
         let wa2 = start(&mut a);
         let tag = format!("{}", 3000 + std::process::id() % 6000);
-        let r = a.call(
+        let r = a.call_background(
             json!({"op": "workspace_exec", "workspace": wa, "background": true,
             "command": format!("echo a-secret > s.txt; sleep {tag}.7 >/dev/null 2>&1 &")}),
         );
@@ -827,7 +835,7 @@ fn sigterm_exits_only_after_every_workspace_process_is_gone() {
         let tag = format!("{}", 2000 + std::process::id() % 7000);
         for i in 0..4 {
             let ws = start(&mut c);
-            let r = c.call(json!({"op": "workspace_exec", "workspace": ws, "background": true,
+            let r = c.call_background(json!({"op": "workspace_exec", "workspace": ws, "background": true,
                 "command": format!("sleep {tag}.{i} >/dev/null 2>&1 & setsid sleep {tag}.{i}1 >/dev/null 2>&1 &")}));
             assert_eq!(record(&r)["stop_reason"], "success", "{r}");
         }
@@ -894,7 +902,7 @@ fn sigterm_exits_only_after_every_jail_of_every_kind_has_no_process() {
             assert_eq!(record(&r)["stop_reason"], "success", "{r}");
             let ws = start(&mut c);
             let tag = format!("{}{round}", 1000 + std::process::id() % 8000);
-            let r = c.call(
+            let r = c.call_background(
                 json!({"op": "workspace_exec", "workspace": ws, "background": true,
                 "command": format!("sleep 1{tag}.1 >/dev/null 2>&1 &")}),
             );

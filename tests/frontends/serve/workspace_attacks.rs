@@ -382,7 +382,7 @@ fn bombs_and_kill_minus_one_end_only_their_own_workspace() {
         let mut b = s.connect("b");
         let wb = start(&mut b);
         let tag = format!("{}", 4000 + std::process::id() % 5000);
-        let r = b.call(
+        let r = b.call_background(
             json!({"op": "workspace_exec", "workspace": wb, "background": true,
             "command": format!("echo kept > k.txt; sleep {tag}.3 >/dev/null 2>&1 &")}),
         );
@@ -507,7 +507,7 @@ fn put_and_get_racing_a_symlink_flip_stay_in_the_workspace() {
         let victim = crate::common::serve::scratch("ws-race-victim");
         let vd = victim.path().display().to_string();
         std::fs::write(victim.path().join("x"), "host data\n").unwrap();
-        let r = c.call(
+        let r = c.call_background(
             json!({"op": "workspace_exec", "workspace": ws, "background": true,
             "command": format!("while :; do mkdir d 2>/dev/null; echo inside > d/x 2>/dev/null; \
                 rm -rf d; ln -s {vd} d; rm -f d; done >/dev/null 2>&1 &")}),

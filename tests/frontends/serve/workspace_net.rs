@@ -50,7 +50,7 @@ fn exec(c: &mut Conn, ws: &str, fields: Value) -> Value {
     let mut req = fields;
     req["op"] = json!("workspace_exec");
     req["workspace"] = json!(ws);
-    record(&c.call(req)).clone()
+    record(&c.call_background(req)).clone()
 }
 
 fn put(c: &mut Conn, ws: &str, path: &str, content: &str) {

@@ -229,7 +229,7 @@ print('AFTER', flush=True)
         let c = s.io();
         let r = c.call(json!({"op": "workspace_start", "host_dir": w.display().to_string()}));
         let ws = r["workspace"].as_str().expect("a workspace").to_string();
-        let r = c.call(
+        let r = c.call_background(
             json!({"op": "workspace_exec", "workspace": ws, "background": true,
             "argv": ["python3", "-c", WRITER]}),
         );

@@ -86,6 +86,31 @@ pub enum Request<'a> {
     WorkspaceClose {
         workspace: &'a str,
     },
+    /// A directory's entries (`path`: relative, or under /workspace).
+    WorkspaceList {
+        workspace: &'a str,
+        path: &'a str,
+    },
+    WorkspaceExists {
+        workspace: &'a str,
+        path: &'a str,
+    },
+    WorkspaceRemove {
+        workspace: &'a str,
+        path: &'a str,
+        recursive: bool,
+    },
+    /// Wait up to `timeout_ms` (None: the policy's wall time) for a background command.
+    WorkspaceWait {
+        workspace: &'a str,
+        command: &'a str,
+        timeout_ms: Option<u64>,
+    },
+    /// End a background command's processes.
+    WorkspaceKill {
+        workspace: &'a str,
+        command: &'a str,
+    },
     Stats,
 }
 
@@ -103,6 +128,11 @@ pub enum Outcome {
     Closed(bool),
     /// A workspace's files, as put (their sizes and digests) or got (their contents).
     Files(Value),
+    /// A workspace's answer under its one key (a front end sends `{key: value}`, serve
+    /// with the id beside it): `listing` (list), `stat` (exists), `removed` (remove),
+    /// `command` (a background command's id), `running` (a background command's output so
+    /// far).
+    Answer(&'static str, Value),
     Stats(Value),
 }
 
@@ -165,9 +195,13 @@ impl Engine {
             Request::WorkspaceStart { hints, host_dir } => {
                 Outcome::Workspace(self.workspace_start_in(hints, host_dir, owner)?)
             }
-            Request::WorkspaceExec { workspace, request } => Outcome::Record(
-                self.workspace_exec_streaming(workspace, request, (owner, caller.stop), out)?,
-            ),
+            Request::WorkspaceExec { workspace, request } => {
+                use super::workspace::Started;
+                match self.workspace_exec_any(workspace, request, (owner, caller.stop), out)? {
+                    Started::Record(record) => Outcome::Record(record),
+                    Started::Command(id) => Outcome::Answer("command", Value::String(id)),
+                }
+            }
             Request::WorkspacePut { workspace, files } => {
                 Outcome::Files(files_of(self.workspace_put(workspace, files, owner)?))
             }
@@ -177,6 +211,11 @@ impl Engine {
             Request::WorkspaceClose { workspace } => {
                 Outcome::Closed(self.workspace_close(workspace, owner)?)
             }
+            r @ (Request::WorkspaceList { .. }
+            | Request::WorkspaceExists { .. }
+            | Request::WorkspaceRemove { .. }
+            | Request::WorkspaceWait { .. }
+            | Request::WorkspaceKill { .. }) => self.workspace_agent_op(r, owner, caller.stop)?,
             Request::Stats => Outcome::Stats(self.stats()),
         };
         Ok(match outcome {
@@ -189,6 +228,55 @@ impl Engine {
             }
             other => other,
         })
+    }
+}
+
+impl Engine {
+    /// A workspace's list, exists or remove, or a background command's wait or kill.
+    fn workspace_agent_op(
+        &self,
+        request: Request,
+        owner: Owner,
+        stop: Option<&ClientStop>,
+    ) -> Result<Outcome, EngineError> {
+        Ok(match request {
+            Request::WorkspaceList { workspace, path } => {
+                Outcome::Answer("listing", self.workspace_list(workspace, path, owner)?)
+            }
+            Request::WorkspaceExists { workspace, path } => {
+                Outcome::Answer("stat", self.workspace_exists(workspace, path, owner)?)
+            }
+            Request::WorkspaceRemove {
+                workspace,
+                path,
+                recursive,
+            } => Outcome::Answer(
+                "removed",
+                self.workspace_remove(workspace, path, recursive, owner)?,
+            ),
+            Request::WorkspaceWait {
+                workspace,
+                command,
+                timeout_ms,
+            } => waited(self.workspace_wait(workspace, command, timeout_ms, false, owner, stop)?),
+            Request::WorkspaceKill { workspace, command } => {
+                waited(self.workspace_wait(workspace, command, None, true, owner, stop)?)
+            }
+            _ => {
+                return Err(EngineError::new(
+                    super::ErrorCode::BadRequest,
+                    "not a workspace op",
+                ))
+            }
+        })
+    }
+}
+
+/// A background command's record once it ended, else what it printed so far.
+fn waited(w: super::workspace::Waited) -> Outcome {
+    match w {
+        super::workspace::Waited::Ended(record) => Outcome::Record(record),
+        super::workspace::Waited::Running(so_far) => Outcome::Answer("running", so_far),
     }
 }
 

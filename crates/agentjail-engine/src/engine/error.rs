@@ -107,6 +107,11 @@ pub enum ErrorCode {
     BadHostDir,
     /// A file cannot be written into the workspace.
     PutRefused,
+    /// A path cannot be listed, looked up or removed in the workspace (`..`, a symlink on
+    /// the way, not found, ...: the reason in the message).
+    PathRefused,
+    /// No such background command in this workspace.
+    UnknownCommand,
     /// No such session for this caller.
     UnknownSession,
     /// No such workspace for this caller.
@@ -129,12 +134,14 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the front ends' table tests.
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::BadRequest,
         ErrorCode::BadEnv,
         ErrorCode::BadFiles,
         ErrorCode::BadHostDir,
         ErrorCode::PutRefused,
+        ErrorCode::PathRefused,
+        ErrorCode::UnknownCommand,
         ErrorCode::UnknownSession,
         ErrorCode::UnknownWorkspace,
         ErrorCode::SessionBusy,
@@ -154,6 +161,8 @@ impl ErrorCode {
             ErrorCode::BadFiles => "bad_files",
             ErrorCode::BadHostDir => "bad_host_dir",
             ErrorCode::PutRefused => "put_refused",
+            ErrorCode::PathRefused => "path_refused",
+            ErrorCode::UnknownCommand => "unknown_command",
             ErrorCode::UnknownSession => "unknown_session",
             ErrorCode::UnknownWorkspace => "unknown_workspace",
             ErrorCode::SessionBusy => "session_busy",

@@ -595,7 +595,7 @@ impl Engine {
             EngineError::new(
                 ErrorCode::UnknownSession,
                 format!(
-                    "no session {:?} on this connection",
+                    "no session {:?} for this caller (its connection on serve, its token over HTTP)",
                     crate::verdict::StopReason::suffix(id)
                 ),
             )

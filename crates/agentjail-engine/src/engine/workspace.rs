@@ -21,6 +21,12 @@
 //! Commands are not statically checked (a shell line is not Python): the jail is the
 //! boundary, and every record says so (`decision.reason`: `not_checked`).
 
+mod background;
+mod files;
+
+pub use background::{Started, Waited, MAX_BACKGROUND};
+pub use files::{MAX_DEPTH, MAX_LIST_ENTRIES};
+
 use super::session::Owner;
 use super::{pool, ClientStop, Engine, EngineError, ErrorCode};
 use crate::pipeline::record::{
@@ -323,6 +329,8 @@ pub struct Workspace {
     host_dir: Option<super::hostdir::HostDir>,
     /// Its path, for the records (kept after the claim is let go at the end).
     host_path: Option<String>,
+    /// Background commands started and not yet reported ended, by id (background.rs).
+    background: HashMap<String, background::Background>,
 }
 
 /// What one command came to, as the runner and the supervisor tell it: the input of the
@@ -363,6 +371,7 @@ impl Workspace {
             net,
             host_dir: None,
             host_path: None,
+            background: HashMap::new(),
         }
     }
 
@@ -395,6 +404,7 @@ impl Workspace {
         self.ended_at.get_or_insert_with(Instant::now);
         let teardown = self.jail.take().map(|j| j.end().1);
         self.net = None;
+        self.background.clear();
         // Every process of the jail is gone (its init reaped with the pid namespace): the
         // directory may now be another workspace's.
         self.host_dir = None;
@@ -420,9 +430,21 @@ impl Workspace {
         interrupt: Option<Interrupt<'_>>,
         out: Option<&dyn OutputSink>,
     ) -> (Sealed, Option<Teardown>) {
-        let mut c = CallRecord::new(self.policy_ref.clone());
+        let c = CallRecord::new(self.policy_ref.clone());
         let t = Instant::now();
         let ran = self.run(req, interrupt, out);
+        self.seal(c, t, req, ran)
+    }
+
+    /// The record of a command that came to `ran` (begun at `t`), and the teardown when the
+    /// workspace ended with it.
+    fn seal(
+        &mut self,
+        mut c: CallRecord,
+        t: Instant,
+        req: &ExecRequest,
+        ran: Ran,
+    ) -> (Sealed, Option<Teardown>) {
         self.last_used = Instant::now();
         // Before the jail may go with the workspace's end below.
         if let Some(j) = &self.jail {
@@ -463,25 +485,61 @@ impl Workspace {
         interrupt: Option<Interrupt<'_>>,
         out: Option<&dyn OutputSink>,
     ) -> Ran {
+        if let Some(refused) = self.refusal() {
+            return refused;
+        }
+        let timeout_ms = self.timeout_ms(req);
+        let nonce = agentjail_jail::ids::random_hex(16);
+        let frame = exec_frame(req, Some(timeout_ms), &self.policy, &nonce, None);
+        let ran = self.call(frame, &nonce, timeout_ms, interrupt, out);
+        self.execs += 1;
+        ran
+    }
+
+    /// A command's timeout: its own `timeout_s`, at most the policy's wall time.
+    fn timeout_ms(&self, req: &ExecRequest) -> u64 {
+        let lim = &self.policy.limits;
+        match req.timeout_s {
+            Some(t) => lim.wall_time_ms.min(((t * 1000.0).floor() as u64).max(1)),
+            None => lim.wall_time_ms,
+        }
+    }
+
+    /// Why no command may start now (the workspace ended, its budget spent), if so.
+    fn refusal(&self) -> Option<Ran> {
         if let Some(why) = &self.ended {
-            return Ran::Refused(
+            return Some(Ran::Refused(
                 StopReason::InvalidRequest("workspace_ended".into()),
                 format!("the workspace has ended ({why}); start a new one"),
-            );
+            ));
         }
         if self.execs >= self.policy.workspace.max_execs {
-            return Ran::Refused(
+            return Some(Ran::Refused(
                 StopReason::InvalidRequest("workspace_max_execs".into()),
                 "the workspace ran the most commands its policy allows ([workspace] max_execs)"
                     .into(),
-            );
+            ));
         }
         if let Some(why) = self.expired() {
-            return Ran::Refused(
+            return Some(Ran::Refused(
                 StopReason::InvalidRequest(format!("workspace_{why}")),
                 format!("the workspace is closed ({why})"),
-            );
+            ));
         }
+        None
+    }
+
+    /// One call to the runner (a command, or a wait on a background one) that the runner
+    /// should end within `timeout_ms`: the frame sent, the `done` report of `nonce` awaited
+    /// under the supervisor's limits.
+    fn call(
+        &mut self,
+        frame: Vec<u8>,
+        nonce: &str,
+        timeout_ms: u64,
+        interrupt: Option<Interrupt<'_>>,
+        out: Option<&dyn OutputSink>,
+    ) -> Ran {
         let Some(jail) = self.jail.as_ref() else {
             return Ran::Refused(
                 StopReason::InvalidRequest("workspace_ended".into()),
@@ -489,12 +547,6 @@ impl Workspace {
             );
         };
         let lim = &self.policy.limits;
-        let timeout_ms = match req.timeout_s {
-            Some(t) => lim.wall_time_ms.min(((t * 1000.0).floor() as u64).max(1)),
-            None => lim.wall_time_ms,
-        };
-        let nonce = agentjail_jail::ids::random_hex(16);
-        let frame = exec_frame(req, timeout_ms, &self.policy, &nonce);
         // The supervisor's limits are the backstop: the runner stops the command at its
         // timeout and forwards at most the caps.
         let mut limits = crate::pipeline::stages::limits_of(&self.policy);
@@ -507,7 +559,7 @@ impl Workspace {
         let end = supervise::call(
             jail.spawned(),
             frame,
-            &|line: &[u8]| crate::runner::is_done_of(line, &nonce),
+            &|line: &[u8]| crate::runner::is_done_of(line, nonce),
             (
                 self.rung.take(),
                 supervise::OnForbidden::RunnerReportsFirst(FORBIDDEN_REPORT),
@@ -517,11 +569,10 @@ impl Workspace {
             (interrupt, tap.sinks()),
         );
         drop(tap);
-        self.execs += 1;
         match end {
             CallEnd::Done(c) => {
                 self.rung = c.rung;
-                let report = command_report(&c.replies.data, &nonce).unwrap_or_default();
+                let report = command_report(&c.replies.data, nonce).unwrap_or_default();
                 let oom_kills = ooms()
                     .zip(ooms_before)
                     .map(|(after, before)| after.saturating_sub(before));
@@ -532,8 +583,15 @@ impl Workspace {
     }
 }
 
-/// The frame the runner reads: `AJ1 exec <len> <nonce>` and the request as JSON.
-fn exec_frame(req: &ExecRequest, timeout_ms: u64, policy: &Policy, nonce: &str) -> Vec<u8> {
+/// The frame the runner reads: `AJ1 exec <len> <nonce>` and the request as JSON (a
+/// background command's with its id, and no timeout unless it was given one).
+fn exec_frame(
+    req: &ExecRequest,
+    timeout_ms: Option<u64>,
+    policy: &Policy,
+    nonce: &str,
+    command: Option<&str>,
+) -> Vec<u8> {
     use base64::Engine as _;
     let env: Map<String, Value> = req
         .env
@@ -549,6 +607,7 @@ fn exec_frame(req: &ExecRequest, timeout_ms: u64, policy: &Policy, nonce: &str) 
         "background": req.background,
         "stdout_cap": policy.limits.stdout.0,
         "stderr_cap": policy.limits.stderr.0,
+        "command": command,
     });
     let bytes = serde_json::to_vec(&body).unwrap_or_default();
     crate::runner::call_frame(&bytes, nonce)
@@ -594,6 +653,13 @@ fn exec_sections(
             let reason = done_reason(&report, oom_kills.unwrap_or(0) > 0);
             let mut execution = done_execution(&report, &c);
             execution.oom_kills = oom_kills;
+            if req.background {
+                // Its own CPU time (the runner's wait4): the wait's call is not its life.
+                execution.cpu_ms = report.cpu_us.map(|us| us / 1000);
+                if let Some(s) = &mut execution.source {
+                    s.cpu_ms = "runner";
+                }
+            }
             r.sections.execution = Some(execution);
             let ok = reason.is_success();
             r.phase(Phase::Execute, ok, t, json!({"program_wall_us": c.wall_us}));
@@ -1056,7 +1122,7 @@ impl Engine {
             EngineError::new(
                 ErrorCode::UnknownWorkspace,
                 format!(
-                    "no workspace {:?} on this connection",
+                    "no workspace {:?} for this caller (its connection on serve, its token over HTTP)",
                     StopReason::suffix(id)
                 ),
             )
@@ -1134,6 +1200,29 @@ impl Engine {
         owner: Owner,
     ) -> Result<Value, EngineError> {
         self.hold(id, owner, |w| w.get(paths))?
+    }
+
+    pub fn workspace_list(&self, id: &str, path: &str, owner: Owner) -> Result<Value, EngineError> {
+        self.hold(id, owner, |w| w.list(path))?
+    }
+
+    pub fn workspace_exists(
+        &self,
+        id: &str,
+        path: &str,
+        owner: Owner,
+    ) -> Result<Value, EngineError> {
+        self.hold(id, owner, |w| w.exists(path))?
+    }
+
+    pub fn workspace_remove(
+        &self,
+        id: &str,
+        path: &str,
+        recursive: bool,
+        owner: Owner,
+    ) -> Result<Value, EngineError> {
+        self.hold(id, owner, |w| w.remove(path, recursive))?
     }
 
     /// Whether `owner`'s workspace `id` is open; never waits (one running a command is).

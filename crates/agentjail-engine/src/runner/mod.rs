@@ -315,6 +315,18 @@ pub struct CommandReport {
     pub wall_us: Option<u64>,
     #[serde(default, deserialize_with = "lenient")]
     pub maxrss_kb: Option<u64>,
+    /// A background command's own CPU time (its wait4 rusage), in its final report.
+    #[serde(default, deserialize_with = "lenient")]
+    pub cpu_us: Option<u64>,
+    /// A background command was started (the start's report).
+    #[serde(default, deserialize_with = "lenient")]
+    pub started: Option<bool>,
+    /// A background command still runs (a wait's report at its timeout).
+    #[serde(default, deserialize_with = "lenient")]
+    pub running: Option<bool>,
+    /// The runner has no background command by that id.
+    #[serde(default, deserialize_with = "lenient")]
+    pub unknown: Option<bool>,
 }
 
 /// The workspace runner's last `done` report of the command with nonce `call`, read

@@ -2,9 +2,10 @@
 # Trusted code; it runs no code of its own choosing, only the commands agentjail sends.
 #
 #   fd 1, 2  what the commands print, forwarded here under the caps agentjail sends
-#   fd 3     commands from agentjail: "AJ1 exec <length> <call>\n" then <length> bytes of a
-#            JSON request {argv, cwd, env, stdin_b64, timeout_ms, background, stdout_cap,
-#            stderr_cap}; <call> is a nonce the `done` report must repeat
+#   fd 3     commands from agentjail: "AJ1 <verb> <length> <call>\n" then <length> bytes of a
+#            JSON request; <call> is a nonce the `done` report must repeat. Verbs: exec
+#            {argv, cwd, env, stdin_b64, timeout_ms, background, stdout_cap, stderr_cap};
+#            wait {command, timeout_ms}; kill {command}
 #   fd 4     reports to agentjail: one JSON object per line
 #
 # Between commands the runner rings agentjail's doorbell, ioctl(3, DOORBELL), which the
@@ -14,7 +15,13 @@
 # this runner. Each command gets its own process group; when it exits, the group is killed, and,
 # when no command was left running in the background, every other process of the jail too
 # (kill(-1) spares only init and this runner), so nothing an ordinary command started
-# survives it. SIGUSR1 (agentjail's, after a command's forbidden syscall) kills every
+# survives it. A `background` command (exec with background) is started and reported at
+# once (`started`): a thread of this runner reads its pipes into buffers under the caps and
+# reaps it; `wait` reports it when it ends (or, at the wait's timeout, `running` with its
+# output so far), its output forwarded on fds 1 and 2 within that call; `kill` ends its
+# process group (SIGKILL) and reports it. Its processes outlive its exit until `kill`, the
+# workspace's end, or the end of a command when no background command is left running.
+# SIGUSR1 (agentjail's, after a command's forbidden syscall) kills every
 # other process at once, so what the command printed is forwarded before the jail ends.
 # Reports are informational (a command can signal this runner, which ends the
 # workspace); agentjail takes limits, CPU and the workspace's verdicts from the kernel.
@@ -47,10 +54,10 @@ def read_frame():
             return None
         header += c
     fields = header.decode("ascii").split()
-    if len(fields) != 4 or fields[0] != "AJ1" or fields[1] != "exec":
+    if len(fields) != 4 or fields[0] != "AJ1" or fields[1] not in ("exec", "wait", "kill"):
         return None
     body = read_exact(int(fields[2]))
-    return None if body is None else (body, fields[3])
+    return None if body is None else (body, fields[3], fields[1])
 
 
 def report(obj):
@@ -107,7 +114,9 @@ def spawn(req, fds):
             what = e.strerror or type(e).__name__
             msg = "agentjail: cannot run %r: %s\n" % (argv[0], what)
             code = 127 if e.errno == errno.ENOENT else 126
-        os.write(2, msg.encode("utf-8", "replace"))
+        global SPAWN_ERROR
+        SPAWN_ERROR = msg.encode("utf-8", "replace")
+        os.write(2, SPAWN_ERROR)
         return None, code
     # Reaped by wait4 below, never by the Popen object (its finaliser would poll the pid).
     p.returncode = 0
@@ -140,6 +149,202 @@ class Stream:
                 out = out[n:]
                 self.sent += n
         return True
+
+
+class Kept:
+    """A background command's output pipe, read into memory: the first `cap` bytes kept,
+    the rest counted and dropped (the command never blocks on a full pipe)."""
+
+    def __init__(self, fd, cap):
+        self.fd, self.cap = fd, cap
+        self.data = bytearray()
+        self.total = 0
+
+    def pump(self):
+        import os
+
+        try:
+            b = os.read(self.fd, CHUNK)
+        except BlockingIOError:
+            return True
+        if not b:
+            return False
+        self.total += len(b)
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += b[:room]
+        return True
+
+
+class Job:
+    """A background command: its process group, its output so far, and, once it ended,
+    its result (run()'s fields). Its thread reads the pipes and reaps it."""
+
+    def __init__(self, pid, out_r, err_r, req, t0):
+        import threading
+
+        self.pid, self.t0 = pid, t0
+        self.out = Kept(out_r, req["stdout_cap"])
+        self.err = Kept(err_r, req["stderr_cap"])
+        timeout_ms = req.get("timeout_ms")
+        self.deadline = None if timeout_ms is None else t0 + timeout_ms / 1000.0
+        self.result = None
+        self.killed = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        import os
+        import select
+        import signal
+        import time
+
+        # The runner's main thread takes the signals (SIGCHLD's wakeup, SIGUSR1).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGUSR1})
+        streams = {self.out.fd: self.out, self.err.fd: self.err}
+        status = None
+        exited = None
+        timed_out = False
+        while True:
+            now = time.monotonic()
+            if status is None:
+                w, st, ru = os.wait4(self.pid, os.WNOHANG)
+                if w == self.pid:
+                    status, exited = (st, ru), now
+                elif self.deadline is not None and now >= self.deadline:
+                    timed_out = True
+                    try:
+                        os.killpg(self.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    _, st, ru = os.wait4(self.pid, 0)
+                    status, exited = (st, ru), now
+            # Its pipes to their end, or what is there within a moment of its exit (a
+            # process it left behind may hold them open).
+            if status is not None and (not streams or now >= exited + 0.1):
+                break
+            if streams:
+                r, _, _ = select.select(list(streams), [], [], 0.05)
+                for fd in r:
+                    if not streams[fd].pump():
+                        os.close(fd)
+                        del streams[fd]
+            else:
+                time.sleep(0.02)
+        # Bounded: a process left writing keeps its pipe readable forever.
+        until = time.monotonic() + 0.1
+        for fd in list(streams):
+            while time.monotonic() < until and select.select([fd], [], [], 0)[0]:
+                if not streams[fd].pump():
+                    break
+            os.close(fd)
+        st, ru = status
+        self.result = {
+            "stdout_bytes": self.out.total,
+            "stderr_bytes": self.err.total,
+            "exit_code": os.WEXITSTATUS(st) if os.WIFEXITED(st) else None,
+            "signal": os.WTERMSIG(st) if os.WIFSIGNALED(st) else None,
+            "timed_out": timed_out,
+            "wall_us": int((exited - self.t0) * 1e6),
+            "cpu_us": int((ru.ru_utime + ru.ru_stime) * 1e6),
+            "maxrss_kb": ru.ru_maxrss,
+        }
+        self.done.set()
+
+
+# Background commands by the id agentjail gave them (the frame's `command`).
+JOBS = {}
+# Why the last command could not start (spawn's message, as a shell says it).
+SPAWN_ERROR = b""
+
+
+def start_job(req):
+    """exec with background: start it, hand its pipes to its thread, report `started`."""
+    import os
+    import time
+
+    cid = req.get("command")
+    if not isinstance(cid, str) or cid in JOBS:
+        return {"started": False}
+    stdin = base64_decode(req.get("stdin_b64"))
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    t0 = time.monotonic()
+    pid, failed = spawn(req, (in_r, out_w, err_w))
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    if pid is not None and stdin:
+        BACKGROUND.add(pid)
+        try:
+            # At most a pipe's worth of stdin (the caller's text): the rest is dropped.
+            os.set_blocking(in_w, False)
+            os.write(in_w, stdin[:65536])
+        except OSError:
+            pass
+    elif pid is not None:
+        BACKGROUND.add(pid)
+    os.close(in_w)
+    for fd in (out_r, err_r):
+        os.set_blocking(fd, False)
+    if pid is None:
+        job = Job(0, out_r, err_r, req, t0)
+        for fd in (out_r, err_r):
+            os.close(fd)
+        job.err.data += SPAWN_ERROR[: job.err.cap]
+        job.err.total = len(SPAWN_ERROR)
+        job.result = {"stdout_bytes": job.out.total, "stderr_bytes": job.err.total,
+                      "exit_code": failed, "signal": None, "timed_out": False,
+                      "wall_us": 0, "cpu_us": 0, "maxrss_kb": 0}
+        job.done.set()
+    else:
+        job = Job(pid, out_r, err_r, req, t0)
+        job.thread.start()
+    JOBS[cid] = job
+    return {"started": True}
+
+
+def base64_decode(b):
+    import base64
+
+    return base64.b64decode(b or "")
+
+
+def forward(data, to):
+    import os
+
+    view = memoryview(bytes(data))
+    while view:
+        n = os.write(to, view)
+        view = view[n:]
+
+
+def wait_job(req, kill):
+    """wait (up to timeout_ms) or kill a background command; its output so far goes out on
+    fds 1 and 2; its result once it ended (the job is then forgotten), else `running`."""
+    import os
+    import signal
+
+    job = JOBS.get(req.get("command"))
+    if job is None:
+        return {"unknown": True}
+    if kill and job.pid:
+        try:
+            os.killpg(job.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        job.killed = True
+        job.done.wait(2.0)
+    else:
+        job.done.wait(max(0, req.get("timeout_ms") or 0) / 1000.0)
+    ended = job.done.is_set()
+    forward(job.out.data, 1)
+    forward(job.err.data, 2)
+    if not ended:
+        return {"running": True, "stdout_bytes": job.out.total, "stderr_bytes": job.err.total,
+                "wall_us": 0}
+    del JOBS[req.get("command")]
+    return dict(job.result)
 
 
 BACKGROUND = set()
@@ -258,7 +463,7 @@ def run(req):
             if w == pid:
                 status = (st, ru)
                 exited = now
-                end_processes(pid, req.get("background"))
+                end_processes(pid, False)
         if status is None and now >= deadline:
             timed_out = True
             os.killpg(pid, signal.SIGKILL)
@@ -269,7 +474,7 @@ def run(req):
         if not streams:
             if status is not None:
                 break
-        elif status is not None and (req.get("background") or now >= exited + 1.0):
+        elif status is not None and now >= exited + 1.0:
             # What is there now, then the call ends: a background command's processes (and
             # one that left its group while another command runs in the background) write
             # to a closed pipe afterwards (their output is theirs to redirect).
@@ -336,6 +541,7 @@ def main():
     import json  # noqa: F401
     import select  # noqa: F401
     import subprocess  # noqa: F401
+    import threading  # noqa: F401
     posix.write(REPORT_FD, b'{"event": "ready"}\n')
     global ENDING
     while True:
@@ -348,9 +554,14 @@ def main():
             posix._exit(0)
         import json
 
-        body, call = frame
+        body, call, verb = frame
         req = json.loads(body)
-        result = run(req)
+        if verb == "exec" and req.get("background"):
+            result = start_job(req)
+        elif verb == "exec":
+            result = run(req)
+        else:
+            result = wait_job(req, verb == "kill")
         result["event"] = "done"
         result["call"] = call
         report(result)

@@ -20,7 +20,18 @@ pub const EXEC: &str = "workspace_exec";
 pub const PUT: &str = "workspace_put";
 pub const GET: &str = "workspace_get";
 pub const CLOSE: &str = "workspace_close";
-pub const NAMES: [&str; 5] = [START, EXEC, PUT, GET, CLOSE];
+pub const NAMES: [&str; 10] = [
+    START,
+    EXEC,
+    PUT,
+    GET,
+    CLOSE,
+    super::workspace_fs::LIST,
+    super::workspace_fs::EXISTS,
+    super::workspace_fs::REMOVE,
+    super::workspace_fs::WAIT,
+    super::workspace_fs::KILL,
+];
 
 const EXEC_ARGS: &[&str] = &[
     "workspace",
@@ -61,13 +72,15 @@ pub fn tools(p: &Policy) -> Vec<Tool> {
     if !p.workspace.enabled {
         return Vec::new();
     }
-    vec![
+    let mut all = vec![
         start_tool(p),
         exec_tool(p),
         put_tool(p),
         get_tool(p),
         close_tool(),
-    ]
+    ];
+    all.extend(super::workspace_fs::tools());
+    all
 }
 
 fn id_schema() -> Value {
@@ -136,15 +149,26 @@ fn exec_tool(p: &Policy) -> Tool {
                 "stdin": {"type": "string", "description": "Text given to the command on stdin (default: empty)."},
                 "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables for this command only (names must be [A-Za-z_][A-Za-z0-9_]*); what they make programs run runs in the jail like the command."},
                 "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Wall-clock limit in seconds; may only lower the policy's."},
-                "background": {"type": "boolean", "description": "Leave the processes this command started running after it ends (killed at close)."}
+                "background": {"type": "boolean", "description": "Start the command in the background and return {command: <id>} at once; workspace_wait gives its record (or its output so far), workspace_kill ends it. Its processes run until it is killed or the workspace closes."}
             },
             "required": ["workspace"],
             "additionalProperties": false
         })),
     );
-    exec.output_schema = Some(object(crate::tools::record_schema()));
+    exec.output_schema = Some(object(exec_output_schema()));
     exec.annotations = Some(annotations("Run a command in a workspace", false, true));
     exec
+}
+
+/// workspace_exec's result: a record, or a background command's `{command}` (so the
+/// record's fields are not required here, as they are in a run's).
+fn exec_output_schema() -> Value {
+    let mut schema = crate::tools::record_schema();
+    if let Some(o) = schema.as_object_mut() {
+        o.remove("required");
+    }
+    schema["properties"]["command"] = json!({"type": ["string", "object"]});
+    schema
 }
 
 fn put_tool(p: &Policy) -> Tool {
@@ -285,6 +309,9 @@ impl Handler {
             START => self.workspace_start(args, progress).await,
             EXEC => self.workspace_exec(args, progress).await,
             PUT | GET => self.workspace_files(name == PUT, args, progress).await,
+            n if super::workspace_fs::NAMES.contains(&n) => {
+                self.workspace_fs(n, args, progress).await
+            }
             _ => self.workspace_close(args).await,
         }
     }
@@ -345,6 +372,8 @@ impl Handler {
             .await?;
         Ok(match done {
             Ok(Outcome::Record(record)) => result::from_record(&record.value),
+            // A background command started: its id, for workspace_wait / workspace_kill.
+            Ok(Outcome::Answer(key, started)) => result::from_value(json!({ key: started }), false),
             Ok(_) => result::error("internal", "not a record"),
             Err(e) => result::refused_record(e.code.as_str(), &e.message),
         })

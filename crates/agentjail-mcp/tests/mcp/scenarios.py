@@ -374,11 +374,60 @@ async def s_workspace(c):
     async with connect(c.api) as other:
         rec = record_of(await other.call("workspace_exec", {"workspace": ws, "command": "cat result.txt"}))
         check(rec["status"] == "stopped" and "passed" not in json.dumps(rec), "other connection: %r" % rec)
+        for tool, args in (("workspace_list", {}), ("workspace_exists", {"path": "calc.py"}),
+                           ("workspace_remove", {"path": "calc.py"})):
+            r = await other.call(tool, dict(args, workspace=ws))
+            code = (r.structured_content or {}).get("error", {}).get("code")
+            check(r.is_error and code == "unknown_workspace", "other connection %s: %r" % (tool, r.structured_content))
+    await s_workspace_agent_ops(c, ws)
     r = await c.call("workspace_close", {"workspace": ws})
     check(r.structured_content == {"closed": True}, "close: %r" % r.structured_content)
     rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "true"}))
     check(rec["status"] == "stopped", "after close: %s" % rec["stop_reason"])
     say("ok workspace", c.api)
+
+
+async def s_workspace_agent_ops(c, ws):
+    """workspace_list / exists / remove, and a background command's wait and kill, as a
+    coding agent uses them; paths that leave the workspace are refused with path_refused."""
+    def err_of(r):
+        return (r.structured_content or {}).get("error", {})
+
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "mkdir -p build/o && echo x > build/o/a && ln -s /etc link"}))
+    check(rec["status"] == "ok", "setup: %r" % rec["stop_reason"])
+    r = await c.call("workspace_list", {"workspace": ws})
+    entries = [(e["name"], e["type"]) for e in r.structured_content["listing"]["entries"]]
+    check(("build", "dir") in entries and ("link", "symlink") in entries and ("calc.py", "file") in entries, "list: %r" % entries)
+    r = await c.call("workspace_exists", {"workspace": ws, "path": "/workspace/build/o/a"})
+    stat = r.structured_content["stat"]
+    check(stat["exists"] is True and stat["type"] == "file", "exists: %r" % r.structured_content)
+    for tool, path, why in (("workspace_list", "link", "symlink"), ("workspace_exists", "link/passwd", "symlink"),
+                            ("workspace_remove", "../etc/passwd", "bad_path"), ("workspace_list", "/etc", "bad_path")):
+        r = await c.call(tool, {"workspace": ws, "path": path})
+        e = err_of(r)
+        check(r.is_error and e.get("code") == "path_refused" and "(%s)" % why in e.get("message", ""), "%s %s: %r" % (tool, path, e))
+    r = await c.call("workspace_remove", {"workspace": ws, "path": "build"})
+    check(err_of(r).get("code") == "path_refused" and "(is_a_directory)" in err_of(r)["message"], "remove dir: %r" % err_of(r))
+    r = await c.call("workspace_remove", {"workspace": ws, "path": "build", "recursive": True})
+    check(r.structured_content.get("removed") is True, "remove -r: %r" % r.structured_content)
+    r = await c.call("workspace_exists", {"workspace": ws, "path": "build"})
+    check(r.structured_content["stat"]["exists"] is False, "gone: %r" % r.structured_content)
+    r = await c.call("workspace_exec", {"workspace": ws, "command": "echo up; sleep 60", "background": True})
+    cmd = r.structured_content.get("command")
+    check(not r.is_error and isinstance(cmd, str), "background: %r" % r.structured_content)
+    r = await c.call("workspace_exec", {"workspace": ws, "command": "echo done; exit 4", "background": True})
+    quick = r.structured_content["command"]
+    rec = record_of(await c.call("workspace_wait", {"workspace": ws, "command": quick, "timeout_s": 20}))
+    check(rec["execution"]["exit_code"] == 4 and rec["execution"]["stdout"] == "done\n", "wait: %r" % rec["execution"])
+    r = await c.call("workspace_wait", {"workspace": ws, "command": quick})
+    check(err_of(r).get("code") == "unknown_command", "waited twice: %r" % r.structured_content)
+    r = await c.call("workspace_wait", {"workspace": ws, "command": cmd, "timeout_s": 0.5})
+    check(r.structured_content.get("running", {}).get("command") == cmd, "still running: %r" % r.structured_content)
+    rec = record_of(await c.call("workspace_kill", {"workspace": ws, "command": cmd}))
+    check(rec["stop_reason"] == "code_killed:SIGKILL" and rec["execution"]["stdout"] == "up\n", "kill: %s %r" % (rec["stop_reason"], rec["execution"]))
+    rec = record_of(await c.call("workspace_exec", {"workspace": ws, "command": "echo alive"}))
+    check(rec["execution"]["stdout"] == "alive\n", "after kill: %r" % rec["execution"])
+    say("ok workspace agent ops", c.api)
 
 
 async def s_network(c):
