@@ -329,14 +329,7 @@ fn build_op(
     mut obj: serde_json::Map<String, Value>,
     id: &Value,
 ) -> Result<Op, ProtocolError> {
-    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| match obj.remove(key) {
-        Some(Value::String(s)) => Ok(s),
-        _ => Err(err(
-            id,
-            "bad_request",
-            format!("\"{key}\" must be a string"),
-        )),
-    };
+    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| take_string(obj, key, id);
     Ok(match op {
         "run" | "check" => {
             let action = match obj.remove("action") {
@@ -399,6 +392,22 @@ fn build_op(
     })
 }
 
+/// `obj[key]`, which must be a string, taken out.
+fn take_string(
+    obj: &mut serde_json::Map<String, Value>,
+    key: &str,
+    id: &Value,
+) -> Result<String, ProtocolError> {
+    match obj.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(err(
+            id,
+            "bad_request",
+            format!("\"{key}\" must be a string"),
+        )),
+    }
+}
+
 /// The workspace ops a coding agent uses beside exec, put and get (list, exists, remove,
 /// and a background command's wait and kill).
 fn build_agent_op(
@@ -406,14 +415,7 @@ fn build_agent_op(
     mut obj: serde_json::Map<String, Value>,
     id: &Value,
 ) -> Result<Op, ProtocolError> {
-    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| match obj.remove(key) {
-        Some(Value::String(s)) => Ok(s),
-        _ => Err(err(
-            id,
-            "bad_request",
-            format!("\"{key}\" must be a string"),
-        )),
-    };
+    let string = |obj: &mut serde_json::Map<String, Value>, key: &str| take_string(obj, key, id);
     Ok(match op {
         "workspace_list" => Op::WorkspaceList {
             workspace: string(&mut obj, "workspace")?,
