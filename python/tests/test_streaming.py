@@ -2,8 +2,8 @@
 the chunks come as the program prints, well before the record, and concatenate to the
 record's stdout / stderr; a request without callbacks gets no event lines; a flood streams
 at most the cap; a client that never reads its events stalls only itself; a callback's
-exception comes out of run() after the record arrived. Over HTTP the callbacks are refused
-(the HTTP server does not stream yet)."""
+exception comes out of run() after the record arrived. Over HTTP (`serve --http`) the same
+callbacks stream, sync and async."""
 
 import asyncio
 import json
@@ -212,13 +212,48 @@ def test_a_callback_exception_comes_out_after_the_record(sock):
             c.run("print(1)", on_stdout="not callable")
 
 
-def test_http_refuses_callbacks(binary, tmp_path):
-    server = HttpServer(binary, f"unix:{tmp_path / 'h.sock'}")
+def test_over_http_the_same_callbacks_stream(binary, policy, tmp_path):
+    # `serve --http` streams too (Accept: application/x-ndjson): the client reads the event
+    # lines as they come, sync and async, run, session and workspace.
+    server = HttpServer(binary, f"unix:{tmp_path / 'h.sock'}", extra=("--policy", policy))
     try:
         with agentjail.Client(url=server.url) as c:
-            with pytest.raises(agentjail.NotSupportedYet):
-                c.run("print(1)", on_stdout=print)
+            out = Chunks()
+            sent = time.monotonic()
+            r = c.run(TICKS, output_mode="text", on_stdout=out)
+            check_timely("http run", sent, out, time.monotonic())
+            assert r.ok and out.text == r.stdout and "tick 9 é\n" in out.text
+            with c.session() as s:
+                out = Chunks()
+                sent = time.monotonic()
+                r = s.exec(TICKS, on_stdout=out)
+                check_timely("http session", sent, out, time.monotonic())
+                assert out.text == r.stdout
+            with c.workspace() as ws:
+                out, err = Chunks(), Chunks()
+                r = ws.exec(SHELL_TICKS, on_stdout=out, on_stderr=err)
+                assert r.ok and out.text == r.stdout and err.text == r.stderr == "done\n"
+            # A callback's exception comes out after the record, as on the socket.
+            def boom(text):
+                raise RuntimeError("from the callback")
+            with pytest.raises(RuntimeError, match="from the callback"):
+                c.run("print(1)", output_mode="text", on_stdout=boom)
             assert c.run("print(1)", output_mode="text").stdout == "1\n"
+
+        async def main():
+            async with agentjail.AsyncClient(url=server.url) as c:
+                got = []
+
+                async def on_out(text):
+                    got.append((time.monotonic(), text))
+
+                sent = time.monotonic()
+                r = await c.run(TICKS, output_mode="text", on_stdout=on_out)
+                done = time.monotonic()
+                assert "".join(t for _, t in got) == r.stdout
+                assert done - got[0][0] >= 0.5, (got[0][0] - sent, done - got[0][0])
+
+        asyncio.run(main())
     finally:
         server.stop()
 

@@ -6,6 +6,7 @@
 pub mod answer;
 pub mod auth;
 pub mod body;
+pub mod chan;
 pub mod metrics;
 pub mod multipart;
 pub mod paths;
@@ -17,5 +18,6 @@ pub mod sandboxfusion;
 pub mod server;
 pub mod state;
 pub mod status;
+pub mod stream;
 pub mod unread;
 pub mod workspaces;

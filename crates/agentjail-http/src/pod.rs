@@ -129,7 +129,7 @@ impl PodWorkspace {
             )
         });
         // A failed start leaves the old (closed) id, so the next request tries again.
-        *id = Some(new.clone().unwrap_or_else(|_| old.to_string()));
+        *id = Some(new.as_ref().map_or_else(|_| old.to_string(), String::clone));
         new
     }
 

@@ -9,7 +9,43 @@ use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Value};
 
-pub type Resp = Response<Full<Bytes>>;
+pub type Resp = Response<RespBody>;
+
+/// A response's body: whole (every answer but a streamed one), or the lines of a streamed
+/// job as they come (crate::chan, crate::stream).
+pub enum RespBody {
+    Whole(Full<Bytes>),
+    Lines(crate::chan::ChanBody),
+}
+
+impl hyper::body::Body for RespBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        match self.get_mut() {
+            RespBody::Whole(b) => std::pin::Pin::new(b).poll_frame(cx),
+            RespBody::Lines(b) => std::pin::Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RespBody::Whole(b) => b.is_end_stream(),
+            RespBody::Lines(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match self {
+            RespBody::Whole(b) => b.size_hint(),
+            RespBody::Lines(_) => hyper::body::SizeHint::default(),
+        }
+    }
+}
 
 /// A response of raw bytes.
 pub fn bytes_resp(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
@@ -17,7 +53,7 @@ pub fn bytes_resp(status: StatusCode, content_type: &'static str, body: Vec<u8>)
 }
 
 fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+    let mut r = Response::new(RespBody::Whole(Full::new(Bytes::from(body))));
     *r.status_mut() = status;
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -106,16 +106,9 @@ pub async fn handle(
         return dispatch(&st, r, caller, Bytes::new()).await;
     }
     let Some(slot) = admit(&st) else {
-        st.metrics.refused_saturated.fetch_add(1, Ordering::Relaxed);
-        let mut resp = error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_requests",
-            "the server has as many requests waiting as it takes; retry after a second",
-        );
-        resp.headers_mut()
-            .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return resp;
+        return saturated(&st);
     };
+    let streamed = crate::stream::wanted(&r, req.headers().get(hyper::header::ACCEPT));
     let content_type = req
         .headers()
         .get(CONTENT_TYPE)
@@ -126,12 +119,28 @@ pub async fn handle(
         Ok(b) => b,
         Err(resp) => return resp,
     };
+    if streamed {
+        return crate::stream::respond(&st, r, caller, body, Box::new(slot));
+    }
     let resp = if r.is_workspace() {
         crate::workspaces::dispatch(&st, r, &caller, body, content_type).await
     } else {
         dispatch(&st, r, caller, body).await
     };
     drop(slot);
+    resp
+}
+
+/// 429: as many requests admitted as the server takes.
+fn saturated(st: &State) -> Resp {
+    st.metrics.refused_saturated.fetch_add(1, Ordering::Relaxed);
+    let mut resp = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_requests",
+        "the server has as many requests waiting as it takes; retry after a second",
+    );
+    resp.headers_mut()
+        .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
     resp
 }
 
@@ -194,7 +203,7 @@ async fn dispatch(st: &Arc<State>, r: Route, caller: Caller, body: Bytes) -> Res
         | Route::SessionExec(_)
         | Route::SessionClose(_) => {
             blocking(st, move || {
-                engine_route(&s, r, &caller, owner, &body, started)
+                engine_route(&s, r, &caller, owner, &body, started, None)
             })
             .await
         }

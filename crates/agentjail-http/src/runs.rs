@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// A job, a check or a session route, on a job thread: its body read, its request handled
-/// by the engine (Engine::handle), the outcome answered. A job stops when its connection
+/// by the engine (Engine::handle; `out`: where its output goes as it is read, for a
+/// streamed answer: crate::stream), the outcome answered. A job stops when its connection
 /// goes; a session's call goes on.
 pub(crate) fn engine_route(
     s: &State,
@@ -29,6 +30,7 @@ pub(crate) fn engine_route(
     owner: Owner,
     body: &[u8],
     started: Instant,
+    out: Option<&dyn agentjail_engine::engine::OutputSink>,
 ) -> Resp {
     let (code, timeout);
     let hints;
@@ -64,7 +66,8 @@ pub(crate) fn engine_route(
     let stop = matches!(r, Route::Run);
     outcome_resp(
         s,
-        s.engine.handle(&caller.engine(owner, stop), request),
+        s.engine
+            .handle_streaming(&caller.engine(owner, stop), request, out),
         started,
     )
 }

@@ -370,7 +370,11 @@ fn connection<I>(
         let out = Arc::clone(&conn_out);
         let stop = stop.clone();
         async move {
-            let resp = crate::routes::handle(Arc::clone(&st), uid, stop, req).await;
+            let mut resp = crate::routes::handle(Arc::clone(&st), uid, stop, req).await;
+            // A streamed answer counts each line as it is handed over (crate::chan).
+            if let crate::respond::RespBody::Lines(lines) = resp.body_mut() {
+                lines.meter(Arc::clone(&st.unread), Arc::clone(&out));
+            }
             // From here until the socket takes it, the response counts against the budget.
             let n = hyper::body::Body::size_hint(resp.body())
                 .exact()

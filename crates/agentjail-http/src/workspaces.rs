@@ -39,7 +39,7 @@ pub async fn dispatch(
         let done = |rec: &mut Record| finish(&s, rec, &caller, started);
         match s.pod_workspace.as_ref() {
             _ if !r.is_pod() => {
-                workspace_route(&s, r, &caller.engine(owner, false), &body, started)
+                workspace_route(&s, r, &caller.engine(owner, false), &body, started, None)
             }
             Some(pod) => pod_route(&s.engine, pod, r, &content_type, &body, &done),
             None => error(
@@ -84,12 +84,13 @@ fn start_body(body: &[u8]) -> Result<(Option<Value>, Option<String>), String> {
 
 /// `/v1/workspaces...`, through the engine's one door (Engine::handle stamps and audits a
 /// command's record); a command's call goes on if its connection goes.
-fn workspace_route(
+pub(crate) fn workspace_route(
     st: &State,
     r: Route,
     caller: &agentjail_engine::engine::Caller,
     body: &[u8],
     started: Instant,
+    out: Option<&dyn agentjail_engine::engine::OutputSink>,
 ) -> Resp {
     let json_body = || strict(body).map_err(|e| bad_request(&e.to_string()));
     let e = &st.engine;
@@ -113,7 +114,7 @@ fn workspace_route(
                 workspace: &id,
                 request: &req,
             };
-            e.handle(caller, exec)
+            e.handle_streaming(caller, exec, out)
         }
         Route::WorkspacePut(id) => match json_body().and_then(|v| list_field(v, "files")) {
             Ok(files) => e.handle(

@@ -26,7 +26,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _errors as E
 from . import _protocol as P
@@ -181,25 +181,28 @@ class HttpConn:
         if conn is not None:
             conn.close()
 
-    def _headers(self, body: Optional[bytes]) -> Dict[str, str]:
-        h = {"Accept": "application/json"}
+    def _headers(self, body: Optional[bytes], lines: bool = False) -> Dict[str, str]:
+        h = {"Accept": "application/x-ndjson" if lines else "application/json"}
         if body is not None:
             h["Content-Type"] = "application/json"
         if self.token is not None:
             h["Authorization"] = "Bearer " + self.token
         return h
 
-    def call(self, method: str, path: str, body: Optional[bytes]) -> _Answer:
+    def call(self, method: str, path: str, body: Optional[bytes],
+             on_event: Optional[Callable[[str, str], None]] = None) -> _Answer:
         """One request, its answer read whole. A request on a kept-alive connection that
         the server had already closed (no byte of an answer came) is sent once more on a
-        new connection."""
+        new connection. ``on_event``: ask for the answer streamed (``Accept:
+        application/x-ndjson``) and call it with each output event as it comes."""
         where = self.target.url
         for attempt in (0, 1):
             conn, reused = self._take()
             keep: Optional[http.client.HTTPConnection] = None
             try:
                 try:
-                    conn.request(method, self.target.prefix + path, body=body, headers=self._headers(body))
+                    conn.request(method, self.target.prefix + path, body=body,
+                                 headers=self._headers(body, on_event is not None))
                     resp = conn.getresponse()
                 except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
                     conn.close()
@@ -215,7 +218,7 @@ class HttpConn:
                 except OSError as e:
                     conn.close()
                     raise E.ConnectionClosed(f"cannot reach agentjail serve --http at {where}: {e}") from None
-                answer = self._read(conn, resp)
+                answer = self._read(conn, resp) if on_event is None else self._read_lines(conn, resp, on_event)
                 if not resp.will_close:
                     keep = conn
                 else:
@@ -244,15 +247,52 @@ class HttpConn:
         ctype = (resp.getheader("Content-Type") or "")[:200]
         return _Answer(resp.status, ctype, data)
 
+    def _read_lines(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse,
+                    on_event: Callable[[str, str], None]) -> _Answer:
+        """A streamed answer: ``{"event", "data"}`` lines, each handed to ``on_event`` as it
+        comes, then ``{"status", "body"}``, the answer as it would have come unstreamed. A
+        refusal before the job ran (401, 400, 429, ...) comes as an ordinary answer."""
+        where = self.target.url
+        if not (resp.getheader("Content-Type") or "").startswith("application/x-ndjson"):
+            return self._read(conn, resp)
+        last: Optional[Dict[str, Any]] = None
+        try:
+            while True:
+                line = resp.readline(self.max_body + 1)
+                if not line:
+                    break
+                if len(line) > self.max_body:
+                    conn.close()
+                    raise E.ProtocolError(f"a streamed line is over max_line ({self.max_body} bytes); connection closed")
+                obj = P.decode(line.rstrip(b"\n"))
+                if set(obj) == {"event", "data"} and isinstance(obj["data"], str) and last is None:
+                    on_event(str(obj["event"]), obj["data"])
+                elif set(obj) == {"status", "body"} and isinstance(obj["status"], int) and last is None:
+                    last = obj
+                else:
+                    conn.close()
+                    raise E.ProtocolError(f"a streamed line from {where} is neither an event nor the answer")
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            raise E.ConnectionClosed(f"the streamed answer from {where} ended early: {e}") from None
+        if last is None:
+            conn.close()
+            raise E.ConnectionClosed(f"the streamed answer from {where} ended before its last line")
+        return _Answer(last["status"], "application/json", json.dumps(last["body"]).encode())
+
     # -- ops --------------------------------------------------------------------------
     def request(self, op: str, _events: Any = None, **fields: Any) -> Any:
-        if _events is not None:
-            from ._client import NotSupportedYet
+        """One op over HTTP. ``_events``: a callable ``(event, data)`` (the sync client's
+        :class:`_stream.Dispatch`, whose ``done`` then gives the result or raises the first
+        callback's exception; or the async client's forwarder) to stream the output to."""
+        result = self._request(op, _events, fields)
+        done = getattr(_events, "done", None)
+        return done(result) if done is not None else result
 
-            raise NotSupportedYet("on_stdout= / on_stderr= (streaming) over HTTP: agentjail serve --http does not "
-                                  "stream output yet; use the JSON-lines server (socket= or the client's own server)")
+    def _request(self, op: str, _events: Any, fields: Dict[str, Any]) -> Any:
         method, path, body, wrap = self._route(op, fields)
-        a = self.call(method, path, body)
+        streams = _events is not None and op in ("run", "session_exec", "workspace_exec")
+        a = self.call(method, path, body, _events if streams else None)
         try:
             obj = P.decode(a.body)
         except E.ProtocolError as e:
