@@ -4,7 +4,8 @@
 Run by scripts/soak.sh between its snapshots (so what a workspace leaves behind counts as a
 leftover there). Each workspace, with policies/workspace.toml and a 4 MiB /workspace: a put,
 commands of every kind (an argv, a shell line, one that leaves processes (in and out of its
-group), one left in the background, one stopped at its timeout, one that fills the
+group), one started in the background (its id at once, its record from workspace_wait,
+its process left running), one stopped at its timeout, one that fills the
 workspace, one that exits 3), a get, then the close; every fifth workspace is left for the
 server's SIGTERM instead. Every answer is checked. Prints one line; exits 1 when any
 request misbehaved.
@@ -71,6 +72,12 @@ def main():
         ]
         for req, reason, out in steps:
             r = call(op="workspace_exec", workspace=ws, **req)
+            if req.get("background"):
+                # Started: its id at once; its record (the shell's: it exits at once, its
+                # sleep left running in the workspace) from workspace_wait.
+                cid = r.get("command")
+                expect("background start", isinstance(cid, str) and len(cid) == 32, r)
+                r = call(op="workspace_wait", workspace=ws, command=cid or "", timeout_s=10)
             rec = r.get("record") or {}
             got = rec.get("execution", {}).get("stdout")
             expect(json.dumps(req), rec.get("stop_reason") == reason and (not out or got == out), r)
