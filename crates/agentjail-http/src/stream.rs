@@ -57,6 +57,30 @@ fn line(v: &Value) -> Bytes {
     Bytes::from(s)
 }
 
+/// The last line, `{"body": ANSWER, "status": N}`: the answer's bytes spliced in as they
+/// are (every answer of these routes is JSON from the safe writer, crate::respond, so a
+/// record is not parsed and written again); anything else would be `null`.
+async fn last_line(resp: Resp) -> Bytes {
+    let status = resp.status().as_u16();
+    let json = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let body = match resp.into_body().collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(never) => match never {},
+    };
+    let mut out = Vec::with_capacity(body.len() + 32);
+    out.extend_from_slice(b"{\"body\":");
+    out.extend_from_slice(if json && !body.is_empty() {
+        &body
+    } else {
+        b"null"
+    });
+    out.extend_from_slice(format!(",\"status\":{status}}}\n").as_bytes());
+    Bytes::from(out)
+}
+
 /// Start the job of `r` and answer at once with its lines; `admitted`: the request's
 /// admission, held until the job ends.
 pub fn respond(
@@ -90,13 +114,7 @@ pub fn respond(
         })
         .await;
         let resp = answer.unwrap_or_else(|resp| resp);
-        let status = resp.status().as_u16();
-        let bytes = match resp.into_body().collect().await {
-            Ok(c) => c.to_bytes(),
-            Err(never) => match never {},
-        };
-        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let _ = tx.send(line(&json!({"status": status, "body": v})));
+        let _ = tx.send(last_line(resp).await);
     });
     let mut resp = Response::new(RespBody::Lines(ChanBody::new(rx)));
     *resp.status_mut() = StatusCode::OK;

@@ -124,12 +124,13 @@ def _check_token(token: Optional[str]) -> Optional[str]:
 
 
 class _Answer:
-    __slots__ = ("status", "content_type", "body")
+    __slots__ = ("status", "content_type", "body", "obj")
 
-    def __init__(self, status: int, content_type: str, body: bytes) -> None:
+    def __init__(self, status: int, content_type: str, body: bytes, obj: Optional[Dict[str, Any]] = None) -> None:
         self.status = status
         self.content_type = content_type
         self.body = body
+        self.obj = obj  # already decoded (a streamed answer's last line)
 
 
 class HttpConn:
@@ -278,7 +279,11 @@ class HttpConn:
         if last is None:
             conn.close()
             raise E.ConnectionClosed(f"the streamed answer from {where} ended before its last line")
-        return _Answer(last["status"], "application/json", json.dumps(last["body"]).encode())
+        body = last["body"]
+        if not isinstance(body, dict):
+            conn.close()
+            raise E.ProtocolError(f"the streamed answer from {where} ends without a JSON object")
+        return _Answer(last["status"], "application/json", b"", body)
 
     # -- ops --------------------------------------------------------------------------
     def request(self, op: str, _events: Any = None, **fields: Any) -> Any:
@@ -294,7 +299,7 @@ class HttpConn:
         streams = _events is not None and op in ("run", "session_exec", "workspace_exec")
         a = self.call(method, path, body, _events if streams else None)
         try:
-            obj = P.decode(a.body)
+            obj = a.obj if a.obj is not None else P.decode(a.body)
         except E.ProtocolError as e:
             raise E.ProtocolError(
                 f"HTTP {a.status} answer from {self.target.url} ({a.content_type or 'no Content-Type'}) is not "

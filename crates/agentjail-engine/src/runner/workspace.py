@@ -123,13 +123,13 @@ def spawn(req, fds):
     return p.pid, None
 
 
-class Stream:
-    """One of the command's output pipes, forwarded to our fd `to` up to `cap` bytes."""
+class Pipe:
+    """One of the command's output pipes: `pump` reads what is there (False at its end),
+    counts it in `total` and hands it to `take`, which keeps at most the cap."""
 
-    def __init__(self, fd, to, cap):
-        self.fd, self.to, self.cap = fd, to, cap
+    def __init__(self, fd, cap):
+        self.fd, self.cap = fd, cap
         self.total = 0
-        self.sent = 0
 
     def pump(self):
         import os
@@ -141,6 +141,21 @@ class Stream:
         if not b:
             return False
         self.total += len(b)
+        self.take(b)
+        return True
+
+
+class Stream(Pipe):
+    """A pipe forwarded to our fd `to` up to `cap` bytes."""
+
+    def __init__(self, fd, to, cap):
+        super().__init__(fd, cap)
+        self.to = to
+        self.sent = 0
+
+    def take(self, b):
+        import os
+
         room = max(self.cap - self.sent, 0)
         if room:
             out = b[:room]
@@ -148,32 +163,20 @@ class Stream:
                 n = os.write(self.to, out)
                 out = out[n:]
                 self.sent += n
-        return True
 
 
-class Kept:
+class Kept(Pipe):
     """A background command's output pipe, read into memory: the first `cap` bytes kept,
     the rest counted and dropped (the command never blocks on a full pipe)."""
 
     def __init__(self, fd, cap):
-        self.fd, self.cap = fd, cap
+        super().__init__(fd, cap)
         self.data = bytearray()
-        self.total = 0
 
-    def pump(self):
-        import os
-
-        try:
-            b = os.read(self.fd, CHUNK)
-        except BlockingIOError:
-            return True
-        if not b:
-            return False
-        self.total += len(b)
+    def take(self, b):
         room = self.cap - len(self.data)
         if room > 0:
             self.data += b[:room]
-        return True
 
 
 class Job:
