@@ -23,6 +23,7 @@ mod common;
 
 mod audit_log;
 mod cleanup;
+mod compile_cache;
 mod contract;
 mod explain;
 mod files_artifacts;
