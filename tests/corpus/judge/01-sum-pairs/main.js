@@ -4,4 +4,4 @@ const out = [];
 for (let i = 0; i < n; i++) {
   out.push((BigInt(data[1 + 2 * i]) + BigInt(data[2 + 2 * i])).toString());
 }
-process.stdout.write(out.join('\n') + '\n');
+console.log(out.join('\n'));
