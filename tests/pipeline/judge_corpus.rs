@@ -15,6 +15,12 @@
 //! is a loud skip, and a failure under `CI=true` (`require_feature`): the toolchains are
 //! `scripts/setup.sh --languages`'s. tests/corpus/verify-bare.py runs the same solutions
 //! with no jail, the corpus's own proof that each one is right.
+//!
+//! `judge_corpus::verdicts` runs the verdict cases (tests/corpus/judge-verdicts/<language>/
+//! <case>/: a program and its `expect.json`; tests/corpus/verify-verdicts-bare.sh proves
+//! each bare): a wrong answer, a runtime error, a timeout, a compile error (a syntax error for
+//! Python), each ending in exactly its stop reason, exit code or signal, with its markers in
+//! the stderr it names, and scored as not correct.
 
 use crate::common::{is_root, require_feature, run_as, shared_file, Who};
 use serde_json::{json, Value};
@@ -257,6 +263,169 @@ fn run_language(lang: &str) {
         failures.len(),
         shown.len(),
         shown.join("\n")
+    );
+}
+
+/// One verdict case: `expect.json` beside the program (tests/corpus/verify-verdicts-bare.sh
+/// documents the fields); `None` when the record says what it expects, else why not.
+fn verdict(who: Who, dir: &Path) -> Option<String> {
+    let lang = dir.parent()?.file_name()?.to_str()?.to_string();
+    let name = format!("{lang}/{}", dir.file_name()?.to_string_lossy());
+    let Some(&(_, entrypoint, compiled)) = LANGUAGES.iter().find(|l| l.0 == lang) else {
+        return Some(format!("{name}: not a language of the corpus"));
+    };
+    let e: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("expect.json")).expect("expect.json"),
+    )
+    .expect("expect.json parses");
+    let code = std::fs::read_to_string(dir.join(entrypoint)).expect("the case's program");
+    let mut action = json!({"id": name.replace('/', "-"), "language": lang,
+                            "entrypoint": entrypoint, "code": code, "stdin": e["stdin"],
+                            "output_mode": "text"});
+    if let Some(t) = e["run_timeout"].as_u64() {
+        action["policy_hints"] = json!({"exec_timeout_seconds": t});
+    }
+    let r = run_as(
+        who,
+        &["--policy", &policy().0],
+        &serde_json::to_vec(&action).unwrap(),
+        None,
+    );
+    let rec = &r.record;
+    let mut wrong = Vec::new();
+    if r.stop_reason() != e["stop_reason"] {
+        wrong.push(format!(
+            "stop_reason {:?}, expected {}",
+            r.stop_reason(),
+            e["stop_reason"]
+        ));
+    }
+    let exec = &rec["execution"];
+    for k in ["exit_code", "signal"] {
+        if !e[k].is_null() && exec[k] != e[k] {
+            wrong.push(format!("{k} {}, expected {}", exec[k], e[k]));
+        }
+    }
+    let stdout = exec["stdout"].as_str().unwrap_or("");
+    if let Some(want) = e["stdout"].as_str() {
+        if stdout != want {
+            wrong.push(format!("stdout {stdout:?}, expected {want:?}"));
+        }
+    }
+    let correct = r.stop_reason() == "success"
+        && normalize(stdout) == normalize(e["expected_stdout"].as_str().unwrap_or(""));
+    if Some(correct) != e["correct"].as_bool() {
+        wrong.push(format!(
+            "scored correct={correct}, expected {}",
+            e["correct"]
+        ));
+    }
+    let (stderr, which) = if e["stderr_in"] == "compile" {
+        (
+            rec["compile"]["stderr"].as_str().unwrap_or(""),
+            "compile.stderr",
+        )
+    } else {
+        (exec["stderr"].as_str().unwrap_or(""), "execution.stderr")
+    };
+    // A static check's refusal runs nothing, so there is no stderr in the record (/run_code
+    // writes the interpreter's message there: the SDK test checks it): the refusal names
+    // its rule among the violations instead.
+    let refused = r
+        .stop_reason()
+        .strip_prefix("policy_block:static_policy_violation:");
+    if let Some(rule) = refused {
+        let violations = rec["decision"]["violations"].as_array();
+        if !violations.into_iter().flatten().any(|v| v["rule"] == rule) {
+            wrong.push(format!("no violation {rule:?} in decision.violations"));
+        }
+    }
+    let markers = e["stderr_contains"]
+        .as_array()
+        .filter(|_| refused.is_none());
+    for m in markers.into_iter().flatten() {
+        let m = m.as_str().unwrap_or("");
+        if !stderr.contains(m) {
+            wrong.push(format!("{which} lacks {m:?}: {stderr:?}"));
+        }
+    }
+    if compiled && rec.get("compile").is_none() {
+        wrong.push("no compile section".to_string());
+    }
+    if wrong.is_empty() {
+        return None;
+    }
+    let mut short = rec.clone();
+    for k in ["enforcement", "environment", "trace", "policy", "redaction"] {
+        short.as_object_mut().map(|o| o.remove(k));
+    }
+    Some(format!(
+        "{who:?} {name}: {}; record {short}",
+        wrong.join("; ")
+    ))
+}
+
+/// Every verdict case of tests/corpus/judge-verdicts/ through `agentjail run`, as root (or
+/// the current user): each must end as its `expect.json` says. A case whose language's
+/// toolchain is missing is a loud skip (a failure under `CI=true`).
+#[test]
+fn verdicts() {
+    let base = root_dir().join("tests/corpus/judge-verdicts");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&base)
+        .expect("tests/corpus/judge-verdicts")
+        .flat_map(|l| std::fs::read_dir(l.unwrap().path()).expect("a language directory"))
+        .map(|c| c.unwrap().path())
+        .filter(|c| c.join("expect.json").is_file())
+        .collect();
+    cases.sort();
+    let verdict_langs: std::collections::BTreeSet<String> = cases
+        .iter()
+        .filter_map(|c| Some(c.parent()?.file_name()?.to_str()?.to_string()))
+        .collect();
+    let mut present = std::collections::BTreeSet::new();
+    for lang in &verdict_langs {
+        let tool = toolchain_file(lang);
+        if require_feature(
+            &format!("the {lang} toolchain {tool} (scripts/setup.sh --languages)"),
+            Path::new(&tool).exists(),
+        ) {
+            present.insert(lang.clone());
+        }
+    }
+    cases.retain(|c| {
+        let lang = c
+            .parent()
+            .and_then(|l| l.file_name())
+            .and_then(|l| l.to_str());
+        lang.is_some_and(|l| present.contains(l))
+    });
+    let who = if is_root() { Who::Root } else { Who::Current };
+    let total = cases.len();
+    let queue = Mutex::new(cases);
+    let failures = Mutex::new(Vec::new());
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| loop {
+                let case = queue.lock().unwrap().pop();
+                let Some(case) = case else { break };
+                if let Some(f) = verdict(who, &case) {
+                    failures.lock().unwrap().push(f);
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    eprintln!(
+        "judge corpus: verdicts: {total} cases in {:.1} s, {} failed",
+        t0.elapsed().as_secs_f64(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} verdict cases did not end as expected:\n{}",
+        failures.len(),
+        failures.join("\n")
     );
 }
 
