@@ -102,3 +102,71 @@ def test_reference_solutions_score_as_correct(endpoint, language):
         if not compiled and r.compile_result is not None:
             failures.append(f"{what}: a compile_result for {language}: {r.compile_result}")
     assert not failures, f"{len(failures)} of {len(jobs)} did not score as correct:\n" + "\n".join(failures[:40])
+
+
+VERDICTS = REPO / "tests" / "corpus" / "judge-verdicts"
+# The corpus's language -> SandboxFusion's spelling (SandboxFusion has no `c`: its C cases
+# are tests/pipeline/judge_corpus.rs's alone).
+SF_NAME = {"python": "python", "javascript": "nodejs", "cpp": "cpp", "java": "java", "go": "go",
+           "rust": "rust", "bash": "bash"}
+ENTRY = {"python": "main.py", "javascript": "main.js", "cpp": "main.cpp", "java": "Main.java",
+         "go": "main.go", "rust": "main.rs", "bash": "main.sh"}
+
+
+def verdict_cases():
+    if not VERDICTS.is_dir():
+        return []
+    return sorted(c for lang in VERDICTS.iterdir() if lang.name in SF_NAME
+                  for c in lang.iterdir() if (c / "expect.json").is_file())
+
+
+def test_there_are_verdict_cases():
+    cases = verdict_cases()
+    assert len({c.parent.name for c in cases}) == len(SF_NAME), cases
+
+
+def step_matches(got, want, name):
+    """One of compile_result/run_result against expect.json's `sandboxfusion` entry."""
+    if want is None:
+        return [] if got is None else [f"{name} {got}, expected none"]
+    if got is None:
+        return [f"no {name}, expected {want}"]
+    wrong = []
+    if got.status != want["status"]:
+        wrong.append(f"{name}.status {got.status}, expected {want['status']}")
+    rc = want["return_code"]
+    if rc == "nonzero" and got.return_code in (0, None) or rc != "nonzero" and got.return_code != rc:
+        wrong.append(f"{name}.return_code {got.return_code}, expected {rc}")
+    return wrong
+
+
+@pytest.mark.parametrize("case", verdict_cases(), ids=lambda c: f"{c.parent.name}-{c.name}")
+def test_verdicts_as_sandboxfusion_reports_them(endpoint, case):
+    """Each verdict case (tests/corpus/judge-verdicts: a wrong answer, a runtime error, a
+    timeout, a compile or syntax error) ends on /run_code as expect.json's `sandboxfusion`
+    says SandboxFusion reports it, and is not scored correct."""
+    lang = case.parent.name
+    e = json.loads((case / "expect.json").read_text())
+    req = RunCodeRequest(code=(case / ENTRY[lang]).read_text(), language=SF_NAME[lang],
+                         stdin=e["stdin"])
+    if e.get("run_timeout"):
+        req.run_timeout = e["run_timeout"]
+    r = sf.run_code(req, endpoint=endpoint, max_attempts=1)
+    want = e["sandboxfusion"]
+    wrong = []
+    if r.status != e["sandboxfusion_status"]:
+        wrong.append(f"status {r.status}, expected {e['sandboxfusion_status']}")
+    wrong += step_matches(r.compile_result, want["compile_result"], "compile_result")
+    wrong += step_matches(r.run_result, want["run_result"], "run_result")
+    stdout = r.run_result.stdout if r.run_result else None
+    if "stdout" in e and stdout != e["stdout"]:
+        wrong.append(f"stdout {stdout!r}, expected {e['stdout']!r}")
+    correct = r.status == RunStatus.Success and normalize(stdout) == normalize(e["expected_stdout"])
+    if correct != e["correct"]:
+        wrong.append(f"scored correct={correct}")
+    step = r.compile_result if e.get("stderr_in") == "compile" else r.run_result
+    stderr = (step.stderr if step else None) or ""
+    for m in e["stderr_contains"]:
+        if m not in stderr:
+            wrong.append(f"{'compile' if e.get('stderr_in') == 'compile' else 'run'} stderr lacks {m!r}: {stderr[:500]!r}")
+    assert not wrong, f"{lang}/{case.name}: {wrong}; response {r}"
