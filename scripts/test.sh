@@ -99,8 +99,6 @@ stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet 
 # Layering and circles, crate directions, unsafe only in the jail crate's sys module, function
 # and file sizes, test shapes, paths in docs (xtask/, docs/ARCHITECTURE.md "The house rules").
 stage "house rules (cargo xtask house)" cargo xtask house
-# The judge corpus's reference solutions, bare on the host (docs/TESTING.md, "The judge corpus").
-stage "judge corpus, bare on the host (tests/corpus/verify-bare.py)" tests/corpus/verify-bare.py
 # The release binaries and the release zygote template (the suites below launch them):
 # build-zygote.sh --release builds the whole workspace in release, `cargo build --release`'s
 # binaries included, then links the template.
