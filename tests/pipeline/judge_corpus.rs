@@ -373,7 +373,9 @@ fn verdicts() {
     let base = root_dir().join("tests/corpus/judge-verdicts");
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&base)
         .expect("tests/corpus/judge-verdicts")
-        .flat_map(|l| std::fs::read_dir(l.unwrap().path()).expect("a language directory"))
+        .map(|l| l.unwrap().path())
+        .filter(|l| l.is_dir())
+        .flat_map(|l| std::fs::read_dir(l).expect("a language directory"))
         .map(|c| c.unwrap().path())
         .filter(|c| c.join("expect.json").is_file())
         .collect();
