@@ -8,6 +8,7 @@
 //! - `files_artifacts`: files in, artifacts out;
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
+//! - `judge_corpus`: the benign judge corpus (tests/corpus/judge/) in every language;
 //! - `languages`: the compiled languages and bash (a compile jail, then the run jail);
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
@@ -29,6 +30,7 @@ mod explain;
 mod files_artifacts;
 mod hardening;
 mod job_view;
+mod judge_corpus;
 mod judge_mode;
 mod languages;
 mod network_cred;
