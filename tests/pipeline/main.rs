@@ -8,6 +8,8 @@
 //! - `files_artifacts`: files in, artifacts out;
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
+//! - `lang_attacks`, `lang_compile_attacks` (programs in `lang_programs`): attacks per
+//!   language, on the run jail and on the compile jail, and between jobs;
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
 //! - `cleanup`: nothing left behind, whatever way a run ends;
@@ -28,6 +30,9 @@ mod files_artifacts;
 mod hardening;
 mod job_view;
 mod judge_mode;
+mod lang_attacks;
+mod lang_compile_attacks;
+mod lang_programs;
 mod network_cred;
 mod network_run;
 mod results;
