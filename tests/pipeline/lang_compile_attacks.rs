@@ -180,16 +180,17 @@ fn compile_bombs_end_at_the_compile_jails_limits() {
             root: ("compile_memory_limit", ""),
             nobody: Some(("compile_error", "out of memory")),
         },
-        // Three-dimensional template recursion: millions of instantiations.
+        // Three-dimensional template recursion (unsigned: no overflow error, depth under
+        // the constexpr limit): millions of instantiations, each kept.
         Row {
             label: "template bomb",
             language: "cpp",
-            code: "template <int A, int B, int C> struct T {\n  static constexpr long v = \
-                   T<A - 1, B, C>::v + T<A, B - 1, C>::v + T<A, B, C - 1>::v;\n};\n\
-                   template <int B, int C> struct T<0, B, C> { static constexpr long v = 1; };\n\
-                   template <int A, int C> struct T<A, 0, C> { static constexpr long v = 1; };\n\
-                   template <int A, int B> struct T<A, B, 0> { static constexpr long v = 1; };\n\
-                   int main() { return T<250, 250, 250>::v == 7; }\n",
+            code: "template <int A, int B, int C> struct T {\n  static const unsigned v = \
+                   T<A - 1, B, C>::v * 3u + (T<A, B - 1, C>::v ^ T<A, B, C - 1>::v);\n};\n\
+                   template <int B, int C> struct T<0, B, C> { static const unsigned v = 1; };\n\
+                   template <int A, int C> struct T<A, 0, C> { static const unsigned v = 1; };\n\
+                   template <int A, int B> struct T<A, B, 0> { static const unsigned v = 1; };\n\
+                   int main() { return T<160, 160, 160>::v == 7; }\n",
             root: ("compile_memory_limit", ""),
             nobody: Some(("compile_error", "memory exhausted")),
         },
