@@ -744,3 +744,40 @@ fn bash_dev_tcp_exec_and_bombs_end_in_the_jails_refusal() {
         ),
     ]);
 }
+
+/// The table's forbidden calls are forbidden in the policy it runs under: none of them is
+/// in the allowlist `agentjail policy show` prints for judge.toml (a group added to the
+/// policy later that allows one fails here, not as a puzzling attack row).
+#[test]
+fn the_forbidden_rows_are_outside_judge_tomls_allowlist() {
+    let out = Command::new(agentjail_path())
+        .args(["policy", "show", &judge_policy()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.contains("allow_groups resolve to"));
+    assert!(
+        lines.next().is_some(),
+        "no allowlist in `policy show`: {text}"
+    );
+    let allowed: Vec<&str> = lines
+        .take_while(|l| l.starts_with("#   "))
+        .flat_map(|l| l.trim_start_matches('#').split_whitespace())
+        .collect();
+    assert!(
+        allowed.contains(&"execve") && allowed.len() > 100,
+        "{allowed:?}"
+    );
+    let rows: Vec<Row> = forbidden_rows!("c", p::C_SYSCALL).into_iter().collect();
+    // clone is allowed for threads only (CLONE_THREAD, no CLONE_NEW*): its rows are a fork
+    // and a new user namespace, which the argument filter refuses.
+    for r in rows.iter().filter(|r| r.label != "clone") {
+        assert!(
+            !allowed.contains(&r.label),
+            "{} is allowed by judge.toml",
+            r.label
+        );
+    }
+}
