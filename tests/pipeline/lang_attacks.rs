@@ -79,6 +79,19 @@ impl Job {
     }
 }
 
+/// The one entrypoint of each language.
+pub fn entrypoint(language: &str) -> &'static str {
+    match language {
+        "c" => "main.c",
+        "cpp" => "main.cpp",
+        "rust" => "main.rs",
+        "go" => "main.go",
+        "java" => "Main.java",
+        "bash" => "main.sh",
+        other => panic!("no entrypoint for {other}"),
+    }
+}
+
 /// `agentjail run --policy POLICY -` as `who` with a text-mode action for `language`, and
 /// `env` set on agentjail itself (to prove none of it reaches a jail).
 pub fn job(
@@ -90,7 +103,8 @@ pub fn job(
     env: &[(&str, &str)],
 ) -> Job {
     let _running = crate::common::jail_running();
-    let action = json!({"id": "lang-attack", "language": language, "code": code,
+    let action = json!({"id": "lang-attack", "language": language,
+                        "entrypoint": entrypoint(language), "code": code,
                         "stdin": stdin, "output_mode": "text"});
     let mut c = match who {
         Who::Nobody => {
