@@ -202,6 +202,15 @@ fn compile_bombs_end_at_the_compile_jails_limits() {
             root: ("compile_memory_limit", ""),
             nobody: Some(("compile_error", "memory exhausted")),
         },
+        // A 256 MiB initialised array: the assembler's object file passes the compile
+        // jail's file size limit.
+        row(
+            "a binary past the file size limit",
+            "c",
+            "char big[1 << 28] = {1};\nint main(void) { return big[0] - 1; }\n",
+            "compile_error",
+            "File size limit exceeded signal terminated program as",
+        ),
         // Each loop under gcc's loop limit, 4e10 steps in all: CPU until the limit.
         row(
             "constexpr bomb",
@@ -345,5 +354,28 @@ fn java_annotation_processor_in_the_source_never_runs() {
             "{who:?}: {}",
             j.record
         );
+    }
+}
+
+/// A million errors from six lines of macros: the compiler's stderr is kept to its cap in
+/// the record, marked truncated, and the compile ends as a compile error.
+#[test]
+fn a_compiler_error_flood_is_cut_at_the_stderr_cap() {
+    let code = "#define S0 int x = ;\n#define S1 S0 S0 S0 S0 S0 S0 S0 S0 S0 S0\n\
+                #define S2 S1 S1 S1 S1 S1 S1 S1 S1 S1 S1\n#define S3 S2 S2 S2 S2 S2 S2 S2 S2 S2 S2\n\
+                #define S4 S3 S3 S3 S3 S3 S3 S3 S3 S3 S3\n#define S5 S4 S4 S4 S4 S4 S4 S4 S4 S4 S4\n\
+                S5\nint main(void) { return 0; }\n";
+    let policy = judge_policy();
+    for who in variants() {
+        let j = job(who, &policy, "c", code, "", &[]);
+        assert_eq!(j.stop_reason(), "compile_error", "{who:?}: {}", j.record);
+        assert_eq!(j.record["compile"]["stderr_truncated"], true, "{who:?}");
+        let err = j.compile_stderr();
+        assert!(
+            err.starts_with("/app/main.c:1:20: error: expected expression before ‘;’ token"),
+            "{who:?}: {err:?}"
+        );
+        // judge.toml's compile stderr cap for C: 64 KiB.
+        assert!(err.len() <= 64 * 1024, "{who:?}: {} bytes", err.len());
     }
 }
