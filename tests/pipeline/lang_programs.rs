@@ -367,10 +367,16 @@ public class Main {
                 Runtime.getRuntime().exec(new String[] {"/bin/true"}).waitFor();
                 break;
             case "socket":
-                new java.net.Socket("127.0.0.1", 80).close();
+                try {
+                    new java.net.Socket("127.0.0.1", 80).close();
+                    System.out.println("BREACH connected");
+                } catch (IOException e) {
+                    System.out.println("Socket " + e);
+                }
                 break;
             case "jni":
-                Files.copy(Paths.get("/usr/lib/x86_64-linux-gnu/libm.so.6"), Paths.get("/tmp/l.so"));
+                // read and write (Files.copy is sendfile, which the jail does not allow)
+                Files.write(Paths.get("/tmp/l.so"), Files.readAllBytes(Paths.get("/usr/lib/x86_64-linux-gnu/libm.so.6")));
                 try {
                     System.load("/tmp/l.so");
                     System.out.println("BREACH loaded");
