@@ -162,15 +162,15 @@ fn compilers_read_no_host_file_and_load_nothing_the_source_names() {
             "compile_error",
             "pattern /etc/shadow: invalid pattern syntax",
         ),
-        // cgo is off: the file that imports "C" is excluded, and #cgo LDFLAGS never reach a
-        // linker.
+        // cgo is off (CGO_ENABLED=0): the one file, which imports "C", is excluded from the
+        // build, and its #cgo LDFLAGS never reach a linker.
         row(
             "cgo #cgo LDFLAGS",
             "go",
             "package main\n\n// #cgo LDFLAGS: -Wl,-T,/tmp/evil.ld\n// int f(void) { return 1; }\n\
              import \"C\"\nimport \"fmt\"\n\nfunc main() { fmt.Println(C.f()) }\n",
             "compile_error",
-            "",
+            "go: no Go source files",
         ),
     ];
     check_rows(&judge_policy(), &rows);
@@ -315,7 +315,7 @@ fn nothing_of_one_job_reaches_a_later_one() {
         );
         // Job C (C): job A's file in /tmp, and the artifact directory's listing.
         let c = format!(
-            "#include <dirent.h>\n#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n\
+            "#define _GNU_SOURCE\n#include <dirent.h>\n#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n\
              #include <string.h>\n#include <unistd.h>\n\
              int main(void) {{\n  int fd = open(\"/tmp/{m}\", O_RDONLY);\n\
                printf(\"open %s\\n\", fd < 0 ? strerrorname_np(errno) : \"BREACH\");\n\
