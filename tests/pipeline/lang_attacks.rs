@@ -713,6 +713,8 @@ const BASH_WRITES: &str = "echo START writes\nfor p in /usr/h4 /h4 /etc/h4 /app/
 const BASH_FLOOD: &str =
     "echo START flood\nx=xxxxxxxxxxxxxxxx; x=$x$x$x$x$x$x$x$x; x=$x$x$x$x$x$x$x$x\n\
 while :; do echo \"$x\"; done\n";
+const BASH_PYTHON: &str =
+    "echo START python\npython3 -c 'import socket; socket.socket()'\necho BREACH $?\n";
 const BASH_FORKBOMB: &str = "echo START forkbomb\nb() { b | b; }; b\n";
 
 #[test]
@@ -761,6 +763,15 @@ fn bash_dev_tcp_exec_and_bombs_end_in_the_jails_refusal() {
             "",
             "code_output_too_large",
             Starts("START flood\nxxxxxxxx"),
+        ),
+        // Another interpreter, with no check of its own here, meets the same jail.
+        same(
+            "python3 from bash",
+            "bash",
+            BASH_PYTHON,
+            "",
+            "code_forbidden_syscall:socket",
+            Exact("START python\n"),
         ),
     ]);
 }

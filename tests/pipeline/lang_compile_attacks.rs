@@ -172,6 +172,15 @@ fn compilers_read_no_host_file_and_load_nothing_the_source_names() {
             "compile_error",
             "go: no Go source files",
         ),
+        // No module is fetched: GOPROXY is off and the compile jail has no network.
+        row(
+            "import of a remote module",
+            "go",
+            "package main\n\nimport (\n\t\"fmt\"\n\t\"github.com/evil/pkg\"\n)\n\n\
+             func main() { fmt.Println(pkg.X) }\n",
+            "compile_error",
+            "no required module provides package github.com/evil/pkg",
+        ),
     ];
     check_rows(&judge_policy(), &rows);
 }
@@ -377,5 +386,29 @@ fn a_compiler_error_flood_is_cut_at_the_stderr_cap() {
         );
         // judge.toml's compile stderr cap for C: 64 KiB.
         assert!(err.len() <= 64 * 1024, "{who:?}: {} bytes", err.len());
+    }
+}
+
+/// javac writes one file per class: 1500 classes in 20000 characters pass the compile
+/// output directory's file cap (a capped tmpfs), and the compile ends there.
+#[test]
+fn java_classes_past_the_output_directorys_cap_end_the_compile() {
+    let mut code = String::from(
+        "public class Main { public static void main(String[] a) { System.out.println(1); } }\n",
+    );
+    for i in 0..1500 {
+        code.push_str(&format!("class A{i}{{}} "));
+    }
+    let policy = judge_policy();
+    for who in variants() {
+        let j = job(who, &policy, "java", &code, "", &[]);
+        assert_eq!(j.stop_reason(), "compile_error", "{who:?}: {}", j.record);
+        assert!(
+            j.compile_stderr()
+                .contains(".class: No space left on device"),
+            "{who:?}: {}",
+            j.record
+        );
+        assert!(j.record.get("execution").is_none(), "{who:?}: {}", j.record);
     }
 }
