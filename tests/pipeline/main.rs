@@ -10,6 +10,7 @@
 //! - `judge_mode`: stdin and text output;
 //! - `lang_attacks`, `lang_compile_attacks` (programs in `lang_programs`): attacks per
 //!   language, on the run jail and on the compile jail, and between jobs;
+//! - `languages`: the compiled languages and bash (a compile jail, then the run jail);
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
 //! - `cleanup`: nothing left behind, whatever way a run ends;
@@ -33,6 +34,7 @@ mod judge_mode;
 mod lang_attacks;
 mod lang_compile_attacks;
 mod lang_programs;
+mod languages;
 mod network_cred;
 mod network_run;
 mod results;
