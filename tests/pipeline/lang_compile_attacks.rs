@@ -9,8 +9,9 @@ use super::lang_attacks::{job, judge_policy, Job};
 use super::lang_programs as p;
 use crate::common::{marker, shared_file, variants, Who};
 
-/// judge.toml with every language's compile limits cut down: bombs end in seconds.
-fn small_compile_policy() -> String {
+/// judge.toml with every language's compile limits cut down to `cpu_ms` of CPU and `memory`:
+/// bombs end in seconds.
+fn small_compile_policy(name: &str, cpu_ms: u64, memory: &str) -> String {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/policies/judge.toml"))
         .unwrap();
     let mut t: toml::Table = text.parse().unwrap();
@@ -25,10 +26,10 @@ fn small_compile_policy() -> String {
             .as_table_mut()
             .unwrap();
         limits.insert("wall_time_ms".into(), 20_000.into());
-        limits.insert("cpu_time_ms".into(), 3_000.into());
-        limits.insert("memory".into(), "256MiB".into());
+        limits.insert("cpu_time_ms".into(), (cpu_ms as i64).into());
+        limits.insert("memory".into(), memory.into());
     }
-    shared_file("lang-small-compile.toml", &toml::to_string(&t).unwrap())
+    shared_file(name, &toml::to_string(&t).unwrap())
         .to_str()
         .unwrap()
         .to_string()
@@ -220,6 +221,14 @@ fn compile_bombs_end_at_the_compile_jails_limits() {
             "compile_error",
             "File size limit exceeded signal terminated program as",
         ),
+    ];
+    // Memory bombs: 256 MiB, and CPU to spare (the template bomb reaches the memory limit
+    // after 2-3 s of CPU).
+    check_rows(
+        &small_compile_policy("lang-compile-mem.toml", 15_000, "256MiB"),
+        &rows,
+    );
+    let rows = [
         // Each loop under gcc's loop limit, 4e10 steps in all: CPU until the limit.
         row(
             "constexpr bomb",
@@ -231,7 +240,11 @@ fn compile_bombs_end_at_the_compile_jails_limits() {
             "",
         ),
     ];
-    check_rows(&small_compile_policy(), &rows);
+    // The CPU bomb: 3 s of CPU, memory to spare.
+    check_rows(
+        &small_compile_policy("lang-compile-cpu.toml", 3_000, "1GiB"),
+        &rows,
+    );
 }
 
 /// A pragma or attribute that names a plugin or a dump: gcc refuses the option, writes

@@ -234,7 +234,9 @@ fn main() {
         "threadbomb" => {
             let mut n = 0u64;
             loop {
-                match std::thread::Builder::new().spawn(|| std::thread::sleep(std::time::Duration::from_secs(3600))) {
+                // Small stacks: the process limit, not the address space, refuses a thread.
+                let b = std::thread::Builder::new().stack_size(64 * 1024);
+                match b.spawn(|| std::thread::sleep(std::time::Duration::from_secs(3600))) {
                     Ok(_) => n += 1,
                     Err(e) => {
                         println!("spawn {:?} {}", e.kind(), n > 8);
