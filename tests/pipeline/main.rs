@@ -9,6 +9,8 @@
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
 //! - `judge_corpus`: the benign judge corpus (tests/corpus/judge/) in every language;
+//! - `lang_attacks`, `lang_compile_attacks` (programs in `lang_programs`): attacks per
+//!   language, on the run jail and on the compile jail, and between jobs;
 //! - `languages`: the compiled languages and bash (a compile jail, then the run jail);
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
@@ -32,6 +34,9 @@ mod hardening;
 mod job_view;
 mod judge_corpus;
 mod judge_mode;
+mod lang_attacks;
+mod lang_compile_attacks;
+mod lang_programs;
 mod languages;
 mod network_cred;
 mod network_run;
