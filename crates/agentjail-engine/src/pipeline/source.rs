@@ -187,6 +187,10 @@ pub trait JailSource {
     fn teardown(&self, t: Teardown) {
         drop(t);
     }
+    /// Where compile outcomes are kept (crate::pipeline::compile_cache); None: nowhere.
+    fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        None
+    }
 }
 
 /// `agentjail run`'s source: one jail started on this thread, for this job.
@@ -196,6 +200,8 @@ pub struct ColdStart {
     pub inputs: Vec<crate::plan::HostInput>,
     /// `--artifacts-dir`.
     pub artifacts_dir: Option<crate::artifacts::ArtifactsDir>,
+    /// `--cache`'s directory, for compile outcomes (crate::pipeline::compile_cache).
+    pub compile_cache: Option<crate::cache::Cache>,
 }
 
 impl ColdStart {
@@ -205,6 +211,7 @@ impl ColdStart {
             sigfd: agentjail_jail::supervise::block_termination_signals(),
             inputs: Vec::new(),
             artifacts_dir: None,
+            compile_cache: None,
         }
     }
 }
@@ -244,5 +251,11 @@ impl JailSource for ColdStart {
 
     fn artifacts_dir(&self) -> Option<&crate::artifacts::ArtifactsDir> {
         self.artifacts_dir.as_ref()
+    }
+
+    fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        self.compile_cache
+            .as_ref()
+            .map(|c| c as &dyn crate::pipeline::compile_cache::CompileStore)
     }
 }
