@@ -235,7 +235,8 @@ fn compile(
         path: source_path,
         contents: action.code.as_bytes().to_vec(),
     };
-    let (jail, limits) = match start_compile((&cpolicy, tc), argv, file, cl.output.0) {
+    let widen = runtime_reserves(&action.language);
+    let (jail, limits) = match start_compile((&cpolicy, tc, widen), argv, file, cl.output.0) {
         Ok(started) => started,
         Err((error, reason)) => {
             r.error(error);
@@ -386,10 +387,16 @@ fn blank_record(action: &Action, found: &Found, argv: Vec<String>) -> CompileRec
     }
 }
 
+/// Whether the language's runtime (the JVM, also javac's; Go's, also the go tool's) reserves
+/// address space far beyond what it uses: its jails' RLIMIT_AS gets the headroom.
+fn runtime_reserves(language: &str) -> bool {
+    matches!(language, "java" | "go")
+}
+
 /// The compile jail, started: the program file read-only, /app/out of `output` bytes.
 /// Returns the jail and the limits it is supervised under, or the record's error and stop.
 fn start_compile(
-    (cpolicy, tc): (&Policy, &Toolchain),
+    (cpolicy, tc, widen): (&Policy, &Toolchain, bool),
     argv: Vec<String>,
     file: JailFile,
     output: u64,
@@ -408,6 +415,9 @@ fn start_compile(
         )
     })?;
     bind_etc(&mut plan, tc);
+    if widen {
+        plan.widen_address_space(RUNTIME_ADDRESS_SPACE_HEADROOM);
+    }
     let jail = agentjail_jail::launch::prepare(&plan)
         .and_then(|p| p.start())
         .map_err(|e| {
@@ -565,7 +575,7 @@ fn run_plan(
     let mut plan = crate::plan::build(&p, argv, &contents, &agentjail_jail::mount::RealHost)?;
     bind_etc(&mut plan, tc);
     place(&mut plan, handed);
-    if matches!(action.language.as_str(), "java" | "go") {
+    if runtime_reserves(&action.language) {
         plan.widen_address_space(RUNTIME_ADDRESS_SPACE_HEADROOM);
     }
     Ok(plan)
