@@ -19,7 +19,12 @@ pub fn command(
         })?;
         read.push(LearnAction::new(raw, spec));
     }
-    let (learned, text) = learn(&loaded, &read).map_err(|e| {
+    // Each learning run: a cold jail of its own, no cache, no audit log.
+    let mut cold = |p: &agentjail_engine::policy::LoadedPolicy, raw: &[u8]| {
+        use agentjail_engine::pipeline::{job, record::Recorder, ColdStart};
+        job(Recorder::new(), raw, p, &ColdStart::new(), None).value
+    };
+    let (learned, text) = learn(&loaded, &read, &mut cold).map_err(|e| {
         eprintln!("agentjail: {e}");
         ExitStatus::Error
     })?;

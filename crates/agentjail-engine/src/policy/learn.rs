@@ -33,7 +33,6 @@
 
 use super::explain::{self, Edit, Op};
 use super::{Bytes, LoadedPolicy, Policy, PolicyError};
-use crate::pipeline::{self, record::Recorder, ColdStart};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -154,8 +153,13 @@ struct Need {
     risk: String,
 }
 
-struct Learner<'a> {
+/// One run of an action through the whole pipeline under a policy: its record. The front
+/// end passes the pipeline's cold run (this layer does not name the pipeline).
+pub type Runner<'r> = dyn FnMut(&LoadedPolicy, &[u8]) -> Value + 'r;
+
+struct Learner<'a, 'r> {
     base: &'a LoadedPolicy,
+    runner: &'a mut Runner<'r>,
     cand: Policy,
     widened: Vec<Widening>,
     unmet: Vec<Unmet>,
@@ -173,13 +177,15 @@ const LIMITS: [(&str, &str); 5] = [
     ("limits.stderr", "stderr_bytes"),
 ];
 
-/// Learn the smallest policy over `base` that lets `actions` run.
+/// Learn the smallest policy over `base` that lets `actions` run, each run by `runner`.
 pub fn learn(
     base: &LoadedPolicy,
     actions: &[LearnAction],
+    runner: &mut Runner<'_>,
 ) -> Result<(Learned, String), LearnError> {
     let mut l = Learner {
         base,
+        runner,
         cand: base.policy.clone(),
         widened: Vec::new(),
         unmet: Vec::new(),
@@ -272,12 +278,12 @@ fn observing(cand: &Policy) -> Policy {
     p
 }
 
-impl Learner<'_> {
+impl Learner<'_, '_> {
     fn run(&mut self, policy: &Policy, a: &LearnAction) -> Value {
         self.runs += 1;
         let mut loaded = self.base.clone();
         loaded.policy = policy.clone();
-        let rec = pipeline::job(Recorder::new(), &a.raw, &loaded, &ColdStart::new(), None).value;
+        let rec = (self.runner)(&loaded, &a.raw);
         let ex = &rec["execution"];
         for (i, (_, field)) in LIMITS.iter().enumerate() {
             self.peaks[i] = self.peaks[i].max(ex[field].as_u64().unwrap_or(0));
@@ -315,17 +321,7 @@ impl Learner<'_> {
                 }
                 match edited(&self.cand, &fresh) {
                     Ok(new) => {
-                        let lifted: Vec<String> = self
-                            .cand
-                            .check
-                            .denied_attributes
-                            .iter()
-                            .filter(|a| !new.check.denied_attributes.contains(a))
-                            .filter(|a| {
-                                !fresh.iter().any(|e| e.op == Op::Remove(vec![(*a).clone()]))
-                            })
-                            .cloned()
-                            .collect();
+                        let lifted = lifted_by_loader(&self.cand, &new, &fresh);
                         self.cand = new;
                         self.note(&n);
                         if !lifted.is_empty() {
@@ -492,6 +488,8 @@ impl Learner<'_> {
     }
 }
 
+// long because it reads each kind of evidence in turn: a stop, the check's findings, the
+// syscalls, the proxy's log.
 /// What a run asked for.
 fn needs_of(rec: &Value, id: &str, cand: &Policy) -> Vec<Need> {
     let mut out = Vec::new();
@@ -567,6 +565,31 @@ fn needs_of(rec: &Value, id: &str, cand: &Policy) -> Vec<Need> {
             push_need(&mut out, e, evidence);
         }
     }
+    syscall_needs(rec, id, cand, &mut out);
+    let requests = rec["network"]["requests"].as_array().unwrap_or(&none);
+    for r in requests.iter().filter(|r| r["allowed"] == false) {
+        if let Some(n) = network_need(r, id) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The check's attributes the loader lifted on its own in going from `old` to `new` (not
+/// removed by `edits`): the network ones, once the policy has a network.
+fn lifted_by_loader(old: &Policy, new: &Policy, edits: &[Edit]) -> Vec<String> {
+    old.check
+        .denied_attributes
+        .iter()
+        .filter(|a| !new.check.denied_attributes.contains(a))
+        .filter(|a| !edits.iter().any(|e| e.op == Op::Remove(vec![(*a).clone()])))
+        .cloned()
+        .collect()
+}
+
+/// The observed syscalls: each one's group, or a need not met.
+fn syscall_needs(rec: &Value, id: &str, cand: &Policy, out: &mut Vec<Need>) {
+    let none = Vec::new();
     let syscalls = rec["execution"]["observed_syscalls"]
         .as_array()
         .unwrap_or(&none);
@@ -584,16 +607,14 @@ fn needs_of(rec: &Value, id: &str, cand: &Policy) -> Vec<Need> {
         if e.edits.is_empty() {
             out.push(unmet_need(id, &evidence, e.no_edit));
         } else {
-            push_need(&mut out, e, evidence);
+            out.push(Need {
+                edits: e.edits,
+                evidence,
+                action: id.to_string(),
+                risk: e.risks.join("; "),
+            });
         }
     }
-    let requests = rec["network"]["requests"].as_array().unwrap_or(&none);
-    for r in requests.iter().filter(|r| r["allowed"] == false) {
-        if let Some(n) = network_need(r, id) {
-            out.push(n);
-        }
-    }
-    out
 }
 
 /// A need that no key can meet (kept as an [`Unmet`] when the round ends: an empty edit
@@ -782,6 +803,7 @@ fn quoted(v: &[String]) -> String {
         .join(", ")
 }
 
+// long because it writes the header section by section, in the order a reviewer reads it.
 /// The learned file: a header (the commented diff: every widened item with its evidence and
 /// what it exposes, the needs not met, the limits and their rule), then the whole policy
 /// with a `# learned:` line above each key that differs from the base.
@@ -921,9 +943,11 @@ mod tests {
         assert_eq!(needs.len(), 2);
         assert_eq!(needs[0].edits[0].key, "-", "unshare: in no group");
         assert_eq!(needs[1].edits[0].key, "seccomp.allow_groups");
+        // explain's rule: the first group holding it that the policy lacks (the next round
+        // finds `network` when an AF_INET socket is still refused for its family).
         assert_eq!(
             needs[1].evidence,
-            "action a: syscall socket (group network)"
+            "action a: syscall socket (group sockets_local)"
         );
     }
 }
