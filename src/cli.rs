@@ -124,6 +124,26 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run actions in observe mode and write the smallest policy over a base that lets
+    /// exactly them run: the base plus a commented diff (every widened key with its evidence
+    /// and what it exposes; limits from the measured peaks).
+    #[command(
+        after_help = "Each action runs under the base's full isolation in observe mode: the static check's findings are collected, not enforced; a syscall outside the allowlist is refused with ENOSYS by the supervisor (it never runs) and noted; the network proxy denies every host the candidate policy does not list and records each host and port asked for. What was asked for becomes policy edits through the loader's rules (a need no policy may hold is reported, never applied); the actions are run again, enforced, under the result, and each widened item no asking action needs is dropped.\n\nWithout -o the learned policy goes to stdout and the summary to stderr; with -o the file is written and the summary goes to stdout.\n\nExit status: 0 every action succeeds under the learned policy and every need was met, 1 otherwise (the policy is still written, its header names what failed), 2 when agentjail could not work (an unreadable action or base, an unwritable output).\n\nExamples:\n  agentjail learn examples/incident/action.json -o incident.toml\n  agentjail learn --base data a.json b.json --json -o learned.toml"
+    )]
+    Learn {
+        /// The action files (`-`: stdin, once).
+        #[arg(required = true)]
+        actions: Vec<String>,
+        /// The base policy (a file or a shipped policy's name; default: the embedded default).
+        #[arg(long)]
+        base: Option<PathBuf>,
+        /// Where to write the learned policy (default: stdout).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// The summary as JSON: `{"widened", "not_needed", "unmet", "limits", "limit_rule", "actions", "rounds", "runs", ...}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the effective policy or lint it.
     Policy {
         #[command(subcommand)]

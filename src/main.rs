@@ -68,6 +68,12 @@ fn dispatch(command: cli::Command) -> i32 {
             policy,
             json,
         } => commands::policy::explain(&record, policy.as_deref(), json),
+        Command::Learn {
+            actions,
+            base,
+            output,
+            json,
+        } => commands::learn::command(&actions, base.as_deref(), output.as_deref(), json),
         Command::Doctor { json, policy } => {
             return commands::doctor::command(json, policy.as_deref())
         }

@@ -7,6 +7,7 @@
 pub mod check;
 pub mod doctor;
 pub mod exec;
+pub mod learn;
 pub mod policy;
 pub mod run;
 

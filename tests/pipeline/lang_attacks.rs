@@ -118,7 +118,14 @@ pub fn job(
         }
         _ => Command::new(agentjail_path()),
     };
-    c.args(["run", "--policy", policy, "-"])
+    c.args(["run", "--policy", policy]);
+    // One language's attacks are one program reading its attack from stdin: with the
+    // compile cache it compiles once per user. A job that sets agentjail's environment
+    // proves what reaches a jail, so it never takes a stored record or compile.
+    if env.is_empty() {
+        c.args(["--cache", &crate::common::compile_cache_dir(who)]);
+    }
+    c.arg("-")
         .envs(env.iter().copied())
         .current_dir("/")
         .stdin(Stdio::piped())

@@ -15,7 +15,8 @@
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
 //! - `cleanup`: nothing left behind, whatever way a run ends;
-//! - `explain`: `agentjail explain`, tested by applying the edits it proposes.
+//! - `explain`: `agentjail explain`, tested by applying the edits it proposes;
+//! - `learn`: `agentjail learn`, tested by running the actions under what it writes.
 //!
 //! `cleanup` and `hardening` compare host-wide state before and after: they hold
 //! `common::alone()`, and every launcher here holds `common::jail_running()`, so no other
@@ -38,6 +39,7 @@ mod lang_attacks;
 mod lang_compile_attacks;
 mod lang_programs;
 mod languages;
+mod learn;
 mod network_cred;
 mod network_run;
 mod results;

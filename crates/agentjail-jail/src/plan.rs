@@ -167,6 +167,12 @@ pub struct SuperviseLimits {
     /// never a stop. At least [`crate::supervise::REPLY_CAP`] in practice: the engine adds
     /// the policy's rich-results allowance.
     pub reply_bytes: u64,
+    /// Observe mode (`agentjail learn` only, never a policy key): a syscall outside the
+    /// allowlist is answered with `ENOSYS` by the supervisor (it never runs: the kernel
+    /// holds it until the answer, and an errno answer cannot let it continue) and its name
+    /// is noted in [`crate::supervise::Outcome::observed_syscalls`], instead of stopping the
+    /// run. Every other control is as in a normal run.
+    pub observe_syscalls: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -51,7 +51,8 @@ pub use crate::plan::SeccompPlan;
 pub use crate::syscalls::{syscall_name, syscall_number};
 use bpf::program;
 pub use notify::{
-    answer_doorbell, is_doorbell, receive_notification, refuse_doorbell, SESSION_DOORBELL,
+    answer_doorbell, answer_errno, is_doorbell, receive_notification, refuse_doorbell,
+    SESSION_DOORBELL,
 };
 use std::os::fd::RawFd;
 use verdicts::{verdicts, Verdict, RET_ALLOW, RET_NOTIFY};

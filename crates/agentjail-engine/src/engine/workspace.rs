@@ -739,6 +739,7 @@ fn done_execution(report: &CommandReport, c: &supervise::CallOutcome) -> Executi
             cpu_ms: "kernel",
         }),
         workspace_ended: None,
+        observed_syscalls: Vec::new(),
     }
 }
 

@@ -137,6 +137,10 @@ pub struct Execution {
     /// The jail ended during a workspace command: the workspace is over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace_ended: Option<bool>,
+    /// `agentjail learn`'s observe mode only: the syscalls outside the allowlist that were
+    /// refused with ENOSYS (never run) instead of stopping the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observed_syscalls: Vec<String>,
 }
 
 /// The record's `execution.source`: who measured what.
@@ -167,6 +171,7 @@ impl Execution {
             timed_out: None,
             source: None,
             workspace_ended: None,
+            observed_syscalls: o.observed_syscalls.clone(),
         }
     }
 
@@ -190,6 +195,7 @@ impl Execution {
             timed_out: None,
             source: None,
             workspace_ended: None,
+            observed_syscalls: Vec::new(),
         }
     }
 }

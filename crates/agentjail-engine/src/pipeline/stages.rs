@@ -251,6 +251,7 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
         stdout_bytes: l.stdout.0,
         stderr_bytes: l.stderr.0,
         reply_bytes: agentjail_jail::supervise::REPLY_CAP + policy.results.max_bytes.0,
+        observe_syscalls: policy.seccomp.observe,
     }
 }
 

@@ -171,6 +171,7 @@ pub fn build(
             stdout_bytes: lim.stdout.0,
             stderr_bytes: lim.stderr.0,
             reply_bytes: agentjail_jail::supervise::REPLY_CAP,
+            observe_syscalls: policy.seccomp.observe,
         },
     })
 }

@@ -523,6 +523,11 @@ fn rule(key: &str) -> Option<(Kind, Exposure, &'static str)> {
         .map(|(_, kind, e, why)| (*kind, *e, *why))
 }
 
+/// The reviewer's sentence for `key` (what a change of it exposes), if the table has a rule.
+pub(super) fn sentence(key: &str) -> Option<&'static str> {
+    rule(key).map(|(_, _, why)| why)
+}
+
 /// Every changed key from `old` to `new`, most exposing weakenings first.
 pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
     let (mut a, mut b) = (Map::new(), Map::new());

@@ -340,7 +340,7 @@ fn syscall(name: &str, p: &Policy) -> Proposal {
 }
 
 /// `policy` with `edits` applied, if the loader's rules accept it.
-fn edited(policy: &Policy, edits: &[Edit]) -> Result<Policy, String> {
+pub(super) fn edited(policy: &Policy, edits: &[Edit]) -> Result<Policy, String> {
     let mut v = serde_json::to_value(policy).map_err(|e| e.to_string())?;
     for e in edits {
         apply(&mut v, e)?;

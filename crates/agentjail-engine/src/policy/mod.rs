@@ -17,6 +17,7 @@ mod credentials;
 pub mod diff;
 pub mod explain;
 mod invalid;
+pub mod learn;
 mod network;
 pub mod toolchain;
 mod validate;
@@ -366,6 +367,10 @@ pub struct SeccompPolicy {
     pub allow_groups: Vec<String>,
     /// Syscalls refused with an errno instead of stopping the run (probes runtimes make).
     pub errno_syscalls: Vec<String>,
+    /// `agentjail learn`'s observe mode (policy::learn): never read from or written to a
+    /// policy file.
+    #[serde(skip)]
+    pub observe: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -841,6 +846,7 @@ impl Default for SeccompPolicy {
             requirement: Requirement::Required,
             allow_groups: strings(syscall_groups::DEFAULT_GROUPS),
             errno_syscalls: Vec::new(),
+            observe: false,
         }
     }
 }

@@ -51,3 +51,10 @@ pub fn answer_doorbell(
 pub fn refuse_doorbell(listener: BorrowedFd<'_>, n: &sys::Notification, errno: i32) {
     let _ = sys::seccomp_notif_send(listener.as_raw_fd(), n.id, 0, errno);
 }
+
+/// Observe mode (`agentjail learn`): fail a notified syscall with `errno`. The syscall never
+/// runs: an errno answer has no "continue" flag. A thread that is gone meanwhile is nothing
+/// to answer (the error is dropped).
+pub fn answer_errno(listener: BorrowedFd<'_>, n: &sys::Notification, errno: i32) {
+    let _ = sys::seccomp_notif_send(listener.as_raw_fd(), n.id, 0, errno);
+}

@@ -118,7 +118,14 @@ pub struct Outcome {
     /// agentjail killed init: processes init had not reaped are missing from `cpu_ms` and
     /// `peak_memory_bytes` when no cgroup counted them.
     pub usage_partial: bool,
+    /// Syscalls outside the allowlist that were refused with an errno instead of stopping
+    /// the run ([`SuperviseLimits::observe_syscalls`]), by name, each once, in the order
+    /// first seen; at most [`OBSERVED_CAP`]. Empty outside observe mode.
+    pub observed_syscalls: Vec<String>,
 }
+
+/// Most distinct syscall names an observed run notes (the table has ~460).
+pub const OBSERVED_CAP: usize = 512;
 
 /// Most a runner may report per run beside its rich results (the engine's
 /// `SuperviseLimits::reply_bytes` adds those); the rest is dropped.
@@ -253,6 +260,7 @@ pub fn end(sp: Spawned, cg: Option<&JobCgroup>) -> Outcome {
         stdout_bytes: 0,
         stderr_bytes: 0,
         reply_bytes: REPLY_CAP,
+        observe_syscalls: false,
     };
     let io = Io {
         stdin_bytes: None,

@@ -70,6 +70,8 @@ pub(super) struct Loop<'a, 'io> {
     /// Ended by agentjail because the jail is no longer wanted (not a stop).
     pub(super) closing: bool,
     pub(super) stop: Option<Stop>,
+    /// Observe mode's refused syscalls (see [`Outcome::observed_syscalls`]).
+    observed: Vec<String>,
 }
 
 impl<'a, 'io> Loop<'a, 'io> {
@@ -145,6 +147,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             done: false,
             closing: false,
             stop: None,
+            observed: Vec::new(),
         }
     }
 
@@ -314,6 +317,14 @@ impl<'a, 'io> Loop<'a, 'io> {
         let name = seccomp::syscall_name(nr as i64)
             .map(str::to_string)
             .unwrap_or_else(|| format!("syscall_{nr}"));
+        if self.limits.observe_syscalls && self.channel.is_none() {
+            // Observe mode (a single run only): refused with ENOSYS, never run, noted.
+            seccomp::answer_errno(l.as_fd(), &n, libc::ENOSYS);
+            if !self.observed.contains(&name) && self.observed.len() < super::OBSERVED_CAP {
+                self.observed.push(name);
+            }
+            return false;
+        }
         let stop = Stop::ForbiddenSyscall { nr, name };
         if let Some(c) = self.channel.as_mut() {
             let by_command = i64::from(n.pid) != i64::from(c.runner);
@@ -474,6 +485,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             stderr: self.stderr,
             replies: self.replies,
             usage_partial: usage_partial && stats.cpu_usage_us.is_none(),
+            observed_syscalls: self.observed,
         };
         (outcome, init_left)
     }
