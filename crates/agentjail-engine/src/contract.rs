@@ -155,25 +155,35 @@ pub struct Action {
     pub files: Vec<InputFile>,
 }
 
-/// One input file: a relative, normalised path under /app/in and its bytes. Serialized as
-/// its path, size and sha256 (the cache key covers the contents through the digest).
+/// One input file: a relative, normalised path under /app/in and its bytes, and where a
+/// symlink to it is made besides ([`LINK_DIRS`]), if anywhere. Serialized as its path, size,
+/// sha256 and link (the cache key covers the contents through the digest).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputFile {
     pub path: String,
     pub contents: Vec<u8>,
+    /// An absolute path beneath one of [`LINK_DIRS`] (normalised, as [`file_path_problem`]
+    /// accepts beneath it): a read-only symlink to `/app/in/PATH` is made there, so a program
+    /// that opens a file by its name in its working directory (SandboxFusion's) finds it.
+    pub link: Option<String>,
 }
+
+pub use crate::plan::LINK_DIRS;
 
 impl Serialize for InputFile {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         use sha2::Digest;
-        let mut st = s.serialize_struct("InputFile", 3)?;
+        let mut st = s.serialize_struct("InputFile", 4)?;
         st.serialize_field("path", &self.path)?;
         st.serialize_field("bytes", &self.contents.len())?;
         st.serialize_field(
             "sha256",
             &format!("{:x}", sha2::Sha256::digest(&self.contents)),
         )?;
+        if let Some(link) = &self.link {
+            st.serialize_field("link", link)?;
+        }
         st.end()
     }
 }
@@ -565,9 +575,49 @@ pub fn parse_files(
                 ),
             ));
         }
+        if let Some(o) = f.link.as_ref().and_then(|l| link_clash(&out, l)) {
+            return Err(bad(
+                "link_conflict",
+                format!(
+                    "{shown}'s link clashes with {}'s",
+                    agentjail_json::safe_text(&o.path, 200)
+                ),
+            ));
+        }
         out.push(f);
     }
     Ok(out)
+}
+
+/// The file already in `out` whose link is `link`, or a directory above it, or beneath it.
+fn link_clash<'a>(out: &'a [InputFile], link: &str) -> Option<&'a InputFile> {
+    out.iter().find(|o| {
+        o.link.as_deref().is_some_and(|l| {
+            l == link || link.starts_with(&format!("{l}/")) || l.starts_with(&format!("{link}/"))
+        })
+    })
+}
+
+/// An input file's `link`: absolute, beneath one of [`LINK_DIRS`] by a relative, normalised
+/// path of printable characters; else `files:link`.
+fn parse_link(v: Option<&Value>, i: usize) -> Result<Option<String>, ContractError> {
+    let Some(v) = v else { return Ok(None) };
+    let ok = v.as_str().filter(|l| {
+        LINK_DIRS.iter().any(|d| {
+            l.strip_prefix(d)
+                .is_some_and(|rest| file_path_problem(rest).is_none())
+        })
+    });
+    match ok {
+        Some(l) => Ok(Some(l.to_string())),
+        None => Err(ContractError::action(
+            "files:link",
+            format!(
+                "files[{i}].link must be an absolute, normalised path of printable characters beneath {} (no `..`)",
+                LINK_DIRS.join(" or ")
+            ),
+        )),
+    }
 }
 
 fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
@@ -581,7 +631,7 @@ fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
     };
     if let Some(k) = o
         .keys()
-        .find(|k| !["path", "content", "content_base64"].contains(&k.as_str()))
+        .find(|k| !["path", "content", "content_base64", "link"].contains(&k.as_str()))
     {
         return Err(bad(
             "entry",
@@ -615,6 +665,7 @@ fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
     Ok(InputFile {
         path: path.clone(),
         contents,
+        link: parse_link(o.get("link"), i)?,
     })
 }
 
