@@ -747,9 +747,10 @@ fn every_shipped_policy_but_judge_open_enforces_its_check() {
     assert_eq!(open, ["judge-open.toml"]);
 }
 
-/// judge-open.toml is judge.toml with the check reported instead of enforced, landlock
-/// required (as the loader demands for that) and its own name: nothing else differs, so its
-/// findings are exactly judge.toml's refusals.
+/// judge-open.toml is judge.toml's Python with the check reported instead of enforced and
+/// its own name: nothing else differs (judge.toml also executes the languages without a
+/// static check, which judge-open.toml does not), so its findings are exactly judge.toml's
+/// refusals.
 #[test]
 fn judge_open_is_judge_with_the_check_reported() {
     let judge = load_file(&policies_dir().join("judge.toml"))
@@ -769,7 +770,14 @@ fn judge_open_is_judge_with_the_check_reported() {
     same.description = judge.description.clone();
     same.check.enforce = true;
     same.landlock.requirement = judge.landlock.requirement;
-    assert_eq!(same, judge);
+    let mut python_judge = judge.clone();
+    python_judge.languages = agentjail_engine::policy::Languages {
+        allowed: vec!["python".into()],
+        execute: vec!["python".into()],
+        output_modes: judge.languages.output_modes.clone(),
+        ..Default::default()
+    };
+    assert_eq!(same, python_judge);
 }
 
 #[test]
@@ -1003,8 +1011,10 @@ fn the_network_names_follow_the_policys_network() {
 #[test]
 fn policy_diff_gates_on_weakenings() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let base = policies_dir().join("judge.toml");
-    let text = std::fs::read_to_string(&base).expect("judge.toml");
+    // The default policy: judge.toml executes languages without a static check, which the
+    // loader takes only with every control, so network on or process_spawn would not load.
+    let base = policies_dir().join("default.toml");
+    let text = std::fs::read_to_string(&base).expect("default.toml");
     let diff = |args: &[&str]| {
         let out = std::process::Command::new(crate::common::agentjail_path())
             .args(["policy", "diff"])
@@ -1043,7 +1053,7 @@ fn policy_diff_gates_on_weakenings() {
         }),
     ];
     for (key, exposure, plant) in plants {
-        let mut t: toml::Table = toml::from_str(&text).expect("judge.toml parses");
+        let mut t: toml::Table = toml::from_str(&text).expect("default.toml parses");
         plant(&mut t);
         let path = dir.path().join(format!("{}.toml", key.replace('.', "_")));
         std::fs::write(&path, toml::to_string(&t).expect("toml")).expect("write");

@@ -8,6 +8,7 @@
 //! - `files_artifacts`: files in, artifacts out;
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
+//! - `languages`: the compiled languages and bash (a compile jail, then the run jail);
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
 //! - `cleanup`: nothing left behind, whatever way a run ends;
@@ -28,6 +29,7 @@ mod files_artifacts;
 mod hardening;
 mod job_view;
 mod judge_mode;
+mod languages;
 mod network_cred;
 mod network_run;
 mod results;

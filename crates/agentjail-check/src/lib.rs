@@ -50,7 +50,20 @@ pub enum OutputMode {
 
 /// Languages this build of agentjail can execute (a policy chooses among them with
 /// `languages.execute`).
-pub const EXECUTION_LANGUAGES: [&str; 2] = ["python", "javascript"];
+pub const EXECUTION_LANGUAGES: [&str; 8] = [
+    "python",
+    "javascript",
+    "c",
+    "cpp",
+    "java",
+    "go",
+    "rust",
+    "bash",
+];
+
+/// Executed languages no static check exists for: a policy that executes one says
+/// `check = "none"` for it, and their decision is `not_checked` (the jail alone holds them).
+pub const UNCHECKED_LANGUAGES: [&str; 6] = ["c", "cpp", "java", "go", "rust", "bash"];
 
 /// The verdict of the static check, printed by `agentjail check` and kept in the record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,6 +209,11 @@ pub fn check_code(
     }
     if !EXECUTION_LANGUAGES.contains(&language.as_str()) || !lists(languages.execute, &language) {
         return Decision::deny("language_denied_execution".into(), Vec::new());
+    }
+    if UNCHECKED_LANGUAGES.contains(&language.as_str()) {
+        return Decision::not_checked(&format!(
+            "no static check exists for {language} (the policy's languages.{language}.check = \"none\"): the jail alone holds the program"
+        ));
     }
     let violations = match language.as_str() {
         "javascript" => javascript::check_source(code, &rules.javascript),

@@ -201,6 +201,7 @@ impl Cache {
                 | StopReason::CodeRuntimeError(_)
                 | StopReason::InvalidCodeOutput(_)
                 | StopReason::CodeForbiddenSyscall(_)
+                | StopReason::CompileError
         )
     }
 

@@ -48,7 +48,8 @@
 //! # The entrypoint
 //!
 //! Each language agentjail executes runs from one file name ([`entrypoint_for`]): `main.py`
-//! for `python`, `main.js` for `javascript`. When the policy executes the action's language
+//! for `python`, `main.js` for `javascript`, `main.c`, `main.cpp`, `Main.java` (class
+//! `Main`), `main.go`, `main.rs` and `main.sh` for `c`, `cpp`, `java`, `go`, `rust`, `bash`. When the policy executes the action's language
 //! the entrypoint must be that language's (`python` with `main.js` is `entrypoint_denied`).
 //! For a language the policy does not execute, any of [`ENTRYPOINTS`] passes the contract and
 //! the check then stops the run with `language_denied_policy` or `language_denied_execution`,
@@ -67,13 +68,28 @@ pub const MAX_ACTION_BYTES: usize = 16 * 1024 * 1024;
 pub const ENTRYPOINT: &str = "main.py";
 
 /// Every entrypoint agentjail accepts, one per language it executes.
-pub const ENTRYPOINTS: [&str; 2] = [ENTRYPOINT, "main.js"];
+pub const ENTRYPOINTS: [&str; 8] = [
+    ENTRYPOINT,
+    "main.js",
+    "main.c",
+    "main.cpp",
+    "Main.java",
+    "main.go",
+    "main.rs",
+    "main.sh",
+];
 
 /// The file a language's program runs from, for the languages agentjail executes.
 pub fn entrypoint_for(language: &str) -> Option<&'static str> {
     match language {
         "python" => Some(ENTRYPOINT),
         "javascript" => Some("main.js"),
+        "c" => Some("main.c"),
+        "cpp" => Some("main.cpp"),
+        "java" => Some("Main.java"),
+        "go" => Some("main.go"),
+        "rust" => Some("main.rs"),
+        "bash" => Some("main.sh"),
         _ => None,
     }
 }

@@ -38,6 +38,10 @@ pub struct Environment {
     /// standard library beside its `bin/`) or given by the policy and confirmed.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub python_version_source: String,
+    /// A toolchain language's toolchain version, read from files by the policy loader
+    /// (crate::policy::toolchain::version_of); absent for Python and JavaScript.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub toolchain_version: String,
     /// Directories the interpreter imports from (those the jail can see).
     pub import_roots: Vec<String>,
     /// `sha256:<hex>` of the manifest described in the module documentation.
@@ -48,6 +52,15 @@ pub struct Environment {
 /// version, whether it imports from directories).
 fn interpreter_of<'p>(policy: &'p Policy, language: &str) -> (&'p str, &'p [String], &'p str) {
     let i = &policy.interpreter;
+    if let Some(tc) = policy.languages.toolchain(language) {
+        // A toolchain language: the compiler (or the runtime without a compile step) and
+        // the argv it runs with.
+        let (path, args) = match &tc.found {
+            Some(f) => (f.path.as_str(), &f.compile),
+            None => (tc.run.first().map_or("", String::as_str), &tc.run),
+        };
+        return (path, args.as_slice(), "");
+    }
     if language == "javascript" {
         (&i.node, &i.node_args, "")
     } else {
@@ -161,11 +174,17 @@ fn compute(policy: &Policy, language: &str) -> Environment {
         interpreter: interpreter.to_string(),
         resolved,
         python_version: version.to_string(),
-        python_version_source: if language == "javascript" {
+        python_version_source: if version.is_empty() {
             String::new()
         } else {
             policy.python_version_source()
         },
+        toolchain_version: policy
+            .languages
+            .toolchain(language)
+            .and_then(|t| t.found.as_ref())
+            .map(|f| f.version.clone())
+            .unwrap_or_default(),
         import_roots: roots,
         digest: format!("sha256:{:x}", Sha256::digest(manifest.as_bytes())),
     }

@@ -61,6 +61,13 @@ pub enum StopReason {
     SandboxUnavailable(String),
     MaxSeconds,
     Interrupted(String),
+    /// The compile step failed: the compiler exited non-zero, or ended any other way that
+    /// is not one of the two limits below (the detail is in the record's `compile`).
+    CompileError,
+    /// The compile step ran past its wall or CPU limit.
+    CompileTimeout,
+    /// The compile step ran out of its memory limit.
+    CompileMemoryLimit,
 }
 
 /// Longest suffix kept in a stop reason.
@@ -108,6 +115,7 @@ impl StopReason {
         let (head, tail) = s.split_once(':').unwrap_or((s, ""));
         match head {
             "success" if tail.is_empty() => Some(StopReason::Success),
+            "compile_error" if tail.is_empty() => Some(StopReason::CompileError),
             "code_runtime_error" => tail.parse().ok().map(StopReason::CodeRuntimeError),
             "invalid_code_output" if !tail.is_empty() => {
                 Some(StopReason::InvalidCodeOutput(tail.into()))
@@ -176,6 +184,9 @@ impl fmt::Display for StopReason {
             SandboxUnavailable(c) => s(f, "sandbox_unavailable", c),
             MaxSeconds => f.write_str("max_seconds"),
             Interrupted(sig) => s(f, "interrupted", sig),
+            CompileError => f.write_str("compile_error"),
+            CompileTimeout => f.write_str("compile_timeout"),
+            CompileMemoryLimit => f.write_str("compile_memory_limit"),
         }
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod artifacts;
 pub mod audit;
+pub mod compile;
 pub mod record;
 pub mod results;
 pub mod session;

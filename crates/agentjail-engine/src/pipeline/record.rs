@@ -13,6 +13,53 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::time::Instant;
 
+/// A stage ended the run: the verdict and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub reason: StopReason,
+    pub phase: Phase,
+}
+
+pub fn stopped(reason: StopReason, phase: Phase) -> Stopped {
+    Stopped { reason, phase }
+}
+
+/// The record's `compile`: the compile step of a compiled language as the kernel and the
+/// supervisor saw it (crate::pipeline::compile).
+#[derive(Debug, Clone, Serialize)]
+pub struct CompileRecord {
+    pub language: String,
+    pub toolchain: ToolchainRef,
+    /// The argv as run in the compile jail.
+    pub argv: Vec<String>,
+    /// `ok`, or the stop reason of the compile (`compile_error`, `compile_timeout`,
+    /// `compile_memory_limit`, `max_seconds`, `interrupted:...`, `sandbox_unavailable:...`).
+    pub status: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub wall_ms: u64,
+    pub cpu_ms: Option<u64>,
+    pub peak_memory_bytes: Option<u64>,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    /// What ended the compiler when it was not its own exit: the supervisor's stop
+    /// (`code_forbidden_syscall:...`, `code_stderr_too_large`, ...), else null.
+    pub stopped_by: Option<String>,
+    /// The files handed to the run jail (relative to its /app/bin): path, bytes, sha256.
+    pub outputs: Vec<Value>,
+    /// Always false: there is no compile cache.
+    pub cached: bool,
+}
+
+/// The toolchain of a `compile` section: the compiler's resolved path and its version.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolchainRef {
+    pub path: String,
+    pub version: String,
+}
+
 /// The record's `error`: why a stage failed, in one of the shapes the contract fixes.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -257,6 +304,9 @@ pub struct Sections {
     /// `exec`'s command line, or a workspace command.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandRef>,
+    /// The compile step of a compiled language (crate::pipeline::compile).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compile: Option<CompileRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<agentjail_check::Decision>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -18,16 +18,7 @@ use agentjail_jail::supervise::{Delivery, Interrupt, Io, Outcome};
 use serde_json::{json, Value};
 use std::time::Instant;
 
-/// A stage ended the run: the verdict and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stopped {
-    pub reason: StopReason,
-    pub phase: Phase,
-}
-
-pub fn stopped(reason: StopReason, phase: Phase) -> Stopped {
-    Stopped { reason, phase }
-}
+pub use crate::pipeline::record::{stopped, Stopped};
 
 /// Phase `plan` when the action cannot even be read (a file that is not there).
 pub fn unreadable(r: &mut Recorder, message: &str) -> Stopped {
@@ -110,26 +101,36 @@ pub fn execute(
     }
     let mut jail_policy = policy.clone();
     let left_ms = (budget_us - spent_us) / 1000;
-    let budget_bound = left_ms < jail_policy.limits.wall_time_ms;
+    let mut budget_bound = left_ms < jail_policy.limits.wall_time_ms;
     if budget_bound {
         jail_policy.limits.wall_time_ms = left_ms.max(1);
     }
-    let Some(language) = Language::of(&action.language) else {
-        // The check lets only executed languages through; this is a guard, not a path.
-        r.phase(
-            Phase::Execute,
-            false,
-            t,
-            json!({"language": action.language}),
-        );
-        return Err(stopped(StopReason::LanguageDeniedExecution, Phase::Execute));
+    let runner_language = Language::of(&action.language);
+    let toolchain = runner_language.is_none();
+    let (run, start, net) = if let Some(language) = runner_language {
+        let job = JobInputs {
+            files: action.files.clone(),
+            inputs: source.inputs().to_vec(),
+        };
+        let (acquired, net) = acquire(r, (&jail_policy, action, language), &job, source, t)?;
+        let frame = runner::frame("run", action.code.as_bytes());
+        let (run, start) = deliver(action, &jail_policy, acquired, source, Some(frame));
+        (run, start, net)
+    } else {
+        // c, cpp, java, go, rust, bash: the compile jail, then the run jail with only its
+        // output (crate::pipeline::compile).
+        let rj = crate::pipeline::compile::prepare_run(r, action, &jail_policy, source, t)?;
+        jail_policy = rj.policy;
+        budget_bound = rj.budget_bound;
+        let acquired = Acquired {
+            jail: rj.jail,
+            start: rj.start.0,
+            ready: false,
+            wait_us: rj.start.1,
+        };
+        let (run, start) = deliver(action, &jail_policy, acquired, source, None);
+        (run, start, rj.net)
     };
-    let job = JobInputs {
-        files: action.files.clone(),
-        inputs: source.inputs().to_vec(),
-    };
-    let (acquired, net) = acquire(r, (&jail_policy, action, language), &job, source, t)?;
-    let (run, start) = deliver(action, &jail_policy, acquired, source);
     let net_stop = crate::netproxy::finish(r, &jail_policy, net);
     let o = &run.outcome;
     r.sections.execution = Some(Execution::of(o));
@@ -152,7 +153,7 @@ pub fn execute(
         return Err(stopped(reason, Phase::Execute));
     }
     if o.exit_code != Some(0) {
-        let (reason, err) = runtime_failure(o);
+        let (reason, err) = runtime_failure(o, !toolchain);
         r.error(err);
         r.phase(Phase::Execute, false, t, detail);
         return Err(stopped(reason, Phase::Execute));
@@ -202,6 +203,7 @@ fn deliver(
     policy: &Policy,
     acquired: Acquired,
     source: &dyn JailSource,
+    job: Option<Vec<u8>>,
 ) -> (JailRun, (Start, u64)) {
     let stdin = match &action.stdin {
         Some(text) => text.as_bytes().to_vec(),
@@ -215,7 +217,7 @@ fn deliver(
     let sinks = tap.sinks();
     let io = Io {
         stdin_bytes: Some(stdin),
-        job_bytes: Some(runner::frame("run", action.code.as_bytes())),
+        job_bytes: job,
         stdin_passthrough: None,
         stdout_sink: sinks.stdout,
         stderr_sink: sinks.stderr,
@@ -258,8 +260,10 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
 /// Nothing the program printed or reported changes the verdict: a `MemoryError` or a fork
 /// `EAGAIN` is a runtime error unless the kernel's counters say a limit was hit (that is
 /// `verdict::jail_verdict`, already applied).
-fn runtime_failure(o: &Outcome) -> (StopReason, RecordError) {
-    if let Some(message) = loader_failure(o) {
+fn runtime_failure(o: &Outcome, runner: bool) -> (StopReason, RecordError) {
+    // Without agentjail's runner (a compiled program, bash) the program's stderr is its own
+    // from the first instruction: no text of it may turn its exit into the jail's failure.
+    if let Some(message) = loader_failure(o).filter(|_| runner) {
         return (
             StopReason::SandboxUnavailable("interpreter".into()),
             RecordError::Unavailable {

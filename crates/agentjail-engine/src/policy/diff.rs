@@ -270,6 +270,56 @@ const RULES: &[(&str, Kind, Exposure, &str)] = {
             E::Check,
             "output modes an action may ask for",
         ),
+        // `[languages.<lang>]` (policy/toolchain.rs), every language alike: `rule` reads
+        // `languages.cpp.run` as `languages.*.run`.
+        (
+            "languages.*.check",
+            K::Neutral,
+            E::None,
+            "the language's static check (always \"none\": the loader requires the jail's full controls)",
+        ),
+        (
+            "languages.*.compile",
+            K::Neutral,
+            E::None,
+            "the compile step's argv (it runs in a jail of its own, under compile_limits)",
+        ),
+        (
+            "languages.*.run",
+            K::Neutral,
+            E::None,
+            "the run step's argv (the loader resolved its tool under the read-only binds)",
+        ),
+        (
+            "languages.*.allow_groups",
+            K::Allows,
+            E::Syscalls,
+            "seccomp groups the language's jails add (process_spawn: the program can start processes, held by the pids limit)",
+        ),
+        (
+            "languages.*.errno_syscalls",
+            K::Allows,
+            E::Syscalls,
+            "syscalls the language's jails answer with an errno instead of stopping the run",
+        ),
+        (
+            "languages.*.etc_binds",
+            K::Allows,
+            E::Filesystem,
+            "host /etc directories the toolchain links into, bound read-only in its jails",
+        ),
+        (
+            "languages.*.environment",
+            K::Neutral,
+            E::None,
+            "variables the language's jails get (never PATH or LD_*)",
+        ),
+        (
+            "languages.*.compile_limits.",
+            K::MoreIsWeaker,
+            E::Limits,
+            "what one compile may use",
+        ),
         (
             "check.enforce",
             K::OffIsWeaker,
@@ -448,6 +498,17 @@ const RULES: &[(&str, Kind, Exposure, &str)] = {
 };
 
 fn rule(key: &str) -> Option<(Kind, Exposure, &'static str)> {
+    let general;
+    let key = match key
+        .strip_prefix("languages.")
+        .and_then(|k| k.split_once('.'))
+    {
+        Some((lang, rest)) if super::toolchain::TOOLCHAIN_LANGUAGES.contains(&lang) => {
+            general = format!("languages.*.{rest}");
+            general.as_str()
+        }
+        _ => key,
+    };
     RULES
         .iter()
         .find(|(k, ..)| *k == key || (k.ends_with('.') && key.starts_with(k)))
@@ -476,10 +537,16 @@ pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
     out
 }
 
+/// A table of variables (`environment.extra`, `languages.<lang>.environment`): one leaf.
+fn is_variables(key: &str) -> bool {
+    key.ends_with("environment.extra")
+        || (key.starts_with("languages.") && key.ends_with(".environment"))
+}
+
 /// Leaves by dotted key: objects are walked, lists and scalars are leaves.
 fn flatten(prefix: &str, v: &Value, out: &mut Map<String, Value>) {
     match v {
-        Value::Object(m) if !m.is_empty() && !prefix.ends_with("environment.extra") => {
+        Value::Object(m) if !m.is_empty() && !is_variables(prefix) => {
             for (k, v) in m {
                 let key = if prefix.is_empty() {
                     k.clone()
@@ -507,6 +574,11 @@ fn judge(key: &str, old: &Value, new: &Value) -> Change {
         );
     };
     let mut c = change(key, Direction::Neutral, exposure, old, new, why);
+    if key.starts_with("languages.") && (old.is_null() || new.is_null()) {
+        // A `[languages.<lang>]` table added or removed: nothing of it runs unless
+        // `languages.execute` names the language, and that key's change says so.
+        return c;
+    }
     c.direction = match kind {
         Kind::Allows | Kind::Refuses => {
             let (added, removed) = list_delta(old, new);

@@ -217,11 +217,12 @@ const EXPECTED: [[&str; 8]; 8] = [
     // data, smolagents and workspace require cgroups; default, python and the judges take
     // them best effort (nobody has none): moving there is an isolation weakening.
     ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "syscalls", "network"],
-    // judge allows only Python; the default policy allows JavaScript too (and denies fewer
-    // attributes).
-    ["check",     "check",     "syscalls", "-",         "check",     "syscalls", "syscalls", "network"],
-    // judge-open requires landlock, which the others take best effort.
-    ["isolation", "isolation", "syscalls", "isolation", "-",         "syscalls", "syscalls", "network"],
+    // judge requires landlock (its languages without a static check need every control),
+    // which default and python take best effort.
+    ["isolation", "isolation", "syscalls", "-",         "check",     "syscalls", "syscalls", "network"],
+    // judge-open requires landlock, which the others but judge take best effort; judge
+    // executes the languages without a static check (c, cpp, ...).
+    ["isolation", "isolation", "syscalls", "check",     "-",         "syscalls", "syscalls", "network"],
     ["isolation", "isolation", "syscalls", "isolation", "isolation", "-",        "syscalls", "network"],
     // workspace holds everything data allows and more.
     ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "-",        "network"],

@@ -57,7 +57,45 @@ pub fn lint(policy: &Policy) -> Vec<LintWarning> {
     jail_lints(policy, &mut w);
     check_lints(&policy.check, policy.python_version(), &mut w);
     javascript_lints(policy, &mut w);
+    toolchain_lints(policy, &mut w);
     w
+}
+
+/// `[languages.<lang>]`: languages no static check reads, groups a language adds, tables
+/// nothing executes.
+fn toolchain_lints(p: &Policy, w: &mut Vec<LintWarning>) {
+    for lang in toolchain::TOOLCHAIN_LANGUAGES {
+        let Some(t) = p.languages.toolchain(lang) else {
+            continue;
+        };
+        let key = format!("languages.{lang}");
+        if !p.executes(lang) {
+            warn(
+                w,
+                &key,
+                format!("the table is there but languages.execute does not list {lang}: nothing of it runs"),
+            );
+            continue;
+        }
+        warn(
+            w,
+            &format!("{key}.check"),
+            format!(
+                "\"none\": no static check reads {lang} programs; the jail alone (no network, \
+                 read-only host, required seccomp and landlock, the limits) holds them"
+            ),
+        );
+        if t.allow_groups.iter().any(|g| g == "process_spawn") {
+            warn(
+                w,
+                &format!("{key}.allow_groups"),
+                format!(
+                    "process_spawn: a {lang} program can start processes; only the pids limit \
+                     (cgroup, or RLIMIT_NPROC without one) stops a fork bomb"
+                ),
+            );
+        }
+    }
 }
 
 /// node's flags that take something away, each with what is left without it.

@@ -18,6 +18,7 @@ pub mod diff;
 pub mod explain;
 mod invalid;
 mod network;
+pub mod toolchain;
 mod validate;
 pub use credentials::{Credential as NetworkCredential, Secret, Upstream, MAX_SECRET_BYTES};
 pub use network::{Network, NetworkMode, PROXY_PORT};
@@ -243,6 +244,47 @@ pub struct Languages {
     /// success, stdout and stderr are the result). An action asking for another stops with
     /// `invalid_request:output_mode_denied`.
     pub output_modes: Vec<String>,
+    /// `[languages.<lang>]`: how a language without a runner of agentjail's own is built
+    /// and run ([`toolchain`]); one per language in [`toolchain::TOOLCHAIN_LANGUAGES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c: Option<toolchain::Toolchain>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpp: Option<toolchain::Toolchain>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub java: Option<toolchain::Toolchain>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go: Option<toolchain::Toolchain>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rust: Option<toolchain::Toolchain>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bash: Option<toolchain::Toolchain>,
+}
+
+impl Languages {
+    /// The `[languages.<lang>]` table of `language`, if the policy has one.
+    pub fn toolchain(&self, language: &str) -> Option<&toolchain::Toolchain> {
+        match language {
+            "c" => self.c.as_ref(),
+            "cpp" => self.cpp.as_ref(),
+            "java" => self.java.as_ref(),
+            "go" => self.go.as_ref(),
+            "rust" => self.rust.as_ref(),
+            "bash" => self.bash.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn toolchain_mut(&mut self, language: &str) -> Option<&mut toolchain::Toolchain> {
+        match language {
+            "c" => self.c.as_mut(),
+            "cpp" => self.cpp.as_mut(),
+            "java" => self.java.as_mut(),
+            "go" => self.go.as_mut(),
+            "rust" => self.rust.as_mut(),
+            "bash" => self.bash.as_mut(),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -575,6 +617,12 @@ impl Default for Languages {
             allowed: strings(&["python", "javascript"]),
             execute: strings(&["python"]),
             output_modes: strings(&["json", "text"]),
+            c: None,
+            cpp: None,
+            java: None,
+            go: None,
+            rust: None,
+            bash: None,
         }
     }
 }
@@ -1085,6 +1133,7 @@ fn load_text(text: &str, origin: &str, secrets: bool) -> Result<LoadedPolicy, Po
     let checked = validate::validate(&policy)
         .and_then(|()| credentials::validate(&policy))
         .and_then(|()| policy.resolve_python())
+        .and_then(|()| toolchain::resolve(&mut policy))
         .and_then(|()| {
             if secrets {
                 credentials::load(&mut policy)

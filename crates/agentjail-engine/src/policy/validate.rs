@@ -123,6 +123,15 @@ fn unenforced_check(p: &Policy) -> Result<(), Invalid> {
                         seccomp.requirement = \"required\" without process_spawn, \
                         sockets_local or network, landlock.requirement = \"required\", no \
                         workspace.host_roots; or set check.enforce = true";
+    if let Some(why) = full_controls_missing(p) {
+        return Err(invalid("check.enforce", format!("false, but {why}"), HINT));
+    }
+    Ok(())
+}
+
+/// The first of the jail's full controls `p` goes without, in words; None when it has them
+/// all. The rule of `check.enforce = false` and of a language with `check = "none"`.
+pub(super) fn full_controls_missing(p: &Policy) -> Option<String> {
     let missing = if p.network.enabled {
         Some("network.enabled = true shares the host's network")
     } else if p.network.mode != super::network::NetworkMode::None {
@@ -137,19 +146,12 @@ fn unenforced_check(p: &Policy) -> Result<(), Invalid> {
         None
     };
     if let Some(why) = missing {
-        return Err(invalid("check.enforce", format!("false, but {why}"), HINT));
+        return Some(why.to_string());
     }
-    if let Some((g, _)) = DANGEROUS_SECCOMP_GROUPS
+    DANGEROUS_SECCOMP_GROUPS
         .iter()
         .find(|(g, _)| p.seccomp.allow_groups.iter().any(|a| a == g))
-    {
-        return Err(invalid(
-            "check.enforce",
-            format!("false, but seccomp.allow_groups lists {g:?}, which widens the filter"),
-            HINT,
-        ));
-    }
-    Ok(())
+        .map(|(g, _)| format!("seccomp.allow_groups lists {g:?}, which widens the filter"))
 }
 
 /// Host directories no `files.host_roots` entry may be or be under: the kernel's

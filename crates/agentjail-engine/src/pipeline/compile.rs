@@ -1,0 +1,509 @@
+//! A language with a toolchain (`[languages.<lang>]`, crate::policy::toolchain): the
+//! compile step in a jail of its own, then the run step in the policy's jail with only the
+//! compile's output.
+//!
+//! ```text
+//! compile jail: /app/main.cpp (read-only) → compiler → /app/out (a capped tmpfs)
+//!                          collected from the held fd of /app/out (never a link, a device,
+//!                          a second name of a file; within the output cap)
+//! run jail:     /app/bin/<each collected file> (read-only, in the jail's read-only root)
+//!               argv from `run`; stdin as any job's
+//! ```
+//!
+//! The compile jail is fresh for its job and has the policy's root, binds, landlock and
+//! seccomp base, plus process spawning (a compiler driver starts its passes), a bigger /tmp
+//! and the language's compile limits; no network whatever the policy says. Nothing else of
+//! it crosses: its /tmp and everything else go with its mount namespace. In the run jail the
+//! artifact is a file of the root tmpfs, which is read-only once the root is built and is
+//! not mounted noexec (its other files are 0444): the artifact is written 0555, so exactly
+//! it is executable; /tmp and /app/out stay noexec. Landlock already grants read and
+//! execute beneath /app (agentjail's own read-only files).
+//!
+//! Interpreted toolchain languages (bash) have no compile step: the program file is placed
+//! read-only at /app/<entrypoint> and the run argv names it (`{source}`).
+
+use crate::contract::Action;
+use crate::pipeline::record::{
+    stopped, CompileRecord, Phase, RecordError, Recorder, StopReason, Stopped, ToolchainRef,
+};
+use crate::pipeline::source::{JailSource, Start};
+use crate::plan::{JailFile, JailPlan, MountOp};
+use crate::policy::toolchain::{Found, Toolchain, COMPILE_GROUPS};
+use crate::policy::{ArtifactsPolicy, Bytes, Policy};
+use agentjail_jail::launch::{JailRun, StartedJail};
+use agentjail_jail::supervise::{Delivery, Io, Outcome};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+/// Where the compile step writes, in its jail (`{out}`), and the artifact (`{binary}`).
+pub const COMPILE_OUT: &str = "/app/out";
+/// Where the run jail holds the compile step's output (`{out}` there).
+pub const RUN_BIN: &str = "/app/bin";
+/// The artifact's name in both directories.
+pub const BINARY: &str = "main";
+
+/// Address space a JVM or Go runtime reserves beyond the memory limit when RLIMIT_AS, not
+/// a memory cgroup, bounds the jail (dropped at launch with a memory cgroup), as node's
+/// (crate::pipeline::source::JS_ADDRESS_SPACE_HEADROOM).
+pub const RUNTIME_ADDRESS_SPACE_HEADROOM: u64 = 4 * 1024 * 1024 * 1024;
+
+/// A file the run jail gets: its path under /app, contents and mode.
+struct Handed {
+    path: String,
+    contents: Vec<u8>,
+    mode: u32,
+}
+
+/// What the run step starts from: its started jail and how it started.
+pub struct RunJail {
+    pub jail: StartedJail,
+    pub start: (Start, u64),
+    pub net: Option<crate::netproxy::NetSession>,
+    /// The policy the run jail was built with (the budget left after the compile).
+    pub policy: Policy,
+    pub budget_bound: bool,
+}
+
+/// Compile (when the language has a compile step) and start the run jail. `policy` is the
+/// job's effective policy, its wall limit already bounded by the run's budget as it stood
+/// before the compile; the run jail's is bounded again by what the compile left.
+pub fn prepare_run(
+    r: &mut Recorder,
+    action: &Action,
+    policy: &Policy,
+    source: &dyn JailSource,
+    t: Instant,
+) -> Result<RunJail, Stopped> {
+    let fail = |r: &mut Recorder, reason: StopReason, message: String| {
+        r.error(RecordError::message(message));
+        r.phase(
+            Phase::Execute,
+            false,
+            t,
+            json!({"language": action.language}),
+        );
+        stopped(reason, Phase::Execute)
+    };
+    let language = action.language.as_str();
+    let (Some(tc), true) = (
+        policy.languages.toolchain(language),
+        policy.executes(language),
+    ) else {
+        return Err(fail(
+            r,
+            StopReason::LanguageDeniedExecution,
+            format!("this policy does not execute {language}"),
+        ));
+    };
+    let Some(found) = tc.found.clone() else {
+        // A policy built in code, not loaded: its toolchain was never resolved.
+        return Err(fail(
+            r,
+            StopReason::SandboxUnavailable("toolchain".into()),
+            format!("the {language} toolchain was not resolved by the policy loader"),
+        ));
+    };
+    let source_path = format!("/app/{}", action.entrypoint);
+    let handed = if tc.has_compile() {
+        compile(r, action, policy, tc, &found, source, t)?
+    } else {
+        vec![Handed {
+            path: source_path.clone(),
+            contents: action.code.as_bytes().to_vec(),
+            mode: 0o444,
+        }]
+    };
+    let mut run_policy = policy.clone();
+    let left_ms = budget_left_ms(r, policy)?;
+    let budget_bound = left_ms < run_policy.limits.wall_time_ms;
+    run_policy.limits.wall_time_ms = run_policy.limits.wall_time_ms.min(left_ms);
+    let paths = Paths {
+        source: &source_path,
+        binary: &format!("{RUN_BIN}/{BINARY}"),
+        out: RUN_BIN,
+    };
+    let argv = paths.substitute(&found.run);
+    let (jail, net) = start_run(r, action, &run_policy, tc, (argv, handed), t)?;
+    Ok(RunJail {
+        jail,
+        start: (Start::Cold, t.elapsed().as_micros() as u64),
+        net,
+        policy: run_policy,
+        budget_bound,
+    })
+}
+
+/// What is left of the run's whole budget, ms (at least 1); `max_seconds` when nothing is.
+fn budget_left_ms(r: &Recorder, policy: &Policy) -> Result<u64, Stopped> {
+    let budget_us = policy.budget.max_seconds.saturating_mul(1_000_000);
+    let spent_us = r.started().elapsed().as_micros() as u64;
+    if spent_us >= budget_us {
+        return Err(stopped(StopReason::MaxSeconds, Phase::Execute));
+    }
+    Ok(((budget_us - spent_us) / 1000).max(1))
+}
+
+/// The run jail, started, with the allowlist's proxy when the policy has one.
+fn start_run(
+    r: &mut Recorder,
+    action: &Action,
+    run_policy: &Policy,
+    tc: &Toolchain,
+    (argv, handed): (Vec<String>, Vec<Handed>),
+    t: Instant,
+) -> Result<(StartedJail, Option<crate::netproxy::NetSession>), Stopped> {
+    let plan = run_plan(run_policy, tc, action, argv, handed).map_err(|e| {
+        r.error(RecordError::message(e.to_string()));
+        r.phase(Phase::Execute, false, t, Value::Null);
+        stopped(
+            StopReason::SandboxUnavailable("plan".into()),
+            Phase::Execute,
+        )
+    })?;
+    let started = agentjail_jail::launch::prepare(&plan)
+        .and_then(|p| p.start())
+        .and_then(|mut jail| {
+            let narrowed = crate::netproxy::narrowed_by(action);
+            let net = crate::netproxy::start(run_policy, narrowed, &mut jail)?;
+            Ok((jail, net))
+        });
+    started.map_err(|e| {
+        r.error(RecordError::of_jail(&e));
+        r.phase(Phase::Execute, false, t, Value::Null);
+        stopped(
+            StopReason::SandboxUnavailable(e.unavailable_control().into()),
+            Phase::Execute,
+        )
+    })
+}
+
+/// The placeholders' values in one jail.
+struct Paths<'a> {
+    source: &'a str,
+    binary: &'a str,
+    out: &'a str,
+}
+
+impl Paths<'_> {
+    fn substitute(&self, argv: &[String]) -> Vec<String> {
+        argv.iter()
+            .map(|a| {
+                a.replace("{source}", self.source)
+                    .replace("{binary}", self.binary)
+                    .replace("{out}", self.out)
+            })
+            .collect()
+    }
+}
+
+/// The compile step: its jail, supervised to the end; the record's `compile`; the files it
+/// hands on, or the run's end.
+fn compile(
+    r: &mut Recorder,
+    action: &Action,
+    policy: &Policy,
+    tc: &Toolchain,
+    found: &Found,
+    source: &dyn JailSource,
+    t: Instant,
+) -> Result<Vec<Handed>, Stopped> {
+    let cl = &tc.compile_limits;
+    let left_ms = budget_left_ms(r, policy)?;
+    let budget_bound = left_ms < cl.wall_time_ms;
+    let source_path = format!("/app/{}", action.entrypoint);
+    let paths = Paths {
+        source: &source_path,
+        binary: &format!("{COMPILE_OUT}/{BINARY}"),
+        out: COMPILE_OUT,
+    };
+    let argv = paths.substitute(&found.compile);
+    let mut record = blank_record(action, found, argv.clone());
+    let end = |r: &mut Recorder, mut record: CompileRecord, reason: StopReason, detail: Value| {
+        record.status = reason.to_string();
+        r.sections.compile = Some(record);
+        r.phase(Phase::Execute, false, t, detail);
+        stopped(reason, Phase::Execute)
+    };
+    let cpolicy = compile_policy(policy, tc, left_ms);
+    let file = JailFile {
+        path: source_path,
+        contents: action.code.as_bytes().to_vec(),
+    };
+    let (jail, limits) = match start_compile((&cpolicy, tc), argv, file, cl.output.0) {
+        Ok(started) => started,
+        Err((error, reason)) => {
+            r.error(error);
+            return Err(end(r, record, reason, Value::Null));
+        }
+    };
+    let io = Io {
+        stdin_bytes: Some(Vec::new()),
+        job_bytes: None,
+        stdin_passthrough: None,
+        stdout_sink: None,
+        stderr_sink: None,
+    };
+    let (run, teardown) = jail.deliver(&limits, io, source.interrupt(), Delivery::now());
+    source.teardown(teardown);
+    let o = &run.outcome;
+    fill(&mut record, o);
+    let detail = json!({"compile_wall_us": o.wall_us, "compile_setup_us": run.setup_us});
+    if let Some(reason) = verdict(o, cl.memory.0, budget_bound) {
+        return Err(end(r, record, reason, detail));
+    }
+    if o.exit_code != Some(0) {
+        return Err(end(r, record, StopReason::CompileError, detail));
+    }
+    let handed = collect(&run, cl.output, &mut record);
+    let needs_binary = tc.compile.iter().any(|a| a.contains("{binary}"));
+    if handed.is_empty() || (needs_binary && !handed.iter().any(|h| h.mode == 0o555)) {
+        r.error(RecordError::message(
+            "the compiler exited 0 but left nothing to run in its output directory",
+        ));
+        return Err(end(r, record, StopReason::CompileError, detail));
+    }
+    record.status = "ok".into();
+    r.sections.compile = Some(record);
+    Ok(handed)
+}
+
+/// A `compile` section before the compile ran.
+fn blank_record(action: &Action, found: &Found, argv: Vec<String>) -> CompileRecord {
+    CompileRecord {
+        language: action.language.clone(),
+        toolchain: ToolchainRef {
+            path: found.path.clone(),
+            version: found.version.clone(),
+        },
+        argv,
+        status: String::new(),
+        exit_code: None,
+        signal: None,
+        wall_ms: 0,
+        cpu_ms: None,
+        peak_memory_bytes: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        stdout_truncated: false,
+        stderr_truncated: false,
+        stopped_by: None,
+        outputs: Vec::new(),
+        cached: false,
+    }
+}
+
+/// The compile jail, started: the program file read-only, /app/out of `output` bytes.
+/// Returns the jail and the limits it is supervised under, or the record's error and stop.
+fn start_compile(
+    (cpolicy, tc): (&Policy, &Toolchain),
+    argv: Vec<String>,
+    file: JailFile,
+    output: u64,
+) -> Result<(StartedJail, crate::plan::SuperviseLimits), (RecordError, StopReason)> {
+    let files = [file];
+    let contents = crate::plan::Contents {
+        files: &files,
+        inputs: &[],
+        out: Some((output, 1024)),
+    };
+    let mut plan = crate::plan::build(cpolicy, argv, &contents, &agentjail_jail::mount::RealHost)
+        .map_err(|e| {
+        (
+            RecordError::message(e.to_string()),
+            StopReason::SandboxUnavailable("plan".into()),
+        )
+    })?;
+    bind_etc(&mut plan, tc);
+    let jail = agentjail_jail::launch::prepare(&plan)
+        .and_then(|p| p.start())
+        .map_err(|e| {
+            (
+                RecordError::of_jail(&e),
+                StopReason::SandboxUnavailable(e.unavailable_control().into()),
+            )
+        })?;
+    Ok((jail, plan.limits))
+}
+
+/// The compile jail's policy: the job's, with the compile limits, process spawning, the
+/// language's variables, and no network.
+fn compile_policy(policy: &Policy, tc: &Toolchain, left_ms: u64) -> Policy {
+    let cl = &tc.compile_limits;
+    let mut p = policy.clone();
+    let l = &mut p.limits;
+    l.wall_time_ms = cl.wall_time_ms.min(left_ms);
+    l.cpu_time_ms = cl.cpu_time_ms;
+    l.memory = cl.memory;
+    l.pids = cl.pids;
+    l.stdout = cl.stderr;
+    l.stderr = cl.stderr;
+    l.tmp_size = cl.tmp_size;
+    l.tmp_inodes = l.tmp_inodes.max(16_384);
+    l.file_size = Bytes(cl.output.0.max(cl.tmp_size.0));
+    l.open_files = l.open_files.max(256);
+    p.network = crate::policy::Network::default();
+    for g in COMPILE_GROUPS {
+        if !p.seccomp.allow_groups.iter().any(|a| a == g) {
+            p.seccomp.allow_groups.push(g.to_string());
+        }
+    }
+    add_language(&mut p, tc);
+    p
+}
+
+/// The language's /etc directories (policy::toolchain::Toolchain::etc_binds, checked at
+/// load), bound read-only at their place.
+fn bind_etc(plan: &mut JailPlan, tc: &Toolchain) {
+    for dir in &tc.etc_binds {
+        plan.mounts.push(MountOp::BindReadOnly {
+            source: dir.clone(),
+            target: dir.clone(),
+        });
+    }
+}
+
+/// What a language adds to both its jails: its seccomp groups, its errno syscalls, its
+/// variables.
+fn add_language(p: &mut Policy, tc: &Toolchain) {
+    for g in &tc.allow_groups {
+        if !p.seccomp.allow_groups.contains(g) {
+            p.seccomp.allow_groups.push(g.clone());
+        }
+    }
+    for n in &tc.errno_syscalls {
+        if !p.seccomp.errno_syscalls.contains(n) {
+            p.seccomp.errno_syscalls.push(n.clone());
+        }
+    }
+    for (k, v) in &tc.environment {
+        p.environment.extra.insert(k.clone(), v.clone());
+    }
+}
+
+/// The compile's verdict from the kernel's and the supervisor's evidence alone: its wall
+/// or CPU limit (`compile_timeout`; `max_seconds` when the run's budget was the smaller),
+/// its memory limit, an interrupt of agentjail's; any other stop of the compiler is a
+/// `compile_error` (the detail in `stopped_by`). None: the compiler exited on its own.
+fn verdict(o: &Outcome, memory: u64, budget_bound: bool) -> Option<StopReason> {
+    let reason = crate::verdict::jail_verdict(o, memory)?;
+    Some(match reason {
+        StopReason::CodeTimeout if budget_bound => StopReason::MaxSeconds,
+        StopReason::CodeTimeout | StopReason::CodeCpuLimit => StopReason::CompileTimeout,
+        StopReason::CodeMemoryLimit => StopReason::CompileMemoryLimit,
+        StopReason::Interrupted(s) => StopReason::Interrupted(s),
+        _ => StopReason::CompileError,
+    })
+}
+
+fn fill(record: &mut CompileRecord, o: &Outcome) {
+    record.exit_code = o.exit_code;
+    record.signal = o.signal.map(crate::verdict::signal_name);
+    record.wall_ms = o.wall_ms;
+    record.cpu_ms = o.cpu_ms;
+    record.peak_memory_bytes = o.peak_memory_bytes;
+    record.stdout = String::from_utf8_lossy(&o.stdout.data).into_owned();
+    record.stderr = String::from_utf8_lossy(&o.stderr.data).into_owned();
+    record.stdout_truncated = o.stdout.truncated;
+    record.stderr_truncated = o.stderr.truncated;
+    record.stopped_by = o
+        .stop
+        .as_ref()
+        .map(|s| StopReason::from_stop(s).to_string());
+}
+
+/// The compile's output directory, walked from the fd held since its jail started (never
+/// a link, a device or a file with a second name; within the output cap): the run jail's
+/// files under /app/bin. The artifact `main` is executable; every other file read-only.
+fn collect(run: &JailRun, cap: Bytes, record: &mut CompileRecord) -> Vec<Handed> {
+    let Some(out) = &run.out else {
+        return Vec::new();
+    };
+    let caps = ArtifactsPolicy {
+        max_count: 1000,
+        max_file_bytes: cap,
+        max_total_bytes: cap,
+        inline_max_bytes: Bytes(0),
+    };
+    let c = crate::artifacts::collect(out, &caps);
+    c.artifacts
+        .into_iter()
+        .map(|a| {
+            record
+                .outputs
+                .push(json!({"path": a.path, "bytes": a.bytes, "sha256": a.sha256}));
+            Handed {
+                mode: if a.path == BINARY { 0o555 } else { 0o444 },
+                path: format!("{RUN_BIN}/{}", a.path),
+                contents: a.content,
+            }
+        })
+        .collect()
+}
+
+/// The run jail's plan: the policy's jail with the language's groups and variables, the
+/// action's input files under /app/in, the handed files in the read-only root, argv `run`.
+fn run_plan(
+    policy: &Policy,
+    tc: &Toolchain,
+    action: &Action,
+    argv: Vec<String>,
+    handed: Vec<Handed>,
+) -> Result<JailPlan, crate::plan::BuildError> {
+    let mut p = policy.clone();
+    add_language(&mut p, tc);
+    let files: Vec<JailFile> = action
+        .files
+        .iter()
+        .map(|f| JailFile {
+            path: format!("{}/{}", crate::plan::APP_IN, f.path),
+            contents: f.contents.clone(),
+        })
+        .collect();
+    let a = &p.artifacts;
+    let contents = crate::plan::Contents {
+        files: &files,
+        inputs: &[],
+        out: Some((
+            a.max_total_bytes.0,
+            a.max_count.saturating_mul(2).saturating_add(16),
+        )),
+    };
+    let mut plan = crate::plan::build(&p, argv, &contents, &agentjail_jail::mount::RealHost)?;
+    bind_etc(&mut plan, tc);
+    place(&mut plan, handed);
+    if matches!(action.language.as_str(), "java" | "go") {
+        plan.widen_address_space(RUNTIME_ADDRESS_SPACE_HEADROOM);
+    }
+    Ok(plan)
+}
+
+/// The handed files as files of the root tmpfs, each in its directories (the root is
+/// read-only once built; /app is readable and executable under landlock).
+fn place(plan: &mut JailPlan, handed: Vec<Handed>) {
+    let mut dirs: Vec<String> = Vec::new();
+    for h in handed {
+        let mut dir = String::new();
+        let parts: Vec<&str> = h.path.trim_start_matches('/').split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            dir.push('/');
+            dir.push_str(part);
+            let exists = plan
+                .mounts
+                .iter()
+                .any(|m| matches!(m, MountOp::Dir { path, .. } if *path == dir));
+            if !exists && !dirs.contains(&dir) {
+                dirs.push(dir.clone());
+                plan.mounts.push(MountOp::Dir {
+                    path: dir.clone(),
+                    mode: 0o755,
+                });
+            }
+        }
+        plan.root_tmpfs_bytes += h.contents.len() as u64 + 4096;
+        plan.mounts.push(MountOp::File {
+            path: h.path,
+            contents: h.contents,
+            mode: h.mode,
+        });
+    }
+}
