@@ -134,10 +134,11 @@ impl OutputMode {
     }
 }
 
-const KNOWN_HINTS: [&str; 4] = [
+const KNOWN_HINTS: [&str; 5] = [
     "allowed_languages",
     "max_code_chars",
     "exec_timeout_seconds",
+    "compile_timeout_seconds",
     "network_access",
 ];
 
@@ -212,6 +213,8 @@ pub struct PolicyHints {
     pub max_code_chars: Option<usize>,
     /// Finite and positive.
     pub exec_timeout_seconds: Option<f64>,
+    /// Finite and positive: caps a compile step's wall time (`/run_code`'s `compile_timeout`).
+    pub compile_timeout_seconds: Option<f64>,
     /// One of [`NETWORK_DENIED_VALUES`] (anything else is refused by [`parse_action`]).
     pub network_access: Option<String>,
 }
@@ -772,7 +775,8 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
     Ok(PolicyHints {
         allowed_languages: hint_languages(map.get("allowed_languages"))?,
         max_code_chars: hint_code_chars(map.get("max_code_chars"))?,
-        exec_timeout_seconds: hint_timeout(map.get("exec_timeout_seconds"))?,
+        exec_timeout_seconds: hint_timeout(map.get("exec_timeout_seconds"), "exec")?,
+        compile_timeout_seconds: hint_timeout(map.get("compile_timeout_seconds"), "compile")?,
         network_access: hint_network(map.get("network_access"))?,
     })
 }
@@ -814,8 +818,12 @@ fn hint_code_chars(v: Option<&Value>) -> Result<Option<usize>, ContractError> {
     }
 }
 
-fn hint_timeout(v: Option<&Value>) -> Result<Option<f64>, ContractError> {
-    let bad = || hint_error("policy_hints.exec_timeout_seconds must be a positive number");
+fn hint_timeout(v: Option<&Value>, which: &str) -> Result<Option<f64>, ContractError> {
+    let bad = || {
+        hint_error(format!(
+            "policy_hints.{which}_timeout_seconds must be a positive number"
+        ))
+    };
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
@@ -890,6 +898,8 @@ pub fn check_action(action: &Action, policy: &Policy) -> agentjail_check::Decisi
 /// * `allowed_languages`: the intersection with the policy's languages;
 /// * `max_code_chars`: the smaller of the two;
 /// * `exec_timeout_seconds`: the smaller of it and `limits.wall_time_ms`;
+/// * `compile_timeout_seconds`: the smaller of it and each compiled language's
+///   `compile_limits.wall_time_ms` (never a note: it caps, as /run_code's `compile_timeout`);
 /// * `network_access`: already forced to a "denied" value by [`parse_action`].
 ///
 /// A hint that would loosen the policy is ignored and reported in the returned notes.
@@ -958,6 +968,22 @@ pub fn apply_hints(policy: &Policy, hints: &PolicyHints) -> (Policy, Vec<HintNot
             });
         }
     }
-
+    if let Some(secs) = hints.compile_timeout_seconds {
+        cap_compiles(&mut out, secs);
+    }
     (out, notes)
+}
+
+/// Each compiled language's compile wall time, capped at `secs` (rounded down, >= 1 ms).
+fn cap_compiles(policy: &mut Policy, secs: f64) {
+    if !(secs.is_finite() && secs > 0.0) {
+        return;
+    }
+    let ms = ((secs * 1000.0).floor() as u64).max(1);
+    for lang in crate::policy::toolchain::TOOLCHAIN_LANGUAGES {
+        if let Some(tc) = policy.languages.toolchain_mut(lang) {
+            let wall = &mut tc.compile_limits.wall_time_ms;
+            *wall = (*wall).min(ms);
+        }
+    }
 }
