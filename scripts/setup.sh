@@ -2,9 +2,34 @@
 # Install what agentjail's build, main job and tests need on a fresh Debian machine of this
 # kind (Rust toolchain already present). Idempotent: installs only what is missing. The VM
 # test (scripts/vm.sh setup) and the benchmark (bubblewrap) install their own extras.
+#
+#   scripts/setup.sh               the build's, main job's and tests' packages and venvs
+#   scripts/setup.sh --languages   also the toolchains of the languages beside Python (issue
+#                                  39, `[languages.<lang>]` in a policy): gcc and g++ (c, cpp),
+#                                  OpenJDK 17 (java), Go (go), rustc (rust), node (javascript);
+#                                  Debian packages with --no-install-recommends, each only when
+#                                  its binary is missing (a few file tests when all are there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+languages=0
+for arg in "$@"; do
+    case $arg in
+        --languages) languages=1 ;;
+        *) echo "usage: scripts/setup.sh [--languages]" >&2; exit 2 ;;
+    esac
+done
 need=()
+if [ "$languages" = 1 ]; then
+    # The paths the shipped policies' [languages.*] tables run (bash is Debian's essential
+    # /usr/bin/bash; /usr/bin/node is node 20 where the project's node came from NodeSource,
+    # Debian's own nodejs package otherwise).
+    [ -x /usr/bin/gcc ] || need+=(gcc libc6-dev)
+    [ -x /usr/bin/g++ ] || need+=(g++)
+    [ -x /usr/lib/jvm/java-17-openjdk-amd64/bin/javac ] || need+=(openjdk-17-jdk-headless)
+    [ -x /usr/bin/go ] || need+=(golang-go)
+    [ -x /usr/bin/rustc ] || need+=(rustc)
+    [ -x /usr/bin/node ] || need+=(nodejs)
+fi
 [ -x /usr/bin/python3 ] || need+=(python3)
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
 # agentjail-zygote (scripts/build-zygote.sh) embeds the interpreter the jails run: the

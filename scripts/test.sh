@@ -90,7 +90,9 @@ cargo_tests() {
     return $rc
 }
 
-stage "setup (packages)" scripts/setup.sh
+# --languages: the toolchains of C, C++, Java, Go, Rust and JavaScript, which the language
+# tests run in jails (a few file tests when they are installed).
+stage "setup (packages)" scripts/setup.sh --languages
 # The pyenv builds of Python 3.10-3.13 copied to /opt/agentjail-py (cached; tests/jail/pythons.rs
 # and the 3.12 escape-test stage below bind them into jails).
 stage "Pythons 3.10-3.13 under /opt/agentjail-py (scripts/setup-pythons.sh)" scripts/setup-pythons.sh

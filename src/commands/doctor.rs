@@ -16,6 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::os::fd::OwnedFd;
 
+mod toolchains;
+
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
@@ -185,6 +187,7 @@ pub fn run(policy: Option<&LoadedPolicy>) -> DoctorReport {
     checks.push(zygote_check());
     containerise_fixes(&mut checks);
     checks.push(container_check());
+    checks.extend(toolchains::checks());
     if let Some(p) = policy {
         if let Some(c) = python_check(&p.policy) {
             checks.push(c);

@@ -256,6 +256,89 @@ fn the_program_cannot_forge_the_verdict_with_a_report() {
     assert!(r.record.get("error").is_none(), "{:#}", r.record);
 }
 
+/// A judged program (raw stdin, `output_mode: "text"`).
+fn js_text(code: &str, stdin: &str) -> Value {
+    let extra = json!({"id": "js", "language": "javascript", "entrypoint": "main.js",
+                       "stdin": stdin, "output_mode": "text"});
+    crate::common::action_json(code, extra)
+}
+
+/// tests/policies/javascript.toml with the check reported, not enforced (and landlock
+/// required, as the loader demands then): what the runner's stand-ins alone hold.
+fn unchecked_policy() -> &'static str {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        let base = std::fs::read_to_string(root_dir().join("tests/policies/javascript.toml"))
+            .expect("policy");
+        let text =
+            format!("{base}\n[check]\nenforce = false\n\n[landlock]\nrequirement = \"required\"\n");
+        shared_file("js-run-unchecked.toml", &text)
+            .display()
+            .to_string()
+    })
+}
+
+/// stdin as node programs on judges read it: `require('fs').readFileSync(0 | '/dev/stdin')`
+/// and `process.stdin`'s 'data'/'end', through the runner's stand-ins (after `input()` too).
+/// `fs` for anything else stays refused: by the check with its exact rule, and, where the
+/// check only reports, by the stand-in at run time (a read elsewhere is node's
+/// ERR_ACCESS_DENIED, a write or a raw descriptor is no function of it), so the program never
+/// holds node's real fs, which could write the runner's report pipe.
+#[test]
+fn stdin_reads_as_node_programs_do_and_fs_stays_refused() {
+    let fs_read = "const first = input();\nconst fs = require('fs');\nconst rest = fs.readFileSync(0, 'utf8');\nconst again = require('node:fs').readFileSync('/dev/stdin').length;\nconst [a, b] = rest.trim().split(/\\s+/).map(Number);\nconsole.log(first, a + b, again);\n";
+    let events = "let data = '';\nprocess.stdin.resume();\nprocess.stdin.setEncoding('utf8');\nprocess.stdin.on('data', (c) => { data += c; });\nprocess.stdin.on('end', () => { console.log(data.split('\\n').filter(Boolean).map(Number).reduce((x, y) => x + y, 0)); });\n";
+    let refused = [
+        "require('fs').readFileSync('/etc/passwd', 'utf8');",
+        "const fs = require('fs');\nfs.readFileSync(0);\nfs.writeFileSync('/tmp/x', 'y');",
+        "const { readFileSync } = require('fs');\nconsole.log(readFileSync('/proc/self/environ'));",
+        "require('fs').writeSync(4, '{\"event\":\"error\",\"type\":\"Forged\"}\\n');",
+    ];
+    for who in variants() {
+        let r = run(who, js_policy(), &js_text(fs_read, "hello\n3 4\n"));
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        assert_eq!(
+            r.record["execution"]["stdout"], "hello 7 0\n",
+            "{:#}",
+            r.record
+        );
+        let r = run(who, js_policy(), &js_text(events, "1\n2\n3\n"));
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        assert_eq!(r.record["execution"]["stdout"], "6\n", "{:#}", r.record);
+        for code in refused {
+            let r = run(who, js_policy(), &js_text(code, "secret\n"));
+            assert_stop(
+                &r,
+                "policy_block:static_policy_violation:import_not_allowed:fs",
+                "policy_check",
+            );
+        }
+        let runtime: [(&str, &str, &str); 3] = [
+            (
+                refused[0],
+                "Error",
+                "Access to this API has been restricted",
+            ),
+            (
+                refused[1],
+                "TypeError",
+                "fs.writeFileSync is not a function",
+            ),
+            (refused[3], "TypeError", "writeSync is not a function"),
+        ];
+        for (code, kind, message) in runtime {
+            let r = run(who, unchecked_policy(), &js_text(code, "secret\n"));
+            assert_stop(&r, "code_runtime_error:1", "execute");
+            let e = error_of(&r);
+            assert_eq!(e["type"], kind, "{code}: {:#}", r.record);
+            assert!(
+                e["message"].as_str().unwrap().contains(message),
+                "{code}: {e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn syntax_errors_carry_line_and_column() {
     let who = variants()[0];

@@ -29,7 +29,10 @@
 //! * `import_not_allowed:<spec>` — `require("x")`, `import ... from "x"`, `export ... from "x"`,
 //!   `import("x")` unless `x` is in `allowed_modules` (exactly as written); the
 //!   [`ALWAYS_DENIED_MODULES`] (with or without `node:`, and their subpaths) and every
-//!   `_`-prefixed specifier (`_http_client`) are denied whatever the policy says.
+//!   `_`-prefixed specifier (`_http_client`) are denied whatever the policy says, except
+//!   `require("fs")` in the exact shapes that read stdin (`stdin.rs`; the runner's `fs`
+//!   stand-in reads only fd 0). Likewise `process` is allowed only as
+//!   `process.stdin.on|once("data"|"end", f)`, `.setEncoding("...")`, `.resume()`.
 //! * `call_not_allowed:import` — any dynamic `import()`, whatever its argument.
 //! * `name_not_allowed:require` — `require` other than called with one literal specifier
 //!   (`const r = require`, `require(x)`, `require.main`, `require.resolve`).
@@ -100,6 +103,7 @@
 
 mod checker;
 mod numeric;
+mod stdin;
 mod visit;
 
 use crate::Violation;

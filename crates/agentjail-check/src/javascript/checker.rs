@@ -4,6 +4,7 @@
 //! judgement: a rule's logic reads in one place, and a new node kind cannot change it.
 
 use super::numeric::NumericFacts;
+use super::stdin::StdinReads;
 use super::{
     push, JsRules, LineIndex, ALWAYS_DENIED_GLOBALS, ALWAYS_DENIED_MEMBERS, ALWAYS_DENIED_MODULES,
     WRAPPER_NAMES,
@@ -49,6 +50,8 @@ pub(super) struct Checker<'a, 'o, 's> {
     /// The span of a `module`/`exports` identifier that roots an export assignment target.
     pub(super) export_root: Option<Span>,
     numeric: NumericFacts,
+    /// The `require("fs")` calls and `process` references that only read stdin.
+    stdin: StdinReads,
 }
 
 impl<'a, 'o, 's> Checker<'a, 'o, 's> {
@@ -76,6 +79,7 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
             member_object: None,
             export_root: None,
             numeric: NumericFacts::new(semantic),
+            stdin: StdinReads::new(semantic),
         }
     }
 
@@ -156,6 +160,9 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
 
     /// A name being used (read, written, called, or as the object of `name.member`).
     pub(super) fn check_name(&mut self, name: &str, span: Span, how: Use) {
+        if name == "process" && how == Use::MemberBase && self.stdin.allows_process(span) {
+            return;
+        }
         if self.is_denied_global(name) {
             let (rule, what) = match how {
                 Use::Call => ("call_not_allowed", "called"),
@@ -247,7 +254,11 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
             } else {
                 format!("allowed: {}", self.rules.allowed_modules.join(", "))
             };
-            let extra = if always {
+            let extra = if top == "fs" {
+                "; this built-in is denied under every policy, except to read stdin: \
+                 require(\"fs\").readFileSync(0, \"utf8\") or readFileSync(\"/dev/stdin\"), \
+                 called directly or through a const binding used only that way"
+            } else if always {
                 "; this built-in is denied under every policy"
             } else {
                 ""
@@ -270,6 +281,7 @@ impl<'a, 'o, 's> Checker<'a, 'o, 's> {
             _ => None,
         };
         match spec {
+            Some(_) if self.stdin.allows_require(call.span) => {}
             Some((text, span)) => self.check_module(&text, span),
             None => self.report(
                 "name_not_allowed:require".into(),

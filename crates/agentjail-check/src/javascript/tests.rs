@@ -240,3 +240,98 @@ fn violations_are_sorted_and_deduplicated() {
     assert_eq!(keys, sorted);
     assert_eq!(v.len(), 3, "{v:?}");
 }
+
+#[test]
+fn stdin_reads_pass_as_node_programs_write_them() {
+    allowed("const s = require('fs').readFileSync(0, 'utf8');\nconsole.log(s);");
+    allowed("const s = require(\"fs\").readFileSync('/dev/stdin').toString();\nconsole.log(s);");
+    allowed("const s = require('node:fs').readFileSync(0, { encoding: 'utf8' });\nconsole.log(s);");
+    allowed("const fs = require('fs');\nconst a = fs.readFileSync(0, 'utf8');\nconst b = fs.readFileSync('/dev/stdin');\nconsole.log(a, b);");
+    allowed("const { readFileSync } = require('fs');\nconsole.log(readFileSync(0, 'utf8'));");
+    allowed(
+        "const { readFileSync: read } = require('fs');\nconsole.log(read('/dev/stdin', 'utf8'));",
+    );
+    allowed(concat!(
+        "let data = '';\n",
+        "process.stdin.resume();\n",
+        "process.stdin.setEncoding('utf8');\n",
+        "process.stdin.on('data', (c) => { data += c; });\n",
+        "process.stdin.on('end', () => { console.log(data.trim()); });\n",
+        "process.stdin.once('end', function () { console.log('done'); });\n",
+    ));
+}
+
+#[test]
+fn fs_for_anything_but_stdin_stays_refused() {
+    for code in [
+        "require('fs').readFileSync('/etc/passwd', 'utf8');",
+        "require('fs').readFileSync(3);",
+        "require('fs').readFileSync(1 - 1);",
+        "const p = 0;\nrequire('fs').readFileSync(p);",
+        "require('fs').readFileSync(...[0]);",
+        "require('fs').readFileSync(0, 'utf8', 1);",
+        "const fs = require('fs');",
+        "const { readFileSync } = require('fs');",
+        "require('fs').readFileSync();",
+        "require('fs').writeFileSync('/tmp/x', 'y');",
+        "require('fs').writeSync(4, '{\"event\":\"error\"}');",
+        "require('fs').readSync(3, Buffer.alloc(9));",
+        "require('fs').readFileSync?.(0);",
+        "const fs = require('fs');\nfs.readFileSync(0);\nfs.writeFileSync('/tmp/x', 'y');",
+        "const fs = require('fs');\nconst r = fs.readFileSync;\nr(0);",
+        "const fs = require('fs');\nconsole.log(fs);",
+        "const fs = require('fs');\nfs.readFileSync('/proc/self/environ');",
+        "const fs = require('fs');\nmodule.exports = fs;",
+        "let fs = require('fs');\nfs.readFileSync(0);",
+        "var fs = require('fs');\nfs.readFileSync(0);",
+        "const fs = require('fs'), x = fs;",
+        "const { readFileSync, writeFileSync } = require('fs');\nreadFileSync(0);",
+        "const { readFileSync, ...rest } = require('fs');\nreadFileSync(0);",
+        "const { readFileSync = null } = require('fs');\nreadFileSync(0);",
+        "const { readFileSync } = require('fs');\nreadFileSync('/etc/shadow');",
+        "const { readFileSync } = require('fs');\n[0].map(readFileSync);",
+        "const { ['readFileSync']: r } = require('fs');\nr(0);",
+        "const [r] = require('fs');",
+        "console.log(require('fs'));",
+        "require('fs')['readFileSync'](0);",
+    ] {
+        denied(code, "import_not_allowed:fs");
+    }
+    denied(
+        "require('fs/promises').readFile(0);",
+        "import_not_allowed:fs/promises",
+    );
+    denied(
+        "require('node:fs').openSync('/tmp/x', 'w');",
+        "import_not_allowed:node:fs",
+    );
+}
+
+#[test]
+fn process_for_anything_but_stdin_stays_refused() {
+    for code in [
+        "process.stdin.on('error', () => {});",
+        "process.stdin.on('data');",
+        "process.stdin.on(...['data', () => {}]);",
+        "const e = 'data';\nprocess.stdin.on(e, () => {});",
+        "process.stdin.fd;",
+        "const s = process.stdin;\ns.on('data', () => {});",
+        "process.stdin.pipe(process.stdout);",
+        "process.stdin.setEncoding(x);",
+        "process.stdin.resume(1);",
+        "process.stdin.on?.('data', () => {});",
+        "process.stdout.write('x');",
+        "process.exit(0);",
+        "process.binding('fs');",
+        "process['stdin'].on('data', () => {});",
+        "console.log(process);",
+    ] {
+        denied(code, "name_not_allowed:process");
+    }
+    denied("process.stdin._handle.open(4);", "attr_not_allowed:_handle");
+    // A local named `process` cannot be declared, so the allowed shapes always name the global.
+    denied(
+        "function f(process) { process.stdin.on('data', () => {}); }",
+        "name_not_allowed:process",
+    );
+}

@@ -110,6 +110,98 @@ function input() {
   }
 }
 
+// The rest of stdin (what input() has not taken), to its end; empty once it has been read.
+function readAllStdin() {
+  const chunks = [pending];
+  pending = Buffer.alloc(0);
+  while (!stdinEnded) {
+    const chunk = Buffer.alloc(64 * 1024);
+    const got = readSome(0, chunk, 0, chunk.length);
+    if (got === 0) stdinEnded = true;
+    else chunks.push(chunk.subarray(0, got));
+  }
+  return Buffer.concat(chunks);
+}
+
+// An encoding as node's fs and streams take it: a string or { encoding }; null for bytes.
+function encodingOf(options) {
+  const enc = typeof options === 'string' ? options : options && options.encoding;
+  if (enc === undefined || enc === null) return null;
+  if (typeof enc !== 'string' || !Buffer.isEncoding(enc)) {
+    const e = new TypeError(`The argument 'encoding' is invalid encoding. Received ${inspect(enc)}`);
+    e.code = 'ERR_INVALID_ARG_VALUE';
+    throw e;
+  }
+  return enc;
+}
+
+// What the program gets for require('fs') / require('node:fs'): reading its stdin, as node
+// programs on judges do (fs.readFileSync(0) or fs.readFileSync('/dev/stdin')), and nothing
+// else. The real fs reads and writes any open descriptor (the job pipe, the report pipe), so
+// it never reaches the program. Any other path throws node's permission error.
+function stdinReadFileSync(path, options) {
+  if (path !== 0 && path !== '/dev/stdin') {
+    const e = new Error(
+      "Access to this API has been restricted: the program's fs reads only its stdin " +
+        "(readFileSync(0) or readFileSync('/dev/stdin'))",
+    );
+    e.code = 'ERR_ACCESS_DENIED';
+    e.permission = 'FileSystemRead';
+    e.resource = text(path);
+    throw e;
+  }
+  const enc = encodingOf(options);
+  const data = readAllStdin();
+  return enc === null ? data : data.toString(enc);
+}
+const STDIN_FS = Object.freeze(Object.assign(Object.create(null), { readFileSync: stdinReadFileSync }));
+
+// What the program gets as `process`: `process.stdin` with the listener API judges' programs
+// use (on/once 'data' and 'end', setEncoding, resume). Once the program's first turn is over,
+// all of stdin arrives as one 'data' chunk (a string after setEncoding), then 'end'.
+const stdinListeners = { data: [], end: [] };
+let stdinEncoding = null;
+let stdinFlowing = false;
+function stdinFlow() {
+  if (stdinFlowing) return;
+  stdinFlowing = true;
+  setImmediate(() => {
+    const data = readAllStdin();
+    if (data.length > 0) {
+      const chunk = stdinEncoding === null ? data : data.toString(stdinEncoding);
+      for (const f of stdinListeners.data.splice(0)) f(chunk);
+    }
+    for (const f of stdinListeners.end.splice(0)) f();
+  });
+}
+const STDIN_STREAM = Object.create(null);
+function stdinListen(event, listener) {
+  if (typeof listener !== 'function') {
+    const e = new TypeError('The "listener" argument must be of type function');
+    e.code = 'ERR_INVALID_ARG_TYPE';
+    throw e;
+  }
+  if (event === 'data' || event === 'end') {
+    stdinListeners[event].push(listener);
+    stdinFlow();
+  }
+  return STDIN_STREAM;
+}
+Object.assign(STDIN_STREAM, {
+  on: stdinListen,
+  once: stdinListen,
+  setEncoding(enc) {
+    stdinEncoding = encodingOf(enc);
+    return STDIN_STREAM;
+  },
+  resume() {
+    stdinFlow();
+    return STDIN_STREAM;
+  },
+});
+Object.freeze(STDIN_STREAM);
+const PROCESS = Object.freeze(Object.assign(Object.create(null), { stdin: STDIN_STREAM }));
+
 // Stack traces: V8 hands the structured frames to Error.prepareStackTrace when an error's
 // stack is first formatted. The runner keeps each error's frames (file, line, column as V8
 // knows them, never text the program wrote) and formats the stack as node does, without the
@@ -199,12 +291,13 @@ function die(err, syntax) {
 }
 
 // Compile the program as node's CommonJS loader does (vm.compileFunction with the module
-// wrapper's parameters). A SyntaxError here is the compiler's: node puts
+// wrapper's parameters, and `process`: the stand-in above, so the name never reaches the real
+// object the runner deleted from the global). A SyntaxError here is the compiler's: node puts
 // "/app/main.js:<line>\n<source line>\n<caret>" in front of its stack before any program
 // code exists, so that text is node's own and its position is read from it.
 function compile(source) {
   try {
-    const params = ['exports', 'require', 'module', '__filename', '__dirname'];
+    const params = ['exports', 'require', 'module', '__filename', '__dirname', 'process'];
     return { fn: vm.compileFunction(source, params, { filename: FILENAME }) };
   } catch (err) {
     let syntax = null;
@@ -239,14 +332,27 @@ function withdraw() {
   delete globalThis.process;
 }
 
+// node's require for the program, except that 'fs' is the stdin-only stand-in.
+function programRequire() {
+  const real = Module.createRequire(FILENAME);
+  const require = function require(id) {
+    return id === 'fs' || id === 'node:fs' ? STDIN_FS : real(id);
+  };
+  require.resolve = real.resolve;
+  require.main = real.main;
+  require.extensions = real.extensions;
+  require.cache = real.cache;
+  return require;
+}
+
 function runOnce(source) {
   const mod = mainModule();
-  const require = Module.createRequire(FILENAME);
+  const require = programRequire();
   const compiled = compile(source.toString('utf8'));
   if (compiled.err !== undefined) die(compiled.err, compiled.syntax);
   withdraw();
   try {
-    compiled.fn.call(mod.exports, mod.exports, require, mod, FILENAME, DIRNAME);
+    compiled.fn.call(mod.exports, mod.exports, require, mod, FILENAME, DIRNAME, PROCESS);
   } catch (err) {
     die(err, null);
   }
