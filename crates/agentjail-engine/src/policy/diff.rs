@@ -273,6 +273,12 @@ const RULES: &[(&str, Kind, Exposure, &str)] = {
         // `[languages.<lang>]` (policy/toolchain.rs), every language alike: `rule` reads
         // `languages.cpp.run` as `languages.*.run`.
         (
+            "languages.*",
+            K::Neutral,
+            E::None,
+            "a language's table added or removed (it runs only where languages.execute names it)",
+        ),
+        (
             "languages.*.check",
             K::Neutral,
             E::None,
@@ -499,15 +505,17 @@ const RULES: &[(&str, Kind, Exposure, &str)] = {
 
 fn rule(key: &str) -> Option<(Kind, Exposure, &'static str)> {
     let general;
-    let key = match key
-        .strip_prefix("languages.")
-        .and_then(|k| k.split_once('.'))
-    {
-        Some((lang, rest)) if super::toolchain::TOOLCHAIN_LANGUAGES.contains(&lang) => {
-            general = format!("languages.*.{rest}");
-            general.as_str()
-        }
-        _ => key,
+    let tail = key.strip_prefix("languages.").unwrap_or("");
+    let (lang, rest) = tail.split_once('.').unwrap_or((tail, ""));
+    let key = if super::toolchain::TOOLCHAIN_LANGUAGES.contains(&lang) {
+        general = if rest.is_empty() {
+            "languages.*".to_string()
+        } else {
+            format!("languages.*.{rest}")
+        };
+        general.as_str()
+    } else {
+        key
     };
     RULES
         .iter()
@@ -518,8 +526,11 @@ fn rule(key: &str) -> Option<(Kind, Exposure, &'static str)> {
 /// Every changed key from `old` to `new`, most exposing weakenings first.
 pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
     let (mut a, mut b) = (Map::new(), Map::new());
-    flatten("", &serde_json::to_value(old).unwrap_or_default(), &mut a);
-    flatten("", &serde_json::to_value(new).unwrap_or_default(), &mut b);
+    let mut va = serde_json::to_value(old).unwrap_or_default();
+    let mut vb = serde_json::to_value(new).unwrap_or_default();
+    whole_tables(&mut va, &mut vb);
+    flatten("", &va, &mut a);
+    flatten("", &vb, &mut b);
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -535,6 +546,19 @@ pub fn diff(old: &Policy, new: &Policy) -> Vec<Change> {
         .collect();
     out.sort_by(|x, y| (x.direction, x.exposure, &x.key).cmp(&(y.direction, y.exposure, &y.key)));
     out
+}
+
+/// A `[languages.<lang>]` table only one side has is one change (`languages.<lang>`), not
+/// one per key beneath it: the side that has it shows it as its header.
+fn whole_tables(a: &mut Value, b: &mut Value) {
+    for lang in super::toolchain::TOOLCHAIN_LANGUAGES {
+        let has = |v: &Value| !v["languages"][lang].is_null();
+        let (in_a, in_b) = (has(a), has(b));
+        if in_a != in_b {
+            let side = if in_a { &mut *a } else { &mut *b };
+            side["languages"][lang] = Value::String(format!("[languages.{lang}]"));
+        }
+    }
 }
 
 /// A table of variables (`environment.extra`, `languages.<lang>.environment`): one leaf.

@@ -229,3 +229,32 @@ const EXPECTED: [[&str; 8]; 8] = [
     // net is python plus the allowlist: back to python loses only the network.
     ["check",     "-",         "syscalls", "check",     "check",     "syscalls", "syscalls", "-"],
 ];
+
+/// judge -> judge-open: the languages without a static check go (stronger, as
+/// `languages.execute` says), each table one neutral change, never a key beneath it.
+#[test]
+fn a_language_table_added_or_removed_is_one_change() {
+    let d = diff(&shipped("judge"), &shipped("judge-open"));
+    let keys: Vec<&str> = weaker(&d).iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys, ["check.enforce"], "{}", render(&d));
+    for lang in ["c", "cpp", "java", "go", "rust", "bash"] {
+        let table = format!("languages.{lang}");
+        let c = d
+            .iter()
+            .find(|c| c.key == table)
+            .expect("one change per table");
+        assert_eq!(c.direction, Direction::Neutral);
+        assert!(
+            !d.iter().any(|c| c.key.starts_with(&format!("{table}."))),
+            "{}",
+            render(&d)
+        );
+    }
+    // The other way the same tables come back, and the languages executed are the weakening.
+    let d = diff(&shipped("judge-open"), &shipped("judge"));
+    assert!(
+        weaker(&d).iter().any(|c| c.key == "languages.execute"),
+        "{}",
+        render(&d)
+    );
+}
