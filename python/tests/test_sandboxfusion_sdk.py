@@ -146,7 +146,7 @@ ADD = {
 }
 # One compile error each, and the compiler's word for it.
 BROKEN = {
-    "cpp": ("int main() { return x; }\n", "'x' was not declared"),
+    "cpp": ("int main() { return x; }\n", "x’ was not declared"),
     "go": ("package main\n\nfunc main() {\n\treturn 1\n}\n", "too many return values"),
     "java": ("public class Main {\n    public static void main(String[] a) { int x = \"s\"; }\n}\n", "incompatible types"),
     "rust": ("fn main() {\n    let x: i32 = \"a\";\n}\n", "mismatched types"),

@@ -500,4 +500,4 @@ def test_a_cpp_answer_scores_through_verls_own_client(verl, judge_url):
     assert meta[0]["status"] == "wrong_answer" and meta[0]["stdout"] == "-1\n"
     s, results, meta = score(CPP_ADD.replace("long long a, b;", "long long a;"))
     assert (s, results) == (0.0, [-4, -4, -4]), meta
-    assert meta[0]["status"] == "compile_error" and "'b' was not declared" in meta[0]["compile_stderr"], meta
+    assert meta[0]["status"] == "compile_error" and "b’ was not declared" in meta[0]["compile_stderr"], meta
