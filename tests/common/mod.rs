@@ -783,6 +783,27 @@ pub fn shared_file(name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// A cache directory `who` owns, for `agentjail run --cache` (created 0700 on first use,
+/// under the shared directory, removed with it): suites that compile the same program for
+/// many inputs (the judge corpus, the attacks per language) pass it so that each program
+/// compiles once per user (crate's compile cache: docs/REFERENCE.md, "The compile cache").
+/// Identical actions are answered from the result cache there too.
+pub fn compile_cache_dir(who: Who) -> String {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = M.lock().unwrap_or_else(|p| p.into_inner());
+    let p = shared().dir.join(format!("cache-{who:?}").to_lowercase());
+    if !p.exists() {
+        std::fs::create_dir(&p).expect("cache dir");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if who == Who::Nobody {
+            let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+            // SAFETY: a valid C string; chown has no memory effects.
+            assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+        }
+    }
+    p.to_str().unwrap().to_string()
+}
+
 /// The result of `agentjail run -` with an action on stdin.
 #[derive(Debug)]
 pub struct RunRecord {

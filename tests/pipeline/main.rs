@@ -8,6 +8,9 @@
 //! - `files_artifacts`: files in, artifacts out;
 //! - `job_view`: what a job sees from inside (its fds, the paths it may write);
 //! - `judge_mode`: stdin and text output;
+//! - `judge_corpus`: the benign judge corpus (tests/corpus/judge/) in every language;
+//! - `lang_attacks`, `lang_compile_attacks` (programs in `lang_programs`): attacks per
+//!   language, on the run jail and on the compile jail, and between jobs;
 //! - `languages`: the compiled languages and bash (a compile jail, then the run jail);
 //! - `results`: rich results a program writes itself stay bounded and typed;
 //! - `hardening`: nothing around the jail trusts the agent;
@@ -23,12 +26,17 @@ mod common;
 
 mod audit_log;
 mod cleanup;
+mod compile_cache;
 mod contract;
 mod explain;
 mod files_artifacts;
 mod hardening;
 mod job_view;
+mod judge_corpus;
 mod judge_mode;
+mod lang_attacks;
+mod lang_compile_attacks;
+mod lang_programs;
 mod languages;
 mod network_cred;
 mod network_run;

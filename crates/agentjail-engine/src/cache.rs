@@ -209,6 +209,16 @@ impl Cache {
         self.dir.join(entry_name(key))
     }
 
+    /// A second handle on the same directory (its fd duplicated): `run` keeps compile
+    /// outcomes there too (crate::pipeline::compile_cache). None when the fd cannot be.
+    pub fn try_clone(&self) -> Option<Cache> {
+        Some(Cache {
+            dir: self.dir.clone(),
+            fd: self.fd.try_clone().ok()?,
+            ttl: self.ttl,
+        })
+    }
+
     /// The stored record for `key`; None on a miss or a bad entry.
     pub fn get(&self, key: &str) -> Option<Hit> {
         let path = self.path(key);

@@ -289,6 +289,8 @@ pub struct Engine {
     /// never exits while one of their jails is half torn down.
     closing: std::sync::atomic::AtomicUsize,
     cache: Option<Cache>,
+    /// Compile outcomes, in memory (crate::pipeline::compile_cache).
+    compile_cache: crate::pipeline::compile_cache::MemoryStore,
     reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Readable once the engine stops its running jobs (every job's supervisor polls it).
@@ -368,6 +370,7 @@ impl Engine {
             sessions: Mutex::new(HashMap::new()),
             closing: std::sync::atomic::AtomicUsize::new(0),
             cache,
+            compile_cache: crate::pipeline::compile_cache::MemoryStore::new(),
             reaper: Mutex::new(Some(tx)),
             reaper_thread: Mutex::new(Some(reaper_thread)),
             stop_read,
@@ -844,6 +847,10 @@ impl JailSource for Engine {
     fn teardown(&self, t: Teardown) {
         Engine::teardown(self, t);
     }
+
+    fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        Some(&self.compile_cache)
+    }
 }
 
 /// The engine, for one job that brings host inputs or belongs to a client with its own stop.
@@ -882,6 +889,10 @@ impl JailSource for WithInputs<'_> {
 
     fn teardown(&self, t: Teardown) {
         Engine::teardown(self.engine, t);
+    }
+
+    fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        self.engine.compile_store()
     }
 }
 

@@ -23,6 +23,7 @@
 //! read-only at /app/<entrypoint> and the run argv names it (`{source}`).
 
 use crate::contract::Action;
+use crate::pipeline::compile_cache::{CompileStore, Stored, StoredFile};
 use crate::pipeline::record::{
     stopped, CompileRecord, Phase, RecordError, Recorder, StopReason, Stopped, ToolchainRef,
 };
@@ -38,7 +39,7 @@ use std::time::Instant;
 /// Where the compile step writes, in its jail (`{out}`), and the artifact (`{binary}`).
 pub const COMPILE_OUT: &str = "/app/out";
 /// Where the run jail holds the compile step's output (`{out}` there).
-pub const RUN_BIN: &str = "/app/bin";
+pub const RUN_BIN: &str = crate::pipeline::compile_cache::RUN_DIR;
 /// The artifact's name in both directories.
 pub const BINARY: &str = "main";
 
@@ -224,6 +225,11 @@ fn compile(
         r.phase(Phase::Execute, false, t, detail);
         stopped(reason, Phase::Execute)
     };
+    let store = source.compile_store();
+    let key = store.map(|_| cache_key(action, tc, found));
+    if let Some(hit) = lookup(store, &key) {
+        return cached(r, hit, &end);
+    }
     let cpolicy = compile_policy(policy, tc, left_ms);
     let file = JailFile {
         path: source_path,
@@ -252,6 +258,8 @@ fn compile(
         return Err(end(r, record, reason, detail));
     }
     if o.exit_code != Some(0) {
+        record.status = StopReason::CompileError.to_string();
+        remember((store, &key), &record, &[]);
         return Err(end(r, record, StopReason::CompileError, detail));
     }
     let handed = collect(&run, cl.output, &mut record);
@@ -263,8 +271,94 @@ fn compile(
         return Err(end(r, record, StopReason::CompileError, detail));
     }
     record.status = "ok".into();
+    remember((store, &key), &record, &handed);
     r.sections.compile = Some(record);
     Ok(handed)
+}
+
+/// The compile cache's key for this job's compile (crate::pipeline::compile_cache): the
+/// language's table as loaded, the resolved toolchain and argv, the entrypoint, the bytes.
+fn cache_key(action: &Action, tc: &Toolchain, found: &Found) -> String {
+    let table = json!({
+        "table": serde_json::to_value(tc).unwrap_or(Value::Null),
+        "etc_binds": tc.etc_binds,
+        "path": found.path,
+        "version": found.version,
+        "compile": found.compile,
+        "run": found.run,
+    });
+    crate::pipeline::compile_cache::key(
+        &action.language,
+        &action.entrypoint,
+        &table,
+        action.code.as_bytes(),
+    )
+}
+
+/// Keep a compile's outcome when the compiler ended it on its own.
+fn remember(
+    (store, key): (Option<&dyn CompileStore>, &Option<String>),
+    record: &CompileRecord,
+    handed: &[Handed],
+) {
+    let (Some(store), Some(key)) = (store, key) else {
+        return;
+    };
+    let Ok(value) = serde_json::to_value(record) else {
+        return;
+    };
+    if !Stored::storable(&value) {
+        return;
+    }
+    let files = handed
+        .iter()
+        .map(|h| StoredFile {
+            path: h.path.clone(),
+            mode: h.mode,
+            contents: h.contents.clone(),
+        })
+        .collect();
+    store.put(
+        key,
+        &Stored {
+            record: value,
+            files,
+        },
+    );
+}
+
+/// The stored compile under `key`; a stored section that does not read back is a miss
+/// (the compile runs).
+fn lookup(
+    store: Option<&dyn CompileStore>,
+    key: &Option<String>,
+) -> Option<(CompileRecord, Vec<StoredFile>)> {
+    let h = store?.get(key.as_ref()?)?;
+    let record = serde_json::from_value::<CompileRecord>(h.record).ok()?;
+    Some((record, h.files))
+}
+
+/// A stored compile as this job's: its `compile` section marked `cached`, its files handed
+/// on, or its compile error as this job's end.
+fn cached(
+    r: &mut Recorder,
+    (mut record, files): (CompileRecord, Vec<StoredFile>),
+    end: &dyn Fn(&mut Recorder, CompileRecord, StopReason, Value) -> Stopped,
+) -> Result<Vec<Handed>, Stopped> {
+    record.cached = true;
+    if record.status != "ok" {
+        let detail = json!({"compile_cached": true});
+        return Err(end(r, record, StopReason::CompileError, detail));
+    }
+    r.sections.compile = Some(record);
+    Ok(files
+        .into_iter()
+        .map(|f| Handed {
+            path: f.path,
+            contents: f.contents,
+            mode: f.mode,
+        })
+        .collect())
 }
 
 /// A `compile` section before the compile ran.

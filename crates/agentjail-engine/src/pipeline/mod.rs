@@ -14,6 +14,7 @@
 pub mod artifacts;
 pub mod audit;
 pub mod compile;
+pub mod compile_cache;
 pub mod record;
 pub mod results;
 pub mod session;
@@ -234,6 +235,10 @@ pub fn run_action(policy: &LoadedPolicy, action: &str, options: RunOptions) -> S
     let mut source = ColdStart::new();
     source.inputs = options.inputs;
     source.artifacts_dir = options.artifacts_dir;
+    source.compile_cache = options
+        .cache
+        .as_ref()
+        .and_then(crate::cache::Cache::try_clone);
     job(
         Recorder::new(),
         &raw,

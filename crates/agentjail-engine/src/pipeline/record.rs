@@ -26,7 +26,7 @@ pub fn stopped(reason: StopReason, phase: Phase) -> Stopped {
 
 /// The record's `compile`: the compile step of a compiled language as the kernel and the
 /// supervisor saw it (crate::pipeline::compile).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CompileRecord {
     pub language: String,
     pub toolchain: ToolchainRef,
@@ -49,12 +49,13 @@ pub struct CompileRecord {
     pub stopped_by: Option<String>,
     /// The files handed to the run jail (relative to its /app/bin): path, bytes, sha256.
     pub outputs: Vec<Value>,
-    /// Always false: there is no compile cache.
+    /// True when the outcome came from the compile cache (crate::pipeline::compile_cache):
+    /// no compile ran for this job; the figures are the stored compile's.
     pub cached: bool,
 }
 
 /// The toolchain of a `compile` section: the compiler's resolved path and its version.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ToolchainRef {
     pub path: String,
     pub version: String,

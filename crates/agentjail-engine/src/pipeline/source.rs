@@ -192,6 +192,10 @@ pub trait JailSource {
     fn teardown(&self, t: Teardown) {
         drop(t);
     }
+    /// Where compile outcomes are kept (crate::pipeline::compile_cache); None: nowhere.
+    fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        None
+    }
 }
 
 /// `agentjail run`'s source: one jail started on this thread, for this job.
@@ -201,6 +205,8 @@ pub struct ColdStart {
     pub inputs: Vec<crate::plan::HostInput>,
     /// `--artifacts-dir`.
     pub artifacts_dir: Option<crate::artifacts::ArtifactsDir>,
+    /// `--cache`'s directory, for compile outcomes (crate::pipeline::compile_cache).
+    pub compile_cache: Option<crate::cache::Cache>,
 }
 
 impl ColdStart {
@@ -210,6 +216,7 @@ impl ColdStart {
             sigfd: agentjail_jail::supervise::block_termination_signals(),
             inputs: Vec::new(),
             artifacts_dir: None,
+            compile_cache: None,
         }
     }
 }
@@ -249,5 +256,11 @@ impl JailSource for ColdStart {
 
     fn artifacts_dir(&self) -> Option<&crate::artifacts::ArtifactsDir> {
         self.artifacts_dir.as_ref()
+    }
+
+    fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        self.compile_cache
+            .as_ref()
+            .map(|c| c as &dyn crate::pipeline::compile_cache::CompileStore)
     }
 }
