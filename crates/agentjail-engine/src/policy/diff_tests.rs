@@ -210,10 +210,10 @@ const EXPECTED: [[&str; 8]; 8] = [
     // default is the seed's narrow policy: every other widens the check; data, smolagents and
     // workspace also add syscall groups (threads for numpy, process_spawn for workspace);
     // net is the only one with network: moving to it is a network weakening from anywhere.
-    ["-",         "check",     "syscalls", "check",     "check",     "syscalls", "syscalls", "network"],
+    ["-",         "check",     "syscalls", "syscalls",  "check",     "syscalls", "syscalls", "network"],
     // python denies attributes (subprocess, socket, pickle, ...) that the default leaves to
     // its narrower imports: the default's shorter list reads as a weakening, and is one.
-    ["check",     "-",         "syscalls", "check",     "check",     "syscalls", "syscalls", "network"],
+    ["check",     "-",         "syscalls", "syscalls",  "check",     "syscalls", "syscalls", "network"],
     // data, smolagents and workspace require cgroups; default, python and the judges take
     // them best effort (nobody has none): moving there is an isolation weakening.
     ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "syscalls", "network"],
@@ -221,13 +221,14 @@ const EXPECTED: [[&str; 8]; 8] = [
     // which default and python take best effort.
     ["isolation", "isolation", "syscalls", "-",         "check",     "syscalls", "syscalls", "network"],
     // judge-open requires landlock, which the others but judge take best effort; judge
-    // executes the languages without a static check (c, cpp, ...).
-    ["isolation", "isolation", "syscalls", "check",     "-",         "syscalls", "syscalls", "network"],
-    ["isolation", "isolation", "syscalls", "isolation", "isolation", "-",        "syscalls", "network"],
+    // executes javascript too (node's seccomp group) and the languages without a static
+    // check (c, cpp, ...).
+    ["isolation", "isolation", "syscalls", "syscalls",  "-",         "syscalls", "syscalls", "network"],
+    ["isolation", "isolation", "syscalls", "syscalls",  "isolation", "-",        "syscalls", "network"],
     // workspace holds everything data allows and more.
     ["isolation", "isolation", "-",        "isolation", "isolation", "check",    "-",        "network"],
     // net is python plus the allowlist: back to python loses only the network.
-    ["check",     "-",         "syscalls", "check",     "check",     "syscalls", "syscalls", "-"],
+    ["check",     "-",         "syscalls", "syscalls",  "check",     "syscalls", "syscalls", "-"],
 ];
 
 /// judge -> judge-open: the languages without a static check go (stronger, as
