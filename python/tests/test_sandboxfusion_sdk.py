@@ -53,7 +53,7 @@ def test_a_language_the_policy_does_not_run_names_the_ones_it_does(endpoint):
     msg = str(e.value)
     assert "responded with code 400" in msg and "language_not_run" in msg, msg
     # What judge.toml runs, in SandboxFusion's names and order, then agentjail's `c`.
-    assert '"languages":["python","cpp","go","java","bash","rust","c"]' in msg.replace(" ", ""), msg
+    assert '"languages":["python","cpp","nodejs","go","java","bash","rust","c"]' in msg.replace(" ", ""), msg
 
 
 def test_ping_and_the_routes_not_served(endpoint):
@@ -133,7 +133,7 @@ def test_a_file_that_would_land_elsewhere_is_a_400_naming_why(open_endpoint, nam
     assert [(d["type"], d["loc"]) for d in r.json()["detail"]] == [(kind, ["body", "files", name])]
 
 
-# -- Compiled languages under judge.toml (nodejs under data.toml, which executes JavaScript) --
+# -- Every language under judge.toml (nodejs also under data.toml, below) --
 
 ADD = {
     "cpp": "#include <iostream>\nint main() { long long a, b; std::cin >> a >> b; std::cout << a + b << '\\n'; }\n",
