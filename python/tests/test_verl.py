@@ -475,3 +475,29 @@ def test_judge_policy_the_jail_holds_what_its_check_lets_through(verl, judge_url
     assert resp["status"] == "Failed" and resp["message"] == "code_forbidden_syscall:socket", resp
     assert not pathlib.Path("/tmp", mark).exists()  # ... not the host's
     assert not pathlib.Path("/usr/agentjail-judge-escape").exists()
+
+
+# -- C++ through verl's own path (check_correctness with language="cpp"), under judge.toml --
+
+CPP_ADD = "#include <iostream>\nint main() {\n    long long a, b;\n    std::cin >> a >> b;\n    std::cout << a + b << std::endl;\n}\n"
+
+
+def test_a_cpp_answer_scores_through_verls_own_client(verl, judge_url):
+    """verl's compute_score always sends `python`; a C++ reward goes through check_correctness
+    with language="cpp" (what verl's code-judging callers pass), scored as compute_score does."""
+    _, utils = verl
+    cases = {"inputs": ["1 2\n", "3 4\n", "10 -3\n"], "outputs": ["3", "7", "7"]}
+
+    def score(code):
+        results, meta = utils.check_correctness(judge_url, cases, code, timeout=10, language="cpp")
+        return sum(r is True for r in results) / len(results), results, meta
+
+    s, results, meta = score(CPP_ADD)
+    assert (s, results) == (1.0, [True, True, True]), meta
+    assert meta[0]["compile_status"] == "Finished" and meta[0]["api_response"]["compile_result"]["return_code"] == 0
+    s, results, meta = score(CPP_ADD.replace("a + b", "a - b"))
+    assert (s, results) == (0.0, [False, False, False]), meta
+    assert meta[0]["status"] == "wrong_answer" and meta[0]["stdout"] == "-1\n"
+    s, results, meta = score(CPP_ADD.replace("long long a, b;", "long long a;"))
+    assert (s, results) == (0.0, [-4, -4, -4]), meta
+    assert meta[0]["status"] == "compile_error" and "b’ was not declared" in meta[0]["compile_stderr"], meta

@@ -248,6 +248,7 @@ fn hints_only_tighten() {
         max_code_chars: Some(100),
         exec_timeout_seconds: Some(0.5),
         network_access: Some("denied".into()),
+        ..Default::default()
     };
     let (p, notes) = apply_hints(&policy, &hints);
     assert_eq!(p.languages.allowed, vec!["python".to_string()]);
@@ -275,6 +276,39 @@ fn hints_only_tighten() {
     let (p, _) = apply_hints(&policy, &js_only);
     let a = parse_action(good().to_string().as_bytes(), &policy).expect("valid");
     assert_eq!(check_action(&a, &p).reason, "language_denied_policy");
+}
+
+/// `/run_code`'s `compile_timeout`: a cap on every compiled language's compile wall time,
+/// never a raise, never touching the run's limits.
+#[test]
+fn the_compile_timeout_hint_only_lowers_the_compile_wall_time() {
+    let mut policy = Policy::default();
+    let tc = |wall: u64| {
+        serde_json::from_value(
+            json!({"check": "none", "compile": ["/usr/bin/g++", "{source}"],
+            "run": ["{binary}"], "compile_limits": {"wall_time_ms": wall}}),
+        )
+        .unwrap()
+    };
+    policy.languages.cpp = Some(tc(10_000));
+    policy.languages.java = Some(tc(2_000));
+    let hints =
+        agentjail_engine::contract::parse_hints(&json!({"compile_timeout_seconds": 2.5})).unwrap();
+    let (p, notes) = apply_hints(&policy, &hints);
+    let wall = |p: &Policy, l: &str| {
+        p.languages
+            .toolchain(l)
+            .unwrap()
+            .compile_limits
+            .wall_time_ms
+    };
+    assert_eq!((wall(&p, "cpp"), wall(&p, "java")), (2_500, 2_000));
+    assert_eq!(p.limits, policy.limits, "the run's limits are the run's");
+    assert!(notes.is_empty());
+    for bad in [json!(0), json!(-1), json!("1"), json!(null)] {
+        let r = agentjail_engine::contract::parse_hints(&json!({"compile_timeout_seconds": bad}));
+        assert_eq!(r.is_err(), !bad.is_null(), "{bad}");
+    }
 }
 
 proptest! {

@@ -279,6 +279,49 @@ fn every_bad_files_entry_is_refused_before_any_jail() {
             "files:entry",
         ),
         (json!([{"path": 7, "content": "x"}]), "files:path"),
+        // A link is made only beneath the working directory or /tmp, by a normalised path.
+        (
+            json!([{"path": "a", "content": "x", "link": "/usr/lib/a"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/app/in/a"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/app/out/../../usr/a"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/tmp/../etc/a"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/app/out/"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "app/out/a"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/app/out/a\nb"}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": 5}]),
+            "files:link",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/tmp/l"},
+                   {"path": "b", "content": "y", "link": "/tmp/l"}]),
+            "files:link_conflict",
+        ),
+        (
+            json!([{"path": "a", "content": "x", "link": "/app/out/l"},
+                   {"path": "b", "content": "y", "link": "/app/out/l/m"}]),
+            "files:link_conflict",
+        ),
         (json!([{"path": "big", "content": big}]), "files:too_large"),
         (
             json!((0..65)
@@ -303,6 +346,63 @@ fn every_bad_files_entry_is_refused_before_any_jail() {
             let msg = r["error"]["message"].as_str().unwrap_or("");
             assert!(!msg.is_empty() && !msg.contains('\n'), "{msg:?}");
         }
+    }
+}
+
+/// An input file's `link` (how /run_code offers SandboxFusion's `files`): the file is read by
+/// its name from the working directory and at /tmp, still read-only through the link; the
+/// link is never collected as an artifact (skipped as `symlink`), while a file the program
+/// writes beside it is.
+#[test]
+fn a_linked_file_is_read_from_the_working_directory_and_stays_read_only() {
+    let p = policy(&[]);
+    let files = json!([
+        {"path": "flag.txt", "content": "FLAG", "link": "/app/out/flag.txt"},
+        {"path": "d/x.txt", "content": "X", "link": "/app/out/d/x.txt"},
+        {"path": "tmp/t.txt", "content": "T", "link": "/tmp/t.txt"},
+    ]);
+    let code = r#"
+import json
+got = {n: open(n).read() for n in ['flag.txt', 'd/x.txt', '/tmp/t.txt', '/app/in/flag.txt']}
+tries = {}
+for n in ['flag.txt', 'd/x.txt', '/tmp/t.txt']:
+    try:
+        open(n, 'w').write('x')
+        tries[n] = 'WROTE'
+    except OSError as e:
+        tries[n] = e.errno
+open('d/new.txt', 'w').write('n')
+print(json.dumps({'got': got, 'tries': tries, 'in': open('/app/in/flag.txt').read()}))
+"#;
+    for who in variants() {
+        let out = run(who, &p, &[], &action(code, Some(files.clone())));
+        let r = out.record();
+        assert_eq!(r["stop_reason"], "success", "{who:?}: {r:#}");
+        let o = &r["output"];
+        assert_eq!(
+            o["got"],
+            json!({"flag.txt": "FLAG", "d/x.txt": "X", "/tmp/t.txt": "T", "/app/in/flag.txt": "FLAG"}),
+            "{who:?}"
+        );
+        for (n, v) in o["tries"].as_object().unwrap() {
+            assert!(v == 30 || v == 13, "{who:?}: {n} -> {v}: {r:#}");
+        }
+        assert_eq!(o["in"], "FLAG", "the input itself is unchanged");
+        let arts: Vec<&str> = r["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(arts, ["d/new.txt"], "{who:?}: {r:#}");
+        let skipped = r["artifacts_skipped"].as_array().unwrap();
+        for link in ["d/x.txt", "flag.txt"] {
+            assert!(
+                skipped.contains(&json!({"path": link, "reason": "symlink"})),
+                "{who:?}: {link}: {skipped:?}"
+            );
+        }
+        assert_eq!(skipped.len(), 2, "{who:?}: {skipped:?}");
     }
 }
 

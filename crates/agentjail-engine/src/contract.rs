@@ -134,10 +134,11 @@ impl OutputMode {
     }
 }
 
-const KNOWN_HINTS: [&str; 4] = [
+const KNOWN_HINTS: [&str; 5] = [
     "allowed_languages",
     "max_code_chars",
     "exec_timeout_seconds",
+    "compile_timeout_seconds",
     "network_access",
 ];
 
@@ -171,25 +172,35 @@ pub struct Action {
     pub files: Vec<InputFile>,
 }
 
-/// One input file: a relative, normalised path under /app/in and its bytes. Serialized as
-/// its path, size and sha256 (the cache key covers the contents through the digest).
+/// One input file: a relative, normalised path under /app/in and its bytes, and where a
+/// symlink to it is made besides ([`LINK_DIRS`]), if anywhere. Serialized as its path, size,
+/// sha256 and link (the cache key covers the contents through the digest).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputFile {
     pub path: String,
     pub contents: Vec<u8>,
+    /// An absolute path beneath one of [`LINK_DIRS`] (normalised, as [`file_path_problem`]
+    /// accepts beneath it): a read-only symlink to `/app/in/PATH` is made there, so a program
+    /// that opens a file by its name in its working directory (SandboxFusion's) finds it.
+    pub link: Option<String>,
 }
+
+pub use crate::plan::LINK_DIRS;
 
 impl Serialize for InputFile {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         use sha2::Digest;
-        let mut st = s.serialize_struct("InputFile", 3)?;
+        let mut st = s.serialize_struct("InputFile", 4)?;
         st.serialize_field("path", &self.path)?;
         st.serialize_field("bytes", &self.contents.len())?;
         st.serialize_field(
             "sha256",
             &format!("{:x}", sha2::Sha256::digest(&self.contents)),
         )?;
+        if let Some(link) = &self.link {
+            st.serialize_field("link", link)?;
+        }
         st.end()
     }
 }
@@ -202,6 +213,8 @@ pub struct PolicyHints {
     pub max_code_chars: Option<usize>,
     /// Finite and positive.
     pub exec_timeout_seconds: Option<f64>,
+    /// Finite and positive: caps a compile step's wall time (`/run_code`'s `compile_timeout`).
+    pub compile_timeout_seconds: Option<f64>,
     /// One of [`NETWORK_DENIED_VALUES`] (anything else is refused by [`parse_action`]).
     pub network_access: Option<String>,
 }
@@ -581,9 +594,49 @@ pub fn parse_files(
                 ),
             ));
         }
+        if let Some(o) = f.link.as_ref().and_then(|l| link_clash(&out, l)) {
+            return Err(bad(
+                "link_conflict",
+                format!(
+                    "{shown}'s link clashes with {}'s",
+                    agentjail_json::safe_text(&o.path, 200)
+                ),
+            ));
+        }
         out.push(f);
     }
     Ok(out)
+}
+
+/// The file already in `out` whose link is `link`, or a directory above it, or beneath it.
+fn link_clash<'a>(out: &'a [InputFile], link: &str) -> Option<&'a InputFile> {
+    out.iter().find(|o| {
+        o.link.as_deref().is_some_and(|l| {
+            l == link || link.starts_with(&format!("{l}/")) || l.starts_with(&format!("{link}/"))
+        })
+    })
+}
+
+/// An input file's `link`: absolute, beneath one of [`LINK_DIRS`] by a relative, normalised
+/// path of printable characters; else `files:link`.
+fn parse_link(v: Option<&Value>, i: usize) -> Result<Option<String>, ContractError> {
+    let Some(v) = v else { return Ok(None) };
+    let ok = v.as_str().filter(|l| {
+        LINK_DIRS.iter().any(|d| {
+            l.strip_prefix(d)
+                .is_some_and(|rest| file_path_problem(rest).is_none())
+        })
+    });
+    match ok {
+        Some(l) => Ok(Some(l.to_string())),
+        None => Err(ContractError::action(
+            "files:link",
+            format!(
+                "files[{i}].link must be an absolute, normalised path of printable characters beneath {} (no `..`)",
+                LINK_DIRS.join(" or ")
+            ),
+        )),
+    }
 }
 
 fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
@@ -597,7 +650,7 @@ fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
     };
     if let Some(k) = o
         .keys()
-        .find(|k| !["path", "content", "content_base64"].contains(&k.as_str()))
+        .find(|k| !["path", "content", "content_base64", "link"].contains(&k.as_str()))
     {
         return Err(bad(
             "entry",
@@ -631,6 +684,7 @@ fn parse_file(item: &Value, i: usize) -> Result<InputFile, ContractError> {
     Ok(InputFile {
         path: path.clone(),
         contents,
+        link: parse_link(o.get("link"), i)?,
     })
 }
 
@@ -721,7 +775,8 @@ pub fn parse_hints(v: &Value) -> Result<PolicyHints, ContractError> {
     Ok(PolicyHints {
         allowed_languages: hint_languages(map.get("allowed_languages"))?,
         max_code_chars: hint_code_chars(map.get("max_code_chars"))?,
-        exec_timeout_seconds: hint_timeout(map.get("exec_timeout_seconds"))?,
+        exec_timeout_seconds: hint_timeout(map.get("exec_timeout_seconds"), "exec")?,
+        compile_timeout_seconds: hint_timeout(map.get("compile_timeout_seconds"), "compile")?,
         network_access: hint_network(map.get("network_access"))?,
     })
 }
@@ -763,8 +818,12 @@ fn hint_code_chars(v: Option<&Value>) -> Result<Option<usize>, ContractError> {
     }
 }
 
-fn hint_timeout(v: Option<&Value>) -> Result<Option<f64>, ContractError> {
-    let bad = || hint_error("policy_hints.exec_timeout_seconds must be a positive number");
+fn hint_timeout(v: Option<&Value>, which: &str) -> Result<Option<f64>, ContractError> {
+    let bad = || {
+        hint_error(format!(
+            "policy_hints.{which}_timeout_seconds must be a positive number"
+        ))
+    };
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
@@ -839,6 +898,8 @@ pub fn check_action(action: &Action, policy: &Policy) -> agentjail_check::Decisi
 /// * `allowed_languages`: the intersection with the policy's languages;
 /// * `max_code_chars`: the smaller of the two;
 /// * `exec_timeout_seconds`: the smaller of it and `limits.wall_time_ms`;
+/// * `compile_timeout_seconds`: the smaller of it and each compiled language's
+///   `compile_limits.wall_time_ms` (never a note: it caps, as /run_code's `compile_timeout`);
 /// * `network_access`: already forced to a "denied" value by [`parse_action`].
 ///
 /// A hint that would loosen the policy is ignored and reported in the returned notes.
@@ -907,6 +968,22 @@ pub fn apply_hints(policy: &Policy, hints: &PolicyHints) -> (Policy, Vec<HintNot
             });
         }
     }
-
+    if let Some(secs) = hints.compile_timeout_seconds {
+        cap_compiles(&mut out, secs);
+    }
     (out, notes)
+}
+
+/// Each compiled language's compile wall time, capped at `secs` (rounded down, >= 1 ms).
+fn cap_compiles(policy: &mut Policy, secs: f64) {
+    if !(secs.is_finite() && secs > 0.0) {
+        return;
+    }
+    let ms = ((secs * 1000.0).floor() as u64).max(1);
+    for lang in crate::policy::toolchain::TOOLCHAIN_LANGUAGES {
+        if let Some(tc) = policy.languages.toolchain_mut(lang) {
+            let wall = &mut tc.compile_limits.wall_time_ms;
+            *wall = (*wall).min(ms);
+        }
+    }
 }

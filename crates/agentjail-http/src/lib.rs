@@ -15,6 +15,8 @@ pub mod respond;
 pub mod routes;
 pub mod runs;
 pub mod sandboxfusion;
+pub mod sandboxfusion_compile;
+pub mod sandboxfusion_files;
 pub mod server;
 pub mod state;
 pub mod status;

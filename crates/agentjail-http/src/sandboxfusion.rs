@@ -7,31 +7,31 @@
 //! pydantic ignores them. A missing or mistyped field is answered as FastAPI answers a
 //! request its model refuses: HTTP 422 with `{"detail": [{"type", "loc", "msg", "input"}]}`.
 //! A request this server understands but cannot serve — a language its policy does not run,
-//! a file at an absolute path — is HTTP 400 with the same `detail` list and, for a language,
+//! a file at a path the jail cannot offer — is HTTP 400 with the same `detail` list and, for a language,
 //! `"languages"`: the SandboxFusion names it runs. (SandboxFusion's SDK retries every
 //! answer but a 200, 400 and 422 alike, then raises with the body's text: the 400's text
 //! says what to change.)
 //!
-//! It runs as a judge-mode action (`output_mode: "text"`, `stdin`), `run_timeout` as the
-//! `exec_timeout_seconds` hint (it may only lower the policy's), `files` as the action's
-//! input files (read-only under `/app/in`, by their relative path; the program's working
-//! directory is `/app/out`), `fetch_files` answered from the record's artifacts (files the
-//! program left in `/app/out`, by their path there; those not there are named in
-//! `missing_files`). `memory_limit_MB` and `compile_timeout` are not
-//! applied: the policy's memory limit holds (it cannot be raised by a request), and
-//! nothing is compiled.
+//! It runs as a judge-mode action (`output_mode: "text"`, `stdin`), `language` mapped onto
+//! agentjail's (`nodejs` → `javascript`; `cpp`, `go`, `java`, `rust`, `bash`, `python` and
+//! agentjail's own `c` as they are), `run_timeout` as the `exec_timeout_seconds` hint and,
+//! for a compiled language, `compile_timeout` as `compile_timeout_seconds` (each may only
+//! lower the policy's), `files` placed where SandboxFusion puts them and `fetch_files`
+//! answered from the record's artifacts (crate::sandboxfusion_files). `memory_limit_MB` is
+//! not applied: the policy's memory limit holds (it cannot be raised by a request).
 //!
 //! The response (`RunCodeResponse`): `status` `Success` / `Failed` / `SandboxError`,
-//! `message`, `compile_result` (null), `run_result` `{status: Finished | TimeLimitExceeded
+//! `message`, `compile_result` (crate::sandboxfusion_compile; null for an interpreted
+//! language), `run_result` `{status: Finished | TimeLimitExceeded
 //! | Error, execution_time, return_code, stdout, stderr, cpu_time}`, `executor_pod_name`,
-//! `files` (and `missing_files` when a fetched file was not there). The stop reason maps
+//! `files` (and `missing_files` and `missing_reasons` when a fetched file was not there). The stop reason maps
 //! onto it ([`respond`]). Code the static check refused never ran: its `stderr` says why as
 //! the interpreter would, one finding a line (`File "main.py", line L` with the source line
 //! and a caret at the column, then `SyntaxError: …` for a syntax error, `main.py:L:C: rule:
 //! detail` for the others), then `agentjail: REASON`; `message` keeps the machine-readable
 //! reason.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// SandboxFusion's `Language` literal, in its order.
 pub const LANGUAGES: [&str; 29] = [
@@ -66,11 +66,21 @@ pub const LANGUAGES: [&str; 29] = [
     "racket",
 ];
 
+/// The names /run_code takes beyond SandboxFusion's: `c` (SandboxFusion has none; a judge
+/// of C programs sends it here), after SandboxFusion's in the `languages` lists.
+pub const EXTRA_LANGUAGES: [&str; 1] = ["c"];
+
 /// SandboxFusion's name of a language → agentjail's language and entrypoint.
 fn ours(language: &str) -> Option<(&'static str, &'static str)> {
     match language {
         "python" => Some(("python", "main.py")),
         "nodejs" => Some(("javascript", "main.js")),
+        "cpp" => Some(("cpp", "main.cpp")),
+        "c" => Some(("c", "main.c")),
+        "go" => Some(("go", "main.go")),
+        "java" => Some(("java", "Main.java")),
+        "rust" => Some(("rust", "main.rs")),
+        "bash" => Some(("bash", "main.sh")),
         _ => None,
     }
 }
@@ -95,7 +105,12 @@ pub fn unprocessable(detail: Vec<Value>) -> Value {
 }
 
 /// The detail types that are "well formed, not servable here" (a 400), not FastAPI's 422.
-const NOT_SERVABLE: [&str; 2] = ["language_not_run", "path_not_offered"];
+const NOT_SERVABLE: [&str; 4] = [
+    "language_not_run",
+    "path_not_offered",
+    "path_invalid",
+    "path_conflict",
+];
 
 fn field_error(kind: &str, field: &str, msg: &str, input: &Value) -> Value {
     json!({"type": kind, "loc": ["body", field], "msg": msg, "input": input})
@@ -146,17 +161,21 @@ pub fn parse(body: &Value, executes: &dyn Fn(&str) -> bool) -> Result<Parsed, Re
         },
     };
     let run_timeout = number("run_timeout", 10.0, &mut errors);
-    number("compile_timeout", 10.0, &mut errors);
+    let compile_timeout = number("compile_timeout", 10.0, &mut errors);
     number("memory_limit_MB", -1.0, &mut errors);
     let stdin = stdin_of(o.get("stdin"), &mut errors);
-    let files = input_files(o.get("files"), &mut errors);
+    let files = crate::sandboxfusion_files::input_files(o.get("files"), &mut errors);
     let fetch_files = fetch_list(o.get("fetch_files"), &mut errors);
     let target = language
         .as_deref()
         .and_then(|l| target(l, executes, &mut errors));
-    let (Some(code), Some((language, entrypoint)), Some(run_timeout), true) =
-        (code, target, run_timeout, errors.is_empty())
-    else {
+    let (Some(code), Some((language, entrypoint)), Some(run_timeout), Some(compile_timeout), true) = (
+        code,
+        target,
+        run_timeout,
+        compile_timeout,
+        errors.is_empty(),
+    ) else {
         return Err(refused(errors, executes));
     };
     let mut action = json!({
@@ -172,13 +191,23 @@ pub fn parse(body: &Value, executes: &dyn Fn(&str) -> bool) -> Result<Parsed, Re
     if !files.is_empty() {
         action["files"] = Value::Array(files);
     }
-    if run_timeout > 0.0 {
-        action["policy_hints"] = json!({ "exec_timeout_seconds": run_timeout });
-    }
+    timeouts(&mut action, language, run_timeout, compile_timeout);
     Ok(Parsed {
         action,
         fetch_files,
     })
+}
+
+/// `run_timeout` as the `exec_timeout_seconds` hint; for a compiled language,
+/// `compile_timeout` as `compile_timeout_seconds` (each only lowers the policy's; 0 or less:
+/// none, the policy's holds).
+fn timeouts(action: &mut Value, language: &str, run: f64, compile: f64) {
+    if run > 0.0 {
+        action["policy_hints"]["exec_timeout_seconds"] = json!(run);
+    }
+    if compile > 0.0 && crate::sandboxfusion_compile::COMPILED.contains(&language) {
+        action["policy_hints"]["compile_timeout_seconds"] = json!(compile);
+    }
 }
 
 /// The refusal of a request with `errors`: a 422 when any is FastAPI's own (the body is not
@@ -204,6 +233,7 @@ fn refused(errors: Vec<Value>, executes: &dyn Fn(&str) -> bool) -> Refused {
 fn runs(executes: &dyn Fn(&str) -> bool) -> Vec<&'static str> {
     LANGUAGES
         .iter()
+        .chain(EXTRA_LANGUAGES.iter())
         .copied()
         .filter(|l| ours(l).is_some_and(|(a, _)| executes(a)))
         .collect()
@@ -226,7 +256,7 @@ fn target(
         .map(|l| format!("'{l}'"))
         .collect::<Vec<_>>()
         .join(" or ");
-    if LANGUAGES.contains(&l) {
+    if LANGUAGES.contains(&l) || EXTRA_LANGUAGES.contains(&l) {
         let msg = if runs.is_empty() {
             format!("this server's policy runs none of SandboxFusion's languages, so not '{l}'")
         } else {
@@ -285,68 +315,10 @@ fn fetch_list(v: Option<&Value>, errors: &mut Vec<Value>) -> Vec<String> {
     }
 }
 
-/// `files`: path → base64 (null: skipped) → the action's `files` entries. A relative path
-/// (a leading `./` dropped) lands read-only under `/app/in`; an absolute one is refused
-/// (`path_not_offered`, a 400): SandboxFusion writes it where it says, this jail cannot, and
-/// a file silently elsewhere is worse than a refusal. Anything else the contract refuses
-/// comes back as the record's `invalid_action:files:*`.
-fn input_files(v: Option<&Value>, errors: &mut Vec<Value>) -> Vec<Value> {
-    let Some(v) = v else { return Vec::new() };
-    let Some(m) = v.as_object() else {
-        errors.push(field_error(
-            "dict_type",
-            "files",
-            "Input should be a valid dictionary",
-            v,
-        ));
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (path, content) in m {
-        match content {
-            Value::Null => {}
-            Value::String(_) if path.starts_with('/') => errors.push(json!({
-                "type": "path_not_offered", "loc": ["body", "files", path],
-                "msg": "an absolute path cannot be offered: files land read-only under /app/in by their relative path (the program's working directory is /app/out); send a relative path and open it at /app/in/PATH",
-                "input": path})),
-            Value::String(b64) => {
-                let p = path.trim_start_matches("./");
-                out.push(json!({"path": p, "content_base64": b64}));
-            }
-            other => errors.push(
-                json!({"type": "string_type", "loc": ["body", "files", path],
-                "msg": "Input should be a valid string", "input": other}),
-            ),
-        }
-    }
-    out
-}
-
-/// `fetch_files` answered from the record's artifacts (by their path in `/app/out`; those
-/// the record carries inline), and the ones asked for that are not there.
-fn fetched(record: &Value, fetch_files: &[String]) -> (Map<String, Value>, Vec<Value>) {
-    let mut files = Map::new();
-    let mut missing = Vec::new();
-    let none = Vec::new();
-    let arts = record["artifacts"].as_array().unwrap_or(&none);
-    for want in fetch_files {
-        let w = want
-            .trim_start_matches("/app/out/")
-            .trim_start_matches("./");
-        let found = arts.iter().find(|a| a["path"].as_str() == Some(w));
-        match found.and_then(|a| a["content_base64"].as_str()) {
-            Some(b64) => {
-                files.insert(want.clone(), Value::String(b64.to_string()));
-            }
-            None => missing.push(Value::String(want.clone())),
-        }
-    }
-    (files, missing)
-}
-
 /// Why the static check refused `code`, as the interpreter would say it: a syntax error as
-/// Python prints one (file, line, the source line, a caret under the column); every other
-/// finding as `main.py:LINE:COL: rule: detail`.
+/// Python prints one (file, line, the source line, a caret under the column) or, for
+/// JavaScript, as node does (`main.js:LINE`, the line, a caret under the column, a blank
+/// line, `SyntaxError: …`); every other finding as `main.py:LINE:COL: rule: detail`.
 fn check_findings(record: &Value, action: &Value) -> String {
     let code = action["code"].as_str().unwrap_or("");
     let entrypoint = action["entrypoint"].as_str().unwrap_or("main.py");
@@ -358,11 +330,19 @@ fn check_findings(record: &Value, action: &Value) -> String {
         let col = v["column"].as_u64().unwrap_or(0);
         let rule = v["rule"].as_str().unwrap_or("");
         let detail = v["detail"].as_str().unwrap_or("");
-        if rule == "syntax_error" && line > 0 {
+        let src = usize::try_from(line.max(1) - 1)
+            .ok()
+            .and_then(|n| code.lines().nth(n));
+        if rule == "syntax_error" && line > 0 && entrypoint.ends_with(".js") {
+            // As node prints it: FILE:LINE, the line, a caret under the column, a blank line.
+            out.push_str(&format!("{entrypoint}:{line}\n"));
+            if let Some(src) = src {
+                let caret = usize::try_from(col.max(1) - 1).unwrap_or(0);
+                out.push_str(&format!("{src}\n{}^\n\n", " ".repeat(caret)));
+            }
+            out.push_str(&format!("SyntaxError: {detail}\n"));
+        } else if rule == "syntax_error" && line > 0 {
             out.push_str(&format!("  File \"{entrypoint}\", line {line}\n"));
-            let src = usize::try_from(line - 1)
-                .ok()
-                .and_then(|n| code.lines().nth(n));
             if let Some(src) = src {
                 let trimmed = src.trim_start();
                 let indent = src.chars().count() - trimmed.chars().count();
@@ -379,12 +359,6 @@ fn check_findings(record: &Value, action: &Value) -> String {
     out
 }
 
-/// The number of the signal a record names (`"SIGSEGV"` → 11): the inverse of the record's
-/// one number → name map (agentjail_engine::verdict::signal_name, `SIG<n>` past the named ones).
-pub fn signal_number(name: &str) -> Option<i32> {
-    (1..=64).find(|n| agentjail_engine::verdict::signal_name(*n) == name)
-}
-
 /// A program's return code as a Python subprocess reports it: its exit code, or the
 /// negative number of the signal that killed it (the record names the signal, "SIGSEGV"),
 /// else 1.
@@ -394,10 +368,19 @@ fn return_code(exec: &Value) -> i64 {
         .or_else(|| {
             exec["signal"]
                 .as_str()
-                .and_then(signal_number)
+                .and_then(crate::sandboxfusion_compile::signal_number)
                 .map(|n| -i64::from(n))
         })
         .unwrap_or(1)
+}
+
+/// `stderr` with `agentjail: REASON` as its last line.
+fn with_reason(s: String, reason: &str) -> String {
+    if s.is_empty() || s.ends_with('\n') {
+        format!("{s}agentjail: {reason}\n")
+    } else {
+        format!("{s}\nagentjail: {reason}\n")
+    }
 }
 
 /// How a record answers: the HTTP status and the `RunCodeResponse`. `action`: the action
@@ -409,18 +392,15 @@ pub fn respond(record: &Value, action: &Value, fetch_files: &[String], pod: &str
     let execution_time = exec["wall_ms"].as_f64().map(|ms| ms / 1000.0);
     let cpu_time = exec["cpu_ms"].as_f64().map(|ms| ms / 1000.0);
     let kind = reason.split_once(':').map_or(reason, |(k, _)| k);
-    let ran = !exec.is_null();
+    let (ran, compile_failed) = (
+        !exec.is_null(),
+        crate::sandboxfusion_compile::failed(record),
+    );
     let run_result = |status: &str, rc: Option<i64>, stderr: String| {
         json!({"status": status, "execution_time": execution_time, "return_code": rc,
                "stdout": text("stdout"), "stderr": stderr, "cpu_time": cpu_time})
     };
-    let with_reason = |s: String| {
-        if s.is_empty() || s.ends_with('\n') {
-            format!("{s}agentjail: {reason}\n")
-        } else {
-            format!("{s}\nagentjail: {reason}\n")
-        }
-    };
+    let with_reason = |s: String| with_reason(s, reason);
     let (http, status, message, run) = match kind {
         "success" | "invalid_code_output" => (
             200,
@@ -468,12 +448,14 @@ pub fn respond(record: &Value, action: &Value, fetch_files: &[String], pod: &str
         ),
         // agentjail could not run it, or was stopping: retryable, and verl retries 504.
         "sandbox_unavailable" | "interrupted" => (504, "SandboxError", reason.to_string(), None),
+        // The compile failed: nothing ran (crate::sandboxfusion_compile).
+        _ if compile_failed.is_some() => (200, "Failed", compile_failed.unwrap_or_default(), None),
         _ => (200, "SandboxError", reason.to_string(), None),
     };
     let mut body = json!({
         "status": status,
         "message": message,
-        "compile_result": null,
+        "compile_result": crate::sandboxfusion_compile::compile_result(record),
         "run_result": run,
         "executor_pod_name": pod,
     });
@@ -481,12 +463,14 @@ pub fn respond(record: &Value, action: &Value, fetch_files: &[String], pod: &str
     (http, body)
 }
 
-/// The answer's `files`, and `missing_files` when a fetched one was not there.
+/// The answer's `files`, and `missing_files` and `missing_reasons` when a fetched one was
+/// not there (crate::sandboxfusion_files).
 fn add_files(body: &mut Value, record: &Value, fetch_files: &[String]) {
-    let (files, missing) = fetched(record, fetch_files);
+    let (files, missing, why) = crate::sandboxfusion_files::fetched(record, fetch_files);
     body["files"] = Value::Object(files);
     if !missing.is_empty() {
         body["missing_files"] = Value::Array(missing);
+        body["missing_reasons"] = Value::Object(why);
     }
 }
 
@@ -524,7 +508,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             f.action["files"],
-            json!([{"path": "a.txt", "content_base64": "MQ=="}])
+            json!([{"path": "a.txt", "content_base64": "MQ==", "link": "/app/out/a.txt"}])
         );
     }
 
@@ -579,9 +563,80 @@ mod tests {
     }
 
     #[test]
+    fn sandboxfusions_languages_map_onto_ours_and_compile_timeout_onto_a_hint() {
+        let all = |_: &str| true;
+        for (sf, lang, entry) in [
+            ("python", "python", "main.py"),
+            ("nodejs", "javascript", "main.js"),
+            ("cpp", "cpp", "main.cpp"),
+            ("c", "c", "main.c"),
+            ("go", "go", "main.go"),
+            ("java", "java", "Main.java"),
+            ("rust", "rust", "main.rs"),
+            ("bash", "bash", "main.sh"),
+        ] {
+            let p = parse(&json!({"code": "x", "language": sf}), &all)
+                .ok()
+                .unwrap();
+            assert_eq!(
+                (
+                    p.action["language"].as_str(),
+                    p.action["entrypoint"].as_str()
+                ),
+                (Some(lang), Some(entry)),
+                "{sf}"
+            );
+            let hint = p.action["policy_hints"]["compile_timeout_seconds"].as_f64();
+            let compiled = ["c", "cpp", "go", "java", "rust"].contains(&lang);
+            assert_eq!(
+                hint,
+                compiled.then_some(10.0),
+                "{sf}: SandboxFusion's default"
+            );
+        }
+        let p = parse(
+            &json!({"code": "x", "language": "cpp", "compile_timeout": 2.5, "run_timeout": 1}),
+            &all,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(
+            p.action["policy_hints"],
+            json!({"exec_timeout_seconds": 1.0, "compile_timeout_seconds": 2.5})
+        );
+        let e = parse(
+            &json!({"code": "x", "language": "cpp", "compile_timeout": "soon"}),
+            &all,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.status, 422);
+        assert_eq!(
+            e.body["detail"][0]["loc"],
+            json!(["body", "compile_timeout"])
+        );
+        // `c` is agentjail's addition: named after SandboxFusion's languages, refused as they are.
+        let e = parse(&json!({"code": "x", "language": "c"}), &|l| l != "c")
+            .err()
+            .unwrap();
+        assert_eq!(
+            (e.status, e.body["detail"][0]["type"].as_str()),
+            (400, Some("language_not_run"))
+        );
+        assert_eq!(
+            e.body["languages"],
+            json!(["python", "cpp", "nodejs", "go", "java", "bash", "rust"])
+        );
+        let e = parse(&json!({"code": "x", "language": "cpp"}), &|l| l == "c")
+            .err()
+            .unwrap();
+        assert_eq!(e.body["languages"], json!(["c"]));
+    }
+
+    #[test]
     fn an_absolute_file_path_is_a_400_never_a_file_elsewhere() {
         let e = parse(
-            &json!({"code": "x", "language": "python", "files": {"/tmp/flag.txt": b64(b"1"), "ok.txt": b64(b"2")}}),
+            &json!({"code": "x", "language": "python", "files": {"/usr/flag.txt": b64(b"1"), "ok.txt": b64(b"2")}}),
             &py,
         )
         .err()
@@ -590,7 +645,7 @@ mod tests {
         assert_eq!(e.body["detail"][0]["type"], "path_not_offered");
         assert_eq!(
             e.body["detail"][0]["loc"],
-            json!(["body", "files", "/tmp/flag.txt"])
+            json!(["body", "files", "/usr/flag.txt"])
         );
         assert_eq!(e.body["detail"].as_array().unwrap().len(), 1);
         let ok = parse(
@@ -600,6 +655,7 @@ mod tests {
         .ok()
         .unwrap();
         assert_eq!(ok.action["files"][0]["path"], "a/b.txt");
+        assert_eq!(ok.action["files"][0]["link"], "/app/out/a/b.txt");
     }
 
     #[test]
@@ -619,9 +675,14 @@ mod tests {
             json!({"o.txt": "MQ==", "/app/out/o.txt": "MQ=="})
         );
         assert_eq!(b["missing_files"], json!(["missing.txt", "/tmp/o.txt"]));
+        assert_eq!(
+            b["missing_reasons"],
+            json!({"missing.txt": "not_found", "/tmp/o.txt": "outside_working_directory"})
+        );
         assert_eq!(b["run_result"]["cpu_time"].as_f64(), Some(0.003));
         let (_, b) = respond(&rec, &Value::Null, &want[..1], "p");
         assert!(b.get("missing_files").is_none(), "none missing: no key");
+        assert!(b.get("missing_reasons").is_none(), "none missing: no key");
     }
 
     #[test]
@@ -638,6 +699,16 @@ mod tests {
         assert_eq!(
             b["run_result"]["stderr"],
             "  File \"main.py\", line 2\n    def f(:\n          ^\nSyntaxError: Expected a parameter\nagentjail: policy_block:static_policy_violation:syntax_error\n"
+        );
+        let js =
+            json!({"code": "let x = 1;\nfunction f( {\n  return 2;\n}\n", "entrypoint": "main.js"});
+        let rec = json!({"stop_reason": "policy_block:static_policy_violation:syntax_error",
+            "decision": {"violations": [{"rule": "syntax_error", "line": 3, "column": 10,
+                "detail": "Expected `:` but found `decimal`"}]}});
+        let (_, b) = respond(&rec, &js, &[], "p");
+        assert_eq!(
+            b["run_result"]["stderr"],
+            "main.js:3\n  return 2;\n         ^\n\nSyntaxError: Expected `:` but found `decimal`\nagentjail: policy_block:static_policy_violation:syntax_error\n"
         );
         let rec = json!({"stop_reason": "policy_block:static_policy_violation:import_denied",
             "decision": {"violations": [{"rule": "import_denied", "line": 1, "column": 1,
@@ -726,6 +797,47 @@ mod tests {
         );
         assert_eq!((h, b["status"].as_str()), (504, Some("SandboxError")));
         assert!(b["run_result"].is_null());
+    }
+
+    #[test]
+    fn a_compiled_run_answers_both_steps_and_a_failed_compile_no_run() {
+        let compile = |status: &str, exit: Value| {
+            json!({"status": status, "exit_code": exit, "wall_ms": 800, "cpu_ms": 600,
+                   "stdout": "", "stderr": "main.cpp:1:1: e\n"})
+        };
+        let rec = json!({"stop_reason": "success", "compile": compile("ok", json!(0)),
+            "execution": {"exit_code": 0, "wall_ms": 5, "stdout": "7\n", "stderr": ""}});
+        let (h, b) = respond(&rec, &Value::Null, &[], "p");
+        assert_eq!((h, b["status"].as_str()), (200, Some("Success")));
+        assert_eq!(
+            (
+                b["compile_result"]["status"].as_str(),
+                b["compile_result"]["return_code"].as_i64()
+            ),
+            (Some("Finished"), Some(0))
+        );
+        assert_eq!(b["run_result"]["stdout"], "7\n");
+        for reason in [
+            "compile_error",
+            "compile_timeout",
+            "compile_memory_limit",
+            "max_seconds",
+        ] {
+            let rec = json!({"stop_reason": reason, "compile": compile(reason, json!(1))});
+            let (h, b) = respond(&rec, &Value::Null, &["o.txt".into()], "p");
+            assert_eq!((h, b["status"].as_str()), (200, Some("Failed")), "{reason}");
+            assert_eq!(b["message"], reason);
+            assert!(
+                b["run_result"].is_null() && b["compile_result"].is_object(),
+                "{reason}"
+            );
+            assert_eq!(b["missing_files"], json!(["o.txt"]));
+        }
+        // agentjail could not start the compile: retryable, as any run's.
+        let rec = json!({"stop_reason": "sandbox_unavailable:setup",
+                         "compile": compile("sandbox_unavailable", Value::Null)});
+        let (h, b) = respond(&rec, &Value::Null, &[], "p");
+        assert_eq!((h, b["status"].as_str()), (504, Some("SandboxError")));
     }
 
     proptest::proptest! {

@@ -594,6 +594,14 @@ fn put_and_get_never_follow_what_the_code_planted() {
             let r = put(c, &ws, json!([{"path": path, "content": "x"}]));
             assert_eq!(error_code(&r), "bad_files", "{path:?}: {r}");
         }
+        // A job's input-file link has no meaning here: refused, nothing written.
+        let r = put(
+            c,
+            &ws,
+            json!([{"path": "l.txt", "content": "x", "link": "/tmp/l.txt"}]),
+        );
+        assert_eq!(error_code(&r), "bad_files", "{r}");
+        assert!(r.to_string().contains("files:link"), "{r}");
         close(c, &ws);
         s.finish();
     }

@@ -891,6 +891,12 @@ impl Workspace {
                 format!("{}: {}", e.reason(), e.message()),
             )
         })?;
+        if parsed.iter().any(|f| f.link.is_some()) {
+            return Err(EngineError::new(
+                ErrorCode::BadFiles,
+                "invalid_action:files:link: a workspace's files are written where their path says; link is for a job's input files",
+            ));
+        }
         let write_all = || {
             let mut written = Vec::with_capacity(parsed.len());
             for f in &parsed {

@@ -575,6 +575,11 @@ fn run_plan(
     let mut plan = crate::plan::build(&p, argv, &contents, &agentjail_jail::mount::RealHost)?;
     bind_etc(&mut plan, tc);
     place(&mut plan, handed);
+    let links = action
+        .files
+        .iter()
+        .filter_map(|f| Some((f.path.as_str(), f.link.as_deref()?)));
+    plan.mounts.extend(crate::plan::link_ops(links));
     if runtime_reserves(&action.language) {
         plan.widen_address_space(RUNTIME_ADDRESS_SPACE_HEADROOM);
     }

@@ -70,6 +70,11 @@ pub fn runner_plan(
     let mut plan = crate::plan::build(policy, argv, &contents, &agentjail_jail::mount::RealHost)
         .map_err(PlanError::Plan)?;
     plan.runner_fds = true;
+    let links = job
+        .files
+        .iter()
+        .filter_map(|f| Some((f.path.as_str(), f.link.as_deref()?)));
+    plan.mounts.extend(crate::plan::link_ops(links));
     if language == Language::Python {
         results_plan(&mut plan, &policy.results);
     }

@@ -362,6 +362,42 @@ impl Root {
     }
 }
 
+/// Where an input file's `link` may be: the working directory (whose files are the
+/// artifacts: a link left there is reported skipped as `symlink`, never followed) and /tmp.
+pub const LINK_DIRS: [&str; 2] = ["/app/out/", "/tmp/"];
+
+/// The mount ops that make input files' links (`(path, link)`: a symlink at `link` to
+/// `/app/in/PATH`, crate::contract::InputFile): the directories above each beneath its
+/// tmpfs (owned by the jail uid, as the tmpfs is: the program may write beside it), then
+/// the symlink. Appended after the plan's other ops, so /app/out and /tmp are mounted by
+/// then; the paths were validated by the contract (beneath LINK_DIRS, no `..`).
+pub fn link_ops<'a>(links: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<MountOp> {
+    let mut ops = Vec::new();
+    let mut dirs = std::collections::BTreeSet::new();
+    for (path, link) in links {
+        let Some(base) = LINK_DIRS.iter().find(|d| link.starts_with(*d)) else {
+            continue;
+        };
+        let parts: Vec<&str> = link[base.len()..].split('/').collect();
+        let mut dir = base.trim_end_matches('/').to_string();
+        for part in &parts[..parts.len() - 1] {
+            dir.push('/');
+            dir.push_str(part);
+            if dirs.insert(dir.clone()) {
+                ops.push(MountOp::Dir {
+                    path: dir.clone(),
+                    mode: 0o755,
+                });
+            }
+        }
+        ops.push(MountOp::Symlink {
+            target: format!("{APP_IN}/{path}"),
+            link: link.to_string(),
+        });
+    }
+    ops
+}
+
 /// PATH, LANG and HOME=/tmp, then the policy's extra variables.
 fn environment(policy: &Policy) -> Vec<(String, String)> {
     let mut env = vec![

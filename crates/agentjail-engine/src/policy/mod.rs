@@ -275,7 +275,7 @@ impl Languages {
         }
     }
 
-    fn toolchain_mut(&mut self, language: &str) -> Option<&mut toolchain::Toolchain> {
+    pub(crate) fn toolchain_mut(&mut self, language: &str) -> Option<&mut toolchain::Toolchain> {
         match language {
             "c" => self.c.as_mut(),
             "cpp" => self.cpp.as_mut(),
