@@ -45,8 +45,13 @@ pub const BINARY: &str = "main";
 
 /// Address space a JVM or Go runtime reserves beyond the memory limit when RLIMIT_AS, not
 /// a memory cgroup, bounds the jail (dropped at launch with a memory cgroup), as node's
-/// (crate::pipeline::source::JS_ADDRESS_SPACE_HEADROOM).
-pub const RUNTIME_ADDRESS_SPACE_HEADROOM: u64 = 4 * 1024 * 1024 * 1024;
+/// (crate::pipeline::source::JS_ADDRESS_SPACE_HEADROOM). Measured here: Go 1.19's page
+/// allocator reserves ~650 MiB at start (it cannot start under 704 MiB); javac and java with
+/// judge.toml's flags (serial GC, C1, bounded metaspace, code cache and class space) start
+/// at 768 MiB. 1 GiB covers both, and bounds what such a program can hold without a memory
+/// cgroup to the memory limit plus 1 GiB (4 GiB let a Go balloon reach 5 GiB of host memory
+/// under a 1 GiB limit as nobody: tests/pipeline/lang_attacks.rs).
+pub const RUNTIME_ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
 
 /// A file the run jail gets: its path under /app, contents and mode.
 struct Handed {
