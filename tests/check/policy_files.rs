@@ -749,8 +749,9 @@ fn every_shipped_policy_but_judge_open_enforces_its_check() {
 
 /// judge-open.toml is judge.toml's Python with the check reported instead of enforced and
 /// its own name: nothing else differs (judge.toml also executes JavaScript, with node's
-/// seccomp group, and the languages without a static check, which judge-open.toml does not),
-/// so its findings are exactly judge.toml's refusals.
+/// seccomp group and its computed-member rule off, and the languages without a static
+/// check, which judge-open.toml does not), so its findings are exactly judge.toml's
+/// refusals.
 #[test]
 fn judge_open_is_judge_with_the_check_reported() {
     let judge = load_file(&policies_dir().join("judge.toml"))
@@ -781,6 +782,8 @@ fn judge_open_is_judge_with_the_check_reported() {
         .seccomp
         .allow_groups
         .retain(|g| g != "javascript");
+    assert!(judge.check.javascript.allow_computed_member);
+    python_judge.check.javascript = open.check.javascript.clone();
     assert_eq!(same, python_judge);
 }
 

@@ -43,15 +43,20 @@ pub const RUN_BIN: &str = crate::pipeline::compile_cache::RUN_DIR;
 /// The artifact's name in both directories.
 pub const BINARY: &str = "main";
 
-/// Address space a JVM or Go runtime reserves beyond the memory limit when RLIMIT_AS, not
-/// a memory cgroup, bounds the jail (dropped at launch with a memory cgroup), as node's
+/// Address space Go's runtime reserves beyond the memory limit when RLIMIT_AS, not a memory
+/// cgroup, bounds the jail (dropped at launch with a memory cgroup), as node's
 /// (crate::pipeline::source::JS_ADDRESS_SPACE_HEADROOM). Measured here: Go 1.19's page
-/// allocator reserves ~650 MiB at start (it cannot start under 704 MiB); javac and java with
-/// judge.toml's flags (serial GC, C1, bounded metaspace, code cache and class space) start
-/// at 768 MiB. 1 GiB covers both, and bounds what such a program can hold without a memory
-/// cgroup to the memory limit plus 1 GiB (4 GiB let a Go balloon reach 5 GiB of host memory
-/// under a 1 GiB limit as nobody: tests/pipeline/lang_attacks.rs).
-pub const RUNTIME_ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
+/// allocator reserves ~650 MiB at start (it cannot start under 704 MiB). 1 GiB covers it and
+/// bounds what a Go program can hold without a memory cgroup to the memory limit plus 1 GiB
+/// (4 GiB let a Go balloon reach 5 GiB of host memory under a 1 GiB limit as nobody:
+/// tests/pipeline/lang_attacks.rs).
+pub const GO_ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
+/// The JVM's (javac's too): its reservations are its flags' (heap `-Xmx`, every Java
+/// thread's `-Xss`, metaspace, class space, code cache) beyond what it touches; judge.toml's
+/// run flags (`-Xss64m`, `-Xmx640m`) reserve ~2 GiB with a 1 GiB limit (measured: at limit
+/// plus 1 GiB the JVM cannot start its threads, `pthread_create` EAGAIN). The heap itself is
+/// held by `-Xmx`; native memory a program allocates (`Unsafe.allocateMemory`) by this cap.
+pub const JVM_ADDRESS_SPACE_HEADROOM: u64 = 2 * 1024 * 1024 * 1024;
 
 /// A file the run jail gets: its path under /app, contents and mode.
 struct Handed {
@@ -240,7 +245,7 @@ fn compile(
         path: source_path,
         contents: action.code.as_bytes().to_vec(),
     };
-    let widen = runtime_reserves(&action.language);
+    let widen = address_space_headroom(&action.language);
     let (jail, limits) = match start_compile((&cpolicy, tc, widen), argv, file, cl.output.0) {
         Ok(started) => started,
         Err((error, reason)) => {
@@ -392,16 +397,21 @@ fn blank_record(action: &Action, found: &Found, argv: Vec<String>) -> CompileRec
     }
 }
 
-/// Whether the language's runtime (the JVM, also javac's; Go's, also the go tool's) reserves
-/// address space far beyond what it uses: its jails' RLIMIT_AS gets the headroom.
-fn runtime_reserves(language: &str) -> bool {
-    matches!(language, "java" | "go")
+/// The address space the language's runtime (the JVM, also javac's; Go's, also the go
+/// tool's) reserves beyond what it uses: its jails' RLIMIT_AS gets it on top of the memory
+/// limit where no memory cgroup holds them (0: none).
+fn address_space_headroom(language: &str) -> u64 {
+    match language {
+        "java" => JVM_ADDRESS_SPACE_HEADROOM,
+        "go" => GO_ADDRESS_SPACE_HEADROOM,
+        _ => 0,
+    }
 }
 
 /// The compile jail, started: the program file read-only, /app/out of `output` bytes.
 /// Returns the jail and the limits it is supervised under, or the record's error and stop.
 fn start_compile(
-    (cpolicy, tc, widen): (&Policy, &Toolchain, bool),
+    (cpolicy, tc, widen): (&Policy, &Toolchain, u64),
     argv: Vec<String>,
     file: JailFile,
     output: u64,
@@ -420,8 +430,8 @@ fn start_compile(
         )
     })?;
     bind_etc(&mut plan, tc);
-    if widen {
-        plan.widen_address_space(RUNTIME_ADDRESS_SPACE_HEADROOM);
+    if widen > 0 {
+        plan.widen_address_space(widen);
     }
     let jail = agentjail_jail::launch::prepare(&plan)
         .and_then(|p| p.start())
@@ -585,8 +595,9 @@ fn run_plan(
         .iter()
         .filter_map(|f| Some((f.path.as_str(), f.link.as_deref()?)));
     plan.mounts.extend(crate::plan::link_ops(links));
-    if runtime_reserves(&action.language) {
-        plan.widen_address_space(RUNTIME_ADDRESS_SPACE_HEADROOM);
+    let widen = address_space_headroom(&action.language);
+    if widen > 0 {
+        plan.widen_address_space(widen);
     }
     Ok(plan)
 }
