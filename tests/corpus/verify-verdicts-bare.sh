@@ -6,7 +6,7 @@
 # seconds, a compile error fails to compile with `stderr_contains` in the compiler's message.
 # What the jail and /run_code report for each (`stop_reason`, `sandboxfusion*`) is the
 # harness's to check; this proves the cases themselves. Same toolchains and flags as
-# verify-bare-b.sh. Exit 0 only when every case behaves as described.
+# tests/corpus/verify-bare.py. Exit 0 only when every case behaves as described.
 #
 #   tests/corpus/verify-verdicts-bare.sh [CASE_DIR ...]   (default: every case)
 set -euo pipefail
