@@ -181,8 +181,10 @@ def test_a_crash_and_a_compile_timeout(endpoint):
                     endpoint=endpoint, max_attempts=1)
     assert r.status == RunStatus.Failed and r.run_result.return_code == -6, r
     # A compile that outlasts compile_timeout: TimeLimitExceeded, return_code null, no run.
-    slow = ("constexpr long long f() { long long s = 0; for (long long i = 0; i < 4000000000LL; ++i) s += i % 7; return s; }\n"
-            "static_assert(f() > 0);\nint main() {}\n")
+    # (Each loop under g++'s constexpr loop limit of 262144 iterations, which a single loop of
+    # billions hits at once as a compile error; 4e10 steps in all, far past 1 s.)
+    slow = ("constexpr long f(long n) { long s = 0; for (long i = 0; i < n; i++) for (long j = 0; j < n; j++) s += i ^ j; return s; }\n"
+            "constexpr long x = f(200000);\nint main() { return (int)x; }\n")
     r = sf.run_code(RunCodeRequest(code=slow, language="cpp", compile_timeout=1), endpoint=endpoint, max_attempts=1)
     assert r.status == RunStatus.Failed and r.message == "compile_timeout", r
     assert r.run_result is None and r.compile_result.status == "TimeLimitExceeded", r

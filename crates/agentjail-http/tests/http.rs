@@ -204,16 +204,17 @@ fn run_code_answers_verls_golden_request_as_sandboxfusion_does() {
 }
 
 /// `files` and `fetch_files` under a policy that lets a program open files (python.toml:
-/// judge.toml denies `open`): relative files read-only under /app/in, an absolute path a
-/// 400, fetched files back and the missing ones named.
+/// judge.toml denies `open`): relative files read-only under /app/in, an absolute path
+/// outside /tmp a 400, fetched files back and the missing ones named.
 #[test]
 fn run_code_files_land_where_it_says_and_missing_fetches_are_named() {
     let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies/python.toml");
     let s = start("127.0.0.1:0", &["--policy", policy]);
     let t = &s.target;
-    // A file at an absolute path: a 400 that says where files go, never a file elsewhere.
+    // A file at an absolute path the jail cannot offer (SandboxFusion would write it
+    // there): a 400 that says where files go, never a file elsewhere.
     let mut req = verl_request("print(open('/app/in/flag.txt').read())", "", 10);
-    req["files"] = json!({"/tmp/flag.txt": "MQ=="});
+    req["files"] = json!({"/etc/flag.txt": "MQ=="});
     let r = post(t, "/run_code", &req);
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["detail"][0]["type"], "path_not_offered");
