@@ -150,12 +150,15 @@ cat >"$root/usr/share/lintian/overrides/agentjail" <<'EOF'
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail]
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-mcp]
 agentjail: shared-library-lacks-prerequisites [usr/bin/agentjail-http]
-# Only stat(2) of /var/lib/dpkg/status: its mtime goes into the record's environment digest
+# /var/lib/dpkg/status, read-only: its mtime goes into the record's environment digest
 # (crates/agentjail-engine/src/environment.rs), so a package change on the host changes the
-# digest. Never read.
+# digest; and a toolchain with no version file of its own (Debian's rustc) gets its version
+# from its package's entry (crates/agentjail-engine/src/policy/toolchain.rs, `agentjail
+# doctor`). Never written.
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-mcp]
 agentjail: uses-dpkg-database-directly [usr/bin/agentjail-http]
+agentjail: uses-dpkg-database-directly [usr/bin/agentjail-zygote]
 # What `agentjail serve --http` executes from the directory agentjail is in (same arguments);
 # its manual is agentjail-serve(1).
 agentjail: no-manual-page [usr/bin/agentjail-http]
