@@ -826,6 +826,17 @@ impl RunRecord {
 /// space limit on agentjail itself (prlimit --as): a run that would exhaust the host's memory
 /// fails the test instead.
 pub fn run_as(who: Who, args: &[&str], action: &[u8], address_space: Option<u64>) -> RunRecord {
+    run_as_env(who, args, action, address_space, &[])
+}
+
+/// [`run_as`] with `env` set on agentjail itself (a test proving none of it reaches a jail).
+pub fn run_as_env(
+    who: Who,
+    args: &[&str],
+    action: &[u8],
+    address_space: Option<u64>,
+    env: &[(&str, &str)],
+) -> RunRecord {
     let _running = jail_running();
     let s = shared();
     let mut c = match who {
@@ -842,7 +853,8 @@ pub fn run_as(who: Who, args: &[&str], action: &[u8], address_space: Option<u64>
             .arg("--");
     }
     c.arg(&s.bin).arg("run").args(args).arg("-");
-    c.current_dir("/")
+    c.envs(env.iter().copied())
+        .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

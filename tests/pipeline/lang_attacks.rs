@@ -17,8 +17,7 @@
 use super::lang_programs as p;
 use crate::common::{agentjail_path, shared_file, variants, Who};
 use serde_json::{json, Value};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// What a row's run must print on stdout.
 #[derive(Clone, Copy, Debug)]
@@ -102,50 +101,23 @@ pub fn job(
     stdin: &str,
     env: &[(&str, &str)],
 ) -> Job {
-    let _running = crate::common::jail_running();
     let action = json!({"id": "lang-attack", "language": language,
                         "entrypoint": entrypoint(language), "code": code,
                         "stdin": stdin, "output_mode": "text"});
-    let mut c = match who {
-        Who::Nobody => {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
-            c.arg(agentjail_path());
-            c
-        }
-        _ => Command::new(agentjail_path()),
-    };
-    c.args(["run", "--policy", policy]);
     // One language's attacks are one program reading its attack from stdin: with the
     // compile cache it compiles once per user. A job that sets agentjail's environment
     // proves what reaches a jail, so it never takes a stored record or compile.
+    let cache = crate::common::compile_cache_dir(who);
+    let mut args = vec!["--policy", policy];
     if env.is_empty() {
-        c.args(["--cache", &crate::common::compile_cache_dir(who)]);
+        args.extend(["--cache", cache.as_str()]);
     }
-    c.arg("-")
-        .envs(env.iter().copied())
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().expect("spawn agentjail");
-    let mut si = child.stdin.take().unwrap();
     let bytes = serde_json::to_vec(&action).unwrap();
-    let feeder = std::thread::spawn(move || {
-        let _ = si.write_all(&bytes);
-    });
-    let out = child.wait_with_output().expect("wait agentjail");
-    let _ = feeder.join();
-    let record = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the record does not parse ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let r = crate::common::run_as_env(who, &args, &bytes, None, env);
     Job {
-        code: out.status.code().unwrap_or(-1),
-        record,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: r.code,
+        record: r.record,
+        stderr: r.stderr,
     }
 }
 

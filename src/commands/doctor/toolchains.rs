@@ -5,7 +5,8 @@
 //! language whose toolchain is missing is refused when it loads, with the same fix.
 
 use super::{check, Check};
-use std::path::{Path, PathBuf};
+use agentjail_engine::policy::toolchain::{dpkg_version, version_of};
+use std::path::Path;
 
 /// The fix for every missing toolchain.
 const FIX: &str = "scripts/setup.sh --languages (as root; Debian packages gcc, g++, \
@@ -42,61 +43,23 @@ fn toolchain(lang: &str, path: &str, package: &str) -> Check {
             Some(FIX),
         );
     };
-    let version = version(lang, &resolved)
-        .or_else(|| dpkg_version(package))
-        .unwrap_or_else(|| "version unknown".into());
+    // The loader's own reading of the version (policy::toolchain), node's from its package.
+    let found = match lang {
+        "javascript" => dpkg_version(package).unwrap_or_else(|| "unknown".into()),
+        _ => version_of(lang, &resolved.to_string_lossy()),
+    };
+    let version = match lang {
+        "c" | "cpp" => format!("gcc {found}"),
+        "java" => format!("OpenJDK {found}"),
+        "go" => found,
+        _ => format!("{package} {found}"),
+    };
     let shown = if resolved == Path::new(path) {
         path.to_string()
     } else {
         format!("{path} -> {}", resolved.display())
     };
     check(&control, true, false, format!("{shown} ({version})"), None)
-}
-
-/// The version from the toolchain's own files: gcc's `GCC: (...) X.Y.Z` in crtbegin.o of its
-/// major version's directory, the JDK's `release`, Go's `VERSION`.
-fn version(lang: &str, resolved: &Path) -> Option<String> {
-    match lang {
-        "c" | "cpp" => {
-            let name = resolved.file_name()?.to_str()?;
-            let major = name.rsplit('-').next()?;
-            let lib = PathBuf::from("/usr/lib/gcc/x86_64-linux-gnu").join(major);
-            let bytes = std::fs::read(lib.join("crtbegin.o")).ok()?;
-            let at = find(&bytes, b"GCC: (")?;
-            let end = bytes[at..].iter().position(|&b| b == 0)? + at;
-            let text = std::str::from_utf8(&bytes[at..end]).ok()?;
-            Some(format!("gcc {}", text.rsplit(' ').next()?))
-        }
-        "java" => {
-            let home = resolved.parent()?.parent()?;
-            let release = std::fs::read_to_string(home.join("release")).ok()?;
-            let line = release.lines().find(|l| l.starts_with("JAVA_VERSION="))?;
-            Some(format!(
-                "OpenJDK {}",
-                line["JAVA_VERSION=".len()..].trim_matches('"')
-            ))
-        }
-        "go" => {
-            let root = resolved.parent()?.parent()?;
-            let v = std::fs::read_to_string(root.join("VERSION")).ok()?;
-            Some(v.lines().next()?.trim().to_string())
-        }
-        _ => None,
-    }
-}
-
-/// The installed version of a Debian package, from dpkg's status file.
-fn dpkg_version(package: &str) -> Option<String> {
-    let status = std::fs::read_to_string("/var/lib/dpkg/status").ok()?;
-    let stanza = status
-        .split("\n\n")
-        .find(|s| s.lines().next() == Some(&format!("Package: {package}")))?;
-    let v = stanza.lines().find_map(|l| l.strip_prefix("Version: "))?;
-    Some(format!("{package} {v}"))
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -516,8 +516,8 @@ pub fn version_of(lang: &str, resolved: &str) -> String {
 }
 
 /// A package's upstream version from dpkg's status database (`12.2.0-14+deb12u1` →
-/// `12.2.0`; an epoch and `+dfsg` suffixes dropped).
-fn dpkg_version(package: &str) -> Option<String> {
+/// `12.2.0`; an epoch and `+dfsg` suffixes dropped). `agentjail doctor` reads node's here.
+pub fn dpkg_version(package: &str) -> Option<String> {
     let status = std::fs::read_to_string("/var/lib/dpkg/status").ok()?;
     let want = format!("Package: {package}");
     let stanza = status
