@@ -145,6 +145,12 @@ impl JobCgroup {
 
     /// SIGKILL everything in the job's cgroups: v2 `cgroup.kill`, else (v1, or a kernel
     /// before 5.14) read `cgroup.procs` and kill each member until empty (bounded retries).
+    ///
+    /// Never `kill(pid)` by number: a member may exit after the read and its number go to a
+    /// host process (pid_max is 32768 on many hosts, and a busy host wraps it in seconds).
+    /// Each listed pid gets a pidfd first, then the list is read again: a pid still listed
+    /// names the same process the pidfd holds (a live process's pid is its own), so only
+    /// members are signalled; one that died in between makes the signal fail with ESRCH.
     pub fn kill_all(&self) {
         for d in &self.dirs {
             if d.kind == Kind::V2 && write_file_existing(&d.path.join("cgroup.kill"), "1").is_ok() {
@@ -155,8 +161,15 @@ impl JobCgroup {
                 if pids.is_empty() {
                     break;
                 }
-                for p in pids {
-                    let _ = sys::kill(p, libc::SIGKILL);
+                let held: Vec<(i32, std::os::fd::OwnedFd)> = pids
+                    .into_iter()
+                    .filter_map(|p| Some((p, sys::pidfd_open(p).map(sys::owned).ok()?)))
+                    .collect();
+                let still = read_pids(&d.path);
+                for (p, fd) in &held {
+                    if still.contains(p) {
+                        let _ = sys::pidfd_send_signal(fd.as_raw_fd(), libc::SIGKILL);
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
