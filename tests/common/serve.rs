@@ -75,6 +75,17 @@ pub fn live_with(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Live host processes (zombies excluded) whose argv is exactly `args`: a substring match
+/// would also count another test's `sleep 15345.1` as this test's `sleep 5345.1`.
+pub fn live_exactly(args: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = args.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    common::host_pids_with(args.last().copied().unwrap_or(""))
+        .into_iter()
+        .filter(|&p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == want))
+        .filter(|&p| proc_stat(p).is_some_and(|(_, s, _)| s != 'Z' && s != 'X'))
+        .collect()
+}
+
 /// The children of `pid` in every state (zombies included: [`descendants`] leaves them out).
 pub fn children_in_any_state(pid: i32) -> Vec<Proc> {
     std::fs::read_dir("/proc")

@@ -7,7 +7,7 @@
 
 use super::workspace::{out, policy, sh, start};
 use super::Server;
-use crate::common::serve::{error_code, live_with, record, Conn};
+use crate::common::serve::{error_code, live_exactly, record, Conn};
 use crate::common::{self, variants};
 use serde_json::{json, Value};
 
@@ -156,7 +156,9 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
 
         // Background commands: a record once ended, the output so far while running, and
         // a kill that ends the command's own processes only.
-        let tag = format!("{}", 5000 + std::process::id() % 4000);
+        // A tag of this test's own shape (`7PID.N7`), matched on the whole argv: other tests
+        // start `sleep {their tag}.N` too, and a substring match would count theirs.
+        let tag = format!("7{}", std::process::id());
         let start_bg = |c: &mut Conn, ws: &str, command: &str| {
             let r = op(
                 c,
@@ -170,9 +172,9 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
                 .to_string()
         };
         let quick = start_bg(&mut a, &wa, "echo out; echo err >&2; exit 3");
-        let slow = start_bg(&mut a, &wa, &format!("echo up; exec sleep {tag}.1"));
-        let other = start_bg(&mut a, &wa, &format!("exec sleep {tag}.2"));
-        let in_a2 = start_bg(&mut a, &wa2, &format!("exec sleep {tag}.3"));
+        let slow = start_bg(&mut a, &wa, &format!("echo up; exec sleep {tag}.17"));
+        let other = start_bg(&mut a, &wa, &format!("exec sleep {tag}.27"));
+        let in_a2 = start_bg(&mut a, &wa2, &format!("exec sleep {tag}.37"));
         let r = op(
             &mut a,
             "workspace_wait",
@@ -223,7 +225,7 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
         assert_eq!(error_code(&r), "unknown_command", "{r}");
         // A host process with a sleep of the same tag: a kill never reaches it.
         let mut bystander = std::process::Command::new("sleep")
-            .arg(format!("{tag}.1"))
+            .arg(format!("{tag}.17"))
             .spawn()
             .unwrap();
         let r = op(&mut a, "workspace_kill", &wa, json!({"command": slow}));
@@ -235,7 +237,15 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
             None,
             "the host's sleep lives"
         );
-        assert_eq!(live_with(&format!("{tag}.1")), [bystander.id() as i32]);
+        assert_eq!(
+            live_exactly(&["sleep", &format!("{tag}.17")]),
+            [bystander.id() as i32],
+            "only the host's sleep lives; every process naming the tag: {:?}",
+            crate::common::host_pids_with(&tag)
+                .into_iter()
+                .map(|p| (p, crate::common::cmdline(p), crate::common::proc_stat(p)))
+                .collect::<Vec<_>>()
+        );
         for (ws, cmd) in [(&wa, &other), (&wa2, &in_a2)] {
             let r = op(
                 &mut a,
@@ -245,8 +255,8 @@ fn list_exists_remove_refuse_every_way_out_and_background_ids_stay_home() {
             );
             assert_eq!(r["running"]["command"], json!(cmd), "not killed: {r}");
         }
-        assert_eq!(live_with(&format!("{tag}.2")).len(), 1);
-        assert_eq!(live_with(&format!("{tag}.3")).len(), 1);
+        assert_eq!(live_exactly(&["sleep", &format!("{tag}.27")]).len(), 1);
+        assert_eq!(live_exactly(&["sleep", &format!("{tag}.37")]).len(), 1);
         let rec = sh(&mut a, &wa, "echo alive");
         assert_eq!(out(&rec), "alive\n", "the workspace goes on: {rec:#}");
         // At most 16 not yet reported ended: `other` and 15 more, then a refusal.
