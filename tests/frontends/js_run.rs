@@ -339,6 +339,41 @@ fn stdin_reads_as_node_programs_do_and_fs_stays_refused() {
     }
 }
 
+/// Answers as judges' node programs write them: `process.stdout.write` (in order with
+/// console.log, a callback called) and `process.exit(code)` (the code is the record's, output
+/// written before it kept). The stand-ins hand nothing else of node's stream or process: where
+/// the check only reports, `process.stdout.fd`, its `_handle` and `process.stderr` are absent.
+#[test]
+fn stdout_write_and_exit_as_node_programs_do() {
+    let write = "const out = [];\nfor (let i = 0; i < 3; i++) out.push(i * i);\nprocess.stdout.write(out.join(' '));\nconsole.log('');\nprocess.stdout.write('b\\n', 'utf8', () => console.log('c'));\n";
+    let exit =
+        "process.stdout.write('partial\\n');\nif (1 < 2) process.exit(4);\nconsole.log('never');\n";
+    let probe = "console.log([typeof process.stdout.fd, typeof process.stdout._handle, typeof process.stderr, typeof process.argv, typeof process.binding].join(' '));\n";
+    for who in variants() {
+        let r = run(who, js_policy(), &js_text(write, ""));
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        assert_eq!(
+            r.record["execution"]["stdout"], "0 1 4\nb\nc\n",
+            "{:#}",
+            r.record
+        );
+        let r = run(who, js_policy(), &js_text(exit, ""));
+        assert_stop(&r, "code_runtime_error:4", "execute");
+        assert_eq!(
+            r.record["execution"]["stdout"], "partial\n",
+            "{:#}",
+            r.record
+        );
+        let r = run(who, unchecked_policy(), &js_text(probe, ""));
+        assert_eq!(r.stop_reason(), "success", "{who:?}: {:#}", r.record);
+        assert_eq!(
+            r.record["execution"]["stdout"], "undefined undefined undefined undefined undefined\n",
+            "{:#}",
+            r.record
+        );
+    }
+}
+
 #[test]
 fn syntax_errors_carry_line_and_column() {
     let who = variants()[0];

@@ -1,8 +1,9 @@
 //! Reading stdin "as any node program does", and nothing more: the exact shapes in which the
 //! always-denied `fs` module and `process` global may appear because they read the program's
 //! stdin. agentjail's runner gives the program an `fs` whose only member is a `readFileSync`
-//! that reads fd 0, and a `process` whose only member is a `stdin` with `on`/`once`,
-//! `setEncoding` and `resume` (crates/agentjail-engine/src/runner/node.cjs); the real module
+//! that reads fd 0, and a `process` whose only members are a `stdin` with `on`/`once`,
+//! `setEncoding` and `resume`, a `stdout` with `write` (to fd 1) and `exit`
+//! (crates/agentjail-engine/src/runner/node.cjs); the real module
 //! and object never reach the program. Everything else about `fs` stays
 //! `import_not_allowed:fs` and everything else about `process` stays
 //! `name_not_allowed:process`.
@@ -16,7 +17,9 @@
 //! * `const { readFileSync } = require("fs")` (or `{ readFileSync: r }`) when every use of the
 //!   binding is a call `readFileSync(A, ...)` (and there is one);
 //! * `process.stdin.on(E, f)` / `.once(E, f)` with `E` the literal `"data"` or `"end"`,
-//!   `process.stdin.setEncoding(S)` with a string literal `S`, `process.stdin.resume()`.
+//!   `process.stdin.setEncoding(S)` with a string literal `S`, `process.stdin.resume()`;
+//! * and to answer as node programs on judges do: `process.stdout.write(chunk)` (then optionally
+//!   the encoding and a callback) and `process.exit()` / `process.exit(code)`.
 //!
 //! A flat pass over oxc's node list (no recursion), run once before the walk; the walk asks
 //! only "is this `require(...)` call / this `process` reference one of them".
@@ -51,7 +54,7 @@ impl StdinReads {
                 AstKind::IdentifierReference(id)
                     if id.name == "process"
                         && is_global(semantic, id)
-                        && process_reads_only_stdin(semantic, node.id(), id) =>
+                        && process_is_stand_in_call(semantic, node.id(), id) =>
                 {
                     found.process_refs.insert(id.span);
                 }
@@ -208,26 +211,45 @@ fn every_use(semantic: &Semantic<'_>, symbol: SymbolId, shape: Shape) -> bool {
     })
 }
 
-/// `process` (the global) as the root of `process.stdin.on|once("data"|"end", f)`,
-/// `process.stdin.setEncoding("...")` or `process.stdin.resume()`.
-fn process_reads_only_stdin(
+/// `process` (the global) as the root of one of the stand-in's calls: stdin's
+/// `process.stdin.on|once("data"|"end", f)`, `process.stdin.setEncoding("...")`,
+/// `process.stdin.resume()`; stdout's `process.stdout.write(chunk[, encoding][, callback])`;
+/// and
+/// `process.exit([code])`. Always a direct call (no `?.`, no spread, the member never taken
+/// as a value), so nothing of the stand-in but these calls is ever named.
+fn process_is_stand_in_call(
     semantic: &Semantic<'_>,
     node: NodeId,
     id: &IdentifierReference<'_>,
 ) -> bool {
     let nodes = semantic.nodes();
-    let stdin_id = nodes.parent_id(node);
-    let AstKind::StaticMemberExpression(stdin) = nodes.kind(stdin_id) else {
+    let member_id = nodes.parent_id(node);
+    let AstKind::StaticMemberExpression(member) = nodes.kind(member_id) else {
         return false;
     };
-    if stdin.object.span() != id.span || stdin.property.name != "stdin" {
+    if member.object.span() != id.span {
         return false;
     }
-    let method_id = nodes.parent_id(stdin_id);
+    let no_spread =
+        |args: &[Argument<'_>]| !args.iter().any(|a| matches!(a, Argument::SpreadElement(_)));
+    if member.property.name == "exit" {
+        let AstKind::CallExpression(call) = nodes.parent_kind(member_id) else {
+            return false;
+        };
+        return call.callee.span() == member.span
+            && !call.optional
+            && call.arguments.len() <= 1
+            && no_spread(&call.arguments);
+    }
+    let stream = member.property.name.as_str();
+    if stream != "stdin" && stream != "stdout" {
+        return false;
+    }
+    let method_id = nodes.parent_id(member_id);
     let AstKind::StaticMemberExpression(method) = nodes.kind(method_id) else {
         return false;
     };
-    if method.object.span() != stdin.span {
+    if method.object.span() != member.span {
         return false;
     }
     let AstKind::CallExpression(call) = nodes.parent_kind(method_id) else {
@@ -236,13 +258,18 @@ fn process_reads_only_stdin(
     if call.callee.span() != method.span || call.optional {
         return false;
     }
-    match (method.property.name.as_str(), call.arguments.as_slice()) {
-        ("on" | "once", [Argument::StringLiteral(event), listener]) => {
+    match (
+        stream,
+        method.property.name.as_str(),
+        call.arguments.as_slice(),
+    ) {
+        ("stdin", "on" | "once", [Argument::StringLiteral(event), listener]) => {
             matches!(event.value.as_str(), "data" | "end")
                 && !matches!(listener, Argument::SpreadElement(_))
         }
-        ("setEncoding", [Argument::StringLiteral(_)]) => true,
-        ("resume", []) => true,
+        ("stdin", "setEncoding", [Argument::StringLiteral(_)]) => true,
+        ("stdin", "resume", []) => true,
+        ("stdout", "write", args) => (1..=3).contains(&args.len()) && no_spread(args),
         _ => false,
     }
 }

@@ -200,7 +200,27 @@ Object.assign(STDIN_STREAM, {
   },
 });
 Object.freeze(STDIN_STREAM);
-const PROCESS = Object.freeze(Object.assign(Object.create(null), { stdin: STDIN_STREAM }));
+// `process.stdout.write(chunk[, encoding][, callback])` and `process.exit([code])`, as node's
+// own (the runner's reference to the real process: the same validation, the same order with
+// console.log, which writes pipes and files synchronously on Linux), through functions that
+// hand the program nothing back: write answers true or false, its callback gets no argument
+// (node's would get an error object of the stream's).
+const STDOUT_STREAM = Object.create(null);
+STDOUT_STREAM.write = function write(chunk, encoding, callback) {
+  const done = typeof encoding === 'function' ? encoding : callback;
+  const enc = typeof encoding === 'string' ? encoding : undefined;
+  const ok = proc.stdout.write(chunk, enc, () => {
+    if (typeof done === 'function') done();
+  });
+  return ok === true;
+};
+Object.freeze(STDOUT_STREAM);
+function exit(code) {
+  proc.exit(code);
+}
+const PROCESS = Object.freeze(
+  Object.assign(Object.create(null), { stdin: STDIN_STREAM, stdout: STDOUT_STREAM, exit }),
+);
 
 // Stack traces: V8 hands the structured frames to Error.prepareStackTrace when an error's
 // stack is first formatted. The runner keeps each error's frames (file, line, column as V8
