@@ -89,6 +89,23 @@ struct Shared {
     data_policy: PathBuf,
 }
 
+/// Whether the policy the jail tests run under (`AGENTJAIL_TEST_POLICY`) gives jails a
+/// network (`[network] mode = "allowlist"`). scripts/test-learned.sh runs the escape tests
+/// under a learned policy that has one: there a network attack is refused by the empty
+/// network namespace and the proxy (an errno), not by seccomp (a stop on `socket`), and the
+/// environment names the proxy.
+pub fn test_policy_has_network() -> bool {
+    let Some(p) = &shared().policy else {
+        return false;
+    };
+    let text = std::fs::read_to_string(p).expect("read the test policy");
+    let t: toml::Table = toml::from_str(&text).expect("the test policy is TOML");
+    t.get("network")
+        .and_then(|n| n.get("mode"))
+        .and_then(|m| m.as_str())
+        == Some("allowlist")
+}
+
 /// A copy of the binary (and of the test policy) that nobody can reach and execute: one per
 /// test process, in a fresh 0755 directory under /tmp.
 fn shared() -> &'static Shared {
