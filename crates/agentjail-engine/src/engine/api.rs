@@ -148,6 +148,8 @@ impl Engine {
         self.handle_streaming(caller, request, None)
     }
 
+    // long because it is the table of requests, one arm each, then the one place a record
+    // is stamped and audited: split, a request could bypass the stamp.
     /// As [`Engine::handle`], a job's, a session call's or a workspace command's output
     /// handed to `out` as the supervisor reads it, before the record (crate::pipeline::stream;
     /// other requests ignore `out`). Refused (`bad_request`) under a policy that redacts the
