@@ -110,6 +110,9 @@ stage "build (release, and the zygote template: scripts/build-zygote.sh --releas
 stage "build agentjail-zygote (scripts/build-zygote.sh)" scripts/build-zygote.sh
 stage "cargo test (unit, contract, checker, policy, jail attacks as root and nobody, pipeline, cleanup)" cargo_tests
 stage "escape tests under Python 3.12 (tests/jail: python_attacks, twins::python; /opt/agentjail-py/3.12)" attacks_python312
+# Issue 41's proof: a policy learned from the seed job, two HumanEval-style programs and a
+# local fetch runs each of them, and the Python escape tests still fail under its widenings.
+stage "escape tests under a learned policy (scripts/test-learned.sh)" scripts/test-learned.sh
 stage "escape tests and the seed job on a GPU-node mount layout (scripts/test-layouts.sh)" scripts/test-layouts.sh
 stage "zygote built for Python 3.12 (tests/frontends/zygote.rs)" zygote_python312
 

@@ -511,6 +511,7 @@ fn handle(engine: &Engine, req: Request, conn: &Conn) -> Value {
         },
         Op::SessionClose { session } => EngineRequest::SessionClose { session },
         Op::Stats => EngineRequest::Stats,
+        Op::Learn { actions } => EngineRequest::Learn { actions },
         op => match workspace::request(op) {
             Some(r) => r,
             None => {

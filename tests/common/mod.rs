@@ -89,6 +89,27 @@ struct Shared {
     data_policy: PathBuf,
 }
 
+/// Whether the policy the jail tests run under (`AGENTJAIL_TEST_POLICY`) gives jails a
+/// network (`[network] mode = "allowlist"`). scripts/test-learned.sh runs the escape tests
+/// under a learned policy that has one: there a network attack is refused by the empty
+/// network namespace and the proxy (an errno), not by seccomp (a stop on `socket`), and the
+/// environment names the proxy.
+pub fn test_policy_has_network() -> bool {
+    let Some(p) = &shared().policy else {
+        return false;
+    };
+    let text = std::fs::read_to_string(p).expect("read the test policy");
+    // A line scan (not every test binary links a TOML reader): `mode = "allowlist"` in the
+    // `[network]` table, as `policy show` and `learn` write it.
+    let mut section = "";
+    text.lines().map(str::trim).any(|l| {
+        if l.starts_with('[') {
+            section = l;
+        }
+        section == "[network]" && l.replace(' ', "") == "mode=\"allowlist\""
+    })
+}
+
 /// A copy of the binary (and of the test policy) that nobody can reach and execute: one per
 /// test process, in a fresh 0755 directory under /tmp.
 fn shared() -> &'static Shared {

@@ -544,6 +544,7 @@ pub fn check_response(line: &[u8]) -> Result<(String, Value), String> {
         "removed",
         "command",
         "running",
+        "learned",
     ];
     let present: Vec<&str> = kinds
         .iter()

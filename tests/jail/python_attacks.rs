@@ -128,8 +128,20 @@ attempt("tcp " + HOST, lambda: conn(HOST))
                 &["--time-limit", "5"],
                 &format!("HOST = {host:?}\n{body}"),
             );
-            // The default policy has no network group: socket(AF_INET*) ends the run.
-            r.assert_stopped_on("ATTEMPT", &["socket"]);
+            if test_policy_has_network() {
+                // A policy with the network group and an allowlist (scripts/test-learned.sh):
+                // the socket is made, the connection refused with an errno, the run goes on.
+                r.assert_ran("ATTEMPT");
+                assert!(
+                    r.stdout.contains(&format!("BLOCKED tcp {host} "))
+                        && !r.stdout.contains("BREACH")
+                        && r.code == 0,
+                    "{r:#?}"
+                );
+            } else {
+                // The default policy has no network group: socket(AF_INET*) ends the run.
+                r.assert_stopped_on("ATTEMPT", &["socket"]);
+            }
             match l.accept() {
                 Ok((_, peer)) => {
                     panic!("the jail connected to the host listener from {peer}: {r:#?}")
@@ -756,10 +768,14 @@ fn environment_is_clean() {
         );
         r.assert_ran("START");
         assert!(!r.stdout.contains(&secret[..]), "{r:#?}");
-        assert!(
-            r.stdout.contains("ENV [('HOME', '/tmp'), ('LANG', 'C.UTF-8'), ('PATH', '/usr/local/bin:/usr/bin:/bin')]"),
-            "{r:#?}"
-        );
+        // Under a policy with a network allowlist, the proxy's variables and nothing else.
+        let proxy = if test_policy_has_network() {
+            let p = "'http://127.0.0.1:3128'";
+            format!("('ALL_PROXY', {p}), ('HOME', '/tmp'), ('HTTPS_PROXY', {p}), ('HTTP_PROXY', {p}), ('LANG', 'C.UTF-8'), ('NO_PROXY', ''), ('PATH', '/usr/local/bin:/usr/bin:/bin'), ('all_proxy', {p}), ('http_proxy', {p}), ('https_proxy', {p}), ('no_proxy', '')")
+        } else {
+            "('HOME', '/tmp'), ('LANG', 'C.UTF-8'), ('PATH', '/usr/local/bin:/usr/bin:/bin')".into()
+        };
+        assert!(r.stdout.contains(&format!("ENV [{proxy}]")), "{r:#?}");
     }
 }
 

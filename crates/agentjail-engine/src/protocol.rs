@@ -43,6 +43,10 @@
 //! {"id": "wb", "op": "workspace_kill", "workspace": "<id>", "command": "<command id>"}
 //!      → {"id": "wb", "record": {...}}  (its process group killed; another workspace's
 //!        command id, or one already reported ended, is `unknown_command`)
+//! {"id": "l1", "op": "learn", "actions": [{...}, {...}]}   (1 to 8 action objects)
+//!      → {"id": "l1", "learned": {"policy": "<TOML text>", "evidence": {...}, "complete": true}}
+//!        (the smallest policy over the server's own that lets exactly these actions run, as
+//!         `agentjail learn` writes it, and `learn --json`'s object; nothing is applied)
 //! a bad line → {"id": <its id, or null>, "error": {"code": "...", "message": "..."}}
 //! ```
 //!
@@ -158,6 +162,10 @@ pub enum Op {
         workspace: String,
         command: String,
     },
+    Learn {
+        /// Each action object's bytes (1 to engine::MAX_LEARN_ACTIONS, counted by the engine).
+        actions: Vec<Vec<u8>>,
+    },
 }
 
 impl Op {
@@ -246,7 +254,7 @@ fn stream_field(v: Option<Value>, op: &str, id: &Value) -> Result<bool, Protocol
 }
 
 /// What a request with no known `op` is told.
-const ONE_OF: &str = "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close, workspace_list, workspace_exists, workspace_remove, workspace_wait, workspace_kill";
+const ONE_OF: &str = "\"op\" must be one of run, check, session_start, session_exec, session_close, stats, workspace_start, workspace_exec, workspace_put, workspace_get, workspace_close, workspace_list, workspace_exists, workspace_remove, workspace_wait, workspace_kill, learn";
 
 /// Parse one request line (without its newline).
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
@@ -306,6 +314,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         "workspace_remove" => &["workspace", "path", "recursive"],
         "workspace_wait" => &["workspace", "command", "timeout_s"],
         "workspace_kill" => &["workspace", "command"],
+        "learn" => &["actions"],
         _ => return Err(err(&id, "unknown_op", ONE_OF)),
     };
     let stream = stream_field(obj.remove("stream"), &op, &id)?;
@@ -388,8 +397,32 @@ fn build_op(
         },
         "workspace_list" | "workspace_exists" | "workspace_remove" | "workspace_wait"
         | "workspace_kill" => return build_agent_op(op, obj, id),
+        "learn" => Op::Learn {
+            actions: learn_actions(obj.remove("actions"), id)?,
+        },
         _ => Op::Stats,
     })
+}
+
+/// learn's `actions`: a non-empty list of action objects, each kept as its bytes.
+fn learn_actions(v: Option<Value>, id: &Value) -> Result<Vec<Vec<u8>>, ProtocolError> {
+    let bad = || {
+        err(
+            id,
+            "bad_request",
+            "\"actions\" must be a non-empty list of action objects",
+        )
+    };
+    match v {
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .into_iter()
+            .map(|a| match a {
+                a @ Value::Object(_) => Ok(serde_json::to_vec(&a).unwrap_or_default()),
+                _ => Err(bad()),
+            })
+            .collect(),
+        _ => Err(bad()),
+    }
 }
 
 /// `obj[key]`, which must be a string, taken out.

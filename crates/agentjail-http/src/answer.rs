@@ -67,7 +67,10 @@ pub fn outcome_resp(st: &State, outcome: Result<Outcome, EngineError>, started: 
     let v = match outcome {
         Ok(Outcome::Record(rec)) => {
             answered(st, &rec, started);
-            rec.value
+            // The answer's copy only: the audit log's was written by the engine.
+            let mut v = rec.value;
+            agentjail_engine::policy::explain::add_hint(&mut v, &st.engine.policy().policy);
+            v
         }
         Ok(Outcome::Decision(decision, _)) => decision,
         Ok(Outcome::Session(id)) => json!({ "session": id }),

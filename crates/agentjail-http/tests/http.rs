@@ -42,6 +42,27 @@ fn the_native_routes_run_check_sessions_stats_and_metrics() {
     assert_eq!(rec["status"], "ok", "{rec}");
     assert_eq!(rec["execution"]["stdout"], "42\n");
 
+    // A stop the policy could lift carries a hint naming the key and the safer way; one no
+    // policy lifts (the program's own error, a syntax error) carries none.
+    let rec = post(t, "/v1/run", &action("import pickle\nprint('{}')")).json();
+    assert_eq!(
+        rec["stop_reason"],
+        "policy_block:static_policy_violation:import_not_allowed:pickle"
+    );
+    let hint = rec["hint"]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{rec}"));
+    assert!(
+        hint.contains("check.allowed_imports += \"pickle\"")
+            && hint.contains("safer: `json` instead of `pickle`"),
+        "{hint}"
+    );
+    for code in ["raise ValueError('x')", "x = ("] {
+        let rec = post(t, "/v1/run", &action(code)).json();
+        assert_eq!(rec["status"], "stopped", "{rec}");
+        assert!(rec.get("hint").is_none(), "{rec}");
+    }
+
     let d = post(t, "/v1/check", &action("import socket")).json();
     assert_eq!(d["decision"], "deny", "{d}");
     assert_eq!(

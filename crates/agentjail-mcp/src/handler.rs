@@ -210,7 +210,7 @@ impl Handler {
             })
             .await?;
         Ok(match record {
-            Ok(Outcome::Record(record)) => result::from_record(&record.value),
+            Ok(Outcome::Record(record)) => self.hinted(record.value),
             Ok(_) => result::error("internal", "not a record"),
             Err(e) => result::refused_record(e.code.as_str(), &e.message),
         })
@@ -292,7 +292,7 @@ impl Handler {
             })
             .await?;
         Ok(match done {
-            Ok(Outcome::Record(record)) => result::from_record(&record.value),
+            Ok(Outcome::Record(record)) => self.hinted(record.value),
             Ok(_) => result::error("internal", "not a record"),
             Err(EngineError { code, message }) => result::refused_record(code.as_str(), &message),
         })
@@ -312,6 +312,14 @@ impl Handler {
             Ok(c) => result::from_value(json!({ "closed": c }), false),
             Err(e) => result::error(e.code.as_str(), &e.message),
         })
+    }
+
+    /// A record as a tool result, with a `hint` where the server's policy could lift its
+    /// stop (agentjail_engine::policy::explain::hint): for the model, the key its operator
+    /// would change and the safer way; never where no policy could.
+    fn hinted(&self, mut record: Value) -> CallToolResult {
+        agentjail_engine::policy::explain::add_hint(&mut record, &self.0.engine.policy().policy);
+        result::from_record(&record)
     }
 
     /// Run `f` on the blocking pool once one of the `jobs` slots is free, reporting

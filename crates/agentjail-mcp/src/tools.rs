@@ -314,6 +314,16 @@ pub fn record_schema() -> Value {
                 "items": {"type": "object", "additionalProperties": {"type": "string"}}
             },
             "results_skipped": {"type": "array"},
+            "hint": {
+                "type": "object",
+                "description": "A stop this server's policy could lift: which key its operator would change, what that exposes, the safer way (absent where no policy could)",
+                "required": ["text", "edits"],
+                "properties": {
+                    "text": {"type": "string"},
+                    "edits": {"type": "array"},
+                    "alternative": {"type": "string"}
+                }
+            },
             "agentjail_version": {"type": "string"}
         }
     })

@@ -13,6 +13,7 @@
 //! line even while other servers run.
 
 mod cache;
+mod learn;
 mod resilience;
 mod stream;
 mod workspace;

@@ -112,6 +112,11 @@ pub enum Request<'a> {
         command: &'a str,
     },
     Stats,
+    /// Learn the smallest policy over the server's own that lets these actions run
+    /// (engine/learn.rs); answered `Answer("learned", {policy, evidence, complete})`.
+    Learn {
+        actions: &'a [Vec<u8>],
+    },
 }
 
 /// What a request produced.
@@ -131,7 +136,7 @@ pub enum Outcome {
     /// A workspace's answer under its one key (a front end sends `{key: value}`, serve
     /// with the id beside it): `listing` (list), `stat` (exists), `removed` (remove),
     /// `command` (a background command's id), `running` (a background command's output so
-    /// far).
+    /// far), `learned` (a learn request's policy and evidence).
     Answer(&'static str, Value),
     Stats(Value),
 }
@@ -143,6 +148,8 @@ impl Engine {
         self.handle_streaming(caller, request, None)
     }
 
+    // long because it is the table of requests, one arm each, then the one place a record
+    // is stamped and audited: split, a request could bypass the stamp.
     /// As [`Engine::handle`], a job's, a session call's or a workspace command's output
     /// handed to `out` as the supervisor reads it, before the record (crate::pipeline::stream;
     /// other requests ignore `out`). Refused (`bad_request`) under a policy that redacts the
@@ -217,6 +224,9 @@ impl Engine {
             | Request::WorkspaceWait { .. }
             | Request::WorkspaceKill { .. }) => self.workspace_agent_op(r, owner, caller.stop)?,
             Request::Stats => Outcome::Stats(self.stats()),
+            Request::Learn { actions } => {
+                Outcome::Answer("learned", self.learn(actions, caller.stop)?)
+            }
         };
         Ok(match outcome {
             Outcome::Record(mut record) => {

@@ -18,6 +18,7 @@
 mod api;
 mod error;
 pub mod hostdir;
+mod learn;
 pub mod pool;
 mod slots;
 pub mod workspace;

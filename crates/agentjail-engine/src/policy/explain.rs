@@ -87,6 +87,63 @@ pub fn explain(record: &Value, policy: &Policy) -> Explanation {
     e
 }
 
+/// The short hint a front end puts beside a stopped record for a model (MCP's tool result,
+/// HTTP's answer: `hint`): `{"text", "edits", "alternative"?}`, the text one line naming the
+/// edit the server's operator would make, what it exposes, and the safer way when there is
+/// one. None for a record that is not stopped and for a stop no policy key lifts (the
+/// program's own error, invalid output, a syntax error or another rule no policy may lift,
+/// a host that lacks a control, an edit the loader refuses): a model is never pointed at
+/// what no policy may hold.
+pub fn hint(record: &Value, policy: &Policy) -> Option<Value> {
+    if record["status"] != "stopped" {
+        return None;
+    }
+    let e = explain(record, policy);
+    if e.edits.is_empty() {
+        return None;
+    }
+    let edits: Vec<String> = e.edits.iter().map(describe).collect();
+    let mut text = format!(
+        "stopped by this server's policy; its operator could allow it with {}",
+        edits.join(", ")
+    );
+    if let Some(r) = e.risks.first() {
+        text.push_str(&format!(" (which exposes: {r})"));
+    }
+    match &e.alternative {
+        Some(a) => text.push_str(&format!("; safer: {a}")),
+        None => text.push_str("; or change the program to do without it"),
+    }
+    let mut h = json!({"text": text, "edits": e.edits});
+    if let Some(a) = e.alternative {
+        h["alternative"] = json!(a);
+    }
+    Some(h)
+}
+
+/// `record` with its [`hint`] under `hint`, where it has one (a front end's copy of the
+/// record: the audit log's is sealed before).
+pub fn add_hint(record: &mut Value, policy: &Policy) {
+    if let Some(h) = hint(record, policy) {
+        record["hint"] = h;
+    }
+}
+
+/// One edit as a person writes it: `key += "a", "b"`, `key -= "a"`, `key = V`.
+pub fn describe(e: &Edit) -> String {
+    let quoted = |v: &[String]| {
+        v.iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match &e.op {
+        Op::Add(v) => format!("{} += {}", e.key, quoted(v)),
+        Op::Remove(v) => format!("{} -= {}", e.key, quoted(v)),
+        Op::Set(v) => format!("{} = {v}", e.key),
+    }
+}
+
 type Proposal = (
     Vec<Edit>,
     Option<&'static str>,
@@ -410,4 +467,47 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!("no edit: {n}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopped(reason: &str, rule: &str) -> Value {
+        json!({"status": "stopped", "stop_reason": reason,
+               "decision": {"violations": [{"rule": rule, "line": 1, "column": 8}]}})
+    }
+
+    #[test]
+    fn a_hint_names_the_key_only_where_a_policy_can_lift_the_stop() {
+        let p = Policy::default();
+        let h = hint(
+            &stopped(
+                "policy_block:static_policy_violation:import_not_allowed:pickle",
+                "import_not_allowed:pickle",
+            ),
+            &p,
+        )
+        .expect("a hint");
+        let text = h["text"].as_str().unwrap();
+        assert!(
+            text.contains("check.allowed_imports += \"pickle\""),
+            "{text}"
+        );
+        assert!(text.contains("safer: `json` instead of `pickle`"), "{text}");
+        assert_eq!(h["edits"][0]["key"], "check.allowed_imports");
+        for none in [
+            stopped(
+                "policy_block:static_policy_violation:syntax_error",
+                "syntax_error",
+            ),
+            json!({"status": "stopped", "stop_reason": "code_runtime_error:1"}),
+            json!({"status": "stopped", "stop_reason": "invalid_code_output:not_object"}),
+            json!({"status": "stopped", "stop_reason": "sandbox_unavailable:landlock"}),
+            json!({"status": "stopped", "stop_reason": "code_forbidden_syscall:chroot"}),
+            json!({"status": "ok", "stop_reason": "success"}),
+        ] {
+            assert_eq!(hint(&none, &p), None, "{none}");
+        }
+    }
 }

@@ -142,11 +142,18 @@ async def s_incident(c):
 
 async def s_denied_import(c):
     code = "import json\nimport os\nprint(json.dumps({'cwd': os.getcwd()}))\n"
-    rec = record_of(await c.call("run_python", {"code": code}))
+    r = await c.call("run_python", {"code": code})
+    rec = record_of(r)
     check(rec["stop_reason"].startswith("policy_block:static_policy_violation:import_not_allowed:os"), rec["stop_reason"])
     v = rec["decision"]["violations"][0]
     check((v["rule"], v["line"], v["column"]) == ("import_not_allowed:os", 2, 8), "violation %r" % v)
     check("execution" not in rec, "a denied program ran")
+    # The operator's key that would allow it, for the model (a stop a policy could lift).
+    hint = rec.get("hint") or {}
+    check('check.allowed_imports += "os"' in hint.get("text", ""), "hint: %r" % hint)
+    check(hint["edits"][0]["key"] == "check.allowed_imports", "hint edits: %r" % hint)
+    text = [b for b in r.content if getattr(b, "type", None) == "text"]
+    check(json.loads(text[0].text).get("hint") == hint, "the text block lacks the hint")
     r = await c.call("check_python", {"code": code})
     d = r.structured_content
     check(d["decision"] == "deny" and d["violations"][0]["line"] == 2, "check_python: %r" % d)
@@ -261,8 +268,10 @@ async def s_bad_arguments(c):
     check(rec["stop_reason"] == "invalid_request:arguments" and "timeout" in rec["error"]["message"], rec)
     rec = record_of(await c.call("run_python", {"code": "x = (", "input": {"a": 1}}))
     check(rec["stop_reason"].startswith("policy_block:static_policy_violation:syntax_error"), rec["stop_reason"])
+    check("hint" not in rec, "a syntax error has no policy hint: %r" % rec.get("hint"))
     rec = record_of(await c.call("run_python", {"code": "print(1)"}))
     check(rec["stop_reason"] == "invalid_code_output:not_object", rec["stop_reason"])
+    check("hint" not in rec, "invalid output has no policy hint: %r" % rec.get("hint"))
     say("ok bad_arguments", c.api)
 
 
