@@ -285,7 +285,7 @@ fn start_zygote(
         Ok(z) => {
             let why = match mode {
                 ZygoteMode::Required => "--zygote",
-                _ => "the default (--no-zygote: a fresh interpreter per job)",
+                _ => "the default; --no-zygote starts a fresh interpreter per job",
             };
             Ok((Some(Arc::new(z)), Some(ZygoteUse::new(true, why))))
         }
