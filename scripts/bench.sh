@@ -29,9 +29,9 @@
 # Then `agentjail serve` (scripts/bench-serve, --short under BENCH_SHORT): the incident job
 # through a warm pool against bare cold python and a no-jail floor, throughput with 2
 # clients, a session call's overhead, the memory of 8 warm jails. Its misses count like the
-# others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one,
-# then the same with `serve --zygote` (the warm jails forked from a pre-initialised
-# interpreter, crates/agentjail-engine/src/zygote).
+# others (BENCH_NO_FAIL=1 prints them and exits 0). Its own table is printed after this one:
+# first `serve --no-zygote` (a fresh interpreter per jail), then `serve` as shipped (the warm
+# jails forked from a pre-initialised interpreter, crates/agentjail-engine/src/zygote).
 #
 # Then `serve --http` (issue 27, informational, never fails the run): SandboxFusion's
 # `/run_code` against bare cold python (scripts/bench-http), and the Python client's per-call
@@ -156,13 +156,13 @@ step "timeout precision and output cap"
 "${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py timeout "$repeats" "$out/timeout.txt" "$aj" "${pol[@]}"
 "${prio[@]}" taskset -c "$cpu" "$PY" scripts/bench/bench.py outcap "$repeats" "$out/outcap.txt" "$aj" "${pol[@]}"
 
-step "agentjail serve (scripts/bench-serve)"
+step "agentjail serve --no-zygote (scripts/bench-serve --no-zygote)"
 serve_args=(--out "$out/serve" --fail-on-miss)
 [ "$short" = 1 ] && serve_args+=(--short)
 [ -n "${BENCH_POLICY:-}" ] && serve_args+=(--policy "$BENCH_POLICY")
 serve_status=0
-"${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" >"$out/serve.txt" || serve_status=$?
-step "agentjail serve --zygote (scripts/bench-serve --zygote)"
+"${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" --no-zygote >"$out/serve.txt" || serve_status=$?
+step "agentjail serve as shipped, the zygote (scripts/bench-serve --zygote)"
 serve_args[1]="$out/serve-zygote"
 zygote_status=0
 "${prio[@]}" "$PY" scripts/bench-serve "${serve_args[@]}" --zygote >"$out/serve-zygote.txt" || zygote_status=$?

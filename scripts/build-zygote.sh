@@ -77,7 +77,7 @@ if [ "$prefix" = /usr ]; then
     fi
 else
     libpython=$prefix/lib/libpython$version.so.1.0
-    [ -e "$libpython" ] || die "$python has no shared libpython ($libpython): it was built without --enable-shared, so the zygote cannot embed it; run serve without --zygote, or use a Python built with --enable-shared"
+    [ -e "$libpython" ] || die "$python has no shared libpython ($libpython): it was built without --enable-shared, so the zygote cannot embed it; serve then starts a fresh interpreter per job (it says so), or use a Python built with --enable-shared"
     rpath=(-Wl,-rpath,"$prefix/lib")
 fi
 # The zygote is built in the same cargo invocation, and so with the same features of every

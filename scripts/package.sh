@@ -3,21 +3,22 @@
 #
 #   scripts/package.sh [--no-build] [--zygote | --no-zygote] [--out DIR]
 #
-#   --no-build    package the release binaries in target/ as they are (default: cargo build
-#                 --release first).
-#   --zygote      build agentjail-zygote (scripts/build-zygote.sh --release) and put it in.
-#                 Without this flag a release zygote is put in when one exists and none of
-#                 its sources (src/, crates/, zygote/, Cargo.*) is newer; a stale one is left out,
-#                 with a warning: the package never pairs an agentjail with an older zygote.
-#                 (Building the zygote and agentjail one after the other rebuilds the shared
-#                 dependencies each time, minutes each, hence not by default.)
+#   --no-build    package the release binaries in target/ as they are (default: build them
+#                 first, with agentjail-zygote for /usr/bin/python3: scripts/build-zygote.sh
+#                 --release, the same cargo build --release and the template linked after).
+#                 With --no-build a release zygote is put in when one exists and none of
+#                 its sources (src/, crates/, zygote/, Cargo.*) is newer; a stale or missing
+#                 one is left out, with a warning: the package never pairs an agentjail with
+#                 an older zygote.
+#   --zygote      build agentjail-zygote even with --no-build, and put it in.
 #   --no-zygote   leave agentjail-zygote out even when it was built: the package then holds
 #                 only static binaries and depends on nothing, so it installs on any amd64
-#                 Linux with dpkg (`serve --zygote` is then unavailable; doctor says so).
+#                 Linux with dpkg (`serve` then starts a fresh interpreter per Python job and
+#                 says so; doctor too).
 #   --out DIR     where the .deb goes (default dist/, which git ignores).
 #
 # The files are scripts/install.sh's (--prefix /usr --package): agentjail, agentjail-mcp, agentjail-http,
-# agentjail-zygote when scripts/build-zygote.sh --release built it, the policies, the man
+# agentjail-zygote (built by default, above), the policies, the man
 # pages and completions, the systemd units and sysusers.d file under /usr/lib, the AppArmor
 # profile in /etc/apparmor.d (the one conffile). Then the Debian parts: copyright,
 # changelog, the incident example, gzipped man pages, control, md5sums and the maintainer
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
         --no-zygote) zygote=0; shift ;;
         --out) out=${2:?--out needs a directory}; shift 2 ;;
         --out=*) out=${1#*=}; shift ;;
-        -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -48,7 +49,10 @@ for t in dpkg-deb dpkg-shlibdeps; do
 done
 
 rel=target/x86_64-unknown-linux-gnu/release
-if [ "$build" = 1 ]; then
+# `serve` forks its Python jails from the zygote by default: a package built here ships it.
+if [ "$build" = 1 ] && [ "$zygote" = 1 ]; then
+    zygote=2
+elif [ "$build" = 1 ]; then
     cargo build --release --quiet
 fi
 if [ "$zygote" = 2 ]; then
@@ -60,6 +64,9 @@ elif [ "$zygote" = 1 ] && [ -e "$rel/agentjail-zygote" ]; then
             "(scripts/build-zygote.sh --release, or package.sh --zygote, puts a current one in)" >&2
         zygote=0
     fi
+elif [ "$zygote" = 1 ]; then
+    echo "package.sh: WARNING: no $rel/agentjail-zygote: left out, so the package's serve starts" \
+        "a fresh interpreter per Python job (package.sh without --no-build, or --zygote, builds it)" >&2
 fi
 
 # The version of the [package] table (the first `version =` of Cargo.toml). No git suffix:

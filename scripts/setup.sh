@@ -3,7 +3,8 @@
 # kind (Rust toolchain already present). Idempotent: installs only what is missing. The VM
 # test (scripts/vm.sh setup) and the benchmark (bubblewrap) install their own extras.
 #
-#   scripts/setup.sh               the build's, main job's and tests' packages and venvs
+#   scripts/setup.sh               the build's, main job's and tests' packages and venvs, and
+#                                  the release build with agentjail-zygote (serve's default)
 #   scripts/setup.sh --languages   also the toolchains of the languages beside Python (issue
 #                                  39, `[languages.<lang>]` in a policy): gcc and g++ (c, cpp),
 #                                  OpenJDK 17 (java), Go (go), rustc (rust), node (javascript);
@@ -158,5 +159,13 @@ if [ "$("$pyvenv/bin/python" -c 'import agentjail; print(agentjail.__file__)' 2>
         echo "setup: $pyvenv does not import agentjail from $mine" >&2
         exit 1
     fi
+fi
+# agentjail-zygote next to the release agentjail, for /usr/bin/python3: `serve` forks its
+# Python jails from it by default (without it every job starts a fresh interpreter, and serve
+# says so). build-zygote.sh --release is `cargo build --release` with the template linked
+# after it, so the release binaries are built here too (main-job.sh's build is then free).
+if ! scripts/build-zygote.sh --release >/dev/null; then
+    echo "setup: cannot build agentjail-zygote (scripts/build-zygote.sh --release failed, above)" >&2
+    exit 1
 fi
 echo "setup: ok"

@@ -66,7 +66,7 @@ def test_the_constructor_raises_what_the_first_call_would(binary, tmp_path, monk
     # A flag serve refuses: the server exits at start, and its words are the error.
     with pytest.raises(agentjail.ConnectionClosed, match="--no-such-flag"):
         agentjail.Client(binary=binary, args=["--no-such-flag"])
-    # A zygote that cannot work: serve --zygote starts its template before it answers (the
+    # A zygote that cannot work, required: serve --zygote starts its template before it answers (the
     # template's own refusals, of the policy's interpreter or arguments, come at that same
     # start); here the template binary is not next to agentjail, and the constructor says so.
     import shutil
@@ -74,7 +74,7 @@ def test_the_constructor_raises_what_the_first_call_would(binary, tmp_path, monk
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(binary, alone / "agentjail")
-    with pytest.raises(agentjail.ConnectionClosed, match="--zygote needs .*agentjail-zygote next to agentjail"):
+    with pytest.raises(agentjail.ConnectionClosed, match="--zygote: no .*agentjail-zygote next to agentjail"):
         agentjail.Client(binary=str(alone / "agentjail"), args=["--zygote"])
 
     async def main():

@@ -590,9 +590,9 @@ fn seccomp_checks(checks: &mut Vec<Check>, status: &str) {
     ));
 }
 
-/// `serve --zygote` (crates/agentjail-engine/src/zygote): its template binary next to this
-/// one. Optional: without
-/// it every warm jail starts its own interpreter.
+/// The zygote (crates/agentjail-engine/src/zygote), which `serve` uses by default: its
+/// template binary next to this one. Optional: without it every warm jail starts its own
+/// interpreter (serve says so on stderr and in `stats`).
 /// The host's checks when the embedded default policy cannot be loaded here (its
 /// `/usr/bin/python3` is missing or not a Python agentjail has tables for): every host
 /// check, no probe jail, and a failed `policy` check with the loader's error and its fix.
@@ -635,8 +635,14 @@ fn zygote_check() -> Check {
         .ok();
     let found = bin.as_ref().is_some_and(|b| b.is_file());
     let detail = match &bin {
-        Some(b) if found => format!("{} (serve --zygote available)", b.display()),
-        Some(b) => format!("no {} (serve --zygote unavailable)", b.display()),
+        Some(b) if found => format!(
+            "{} (serve forks its Python jails from the zygote)",
+            b.display()
+        ),
+        Some(b) => format!(
+            "no {} (serve starts a fresh interpreter per Python job: slower)",
+            b.display()
+        ),
         None => "cannot find agentjail's own path".to_string(),
     };
     check(

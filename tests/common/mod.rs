@@ -215,6 +215,22 @@ pub fn mcp_server_path() -> PathBuf {
     shared().dir.join("agentjail-mcp")
 }
 
+/// The agentjail under test, alone in a directory of its own that every launch variant can
+/// enter (none of the binaries it looks for next to itself: agentjail-zygote, agentjail-mcp,
+/// agentjail-http): a hard link in the shared directory, made once, so it is never open for
+/// writing (a copy can fail its exec with ETXTBSY: see [`run_alone`]).
+pub fn agentjail_alone() -> &'static Path {
+    static ALONE: OnceLock<PathBuf> = OnceLock::new();
+    ALONE.get_or_init(|| {
+        let dir = shared().dir.join("alone");
+        std::fs::create_dir(&dir).expect("the shared directory's alone/");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.join("agentjail");
+        std::fs::hard_link(agentjail_path(), &bin).expect("link agentjail alone");
+        bin
+    })
+}
+
 /// A copy of agentjail alone in a fresh directory (none of the binaries it looks for next to
 /// itself), run with `args` and stdin closed: its exit code and its stderr.
 pub fn run_alone(args: &[&str]) -> (Option<i32>, String) {

@@ -627,12 +627,25 @@ impl Server {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Server {
+        Server::start_program(who, common::agentjail_path(), policy, marker, args, env)
+    }
+
+    /// As [`start_env`](Self::start_env), launching `program` (agentjail elsewhere, as
+    /// [`common::agentjail_alone`]: what it finds next to itself differs).
+    pub fn start_program(
+        who: Who,
+        program: &Path,
+        policy: &Path,
+        marker: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let before = host_state();
         let socket = args
             .windows(2)
             .find(|w| w[0] == "--socket")
             .map(|w| PathBuf::from(w[1]));
-        let mut c = command(who, common::agentjail_path());
+        let mut c = command(who, program);
         c.arg("serve").arg("--policy").arg(policy).args(args);
         c.current_dir("/").stderr(Stdio::piped());
         for (k, v) in env {

@@ -1,12 +1,15 @@
-//! `agentjail serve --zygote` attacked through the real binary, as root and as nobody: the
-//! warm Python jails are forked from one pre-initialised interpreter
+//! `agentjail serve`'s zygote (its default; `--zygote` requires it) attacked through the
+//! real binary, as root and as nobody: the warm Python jails are forked from one
+//! pre-initialised interpreter
 //! (crates/agentjail-engine/src/zygote), so every
 //! promise of a fresh jail is attacked again here. Jobs on one zygote pool never share
 //! anything (files, module state, environment, processes, memory, random state); the
 //! template cannot be seen, signalled or read from a jail; a zygote jail stops exactly the
 //! hostile programs a cold jail stops, with the same stop reasons; SIGKILL takes the template
 //! and every jail down at once; a dead template is replaced; a configuration the zygote
-//! cannot serve is refused at start with a clear error and leaves nothing behind.
+//! cannot serve is refused at start with a clear error and leaves nothing behind; without
+//! `--zygote` it is served with a fresh interpreter per job, said on stderr and in `stats`,
+//! and `--no-zygote` never uses the template.
 
 use crate::common::serve as serve_harness;
 
@@ -359,7 +362,8 @@ fn a_zygote_jail_stops_what_a_cold_jail_stops() {
         let m = common::marker("hostile");
         let p = policy("hostile", ARGS);
         let mut zygote = Server::start(who, &p, &m, &["--zygote", "--pool", "1"]);
-        let mut cold = Server::start(who, &p, &m, &["--pool", "1"]);
+        // The reference is a fresh interpreter per job: serve's default is the zygote now.
+        let mut cold = Server::start(who, &p, &m, &["--no-zygote", "--pool", "1"]);
         for (what, code) in HOSTILE {
             Server::wait_pool_ready(zygote.io(), 1);
             Server::wait_pool_ready(cold.io(), 1);
@@ -708,4 +712,111 @@ fn what_the_zygote_cannot_serve_is_refused_at_start_and_leaves_nothing() {
         err.contains("agentjail-zygote") && err.contains("build-zygote"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. The zygote is serve's default
+
+/// The job a server's ready pool answers, and `stats`' `zygote` (both after the pool is
+/// ready, so the job takes a pool jail, not one started for it).
+fn one_job(s: &mut Server) -> (Value, Value) {
+    Server::wait_pool_ready(s.io(), 1);
+    let rec = s.io().run(action("print('{\"n\": 42}')", json!({})));
+    assert_eq!(rec["status"], "ok", "{rec:#}");
+    (rec, s.io().stats()["zygote"].clone())
+}
+
+/// The lines of `s`'s stderr that speak of the zygote, once the server has started: its
+/// reader thread may be a moment behind the first response.
+fn zygote_lines(s: &Server, expect: usize) -> Vec<String> {
+    let lines = || -> Vec<String> {
+        s.stderr()
+            .lines()
+            .filter(|l| l.contains("zygote"))
+            .map(String::from)
+            .collect()
+    };
+    let t = Instant::now();
+    while lines().len() < expect && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    lines()
+}
+
+#[test]
+fn serve_forks_from_the_zygote_by_default_and_never_falls_back_silently() {
+    if !common::zygote_built() {
+        return;
+    }
+    for who in variants() {
+        // No flag, a template that serves the policy: the pool's jails come from it.
+        let m = common::marker("default");
+        let mut s = Server::start(who, &policy("default", ARGS), &m, &["--pool", "1"]);
+        let (rec, used) = one_job(&mut s);
+        assert!(from_zygote(&rec), "{who:?}: not a zygote jail: {rec:#}");
+        assert_eq!(used["in_use"], true, "{who:?}: {used}");
+        assert!(template_of(s.pid).is_some(), "{who:?}: no template runs");
+        assert_eq!(zygote_lines(&s, 0), Vec::<String>::new(), "{who:?}");
+        s.finish();
+
+        // --no-zygote: a fresh interpreter per job, no template, nothing said but in stats.
+        let m = common::marker("nozygote");
+        let mut s = Server::start(
+            who,
+            &policy("nozygote", ARGS),
+            &m,
+            &["--pool", "1", "--no-zygote"],
+        );
+        let (rec, used) = one_job(&mut s);
+        assert!(!from_zygote(&rec), "{who:?}: a zygote jail: {rec:#}");
+        assert_eq!(
+            used,
+            json!({"in_use": false, "why": "--no-zygote"}),
+            "{who:?}"
+        );
+        assert!(template_of(s.pid).is_none(), "{who:?}: a template runs");
+        assert_eq!(zygote_lines(&s, 0), Vec::<String>::new(), "{who:?}");
+        s.finish();
+
+        // Unusable, without --zygote: a fresh interpreter per job, one line on stderr and
+        // stats saying why (and how to build the template where it is missing).
+        let other_flags = policy("fallflags", r#"["-I", "-S", "-B", "-X", "utf8", "-O"]"#);
+        let default = policy("fallmissing", ARGS);
+        for (tag, program, p, why) in [
+            (
+                "fallflags",
+                common::agentjail_path(),
+                &other_flags,
+                "python_args",
+            ),
+            (
+                "fallmissing",
+                common::agentjail_alone(),
+                &default,
+                "build-zygote.sh",
+            ),
+        ] {
+            let m = common::marker(tag);
+            let mut s = Server::start_program(who, program, p, &m, &["--pool", "1"], &[]);
+            let (rec, used) = one_job(&mut s);
+            assert!(!from_zygote(&rec), "{who:?} {tag}: a zygote jail: {rec:#}");
+            assert_eq!(used["in_use"], false, "{who:?} {tag}: {used}");
+            assert!(
+                used["why"].as_str().unwrap_or("").contains(why),
+                "{who:?} {tag}: {used}"
+            );
+            let lines = zygote_lines(&s, 1);
+            assert!(
+                lines.len() == 1
+                    && lines[0].starts_with("agentjail: the zygote is not used")
+                    && lines[0].contains(why),
+                "{who:?} {tag}: {lines:?}"
+            );
+            assert!(
+                template_of(s.pid).is_none(),
+                "{who:?} {tag}: a template runs"
+            );
+            s.finish();
+        }
+    }
 }

@@ -76,16 +76,18 @@ pub struct EngineFlags {
     /// How long a cache entry stays valid, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
     cache_ttl: u64,
-    /// Spawn the warm Python jails from a zygote: one interpreter initialised ahead,
-    /// forked into a new, complete jail per job (needs agentjail-zygote next to agentjail;
-    /// docs/REFERENCE.md, "The engine").
-    #[arg(long)]
+    /// Require the zygote (the default uses it wherever it can): refuse to start when agentjail-zygote next to agentjail cannot serve the policy (docs/REFERENCE.md, "The engine").
+    #[arg(long, conflicts_with = "no_zygote")]
     zygote: bool,
+    /// Start a fresh interpreter in every Python jail instead of forking the zygote's template.
+    #[arg(long)]
+    no_zygote: bool,
 }
 
 impl EngineFlags {
     /// The engine these flags ask for, on `policy`.
     pub fn config(self, policy: crate::policy::LoadedPolicy) -> crate::engine::EngineConfig {
+        let zygote = self.zygote_mode();
         let mut engine = crate::engine::EngineConfig::for_server(
             policy,
             self.pool,
@@ -93,7 +95,7 @@ impl EngineFlags {
             self.cache,
             self.cache_ttl,
         );
-        engine.zygote = self.zygote;
+        engine.zygote = zygote;
         if let Some(n) = self.pool_max {
             engine.pool_max = n;
         }
@@ -102,5 +104,43 @@ impl EngineFlags {
             engine.spawners = usize::from(n);
         }
         engine
+    }
+
+    /// `--zygote` requires the zygote, `--no-zygote` turns it off (clap refuses both), and
+    /// neither uses it where it can serve.
+    fn zygote_mode(&self) -> crate::engine::ZygoteMode {
+        use crate::engine::ZygoteMode;
+        match (self.zygote, self.no_zygote) {
+            (true, _) => ZygoteMode::Required,
+            (_, true) => ZygoteMode::Off,
+            _ => ZygoteMode::Auto,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::ZygoteMode;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        engine: EngineFlags,
+    }
+
+    fn mode(args: &[&str]) -> Result<ZygoteMode, clap::Error> {
+        let argv = std::iter::once("serve").chain(args.iter().copied());
+        Cli::try_parse_from(argv).map(|c| c.engine.zygote_mode())
+    }
+
+    #[test]
+    fn the_zygote_is_the_default_and_each_flag_means_one_thing() {
+        assert_eq!(mode(&[]).unwrap(), ZygoteMode::Auto);
+        assert_eq!(mode(&["--zygote"]).unwrap(), ZygoteMode::Required);
+        assert_eq!(mode(&["--no-zygote"]).unwrap(), ZygoteMode::Off);
+        let e = mode(&["--zygote", "--no-zygote"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{e}");
     }
 }

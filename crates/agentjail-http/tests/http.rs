@@ -20,6 +20,18 @@ use std::path::Path;
 use std::process::Command;
 use support::*;
 
+/// `--no-zygote` (a flag of serve's that agentjail-http parses too) reaches its engine.
+#[test]
+fn no_zygote_reaches_the_http_server() {
+    let s = start("unix:{dir}/http.sock", &["--no-zygote", "--pool", "1"]);
+    let st = get(&s.target, "/v1/stats").json();
+    assert_eq!(
+        st["zygote"],
+        json!({"in_use": false, "why": "--no-zygote"}),
+        "{st}"
+    );
+}
+
 #[test]
 fn the_native_routes_run_check_sessions_stats_and_metrics() {
     let s = start("unix:{dir}/http.sock", &[]);
@@ -80,6 +92,11 @@ fn the_native_routes_run_check_sessions_stats_and_metrics() {
     assert_eq!(r2["value"], "42", "state is kept across calls: {r2}");
     let st = get(t, "/v1/stats").json();
     assert_eq!(st["sessions"], 1, "{st}");
+    // serve's default reaches agentjail-http: the zygote wherever its template lies beside.
+    let beside = Path::new(bin())
+        .with_file_name("agentjail-zygote")
+        .is_file();
+    assert_eq!(st["zygote"]["in_use"], beside, "{st}");
     let r = request(t, "DELETE", &format!("/v1/sessions/{id}"), &[], b"");
     assert_eq!(r.json(), json!({"closed": true}));
     assert_eq!(

@@ -744,32 +744,42 @@ fn mcp_zygote_jails_serve_run_python_one_job_each() {
     if !common::zygote_built() {
         return;
     }
-    // The jobs themselves are attacked in tests/frontends/zygote.rs (serve --zygote, the same engine):
-    // here, that the flag reaches the engine through agentjail mcp and its jails answer.
-    let mut s = Raw::start(&["--zygote", "--pool", "1"]);
-    s.initialize();
-    for id in 1..=4 {
-        let r = s.call(
-            id,
-            "run_python",
-            json!({"code": "import json\nprint(json.dumps({'n': 6 * 7}))"}),
-        );
-        let rec = &r["result"]["structuredContent"];
-        assert_eq!(r["result"]["isError"], json!(false), "{r}");
-        assert_eq!(rec["output"]["n"], json!(42), "{r}");
-        let zygote = rec["enforcement"]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|c| c["mechanism"] == "zygote fork"));
-        // The first call may find the pool still filling (a cold jail); the rest are warm.
-        if id > 1 {
-            assert!(zygote, "call {id} did not run in a zygote jail: {r}");
+    // The jobs themselves are attacked in tests/frontends/zygote.rs (serve, the same engine):
+    // here, that the flags reach the engine through agentjail mcp: the zygote by default and
+    // with --zygote, never with --no-zygote.
+    for (args, want) in [
+        (&["--pool", "1"][..], true),
+        (&["--zygote", "--pool", "1"][..], true),
+        (&["--no-zygote", "--pool", "1"][..], false),
+    ] {
+        let mut s = Raw::start(args);
+        s.initialize();
+        for id in 1..=3 {
+            let r = s.call(
+                id,
+                "run_python",
+                json!({"code": "import json\nprint(json.dumps({'n': 6 * 7}))"}),
+            );
+            let rec = &r["result"]["structuredContent"];
+            assert_eq!(r["result"]["isError"], json!(false), "{args:?}: {r}");
+            assert_eq!(rec["output"]["n"], json!(42), "{args:?}: {r}");
+            let zygote = rec["enforcement"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|c| c["mechanism"] == "zygote fork"));
+            // The first call may find the pool still filling (a cold jail); the rest are warm.
+            if id > 1 || !want {
+                assert_eq!(zygote, want, "{args:?}: call {id}: {r}");
+            }
         }
+        let pid = s.child.id() as i32;
+        let template = common::descendants(pid)
+            .into_iter()
+            .any(|p| common::cmdline(p.0).contains("agentjail-zygote"));
+        assert_eq!(
+            template, want,
+            "{args:?}: the zygote template under agentjail mcp"
+        );
     }
-    let pid = s.child.id() as i32;
-    let template = common::descendants(pid)
-        .into_iter()
-        .any(|p| common::cmdline(p.0).contains("agentjail-zygote"));
-    assert!(template, "no zygote template under agentjail mcp --zygote");
 }
 
 #[test]

@@ -210,8 +210,8 @@ mod tests {
         .into();
         assert_eq!(
             e.to_string(),
-            "--zygote: --zygote needs /opt/aj/agentjail-zygote next to agentjail; build it \
-             with scripts/build-zygote.sh"
+            "--zygote: no /opt/aj/agentjail-zygote next to agentjail; build it with \
+             scripts/build-zygote.sh"
         );
         let w = StartError::Workspace(BuildError::MissingReadOnly {
             path: "/opt/x".into(),

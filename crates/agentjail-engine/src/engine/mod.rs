@@ -63,13 +63,55 @@ pub struct EngineConfig {
     pub spawners: usize,
     /// The result cache directory and how long an entry stays valid.
     pub cache: Option<(PathBuf, Duration)>,
-    /// Spawn the warm Python jails from a zygote template (src/zygote: a pre-initialised
-    /// interpreter forked into a new jail per job) instead of starting an interpreter in
-    /// each. Off by default; `serve --zygote`.
-    pub zygote: bool,
+    /// Whether the warm Python jails are spawned from a zygote template (src/zygote: a
+    /// pre-initialised interpreter forked into a new jail per job) instead of starting an
+    /// interpreter in each: [`ZygoteMode::Auto`] by default.
+    pub zygote: ZygoteMode,
     /// Where [`Engine::handle`] appends each record it answers with (`--audit-log`, else the
     /// policy's audit.log: [`Engine::start_server`] sets it, checked before the start).
     pub audit_log: Option<PathBuf>,
+}
+
+/// Whether a server's warm Python jails come from the zygote (`serve`'s flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZygoteMode {
+    /// `--no-zygote`: a fresh interpreter in every jail.
+    Off,
+    /// The default: the zygote where its template can serve the policy; else a fresh
+    /// interpreter per job, said once on stderr ([`Engine::start_server`]) and in `stats`.
+    Auto,
+    /// `--zygote`: the zygote, or the server does not start.
+    Required,
+}
+
+/// Whether the warm Python jails come from the zygote, and why (`stats`' `zygote`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ZygoteUse {
+    pub in_use: bool,
+    pub why: String,
+    /// The zygote was wanted (the default) but could not serve: the server says so once.
+    #[serde(skip)]
+    pub fell_back: bool,
+}
+
+impl ZygoteUse {
+    fn new(in_use: bool, why: impl Into<String>) -> ZygoteUse {
+        ZygoteUse {
+            in_use,
+            why: why.into(),
+            fell_back: false,
+        }
+    }
+
+    /// The line a server prints on stderr when the default fell back, None otherwise.
+    pub fn notice(&self) -> Option<String> {
+        self.fell_back.then(|| {
+            format!(
+                "agentjail: the zygote is not used, every Python job starts a fresh interpreter (slower): {}",
+                self.why.replace(['\n', '\r'], "; ")
+            )
+        })
+    }
 }
 
 /// The CPUs this process may use: its affinity mask, bounded by its cgroup's CPU quota
@@ -152,7 +194,7 @@ impl EngineConfig {
             session_pool: session_pool.unwrap_or_else(|| default_session_pool(pool)),
             spawners: default_spawners(),
             cache: cache.map(|d| (d, Duration::from_secs(cache_ttl))),
-            zygote: false,
+            zygote: ZygoteMode::Auto,
             audit_log: None,
         }
     }
@@ -174,11 +216,14 @@ struct Runner {
     language: Language,
     plan: Arc<crate::plan::JailPlan>,
     pool: Option<Arc<Pool>>,
+    /// Python's: whether its pool's jails come from the zygote, and why.
+    zygote: Option<ZygoteUse>,
 }
 
 impl Runner {
     /// The language's plan and its pool (when the configured pool is not 0), filling in the
-    /// background; with `--zygote`, the zygote the pool's jails are spawned from.
+    /// background; for Python, the zygote the pool's jails are spawned from where one is
+    /// used (`start_zygote`).
     fn start(
         cfg: &EngineConfig,
         language: Language,
@@ -206,18 +251,51 @@ impl Runner {
             },
         };
         let size = sizing.floor;
-        let zygote = match language {
-            Language::Python if cfg.zygote && size > 0 => {
-                Some(Arc::new(crate::zygote::Zygote::start(&cfg.policy, &plan)?))
-            }
-            _ => None,
+        let (zygote, used) = match language {
+            Language::Python => start_zygote(cfg, &plan, size)?,
+            Language::JavaScript => (None, None),
         };
         let pool = (size > 0).then(|| Pool::new(Arc::clone(&plan), sizing, spawner, zygote));
         Ok(Runner {
             language,
             plan,
             pool,
+            zygote: used,
         })
+    }
+}
+
+/// The zygote of the Python pool of `size` jails of `plan`, as `cfg.zygote` asks: with
+/// [`ZygoteMode::Auto`] a template that cannot serve the policy (not built, built for
+/// another Python, other interpreter flags, refused) leaves the pool to fresh interpreters
+/// and says why; with [`ZygoteMode::Required`] it is the start's error.
+fn start_zygote(
+    cfg: &EngineConfig,
+    plan: &crate::plan::JailPlan,
+    size: usize,
+) -> Result<(Option<Arc<crate::zygote::Zygote>>, Option<ZygoteUse>), StartError> {
+    let mode = cfg.zygote;
+    if mode == ZygoteMode::Off {
+        return Ok((None, Some(ZygoteUse::new(false, "--no-zygote"))));
+    }
+    if size == 0 {
+        let why = "--pool 0: each job's jail is started for it, with a fresh interpreter";
+        return Ok((None, Some(ZygoteUse::new(false, why))));
+    }
+    match crate::zygote::Zygote::start(&cfg.policy, plan) {
+        Ok(z) => {
+            let why = match mode {
+                ZygoteMode::Required => "--zygote",
+                _ => "the default; --no-zygote starts a fresh interpreter per job",
+            };
+            Ok((Some(Arc::new(z)), Some(ZygoteUse::new(true, why))))
+        }
+        Err(e) if mode == ZygoteMode::Required => Err(e.into()),
+        Err(e) => {
+            let mut used = ZygoteUse::new(false, e.to_string());
+            used.fell_back = true;
+            Ok((None, Some(used)))
+        }
     }
 }
 
@@ -406,11 +484,23 @@ impl Engine {
             })?;
         }
         cfg.audit_log = audit.clone();
-        Ok((Engine::start(cfg)?, audit))
+        let engine = Engine::start(cfg)?;
+        if let Some(line) = engine.zygote_use().notice() {
+            eprintln!("{line}");
+        }
+        Ok((engine, audit))
     }
 
     pub fn policy(&self) -> &LoadedPolicy {
         &self.policy
+    }
+
+    /// Whether the warm Python jails come from the zygote, and why (`stats`' `zygote`).
+    pub fn zygote_use(&self) -> ZygoteUse {
+        self.runners
+            .iter()
+            .find_map(|r| r.zygote.clone())
+            .unwrap_or_else(|| ZygoteUse::new(false, "the policy executes no Python"))
     }
 
     /// One job: the whole pipeline of `agentjail run` on these action bytes. `caller`: the
@@ -766,6 +856,7 @@ impl Engine {
         json!({
             "pool": pool_of(Language::Python),
             "pools": pools,
+            "zygote": self.zygote_use(),
             "session_pool": self.session_pool.as_ref().map(|p| p.stats()),
             "workspace_pool": self.workspace_pool.as_ref().map(|p| p.stats()),
             "workspaces": self.workspace_count(),

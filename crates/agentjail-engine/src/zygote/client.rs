@@ -147,7 +147,7 @@ impl std::fmt::Display for ZygoteError {
             }
             ZygoteError::NoBinary { exe } => write!(
                 f,
-                "--zygote needs {} next to agentjail; build it with scripts/build-zygote.sh",
+                "no {} next to agentjail; build it with scripts/build-zygote.sh",
                 exe.display()
             ),
             ZygoteError::Controls(e) => e.fmt(f),
@@ -349,7 +349,7 @@ fn unavailable(message: &str) -> SetupError {
     SetupError::new(
         format!("zygote: {message}"),
         None,
-        "the zygote template could not spawn the jail; run without --zygote to compare",
+        "the zygote template could not spawn the jail; serve with --no-zygote to compare",
     )
 }
 

@@ -102,7 +102,7 @@ pub fn control() -> agentjail_jail::Control {
         "address_space_layout",
         agentjail_jail::ControlState::Degraded,
         "zygote fork",
-        "the interpreter was forked from agentjail's zygote template (serve --zygote): its address layout and str hash key are the template's, shared by every job of this server; random is reseeded per job",
+        "the interpreter was forked from agentjail's zygote template (serve's default; --no-zygote starts a fresh one per job): its address layout and str hash key are the template's, shared by every job of this server; random is reseeded per job",
     )
 }
 

@@ -56,8 +56,11 @@ pub fn template_main(interp: &mut dyn Interpreter, entry: fn() -> !) -> i32 {
     match serve_template(interp, entry) {
         Ok(()) => 0,
         Err(msg) => {
-            let _ = send(&FromTemplate::Refused { error: msg.clone() }, &[]);
-            eprintln!("agentjail-zygote: {msg}");
+            // The server prints the refusal it is sent (once: serve's default falls back
+            // with one line); stderr only when it cannot be told.
+            if send(&FromTemplate::Refused { error: msg.clone() }, &[]).is_err() {
+                eprintln!("agentjail-zygote: {msg}");
+            }
             1
         }
     }
@@ -158,7 +161,7 @@ fn single_threaded() -> Result<(), String> {
         .count();
     if threads != 1 {
         return Err(format!(
-            "the template has {threads} threads after the preloads (a preloaded module started one); the zygote needs one: run without --zygote or drop that preload"
+            "the template has {threads} threads after the preloads (a preloaded module started one); the zygote needs one: drop that preload, or serve with --no-zygote"
         ));
     }
     Ok(())
@@ -178,7 +181,7 @@ pub fn check_interpreter(
         .unwrap_or_else(|_| std::path::PathBuf::from(embedded.binary));
     if real != embedded_real || version != embedded.version {
         return Err(format!(
-            "{} was built for Python {} ({}); the policy's interpreter {python} is Python {version} ({}): rebuild the zygote for it with `scripts/build-zygote.sh --python {python}`, or run without --zygote",
+            "{} was built for Python {} ({}); the policy's interpreter {python} is Python {version} ({}): rebuild the zygote for it with `scripts/build-zygote.sh --python {python}`, or serve with --no-zygote",
             super::BINARY,
             embedded.version,
             embedded.binary,
@@ -196,7 +199,7 @@ pub fn check_args(args: &[String]) -> Result<(), String> {
         .ne(PYTHON_ARGS.iter().copied())
     {
         return Err(format!(
-            "the zygote runs Python as `{}`; the policy's python_args are {args:?}: run without --zygote",
+            "the zygote runs Python as `{}`; the policy's python_args are {args:?}: the zygote cannot run its jobs (serve with --no-zygote)",
             PYTHON_ARGS.join(" ")
         ));
     }
@@ -351,7 +354,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             e.contains(HOST.binary)
-                && e.contains("without --zygote")
+                && e.contains("--no-zygote")
                 && e.contains("scripts/build-zygote.sh --python"),
             "{e}"
         );
