@@ -165,6 +165,7 @@ pub fn build(
             .allowlist()
             .then_some(crate::policy::PROXY_PORT),
         runner_fds: false,
+        late_files: None,
         limits: SuperviseLimits {
             wall_time_ms: lim.wall_time_ms,
             cpu_time_ms: lim.cpu_time_ms,

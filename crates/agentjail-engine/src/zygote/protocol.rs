@@ -198,6 +198,8 @@ impl FdSet {
             held_dir: next(self.held_dir),
             net: next(self.net),
             program_pid,
+            // The zygote's jails take no late files: their plan has none.
+            late: None,
         })
     }
 }
