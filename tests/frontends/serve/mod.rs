@@ -15,6 +15,7 @@
 mod cache;
 mod resilience;
 mod stream;
+mod warm_steps;
 mod workspace;
 mod workspace_agent;
 mod workspace_attacks;
