@@ -169,6 +169,19 @@ fn arrange_fds(fds: &ChildFds, net: Option<RawFd>) -> Result<(), i32> {
     }
 }
 
+/// Step 4b: our own fds only, in the job cgroup ("c"), then report that we wait and wait
+/// for the parent's "f" (the job's files are in the root). Never returns on failure.
+fn wait_for_files(p: &Prepared, fds: &ChildFds) {
+    let (rep, sync) = (fds.report_w, fds.sync_r);
+    step(p, rep, Stage::CloseFds, || plain(keep_only_own_fds(p, fds)));
+    wait_parent(rep, sync, Some(b'c'));
+    let waiting = report::encode(report::KIND_LATE, 0, 0);
+    if let Err(e) = sys::write_all(rep, &waiting) {
+        fail(rep, Stage::WaitParent, 0, e);
+    }
+    wait_parent(rep, sync, Some(b'f'));
+}
+
 /// Close every fd but the child's own (its pipes, the landlock ruleset), without moving
 /// any: the numbers are sorted on the stack and the gaps between them closed.
 fn keep_only_own_fds(p: &Prepared, fds: &ChildFds) -> Result<(), i32> {
@@ -314,13 +327,7 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     // 4b. A jail started before its job: only our own fds, then the parent writes the
     //     job's files.
     if p.late_dir.is_some() {
-        step(p, rep, Stage::CloseFds, || plain(keep_only_own_fds(p, fds)));
-        wait_parent(rep, sync, Some(b'c'));
-        let waiting = report::encode(report::KIND_LATE, 0, 0);
-        if let Err(e) = sys::write_all(rep, &waiting) {
-            fail(rep, Stage::WaitParent, 0, e);
-        }
-        wait_parent(rep, sync, Some(b'f'));
+        wait_for_files(p, fds);
     }
     staged(p, rep, Stage::PivotRoot, || mount::enter_root(&p.root));
     step(p, rep, Stage::Chdir, || plain(sys::chdir(&p.cwd)));

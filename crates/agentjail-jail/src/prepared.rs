@@ -132,13 +132,8 @@ pub fn effective_rlimits(rlimits: &[Rlimit], cover: CgroupCover) -> Vec<Rlimit> 
 }
 
 pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
-    let (late_bytes, late_inodes) = plan
-        .late_files
-        .as_ref()
-        .map_or((0, 0), |l| (l.bytes, l.inodes));
-    let root_bytes = plan.root_tmpfs_bytes.saturating_add(late_bytes);
-    let root = mount::prepare(&plan.mounts, root_bytes, late_inodes)
-        .map_err(|e| SetupError::new("prepare root", None, e.to_string()))?;
+    let root =
+        prepare_root(plan).map_err(|e| SetupError::new("prepare root", None, e.to_string()))?;
     let path = plan
         .env
         .iter()
@@ -203,10 +198,7 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
             Some(rel) if crate::plan::holds_cwd(&plan.cwd) => Some(cstring("out dir", rel)?),
             _ => None,
         },
-        late_dir: match &plan.late_files {
-            Some(l) => Some(late_dir(&l.dir)?),
-            None => None,
-        },
+        late_dir: late_dir(plan)?,
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
         net_port: plan.net_proxy_port,
         pin_cpus: pin_cpus(plan, cover),
@@ -215,9 +207,23 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
     })
 }
 
-/// A late-files directory as the parent opens it beneath the waiting child's root: in the
-/// staging tmpfs (crate::mount::STAGING), relative. Only an absolute path of plain names.
-fn late_dir(dir: &str) -> Result<CString, SetupError> {
+/// The root's steps, its tmpfs with room for the plan's late files.
+fn prepare_root(plan: &JailPlan) -> Result<mount::PreparedRoot, mount::MountError> {
+    let (bytes, inodes) = plan
+        .late_files
+        .as_ref()
+        .map_or((0, 0), |l| (l.bytes, l.inodes));
+    let root_bytes = plan.root_tmpfs_bytes.saturating_add(bytes);
+    mount::prepare(&plan.mounts, root_bytes, inodes)
+}
+
+/// The plan's late-files directory as the parent opens it beneath the waiting child's root:
+/// in the staging tmpfs (crate::mount::STAGING), relative. Only an absolute path of plain
+/// names.
+fn late_dir(plan: &JailPlan) -> Result<Option<CString>, SetupError> {
+    let Some(dir) = plan.late_files.as_ref().map(|l| l.dir.as_str()) else {
+        return Ok(None);
+    };
     let plain = dir.starts_with('/')
         && dir[1..]
             .split('/')
@@ -230,7 +236,7 @@ fn late_dir(dir: &str) -> Result<CString, SetupError> {
         ));
     }
     let staging = mount::STAGING.trim_start_matches('/');
-    cstring("late files dir", &format!("{staging}{dir}"))
+    cstring("late files dir", &format!("{staging}{dir}")).map(Some)
 }
 
 /// execve's form of `strings`: their pointers, then NULL.

@@ -249,23 +249,19 @@ fn compile(
         return cached(r, hit, &end);
     }
     let cpolicy = compile_policy(policy, tc, left_ms);
-    let file = LateFile {
-        path: action.entrypoint.clone(),
-        contents: action.code.as_bytes().to_vec(),
-        mode: 0o444,
-    };
     let widen = address_space_headroom(&action.language);
-    let started = start_compile((&cpolicy, tc, widen), argv, file, (cl.output.0, source));
-    let (jail, limits) = match started {
-        Ok((jail, limits, start)) => {
-            record.jail_start = Some(start);
-            (jail, limits)
-        }
-        Err((error, reason)) => {
-            r.error(error);
-            return Err(end(r, record, reason, Value::Null));
-        }
-    };
+    let file = source_file(action);
+    let (jail, limits) =
+        match start_compile((&cpolicy, tc, widen), argv, file, (cl.output.0, source)) {
+            Ok((jail, limits, start)) => {
+                record.jail_start = Some(start);
+                (jail, limits)
+            }
+            Err((error, reason)) => {
+                r.error(error);
+                return Err(end(r, record, reason, Value::Null));
+            }
+        };
     let io = Io {
         stdin_bytes: Some(Vec::new()),
         job_bytes: None,
@@ -460,6 +456,15 @@ fn start_compile(
         )
     })?;
     Ok((jail, plan.limits, start))
+}
+
+/// The compile jail's late file: the program, read-only at /app/<entrypoint>.
+fn source_file(action: &Action) -> LateFile {
+    LateFile {
+        path: action.entrypoint.clone(),
+        contents: action.code.as_bytes().to_vec(),
+        mode: 0o444,
+    }
 }
 
 /// Where both steps take the job's files late (crate::plan::LateFiles).

@@ -95,6 +95,7 @@ impl std::error::Error for BuildError {}
 
 /// Build the plan for running `argv` under `policy`. `host` answers what a host path is
 /// (the real filesystem in production, a table in tests).
+// long because the plan is one struct literal, a line per field; the parts are built above it.
 pub fn build(
     policy: &Policy,
     argv: Vec<String>,

@@ -283,6 +283,7 @@ mod tests {
             held_dir: None,
             net: Some(pipe()),
             program_pid: Some(11),
+            late: None,
         };
         let s = spawned();
         let (job, reply, net) = (
