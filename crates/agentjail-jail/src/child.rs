@@ -11,6 +11,15 @@
 //!    then check the supervisor did not die before we asked;
 //! 4. build the root on a tmpfs, pivot into it, detach the host's root: from here no path
 //!    leads to a host file that was not bound in read-only;
+//!
+//!    4b. (late files only: a jail started before its job) between building the root and
+//!    sealing it: close every fd but our own (a clone copies all of agentjail's, among
+//!    them other jails' setup pipes and clients' sockets, which a jail that waits for its
+//!    job must not hold open), wait until the parent has put us in the job cgroup ("c",
+//!    see 5b), report that we wait, and wait for "f". Meanwhile the parent writes the job's files into the
+//!    root tmpfs through /proc/<pid>/root. Nothing of the program exists yet: this process
+//!    runs only agentjail's code on prepared data, so what the parent writes is data in a
+//!    directory that is about to become read-only, as the plan's own files are;
 //! 5. hostname, new session (no controlling terminal);
 //!
 //!    5b. wait until the parent has put us in the job cgroup, then (cgroup v1) unshare the
@@ -160,6 +169,47 @@ fn arrange_fds(fds: &ChildFds, net: Option<RawFd>) -> Result<(), i32> {
     }
 }
 
+/// Step 4b: our own fds only, in the job cgroup ("c"), then report that we wait and wait
+/// for the parent's "f" (the job's files are in the root). Never returns on failure.
+fn wait_for_files(p: &Prepared, fds: &ChildFds) {
+    let (rep, sync) = (fds.report_w, fds.sync_r);
+    step(p, rep, Stage::CloseFds, || plain(keep_only_own_fds(p, fds)));
+    wait_parent(rep, sync, Some(b'c'));
+    let waiting = report::encode(report::KIND_LATE, 0, 0);
+    if let Err(e) = sys::write_all(rep, &waiting) {
+        fail(rep, Stage::WaitParent, 0, e);
+    }
+    wait_parent(rep, sync, Some(b'f'));
+}
+
+/// Close every fd but the child's own (its pipes, the landlock ruleset), without moving
+/// any: the numbers are sorted on the stack and the gaps between them closed.
+fn keep_only_own_fds(p: &Prepared, fds: &ChildFds) -> Result<(), i32> {
+    let (job, reply) = fds.runner.unwrap_or((-1, -1));
+    let ruleset = p.landlock.as_ref().map_or(-1, |l| l.ruleset_fd());
+    let mut keep = [
+        fds.stdin_r,
+        fds.stdout_w,
+        fds.stderr_w,
+        fds.report_w,
+        fds.sync_r,
+        fds.status_w,
+        job,
+        reply,
+        ruleset,
+    ];
+    keep.sort_unstable();
+    let mut next: u32 = 0;
+    for fd in keep.into_iter().filter(|&fd| fd >= 0) {
+        let fd = fd as u32;
+        if fd > next {
+            sys::close_range(next, fd - 1)?;
+        }
+        next = next.max(fd + 1);
+    }
+    sys::close_range_from(next)
+}
+
 /// A step's failure: (detail, errno); `detail` names the part of a multi-part step (the
 /// mount op, the landlock rule, the rlimit) and is 0 otherwise.
 type StepResult = Result<(), (u32, i32)>;
@@ -274,6 +324,11 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     step(p, rep, Stage::MountOp, || {
         mount::apply_steps(&p.root).map_err(|(i, e)| (i as u32, e))
     });
+    // 4b. A jail started before its job: only our own fds, then the parent writes the
+    //     job's files.
+    if p.late_dir.is_some() {
+        wait_for_files(p, fds);
+    }
     staged(p, rep, Stage::PivotRoot, || mount::enter_root(&p.root));
     step(p, rep, Stage::Chdir, || plain(sys::chdir(&p.cwd)));
     // 5. Identity of the host and the terminal.
@@ -283,7 +338,10 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
     step(p, rep, Stage::Setsid, || plain(sys::setsid()));
     // 5b. In the job cgroup ("c"; at once with CLONE_INTO_CGROUP): nothing may run outside
     //     it. Then the cgroup namespace, while we still hold CAP_SYS_ADMIN in our userns.
-    wait_parent(rep, sync, Some(b'c'));
+    //     (A jail with late files had its "c" at 4b.)
+    if p.late_dir.is_none() {
+        wait_parent(rep, sync, Some(b'c'));
+    }
     if fds.late_cgroup_ns {
         step(p, rep, Stage::CgroupNamespace, || {
             plain(sys::unshare(libc::CLONE_NEWCGROUP))

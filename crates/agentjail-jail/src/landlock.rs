@@ -86,6 +86,11 @@ impl Prepared {
     pub fn abi(&self) -> i32 {
         self.abi
     }
+
+    /// The ruleset's fd (the child keeps it until it applies the rules).
+    pub fn ruleset_fd(&self) -> std::os::fd::RawFd {
+        self.ruleset.as_raw_fd()
+    }
 }
 
 /// The host's landlock ABI version; negative (minus errno) when landlock is unavailable.

@@ -222,9 +222,10 @@ impl PreparedJail {
         let mut spawned = spawn(self.cgroup.as_ref(), self.cover)?;
         // /app/out, opened beneath the jail's root by the handshake while the program was
         // stopped before its exec (spawn.rs); held so its files can be read once every
-        // process of the jail is gone.
+        // process of the jail is gone. A jail waiting for late files has no program yet:
+        // /app/out comes at `place_late`.
         let out = spawned.held_dir.take();
-        if self.has_out && out.is_none() {
+        if self.has_out && out.is_none() && spawned.late.is_none() {
             return Err(JailError::Setup(crate::SetupError::new(
                 "open /app/out",
                 None,
@@ -243,6 +244,32 @@ impl PreparedJail {
 }
 
 impl StartedJail {
+    /// Whether this jail waits for its late files (a plan with `late_files`, not yet
+    /// [`place_late`](Self::place_late)d): its root is built, its program does not exist.
+    pub fn waits_for_files(&self) -> bool {
+        self.spawned.late.is_some()
+    }
+
+    /// A jail started before its job: write the job's files into its late directory (the
+    /// root still writable, no program yet), then let it seal its root and start its
+    /// program. A jail without late files is returned as it is. On failure the jail is
+    /// ended (killed, reaped, its cgroup removed): the caller starts another.
+    pub fn place_late(mut self, files: &[crate::plan::LateFile]) -> Result<StartedJail, JailError> {
+        let placed = match &self.spawned.late {
+            None => return Ok(self),
+            Some(late) => crate::late::write(&late.dir, files, late.owner),
+        };
+        let released = placed.and_then(|()| self.spawned.release_late());
+        if let Err(e) = released {
+            drop(self.end());
+            return Err(JailError::Setup(e));
+        }
+        if self.out.is_none() {
+            self.out = self.spawned.held_dir.take();
+        }
+        Ok(self)
+    }
+
     /// Feed the program its input and supervise it to the end (exit, a limit, a forbidden
     /// syscall or an interrupt), under the plan's limits, counted from now. The jail is dead
     /// and reaped when this returns; its cgroup is removed.
@@ -265,13 +292,17 @@ impl StartedJail {
         delivery: supervise::Delivery,
     ) -> (JailRun, Teardown) {
         let StartedJail {
-            spawned,
+            mut spawned,
             out,
             cgroup,
             enforcement,
             setup_us,
             ..
         } = self;
+        // A jail still waiting for its late files never starts its program here: its sync
+        // pipe closes, the child exits at its wait (child.rs, 4b) and the run ends as a
+        // failed start.
+        drop(spawned.late.take());
         let (outcome, exiting) =
             supervise::supervise(spawned, limits, cgroup.as_ref(), interrupt, io, delivery);
         let run = JailRun {

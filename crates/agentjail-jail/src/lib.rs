@@ -23,6 +23,7 @@ pub mod container;
 mod fault;
 pub mod ids;
 pub mod landlock;
+mod late;
 pub mod launch;
 pub mod mount;
 pub mod os;

@@ -270,8 +270,13 @@ fn flags_of(f: libc::c_ulong) -> libc::c_ulong {
 }
 
 /// Turn the plan's mount ops into prepared steps. Host state is read here (is the source a
-/// file or a directory, its mount flags), never in the child.
-pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, MountError> {
+/// file or a directory, its mount flags), never in the child. `late_inodes`: room in the
+/// root tmpfs for files placed after the jail started (crate::plan::LateFiles).
+pub fn prepare(
+    ops: &[MountOp],
+    root_tmpfs_bytes: u64,
+    late_inodes: u64,
+) -> Result<PreparedRoot, MountError> {
     let mut steps = Vec::new();
     let mut step_op = Vec::new();
     let mut input_fds = Vec::new();
@@ -301,7 +306,7 @@ pub fn prepare(ops: &[MountOp], root_tmpfs_bytes: u64) -> Result<PreparedRoot, M
         step_op.extend(std::iter::repeat_n(i, steps.len() - before));
     }
     // One inode per step is more than the root needs (mount points, /etc, files).
-    let inodes = 1024 + steps.len();
+    let inodes = (1024 + steps.len() as u64).saturating_add(late_inodes);
     Ok(PreparedRoot {
         staging: cstr(STAGING)?,
         root_tmpfs_data: cstr(&format!(

@@ -200,6 +200,31 @@ pub struct JailPlan {
     /// The program is agentjail's runner: it gets the job pipe (fd 3) and the reply pipe
     /// (fd 4) besides stdio. Off for `exec`, whose command keeps only fds 0-2.
     pub runner_fds: bool,
+    /// Files that come after the jail started (a warm jail's job files): the child builds
+    /// the whole root, then waits with it still writable until the parent has written the
+    /// job's files into this directory ([`crate::launch::StartedJail::place_late`]); only
+    /// then is the root sealed and the program started. None: every file is in `mounts`.
+    pub late_files: Option<LateFiles>,
+}
+
+/// Where a jail started ahead of its job takes the job's files, and the room kept for them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LateFiles {
+    /// An absolute directory of the jail's root tmpfs that the plan's `mounts` create (a
+    /// `Dir`, not a mount point: the files must be sealed with the root).
+    pub dir: String,
+    /// Bytes and inodes the root tmpfs gets on top of the plan's for them.
+    pub bytes: u64,
+    pub inodes: u64,
+}
+
+/// One late file: its path beneath [`LateFiles::dir`] (relative, no `..`; directories on
+/// the way are made 0755), contents and mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LateFile {
+    pub path: String,
+    pub contents: Vec<u8>,
+    pub mode: u32,
 }
 
 /// What a host path is, as far as building the root needs to know.

@@ -36,6 +36,10 @@ pub struct Prepared {
     /// handover, while the program is stopped before its exec (see spawn.rs): /app/out,
     /// whose files are collected after the jail is gone.
     pub hold_dir: Option<CString>,
+    /// The plan's `late_files` directory as the parent reaches it while the child waits
+    /// before sealing the root: beneath the child's root, in the staging tmpfs
+    /// (`tmp/app` for /app). The child only reports that it waits (child.rs, 4b).
+    pub late_dir: Option<CString>,
     pub maps: userns::IdMaps,
     /// The plan's `net_proxy_port`: the child listens there on its loopback (child.rs, 5c).
     pub net_port: Option<u16>,
@@ -128,8 +132,8 @@ pub fn effective_rlimits(rlimits: &[Rlimit], cover: CgroupCover) -> Vec<Rlimit> 
 }
 
 pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
-    let root = mount::prepare(&plan.mounts, plan.root_tmpfs_bytes)
-        .map_err(|e| SetupError::new("prepare root", None, e.to_string()))?;
+    let root =
+        prepare_root(plan).map_err(|e| SetupError::new("prepare root", None, e.to_string()))?;
     let path = plan
         .env
         .iter()
@@ -194,12 +198,45 @@ pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupErr
             Some(rel) if crate::plan::holds_cwd(&plan.cwd) => Some(cstring("out dir", rel)?),
             _ => None,
         },
+        late_dir: late_dir(plan)?,
         maps: userns::maps(plan.uid, plan.gid, sys::geteuid(), sys::getegid()),
         net_port: plan.net_proxy_port,
         pin_cpus: pin_cpus(plan, cover),
         entry: None,
         announce: None,
     })
+}
+
+/// The root's steps, its tmpfs with room for the plan's late files.
+fn prepare_root(plan: &JailPlan) -> Result<mount::PreparedRoot, mount::MountError> {
+    let (bytes, inodes) = plan
+        .late_files
+        .as_ref()
+        .map_or((0, 0), |l| (l.bytes, l.inodes));
+    let root_bytes = plan.root_tmpfs_bytes.saturating_add(bytes);
+    mount::prepare(&plan.mounts, root_bytes, inodes)
+}
+
+/// The plan's late-files directory as the parent opens it beneath the waiting child's root:
+/// in the staging tmpfs (crate::mount::STAGING), relative. Only an absolute path of plain
+/// names.
+fn late_dir(plan: &JailPlan) -> Result<Option<CString>, SetupError> {
+    let Some(dir) = plan.late_files.as_ref().map(|l| l.dir.as_str()) else {
+        return Ok(None);
+    };
+    let plain = dir.starts_with('/')
+        && dir[1..]
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if !plain {
+        return Err(SetupError::new(
+            "prepare late files",
+            Some(libc::EINVAL),
+            format!("late_files.dir {dir:?} must be an absolute path of plain names (no `.`, `..` or empty part)"),
+        ));
+    }
+    let staging = mount::STAGING.trim_start_matches('/');
+    cstring("late files dir", &format!("{staging}{dir}")).map(Some)
 }
 
 /// execve's form of `strings`: their pointers, then NULL.

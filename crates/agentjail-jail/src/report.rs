@@ -91,6 +91,9 @@ pub const MSG_LEN: usize = 12;
 pub const KIND_ERROR: u32 = 1;
 /// The child installed its seccomp filter and holds the listener at fd `value`.
 pub const KIND_LISTENER: u32 = 2;
+/// The child built its root and waits, the root still writable, for its late files
+/// (crate::plan::LateFiles) and the parent's "f".
+pub const KIND_LATE: u32 = 3;
 
 /// Encode a message: kind, a stage (or fd), and an errno (or 0).
 pub fn encode(kind: u32, a: u32, b: i32) -> [u8; MSG_LEN] {

@@ -34,6 +34,57 @@ pub struct Spawned {
     /// The network allowlist's listening socket, in the jail's network namespace (its
     /// loopback, the plan's proxy port), taken from the program before its exec.
     pub net: Option<OwnedFd>,
+    /// A jail with late files (crate::plan::LateFiles), stopped before its root is sealed:
+    /// what finishing its setup needs. None once released (or for any other jail).
+    pub late: Option<Late>,
+}
+
+/// A child waiting at its late-files step (child.rs, 4b): the directory the job's files go
+/// to, and the rest of the handshake.
+pub struct Late {
+    /// The plan's late directory, opened beneath the waiting child's root (an O_PATH fd in
+    /// its root tmpfs, still writable).
+    pub dir: OwnedFd,
+    report: OwnedFd,
+    sync: OwnedFd,
+    hold_dir: Option<CString>,
+    net: bool,
+    /// The jail uid's and gid's host ids (what the child's own files are owned by).
+    pub owner: (u32, u32),
+}
+
+impl Spawned {
+    /// Let a child waiting at its late-files step seal its root and start its program, and
+    /// take over what the handshake hands over (the seccomp listener, the program's pid,
+    /// /app/out, the allowlist's socket). Nothing to do for a jail without late files.
+    /// On failure the caller kills the jail.
+    pub fn release_late(&mut self) -> Result<(), SetupError> {
+        let Some(late) = self.late.take() else {
+            return Ok(());
+        };
+        let Late {
+            dir,
+            report,
+            sync,
+            hold_dir,
+            net,
+            ..
+        } = late;
+        drop(dir);
+        let released = sys::write_all(sync.as_raw_fd(), b"f");
+        let expect = Expect {
+            hold_dir: hold_dir.as_deref(),
+            net,
+            late: None,
+        };
+        let h = read_reports(self.pid, &report, &sync, &expect, None, released)?;
+        self.listener = h.listener;
+        self.program_pid = h.program.as_ref().map(|(pid, _)| *pid);
+        self.program_pidfd = h.program.map(|(_, fd)| fd);
+        self.held_dir = h.held_dir;
+        self.net = h.net;
+        Ok(())
+    }
 }
 
 fn pipe(stage: &str) -> Result<(OwnedFd, OwnedFd), SetupError> {
@@ -186,6 +237,7 @@ pub fn spawn_keeping(
             program,
             held_dir,
             net,
+            late,
         }) => Ok(Spawned {
             net,
             pid,
@@ -200,6 +252,14 @@ pub fn spawn_keeping(
             status: status.0,
             job,
             reply,
+            late: late.map(|dir| Late {
+                dir,
+                report: report.0,
+                sync: sync.0,
+                hold_dir: p.hold_dir.clone(),
+                net: p.net_port.is_some(),
+                owner: (p.maps.host_uid, p.maps.host_gid),
+            }),
         }),
         Err(e) => Err((e, Some(pidfd))),
     }
@@ -229,6 +289,16 @@ struct Handover {
     program: Option<(i32, OwnedFd)>,
     held_dir: Option<OwnedFd>,
     net: Option<OwnedFd>,
+    /// The late-files directory, when the child stopped to wait for its files.
+    late: Option<OwnedFd>,
+}
+
+/// What the child's reports lead to: the directory to hold, whether to take the allowlist's
+/// socket, and the late-files directory to open when the child waits for its files.
+struct Expect<'a> {
+    hold_dir: Option<&'a std::ffi::CStr>,
+    net: bool,
+    late: Option<&'a std::ffi::CStr>,
 }
 
 /// clone3 into the new namespaces; the child runs `child::run` and never returns here.
@@ -288,11 +358,14 @@ fn clone_hint(errno: i32) -> &'static str {
 
 /// Open `rel` beneath the root of process `pid` (no symlink, no `..` out of it).
 ///
-/// Through the program (pid 2), not init: init never execs, so its memory still belongs to
-/// the host's user namespace and, being non-dumpable, its root may be opened only with
-/// CAP_SYS_PTRACE there, which an unprivileged launcher lacks. The program is dumpable and
-/// stopped before its exec while this runs.
-fn open_beneath_root(pid: i32, rel: &CString) -> Result<OwnedFd, SetupError> {
+/// /app/out through the program (pid 2), not init: init never execs, so its memory still
+/// belongs to the host's user namespace and, once non-dumpable (child.rs, 11), its root may
+/// be opened only with CAP_SYS_PTRACE there, which an unprivileged launcher lacks. The
+/// program is dumpable and stopped before its exec while this runs. The late-files
+/// directory through the child itself, at its step 4b: it has not split yet and is still
+/// dumpable when launched unprivileged (its uid did not change); launched by root, root's
+/// CAP_SYS_PTRACE opens it either way.
+fn open_beneath_root(pid: i32, rel: &std::ffi::CStr) -> Result<OwnedFd, SetupError> {
     let fail = |e| {
         SetupError::new(
             format!("open /{}", rel.to_string_lossy()),
@@ -360,101 +433,149 @@ impl Handshake<'_> {
         sys::write_all(self.sync.as_raw_fd(), byte).map_err(|e| SetupError::new(stage, Some(e), ""))
     }
 
-    /// Reports until EOF (the exec happened): the listener handover, or a setup failure.
+    /// Reports until EOF (the exec happened) or, with late files, until the child waits for
+    /// them.
     fn read_reports(&self, released: sys::SysResult<()>) -> Result<Handover, SetupError> {
-        let mut h = Handover {
-            listener: None,
-            program: None,
-            held_dir: None,
-            net: None,
+        let expect = Expect {
+            hold_dir: self.p.hold_dir.as_deref(),
+            net: self.p.net_port.is_some(),
+            late: self.p.late_dir.as_deref(),
         };
-        loop {
-            let mut msg = [0u8; report::MSG_LEN];
-            let n = sys::read(self.report.as_raw_fd(), &mut msg)
-                .map_err(|e| SetupError::new("read child report", Some(e), ""))?;
-            if n == 0 {
-                if let Err(e) = released {
-                    return Err(SetupError::new("release child", Some(e), ""));
-                }
-                return Ok(h); // EOF: execve happened
+        read_reports(
+            self.pid,
+            self.report,
+            self.sync,
+            &expect,
+            Some(&self.p.root),
+            released,
+        )
+    }
+}
+
+/// The child's reports until EOF (the exec happened): the listener handover, a setup
+/// failure or, when `expect.late` names a directory, the child's wait for its late files
+/// (then the directory is opened and the reading stops: [`Spawned::release_late`] goes on).
+/// `root`: the prepared root, to name a failed mount step.
+fn read_reports(
+    pid: i32,
+    report_fd: &OwnedFd,
+    sync: &OwnedFd,
+    expect: &Expect<'_>,
+    root: Option<&crate::mount::PreparedRoot>,
+    released: sys::SysResult<()>,
+) -> Result<Handover, SetupError> {
+    let mut h = Handover {
+        listener: None,
+        program: None,
+        held_dir: None,
+        net: None,
+        late: None,
+    };
+    let send = |byte: &[u8], stage: &str| {
+        sys::write_all(sync.as_raw_fd(), byte).map_err(|e| SetupError::new(stage, Some(e), ""))
+    };
+    loop {
+        let mut msg = [0u8; report::MSG_LEN];
+        let n = sys::read(report_fd.as_raw_fd(), &mut msg)
+            .map_err(|e| SetupError::new("read child report", Some(e), ""))?;
+        if n == 0 {
+            if let Err(e) = released {
+                return Err(SetupError::new("release child", Some(e), ""));
             }
-            if n != report::MSG_LEN {
+            return Ok(h); // EOF: execve happened
+        }
+        if n != report::MSG_LEN {
+            return Err(SetupError::new(
+                "child report",
+                None,
+                "short message from the child",
+            ));
+        }
+        let (kind, a, b) = report::decode(&msg);
+        if kind & 0xff == report::KIND_LATE {
+            // The child built its root and waits before sealing it; no program exists.
+            let Some(dir) = expect.late else {
                 return Err(SetupError::new(
                     "child report",
                     None,
-                    "short message from the child",
+                    "the child waits for late files the plan does not have",
                 ));
-            }
-            let (kind, a, b) = report::decode(&msg);
-            if kind & 0xff != report::KIND_LISTENER {
-                return Err(self.child_error(kind >> 8, a, b));
-            }
-            let (gpid, gfd, fd) = self.take_listener(a as i32)?;
-            // The program waits for our ack before it execs: it cannot have run, let alone
-            // exited, so its root is there to open. (Opened after the exec, a program that
-            // finishes at once, like `exec -- true`, could be gone first: a loaded machine
-            // showed it.)
-            if let Some(dir) = &self.p.hold_dir {
-                h.held_dir = Some(open_beneath_root(gpid, dir)?);
-            }
-            if self.p.net_port.is_some() {
-                let fd = sys::pidfd_getfd(gfd.as_raw_fd(), child::NET_FD).map_err(|e| {
-                    SetupError::new(
-                        "pidfd_getfd (network listener)",
-                        Some(e),
-                        "needs Linux >= 5.6",
-                    )
-                })?;
-                h.net = Some(sys::owned(fd));
-            }
-            h.program = Some((gpid, gfd));
-            h.listener = Some(fd);
-            self.send(b"a", "ack listener")?;
+            };
+            h.late = Some(open_beneath_root(pid, dir)?);
+            return Ok(h);
         }
+        if kind & 0xff != report::KIND_LISTENER {
+            return Err(child_error(root, kind >> 8, a, b));
+        }
+        let (gpid, gfd, fd) = take_listener(pid, a as i32)?;
+        // The program waits for our ack before it execs: it cannot have run, let alone
+        // exited, so its root is there to open. (Opened after the exec, a program that
+        // finishes at once, like `exec -- true`, could be gone first: a loaded machine
+        // showed it.)
+        if let Some(dir) = expect.hold_dir {
+            h.held_dir = Some(open_beneath_root(gpid, dir)?);
+        }
+        if expect.net {
+            let fd = sys::pidfd_getfd(gfd.as_raw_fd(), child::NET_FD).map_err(|e| {
+                SetupError::new(
+                    "pidfd_getfd (network listener)",
+                    Some(e),
+                    "needs Linux >= 5.6",
+                )
+            })?;
+            h.net = Some(sys::owned(fd));
+        }
+        h.program = Some((gpid, gfd));
+        h.listener = Some(fd);
+        send(b"a", "ack listener")?;
     }
+}
 
-    /// The listener lives in the program (pid 2 in the jail, init's only child): take a copy
-    /// of its fd with pidfd_getfd.
-    fn take_listener(&self, fd_in_child: i32) -> Result<(i32, OwnedFd, OwnedFd), SetupError> {
-        let gpid = program_child(self.pid)?;
-        let gfd = sys::pidfd_open(gpid)
-            .map_err(|e| SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3"))?;
-        let gfd = sys::owned(gfd);
-        let fd = sys::pidfd_getfd(gfd.as_raw_fd(), fd_in_child).map_err(|e| {
-            SetupError::new(
-                "pidfd_getfd (seccomp listener)",
-                Some(e),
-                "needs Linux >= 5.6",
-            )
-        })?;
-        Ok((gpid, gfd, sys::owned(fd)))
-    }
+/// The listener lives in the program (pid 2 in the jail, init's only child): take a copy of
+/// its fd with pidfd_getfd.
+fn take_listener(init: i32, fd_in_child: i32) -> Result<(i32, OwnedFd, OwnedFd), SetupError> {
+    let gpid = program_child(init)?;
+    let gfd = sys::pidfd_open(gpid)
+        .map_err(|e| SetupError::new("pidfd_open (program)", Some(e), "needs Linux >= 5.3"))?;
+    let gfd = sys::owned(gfd);
+    let fd = sys::pidfd_getfd(gfd.as_raw_fd(), fd_in_child).map_err(|e| {
+        SetupError::new(
+            "pidfd_getfd (seccomp listener)",
+            Some(e),
+            "needs Linux >= 5.6",
+        )
+    })?;
+    Ok((gpid, gfd, sys::owned(fd)))
+}
 
-    /// A child's (stage, errno) report as an error naming the stage and the fix.
-    fn child_error(&self, detail: u32, stage: u32, errno: i32) -> SetupError {
-        let stage = Stage::from_u32(stage);
-        let (name, hint) = match stage {
-            Some(s) => (s.name().to_string(), s.hint(errno)),
-            None => ("unknown".to_string(), ""),
-        };
-        let name = if stage == Some(Stage::MountOp) {
-            format!("mount: {}", self.p.root.describe(detail as usize))
-        } else {
-            name
-        };
-        let hint = match stage {
-            Some(Stage::MountOp) if self.p.root.is_proc_mount(detail as usize) => {
-                container::proc_hint(errno)
-            }
-            Some(Stage::MountOp | Stage::MountRoot | Stage::MountPrivate | Stage::PivotRoot)
-                if errno == libc::EPERM || errno == libc::ENOSYS =>
-            {
-                container::seccomp_hint("mount", errno).unwrap_or_else(|| hint.to_string())
-            }
-            _ => hint.to_string(),
-        };
-        SetupError::new(format!("child: {name}"), Some(errno), hint)
-    }
+/// A child's (stage, errno) report as an error naming the stage and the fix.
+fn child_error(
+    root: Option<&crate::mount::PreparedRoot>,
+    detail: u32,
+    stage: u32,
+    errno: i32,
+) -> SetupError {
+    let stage = Stage::from_u32(stage);
+    let (name, hint) = match stage {
+        Some(s) => (s.name().to_string(), s.hint(errno)),
+        None => ("unknown".to_string(), ""),
+    };
+    let name = match (stage, root) {
+        (Some(Stage::MountOp), Some(root)) => format!("mount: {}", root.describe(detail as usize)),
+        _ => name,
+    };
+    let hint = match stage {
+        Some(Stage::MountOp) if root.is_some_and(|r| r.is_proc_mount(detail as usize)) => {
+            container::proc_hint(errno)
+        }
+        Some(Stage::MountOp | Stage::MountRoot | Stage::MountPrivate | Stage::PivotRoot)
+            if errno == libc::EPERM || errno == libc::ENOSYS =>
+        {
+            container::seccomp_hint("mount", errno).unwrap_or_else(|| hint.to_string())
+        }
+        _ => hint.to_string(),
+    };
+    SetupError::new(format!("child: {name}"), Some(errno), hint)
 }
 
 /// The host pid of the jail init's only child (the program), from procfs.

@@ -16,6 +16,7 @@ mod cache;
 mod learn;
 mod resilience;
 mod stream;
+mod warm_steps;
 mod workspace;
 mod workspace_agent;
 mod workspace_attacks;

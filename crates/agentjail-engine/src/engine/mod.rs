@@ -14,6 +14,13 @@
 //! configured size, at least one jail ([`js_pool_size`]): a warm node runner holds ~40 MiB
 //! resident against Python's ~10-20 MiB, and agent traffic is mostly Python. Sessions run
 //! Python only (the JavaScript runner has no session mode).
+//!
+//! Compiled languages (and bash) run in two jails per job, the compile step's and the run
+//! step's (crate::pipeline::compile), whose plans hold none of the job's bytes: the job's
+//! files go in late, before the root is sealed. The engine keeps a small pool per such
+//! plan ([`STEP_POOL`]), made on the first job that asks for that plan and refilled by the
+//! spawner threads like every pool; a job gets a jail from it only when its step's plan is
+//! the pool's exactly (the wall limit aside, applied at delivery). `--pool 0`: none.
 
 mod api;
 mod error;
@@ -370,6 +377,9 @@ pub struct Engine {
     cache: Option<Cache>,
     /// Compile outcomes, in memory (crate::pipeline::compile_cache).
     compile_cache: crate::pipeline::compile_cache::MemoryStore,
+    /// Jails for compiled languages' steps, one pool per plan (`JailSource::warm`); None
+    /// with `--pool 0`.
+    step_pools: Option<Mutex<Vec<Arc<Pool>>>>,
     reaper: Mutex<Option<mpsc::Sender<Teardown>>>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Readable once the engine stops its running jobs (every job's supervisor polls it).
@@ -450,6 +460,7 @@ impl Engine {
             closing: std::sync::atomic::AtomicUsize::new(0),
             cache,
             compile_cache: crate::pipeline::compile_cache::MemoryStore::new(),
+            step_pools: (cfg.pool > 0).then(|| Mutex::new(Vec::new())),
             reaper: Mutex::new(Some(tx)),
             reaper_thread: Mutex::new(Some(reaper_thread)),
             stop_read,
@@ -821,6 +832,9 @@ impl Engine {
         if let Some(p) = &self.workspace_pool {
             p.close();
         }
+        for p in self.step_pools().iter() {
+            p.close();
+        }
         self.spawner.shutdown();
         // No jail is spawned from here on: the zygote's templates go now, not when the
         // engine is dropped (a client's thread may hold it until the process exits).
@@ -859,6 +873,7 @@ impl Engine {
             "zygote": self.zygote_use(),
             "session_pool": self.session_pool.as_ref().map(|p| p.stats()),
             "workspace_pool": self.workspace_pool.as_ref().map(|p| p.stats()),
+            "step_pools": self.step_pools().iter().map(|p| p.stats()).collect::<Vec<_>>(),
             "workspaces": self.workspace_count(),
             "sessions": self
                 .lock_sessions()
@@ -866,6 +881,47 @@ impl Engine {
                 .filter(|(_, s)| s.try_lock().map(|s| !s.is_ended()).unwrap_or(true))
                 .count(),
         })
+    }
+
+    /// The compiled languages' step pools so far (a copy of the list).
+    fn step_pools(&self) -> Vec<Arc<Pool>> {
+        match &self.step_pools {
+            Some(m) => m.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => Vec::new(),
+        }
+    }
+
+    /// A jail started ahead for exactly `plan` (a compiled language's step); the first job
+    /// of a plan makes its pool and starts cold.
+    fn warm_step(
+        &self,
+        plan: &crate::plan::JailPlan,
+    ) -> Option<agentjail_jail::launch::StartedJail> {
+        let mut key = plan.clone();
+        key.limits.wall_time_ms = 0;
+        let pool = {
+            let mut pools = self
+                .step_pools
+                .as_ref()?
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            match pools.iter().find(|p| **p.plan() == key) {
+                Some(p) => Arc::clone(p),
+                None => {
+                    if pools.len() < STEP_POOLS_MAX && !self.closed.load(Ordering::SeqCst) {
+                        let sizing = Sizing {
+                            floor: STEP_POOL.0,
+                            ceiling: STEP_POOL.1,
+                            idle: pool::DEFAULT_IDLE,
+                        };
+                        pools.push(Pool::new(Arc::new(key), sizing, &self.spawner, None));
+                    }
+                    return None;
+                }
+            }
+        };
+        let (jail, _idle) = pool.take_or_wait(pool::READY_TIMEOUT)?;
+        Some(jail)
     }
 
     fn teardown(&self, t: Teardown) {
@@ -882,6 +938,12 @@ impl Engine {
         }
     }
 }
+
+/// Jails each compiled-language step pool keeps: one, two while jobs find it empty.
+pub const STEP_POOL: (usize, usize) = (1, 2);
+/// The most step pools an engine makes (a few per language: a job's hints that change its
+/// jail make a plan of their own; past this, such jobs start cold).
+pub const STEP_POOLS_MAX: usize = 24;
 
 impl JailSource for Engine {
     fn acquire(
@@ -943,6 +1005,10 @@ impl JailSource for Engine {
     fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
         Some(&self.compile_cache)
     }
+
+    fn warm(&self, plan: &crate::plan::JailPlan) -> Option<agentjail_jail::launch::StartedJail> {
+        self.warm_step(plan)
+    }
 }
 
 /// The engine, for one job that brings host inputs or belongs to a client with its own stop.
@@ -985,6 +1051,10 @@ impl JailSource for WithInputs<'_> {
 
     fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
         self.engine.compile_store()
+    }
+
+    fn warm(&self, plan: &crate::plan::JailPlan) -> Option<agentjail_jail::launch::StartedJail> {
+        self.engine.warm_step(plan)
     }
 }
 

@@ -21,6 +21,14 @@
 //!
 //! Interpreted toolchain languages (bash) have no compile step: the program file is placed
 //! read-only at /app/<entrypoint> and the run argv names it (`{source}`).
+//!
+//! Both jails take the job's files late (agentjail_jail::plan::LateFiles): each step's plan
+//! holds none of the job's bytes, only room for them under /app; the jail builds its whole
+//! root, waits with it still writable, the files are written into it, and only then is the
+//! root sealed and the program started. So a step's plan is the same for every job of its
+//! language (unless the job brings input files or hints), and `serve`'s engine can start
+//! the jail before the job exists ([`JailSource::warm`]); `run` starts it for the job, the
+//! same way. The record says which (`compile.jail_start`, `jail_start`).
 
 use crate::contract::Action;
 use crate::pipeline::compile_cache::{CompileStore, Stored, StoredFile};
@@ -28,7 +36,7 @@ use crate::pipeline::record::{
     stopped, CompileRecord, Phase, RecordError, Recorder, StopReason, Stopped, ToolchainRef,
 };
 use crate::pipeline::source::{JailSource, Start};
-use crate::plan::{JailFile, JailPlan, MountOp};
+use crate::plan::{JailPlan, LateFile, LateFiles, MountOp};
 use crate::policy::toolchain::{Found, Toolchain, COMPILE_GROUPS};
 use crate::policy::{ArtifactsPolicy, Bytes, Policy};
 use agentjail_jail::launch::{JailRun, StartedJail};
@@ -134,10 +142,10 @@ pub fn prepare_run(
         out: RUN_BIN,
     };
     let argv = paths.substitute(&found.run);
-    let (jail, net) = start_run(r, action, &run_policy, tc, (argv, handed), t)?;
+    let (jail, net, start) = start_run(r, (action, source), &run_policy, tc, (argv, handed), t)?;
     Ok(RunJail {
         jail,
-        start: (Start::Cold, t.elapsed().as_micros() as u64),
+        start: (start, t.elapsed().as_micros() as u64),
         net,
         policy: run_policy,
         budget_bound,
@@ -154,16 +162,18 @@ fn budget_left_ms(r: &Recorder, policy: &Policy) -> Result<u64, Stopped> {
     Ok(((budget_us - spent_us) / 1000).max(1))
 }
 
-/// The run jail, started, with the allowlist's proxy when the policy has one.
+/// The run jail, started (warm when the source has one for its plan), the handed files in
+/// it, with the allowlist's proxy when the policy has one.
 fn start_run(
     r: &mut Recorder,
-    action: &Action,
+    (action, source): (&Action, &dyn JailSource),
     run_policy: &Policy,
     tc: &Toolchain,
     (argv, handed): (Vec<String>, Vec<Handed>),
     t: Instant,
-) -> Result<(StartedJail, Option<crate::netproxy::NetSession>), Stopped> {
-    let plan = run_plan(run_policy, tc, action, argv, handed).map_err(|e| {
+) -> Result<(StartedJail, Option<crate::netproxy::NetSession>, Start), Stopped> {
+    let files = late_files(handed);
+    let plan = run_plan(run_policy, tc, action, argv).map_err(|e| {
         r.error(RecordError::message(e.to_string()));
         r.phase(Phase::Execute, false, t, Value::Null);
         stopped(
@@ -171,13 +181,11 @@ fn start_run(
             Phase::Execute,
         )
     })?;
-    let started = agentjail_jail::launch::prepare(&plan)
-        .and_then(|p| p.start())
-        .and_then(|mut jail| {
-            let narrowed = crate::netproxy::narrowed_by(action);
-            let net = crate::netproxy::start(run_policy, narrowed, &mut jail)?;
-            Ok((jail, net))
-        });
+    let started = start_step(source, &plan, &files).and_then(|(mut jail, start)| {
+        let narrowed = crate::netproxy::narrowed_by(action);
+        let net = crate::netproxy::start(run_policy, narrowed, &mut jail)?;
+        Ok((jail, net, start))
+    });
     started.map_err(|e| {
         r.error(RecordError::of_jail(&e));
         r.phase(Phase::Execute, false, t, Value::Null);
@@ -241,18 +249,19 @@ fn compile(
         return cached(r, hit, &end);
     }
     let cpolicy = compile_policy(policy, tc, left_ms);
-    let file = JailFile {
-        path: source_path,
-        contents: action.code.as_bytes().to_vec(),
-    };
     let widen = address_space_headroom(&action.language);
-    let (jail, limits) = match start_compile((&cpolicy, tc, widen), argv, file, cl.output.0) {
-        Ok(started) => started,
-        Err((error, reason)) => {
-            r.error(error);
-            return Err(end(r, record, reason, Value::Null));
-        }
-    };
+    let file = source_file(action);
+    let (jail, limits) =
+        match start_compile((&cpolicy, tc, widen), argv, file, (cl.output.0, source)) {
+            Ok((jail, limits, start)) => {
+                record.jail_start = Some(start);
+                (jail, limits)
+            }
+            Err((error, reason)) => {
+                r.error(error);
+                return Err(end(r, record, reason, Value::Null));
+            }
+        };
     let io = Io {
         stdin_bytes: Some(Vec::new()),
         job_bytes: None,
@@ -357,6 +366,7 @@ fn cached(
     end: &dyn Fn(&mut Recorder, CompileRecord, StopReason, Value) -> Stopped,
 ) -> Result<Vec<Handed>, Stopped> {
     record.cached = true;
+    record.jail_start = None;
     if record.status != "ok" {
         let detail = json!({"compile_cached": true});
         return Err(end(r, record, StopReason::CompileError, detail));
@@ -394,6 +404,7 @@ fn blank_record(action: &Action, found: &Found, argv: Vec<String>) -> CompileRec
         stopped_by: None,
         outputs: Vec::new(),
         cached: false,
+        jail_start: None,
     }
 }
 
@@ -408,17 +419,17 @@ fn address_space_headroom(language: &str) -> u64 {
     }
 }
 
-/// The compile jail, started: the program file read-only, /app/out of `output` bytes.
-/// Returns the jail and the limits it is supervised under, or the record's error and stop.
+/// The compile jail, started (warm when the source has one for its plan): the program file
+/// read-only, /app/out of `output` bytes. Returns the jail, the limits it is supervised
+/// under and how it started, or the record's error and stop.
 fn start_compile(
     (cpolicy, tc, widen): (&Policy, &Toolchain, u64),
     argv: Vec<String>,
-    file: JailFile,
-    output: u64,
-) -> Result<(StartedJail, crate::plan::SuperviseLimits), (RecordError, StopReason)> {
-    let files = [file];
+    file: LateFile,
+    (output, source): (u64, &dyn JailSource),
+) -> Result<(StartedJail, crate::plan::SuperviseLimits, Start), (RecordError, StopReason)> {
     let contents = crate::plan::Contents {
-        files: &files,
+        files: &[],
         inputs: &[],
         out: Some((output, 1024)),
     };
@@ -433,15 +444,68 @@ fn start_compile(
     if widen > 0 {
         plan.widen_address_space(widen);
     }
-    let jail = agentjail_jail::launch::prepare(&plan)
-        .and_then(|p| p.start())
-        .map_err(|e| {
-            (
-                RecordError::of_jail(&e),
-                StopReason::SandboxUnavailable(e.unavailable_control().into()),
-            )
-        })?;
-    Ok((jail, plan.limits))
+    plan.late_files = Some(LateFiles {
+        dir: APP.into(),
+        bytes: code_room(cpolicy),
+        inodes: 64,
+    });
+    let (jail, start) = start_step(source, &plan, &[file]).map_err(|e| {
+        (
+            RecordError::of_jail(&e),
+            StopReason::SandboxUnavailable(e.unavailable_control().into()),
+        )
+    })?;
+    Ok((jail, plan.limits, start))
+}
+
+/// The compile jail's late file: the program, read-only at /app/<entrypoint>.
+fn source_file(action: &Action) -> LateFile {
+    LateFile {
+        path: action.entrypoint.clone(),
+        contents: action.code.as_bytes().to_vec(),
+        mode: 0o444,
+    }
+}
+
+/// Where both steps take the job's files late (crate::plan::LateFiles).
+const APP: &str = "/app";
+
+/// Room for the program file in the root tmpfs: the longest program the policy accepts,
+/// at four bytes a character, and a margin.
+fn code_room(policy: &Policy) -> u64 {
+    (policy.budget.max_code_chars as u64)
+        .saturating_mul(4)
+        .saturating_add(64 * 1024)
+}
+
+/// A step's jail for `plan` (its `late_files` set): one the source started before the job
+/// for this very plan (`warm`), else one started now (`cold`); `files` placed in it, then
+/// its root sealed and its program started. A warm jail that cannot take the files is
+/// ended and a cold one started.
+fn start_step(
+    source: &dyn JailSource,
+    plan: &JailPlan,
+    files: &[LateFile],
+) -> Result<(StartedJail, Start), agentjail_jail::JailError> {
+    if let Some(jail) = source.warm(plan) {
+        if let Ok(jail) = jail.place_late(files) {
+            return Ok((jail, Start::Warm));
+        }
+    }
+    let jail = agentjail_jail::launch::prepare(plan)?.start()?;
+    Ok((jail.place_late(files)?, Start::Cold))
+}
+
+/// The handed files as late files beneath /app (their paths are /app/...).
+fn late_files(handed: Vec<Handed>) -> Vec<LateFile> {
+    handed
+        .into_iter()
+        .map(|h| LateFile {
+            path: h.path.strip_prefix("/app/").unwrap_or(&h.path).to_string(),
+            contents: h.contents,
+            mode: h.mode,
+        })
+        .collect()
 }
 
 /// The compile jail's policy: the job's, with the compile limits, process spawning, the
@@ -560,20 +624,20 @@ fn collect(run: &JailRun, cap: Bytes, record: &mut CompileRecord) -> Vec<Handed>
 }
 
 /// The run jail's plan: the policy's jail with the language's groups and variables, the
-/// action's input files under /app/in, the handed files in the read-only root, argv `run`.
+/// action's input files under /app/in, room for the handed files (late files beneath /app,
+/// in the read-only root once it is sealed), argv `run`.
 fn run_plan(
     policy: &Policy,
     tc: &Toolchain,
     action: &Action,
     argv: Vec<String>,
-    handed: Vec<Handed>,
 ) -> Result<JailPlan, crate::plan::BuildError> {
     let mut p = policy.clone();
     add_language(&mut p, tc);
-    let files: Vec<JailFile> = action
+    let files: Vec<crate::plan::JailFile> = action
         .files
         .iter()
-        .map(|f| JailFile {
+        .map(|f| crate::plan::JailFile {
             path: format!("{}/{}", crate::plan::APP_IN, f.path),
             contents: f.contents.clone(),
         })
@@ -589,7 +653,14 @@ fn run_plan(
     };
     let mut plan = crate::plan::build(&p, argv, &contents, &agentjail_jail::mount::RealHost)?;
     bind_etc(&mut plan, tc);
-    place(&mut plan, handed);
+    // The compile's output (within its cap) or the program file, and up to 1000 artifacts
+    // in their directories (crate::artifacts::collect's count for the compile step).
+    let output = tc.compile_limits.output.0.max(code_room(&p));
+    plan.late_files = Some(LateFiles {
+        dir: APP.into(),
+        bytes: output.saturating_add(8 * 1024 * 1024),
+        inodes: 2048,
+    });
     let links = action
         .files
         .iter()
@@ -600,35 +671,4 @@ fn run_plan(
         plan.widen_address_space(widen);
     }
     Ok(plan)
-}
-
-/// The handed files as files of the root tmpfs, each in its directories (the root is
-/// read-only once built; /app is readable and executable under landlock).
-fn place(plan: &mut JailPlan, handed: Vec<Handed>) {
-    let mut dirs: Vec<String> = Vec::new();
-    for h in handed {
-        let mut dir = String::new();
-        let parts: Vec<&str> = h.path.trim_start_matches('/').split('/').collect();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            dir.push('/');
-            dir.push_str(part);
-            let exists = plan
-                .mounts
-                .iter()
-                .any(|m| matches!(m, MountOp::Dir { path, .. } if *path == dir));
-            if !exists && !dirs.contains(&dir) {
-                dirs.push(dir.clone());
-                plan.mounts.push(MountOp::Dir {
-                    path: dir.clone(),
-                    mode: 0o755,
-                });
-            }
-        }
-        plan.root_tmpfs_bytes += h.contents.len() as u64 + 4096;
-        plan.mounts.push(MountOp::File {
-            path: h.path,
-            contents: h.contents,
-            mode: h.mode,
-        });
-    }
 }

@@ -52,6 +52,10 @@ pub struct CompileRecord {
     /// True when the outcome came from the compile cache (crate::pipeline::compile_cache):
     /// no compile ran for this job; the figures are the stored compile's.
     pub cached: bool,
+    /// How the compile jail was started: `warm` (before the job, by `serve`'s engine),
+    /// `cold` (for this job); null when no compile jail ran (a cached outcome).
+    #[serde(default)]
+    pub jail_start: Option<crate::pipeline::source::Start>,
 }
 
 /// The toolchain of a `compile` section: the compiler's resolved path and its version.

@@ -143,7 +143,7 @@ impl JobInputs {
 }
 
 /// How a job's jail was started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Start {
     /// Started before the job existed, its interpreter warm (a pool's).
@@ -194,6 +194,15 @@ pub trait JailSource {
     }
     /// Where compile outcomes are kept (crate::pipeline::compile_cache); None: nowhere.
     fn compile_store(&self) -> Option<&dyn crate::pipeline::compile_cache::CompileStore> {
+        None
+    }
+    /// A jail started before this job for exactly `plan` (a compiled language's step,
+    /// crate::pipeline::compile: a plan with `late_files`, waiting for them), never used by
+    /// another job; None: the caller starts one. `plan` is the job's; a jail started for a
+    /// plan that differs in anything but the wall limit (applied at delivery) is never
+    /// handed out.
+    fn warm(&self, plan: &JailPlan) -> Option<StartedJail> {
+        let _ = plan;
         None
     }
 }

@@ -95,6 +95,7 @@ impl std::error::Error for BuildError {}
 
 /// Build the plan for running `argv` under `policy`. `host` answers what a host path is
 /// (the real filesystem in production, a table in tests).
+// long because the plan is one struct literal, a line per field; the parts are built above it.
 pub fn build(
     policy: &Policy,
     argv: Vec<String>,
@@ -165,6 +166,7 @@ pub fn build(
             .allowlist()
             .then_some(crate::policy::PROXY_PORT),
         runner_fds: false,
+        late_files: None,
         limits: SuperviseLimits {
             wall_time_ms: lim.wall_time_ms,
             cpu_time_ms: lim.cpu_time_ms,

@@ -198,6 +198,8 @@ impl FdSet {
             held_dir: next(self.held_dir),
             net: next(self.net),
             program_pid,
+            // The zygote's jails take no late files: their plan has none.
+            late: None,
         })
     }
 }
@@ -281,6 +283,7 @@ mod tests {
             held_dir: None,
             net: Some(pipe()),
             program_pid: Some(11),
+            late: None,
         };
         let s = spawned();
         let (job, reply, net) = (

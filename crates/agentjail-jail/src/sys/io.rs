@@ -90,6 +90,13 @@ pub fn dup_cloexec_above(fd: RawFd, min: RawFd) -> SysResult<RawFd> {
     check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) })
 }
 
+/// Close every fd from `first` to `last`, both included.
+pub fn close_range(first: u32, last: u32) -> SysResult<()> {
+    // SAFETY: close_range with integer arguments; closes only fds of this process.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    check_long(rc).map(drop)
+}
+
 /// Close every fd from `first` upward.
 pub fn close_range_from(first: u32) -> SysResult<()> {
     // SAFETY: close_range with integer arguments; closes only fds of this process.
