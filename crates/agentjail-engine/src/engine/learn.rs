@@ -17,15 +17,14 @@
 
 use super::{ClientStop, Engine, EngineError, ErrorCode};
 use crate::pipeline::record::Recorder;
-use crate::pipeline::source::{self, Acquired, JailSource, JobInputs, Start};
+use crate::pipeline::source::{Acquired, JailSource, JobInputs};
 use crate::policy::learn::{learn, LearnAction};
 use crate::policy::{LoadedPolicy, Policy};
-use crate::runner::{Language, Mode};
+use crate::runner::Language;
 use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
 use agentjail_jail::JailError;
 use serde_json::{json, Value};
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Most actions one learn request may name: each costs up to
@@ -46,16 +45,9 @@ impl JailSource for Learning<'_> {
         language: Language,
         job: &JobInputs,
     ) -> Result<Acquired, JailError> {
-        let t = Instant::now();
-        let plan =
-            source::runner_plan(policy, language, Mode::Run, true, job).map_err(JailError::plan)?;
-        let jail = self.engine.spawner.start(Arc::new(plan))?;
-        Ok(Acquired {
-            jail,
-            start: Start::Cold,
-            ready: true,
-            wait_us: t.elapsed().as_micros() as u64,
-        })
+        // Observe mode's plan differs from the pool's: always a jail built for the run.
+        self.engine
+            .start_built_for(policy, language, job, Instant::now())
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {

@@ -963,7 +963,7 @@ impl JailSource for Engine {
                     language.name()
                 ))
             })?;
-        let plan = if job.is_empty() {
+        if job.is_empty() {
             if let Some(pool) = &runner.pool {
                 // Nothing ready: a refill under way is served first (pool.rs); a jail never
                 // takes longer than READY_TIMEOUT to start, or it fails and is no longer
@@ -977,21 +977,12 @@ impl JailSource for Engine {
                     });
                 }
             }
-            Arc::clone(&runner.plan)
-        } else {
-            // Inputs live in the jail's root, built before its processes: such a job gets a
-            // jail built for it.
-            let plan = source::runner_plan(policy, language, Mode::Run, true, job)
-                .map_err(JailError::plan)?;
-            Arc::new(plan)
-        };
-        let jail = self.spawner.start(plan)?;
-        Ok(Acquired {
-            jail,
-            start: Start::Cold,
-            ready: true,
-            wait_us: t.elapsed().as_micros() as u64,
-        })
+            let jail = self.spawner.start(Arc::clone(&runner.plan))?;
+            return Ok(cold(jail, t));
+        }
+        // Inputs live in the jail's root, built before its processes: such a job gets a
+        // jail built for it.
+        self.start_built_for(policy, language, job, t)
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {
@@ -1008,6 +999,33 @@ impl JailSource for Engine {
 
     fn warm(&self, plan: &crate::plan::JailPlan) -> Option<agentjail_jail::launch::StartedJail> {
         self.warm_step(plan)
+    }
+}
+
+impl Engine {
+    /// A jail built for this job (its files and inputs in its root), started on a spawner
+    /// thread: the jobs no warm jail serves, and `learn`'s observed runs.
+    pub(super) fn start_built_for(
+        &self,
+        policy: &crate::policy::Policy,
+        language: Language,
+        job: &JobInputs,
+        t: Instant,
+    ) -> Result<Acquired, JailError> {
+        let plan =
+            source::runner_plan(policy, language, Mode::Run, true, job).map_err(JailError::plan)?;
+        let jail = self.spawner.start(Arc::new(plan))?;
+        Ok(cold(jail, t))
+    }
+}
+
+/// A jail started for its job now, `t` being when the job asked for it.
+fn cold(jail: agentjail_jail::launch::StartedJail, t: Instant) -> Acquired {
+    Acquired {
+        jail,
+        start: Start::Cold,
+        ready: true,
+        wait_us: t.elapsed().as_micros() as u64,
     }
 }
 
