@@ -11,14 +11,33 @@
 //! such as root's), and its own back after. Nothing of the program
 //! exists while this runs, so nothing races these calls; the checks are against a caller's
 //! bad path, not an adversary.
+//!
+//! No jail may be cloned while a late file is open for writing ([`CLONES`]): a child gets a
+//! copy of its parent's fd table, and holds it until it closes the fds it does not own
+//! (child.rs, 4b or arrange_fds), a whole root's setup later. A copy of our write fd there
+//! keeps the waiting jail's root busy, and its remount read-only fails with EBUSY: a
+//! server starting other jails while it placed one's files saw 1 job in about 60 fail
+//! `sandbox_unavailable:setup` (child: remount_root_read_only, errno 16).
 
 use crate::plan::LateFile;
 use crate::{sys, SetupError};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+/// Held for reading across every clone of a jail (spawn.rs), for writing while late files
+/// are written: no child is made while one of them is open for writing.
+pub(crate) static CLONES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Hold off late-file writes while this guard lives: for a caller about to start a process
+/// some other way (`std::process::Command`), whose child holds a copy of the fd table until
+/// it execs.
+pub fn no_late_writes() -> std::sync::RwLockReadGuard<'static, ()> {
+    CLONES.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Write `files` beneath `dir`, as (and so owned by) `owner`, the jail's host uid and gid.
 pub fn write(dir: &OwnedFd, files: &[LateFile], owner: (u32, u32)) -> Result<(), SetupError> {
+    let _no_clones = CLONES.write().unwrap_or_else(|e| e.into_inner());
     let me = (sys::geteuid(), sys::getegid());
     let ids = |(uid, gid): (u32, u32), what: &str| {
         sys::set_thread_fs_ids(uid, gid).map_err(|e| {

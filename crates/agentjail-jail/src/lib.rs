@@ -39,6 +39,7 @@ pub mod syscall_groups;
 mod syscalls;
 pub mod userns;
 
+pub use late::no_late_writes;
 use serde::Serialize;
 
 /// How one control was applied to this run; the record's `enforcement` section.

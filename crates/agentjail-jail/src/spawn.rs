@@ -316,7 +316,12 @@ fn clone_child(
         ));
     }
     let mut pidfd_raw: RawFd = -1;
-    let pid = sys::clone3(flags, &mut pidfd_raw, cgroup_fd).map_err(|e| {
+    // Never while another jail's late file is open for writing (late.rs): the child would
+    // hold a copy of it.
+    let no_late_writes = crate::late::no_late_writes();
+    let cloned = sys::clone3(flags, &mut pidfd_raw, cgroup_fd);
+    drop(no_late_writes);
+    let pid = cloned.map_err(|e| {
         let hint = match e {
             libc::ENOSYS | libc::EPERM => container::seccomp_hint("clone3", e),
             _ => None,

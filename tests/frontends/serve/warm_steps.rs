@@ -169,28 +169,13 @@ fn compiled_jobs_take_warm_jails_for_both_steps_and_nothing_of_one_job_reaches_t
             a["execution"]["stdout"], "tried>0 1 planted 0\n",
             "{who:?}: the attacker planted a file: {a:#}"
         );
-        // The victim must take warm jails for both steps in at least one of three rounds,
-        // and hold nothing of the attacker's in every round. Why a round can find a step's
-        // pool empty though `stats` said ready is not understood yet (about 1 run in 4 here,
-        // always the victim's take right after a refill); a cold round proves less, so it is
-        // repeated, never counted.
+        wait_pools_ready(&mut s, 2, who);
         let job = lang_action("c", &victim(head, tail), "seven\n");
+        let b = s.io().run(job.clone());
+        assert_eq!(b["stop_reason"], "success", "{who:?}: {b:#}");
+        assert_eq!(starts(&b), ("warm".into(), "warm".into()), "{who:?}: {b:#}");
         let want = "read seven\n/app: bin out\n/app/bin: main\n/tmp:\nmarker in /app/bin/main 0\n";
-        let mut rounds = Vec::new();
-        let b = loop {
-            wait_pools_ready(&mut s, 2, who);
-            let b = s.io().run(job.clone());
-            assert_eq!(b["stop_reason"], "success", "{who:?}: {b:#}");
-            assert_eq!(b["execution"]["stdout"], want, "{who:?}: {b:#}");
-            rounds.push(starts(&b));
-            if starts(&b) == ("warm".into(), "warm".into()) {
-                break b;
-            }
-            assert!(
-                rounds.len() < 3,
-                "{who:?}: never warm for both steps: {rounds:?}"
-            );
-        };
+        assert_eq!(b["execution"]["stdout"], want, "{who:?}: {b:#}");
         // The same job through `agentjail run`: cold jails, the same record.
         let cold = common::run_as(
             who,
@@ -226,19 +211,14 @@ fn compiled_jobs_take_warm_jails_for_both_steps_and_nothing_of_one_job_reaches_t
         assert_eq!(first["stop_reason"], "success", "{who:?}: {first:#}");
         wait_pools_ready(&mut s, 3, who);
         // Another program (a comment): the compile cache does not answer, a compile runs.
-        // Rounds as above; each round another program, so the cache never answers.
-        let mut rounds = Vec::new();
-        for round in 0.. {
-            let other = format!("// another program {round}\n{cpp}");
-            let second = s.io().run(lang_action("cpp", &other, "abcdef\n"));
-            assert_eq!(second["execution"]["stdout"], "6\n", "{who:?}: {second:#}");
-            rounds.push(starts(&second));
-            if starts(&second) == ("warm".into(), "warm".into()) {
-                break;
-            }
-            assert!(round < 2, "{who:?}: never warm for both steps: {rounds:?}");
-            wait_pools_ready(&mut s, 3, who);
-        }
+        let other = format!("// another program\n{cpp}");
+        let second = s.io().run(lang_action("cpp", &other, "abcdef\n"));
+        assert_eq!(
+            starts(&second),
+            ("warm".into(), "warm".into()),
+            "{who:?}: {second:#}"
+        );
+        assert_eq!(second["execution"]["stdout"], "6\n", "{who:?}: {second:#}");
         s.finish();
     }
 }

@@ -81,6 +81,9 @@ impl Launcher {
     fn launch(&self) -> Result<Template, String> {
         let (ours, theirs) =
             os::fd::socketpair_seqpacket().map_err(|e| format!("socketpair: errno {e}"))?;
+        // Its child holds a copy of our fds until it execs: never a jail's late file open
+        // for writing (agentjail_jail::no_late_writes).
+        let no_late_writes = agentjail_jail::no_late_writes();
         let child = Command::new(&self.exe)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -89,7 +92,9 @@ impl Launcher {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()));
+        drop(no_late_writes);
+        let child = child?;
         let t = Template { sock: ours, child };
         let send = |b: &[u8]| {
             os::fd::send_with_fds(&t.sock, b, &[])
