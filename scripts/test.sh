@@ -61,6 +61,16 @@ zygote_python312() {
     return $rc
 }
 
+# The integration-test targets of the workspace's default members (what `cargo test` runs).
+test_targets() {
+    cargo metadata --no-deps --format-version 1 | /usr/bin/python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+default = set(m["workspace_default_members"])
+print(" ".join(sorted(t["name"] for p in m["packages"] if p["id"] in default
+                      for t in p["targets"] if "test" in t["kind"])))'
+}
+
 cargo_tests() {
     # The cgroup v2 test re-runs itself inside the VM under CI=true: have the VM ready.
     if [ "${CI:-}" = true ] && [ "${QUICK:-0}" != 1 ]; then
@@ -77,7 +87,31 @@ cargo_tests() {
     if [ "${QUICK:-0}" != 1 ]; then
         bins=(env "AGENTJAIL_TEST_BIN_DIR=$PWD/target/x86_64-unknown-linux-gnu/release")
     fi
-    "${bins[@]}" cargo test --no-fail-fast -- --test-threads=2 || rc=1
+    # Two lanes at once (each two tests at a time): most of a serve or jail test is waiting
+    # on jails, pipes and limits, so one lane left a core idle. Built first, in one cargo
+    # command; then lane A runs the two biggest serve suites, lane B every other test target
+    # of the default members (cargo metadata: a new target joins lane B by itself), their
+    # unit tests and the doc tests. Each lane's output is printed whole after both end.
+    "${bins[@]}" cargo test --no-run --quiet || return 1
+    local lane_a=(--test frontends --test mcp) lane_b=(--lib --bins) t logs
+    for t in $(test_targets); do
+        case " ${lane_a[*]} " in *" --test $t "*) ;; *) lane_b+=(--test "$t") ;; esac
+    done
+    logs=$(mktemp -d /tmp/agentjail-lanes.XXXXXX)
+    "${bins[@]}" cargo test --no-fail-fast "${lane_a[@]}" -- --test-threads=2 >"$logs/a" 2>&1 &
+    local pid_a=$!
+    (
+        r=0
+        "${bins[@]}" cargo test --no-fail-fast "${lane_b[@]}" -- --test-threads=2 || r=1
+        "${bins[@]}" cargo test --no-fail-fast --doc || r=1
+        exit $r
+    ) >"$logs/b" 2>&1 || rc=1
+    wait "$pid_a" || rc=1
+    printf -- '--- lane A: %s\n' "${lane_a[*]}"
+    cat "$logs/a"
+    printf -- '--- lane B: %s, doc tests\n' "${lane_b[*]}"
+    cat "$logs/b"
+    rm -rf "$logs"
     # The tests clean up after themselves: nothing they made under /tmp or /dev/shm (every
     # name starts "agentjail-" or "aj") may outlive the run, or each run would eat disk.
     left=$(find /tmp /dev/shm -mindepth 1 -maxdepth 1 \( -name 'agentjail-*' -o -name 'aj*' \) \
