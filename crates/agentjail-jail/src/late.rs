@@ -140,6 +140,36 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A late file is never open for writing while a clone holds the gate (spawn.rs takes
+    /// it across clone3): the write waits for the clone, and then lands.
+    #[test]
+    fn a_write_waits_while_a_clone_holds_the_gate() {
+        let (dir, fd) = tmpdir();
+        let me = (sys::geteuid(), sys::getegid());
+        let cloning = no_late_writes();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = std::thread::spawn(move || {
+            let f = LateFile {
+                path: "main".into(),
+                contents: b"x".to_vec(),
+                mode: 0o444,
+            };
+            tx.send(write(&fd, &[f], me)).unwrap();
+        });
+        let waited = rx.recv_timeout(std::time::Duration::from_millis(200));
+        assert!(waited.is_err(), "the write did not wait for the clone");
+        assert!(
+            !dir.join("main").exists(),
+            "created while a clone held the gate"
+        );
+        drop(cloning);
+        let written = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert!(matches!(written, Ok(Ok(()))), "{written:?}");
+        writer.join().unwrap();
+        assert_eq!(std::fs::read(dir.join("main")).unwrap(), b"x");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_path_that_climbs_or_reuses_a_name_is_refused() {
         let (dir, fd) = tmpdir();
