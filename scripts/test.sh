@@ -89,13 +89,18 @@ cargo_tests() {
     fi
     # Two lanes at once (each two tests at a time): most of a serve or jail test is waiting
     # on jails, pipes and limits, so one lane left a core idle. Built first, in one cargo
-    # command; then lane A runs the two biggest serve suites, lane B every other test target
-    # of the default members (cargo metadata: a new target joins lane B by itself), their
-    # unit tests and the doc tests. Each lane's output is printed whole after both end.
+    # command; lane A runs the two biggest serve suites, lane B every other test target of
+    # the default members (cargo metadata: a new target joins lane B by itself), their unit
+    # tests and the doc tests. The tests that compare host-wide state before and after
+    # (pipeline's cleanup, hardening and learn: they hold common::alone(), which keeps out
+    # the other tests of their own binary only) run last, with no other lane. Each lane's
+    # output is printed whole after both end.
     "${bins[@]}" cargo test --no-run --quiet || return 1
     local lane_a=(--test frontends --test mcp) lane_b=(--lib --bins) t logs
+    local alone=(cleanup:: hardening:: learn::) skip=()
+    for t in "${alone[@]}"; do skip+=(--skip "$t"); done
     for t in $(test_targets); do
-        case " ${lane_a[*]} " in *" --test $t "*) ;; *) lane_b+=(--test "$t") ;; esac
+        case " ${lane_a[*]} --test pipeline " in *" --test $t "*) ;; *) lane_b+=(--test "$t") ;; esac
     done
     logs=$(mktemp -d /tmp/agentjail-lanes.XXXXXX)
     "${bins[@]}" cargo test --no-fail-fast "${lane_a[@]}" -- --test-threads=2 >"$logs/a" 2>&1 &
@@ -103,15 +108,18 @@ cargo_tests() {
     (
         r=0
         "${bins[@]}" cargo test --no-fail-fast "${lane_b[@]}" -- --test-threads=2 || r=1
+        "${bins[@]}" cargo test --no-fail-fast --test pipeline -- --test-threads=2 "${skip[@]}" || r=1
         "${bins[@]}" cargo test --no-fail-fast --doc || r=1
         exit $r
     ) >"$logs/b" 2>&1 || rc=1
     wait "$pid_a" || rc=1
     printf -- '--- lane A: %s\n' "${lane_a[*]}"
     cat "$logs/a"
-    printf -- '--- lane B: %s, doc tests\n' "${lane_b[*]}"
+    printf -- '--- lane B: %s, --test pipeline %s, doc tests\n' "${lane_b[*]}" "${skip[*]}"
     cat "$logs/b"
     rm -rf "$logs"
+    printf -- '--- alone: --test pipeline %s\n' "${alone[*]}"
+    "${bins[@]}" cargo test --no-fail-fast --test pipeline -- --test-threads=2 "${alone[@]}" || rc=1
     # The tests clean up after themselves: nothing they made under /tmp or /dev/shm (every
     # name starts "agentjail-" or "aj") may outlive the run, or each run would eat disk.
     left=$(find /tmp /dev/shm -mindepth 1 -maxdepth 1 \( -name 'agentjail-*' -o -name 'aj*' \) \

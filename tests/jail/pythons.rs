@@ -246,7 +246,7 @@ fn what_is_not_the_python_it_claims_is_refused_at_load() {
         let text = format!("version = 1\n[interpreter]\n{line}");
         let policy = shared_file(&format!("not-python-{i}.toml"), &text);
         let policy = policy.to_str().expect("utf-8 path");
-        let before = agentjail_temp_entries(|_| true);
+        let before = agentjail_temp_entries(not_harness);
         for who in variants() {
             let mut c = match who {
                 Who::Nobody => {
@@ -289,7 +289,7 @@ fn what_is_not_the_python_it_claims_is_refused_at_load() {
         assert_eq!(out.status.code(), Some(2), "policy show {line}: {err}");
         assert!(err.contains(why), "{err}");
         assert_eq!(
-            agentjail_temp_entries(|_| true),
+            agentjail_temp_entries(not_harness),
             before,
             "{line}: left temporary files"
         );
