@@ -303,24 +303,20 @@ fn net_listener(p: &Prepared, rep: RawFd, port: u16) -> RawFd {
     net
 }
 
-/// The steps of the module doc, one line each; the comments say why each is where it is.
-pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
-    let rep = fds.report_w;
-    let sync = fds.sync_r;
-    // 0. Only the parent holds its ends: its death is then EOF on the sync pipe. A zygote
-    //    jail tells the server (its parent) of itself before anything else can go wrong.
+/// Step 0: close our copies of the parent's pipe ends; a zygote's child announces itself.
+fn take_over(p: &Prepared, fds: &ChildFds) {
     for fd in fds.parent_ends.into_iter().filter(|&fd| fd >= 0) {
         sys::close(fd);
     }
     if let Some((sock, msg)) = &p.announce {
         announce(*sock, msg);
     }
-    // 1. Nothing runs unmapped: wait for the parent's "g" (maps written). The fault point
-    //    is after the read: a child that failed before it would fail the parent's map write.
-    wait_parent(rep, sync, None);
-    inject(p, rep, Stage::WaitParent);
-    // 1b. Into the job's v1 cgroups by our own hand: no grace-period wait, and nothing of
-    //     ours runs outside them from here on.
+}
+
+/// Step 1b: "0" to each job v1 directory's `tasks` file moves this thread, which is all of
+/// this process, into it; then the fd is closed. Never returns on failure.
+fn join_cgroups(p: &Prepared, fds: &ChildFds) {
+    let rep = fds.report_w;
     inject(p, rep, Stage::CgroupJoin);
     for fd in fds.cgroup_join.into_iter().filter(|&fd| fd >= 0) {
         if let Err(e) = sys::write_all(fd, b"0") {
@@ -328,6 +324,22 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         }
         sys::close(fd);
     }
+}
+
+/// The steps of the module doc, one line each; the comments say why each is where it is.
+pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
+    let rep = fds.report_w;
+    let sync = fds.sync_r;
+    // 0. Only the parent holds its ends: its death is then EOF on the sync pipe. A zygote
+    //    jail tells the server (its parent) of itself before anything else can go wrong.
+    take_over(p, fds);
+    // 1. Nothing runs unmapped: wait for the parent's "g" (maps written). The fault point
+    //    is after the read: a child that failed before it would fail the parent's map write.
+    wait_parent(rep, sync, None);
+    inject(p, rep, Stage::WaitParent);
+    // 1b. Into the job's v1 cgroups by our own hand: no grace-period wait, and nothing of
+    //     ours runs outside them from here on.
+    join_cgroups(p, fds);
     // 2. The jail identity.
     step(p, rep, Stage::SetGid, || plain(sys::setresgid(p.gid)));
     step(p, rep, Stage::SetUid, || plain(sys::setresuid(p.uid)));

@@ -196,18 +196,13 @@ pub fn spawn_keeping(
     let pipes = Pipes::new(p.runner_fds).map_err(|e| (e, None))?;
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
     // With CLONE_INTO_CGROUP the child is born in the job cgroup, so its new cgroup
-    // namespace is rooted there. Otherwise it joins after clone, and a namespace made at
-    // clone time would be rooted at the launcher's cgroup (showing the host's cgroup path
-    // in /proc/self/cgroup): the child unshares it after joining. v1 directories are
-    // joined after clone even when clone3 put the child in a v2 one (a host that splits
-    // controllers between the two), by the child itself: it writes "0" to their `tasks`
-    // files first thing (child.rs, 1b), which moves it without the grace-period wait a
-    // pid written by us costs (cgroup::JobCgroup::v1_join_fds).
+    // namespace is rooted there. Otherwise it joins after clone (v1 always, by itself:
+    // child.rs 1b, cgroup::JobCgroup::v1_join_fds), and a namespace made at clone time would
+    // be rooted at the launcher's cgroup (the host's path in /proc/self/cgroup): the child
+    // unshares it after joining, also when clone3 put it in a v2 directory (a host that
+    // splits controllers between the two).
     let v1_attach = cg.is_some_and(|c| c.has_v1());
-    let join = match cg {
-        Some(c) => c.v1_join_fds().map_err(|e| (e, None))?,
-        None => [-1; cgroup::MAX_V1_DIRS],
-    };
+    let join = v1_join_fds(cg).map_err(|e| (e, None))?;
     let fds = pipes.child_fds(cgroup_fd.is_none() || v1_attach, join);
     let clone_flags = if fds.late_cgroup_ns {
         p.clone_flags & !(libc::CLONE_NEWCGROUP as u64)
@@ -272,6 +267,14 @@ pub fn spawn_keeping(
             }),
         }),
         Err(e) => Err((e, Some(pidfd))),
+    }
+}
+
+/// The job's v1 `tasks` fds for the child to join itself (none without a cgroup).
+fn v1_join_fds(cg: Option<&cgroup::JobCgroup>) -> Result<[RawFd; cgroup::MAX_V1_DIRS], SetupError> {
+    match cg {
+        Some(c) => c.v1_join_fds(),
+        None => Ok([-1; cgroup::MAX_V1_DIRS]),
     }
 }
 
