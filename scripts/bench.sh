@@ -26,6 +26,10 @@
 # for every candidate, so other work on the host disturbs the comparison less.
 #   BENCH_PROFILE=1                   also break one launch down by segment (perf trace)
 #
+# The latency rows are measured twice: back to back, and after an idle gap
+# (BENCH_IDLE_GAP_MS, default 50 ms, slept before each launch and not timed; `launch idle`),
+# which is how a systemd unit per job or an agent calling now and then launches jails.
+#
 # Then `agentjail serve` (scripts/bench-serve, --short under BENCH_SHORT): the incident job
 # through a warm pool against bare cold python and a no-jail floor, throughput with 2
 # clients, a session call's overhead, the memory of 8 warm jails. Its misses count like the
@@ -43,10 +47,11 @@ PY=/usr/bin/python3
 
 short=${BENCH_SHORT:-0}
 if [ "$short" = 1 ]; then
-    rounds=20 thr_secs=1 thr_reps=1 run_rounds=5 repeats=2 mcp_rounds=10
+    rounds=20 thr_secs=1 thr_reps=1 run_rounds=5 repeats=2 mcp_rounds=10 idle_rounds=10
 else
-    rounds=200 thr_secs=3 thr_reps=3 run_rounds=30 repeats=5 mcp_rounds=50
+    rounds=200 thr_secs=3 thr_reps=3 run_rounds=30 repeats=5 mcp_rounds=50 idle_rounds=60
 fi
+idle_gap_ms=${BENCH_IDLE_GAP_MS:-50}
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)" >&2; }
 
@@ -113,6 +118,18 @@ step "latency: $rounds interleaved rounds on CPU $cpu"
     bare_node "${node_env[@]}" "$NODE" -e 0 ";" \
     agentjail_node "$aj" exec "${jspol[@]}" -- "$NODE" -e 0 \
     >"$out/rounds.txt"
+
+step "latency after an idle gap: $idle_rounds interleaved rounds on CPU $cpu, ${idle_gap_ms} ms idle before each launch"
+# Back-to-back launches keep the kernel warm (an RCU grace period ends fast when the CPUs
+# are busy); a launch after an idle moment, as a systemd unit per job or an agent calling
+# now and then makes it, pays what the rounds above never see.
+"${prio[@]}" taskset -c "$cpu" "$launch" idle "$idle_rounds" "$idle_gap_ms" \
+    bare_true /bin/true ";" \
+    bwrap_true "${bwrap_cmd[@]}" ";" \
+    agentjail_true "${aj_true[@]}" ";" \
+    bare_python /usr/bin/python3 -I -c pass ";" \
+    agentjail_python "$aj" exec "${pol[@]}" -- /usr/bin/python3 -I -c pass \
+    >"$out/rounds_idle.txt"
 
 step "throughput: ${thr_secs}s per measurement, $thr_reps interleaved repetitions"
 : >"$out/throughput.txt"

@@ -232,6 +232,33 @@ def cmd_report(argv):
                      % (med[name] / f, ms(med[name] - f), ms(0.5 * b),
                         "BELOW" if 0.5 * b < f else "above", ms(f)))
 
+    # 4b: the same launches after an idle gap (launch idle): ratios within those rounds.
+    idle = {}
+    for name, ns, _kb, st in load(os.path.join(d, "rounds_idle.txt")):
+        idle.setdefault(name, []).append((int(ns), st))
+    imed = {k: statistics.median(ns for ns, _ in v) for k, v in idle.items()}
+    for name in ["bare_true", "bwrap_true", "agentjail_true", "bare_python", "agentjail_python"]:
+        if name not in idle:
+            continue
+        v = [ns for ns, _ in idle[name]]
+        bad = sum(1 for _, st in idle[name] if st != "0")
+        ratio, target = "", ""
+        if name == "bwrap_true" and "bare_true" in imed:
+            ratio = "%.2fx bare" % (imed[name] / imed["bare_true"])
+        if name == "agentjail_true" and "bwrap_true" in imed:
+            ratio = "%.2fx bwrap" % (imed[name] / imed["bwrap_true"])
+            target = "issue 40: <= 1.0x bwrap"
+        if name == "agentjail_python" and "bare_python" in imed:
+            ratio = "%.2fx bare" % (imed[name] / imed["bare_python"])
+            target = "issue 40: <= 1.3x bare"
+        rep.row("after idle %s (ms, n=%d)" % (name, len(v)), "%.3f" % ms(imed[name]),
+                "%.3f" % ms(min(v)), "%.3f" % ms(max(v)), ratio, target, False if bad else None)
+        if bad:
+            rep.note("%s after idle: %d of %d launches exited non-zero" % (name, bad, len(v)))
+    if idle:
+        rep.note("after idle: each launch follows an untimed sleep (BENCH_IDLE_GAP_MS, default 50 ms); "
+                 "informational targets, ratios within these rounds")
+
     # 5: throughput.
     thr = {}
     for name, w, done, el, bad in load(os.path.join(d, "throughput.txt")):

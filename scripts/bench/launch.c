@@ -9,6 +9,12 @@
  *       wall is CLOCK_MONOTONIC from just before fork to wait4's return. The candidate
  *       order rotates every round so no candidate always follows the same one.
  *
+ *   launch idle N GAP_MS  NAME ARGV... ; NAME ARGV... ; ...
+ *       As rounds, but before each launch the harness sleeps GAP_MS (not timed): launches
+ *       after an idle moment, as a systemd unit per job or an agent calling now and then
+ *       makes them. An idle host pays kernel waits back-to-back launches never see (an RCU
+ *       grace period is slow to end when nothing else runs).
+ *
  *   launch throughput SECONDS WORKERS NAME ARGV...
  *       Keep WORKERS launches in flight for SECONDS; print
  *           NAME <workers> <completed> <elapsed_ns> <failures>
@@ -76,7 +82,7 @@ static int parse(int argc, char **argv, struct cand *out, int max) {
     return n;
 }
 
-static int cmd_rounds(int rounds, int argc, char **argv) {
+static int cmd_rounds(int rounds, long gap_ms, int argc, char **argv) {
     struct cand c[16];
     int n = parse(argc, argv, c, 16);
     for (int r = 0; r < rounds; r++) {
@@ -84,6 +90,11 @@ static int cmd_rounds(int rounds, int argc, char **argv) {
             struct cand *x = &c[(k + r) % n];
             struct rusage ru;
             int status = 0;
+            if (gap_ms > 0) {
+                struct timespec gap = {gap_ms / 1000, (gap_ms % 1000) * 1000000L};
+                while (nanosleep(&gap, &gap) < 0 && errno == EINTR)
+                    ;
+            }
             long long t0 = now_ns();
             pid_t pid = spawn(x->argv);
             if (pid < 0) {
@@ -169,12 +180,15 @@ int main(int argc, char **argv) {
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 4 && strcmp(argv[1], "rounds") == 0)
-        return cmd_rounds(atoi(argv[2]), argc - 3, argv + 3);
+        return cmd_rounds(atoi(argv[2]), 0, argc - 3, argv + 3);
+    if (argc >= 5 && strcmp(argv[1], "idle") == 0)
+        return cmd_rounds(atoi(argv[2]), atol(argv[3]), argc - 4, argv + 4);
     if (argc >= 6 && strcmp(argv[1], "throughput") == 0)
         return cmd_throughput(atof(argv[2]), atoi(argv[3]), argc - 4, argv + 4);
     if (argc >= 4 && strcmp(argv[1], "hwm") == 0)
         return cmd_hwm(argc - 2, argv + 2);
     fprintf(stderr, "usage: launch rounds N NAME ARGV... [; NAME ARGV...]...\n"
+                    "       launch idle N GAP_MS NAME ARGV... [; NAME ARGV...]...\n"
                     "       launch throughput SECONDS WORKERS NAME ARGV...\n"
                     "       launch hwm NAME ARGV...\n");
     return 2;

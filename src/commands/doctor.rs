@@ -726,27 +726,6 @@ pub fn cgroup_checks(host: &HostCgroups) -> Vec<Check> {
         c.fix = fix;
         out.push(c);
     }
-    // Launch cost, not protection: without CLONE_INTO_CGROUP (cgroup v2 delegated to us),
-    // every job joins its cgroup by a write to cgroup.procs, which waits for an RCU grace
-    // period unless the host favours dynamic cgroup changes.
-    if !delegated && host.v1.iter().any(|h| h.writable) {
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let on = favordynmods_on(&mounts);
-        let detail = if on {
-            "cgroup migrations skip the RCU grace-period wait (favordynmods is on)".to_string()
-        } else {
-            "each job's cgroup v1 attach waits for an RCU grace period (about 1-15 ms of idle \
-             wall time per launch; agentjail overlaps it with the jail's setup)"
-                .to_string()
-        };
-        out.push(check(
-            "cgroup_attach_fast",
-            on,
-            false,
-            detail,
-            Some(FIX_FAVORDYNMODS),
-        ));
-    }
     out
 }
 
@@ -788,23 +767,6 @@ fn cgroup_layout_check(host: &HostCgroups, delegated: bool) -> Check {
         _ => ("no cgroup filesystem mounted under /sys/fs/cgroup".to_string(), false),
     };
     check("cgroup_v2", ok, false, detail, Some(FIX_CGROUP_V2))
-}
-
-/// Host-wide and the operator's call: it makes fork and exit of every process on the host
-/// slightly slower in exchange for cheap cgroup migrations (kernel >= 6.0).
-const FIX_FAVORDYNMODS: &str = "optional, host-wide: mount -o remount,favordynmods on any cgroup \
-    hierarchy (e.g. /sys/fs/cgroup/unified), or a kernel built with CONFIG_CGROUP_FAVOR_DYNMODS=y; \
-    on a cgroup v2 host with delegation agentjail uses CLONE_INTO_CGROUP and never migrates";
-
-/// Whether any cgroup or cgroup2 mount in `/proc/self/mounts` text carries `favordynmods`.
-/// The setting is one kernel-wide lock mode, so one such mount turns it on for all.
-pub fn favordynmods_on(mounts: &str) -> bool {
-    mounts.lines().any(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() >= 4
-            && (f[2] == "cgroup" || f[2] == "cgroup2")
-            && f[3].split(',').any(|o| o == "favordynmods")
-    })
 }
 
 /// `agentjail doctor [--policy FILE]`: exit 0 when the probe jail of that policy (the
@@ -905,17 +867,6 @@ mod tests {
                 assert!(c.available, "{c:?}");
             }
         }
-    }
-
-    #[test]
-    fn favordynmods_is_read_from_mount_options() {
-        let off = "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n\
-                   cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n";
-        assert!(!favordynmods_on(off));
-        let on = "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime,favordynmods 0 0\n";
-        assert!(favordynmods_on(on));
-        // Only cgroup filesystems count.
-        assert!(!favordynmods_on("tmpfs /x tmpfs rw,favordynmods 0 0\n"));
     }
 
     #[test]

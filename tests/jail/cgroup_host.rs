@@ -295,3 +295,132 @@ fn doctor_as_nobody_names_the_missing_cgroup_step_and_fix() {
     );
     assert_eq!(out.status.code(), Some(1), "a required check failed");
 }
+
+/// The jail joins its cgroup v1 job directories itself (crates/agentjail-jail/src/child.rs,
+/// step 1b) instead of being moved by the launcher, whose write waited for an RCU grace
+/// period. The program must still be inside every job cgroup from its first instruction.
+///
+/// 1. `cat /proc/self/cgroup -` reads its cgroups as the first thing it does, prints them
+///    and waits on stdin. Meanwhile the host reads the same process's cgroups. In every
+///    hierarchy the job has a directory in (memory, pids), the program saw itself at its
+///    cgroup namespace's root and the host sees it in the job's directory: the namespace's
+///    root is the job cgroup, so the program was there when it started (nothing can move it
+///    later: it holds no capability and no cgroup fd, and agentjail writes no v1 cgroup file
+///    after the clone).
+/// 2. A memory hog and a fork bomb that start at once are stopped by the job's own limits:
+///    the record's OOM and pids counters are read from the job cgroup.
+#[test]
+fn the_program_is_inside_its_job_cgroups_from_its_first_instruction() {
+    use crate::common::{agentjail_path, cmdline, descendants, jail, sh_data, Who};
+    use std::io::Read;
+    if !is_root() {
+        missing("not root: this host gives an unprivileged launcher no cgroup to be inside");
+        return;
+    }
+    let running = crate::common::jail_running();
+    let mut child = Command::new(agentjail_path())
+        .args(["exec", "--", "/bin/cat", "/proc/self/cgroup", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agentjail");
+    let launcher = child.id() as i32;
+    let hierarchies = std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap()
+        .lines()
+        .count();
+    // What the program printed first thing: one line per hierarchy, like ours.
+    let mut out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+            if seen.iter().filter(|&&b| b == b'\n').count() >= hierarchies {
+                let _ = tx.send(String::from_utf8_lossy(&seen).into_owned());
+            }
+        }
+    });
+    let inside = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the program did not print its /proc/self/cgroup");
+    let program = descendants(launcher)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .find(|&pid| cmdline(pid).starts_with("/bin/cat "))
+        .expect("the program (cat) among the launcher's descendants");
+    let outside = std::fs::read_to_string(format!("/proc/{program}/cgroup")).unwrap();
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    drop(running);
+    assert_eq!(status.code(), Some(0), "{inside}");
+    let job = format!("/agentjail-{launcher}-");
+    let line_of = |text: &str, id: &str| {
+        text.lines()
+            .find(|l| l.split(':').next() == Some(id))
+            .map(|l| l.splitn(3, ':').nth(2).unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    // The hierarchy of each limit the default policy sets, as this host provides it.
+    let host = detect_host();
+    for ctrl in ["memory", "pids"] {
+        let Ok(how) = host.provider(ctrl) else {
+            missing(&format!("no {ctrl} cgroup for root on this host"));
+            return;
+        };
+        let id = if how.starts_with("cgroup v2") {
+            "0".to_string()
+        } else {
+            outside
+                .lines()
+                .find(|l| {
+                    l.split(':')
+                        .nth(1)
+                        .is_some_and(|c| c.split(',').any(|x| x == ctrl))
+                })
+                .and_then(|l| l.split(':').next())
+                .expect("the v1 hierarchy in /proc/<pid>/cgroup")
+                .to_string()
+        };
+        let (host_view, own_view) = (line_of(&outside, &id), line_of(&inside, &id));
+        assert!(
+            host_view.contains(&job),
+            "{ctrl}: the program is not in its job cgroup ({job}*): the host sees {host_view:?}\n{outside}"
+        );
+        assert_eq!(
+            own_view, "/",
+            "{ctrl}: the program started outside its job cgroup {host_view}: it saw\n{inside}"
+        );
+    }
+
+    // 2. Limits from t = 0: sort keeps its one endless line in memory; the shell forks at once.
+    let hog = jail(
+        Who::Root,
+        &["--memory-limit", "32MiB", "--time-limit", "20"],
+        &["/usr/bin/sort", "/dev/zero"],
+    );
+    assert_eq!(
+        (hog.code, hog.stop_reason()),
+        (124, Some("code_memory_limit")),
+        "{hog:#?}"
+    );
+    let bomb = sh_data(
+        Who::Root,
+        &["--time-limit", "2"],
+        "while :; do /bin/sleep 1 & done",
+    );
+    let hits = bomb
+        .record
+        .as_ref()
+        .and_then(|r| r["execution"]["pids_limit_hits"].as_u64());
+    assert!(
+        bomb.code == 124 && hits.is_some_and(|h| h > 0),
+        "the fork bomb never hit the job's pids.max: {bomb:#?}"
+    );
+}

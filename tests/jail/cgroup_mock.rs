@@ -6,7 +6,7 @@ use agentjail_jail::cgroup::fake::FakeCgroupFs;
 use agentjail_jail::cgroup::{detect, CgroupLimits, HostCgroups, JobCgroup, Layout};
 use agentjail_jail::ControlState;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn put(p: &Path, s: &str) {
     fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -230,10 +230,11 @@ fn v1_hybrid_detect_and_create() {
     assert_eq!(c[0].mechanism, "cgroup v1 memory.limit_in_bytes");
     assert!(c.iter().all(|c| c.state == ControlState::Enforced));
 
+    // A v1 directory is joined by its `tasks` file (the jail writes "0" there itself).
     job.attach(77, false).unwrap();
     for p in &paths {
-        assert_eq!(fs::read_to_string(p.join("cgroup.procs")).unwrap(), "77");
-        fs::write(p.join("cgroup.procs"), "").unwrap();
+        assert_eq!(fs::read_to_string(p.join("tasks")).unwrap(), "77");
+        fs::write(p.join("tasks"), "").unwrap();
     }
     put(&m.join("memory.max_usage_in_bytes"), "5000\n");
     put(
@@ -462,14 +463,25 @@ fn split_host_joins_v1_even_when_cloned_into_v2() {
     assert!(job.has_v1(), "memory and cpu go to v1: {:?}", job.paths());
     assert_eq!(fs::read_to_string(v2_dir.join("pids.max")).unwrap(), "16");
 
-    // What spawn does after clone3(CLONE_INTO_CGROUP): join the v1 directories only.
-    job.attach(55, true).unwrap();
+    // What spawn hands the child after clone3(CLONE_INTO_CGROUP): the v1 directories'
+    // `tasks` files, which it writes "0" to itself (child.rs, 1b); the v2 one is not among
+    // them, and nothing is written by the parent.
+    let handed: Vec<PathBuf> = job
+        .v1_join_fds()
+        .unwrap()
+        .into_iter()
+        .filter(|&fd| fd >= 0)
+        .map(|fd| fs::read_link(format!("/proc/self/fd/{fd}")).unwrap())
+        .collect();
+    let want: Vec<PathBuf> = ["memory", "cpu", "cpuacct"]
+        .iter()
+        .map(|c| root.join(c).join(&name).join("tasks"))
+        .collect();
+    assert_eq!(
+        handed.iter().collect::<std::collections::BTreeSet<_>>(),
+        want.iter().collect::<std::collections::BTreeSet<_>>()
+    );
     assert_eq!(fs::read_to_string(v2_dir.join("cgroup.procs")).unwrap(), "");
-    for c in ["memory", "cpu", "cpuacct"] {
-        let p = root.join(c).join(&name).join("cgroup.procs");
-        assert_eq!(fs::read_to_string(&p).unwrap(), "55", "{}", p.display());
-        fs::write(&p, "").unwrap();
-    }
     job.remove().unwrap();
 }
 

@@ -17,6 +17,7 @@ const STAGES: &[&str] = &[
     // must still never run anything.
     "cgroup_attach",
     "wait_for_parent",
+    "cgroup_join",
     "cgroup_namespace",
     "setresgid",
     "setresuid",

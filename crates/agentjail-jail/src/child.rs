@@ -4,8 +4,15 @@
 //!    EOF on the sync pipe, never a wait forever); a zygote's child
 //!    (crates/agentjail-engine/src/zygote) also sends
 //!    the server a pidfd of itself, so the server can reap it whatever the template does;
-//! 1. wait until the parent has written our uid/gid maps — nothing runs unmapped (the parent
-//!    puts us in the job cgroup meanwhile: see 5b);
+//! 1. wait until the parent has written our uid/gid maps — nothing runs unmapped;
+//!
+//!    1b. join the job's cgroup v1 directories ourselves, before anything else: "0" written
+//!    to each one's `tasks` file (opened by the parent before the clone) moves the writing
+//!    thread, which is all of us. A pid written by the parent would make the kernel take
+//!    its global threadgroup lock for writing, which waits for an RCU grace period (1-15 ms
+//!    on an idle host); a thread moving itself needs no such lock. From here everything
+//!    this process allocates (the root's mounts included) and everything it will fork is
+//!    the job's. The fds are closed at once: only this step uses them;
 //! 2. become the jail uid/gid (setgroups is already "deny");
 //! 3. die with the supervisor (PDEATHSIG is reset by credential changes, hence after 2),
 //!    then check the supervisor did not die before we asked;
@@ -15,17 +22,18 @@
 //!    4b. (late files only: a jail started before its job) between building the root and
 //!    sealing it: close every fd but our own (a clone copies all of agentjail's, among
 //!    them other jails' setup pipes and clients' sockets, which a jail that waits for its
-//!    job must not hold open), wait until the parent has put us in the job cgroup ("c",
-//!    see 5b), report that we wait, and wait for "f". Meanwhile the parent writes the job's files into the
+//!    job must not hold open), wait for the parent's "c" (a v2 attach done, see 5b),
+//!    report that we wait, and wait for "f". Meanwhile the parent writes the job's files into the
 //!    root tmpfs through /proc/<pid>/root. Nothing of the program exists yet: this process
 //!    runs only agentjail's code on prepared data, so what the parent writes is data in a
 //!    directory that is about to become read-only, as the plan's own files are;
 //! 5. hostname, new session (no controlling terminal);
 //!
-//!    5b. wait until the parent has put us in the job cgroup, then (cgroup v1) unshare the
-//!    cgroup namespace so its root is the job cgroup. A v1 attach waits for an RCU grace
-//!    period in the kernel (1-15 ms here); steps 2-5 run meanwhile. They are agentjail's
-//!    own work on prepared data: nothing of the program exists before the fork in 11;
+//!    5b. wait for the parent's "c" (it has put us in a v2 job cgroup that clone3 could not
+//!    place us in; the v1 ones we joined at 1b), then (cgroup v1, or no CLONE_INTO_CGROUP)
+//!    unshare the cgroup namespace so its root is the job cgroup. Steps 2-5 overlap the
+//!    parent's v2 attach; they are agentjail's own work on prepared data: nothing of the
+//!    program exists before the fork in 11;
 //!    5c. (network allowlist only) bring the jail's loopback up and listen on
 //!    127.0.0.1:<proxy port>, while we still hold CAP_NET_ADMIN in our user namespace and
 //!    before landlock denies TCP bind; the supervisor takes the socket at 12 and its proxy
@@ -169,8 +177,9 @@ fn arrange_fds(fds: &ChildFds, net: Option<RawFd>) -> Result<(), i32> {
     }
 }
 
-/// Step 4b: our own fds only, in the job cgroup ("c"), then report that we wait and wait
-/// for the parent's "f" (the job's files are in the root). Never returns on failure.
+/// Step 4b: our own fds only, in the job cgroup (the parent's "c"), then report that we
+/// wait and wait for the parent's "f" (the job's files are in the root). Never returns on
+/// failure.
 fn wait_for_files(p: &Prepared, fds: &ChildFds) {
     let (rep, sync) = (fds.report_w, fds.sync_r);
     step(p, rep, Stage::CloseFds, || plain(keep_only_own_fds(p, fds)));
@@ -294,22 +303,43 @@ fn net_listener(p: &Prepared, rep: RawFd, port: u16) -> RawFd {
     net
 }
 
-/// The steps of the module doc, one line each; the comments say why each is where it is.
-pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
-    let rep = fds.report_w;
-    let sync = fds.sync_r;
-    // 0. Only the parent holds its ends: its death is then EOF on the sync pipe. A zygote
-    //    jail tells the server (its parent) of itself before anything else can go wrong.
+/// Step 0: close our copies of the parent's pipe ends; a zygote's child announces itself.
+fn take_over(p: &Prepared, fds: &ChildFds) {
     for fd in fds.parent_ends.into_iter().filter(|&fd| fd >= 0) {
         sys::close(fd);
     }
     if let Some((sock, msg)) = &p.announce {
         announce(*sock, msg);
     }
+}
+
+/// Step 1b: "0" to each job v1 directory's `tasks` file moves this thread, which is all of
+/// this process, into it; then the fd is closed. Never returns on failure.
+fn join_cgroups(p: &Prepared, fds: &ChildFds) {
+    let rep = fds.report_w;
+    inject(p, rep, Stage::CgroupJoin);
+    for fd in fds.cgroup_join.into_iter().filter(|&fd| fd >= 0) {
+        if let Err(e) = sys::write_all(fd, b"0") {
+            fail(rep, Stage::CgroupJoin, 0, e);
+        }
+        sys::close(fd);
+    }
+}
+
+/// The steps of the module doc, one line each; the comments say why each is where it is.
+pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
+    let rep = fds.report_w;
+    let sync = fds.sync_r;
+    // 0. Only the parent holds its ends: its death is then EOF on the sync pipe. A zygote
+    //    jail tells the server (its parent) of itself before anything else can go wrong.
+    take_over(p, fds);
     // 1. Nothing runs unmapped: wait for the parent's "g" (maps written). The fault point
     //    is after the read: a child that failed before it would fail the parent's map write.
     wait_parent(rep, sync, None);
     inject(p, rep, Stage::WaitParent);
+    // 1b. Into the job's v1 cgroups by our own hand: no grace-period wait, and nothing of
+    //     ours runs outside them from here on.
+    join_cgroups(p, fds);
     // 2. The jail identity.
     step(p, rep, Stage::SetGid, || plain(sys::setresgid(p.gid)));
     step(p, rep, Stage::SetUid, || plain(sys::setresuid(p.uid)));
@@ -336,9 +366,9 @@ pub fn run(p: &Prepared, fds: &ChildFds) -> ! {
         plain(sys::sethostname(&p.hostname))
     });
     step(p, rep, Stage::Setsid, || plain(sys::setsid()));
-    // 5b. In the job cgroup ("c"; at once with CLONE_INTO_CGROUP): nothing may run outside
-    //     it. Then the cgroup namespace, while we still hold CAP_SYS_ADMIN in our userns.
-    //     (A jail with late files had its "c" at 4b.)
+    // 5b. In every job cgroup (v1 since 1b; v2 by clone3, or by the parent before its "c"):
+    //     nothing may run outside them. Then the cgroup namespace, while we still hold
+    //     CAP_SYS_ADMIN in our userns. (A jail with late files had its "c" at 4b.)
     if p.late_dir.is_none() {
         wait_parent(rep, sync, Some(b'c'));
     }

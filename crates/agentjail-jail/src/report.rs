@@ -60,6 +60,7 @@ stages! {
         InitFilter => "init_seccomp",
         CgroupNamespace => "cgroup_namespace",
         NetLoopback => "network_loopback",
+        CgroupJoin => "cgroup_join",
 }
 
 impl Stage {
@@ -81,6 +82,7 @@ impl Stage {
             (Rlimit, _) => "a resource limit was rejected: lower limits.open_files or limits.file_size",
             (NetLoopback, _) => "the jail could not bring its loopback up or listen on the proxy port: check `agentjail doctor` (network allowlist)",
             (WaitParent, _) => "the supervisor went away during setup",
+            (CgroupJoin, _) => "the jail could not join its cgroup v1 job directory (a write of 0 to its tasks file): check `agentjail doctor` (cgroup), or run with a cgroup v2 delegation",
             _ => "see `agentjail doctor` for what this host supports",
         }
     }
@@ -128,12 +130,12 @@ mod tests {
 
     #[test]
     fn every_stage_decodes() {
-        for v in 1..=26 {
+        for v in 1..=27 {
             let s = Stage::from_u32(v).expect("stage");
             assert_eq!(s as u32, v);
             assert!(!s.name().is_empty());
         }
         assert_eq!(Stage::from_u32(0), None);
-        assert_eq!(Stage::from_u32(27), None);
+        assert_eq!(Stage::from_u32(28), None);
     }
 }

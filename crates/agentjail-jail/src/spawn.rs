@@ -136,7 +136,11 @@ impl Pipes {
     }
 
     /// The child's ends, as raw numbers valid in the child after clone.
-    fn child_fds(&self, late_cgroup_ns: bool) -> ChildFds {
+    fn child_fds(
+        &self,
+        late_cgroup_ns: bool,
+        cgroup_join: [RawFd; cgroup::MAX_V1_DIRS],
+    ) -> ChildFds {
         ChildFds {
             stdin_r: self.stdin.1.as_raw_fd(),
             stdout_w: self.stdout.1.as_raw_fd(),
@@ -149,6 +153,7 @@ impl Pipes {
                 .as_ref()
                 .map(|(job, reply)| (job.1.as_raw_fd(), reply.1.as_raw_fd())),
             late_cgroup_ns,
+            cgroup_join,
             parent_ends: [
                 self.stdin.0.as_raw_fd(),
                 self.stdout.0.as_raw_fd(),
@@ -191,13 +196,14 @@ pub fn spawn_keeping(
     let pipes = Pipes::new(p.runner_fds).map_err(|e| (e, None))?;
     let cgroup_fd = cg.and_then(|c| c.v2_dir_fd()).map(|fd| fd.as_raw_fd());
     // With CLONE_INTO_CGROUP the child is born in the job cgroup, so its new cgroup
-    // namespace is rooted there. Otherwise the parent attaches it after clone, and a
-    // namespace made at clone time would be rooted at the launcher's cgroup (showing the
-    // host's cgroup path in /proc/self/cgroup): the child unshares it after the attach.
-    // v1 directories are joined after clone even when clone3 put the child in a v2 one (a
-    // host that splits controllers between the two): then the namespace must also wait.
+    // namespace is rooted there. Otherwise it joins after clone (v1 always, by itself:
+    // child.rs 1b, cgroup::JobCgroup::v1_join_fds), and a namespace made at clone time would
+    // be rooted at the launcher's cgroup (the host's path in /proc/self/cgroup): the child
+    // unshares it after joining, also when clone3 put it in a v2 directory (a host that
+    // splits controllers between the two).
     let v1_attach = cg.is_some_and(|c| c.has_v1());
-    let fds = pipes.child_fds(cgroup_fd.is_none() || v1_attach);
+    let join = v1_join_fds(cg).map_err(|e| (e, None))?;
+    let fds = pipes.child_fds(cgroup_fd.is_none() || v1_attach, join);
     let clone_flags = if fds.late_cgroup_ns {
         p.clone_flags & !(libc::CLONE_NEWCGROUP as u64)
     } else {
@@ -224,14 +230,13 @@ pub fn spawn_keeping(
         }
         None => (None, None),
     };
-    let attach = cg.filter(|_| cgroup_fd.is_none() || v1_attach);
     let handshake = Handshake {
         p,
         pid,
         report: &report.0,
         sync: &sync.0,
     };
-    match handshake.run(attach, cgroup_fd.is_some()) {
+    match handshake.run(cg, cgroup_fd.is_none()) {
         Ok(Handover {
             listener,
             program,
@@ -262,6 +267,14 @@ pub fn spawn_keeping(
             }),
         }),
         Err(e) => Err((e, Some(pidfd))),
+    }
+}
+
+/// The job's v1 `tasks` fds for the child to join itself (none without a cgroup).
+fn v1_join_fds(cg: Option<&cgroup::JobCgroup>) -> Result<[RawFd; cgroup::MAX_V1_DIRS], SetupError> {
+    match cg {
+        Some(c) => c.v1_join_fds(),
+        None => Ok([-1; cgroup::MAX_V1_DIRS]),
     }
 }
 
@@ -395,14 +408,10 @@ struct Handshake<'a> {
 }
 
 impl Handshake<'_> {
-    /// Write the id maps, release the child, put it in its cgroup (v1, or no
-    /// CLONE_INTO_CGROUP), then read its reports until exec. Returns the seccomp listener and
-    /// the program's pid.
-    fn run(
-        &self,
-        attach: Option<&cgroup::JobCgroup>,
-        skip_v2: bool,
-    ) -> Result<Handover, SetupError> {
+    /// Write the id maps, release the child (which joins its v1 cgroups itself), put it in
+    /// its v2 cgroup when clone3 could not (`attach_v2`), then read its reports until exec.
+    /// Returns the seccomp listener and the program's pid.
+    fn run(&self, cg: Option<&cgroup::JobCgroup>, attach_v2: bool) -> Result<Handover, SetupError> {
         let pid = self.pid;
         if fault_name().as_deref() == Some("uid_map") {
             return Err(SetupError::new(
@@ -412,11 +421,11 @@ impl Handshake<'_> {
             ));
         }
         userns::write_maps(pid, &self.p.maps)?;
-        // "g": the maps are written, the child may build its root. The cgroup v1 attach
-        // below waits for an RCU grace period; the child's setup overlaps it and waits for
-        // "c" before the cgroup namespace and long before the program exists (child.rs 5b).
+        // "g": the maps are written; the child joins its v1 cgroups and builds its root. A v2
+        // attach here (no CLONE_INTO_CGROUP) overlaps that; the child waits for "c" before
+        // the cgroup namespace and long before the program exists (child.rs 5b).
         self.send(b"g", "release child")?;
-        if let Some(c) = attach {
+        if let Some(c) = cg {
             if fault_name().as_deref() == Some("cgroup_attach") {
                 return Err(SetupError::new(
                     "cgroup attach",
@@ -424,7 +433,9 @@ impl Handshake<'_> {
                     "fault injected",
                 ));
             }
-            c.attach(pid, skip_v2)?;
+            if attach_v2 {
+                c.attach_v2(pid)?;
+            }
         }
         // The child may already have failed while we attached (a mount, pivot_root, ...):
         // it wrote its report and exited, and this write then fails with EPIPE. Its report

@@ -366,10 +366,10 @@ fn request(
 ) -> (ToTemplate, Vec<BorrowedFd<'_>>) {
     let mut cgroups = Vec::new();
     let mut fds = Vec::new();
-    for (v2, procs, dir) in cg.map(|c| c.attach_handles()).unwrap_or_default() {
-        fds.push(procs);
-        // A v2 directory goes with its fd (CLONE_INTO_CGROUP); without one the template
-        // joins it by cgroup.procs, as a v1 directory.
+    for (v2, join, dir) in cg.map(|c| c.attach_handles()).unwrap_or_default() {
+        fds.push(join);
+        // A v2 directory goes with its fd (CLONE_INTO_CGROUP); a v1 one's `tasks` file is
+        // the jail's own to write (jail/child.rs, step 1b).
         let dir = dir.filter(|_| v2);
         fds.extend(dir);
         cgroups.push(CgroupFds {

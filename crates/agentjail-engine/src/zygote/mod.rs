@@ -8,7 +8,7 @@
 //! ```text
 //!  agentjail serve ──(socketpair, SCM_RIGHTS)── agentjail-zygote (the template)
 //!   │  creates the job cgroup,                   libpython initialised once as
-//!   │  sends its cgroup.procs fds                `python3 -I -S -B -X utf8`, the runner
+//!   │  sends its join fds (procs/tasks)          `python3 -I -S -B -X utf8`, the runner
 //!   │                                            loaded, the policy's preloads imported,
 //!   │                                            the warm-up run; holds nothing of a job
 //!   │                                                 │ clone3(CLONE_PARENT | new user,

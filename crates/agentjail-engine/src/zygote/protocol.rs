@@ -31,7 +31,8 @@ pub enum ToTemplate {
         text: bool,
     },
     /// One jail, spawn `n`, into the cgroup whose directories are `cgroups` (their
-    /// descriptors travel with it, in order: each one's cgroup.procs, then its directory
+    /// descriptors travel with it, in order: each one's join file, v2 `cgroup.procs` or v1
+    /// `tasks` (agentjail_jail::cgroup::JobCgroup::attach_handles), then its directory
     /// when `v2_dir`).
     Spawn {
         n: u64,
@@ -48,8 +49,8 @@ pub enum ToTemplate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CgroupFds {
-    /// A v2 directory's fd travels too (CLONE_INTO_CGROUP); without one the template
-    /// joins the cgroup by its cgroup.procs, as a v1 directory.
+    /// A v2 directory's fd travels too (CLONE_INTO_CGROUP); without one the cgroup is a v1
+    /// directory, which the jail joins itself by its `tasks` file.
     pub v2_dir: bool,
 }
 

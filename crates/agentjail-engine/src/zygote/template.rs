@@ -11,7 +11,7 @@
 //!    `Ready` with the plan's sha256 (the server checks that both built the same plan), or
 //!    `Refused`.
 //! 2. per jail, server → template: `Spawn` (the number n, what the cgroup covers, and per
-//!    cgroup directory its cgroup.procs fd and, v2, the directory fd); template → server:
+//!    cgroup directory its join fd (v2 cgroup.procs, v1 tasks) and, v2, the directory fd); template → server:
 //!    `Spawned` with the jail's descriptors as its `FdSet` names them, or `Failed` with the
 //!    failed child's pidfd (killed here; the server reaps it). Before either, the cloned
 //!    child itself sends `Cloned { n }` with a pidfd of itself (jail/child.rs, step 0), so
@@ -280,13 +280,13 @@ fn attach_target(
     let mut fds = fds.into_iter();
     let mut handles = Vec::new();
     for d in cgroups {
-        let procs = File::from(fds.next().ok_or_else(bad)?);
+        let join = File::from(fds.next().ok_or_else(bad)?);
         let dir = if d.v2_dir {
             Some(File::from(fds.next().ok_or_else(bad)?))
         } else {
             None
         };
-        handles.push((d.v2_dir, procs, dir));
+        handles.push((d.v2_dir, join, dir));
     }
     Ok((!handles.is_empty()).then(|| JobCgroup::attach_only(handles)))
 }

@@ -6,9 +6,9 @@
 //! live job (`run.rs`): this is the only code that creates directories or writes limits.
 
 use super::{
-    errno_of, is_permission, job_dir_name, open_dir, open_procs, write_file, Account, CgroupFs,
-    CgroupLimits, HostCgroups, JobCgroup, JobDir, Kernel, Kind, LimitOutcome, V2Host, FIX_DELEGATE,
-    SUPERVISOR_LEAF,
+    errno_of, is_permission, job_dir_name, join_file_name, open_dir, open_join, write_file,
+    Account, CgroupFs, CgroupLimits, HostCgroups, JobCgroup, JobDir, Kernel, Kind, LimitOutcome,
+    V2Host, FIX_DELEGATE, SUPERVISOR_LEAF,
 };
 use crate::{ControlState, SetupError};
 use std::fs::{File, OpenOptions};
@@ -434,14 +434,14 @@ impl JobCgroup {
             kind,
             controllers,
             path: path.clone(),
-            procs: None,
+            join: None,
             dir: None,
         });
-        let procs = match open_procs(&path) {
+        let join = match open_join(&path, kind) {
             Ok(f) => f,
             Err(e) => {
                 return Err(b.fail(
-                    format!("cgroup open {}/cgroup.procs", path.display()),
+                    format!("cgroup open {}/{}", path.display(), join_file_name(kind)),
                     &e,
                     FIX_DELEGATE,
                 ))
@@ -458,7 +458,7 @@ impl JobCgroup {
             None
         };
         if let Some(d) = b.dirs.last_mut() {
-            d.procs = Some(procs);
+            d.join = Some(join);
             d.dir = dir;
         }
         Ok(true)

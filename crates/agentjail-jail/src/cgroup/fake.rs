@@ -7,7 +7,7 @@
 //!   with the values a fresh kernel cgroup has; `cgroup.controllers` lists those
 //!   controllers.
 //! - mkdir anywhere else is a v1 hierarchy: the child gets the parent's interface files
-//!   (a v1 child has the same files as its parent), empty, and `cgroup.procs`.
+//!   (a v1 child has the same files as its parent), empty, and `cgroup.procs` and `tasks`.
 //! - rmdir refuses a cgroup that holds a process or a child cgroup (EBUSY, as the kernel
 //!   does) and otherwise takes the interface files away with the directory.
 //!
@@ -74,11 +74,17 @@ impl FakeCgroupFs {
             }
             return files;
         }
-        let mut files = vec![("cgroup.procs".to_string(), String::new())];
+        let mut files = vec![
+            ("cgroup.procs".to_string(), String::new()),
+            ("tasks".to_string(), String::new()),
+        ];
         if let Ok(rd) = std::fs::read_dir(parent) {
             for ent in rd.flatten() {
                 let name = ent.file_name().to_string_lossy().into_owned();
-                if ent.file_type().is_ok_and(|t| t.is_file()) && name != "cgroup.procs" {
+                if ent.file_type().is_ok_and(|t| t.is_file())
+                    && name != "cgroup.procs"
+                    && name != "tasks"
+                {
                     files.push((name, String::new()));
                 }
             }
@@ -163,7 +169,7 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["cgroup.procs", "memory.limit_in_bytes"]);
+        assert_eq!(names, ["cgroup.procs", "memory.limit_in_bytes", "tasks"]);
         assert_eq!(
             std::fs::read_to_string(job.join("memory.limit_in_bytes")).unwrap(),
             ""

@@ -36,10 +36,12 @@
 //! let host = cgroup::detect_host();
 //! cgroup::sweep_stale(&host);                       // leftovers of SIGKILLed launchers
 //! let mut job = JobCgroup::create(&host, run_id, &limits)?;   // before fork; Err -> exit 125
+//! let join = job.v1_join_fds()?;                    // v1 `tasks` fds, for the child (before fork)
 //! // clone: on v2 pass job.v2_dir_fd() to clone3(CLONE_INTO_CGROUP) when it is Some
-//! job.attach(child_pid, cloned_into_v2)?;          // v1 dirs (and v2 if not cloned in); the child
-//!                                                   // unshares CLONE_NEWCGROUP after that, so
-//!                                                   // its cgroup namespace root is the job
+//! // child: write "0" to each of `join` first thing (moves itself, no grace-period wait)
+//! job.attach_v2(child_pid)?;                        // only when clone3 could not place it; the
+//!                                                   // child unshares CLONE_NEWCGROUP after both,
+//!                                                   // so its cgroup namespace root is the job
 //! loop { job.cpu_usage_us() ... }                   // CPU-time limit with ms resolution
 //! job.kill_all();                                   // the jail is over, whatever happened
 //! let stats = job.stats();                          // BEFORE remove: oom_kills > 0 ->
@@ -100,6 +102,9 @@ impl CgroupFs for Kernel {
 
 /// The leaf agentjail moves itself into when it must enable v2 controllers in its own cgroup.
 pub const SUPERVISOR_LEAF: &str = "agentjail-supervisor";
+/// The most v1 directories a job has: one per hierarchy of memory, pids, cpu and cpuacct
+/// (`create.rs`), each joined by the jail itself (`JobCgroup::v1_join_fds`).
+pub const MAX_V1_DIRS: usize = 4;
 /// Prefix of every job cgroup: `agentjail-<launcher pid>-<run id>`.
 pub const JOB_PREFIX: &str = "agentjail-";
 
@@ -290,7 +295,12 @@ struct JobDir {
     /// The v1 controllers of this hierarchy, or the v2 controllers enabled for it.
     controllers: Vec<String>,
     path: PathBuf,
-    procs: Option<File>,
+    /// The file a process joins this cgroup by: v2 `cgroup.procs` (the parent writes the
+    /// jail's pid, when clone3 did not put it there); v1 `tasks`, which the jail writes
+    /// "0" to itself (child.rs, step 1b): the kernel migrates the writing thread alone
+    /// without taking the global `cgroup_threadgroup_rwsem`, whose write side waits for an
+    /// RCU grace period (1-15 ms on an idle host) when a pid is written to `cgroup.procs`.
+    join: Option<File>,
     /// v2: the directory itself, for clone3(CLONE_INTO_CGROUP).
     dir: Option<File>,
 }
@@ -356,11 +366,19 @@ fn write_file(path: &Path, value: &str) -> std::io::Result<()> {
     f.write_all(value.as_bytes())
 }
 
-fn open_procs(dir: &Path) -> std::io::Result<File> {
+/// The file a process joins `dir` by (see `JobDir::join`): `cgroup.procs` (v2), `tasks` (v1).
+fn join_file_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::V2 => "cgroup.procs",
+        Kind::V1 => "tasks",
+    }
+}
+
+fn open_join(dir: &Path, kind: Kind) -> std::io::Result<File> {
     OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_CLOEXEC)
-        .open(dir.join("cgroup.procs"))
+        .open(dir.join(join_file_name(kind)))
 }
 
 fn open_dir(dir: &Path) -> std::io::Result<File> {

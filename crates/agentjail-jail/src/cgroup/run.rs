@@ -1,17 +1,18 @@
-//! A live job's cgroups: attaching the jail after clone (no allocation: the pid is
-//! formatted on the stack and written to fds opened before fork), the handles the zygote
+//! A live job's cgroups: joining the jail after clone (the v1 `tasks` fds the jail writes
+//! itself; a v2 attach by the parent when clone3 could not place it, with no allocation:
+//! the pid is formatted on the stack and written to fds opened before fork), the handles the zygote
 //! needs to attach for the engine, the counters the record reads (preads of files opened at
 //! create), killing what is left and removing the directories. Separate from their making
 //! (`create.rs`): this is what runs on the job's critical path and at teardown.
 
 use super::{
     errno_of, parse_keyed, read_keyed, read_pids, Account, CgroupStats, JobCgroup, JobDir, Kernel,
-    Kind,
+    Kind, MAX_V1_DIRS,
 };
 use crate::{sys, Control, ControlState, SetupError};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,29 +39,31 @@ impl JobCgroup {
     }
 
     /// What another process needs to put a new jail into these cgroups (the zygote spawns
-    /// jails for the engine): each directory's `cgroup.procs`, whether it is the v2 one, and
-    /// that directory itself (for CLONE_INTO_CGROUP). See [`attach_only`](Self::attach_only).
+    /// jails for the engine): each directory's join file (v2 `cgroup.procs`, v1 `tasks`: see
+    /// [`v1_join_fds`](Self::v1_join_fds)), whether it is the v2 one, and that directory
+    /// itself (for CLONE_INTO_CGROUP). See [`attach_only`](Self::attach_only).
     pub fn attach_handles(&self) -> Vec<(bool, BorrowedFd<'_>, Option<BorrowedFd<'_>>)> {
         self.dirs
             .iter()
             .filter_map(|d| {
-                let procs = d.procs.as_ref()?.as_fd();
-                Some((d.kind == Kind::V2, procs, d.dir.as_ref().map(|f| f.as_fd())))
+                let join = d.join.as_ref()?.as_fd();
+                Some((d.kind == Kind::V2, join, d.dir.as_ref().map(|f| f.as_fd())))
             })
             .collect()
     }
 
     /// The other side of [`attach_handles`](Self::attach_handles): a handle that can only
-    /// attach (`v2_dir_fd`, `has_v1`, `attach`). It owns no directory: dropping it removes
-    /// nothing (the process that created the cgroups keeps them and removes them).
+    /// attach (`v2_dir_fd`, `has_v1`, `v1_join_fds`, `attach_v2`). It owns no directory:
+    /// dropping it removes nothing (the process that created the cgroups keeps them and
+    /// removes them).
     pub fn attach_only(handles: Vec<(bool, File, Option<File>)>) -> JobCgroup {
         let dirs = handles
             .into_iter()
-            .map(|(v2, procs, dir)| JobDir {
+            .map(|(v2, join, dir)| JobDir {
                 kind: if v2 { Kind::V2 } else { Kind::V1 },
                 controllers: Vec::new(),
                 path: PathBuf::new(),
-                procs: Some(procs),
+                join: Some(join),
                 dir: if v2 { dir } else { None },
             })
             .collect();
@@ -74,33 +77,65 @@ impl JobCgroup {
         }
     }
 
-    /// Whether any job directory is on a v1 hierarchy: those can only be joined by a write
-    /// to `cgroup.procs` after clone, even when a v2 directory was joined by
-    /// CLONE_INTO_CGROUP (a host that splits controllers between v1 and v2).
+    /// Whether any job directory is on a v1 hierarchy: those are joined after clone (by the
+    /// jail itself, [`v1_join_fds`](Self::v1_join_fds)), even when a v2 directory was
+    /// joined by CLONE_INTO_CGROUP (a host that splits controllers between v1 and v2).
     pub fn has_v1(&self) -> bool {
         self.dirs.iter().any(|d| d.kind == Kind::V1)
     }
 
-    /// Parent, after clone: put `pid` into the job cgroups. `skip_v2` when clone3 already
-    /// placed it in the v2 directory (CLONE_INTO_CGROUP).
+    /// The v1 directories' `tasks` files, as raw numbers a child made by clone holds too
+    /// (-1: none), for the jail to join them itself before anything else (child.rs, 1b):
+    /// it writes "0", which moves the writing thread alone. The kernel then takes no global
+    /// lock (`cgroup_procs_write_start`: a thread moving itself cannot exit or exec under
+    /// it), while a pid written by the parent takes `cgroup_threadgroup_rwsem` for writing,
+    /// which waits for an RCU grace period: 1-15 ms on an idle host, measured in
+    /// docs/BENCH.md. The jail is a single thread then (clone3 made a new process); the
+    /// permission check is the opener's (ours), as for the parent's write.
+    /// Err: more v1 directories than a job ever has (a malformed zygote request).
+    pub fn v1_join_fds(&self) -> Result<[RawFd; MAX_V1_DIRS], SetupError> {
+        let mut fds = [-1; MAX_V1_DIRS];
+        let v1 = self.dirs.iter().filter(|d| d.kind == Kind::V1);
+        for (i, d) in v1.enumerate() {
+            let Some(f) = &d.join else { continue };
+            let slot = fds.get_mut(i).ok_or_else(|| {
+                SetupError::new(
+                    "cgroup attach",
+                    Some(libc::E2BIG),
+                    "more v1 job directories than memory, pids, cpu and cpuacct have",
+                )
+            })?;
+            *slot = f.as_raw_fd();
+        }
+        Ok(fds)
+    }
+
+    /// Parent, after clone: put `pid` into the v2 job directory, when clone3 did not place
+    /// it there (no CLONE_INTO_CGROUP). v1 directories are the jail's to join
+    /// ([`v1_join_fds`](Self::v1_join_fds)).
     /// No allocation: the pid is formatted on the stack and written to fds opened by `create`.
+    pub fn attach_v2(&self, pid: i32) -> Result<(), SetupError> {
+        self.write_pid(pid, |d| d.kind == Kind::V2)
+    }
+
+    /// Put a process made outside agentjail (a test's hog) into every job directory:
+    /// `skip_v2` when it was born in the v2 one. On v1 the `tasks` file moves the one thread
+    /// `pid` names, so the process must be single-threaded.
     pub fn attach(&self, pid: i32, skip_v2: bool) -> Result<(), SetupError> {
+        self.write_pid(pid, |d| !(skip_v2 && d.kind == Kind::V2))
+    }
+
+    fn write_pid(&self, pid: i32, which: impl Fn(&JobDir) -> bool) -> Result<(), SetupError> {
         let mut buf = [0u8; 16];
         let digits = fmt_pid(pid, &mut buf);
-        for d in &self.dirs {
-            if skip_v2 && d.kind == Kind::V2 {
-                continue;
-            }
-            let Some(f) = &d.procs else { continue };
-            match sys::write(f.as_raw_fd(), digits) {
-                Ok(_) => {}
-                Err(e) => {
-                    return Err(SetupError::new(
-                        "cgroup attach",
-                        Some(e),
-                        "could not move the jail into its cgroup (cgroup.procs write failed)",
-                    ))
-                }
+        for d in self.dirs.iter().filter(|d| which(d)) {
+            let Some(f) = &d.join else { continue };
+            if let Err(e) = sys::write(f.as_raw_fd(), digits) {
+                return Err(SetupError::new(
+                    "cgroup attach",
+                    Some(e),
+                    "could not move the jail into its cgroup (cgroup.procs write failed)",
+                ));
             }
         }
         Ok(())
@@ -184,7 +219,7 @@ impl JobCgroup {
         self.accounts.clear();
         let mut kept = Vec::new();
         for mut d in std::mem::take(&mut self.dirs).into_iter().rev() {
-            d.procs = None;
+            d.join = None;
             d.dir = None;
             let deadline = Instant::now() + Duration::from_secs(2);
             while populated(&d) && Instant::now() < deadline {
