@@ -564,7 +564,8 @@ fn an_opened_host_file_becomes_a_minimal_read_only_bind_and_a_forbidden_one_is_n
         assert!(text.contains("Needs NOT met"), "{text}");
 
         // Under the learned policy the reader reads the marker; without the bind it cannot.
-        let (_, rec, err) = run_as(who, &out, &reader);
+        let (_, read, err) = run_as(who, &out, &reader);
+        let rec = &read;
         assert_eq!(rec["status"], "ok", "{who:?}: {rec}\n{err}");
         assert!(
             rec["execution"]["stdout"]
@@ -607,9 +608,9 @@ fn an_opened_host_file_becomes_a_minimal_read_only_bind_and_a_forbidden_one_is_n
             );
         }
 
-        // A normal run never uses the observe filter: no observed_opens, the same seccomp
-        // control as ever.
-        let (_, rec, _) = run_as(who, &default, &reader);
+        // A normal run (the reader's, under the learned file) never uses the observe filter:
+        // no observed_opens, the same seccomp control as ever.
+        let rec = &read;
         assert!(rec["execution"].get("observed_opens").is_none(), "{rec}");
         let seccomp = rec["enforcement"]
             .as_array()
