@@ -26,7 +26,22 @@ fn action(dir: &Path, id: &str, code: &str) -> PathBuf {
 
 /// `agentjail learn --json -o OUT ACTIONS…`: (exit code, summary JSON, stderr).
 fn learn(actions: &[&Path], out: &Path) -> (Option<i32>, Value, String, u32) {
-    let child = Command::new(bin())
+    learn_as(common::Who::Current, actions, out)
+}
+
+/// [`learn`] as `who` (nobody through setpriv).
+fn learn_as(who: common::Who, actions: &[&Path], out: &Path) -> (Option<i32>, Value, String, u32) {
+    let mut c = match who {
+        common::Who::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(bin());
+            c
+        }
+        _ => Command::new(bin()),
+    };
+    let child = c
+        .current_dir("/")
         .arg("learn")
         .args(actions)
         .args(["--json", "-o"])
@@ -45,7 +60,22 @@ fn learn(actions: &[&Path], out: &Path) -> (Option<i32>, Value, String, u32) {
 
 /// `agentjail run --policy P A`: (exit code, record or Null, stderr).
 fn run(policy: &Path, a: &Path) -> (Option<i32>, Value, String) {
-    let o = Command::new(bin())
+    run_as(common::Who::Current, policy, a)
+}
+
+/// [`run`] as `who`.
+fn run_as(who: common::Who, policy: &Path, a: &Path) -> (Option<i32>, Value, String) {
+    let mut c = match who {
+        common::Who::Nobody => {
+            let mut c = Command::new("/usr/bin/setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                .arg(bin());
+            c
+        }
+        _ => Command::new(bin()),
+    };
+    let o = c
+        .current_dir("/")
         .args(["run", "--policy"])
         .arg(policy)
         .arg(a)
@@ -368,4 +398,291 @@ fn an_action_that_probes_its_observation_gets_no_forbidden_group() {
         "{groups:?}"
     );
     assert!(text.contains("Needs NOT met"), "{text}");
+}
+
+/// A directory under /opt (a root the loader lets a policy bind; /var and /tmp it does not)
+/// holding a marked, world-readable file; removed on drop.
+struct OptDir(PathBuf);
+
+impl OptDir {
+    fn new(tag: &str) -> OptDir {
+        use std::os::unix::fs::PermissionsExt;
+        let d = PathBuf::from(format!("/opt/agentjail-learn-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("data")).expect("mkdir /opt/...");
+        for p in [d.clone(), d.join("data")] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let f = d.join("data/marker.txt");
+        std::fs::write(&f, format!("marker-{tag}")).unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        OptDir(d)
+    }
+}
+
+impl Drop for OptDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A temp dir nobody may read and write (actions, the learned file).
+fn open_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+fn string_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The loader's forbidden bind roots, as the tests check them (policy/mod.rs).
+const FORBIDDEN: [&str; 6] = ["/etc", "/root", "/home", "/var", "/proc", "/tmp"];
+
+#[test]
+fn an_opened_host_file_becomes_a_minimal_read_only_bind_and_a_forbidden_one_is_not_met() {
+    if !common::is_root() {
+        eprintln!("skipped: needs root to make a directory under /opt");
+        return;
+    }
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml");
+    let base: toml::Table =
+        toml::from_str(&std::fs::read_to_string(&default).unwrap()).expect("toml");
+    let secret = PathBuf::from(format!("/root/agentjail-learn-{}.txt", std::process::id()));
+    std::fs::write(&secret, "root-secret").unwrap();
+    struct Gone(PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _gone = Gone(secret.clone());
+    for who in common::variants() {
+        let opt = OptDir::new(&format!("{who:?}").to_lowercase());
+        let dir = open_tempdir();
+        let marker = opt.0.join("data/marker.txt");
+        let reader = action(
+            dir.path(),
+            "reader",
+            &format!(
+                "import json\nprint(json.dumps({{'marker': open({:?}).read()}}))\n",
+                marker.display()
+            ),
+        );
+        // Fails unless it reads a file no policy may bind.
+        let greedy = action(
+            dir.path(),
+            "greedy",
+            &format!(
+                "import json\ngot = []\nfor p in ('/etc/shadow', {:?}):\n    try:\n        got.append(open(p).read()[:4])\n    except OSError as e:\n        got.append(e.errno)\nprint(json.dumps({{'got': got}}))\nif not all(isinstance(g, str) for g in got):\n    raise SystemExit(3)\n",
+                secret.display()
+            ),
+        );
+        let out = dir.path().join("learned.toml");
+        let before = host_state();
+        let (code, summary, stderr, _) = learn_as(who, &[&reader, &greedy], &out);
+        assert_eq!(
+            before,
+            host_state(),
+            "{who:?}: learning left something behind"
+        );
+        assert_eq!(code, Some(1), "{who:?}: {summary}\n{stderr}");
+        let text = std::fs::read_to_string(&out).expect("learned");
+        let learned: toml::Table = toml::from_str(&text).expect("toml");
+
+        // The bind: the marker's own directory, not /opt nor the test's directory.
+        let want = opt.0.join("data").display().to_string();
+        let binds = |t: &toml::Table| -> Vec<String> {
+            t["filesystem"]["read_only"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        };
+        let base_binds = binds(&base);
+        let added: Vec<String> = binds(&learned)
+            .into_iter()
+            .filter(|b| !base_binds.contains(b))
+            .collect();
+        assert_eq!(added, vec![want.clone()], "{who:?}: {text}");
+        let w = summary["widened"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["key"] == "filesystem.read_only")
+            .unwrap_or_else(|| panic!("{who:?}: no bind widened: {summary}"));
+        let ev = string_list(&w["evidence"]);
+        assert!(
+            ev.iter().any(|e| e.starts_with("action reader: open")
+                && e.contains(&marker.display().to_string())),
+            "{who:?}: {w}"
+        );
+        assert!(w["exposes"].as_str().unwrap().contains(&want), "{w}");
+        assert!(text.contains(&ev[0]), "the header lacks {}", ev[0]);
+
+        // The forbidden reads: needs not met, with the loader's reason, never bound.
+        let unmet = summary["unmet"].as_array().unwrap();
+        let shadow = unmet
+            .iter()
+            .find(|u| u["evidence"].as_str().unwrap().contains("/etc/shadow"))
+            .unwrap_or_else(|| panic!("{who:?}: /etc/shadow not reported: {summary}"));
+        assert!(
+            shadow["why"]
+                .as_str()
+                .unwrap()
+                .contains("the loader refuses a bind of /etc"),
+            "{shadow}"
+        );
+        if who == common::Who::Root {
+            // nobody cannot see into /root at all: to it the file is not there (a probe).
+            assert!(
+                unmet.iter().any(|u| u["evidence"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&secret.display().to_string())
+                    && u["why"].as_str().unwrap().contains("/root")),
+                "{who:?}: {summary}"
+            );
+        }
+        for b in binds(&learned) {
+            assert!(
+                !FORBIDDEN
+                    .iter()
+                    .any(|r| b == *r || b.starts_with(&format!("{r}/"))),
+                "{who:?}: a forbidden bind {b}"
+            );
+        }
+        assert!(text.contains("Needs NOT met"), "{text}");
+
+        // Under the learned policy the reader reads the marker; without the bind it cannot.
+        let (_, read, err) = run_as(who, &out, &reader);
+        let rec = &read;
+        assert_eq!(rec["status"], "ok", "{who:?}: {rec}\n{err}");
+        assert!(
+            rec["execution"]["stdout"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("marker-{}", format!("{who:?}").to_lowercase())),
+            "{rec}"
+        );
+        let mut t = learned.clone();
+        t["filesystem"]
+            .as_table_mut()
+            .unwrap()
+            .insert("read_only".into(), base["filesystem"]["read_only"].clone());
+        let p = dir.path().join("without-bind.toml");
+        std::fs::write(&p, toml::to_string(&t).unwrap()).unwrap();
+        let (_, rec, err) = run_as(who, &p, &reader);
+        assert_eq!(
+            rec["status"], "stopped",
+            "{who:?}: without the bind: {rec}\n{err}"
+        );
+
+        // The header names each limit it tightened below the base, with the rule.
+        let limits = summary["limits"].as_array().unwrap();
+        assert!(!limits.is_empty(), "{summary}");
+        assert!(
+            text.contains("Tightened (stronger than the base)"),
+            "{text}"
+        );
+        for l in limits {
+            let shown = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            let line = format!(
+                "{}: {} -> {} (2x the measured peak",
+                l["key"].as_str().unwrap(),
+                shown(&l["base"]),
+                shown(&l["learned"])
+            );
+            assert!(
+                text.contains(&line),
+                "{who:?}: header lacks {line:?}\n{text}"
+            );
+        }
+
+        // A normal run (the reader's, under the learned file) never uses the observe filter:
+        // no observed_opens, the same seccomp control as ever.
+        let rec = &read;
+        assert!(rec["execution"].get("observed_opens").is_none(), "{rec}");
+        let seccomp = rec["enforcement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["control"] == "seccomp")
+            .expect("seccomp control")
+            .clone();
+        let detail = seccomp["detail"].as_str().unwrap();
+        assert!(
+            !detail.contains("observe")
+                && detail.contains("default: notify supervisor and stop the run"),
+            "{detail}"
+        );
+    }
+}
+
+#[test]
+fn learning_from_hostile_opens_stays_bounded_and_never_binds_what_the_loader_forbids() {
+    if !common::is_root() {
+        eprintln!("skipped: needs root to make a directory under /opt");
+        return;
+    }
+    let opt = OptDir::new("race");
+    let dir = open_tempdir();
+    let marker = opt.0.join("data/marker.txt").display().to_string();
+    // 10,000 distinct paths the jail lacks (and the host too: no bind for any).
+    let many = action(
+        dir.path(),
+        "many",
+        "import json\nn = 0\nfor i in range(10000):\n    try:\n        open('/opt/agentjail-learn-nope-%d' % i)\n    except OSError:\n        n += 1\nprint(json.dumps({'missing': n}))\n",
+    );
+    // A thread rewrites the path buffer while the main thread opens it: what the supervisor
+    // reads may not be what the kernel opens.
+    let race = action(
+        dir.path(),
+        "race",
+        &format!(
+            "import ctypes, json, threading\nlibc = ctypes.CDLL(None)\na = {marker:?}.encode() + b'\\0'\nb = b'/etc/shadow\\0'\nbuf = ctypes.create_string_buffer(256)\nstop = []\ndef flip():\n    while not stop:\n        ctypes.memmove(buf, a, len(a))\n        ctypes.memmove(buf, b, len(b))\nt = threading.Thread(target=flip)\nt.start()\nok = 0\nfor i in range(100):\n    fd = libc.open(buf, 0)\n    if fd >= 0:\n        libc.close(fd)\n        ok += 1\nstop.append(1)\nt.join()\nprint(json.dumps({{'opened': ok}}))\n"
+        ),
+    );
+    let out = dir.path().join("learned.toml");
+    let t0 = std::time::Instant::now();
+    let (_, summary, stderr, _) = learn(&[&many, &race], &out);
+    let took = t0.elapsed();
+    assert_eq!(
+        string_list(&summary["opens_truncated"]),
+        vec!["many".to_string()],
+        "{summary}\n{stderr}"
+    );
+    let text = std::fs::read_to_string(&out).expect("learned");
+    assert!(
+        text.contains("action many opened more distinct paths its jail lacks than a record holds"),
+        "{text}"
+    );
+    let many_end = summary["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "many")
+        .unwrap();
+    assert_eq!(many_end["status"], "ok", "{summary}");
+    assert!(took.as_secs() < 120, "learning took {took:?}");
+    let learned: toml::Table = toml::from_str(&text).unwrap();
+    for b in learned["filesystem"]["read_only"].as_array().unwrap() {
+        let b = b.as_str().unwrap();
+        assert!(
+            !FORBIDDEN
+                .iter()
+                .any(|r| b == *r || b.starts_with(&format!("{r}/"))),
+            "a forbidden bind {b}: {text}"
+        );
+        assert!(!b.contains("nope"), "a bind of a path the host lacks: {b}");
+    }
 }

@@ -34,6 +34,13 @@ pub struct SeccompPlan {
     /// host directory, where such a bit would make a set-id program for the host's users.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deny_setid_modes: bool,
+    /// Observe mode (`agentjail learn` only, never a policy key): the open family the
+    /// allowlist allows (open, openat, openat2; [`crate::seccomp::observed_opens`]) goes to
+    /// the supervisor, which reads the path and answers SECCOMP_USER_NOTIF_FLAG_CONTINUE:
+    /// the kernel then runs it as allowed, the mounts and landlock decide as ever. Off in
+    /// every other run: their filter is unchanged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub observe_opens: bool,
 }
 
 /// The job cgroup's limits (cgroup v2 names; v1 equivalents are chosen by the jail).
@@ -173,6 +180,11 @@ pub struct SuperviseLimits {
     /// is noted in [`crate::supervise::Outcome::observed_syscalls`], instead of stopping the
     /// run. Every other control is as in a normal run.
     pub observe_syscalls: bool,
+    /// Observe mode: the syscall numbers the filter sends to the listener only to be seen
+    /// ([`SeccompPlan::observe_opens`]; [`crate::seccomp::observed_opens`] of the plan): the
+    /// supervisor notes the path and lets each one continue. Empty in every other run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observe_opens: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -24,6 +24,11 @@
 //!    answers a notification, so the syscall never executes. If the listener is gone (the
 //!    supervisor died or closed it), the kernel fails the syscall with `ENOSYS`: still closed.
 //!
+//! Observe mode (`agentjail learn` only, [`SeccompPlan::observe_opens`]): step 4's open,
+//! openat and openat2, where allowed (and after their set-id mode checks), notify too; the
+//! supervisor notes the path and answers SECCOMP_USER_NOTIF_FLAG_CONTINUE, so the kernel
+//! runs them as allowed ([`observe_open`]). Every other answer is the normal filter's.
+//!
 //! Some syscalls are in no group, not even an opt-in one ([`NEVER`]): namespace creation,
 //! mounts, BPF, keyrings, perf, userfaultfd, io_uring, ptrace and cross-process memory,
 //! personality, modules, kexec, reboot, clock setting, uid/gid changes, a second seccomp
@@ -51,12 +56,12 @@ pub use crate::plan::SeccompPlan;
 pub use crate::syscalls::{syscall_name, syscall_number};
 use bpf::program;
 pub use notify::{
-    answer_doorbell, answer_errno, is_doorbell, receive_notification, refuse_doorbell,
-    SESSION_DOORBELL,
+    answer_doorbell, answer_errno, is_doorbell, observe_open, receive_notification,
+    refuse_doorbell, ObservedOpen, SESSION_DOORBELL,
 };
 use std::os::fd::RawFd;
 use verdicts::{verdicts, Verdict, RET_ALLOW, RET_NOTIFY};
-pub use verdicts::{ARGUMENT_FILTERS, MODE_ARGUMENTS};
+pub use verdicts::{ARGUMENT_FILTERS, MODE_ARGUMENTS, OBSERVED_OPENS};
 
 /// The compiled BPF program, owned; built in the parent, installed in the child.
 pub struct Filter {
@@ -81,6 +86,18 @@ impl Filter {
 pub fn compile(plan: &SeccompPlan) -> Result<Filter, SetupError> {
     let entries: Vec<(u32, Verdict)> = verdicts(plan)?.into_iter().collect();
     program(&entries, RET_NOTIFY)
+}
+
+/// Observe mode: the syscall numbers the plan's filter sends to the listener only to be
+/// seen (the open family its allowlist allows; empty when `plan.observe_opens` is off). The
+/// supervisor answers exactly these with CONTINUE ([`crate::plan::SuperviseLimits::observe_opens`]).
+pub fn observed_opens(plan: &SeccompPlan) -> Result<Vec<u32>, SetupError> {
+    if !plan.observe_opens {
+        return Ok(Vec::new());
+    }
+    let mut plain = plan.clone();
+    plain.observe_opens = false;
+    Ok(verdicts::allowed_opens(&verdicts(&plain)?))
 }
 
 /// Install the filter on the calling (single-threaded, forked) process: sets no_new_privs
@@ -115,6 +132,15 @@ pub fn enforcement(plan: &SeccompPlan, filter: &Filter) -> Control {
         if errno.is_empty() { "none".to_string() } else { errno.join(", ") },
         filter.instruction_count()
     );
+    let detail = if plan.observe_opens {
+        format!(
+            "{detail}; observe mode: allowed opens ({}) are shown to the supervisor, which \
+             notes the path and lets the kernel run them (SECCOMP_USER_NOTIF_FLAG_CONTINUE)",
+            verdicts::OBSERVED_OPENS.join(", ")
+        )
+    } else {
+        detail
+    };
     Control::new(
         "seccomp",
         ControlState::Enforced,

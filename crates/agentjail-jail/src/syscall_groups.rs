@@ -493,6 +493,7 @@ pub fn resolve(
         allowed: allowed.into_iter().map(str::to_string).collect(),
         errno,
         deny_setid_modes: false,
+        observe_opens: false,
     })
 }
 

@@ -45,9 +45,13 @@ impl JailSource for Learning<'_> {
         language: Language,
         job: &JobInputs,
     ) -> Result<Acquired, JailError> {
-        // Observe mode's plan differs from the pool's: always a jail built for the run.
+        // Observe mode's plan differs from the pool's: always a jail built for the run. Its
+        // opens are not shown to the supervisor: the spawner's jail would make them before
+        // the server holds its listener (see `SeccompPolicy::observe_files`).
+        let mut policy = policy.clone();
+        policy.seccomp.observe_files = false;
         self.engine
-            .start_built_for(policy, language, job, Instant::now())
+            .start_built_for(&policy, language, job, Instant::now())
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {

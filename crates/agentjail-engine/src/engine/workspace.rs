@@ -740,6 +740,7 @@ fn done_execution(report: &CommandReport, c: &supervise::CallOutcome) -> Executi
         }),
         workspace_ended: None,
         observed_syscalls: Vec::new(),
+        observed_opens: None,
     }
 }
 

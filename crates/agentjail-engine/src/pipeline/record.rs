@@ -145,6 +145,50 @@ pub struct Execution {
     /// refused with ENOSYS (never run) instead of stopping the run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub observed_syscalls: Vec<String>,
+    /// `agentjail learn`'s observe mode only (absent otherwise): the paths the program
+    /// opened (open, openat, openat2 as the allowlist allows them), which the kernel then
+    /// opened or refused as in any run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_opens: Option<ObservedOpens>,
+}
+
+/// The record's `execution.observed_opens`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObservedOpens {
+    /// Each distinct path once, in the order first opened; at most
+    /// `agentjail_jail::supervise::OPENS_CAP`.
+    pub paths: Vec<ObservedOpen>,
+    /// More distinct paths were opened than the list holds.
+    pub truncated: bool,
+}
+
+/// One path of [`ObservedOpens`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ObservedOpen {
+    /// As the jail names it: absolute (a relative one resolved against the program's cwd
+    /// or directory fd), or as given when that directory could not be read.
+    pub path: String,
+    pub syscall: &'static str,
+    /// The directory fd a path that stayed relative was relative to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dirfd: Option<i32>,
+}
+
+impl ObservedOpens {
+    fn of(o: &agentjail_jail::supervise::ObservedOpens) -> ObservedOpens {
+        ObservedOpens {
+            paths: o
+                .opens
+                .iter()
+                .map(|x| ObservedOpen {
+                    path: x.path.clone(),
+                    syscall: x.syscall,
+                    dirfd: x.dirfd,
+                })
+                .collect(),
+            truncated: o.truncated,
+        }
+    }
 }
 
 /// The record's `execution.source`: who measured what.
@@ -176,6 +220,7 @@ impl Execution {
             source: None,
             workspace_ended: None,
             observed_syscalls: o.observed_syscalls.clone(),
+            observed_opens: o.observed_opens.as_ref().map(ObservedOpens::of),
         }
     }
 
@@ -200,6 +245,7 @@ impl Execution {
             source: None,
             workspace_ended: None,
             observed_syscalls: Vec::new(),
+            observed_opens: None,
         }
     }
 }

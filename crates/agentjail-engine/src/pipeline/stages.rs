@@ -252,6 +252,7 @@ pub fn limits_of(policy: &Policy) -> SuperviseLimits {
         stderr_bytes: l.stderr.0,
         reply_bytes: agentjail_jail::supervise::REPLY_CAP + policy.results.max_bytes.0,
         observe_syscalls: policy.seccomp.observe,
+        observe_opens: crate::plan::seccomp::observe_opens(&policy.seccomp),
     }
 }
 

@@ -174,6 +174,7 @@ pub fn build(
             stderr_bytes: lim.stderr.0,
             reply_bytes: agentjail_jail::supervise::REPLY_CAP,
             observe_syscalls: policy.seccomp.observe,
+            observe_opens: seccomp::observe_opens(&policy.seccomp),
         },
     })
 }

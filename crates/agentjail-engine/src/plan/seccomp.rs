@@ -9,6 +9,23 @@ use agentjail_jail::syscall_groups::ResolveError;
 
 /// Resolve a policy's groups into the plan: the sorted allowed syscalls and the errno list.
 /// An unknown group or syscall name, or a syscall no group may allow, is an error naming it.
+/// Observe mode (`agentjail learn`) also shows the allowed opens to the supervisor
+/// (`SeccompPlan::observe_opens`); every other plan leaves them allowed outright.
 pub fn plan(p: &SeccompPolicy) -> Result<SeccompPlan, ResolveError> {
-    agentjail_jail::syscall_groups::resolve(p.requirement, &p.allow_groups, &p.errno_syscalls)
+    let mut plan =
+        agentjail_jail::syscall_groups::resolve(p.requirement, &p.allow_groups, &p.errno_syscalls)?;
+    plan.observe_opens = p.observe && p.observe_files;
+    Ok(plan)
+}
+
+/// The syscall numbers observe mode's filter shows the supervisor to be seen (empty
+/// outside observe mode): the supervisor's `SuperviseLimits::observe_opens`.
+pub fn observe_opens(p: &SeccompPolicy) -> Vec<u32> {
+    if !(p.observe && p.observe_files) {
+        return Vec::new();
+    }
+    plan(p)
+        .ok()
+        .and_then(|s| agentjail_jail::seccomp::observed_opens(&s).ok())
+        .unwrap_or_default()
 }

@@ -35,6 +35,7 @@ use super::explain::{self, Edit, Op};
 use super::{Bytes, LoadedPolicy, Policy, PolicyError};
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 
 /// Most observe rounds: each lets the actions go as far as the last round's widenings allow.
 pub const MAX_ROUNDS: usize = 6;
@@ -118,6 +119,11 @@ pub struct Learned {
     pub unmet: Vec<Unmet>,
     pub limits: Vec<LimitSet>,
     pub limit_rule: &'static str,
+    /// When an observed open becomes a bind ([`open_rule`]).
+    pub open_rule: &'static str,
+    /// Actions that opened more distinct paths their jail lacked than an observed run notes
+    /// (the record's `observed_opens.truncated`): the rest were not read, so not learned.
+    pub opens_truncated: Vec<String>,
     pub actions: Vec<ActionEnd>,
     pub rounds: usize,
     /// Observe rounds ended at [`MAX_ROUNDS`] with actions still asking for more.
@@ -193,22 +199,7 @@ pub fn learn(
         stopped_by: Vec::new(),
         runs: 0,
     };
-    let mut rounds = 0;
-    let mut exhausted = true;
-    while rounds < MAX_ROUNDS {
-        rounds += 1;
-        let mut needs = Vec::new();
-        for a in actions {
-            let observe = observing(&l.cand);
-            let rec = l.run(&observe, a);
-            needs.extend(needs_of(&rec, &a.id, &l.cand));
-        }
-        l.unmet.clear();
-        if !l.apply(needs) {
-            exhausted = false;
-            break;
-        }
-    }
+    let (rounds, exhausted, opens_truncated) = l.observe(actions);
     let limits = l.set_limits();
     let mut ends = l.verify(actions);
     let ok: Vec<String> = ends
@@ -227,6 +218,8 @@ pub fn learn(
         unmet: l.unmet,
         limits,
         limit_rule: limit_rule(),
+        open_rule: open_rule(),
+        opens_truncated,
         actions: ends,
         rounds,
         rounds_exhausted: exhausted,
@@ -271,6 +264,7 @@ fn observing(cand: &Policy) -> Policy {
     let mut p = cand.clone();
     p.check.enforce = false;
     p.seccomp.observe = true;
+    p.seccomp.observe_files = true;
     if !p.network.enabled {
         p.network.mode = super::NetworkMode::Allowlist;
         p.network.deny_is_stop = false;
@@ -279,6 +273,37 @@ fn observing(cand: &Policy) -> Policy {
 }
 
 impl Learner<'_, '_> {
+    /// The observe rounds (see the module's doc): (rounds, whether the actions still asked
+    /// for more after [`MAX_ROUNDS`], the actions whose opens overflowed the record's list).
+    fn observe(&mut self, actions: &[LearnAction]) -> (usize, bool, Vec<String>) {
+        let mut rounds = 0;
+        let mut opens_truncated = Vec::new();
+        while rounds < MAX_ROUNDS {
+            rounds += 1;
+            let mut recs = Vec::new();
+            for a in actions {
+                let observe = observing(&self.cand);
+                let rec = self.run(&observe, a);
+                if rec["execution"]["observed_opens"]["truncated"] == true
+                    && !opens_truncated.contains(&a.id)
+                {
+                    opens_truncated.push(a.id.clone());
+                }
+                recs.push(rec);
+            }
+            let ok_opens = opened_by_successes(&recs);
+            let mut needs = Vec::new();
+            for (rec, a) in recs.iter().zip(actions) {
+                needs.extend(needs_of(rec, &a.id, &self.cand, &ok_opens));
+            }
+            self.unmet.clear();
+            if !self.apply(needs) {
+                return (rounds, false, opens_truncated);
+            }
+        }
+        (rounds, true, opens_truncated)
+    }
+
     fn run(&mut self, policy: &Policy, a: &LearnAction) -> Value {
         self.runs += 1;
         let mut loaded = self.base.clone();
@@ -491,7 +516,7 @@ impl Learner<'_, '_> {
 // long because it reads each kind of evidence in turn: a stop, the check's findings, the
 // syscalls, the proxy's log.
 /// What a run asked for.
-fn needs_of(rec: &Value, id: &str, cand: &Policy) -> Vec<Need> {
+fn needs_of(rec: &Value, id: &str, cand: &Policy, ok_opens: &BTreeSet<String>) -> Vec<Need> {
     let mut out = Vec::new();
     let reason = rec["stop_reason"].as_str().unwrap_or("");
     let push_need = |out: &mut Vec<Need>, e: explain::Explanation, evidence: String| {
@@ -566,6 +591,7 @@ fn needs_of(rec: &Value, id: &str, cand: &Policy) -> Vec<Need> {
         }
     }
     syscall_needs(rec, id, cand, &mut out);
+    open_needs(rec, id, cand, ok_opens, &mut out);
     let requests = rec["network"]["requests"].as_array().unwrap_or(&none);
     for r in requests.iter().filter(|r| r["allowed"] == false) {
         if let Some(n) = network_need(r, id) {
@@ -613,6 +639,152 @@ fn syscall_needs(rec: &Value, id: &str, cand: &Policy, out: &mut Vec<Need>) {
                 action: id.to_string(),
                 risk: e.risks.join("; "),
             });
+        }
+    }
+}
+
+/// The jail's own writable directories: a path missing there is the program's business,
+/// never a bind's.
+const JAIL_OWN: [&str; 2] = ["/tmp", "/app/out"];
+
+/// The stated rule for the files, as written into the learned file.
+pub fn open_rule() -> &'static str {
+    "a path the program opened that its jail lacked (execution.observed_opens) becomes a \
+     filesystem.read_only bind of its directory (the path itself when it is a directory) \
+     only when the host has it, it is world-readable and every directory above it \
+     world-searchable (the jail's user owns nothing on the host), no symlink is on its way \
+     and the jail does not already bind its directory; a path the host lacks is a probe (a .pyc, a locale) and no evidence; a path the \
+     loader refuses to bind (/etc, /root, /home, /var, /proc, ...) or the host's mode does \
+     not let the jail read is a need not met when the asking action failed and no action that \
+     opened it succeeded (one that succeeded did not need it); /tmp and /app/out are the jail's own"
+}
+
+/// `path` with `.`, `..` and repeated slashes taken out, as the kernel walks it (lexically:
+/// the symlink check comes after); None when it is not absolute.
+fn normalised(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
+}
+
+/// The paths opened (absent from the jail) by the runs that succeeded: an action that
+/// succeeded without one proves it is not needed (the loader's `/etc/ld.so.cache`).
+fn opened_by_successes(recs: &[Value]) -> BTreeSet<String> {
+    recs.iter()
+        .filter(|r| r["status"] == "ok")
+        .flat_map(|r| {
+            r["execution"]["observed_opens"]["paths"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|o| o["path"].as_str().and_then(normalised))
+        .collect()
+}
+
+/// Whether the jail's user (no owner or group of any host file) may read `p` on the host:
+/// it is world-readable and every directory above it world-searchable.
+fn world_readable(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(m) = std::fs::metadata(p) else {
+        return false;
+    };
+    let need = if m.is_dir() { 0o005 } else { 0o004 };
+    m.permissions().mode() & need == need
+        && p.ancestors()
+            .skip(1)
+            .all(|a| std::fs::metadata(a).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// The observed opens (`execution.observed_opens`) under [`open_rule`]: a bind of the
+/// nearest directory, or a need not met.
+fn open_needs(
+    rec: &Value,
+    id: &str,
+    cand: &Policy,
+    ok_opens: &BTreeSet<String>,
+    out: &mut Vec<Need>,
+) {
+    let none = Vec::new();
+    let opens = rec["execution"]["observed_opens"]["paths"]
+        .as_array()
+        .unwrap_or(&none);
+    let failed = rec["status"] != "ok";
+    for o in opens {
+        let (Some(given), Some(syscall)) = (o["path"].as_str(), o["syscall"].as_str()) else {
+            continue;
+        };
+        let Some(path) = normalised(given) else {
+            continue; // relative to a directory fd that could not be read
+        };
+        if path == "/" || JAIL_OWN.iter().any(|r| super::validate::is_under(&path, r)) {
+            continue;
+        }
+        let host = std::path::Path::new(&path);
+        let Ok(meta) = std::fs::metadata(host) else {
+            continue; // a probe: the host has no such path either
+        };
+        let dir = if meta.is_dir() {
+            path.clone()
+        } else {
+            match path.rsplit_once('/') {
+                Some(("", _)) | None => "/".to_string(),
+                Some((d, _)) => d.to_string(),
+            }
+        };
+        let bound = cand
+            .filesystem
+            .read_only
+            .iter()
+            .chain(&cand.filesystem.optional);
+        if bound
+            .into_iter()
+            .any(|b| super::validate::is_under(&dir, b))
+        {
+            continue; // the jail has that directory: the path is missing for another reason
+        }
+        let evidence = format!("action {id}: {syscall} {path} (absent from the jail)");
+        let unmet = |why: String| unmet_need(id, &evidence, Some(why));
+        let canonical = std::fs::canonicalize(&path)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let edit = Edit {
+            key: "filesystem.read_only".into(),
+            op: Op::Add(vec![dir.clone()]),
+        };
+        let refused = if canonical != path {
+            Some(format!(
+                "{path} resolves through a symlink to {canonical:?}; no bind is proposed through a link"
+            ))
+        } else if let Err(why) = edited(cand, std::slice::from_ref(&edit)) {
+            Some(format!("the loader refuses a bind of {dir}: {why}"))
+        } else if !world_readable(host) {
+            Some(format!(
+                "{path} is not readable by the jail's user on the host (world-readable file, world-searchable directories)"
+            ))
+        } else {
+            None
+        };
+        match refused {
+            Some(why) if failed && !ok_opens.contains(&path) => out.push(unmet(why)),
+            Some(_) => {} // the action succeeded without it: no need
+            None => out.push(Need {
+                edits: vec![edit],
+                evidence,
+                action: id.to_string(),
+                risk: format!("the program reads every file under {dir} (read-only)"),
+            }),
         }
     }
 }
@@ -796,6 +968,29 @@ fn describe(e: &Edit) -> String {
     }
 }
 
+/// One tightened limit for the header: `limits.memory: 512 MiB -> 128 MiB (2x the measured
+/// peak 40 MiB, rounded up; at least 64 MiB)`.
+fn tightened(s: &LimitSet) -> String {
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    let bytes = s.learned.is_string();
+    let (peak, floor) = if bytes {
+        let floor = if s.key == "limits.memory" {
+            64 << 20
+        } else {
+            1024
+        };
+        (Bytes(s.peak).to_string(), Bytes(floor).to_string())
+    } else {
+        (format!("{} ms", s.peak), "1000 ms".to_string())
+    };
+    format!(
+        "{}: {} -> {} (2x the measured peak {peak}, rounded up; at least {floor})",
+        s.key,
+        text(&s.base),
+        text(&s.learned)
+    )
+}
+
 fn quoted(v: &[String]) -> String {
     v.iter()
         .map(|s| format!("{s:?}"))
@@ -863,12 +1058,25 @@ pub fn render(base: &LoadedPolicy, l: &Learned) -> String {
             ));
         }
     }
+    for id in &l.opens_truncated {
+        line(&format!(
+            "action {id} opened more distinct paths its jail lacks than a record holds (execution.observed_opens.truncated): the rest were not read, so not learned from"
+        ));
+    }
     if !l.unmet.is_empty() {
         line("Needs NOT met (no policy may hold them; not applied, the action may still fail):");
         for u in &l.unmet {
             line(&format!("  {}: {}  ({})", u.evidence, u.need, u.why));
         }
     }
+    line("Tightened (stronger than the base), from the measured peaks:");
+    if l.limits.is_empty() {
+        line("  nothing");
+    }
+    for s in &l.limits {
+        line(&format!("  {}", tightened(s)));
+    }
+    line(&format!("Files: {}.", open_rule()));
     line(&format!("Limits: {}.", l.limit_rule));
     for s in &l.limits {
         line(&format!(
@@ -935,11 +1143,41 @@ mod tests {
     }
 
     #[test]
+    fn observed_opens_bind_only_what_the_loader_and_the_host_allow() {
+        assert_eq!(normalised("/opt//a/./b/../c").as_deref(), Some("/opt/a/c"));
+        assert_eq!(normalised("/opt/../../root/x").as_deref(), Some("/root/x"));
+        assert_eq!(normalised("rel/x"), None);
+        let p = Policy::default();
+        let rec = |status: &str| {
+            json!({"status": status, "execution": {"observed_opens": {"truncated": false, "paths": [
+                {"path": "/etc/../etc/shadow", "syscall": "openat"},
+                {"path": "/agentjail-no-such-dir/x.pyc", "syscall": "openat"},
+                {"path": "/tmp/made-here", "syscall": "openat"},
+                {"path": "x.py", "syscall": "openat", "dirfd": 5},
+            ]}}})
+        };
+        let needs = needs_of(&rec("stopped"), "a", &p, &BTreeSet::new());
+        assert_eq!(needs.len(), 1, "only /etc/shadow is evidence");
+        let why = no_key(&needs[0]).expect("a need not met");
+        assert!(why.contains("the loader refuses a bind of /etc"), "{why}");
+        assert!(
+            needs[0].evidence.contains("openat /etc/shadow"),
+            "{}",
+            needs[0].evidence
+        );
+        // An action that succeeded without it did not need it.
+        assert!(needs_of(&rec("ok"), "a", &p, &BTreeSet::new()).is_empty());
+        // Nor one another action opened and succeeded without.
+        let seen = opened_by_successes(&[rec("ok")]);
+        assert!(needs_of(&rec("stopped"), "a", &p, &seen).is_empty());
+    }
+
+    #[test]
     fn a_syscall_in_no_group_is_a_need_not_met() {
         let p = Policy::default();
         let rec = json!({"stop_reason": "code_runtime_error:1",
                          "execution": {"observed_syscalls": ["unshare", "socket"]}});
-        let needs = needs_of(&rec, "a", &p);
+        let needs = needs_of(&rec, "a", &p, &BTreeSet::new());
         assert_eq!(needs.len(), 2);
         assert_eq!(needs[0].edits[0].key, "-", "unshare: in no group");
         assert_eq!(needs[1].edits[0].key, "seccomp.allow_groups");

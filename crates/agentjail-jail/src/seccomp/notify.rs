@@ -58,3 +58,125 @@ pub fn refuse_doorbell(listener: BorrowedFd<'_>, n: &sys::Notification, errno: i
 pub fn answer_errno(listener: BorrowedFd<'_>, n: &sys::Notification, errno: i32) {
     let _ = sys::seccomp_notif_send(listener.as_raw_fd(), n.id, 0, errno);
 }
+
+/// One open seen in observe mode: the path as the program named it, made absolute where
+/// that is cheap and sure (against its cwd, or the directory fd it named), the syscall, and
+/// the directory fd when the path stayed relative.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedOpen {
+    pub path: String,
+    pub syscall: &'static str,
+    /// A relative path whose directory could not be read (`/proc/<tid>/fd/<dirfd>` gone or
+    /// not a path): the dirfd it was relative to. None for an absolute path.
+    pub dirfd: Option<i32>,
+}
+
+/// Longest path read from the program (PATH_MAX, its NUL included).
+const PATH_MAX: usize = libc::PATH_MAX as usize;
+
+/// Observe mode: note an allowed open of a path the jail does not have (`n` is one of the
+/// plan's [`super::observed_opens`]) and let it run. The path is read from the calling
+/// thread's memory (at most PATH_MAX bytes, up to its NUL); a relative one is resolved
+/// through `/proc/<tid>/cwd` or `/proc/<tid>/fd/<dirfd>`. It is noted only when the jail's
+/// own tree lacks it (looked up under `/proc/<tid>/root`, symlinks resolved inside that
+/// root: ENOENT or ENOTDIR) and the open does not create (O_CREAT, O_TMPFILE: no read-only
+/// bind could give that). Only then is the notification checked to be still pending: if
+/// the thread went away meanwhile, its id may be another task's, and nothing is noted.
+/// Then the syscall continues (SECCOMP_USER_NOTIF_FLAG_CONTINUE): the kernel runs it as
+/// allowed and the mounts, landlock and permissions decide as always.
+///
+/// The program can change the path between our read and the kernel's (another thread):
+/// what is noted is evidence only, never a decision, and the kernel's own read is the one
+/// that counts. `read` false: the caller wants nothing noted (its list is full); the open
+/// still continues.
+pub fn observe_open(
+    listener: BorrowedFd<'_>,
+    n: &sys::Notification,
+    read: bool,
+) -> Option<ObservedOpen> {
+    let l = listener.as_raw_fd();
+    let seen = if read {
+        read_open(n).filter(|o| !creates(n) && missing_in_jail(n.pid, o))
+    } else {
+        None
+    };
+    let valid = sys::seccomp_notif_id_valid(l, n.id).is_ok();
+    let _ = sys::seccomp_notif_continue(l, n.id);
+    seen.filter(|_| valid)
+}
+
+/// The path argument of an open-family notification, resolved where it is relative.
+fn read_open(n: &sys::Notification) -> Option<ObservedOpen> {
+    let nr = i64::from(n.nr);
+    let (syscall, dirfd, addr) = if nr == libc::SYS_open {
+        ("open", libc::AT_FDCWD, n.args[0])
+    } else if nr == libc::SYS_openat {
+        ("openat", n.args[0] as i32, n.args[1])
+    } else if nr == libc::SYS_openat2 {
+        ("openat2", n.args[0] as i32, n.args[1])
+    } else {
+        return None;
+    };
+    let tid = i32::try_from(n.pid).ok()?;
+    let mut buf = vec![0u8; PATH_MAX];
+    let got = sys::process_vm_read(tid, addr, &mut buf).ok()?;
+    let raw = &buf[..got];
+    let end = raw.iter().position(|b| *b == 0)?;
+    let given = String::from_utf8_lossy(&raw[..end]).into_owned();
+    if given.starts_with('/') {
+        return Some(ObservedOpen {
+            path: given,
+            syscall,
+            dirfd: None,
+        });
+    }
+    let dir = if dirfd == libc::AT_FDCWD {
+        format!("/proc/{tid}/cwd")
+    } else {
+        format!("/proc/{tid}/fd/{dirfd}")
+    };
+    match std::fs::read_link(dir) {
+        Ok(d) if d.to_string_lossy().starts_with('/') => {
+            let d = d.to_string_lossy();
+            let sep = if d.ends_with('/') { "" } else { "/" };
+            Some(ObservedOpen {
+                path: format!("{d}{sep}{given}"),
+                syscall,
+                dirfd: None,
+            })
+        }
+        _ => Some(ObservedOpen {
+            path: given,
+            syscall,
+            dirfd: Some(dirfd),
+        }),
+    }
+}
+
+/// Whether an open or openat asks to create (openat2's flags are behind a pointer: never).
+fn creates(n: &sys::Notification) -> bool {
+    let flags = match i64::from(n.nr) {
+        libc::SYS_open => n.args[1],
+        libc::SYS_openat => n.args[2],
+        _ => return false,
+    } as i32;
+    flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE
+}
+
+/// Whether the jail of thread `tid` lacks `o.path` (a path that stayed relative is kept:
+/// it cannot be looked up).
+fn missing_in_jail(tid: u32, o: &ObservedOpen) -> bool {
+    if o.dirfd.is_some() {
+        return true;
+    }
+    let Ok(root) = std::fs::File::open(format!("/proc/{tid}/root")) else {
+        return false;
+    };
+    let Ok(path) = std::ffi::CString::new(o.path.as_bytes()) else {
+        return false;
+    };
+    matches!(
+        sys::exists_in_root(root.as_raw_fd(), &path),
+        Err(libc::ENOENT | libc::ENOTDIR)
+    )
+}

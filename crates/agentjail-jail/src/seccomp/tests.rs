@@ -341,6 +341,74 @@ fn setid_modes_are_refused_only_when_the_plan_says() {
 }
 
 #[test]
+fn observe_opens_notifies_only_the_allowed_opens_and_changes_nothing_else() {
+    // Every number with every argument pattern the filter looks at: the observe filter
+    // answers exactly as the normal one, but USER_NOTIF for the allowed opens.
+    let mut p = plan(&SeccompPolicy::default()).unwrap();
+    assert!(!p.observe_opens, "a plan observes nothing unless told");
+    assert_eq!(observed_opens(&p).unwrap(), Vec::<u32>::new());
+    let plain = compile(&p).unwrap();
+    p.observe_opens = true;
+    let seen = compile(&p).unwrap();
+    let opens = observed_opens(&p).unwrap();
+    let want: Vec<u32> = [libc::SYS_open, libc::SYS_openat]
+        .iter()
+        .map(|n| *n as u32)
+        .collect();
+    assert_eq!(
+        opens, want,
+        "open and openat are allowed by default, openat2 is not"
+    );
+    let notify = libc::SECCOMP_RET_USER_NOTIF;
+    let mut patterns = vec![[0u64; 6]];
+    for v in [
+        0o4755u64,
+        libc::AF_INET as u64,
+        libc::CLONE_NEWUSER as u64,
+        SESSION_DOORBELL as u64,
+    ] {
+        for at in 0..4 {
+            let mut a = [0u64; 6];
+            a[at] = v;
+            patterns.push(a);
+        }
+    }
+    for nr in 0..=470u32 {
+        for args in &patterns {
+            let before = run_bpf(&plain.program, AUDIT_ARCH_X86_64, nr, *args);
+            let after = run_bpf(&seen.program, AUDIT_ARCH_X86_64, nr, *args);
+            if opens.contains(&nr) && before == libc::SECCOMP_RET_ALLOW {
+                assert_eq!(after, notify, "nr {nr} {args:?}");
+            } else {
+                assert_eq!(after, before, "nr {nr} {args:?}");
+            }
+        }
+    }
+    // The set-id checks stay in front of the notification.
+    p.deny_setid_modes = true;
+    let both = compile(&p).unwrap();
+    let mut args = [0u64; 6];
+    args[3] = 0o4755;
+    assert_eq!(
+        run_bpf(
+            &both.program,
+            AUDIT_ARCH_X86_64,
+            libc::SYS_openat as u32,
+            args
+        ),
+        libc::SECCOMP_RET_ERRNO | libc::EPERM as u32
+    );
+    // Without files_read no open is allowed: none is observed, each stays forbidden.
+    let mut bare = plan(&SeccompPolicy {
+        allow_groups: vec!["basic_io".into()],
+        errno_syscalls: Vec::new(),
+    })
+    .unwrap();
+    bare.observe_opens = true;
+    assert_eq!(observed_opens(&bare).unwrap(), Vec::<u32>::new());
+}
+
+#[test]
 fn init_filter_allows_only_its_eight_calls() {
     let f = compile_init_filter().unwrap();
     let allowed = [

@@ -185,6 +185,18 @@ pub(super) fn verdicts(plan: &SeccompPlan) -> Result<BTreeMap<u32, Verdict>, Set
     // anyway, as every unnamed syscall does).
     let ioctl = libc::SYS_ioctl as u32;
     let door = eq(1, SESSION_DOORBELL, RET_NOTIFY);
+    if plan.observe_opens {
+        for nr in allowed_opens(&map) {
+            let v = match map.remove(&nr) {
+                Some(Verdict::Args { checks, .. }) => Verdict::Args {
+                    checks,
+                    otherwise: RET_NOTIFY,
+                },
+                _ => Verdict::Always(RET_NOTIFY),
+            };
+            map.insert(nr, v);
+        }
+    }
     match map.remove(&ioctl) {
         None => {}
         Some(Verdict::Always(otherwise)) => {
@@ -260,4 +272,23 @@ fn deny_setid_modes(map: &mut BTreeMap<u32, Verdict>) -> Result<(), SetupError> 
         }
     }
     Ok(())
+}
+
+/// The open family observe mode sees (`SeccompPlan::observe_opens`).
+pub const OBSERVED_OPENS: &[&str] = &["open", "openat", "openat2"];
+
+/// The numbers of [`OBSERVED_OPENS`] that `map` allows (with any arguments, or after its
+/// argument checks refuse nothing else: the set-id mode checks stay in front of the
+/// notification). One the allowlist does not allow is not among them: it stays a syscall
+/// outside the allowlist, refused and named as any other.
+pub(super) fn allowed_opens(map: &BTreeMap<u32, Verdict>) -> Vec<u32> {
+    OBSERVED_OPENS
+        .iter()
+        .filter_map(|name| syscall_number(name).and_then(|n| u32::try_from(n).ok()))
+        .filter(|nr| match map.get(nr) {
+            Some(Verdict::Always(a)) => *a == RET_ALLOW,
+            Some(Verdict::Args { otherwise, .. }) => *otherwise == RET_ALLOW,
+            None => false,
+        })
+        .collect()
 }

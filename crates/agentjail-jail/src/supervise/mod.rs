@@ -122,10 +122,39 @@ pub struct Outcome {
     /// the run ([`SuperviseLimits::observe_syscalls`]), by name, each once, in the order
     /// first seen; at most [`OBSERVED_CAP`]. Empty outside observe mode.
     pub observed_syscalls: Vec<String>,
+    /// Observe mode only (None in every other run): the paths the program opened through
+    /// the open family the allowlist allows ([`SuperviseLimits::observe_opens`]).
+    pub observed_opens: Option<ObservedOpens>,
 }
 
 /// Most distinct syscall names an observed run notes (the table has ~460).
 pub const OBSERVED_CAP: usize = 512;
+
+/// Most distinct paths an observed run notes: a program that opens more cannot grow the
+/// supervisor's memory (at most this many paths of at most PATH_MAX bytes).
+pub const OPENS_CAP: usize = 256;
+
+/// The paths an observed run opened, each once, in the order first seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObservedOpens {
+    pub opens: Vec<crate::seccomp::ObservedOpen>,
+    /// A distinct path past [`OPENS_CAP`] was opened (and not noted); no later path is read.
+    pub truncated: bool,
+}
+
+impl ObservedOpens {
+    /// Note `o` unless its path is already noted; past the cap, only that there was more.
+    pub fn note(&mut self, o: crate::seccomp::ObservedOpen) {
+        if self.opens.iter().any(|x| x.path == o.path) {
+            return;
+        }
+        if self.opens.len() >= OPENS_CAP {
+            self.truncated = true;
+            return;
+        }
+        self.opens.push(o);
+    }
+}
 
 /// Most a runner may report per run beside its rich results (the engine's
 /// `SuperviseLimits::reply_bytes` adds those); the rest is dropped.
@@ -261,6 +290,7 @@ pub fn end(sp: Spawned, cg: Option<&JobCgroup>) -> Outcome {
         stderr_bytes: 0,
         reply_bytes: REPLY_CAP,
         observe_syscalls: false,
+        observe_opens: Vec::new(),
     };
     let io = Io {
         stdin_bytes: None,

@@ -9,8 +9,8 @@ use super::cpu::jail_cpu_us;
 use super::hold;
 use super::output::{drain, Feed, CHUNK};
 use super::{
-    CallChannel, Capped, Delivery, Interrupt, Io, IsDone, OnForbidden, Outcome, Stop, END_GRACE,
-    REPLY_CAP,
+    CallChannel, Capped, Delivery, Interrupt, Io, IsDone, ObservedOpens, OnForbidden, Outcome,
+    Stop, END_GRACE, REPLY_CAP,
 };
 use crate::cgroup::JobCgroup;
 use crate::child::InitReport;
@@ -72,6 +72,8 @@ pub(super) struct Loop<'a, 'io> {
     pub(super) stop: Option<Stop>,
     /// Observe mode's refused syscalls (see [`Outcome::observed_syscalls`]).
     observed: Vec<String>,
+    /// Observe mode's opens (see [`Outcome::observed_opens`]).
+    opens: ObservedOpens,
 }
 
 impl<'a, 'io> Loop<'a, 'io> {
@@ -148,6 +150,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             closing: false,
             stop: None,
             observed: Vec::new(),
+            opens: ObservedOpens::default(),
         }
     }
 
@@ -309,6 +312,14 @@ impl<'a, 'io> Loop<'a, 'io> {
         let Ok(n) = seccomp::receive_notification(l.as_fd()) else {
             return false;
         };
+        if u32::try_from(n.nr).is_ok_and(|nr| self.limits.observe_opens.contains(&nr)) {
+            // Observe mode: an allowed open, shown to be seen; it runs as allowed.
+            let want = !self.opens.truncated;
+            if let Some(o) = seccomp::observe_open(l.as_fd(), &n, want) {
+                self.opens.note(o);
+            }
+            return false;
+        }
         let runner = self.channel.as_ref().map(|c| c.runner);
         if runner.is_some_and(|r| seccomp::is_doorbell(&n, r)) && self.doorbell(n) {
             return false;
@@ -486,6 +497,7 @@ impl<'a, 'io> Loop<'a, 'io> {
             replies: self.replies,
             usage_partial: usage_partial && stats.cpu_usage_us.is_none(),
             observed_syscalls: self.observed,
+            observed_opens: self.limits.observe_syscalls.then_some(self.opens),
         };
         (outcome, init_left)
     }

@@ -191,6 +191,41 @@ pub fn open_beneath(root: RawFd, relative: &CStr) -> SysResult<RawFd> {
     check_long(rc).map(|fd| fd as RawFd)
 }
 
+/// Whether `path` names something in the tree whose root is the directory `root` (another
+/// process's `/proc/<pid>/root`): openat2 with RESOLVE_IN_ROOT, so `/`, `..` and absolute
+/// symlinks resolve against `root` exactly as they do for that process, and no magic link
+/// is followed. Opened O_PATH (nothing is read, no permission but search is needed) and
+/// closed at once. Ok: it is there; else the errno (ENOENT, ENOTDIR: it is not).
+pub fn exists_in_root(root: RawFd, path: &CStr) -> SysResult<()> {
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_IN_ROOT: u64 = 0x10;
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: `path` is NUL-terminated and `how` a valid open_how of the size passed; both
+    // outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    let fd = check_long(rc)? as RawFd;
+    super::io::close(fd);
+    Ok(())
+}
+
 /// openat2 of `relative` beneath the directory `dir` with `flags` and `mode`, following no
 /// symlink and no magic link, crossing no mount, never climbing above `dir`
 /// (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV): a

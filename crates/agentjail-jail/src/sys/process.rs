@@ -424,3 +424,23 @@ pub fn blank_own_memory(start: usize, end: usize) {
     // that nothing reads again; zeroing it only changes what /proc/<pid>/cmdline shows.
     unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
 }
+
+/// process_vm_readv of one range: copy up to `buf.len()` bytes at `addr` in the memory of
+/// task `pid` into `buf`. The bytes copied: fewer when the range runs into memory that is
+/// not mapped (the kernel copies page by page and stops there); an error when none could be
+/// read. Needs ptrace access to `pid` (the supervisor has it to its own jail's tasks).
+pub fn process_vm_read(pid: i32, addr: u64, buf: &mut [u8]) -> SysResult<usize> {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as usize as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` describes `buf`, exclusively borrowed and valid for `buf.len()` bytes,
+    // the only memory of ours the kernel writes; `remote` is an address in the other task,
+    // which the kernel checks (EFAULT) and never dereferences in ours. One iovec each.
+    let r = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    check_long(r as libc::c_long).map(|n| n as usize)
+}

@@ -206,6 +206,45 @@ pub fn seccomp_notif_addfd(listener: RawFd, id: u64, src: RawFd, target: RawFd) 
     check(r).map(drop)
 }
 
+/// Whether a notification is still pending (SECCOMP_IOCTL_NOTIF_ID_VALID): the thread that
+/// made it still waits in that syscall. Ok: it does; ENOENT: it is gone or was answered, so
+/// what was read of its memory since the notification may be another process's.
+pub fn seccomp_notif_id_valid(listener: RawFd, id: u64) -> SysResult<()> {
+    // SAFETY: SECCOMP_IOCTL_NOTIF_ID_VALID reads one u64 from a valid pointer to a live
+    // local; nothing is written through it.
+    let r = unsafe {
+        libc::ioctl(
+            listener,
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &id as *const u64,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// Answer a notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE: the kernel runs the syscall
+/// as if the filter had allowed it, so every other control (the mount tree, landlock, the
+/// file's permissions) decides it exactly as without the notification. Observe mode only,
+/// for syscalls the filter allows and notifies only to be seen.
+pub fn seccomp_notif_continue(listener: RawFd, id: u64) -> SysResult<()> {
+    let resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: 0,
+        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+    };
+    // SAFETY: SECCOMP_IOCTL_NOTIF_SEND reads one `struct seccomp_notif_resp` from a valid
+    // pointer to a live local; nothing is written through it.
+    let r = unsafe {
+        libc::ioctl(
+            listener,
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &resp as *const libc::seccomp_notif_resp,
+        )
+    };
+    check(r).map(drop)
+}
+
 /// Answer a notification: the notified syscall returns `val`, or fails with `errno` when it
 /// is not 0. The syscall itself never runs.
 pub fn seccomp_notif_send(listener: RawFd, id: u64, val: i64, errno: i32) -> SysResult<()> {
