@@ -102,3 +102,59 @@ fn learn_over_serve_answers_a_policy_under_which_the_actions_run() {
         s.finish();
     }
 }
+
+/// Over serve too, a file the program opens outside the jail's tree is evidence: a marked,
+/// world-readable file under /opt (a root the loader lets a policy bind) becomes a
+/// read-only bind of exactly its own directory, named with the action that opened it.
+#[test]
+fn learn_over_serve_binds_the_directory_of_a_file_the_action_opened() {
+    use std::os::unix::fs::PermissionsExt;
+    if !common::require_feature("root, to make a directory under /opt", common::is_root()) {
+        return;
+    }
+    for who in variants() {
+        let d = std::path::PathBuf::from(format!(
+            "/opt/agentjail-learn-serve-{}-{who:?}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("data")).unwrap();
+        for p in [d.clone(), d.join("data")] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let marker = d.join("data/marker.txt");
+        std::fs::write(&marker, "marked").unwrap();
+        std::fs::set_permissions(&marker, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (m, p) = setup("learnopen", &Knobs::default());
+        let mut s = Server::start(who, &p, &m, &["--pool", "0"]);
+        let mut a = action(
+            &format!(
+                "import json\nprint(json.dumps({{'m': open({:?}).read()}}))",
+                marker.display()
+            ),
+            json!({}),
+        );
+        a["id"] = json!("reader");
+        let r = s.io().call(json!({"op": "learn", "actions": [a]}));
+        s.finish();
+        let _ = std::fs::remove_dir_all(&d);
+        let ev = &r["learned"]["evidence"];
+        let w = ev["widened"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{who:?}: {r:#}"))
+            .iter()
+            .find(|w| w["key"] == "filesystem.read_only")
+            .unwrap_or_else(|| panic!("{who:?}: no bind learned: {r:#}"));
+        assert_eq!(
+            w["add"],
+            json!([d.join("data").display().to_string()]),
+            "{who:?}: {w}"
+        );
+        let first = w["evidence"][0].as_str().unwrap_or("");
+        assert!(
+            first.starts_with("action reader: open") && first.contains("marker.txt"),
+            "{who:?}: {w}"
+        );
+        assert_eq!(r["learned"]["complete"], true, "{who:?}: {r:#}");
+    }
+}

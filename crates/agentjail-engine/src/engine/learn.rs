@@ -1,6 +1,6 @@
 //! `learn` as a server op (serve's `{"op": "learn", "actions": [...]}`): the policy
 //! layer's learner (crate::policy::learn) over the server's own policy, each learning run a
-//! jail started for it by the engine's spawner threads.
+//! jail started for it on the request's own thread.
 //!
 //! The base is always the policy the server was started with, never a path or a text from
 //! the request: a client of the socket must not make the server read a host file of its
@@ -32,7 +32,7 @@ use std::time::Instant;
 pub const MAX_LEARN_ACTIONS: usize = 8;
 
 /// The engine as the jail source of learning runs: every jail planned from the run's own
-/// policy (the observe-mode candidate), started by the spawner threads.
+/// policy (the observe-mode candidate), started on the calling thread.
 struct Learning<'a> {
     engine: &'a Engine,
     stop: Option<&'a ClientStop>,
@@ -45,13 +45,29 @@ impl JailSource for Learning<'_> {
         language: Language,
         job: &JobInputs,
     ) -> Result<Acquired, JailError> {
-        // Observe mode's plan differs from the pool's: always a jail built for the run. Its
-        // opens are not shown to the supervisor: the spawner's jail would make them before
-        // the server holds its listener (see `SeccompPolicy::observe_files`).
-        let mut policy = policy.clone();
-        policy.seccomp.observe_files = false;
-        self.engine
-            .start_built_for(&policy, language, job, Instant::now())
+        // Observe mode's plan differs from the pool's: always a jail built for the run, and
+        // started here, as `agentjail run` starts one (no preloads, its runner's ready report
+        // read by the run itself): a spawner thread would wait for that report before the
+        // run holds the seccomp listener, while the runner's first observed open waits for
+        // the listener's answer (each start then ran into the spawner's ready timeout). This
+        // request's thread outlives the run, so the init's PDEATHSIG (pool.rs) never fires
+        // early.
+        let t = Instant::now();
+        let plan = crate::pipeline::source::runner_plan(
+            policy,
+            language,
+            crate::runner::Mode::Run,
+            false,
+            job,
+        )
+        .map_err(JailError::plan)?;
+        let jail = agentjail_jail::launch::prepare(&plan)?.start()?;
+        Ok(Acquired {
+            jail,
+            start: crate::pipeline::source::Start::Cold,
+            ready: false,
+            wait_us: t.elapsed().as_micros() as u64,
+        })
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {

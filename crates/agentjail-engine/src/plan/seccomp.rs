@@ -14,14 +14,14 @@ use agentjail_jail::syscall_groups::ResolveError;
 pub fn plan(p: &SeccompPolicy) -> Result<SeccompPlan, ResolveError> {
     let mut plan =
         agentjail_jail::syscall_groups::resolve(p.requirement, &p.allow_groups, &p.errno_syscalls)?;
-    plan.observe_opens = p.observe && p.observe_files;
+    plan.observe_opens = p.observe;
     Ok(plan)
 }
 
 /// The syscall numbers observe mode's filter shows the supervisor to be seen (empty
 /// outside observe mode): the supervisor's `SuperviseLimits::observe_opens`.
 pub fn observe_opens(p: &SeccompPolicy) -> Vec<u32> {
-    if !(p.observe && p.observe_files) {
+    if !p.observe {
         return Vec::new();
     }
     plan(p)

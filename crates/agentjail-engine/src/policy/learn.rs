@@ -264,7 +264,6 @@ fn observing(cand: &Policy) -> Policy {
     let mut p = cand.clone();
     p.check.enforce = false;
     p.seccomp.observe = true;
-    p.seccomp.observe_files = true;
     if !p.network.enabled {
         p.network.mode = super::NetworkMode::Allowlist;
         p.network.deny_is_stop = false;

@@ -371,12 +371,6 @@ pub struct SeccompPolicy {
     /// policy file.
     #[serde(skip)]
     pub observe: bool,
-    /// Observe mode also shows the allowed opens to the supervisor (`SeccompPlan::
-    /// observe_opens`): `agentjail learn`'s cold jails; off for serve's learning runs, whose
-    /// jails the zygote spawner starts (an open made before the server holds the listener
-    /// would wait out the spawn's timeout). Never read from or written to a policy file.
-    #[serde(skip)]
-    pub observe_files: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -853,7 +847,6 @@ impl Default for SeccompPolicy {
             allow_groups: strings(syscall_groups::DEFAULT_GROUPS),
             errno_syscalls: Vec::new(),
             observe: false,
-            observe_files: false,
         }
     }
 }
