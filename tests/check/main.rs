@@ -4,7 +4,8 @@
 //!
 //! - `corpus`, `data_corpus`, `js_corpus`, `redteam`: the checkers; `judge`: judge mode and
 //!   policies/judge.toml (the input() rule, star imports);
-//! - `policy_files`: loading, validation and lint of policies;
+//! - `policy_files`: loading, validation and lint of policies; `policy_pairs`: `policy diff`
+//!   on every pair of shipped policies against a reviewer's table;
 //! - `house_rules`: `cargo xtask house` passes on the tree and fails on a plant of each rule;
 //! - `schema_bounds`: hostile schemas and documents, each in a child process under RLIMIT_AS;
 //! - `bench`: the checker's timing harness (ignored; scripts/bench-check.sh runs it).
@@ -19,6 +20,7 @@ mod house_rules;
 mod js_corpus;
 mod judge;
 mod policy_files;
+mod policy_pairs;
 mod redteam;
 mod schema_bounds;
 

@@ -10,7 +10,7 @@ use std::path::Path;
 
 const BASE: &str = "version = 1\n";
 
-fn policies_dir() -> std::path::PathBuf {
+pub(crate) fn policies_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
 }
 

@@ -1,7 +1,8 @@
 //! `agentjail explain RECORD`, tested by applying what it says: for each stop reason a policy
 //! key can lift, a small program stopped for it, the record explained, the proposed edits
 //! applied to the policy file, and the same action run again under the edited policy until it
-//! succeeds (at most three rounds: a first edit can uncover a second need). Where no policy
+//! succeeds (a few rounds: a first edit can uncover a second need, a doubled limit may need
+//! doubling again). Where no policy
 //! can let the action through (a syntax error, the program's own error, an edit the loader
 //! refuses), explain proposes nothing and says why.
 
@@ -135,39 +136,170 @@ fn each_explained_edit_applied_lets_the_action_run() {
             "import time\ntime.sleep(0.01)\nprint(1)\n",
         ),
     ];
-    for (reason, mut policy, code) in cases {
+    for (reason, policy, code) in cases {
         // code_memory_limit is the memory cgroup's word, which only root's jails have.
         if reason == "code_memory_limit"
             && !common::require_feature("a memory cgroup (root)", common::is_root())
         {
             continue;
         }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("policy.toml");
-        std::fs::write(&path, toml::to_string(&policy).unwrap()).unwrap();
-        let rec = run(&action(code), &path);
-        assert_eq!(rec["stop_reason"], reason, "the plant: {rec:#}");
-        let mut rec = rec;
-        for round in 0..3 {
-            let e = explain(&rec, dir.path());
-            assert!(e["no_edit"].is_null(), "{reason}, round {round}: {e:#}");
-            let edits = &e["edits"];
-            assert!(!edits.as_array().unwrap().is_empty(), "{reason}: {e:#}");
-            assert!(
-                !e["risks"].as_array().unwrap().is_empty(),
-                "{reason}: no risk named: {e:#}"
-            );
-            apply(&mut policy, edits);
-            std::fs::write(&path, toml::to_string(&policy).unwrap()).unwrap();
-            rec = run(&action(code), &path);
-            if rec["stop_reason"] == "success" {
-                break;
-            }
-        }
-        assert_eq!(
-            rec["stop_reason"], "success",
-            "{reason}: edits applied, still {rec:#}"
+        lifted(reason, policy, &action(code), 3);
+    }
+}
+
+/// Run `action` under `policy`, expect it stopped for `reason`, then explain, apply and
+/// rerun until it succeeds, at most `rounds` times.
+fn lifted(reason: &str, mut policy: toml::Table, action: &Value, rounds: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("policy.toml");
+    std::fs::write(&path, toml::to_string(&policy).unwrap()).unwrap();
+    let mut rec = run(action, &path);
+    assert_eq!(rec["stop_reason"], reason, "the plant: {rec:#}");
+    let mut seen = vec![reason.to_string()];
+    for round in 0..rounds {
+        let e = explain(&rec, dir.path());
+        assert!(e["no_edit"].is_null(), "{reason}, round {round}: {e:#}");
+        let edits = &e["edits"];
+        assert!(!edits.as_array().unwrap().is_empty(), "{reason}: {e:#}");
+        assert!(
+            !e["risks"].as_array().unwrap().is_empty(),
+            "{reason}: no risk named: {e:#}"
         );
+        apply(&mut policy, edits);
+        std::fs::write(&path, toml::to_string(&policy).unwrap()).unwrap();
+        rec = run(action, &path);
+        if rec["stop_reason"] == "success" {
+            break;
+        }
+        seen.push(rec["stop_reason"].as_str().unwrap_or("").to_string());
+    }
+    assert_eq!(
+        rec["stop_reason"], "success",
+        "{reason}: edits applied {rounds} times ({seen:?}), still {rec:#}"
+    );
+}
+
+fn set_key(t: &mut toml::Table, path: &str, v: toml::Value) {
+    let (path, last) = path.rsplit_once('.').expect("section.key");
+    let mut at = &mut *t;
+    for part in path.split('.') {
+        at = at[part].as_table_mut().expect("table");
+    }
+    at.insert(last.to_string(), v);
+}
+
+fn with(name: &str, edits: &[(&str, toml::Value)]) -> toml::Table {
+    let mut t = shipped(name);
+    for (k, v) in edits {
+        set_key(&mut t, k, v.clone());
+    }
+    t
+}
+
+fn job(language: &str, entrypoint: &str, code: &str) -> Value {
+    json!({"id": "explain", "language": language, "entrypoint": entrypoint, "code": code,
+           "output_mode": "text"})
+}
+
+/// The rest of the stop-reason table's reasons that a key lifts (docs/REFERENCE.md "Stop
+/// reasons"): the contract's budgets, the other limits, the languages' lists, a denied host
+/// and the compile step's own limits.
+#[test]
+fn every_other_reason_a_key_lifts_is_lifted_by_its_edit() {
+    let s = |v: &str| toml::Value::String(v.to_string());
+    let i = toml::Value::Integer;
+    let python = |code: &str| job("python", "main.py", code);
+    let bash = |code: &str| job("bash", "main.sh", code);
+    let mut cases: Vec<(&str, toml::Table, Value, usize)> = vec![
+        (
+            "policy_block:language_denied_policy",
+            with("data", &[("languages.allowed", toml::Value::Array(vec![s("python")])),
+                           ("languages.execute", toml::Value::Array(vec![s("python")]))]),
+            job("javascript", "main.js", "console.log(1 + 1);\n"),
+            3,
+        ),
+        (
+            "policy_block:language_denied_execution",
+            with("data", &[("languages.execute", toml::Value::Array(vec![s("python")]))]),
+            job("javascript", "main.js", "console.log(1 + 1);\n"),
+            3,
+        ),
+        (
+            "invalid_request:output_mode_denied",
+            with("python", &[("languages.output_modes", toml::Value::Array(vec![s("json")]))]),
+            python("print(1)\n"),
+            3,
+        ),
+        (
+            "invalid_action:code_too_long",
+            shipped("default"),
+            python(&format!("{}print(1)\n", "x = 1\n".repeat(500))),
+            3,
+        ),
+        (
+            "code_cpu_limit",
+            with("python", &[("limits.cpu_time_ms", i(100))]),
+            python("s = 0\nfor k in range(3_000_000):\n    s += k\nprint(s)\n"),
+            6,
+        ),
+        (
+            "max_seconds",
+            with("python", &[("limits.wall_time_ms", i(2000)), ("budget.max_seconds", i(2))]),
+            python("import time\ntime.sleep(3)\nprint(1)\n"),
+            3,
+        ),
+        (
+            "code_stderr_too_large",
+            with("judge", &[("limits.stderr", s("16KiB"))]),
+            bash("printf '%*s' 40000 x >&2\necho ok\n"),
+            3,
+        ),
+        (
+            "compile_timeout",
+            with("judge", &[("languages.cpp.compile_limits.wall_time_ms", i(100))]),
+            job("cpp", "main.cpp", "#include <bits/stdc++.h>\nint main() { std::vector<int> v{1}; std::cout << v[0] << std::endl; }\n"),
+            8,
+        ),
+    ];
+    // A host the allowlist lacks, with denial a stop: explain adds it to network.allow.
+    let port = common::site::serve_http(|_, _| {
+        b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nfetched".to_vec()
+    });
+    cases.push((
+        "code_network_denied:localhost",
+        with("net", &[("network.deny_is_stop", toml::Value::Boolean(true))]),
+        python(&format!(
+            "import urllib.request\nprint(urllib.request.urlopen('http://localhost:{port}/', timeout=10).read().decode())\n"
+        )),
+        3,
+    ));
+    let mut payload = python("print(1)\n");
+    payload["input_payload"] = json!({"blob": "x".repeat(4096)});
+    cases.push((
+        "invalid_action:payload_too_large",
+        with("python", &[("budget.max_payload_bytes", s("1KiB"))]),
+        payload,
+        3,
+    ));
+    // The pids and memory cgroups' words: root's jails have them.
+    if common::require_feature("pids and memory cgroups (root)", common::is_root()) {
+        cases.push((
+            "code_pids_limit",
+            // Bash retries a refused fork until it succeeds: the JVM gives up (an
+            // OutOfMemoryError for the thread) and exits 1.
+            with("judge", &[("limits.pids", i(24))]),
+            job("java", "Main.java", "public class Main { public static void main(String[] a) throws Exception { Thread[] t = new Thread[20]; for (int i = 0; i < 20; i++) { t[i] = new Thread(() -> { try { Thread.sleep(300); } catch (InterruptedException e) { } }); t[i].start(); } for (Thread x : t) x.join(); System.out.println(\"ok\"); } }\n"),
+            3,
+        ));
+        cases.push((
+            "compile_memory_limit",
+            with("judge", &[("languages.cpp.compile_limits.memory", s("64MiB"))]),
+            job("cpp", "main.cpp", "#include <bits/stdc++.h>\nint main() { std::map<int, int> m{{1, 2}}; std::cout << m[1] << std::endl; }\n"),
+            6,
+        ));
+    }
+    for (reason, policy, action, rounds) in cases {
+        lifted(reason, policy, &action, rounds);
     }
 }
 

@@ -237,13 +237,12 @@ fn propose(reason: &str, record: &Value, p: &Policy) -> Proposal {
             false,
             "a run holds its slot longer",
         ),
-        ("code_forbidden_syscall", name) => syscall(name, p),
-        ("code_network_denied", host) => (
-            vec![add("network.allow", &[host], &p.network.allow)],
-            Some("the program reaches that host, and anything it serves"),
-            None,
-            None,
+        ("compile_timeout", _) | ("compile_memory_limit", _) => compile_limit(kind, record, p),
+        ("compile_error", _) => none(
+            "the compiler refused the program or failed on its own (its message in `compile.stderr`): fix the program; no policy key is involved",
         ),
+        ("code_forbidden_syscall", name) => syscall(name, p),
+        ("code_network_denied", host) => denied_host(host, record, p),
         ("code_runtime_error", _) | ("code_killed", _) => none(
             "the program failed on its own (its exit code or signal, `error` in the record): fix the program; no policy key is involved",
         ),
@@ -255,6 +254,172 @@ fn propose(reason: &str, record: &Value, p: &Policy) -> Proposal {
         )),
         _ => none("no policy key is behind this stop reason"),
     }
+}
+
+/// A compile step stopped by its own limit (`[languages.<lang>.compile_limits]`): the limit
+/// the compile jail's stop names (`compile.stopped_by`: `code_cpu_limit` is the CPU's, a
+/// wall-clock stop the wall's), doubled.
+fn compile_limit(kind: &str, record: &Value, p: &Policy) -> Proposal {
+    let lang = record["action"]["language"].as_str().unwrap_or("");
+    let Some(tc) = p.languages.toolchain(lang) else {
+        return (
+            Vec::new(),
+            None,
+            None,
+            Some(format!(
+                "the policy has no [languages.{lang}] table: this record is not from this policy"
+            )),
+        );
+    };
+    let l = &tc.compile_limits;
+    let key = |k: &str| format!("languages.{lang}.compile_limits.{k}");
+    let (edit, risk) = if kind == "compile_memory_limit" {
+        (
+            set(
+                &key("memory"),
+                Value::String(super::Bytes(l.memory.0.saturating_mul(2)).to_string()),
+            ),
+            "more memory a compile: a template or constexpr bomb holds more of the host before it stops",
+        )
+    } else if record["compile"]["stopped_by"] == "code_cpu_limit" {
+        (
+            set(&key("cpu_time_ms"), json!(l.cpu_time_ms.saturating_mul(2))),
+            "more CPU a compile: a compiler bomb burns more before it stops",
+        )
+    } else {
+        (
+            set(
+                &key("wall_time_ms"),
+                json!(l.wall_time_ms.saturating_mul(2)),
+            ),
+            "a compile holds its slot longer: fewer jobs a second",
+        )
+    };
+    (vec![edit], Some(risk), None, None)
+}
+
+/// `code_network_denied:<host>`: the record's first denied request for that host (its port,
+/// method and the proxy's reason) through [`network_edits`].
+fn denied_host(host: &str, record: &Value, p: &Policy) -> Proposal {
+    let none = Vec::new();
+    let denied = record["network"]["requests"]
+        .as_array()
+        .unwrap_or(&none)
+        .iter()
+        .find(|r| r["allowed"] == false && r["host"] == host);
+    let Some((target, edits)) = denied.and_then(network_edits) else {
+        return (
+            Vec::new(),
+            None,
+            None,
+            Some(format!(
+                "the record's network.requests has no denied request for `{host}` (its port): nothing to add"
+            )),
+        );
+    };
+    match edits {
+        // Only what the policy lacks: a second round (the host listed, its loopback address
+        // still refused as not public) adds the range alone.
+        Ok(edits) => (
+            edits.iter().filter_map(|e| lacking(p, e)).collect(),
+            Some("the program reaches that host, and anything it serves"),
+            None,
+            None,
+        ),
+        Err(reason) => (
+            Vec::new(),
+            None,
+            None,
+            Some(format!(
+                "the proxy denied {target} for `{reason}`, which no allowlist entry lifts"
+            )),
+        ),
+    }
+}
+
+/// A denied request of the proxy's log (a record's `network.requests` entry) → its
+/// `host:port` and the edits that admit it: `network.allow` + the target, the address's own
+/// range in `network.allow_private` when the proxy refused it as not public, `allow_http`
+/// for a request that was not a CONNECT tunnel, `network.mode = "allowlist"`; Err(reason)
+/// for a denial no allowlist entry lifts (request_limit, resolve_failed, a malformed head).
+/// None: the entry names no host or port.
+pub(super) fn network_edits(r: &Value) -> Option<(String, Result<Vec<Edit>, String>)> {
+    let host = r["host"].as_str().filter(|h| !h.is_empty())?;
+    let port = r["port"].as_u64()?;
+    let method = r["method"].as_str().unwrap_or("?");
+    let reason = r["reason"].as_str().unwrap_or("");
+    let target = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let mut edits = vec![Edit {
+        key: "network.allow".into(),
+        op: Op::Add(vec![target.clone()]),
+    }];
+    if let Some(rest) = reason.strip_prefix("non_public_address:") {
+        // `ADDRESS:CLASS`: the address is everything before the last colon.
+        let ip = rest.rsplit_once(':').map_or(rest, |(a, _)| a);
+        let cidr = if ip.contains(':') {
+            format!("{ip}/128")
+        } else {
+            format!("{ip}/32")
+        };
+        edits.push(Edit {
+            key: "network.allow_private".into(),
+            op: Op::Add(vec![cidr]),
+        });
+    } else if !matches!(
+        reason,
+        "not_allowlisted" | "ip_not_listed" | "plain_http_denied"
+    ) && !reason.is_empty()
+    {
+        return Some((target, Err(reason.to_string())));
+    }
+    if method != "CONNECT" && method != "?" {
+        edits.push(set("network.allow_http", json!(true)));
+    }
+    edits.push(set("network.mode", json!("allowlist")));
+    Some((target, Ok(edits)))
+}
+
+/// The part of `e` the candidate does not hold yet (None: nothing to do).
+pub(super) fn lacking(p: &Policy, e: &Edit) -> Option<Edit> {
+    let now = current(p, &e.key);
+    let op = match &e.op {
+        Op::Set(v) => (now != *v).then(|| Op::Set(v.clone()))?,
+        Op::Add(items) => {
+            let have = now.as_array().cloned().unwrap_or_default();
+            let new: Vec<String> = items
+                .iter()
+                .filter(|i| !have.iter().any(|h| h == *i))
+                .cloned()
+                .collect();
+            (!new.is_empty()).then_some(Op::Add(new))?
+        }
+        Op::Remove(items) => {
+            let have = now.as_array().cloned().unwrap_or_default();
+            let gone: Vec<String> = items
+                .iter()
+                .filter(|i| have.iter().any(|h| h == *i))
+                .cloned()
+                .collect();
+            (!gone.is_empty()).then_some(Op::Remove(gone))?
+        }
+    };
+    Some(Edit {
+        key: e.key.clone(),
+        op,
+    })
+}
+
+/// A key's value in `p`, as JSON (dotted key).
+pub(super) fn current(p: &Policy, key: &str) -> Value {
+    let mut v = serde_json::to_value(p).unwrap_or_default();
+    for part in key.split('.') {
+        v = v.get(part).cloned().unwrap_or(Value::Null);
+    }
+    v
 }
 
 fn set(key: &str, v: Value) -> Edit {

@@ -337,7 +337,7 @@ impl Learner<'_, '_> {
                 let fresh: Vec<Edit> = n
                     .edits
                     .iter()
-                    .filter_map(|e| lacking(&self.cand, e))
+                    .filter_map(|e| explain::lacking(&self.cand, e))
                     .collect();
                 if fresh.is_empty() {
                     self.note(&n);
@@ -817,55 +817,24 @@ fn no_key(n: &Need) -> Option<String> {
 
 /// The proxy's log line of a denied request → the allowlist edits that admit it.
 fn network_need(r: &Value, id: &str) -> Option<Need> {
-    let host = r["host"].as_str().filter(|h| !h.is_empty())?;
-    let port = r["port"].as_u64()?;
     let method = r["method"].as_str().unwrap_or("?");
-    let reason = r["reason"].as_str().unwrap_or("");
-    let target = if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    let mut edits = vec![Edit {
-        key: "network.allow".into(),
-        op: Op::Add(vec![target.clone()]),
-    }];
-    if let Some(rest) = reason.strip_prefix("non_public_address:") {
-        // `ADDRESS:CLASS`: the address is everything before the last colon.
-        let ip = rest.rsplit_once(':').map_or(rest, |(a, _)| a);
-        let cidr = if ip.contains(':') {
-            format!("{ip}/128")
-        } else {
-            format!("{ip}/32")
-        };
-        edits.push(Edit {
-            key: "network.allow_private".into(),
-            op: Op::Add(vec![cidr]),
-        });
-    } else if !matches!(
-        reason,
-        "not_allowlisted" | "ip_not_listed" | "plain_http_denied"
-    ) && !reason.is_empty()
-    {
+    let (target, edits) = explain::network_edits(r)?;
+    match edits {
+        Ok(edits) => Some(Need {
+            edits,
+            evidence: format!("action {id}: asked for {target} ({method})"),
+            action: id.to_string(),
+            risk: "the program reaches that host, and anything it serves".into(),
+        }),
         // request_limit, resolve_failed, a malformed head: no allowlist entry lifts it.
-        return Some(unmet_need(
+        Err(reason) => Some(unmet_need(
             id,
             &format!("action {id}: asked for {target} ({method}): denied {reason}"),
             Some(format!(
                 "the proxy denied it for `{reason}`, which no allowlist entry lifts"
             )),
-        ));
+        )),
     }
-    if method != "CONNECT" && method != "?" {
-        edits.push(set("network.allow_http", json!(true)));
-    }
-    edits.push(set("network.mode", json!("allowlist")));
-    Some(Need {
-        edits,
-        evidence: format!("action {id}: asked for {target} ({method})"),
-        action: id.to_string(),
-        risk: "the program reaches that host, and anything it serves".into(),
-    })
 }
 
 fn set(key: &str, v: Value) -> Edit {
@@ -873,36 +842,6 @@ fn set(key: &str, v: Value) -> Edit {
         key: key.to_string(),
         op: Op::Set(v),
     }
-}
-
-/// The part of `e` the candidate does not hold yet (None: nothing to do).
-fn lacking(p: &Policy, e: &Edit) -> Option<Edit> {
-    let now = current(p, &e.key);
-    let op = match &e.op {
-        Op::Set(v) => (now != *v).then(|| Op::Set(v.clone()))?,
-        Op::Add(items) => {
-            let have = now.as_array().cloned().unwrap_or_default();
-            let new: Vec<String> = items
-                .iter()
-                .filter(|i| !have.iter().any(|h| h == *i))
-                .cloned()
-                .collect();
-            (!new.is_empty()).then_some(Op::Add(new))?
-        }
-        Op::Remove(items) => {
-            let have = now.as_array().cloned().unwrap_or_default();
-            let gone: Vec<String> = items
-                .iter()
-                .filter(|i| have.iter().any(|h| h == *i))
-                .cloned()
-                .collect();
-            (!gone.is_empty()).then_some(Op::Remove(gone))?
-        }
-    };
-    Some(Edit {
-        key: e.key.clone(),
-        op,
-    })
 }
 
 /// One edit per list item.
@@ -923,7 +862,7 @@ fn undo(e: &Edit, base: &Policy) -> Edit {
     let op = match &e.op {
         Op::Add(v) => Op::Remove(v.clone()),
         Op::Remove(v) => Op::Add(v.clone()),
-        Op::Set(_) => Op::Set(current(base, &e.key)),
+        Op::Set(_) => Op::Set(explain::current(base, &e.key)),
     };
     Edit {
         key: e.key.clone(),
@@ -941,18 +880,9 @@ fn stop_limit(edits: &[Edit]) -> Option<&'static str> {
     })
 }
 
-/// A key's value in `p`, as JSON (dotted key).
-fn current(p: &Policy, key: &str) -> Value {
-    let mut v = serde_json::to_value(p).unwrap_or_default();
-    for part in key.split('.') {
-        v = v.get(part).cloned().unwrap_or(Value::Null);
-    }
-    v
-}
-
 /// A limit's value in bytes or ms, and whether it is a byte size.
 fn limit_value(p: &Policy, key: &str) -> (u64, bool) {
-    match current(p, key) {
+    match explain::current(p, key) {
         Value::String(s) => (super::parse_bytes(&s).unwrap_or(0), true),
         v => (v.as_u64().unwrap_or(0), false),
     }
