@@ -131,6 +131,23 @@ pub fn effective_rlimits(rlimits: &[Rlimit], cover: CgroupCover) -> Vec<Rlimit> 
     limits
 }
 
+impl Prepared {
+    /// A fresh landlock ruleset for the next jail cloned from this preparation (the zygote's
+    /// template clones every jail from one `Prepared`). The ruleset is a kernel object the
+    /// child adds its path rules to (child.rs: resolved in its own root, so its /tmp, /app
+    /// are its own inodes) before restricting itself: shared through the inherited fd, one
+    /// ruleset kept every earlier jail's rules, so each jail's domain carried all of them
+    /// and `landlock_restrict_self` (which copies the ruleset into the domain) cost more
+    /// with every job served (0.04 ms at the first job, 0.3 ms by the 190th, under strace).
+    /// None stays None (a best-effort policy on a host without landlock).
+    pub fn renew_landlock(&mut self, plan: &JailPlan) -> Result<(), SetupError> {
+        if self.landlock.is_some() {
+            self.landlock = Some(landlock::prepare(&plan.landlock)?);
+        }
+        Ok(())
+    }
+}
+
 pub fn prepare(plan: &JailPlan, cover: CgroupCover) -> Result<Prepared, SetupError> {
     let root =
         prepare_root(plan).map_err(|e| SetupError::new("prepare root", None, e.to_string()))?;

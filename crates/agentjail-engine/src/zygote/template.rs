@@ -238,6 +238,11 @@ fn spawn_one(
         Ok(c) => c,
         Err(e) => return (refused(&e), Vec::new()),
     };
+    // Each jail adds its own path rules to its ruleset: never to one an earlier jail
+    // filled (prepared.rs, `renew_landlock`).
+    if let Err(e) = prepared.renew_landlock(plan) {
+        return (refused(&e), Vec::new());
+    }
     let cover = request.cover();
     prepared.rlimits = rlimit::prepare(&prepared::effective_rlimits(&plan.rlimits, cover));
     prepared.pin_cpus = prepared::pin_cpus(plan, cover);
