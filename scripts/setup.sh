@@ -43,6 +43,9 @@ fi
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v bc >/dev/null || need+=(bc)
 command -v ps >/dev/null || need+=(procps)
+# tests/frontends/zygote.rs attaches strace to the zygote's template to count the landlock
+# rulesets it makes (one per jail).
+[ -x /usr/bin/strace ] || need+=(strace)
 # The brokered-credential tests make their CAs and certificates with the openssl command.
 command -v openssl >/dev/null || need+=(openssl)
 # policies/data.toml allows numpy, pandas and matplotlib; the checker's tests run programs

@@ -433,6 +433,67 @@ fn sigkill_takes_the_template_and_every_zygote_jail_down() {
     }
 }
 
+/// Every jail the template clones restricts itself with a landlock ruleset made for it: the
+/// template creates one per clone (seen by strace attached to the template alone). One
+/// ruleset made at the template's start and shared through the inherited fd had collected
+/// every earlier jail's path rules, so each domain held them all and grew with every job.
+#[test]
+fn the_template_makes_a_landlock_ruleset_for_every_jail() {
+    if !common::zygote_built() {
+        return;
+    }
+    let strace = std::path::Path::new("/usr/bin/strace");
+    if !common::require_feature(
+        "root and /usr/bin/strace",
+        common::is_root() && strace.exists(),
+    ) {
+        return;
+    }
+    let (mut s, _) = start(Who::Root, "ruleset", &["--pool", "1"]);
+    Server::wait_pool_ready(s.io(), 1);
+    let template = template_of(s.pid).expect("template");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("strace.txt");
+    let mut tracer = std::process::Command::new(strace)
+        .args(["-qq", "-e", "trace=landlock_create_ruleset", "-o"])
+        .arg(&log)
+        .args(["-p", &template.to_string()])
+        .spawn()
+        .expect("strace");
+    // strace writes nothing before it is attached: wait for the template's TracerPid.
+    let attached = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        std::fs::read_to_string(format!("/proc/{template}/status"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with("TracerPid:") && l.trim_end() != "TracerPid:\t0")
+    });
+    assert!(attached, "strace did not attach to the template {template}");
+    let jobs = 6;
+    for i in 0..jobs {
+        let rec = s.io().run(action("print('{}')", json!({})));
+        assert_eq!(rec["status"], "ok", "job {i}: {rec:#}");
+        assert!(from_zygote(&rec), "job {i}: not a zygote jail: {rec:#}");
+    }
+    Server::wait_pool_ready(s.io(), 1);
+    // SAFETY: kill(2) on the strace this test started; it detaches and exits on SIGTERM.
+    assert_eq!(unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) }, 0);
+    let _ = tracer.wait();
+    let text = std::fs::read_to_string(&log).expect("strace log");
+    let made = text
+        .lines()
+        .filter(|l| l.contains("landlock_create_ruleset({") && !l.contains("= -1"))
+        .count();
+    // Jobs 2..=6 take jails cloned after the attach, and the pool's last refill is one
+    // more: 6 clones. One short of that is still a ruleset per clone (the old template made
+    // none after its start).
+    assert!(
+        made + 1 >= jobs,
+        "{jobs} jobs (each a jail cloned for the pool) but the template made {made} rulesets:\n{text}"
+    );
+    s.finish();
+}
+
 #[test]
 fn a_dead_template_is_replaced_and_jobs_go_on() {
     if !common::zygote_built() {
