@@ -31,15 +31,7 @@ fn learn(actions: &[&Path], out: &Path) -> (Option<i32>, Value, String, u32) {
 
 /// [`learn`] as `who` (nobody through setpriv).
 fn learn_as(who: common::Who, actions: &[&Path], out: &Path) -> (Option<i32>, Value, String, u32) {
-    let mut c = match who {
-        common::Who::Nobody => {
-            let mut c = Command::new("/usr/bin/setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(bin());
-            c
-        }
-        _ => Command::new(bin()),
-    };
+    let mut c = command_as(who);
     let child = c
         .current_dir("/")
         .arg("learn")
@@ -58,14 +50,9 @@ fn learn_as(who: common::Who, actions: &[&Path], out: &Path) -> (Option<i32>, Va
     (o.status.code(), v, stderr, pid)
 }
 
-/// `agentjail run --policy P A`: (exit code, record or Null, stderr).
-fn run(policy: &Path, a: &Path) -> (Option<i32>, Value, String) {
-    run_as(common::Who::Current, policy, a)
-}
-
-/// [`run`] as `who`.
-fn run_as(who: common::Who, policy: &Path, a: &Path) -> (Option<i32>, Value, String) {
-    let mut c = match who {
+/// The agentjail binary as `who` (nobody through setpriv).
+fn command_as(who: common::Who) -> Command {
+    match who {
         common::Who::Nobody => {
             let mut c = Command::new("/usr/bin/setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -73,7 +60,17 @@ fn run_as(who: common::Who, policy: &Path, a: &Path) -> (Option<i32>, Value, Str
             c
         }
         _ => Command::new(bin()),
-    };
+    }
+}
+
+/// `agentjail run --policy P A`: (exit code, record or Null, stderr).
+fn run(policy: &Path, a: &Path) -> (Option<i32>, Value, String) {
+    run_as(common::Who::Current, policy, a)
+}
+
+/// [`run`] as `who`.
+fn run_as(who: common::Who, policy: &Path, a: &Path) -> (Option<i32>, Value, String) {
+    let mut c = command_as(who);
     let o = c
         .current_dir("/")
         .args(["run", "--policy"])

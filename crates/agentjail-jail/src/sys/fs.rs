@@ -158,37 +158,58 @@ pub fn access(path: &std::path::Path, mode: libc::c_int) -> SysResult<()> {
     check(unsafe { libc::access(c.as_ptr(), mode) }).map(drop)
 }
 
-/// Open `relative` beneath the directory `root` without following any symlink, magic link
-/// or mount crossing into /proc (openat2: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-/// RESOLVE_NO_MAGICLINKS), as an O_PATH fd: a symlink anywhere on the way is ELOOP, a `..`
-/// that climbs out is EXDEV.
-pub fn open_beneath(root: RawFd, relative: &CStr) -> SysResult<RawFd> {
+const RESOLVE_NO_XDEV: u64 = 0x01;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
+const RESOLVE_IN_ROOT: u64 = 0x10;
+
+/// openat2(2): `path` relative to `dir`, resolved under `resolve` (RESOLVE_* bits), opened
+/// with `flags` and `mode`.
+fn openat2(
+    dir: RawFd,
+    path: &CStr,
+    flags: libc::c_int,
+    mode: u32,
+    resolve: u64,
+) -> SysResult<RawFd> {
     #[repr(C)]
     struct OpenHow {
         flags: u64,
         mode: u64,
         resolve: u64,
     }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const RESOLVE_BENEATH: u64 = 0x08;
     let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
-        mode: 0,
-        resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        flags: flags as u64,
+        mode: mode as u64,
+        resolve,
     };
-    // SAFETY: `relative` is NUL-terminated and `how` a valid open_how of the size passed;
-    // both outlive the call.
+    // SAFETY: `path` is NUL-terminated and `how` a valid open_how of the size passed; both
+    // outlive the call.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            root,
-            relative.as_ptr(),
+            dir,
+            path.as_ptr(),
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
         )
     };
     check_long(rc).map(|fd| fd as RawFd)
+}
+
+/// Open `relative` beneath the directory `root` without following any symlink, magic link
+/// or mount crossing into /proc (openat2: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS), as an O_PATH fd: a symlink anywhere on the way is ELOOP, a `..`
+/// that climbs out is EXDEV.
+pub fn open_beneath(root: RawFd, relative: &CStr) -> SysResult<RawFd> {
+    openat2(
+        root,
+        relative,
+        libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        0,
+        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    )
 }
 
 /// Whether `path` names something in the tree whose root is the directory `root` (another
@@ -197,31 +218,13 @@ pub fn open_beneath(root: RawFd, relative: &CStr) -> SysResult<RawFd> {
 /// is followed. Opened O_PATH (nothing is read, no permission but search is needed) and
 /// closed at once. Ok: it is there; else the errno (ENOENT, ENOTDIR: it is not).
 pub fn exists_in_root(root: RawFd, path: &CStr) -> SysResult<()> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_IN_ROOT: u64 = 0x10;
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: `path` is NUL-terminated and `how` a valid open_how of the size passed; both
-    // outlive the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root,
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    let fd = check_long(rc)? as RawFd;
+    let fd = openat2(
+        root,
+        path,
+        libc::O_PATH | libc::O_CLOEXEC,
+        0,
+        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    )?;
     super::io::close(fd);
     Ok(())
 }
@@ -237,33 +240,13 @@ pub fn openat2_beneath(
     flags: libc::c_int,
     mode: u32,
 ) -> SysResult<RawFd> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_XDEV: u64 = 0x01;
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const RESOLVE_BENEATH: u64 = 0x08;
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: mode as u64,
-        resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-    };
-    // SAFETY: `relative` is NUL-terminated and `how` a valid open_how of the size passed;
-    // both outlive the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            relative.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    check_long(rc).map(|fd| fd as RawFd)
+    openat2(
+        dir,
+        relative,
+        flags | libc::O_CLOEXEC,
+        mode,
+        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    )
 }
 
 /// The mount flags word (`f_flag`) of the filesystem an fd is on (fstatvfs).

@@ -227,40 +227,40 @@ pub fn seccomp_notif_id_valid(listener: RawFd, id: u64) -> SysResult<()> {
 /// file's permissions) decides it exactly as without the notification. Observe mode only,
 /// for syscalls the filter allows and notifies only to be seen.
 pub fn seccomp_notif_continue(listener: RawFd, id: u64) -> SysResult<()> {
-    let resp = libc::seccomp_notif_resp {
-        id,
-        val: 0,
-        error: 0,
-        flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-    };
-    // SAFETY: SECCOMP_IOCTL_NOTIF_SEND reads one `struct seccomp_notif_resp` from a valid
-    // pointer to a live local; nothing is written through it.
-    let r = unsafe {
-        libc::ioctl(
-            listener,
-            libc::SECCOMP_IOCTL_NOTIF_SEND,
-            &resp as *const libc::seccomp_notif_resp,
-        )
-    };
-    check(r).map(drop)
+    notif_send(
+        listener,
+        &libc::seccomp_notif_resp {
+            id,
+            val: 0,
+            error: 0,
+            flags: libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+        },
+    )
 }
 
 /// Answer a notification: the notified syscall returns `val`, or fails with `errno` when it
 /// is not 0. The syscall itself never runs.
 pub fn seccomp_notif_send(listener: RawFd, id: u64, val: i64, errno: i32) -> SysResult<()> {
-    let resp = libc::seccomp_notif_resp {
-        id,
-        val,
-        error: -errno,
-        flags: 0,
-    };
+    notif_send(
+        listener,
+        &libc::seccomp_notif_resp {
+            id,
+            val,
+            error: -errno,
+            flags: 0,
+        },
+    )
+}
+
+/// SECCOMP_IOCTL_NOTIF_SEND with `resp`.
+fn notif_send(listener: RawFd, resp: &libc::seccomp_notif_resp) -> SysResult<()> {
     // SAFETY: SECCOMP_IOCTL_NOTIF_SEND reads one `struct seccomp_notif_resp` from a valid
-    // pointer to a live local; nothing is written through it.
+    // pointer to a live value; nothing is written through it.
     let r = unsafe {
         libc::ioctl(
             listener,
             libc::SECCOMP_IOCTL_NOTIF_SEND,
-            &resp as *const libc::seccomp_notif_resp,
+            resp as *const libc::seccomp_notif_resp,
         )
     };
     check(r).map(drop)
