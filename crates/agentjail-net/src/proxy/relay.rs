@@ -83,6 +83,7 @@ fn forward(
 /// it arrives, unread. The first byte that does not start a valid header ends the
 /// direction with `not_tls`, nothing of it forwarded; so does a stream that ends inside a
 /// header. A stream may end inside a body (the peer's TLS sees the record cut short).
+/// `forwarded` is called after each write of whole headers (and what follows them) to `to`.
 #[allow(clippy::too_many_arguments)]
 fn pump_records(
     from: &mut impl Read,
@@ -93,6 +94,7 @@ fn pump_records(
     over: &'static str,
     not_tls: &'static str,
     on_record: &mut dyn FnMut(u8) -> Result<(), &'static str>,
+    forwarded: &mut dyn FnMut(),
 ) -> Result<(), &'static str> {
     let mut buf = vec![0u8; 16 * 1024];
     // buf[..held]: the start of a header that is not complete yet (at most 4 bytes).
@@ -134,6 +136,7 @@ fn pump_records(
         }
         if pos > 0 {
             forward(&buf[..pos], to, mine, total, limit, over)?;
+            forwarded();
         }
         if let Some(why) = refused {
             return Err(why);
@@ -280,6 +283,7 @@ fn program_to_upstream(
         "bytes_out_limit",
         "not_tls",
         &mut |_| Ok(()),
+        &mut || {},
     )
 }
 
@@ -294,6 +298,10 @@ fn upstream_to_program(
     answered: &Answered,
 ) -> Result<(), &'static str> {
     let mut first = true;
+    // The program's side goes on only once the upstream's handshake record is written to
+    // the program: set at its header, a refusal of what the program sent next could cut
+    // the client's socket before the answer reached it.
+    let handshake = std::cell::Cell::new(false);
     pump_records(
         &mut &*up,
         &mut &*client,
@@ -305,12 +313,17 @@ fn upstream_to_program(
         &mut |kind| {
             if std::mem::take(&mut first) {
                 match kind {
-                    wire::HANDSHAKE => answered.set(true),
+                    wire::HANDSHAKE => handshake.set(true),
                     wire::ALERT => answered.set(false),
                     _ => return Err("upstream_not_tls"),
                 }
             }
             Ok(())
+        },
+        &mut || {
+            if handshake.get() {
+                answered.set(true);
+            }
         },
     )
 }
