@@ -25,7 +25,6 @@ use agentjail_jail::launch::Teardown;
 use agentjail_jail::supervise::Interrupt;
 use agentjail_jail::JailError;
 use serde_json::{json, Value};
-use std::time::Instant;
 
 /// Most actions one learn request may name: each costs up to
 /// `policy::learn::MAX_ROUNDS` + 2 runs and one per widened item.
@@ -52,22 +51,7 @@ impl JailSource for Learning<'_> {
         // the listener's answer (each start then ran into the spawner's ready timeout). This
         // request's thread outlives the run, so the init's PDEATHSIG (pool.rs) never fires
         // early.
-        let t = Instant::now();
-        let plan = crate::pipeline::source::runner_plan(
-            policy,
-            language,
-            crate::runner::Mode::Run,
-            false,
-            job,
-        )
-        .map_err(JailError::plan)?;
-        let jail = agentjail_jail::launch::prepare(&plan)?.start()?;
-        Ok(Acquired {
-            jail,
-            start: crate::pipeline::source::Start::Cold,
-            ready: false,
-            wait_us: t.elapsed().as_micros() as u64,
-        })
+        crate::pipeline::source::start_cold(policy, language, job)
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {

@@ -230,6 +230,25 @@ impl ColdStart {
     }
 }
 
+/// A jail planned for this job and started on the calling thread, as `agentjail run` starts
+/// one (no preloads; the runner's ready report is read by the run itself).
+pub fn start_cold(
+    policy: &Policy,
+    language: Language,
+    job: &JobInputs,
+) -> Result<Acquired, JailError> {
+    let t = Instant::now();
+    let plan =
+        runner_plan(policy, language, runner::Mode::Run, false, job).map_err(JailError::plan)?;
+    let jail = agentjail_jail::launch::prepare(&plan)?.start()?;
+    Ok(Acquired {
+        jail,
+        start: Start::Cold,
+        ready: false,
+        wait_us: t.elapsed().as_micros() as u64,
+    })
+}
+
 impl Default for ColdStart {
     fn default() -> Self {
         ColdStart::new()
@@ -243,16 +262,7 @@ impl JailSource for ColdStart {
         language: Language,
         job: &JobInputs,
     ) -> Result<Acquired, JailError> {
-        let t = Instant::now();
-        let plan = runner_plan(policy, language, runner::Mode::Run, false, job)
-            .map_err(JailError::plan)?;
-        let jail = agentjail_jail::launch::prepare(&plan)?.start()?;
-        Ok(Acquired {
-            jail,
-            start: Start::Cold,
-            ready: false,
-            wait_us: t.elapsed().as_micros() as u64,
-        })
+        start_cold(policy, language, job)
     }
 
     fn interrupt(&self) -> Option<Interrupt<'_>> {

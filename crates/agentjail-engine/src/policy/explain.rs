@@ -237,7 +237,10 @@ fn propose(reason: &str, record: &Value, p: &Policy) -> Proposal {
             false,
             "a run holds its slot longer",
         ),
-        ("compile_timeout", _) | ("compile_memory_limit", _) => compile_limit(kind, record, p),
+        ("compile_timeout", _) | ("compile_memory_limit", _) => match compile_limit(kind, record, p) {
+            Ok((key, now, bytes, risk)) => raise(&key, now, bytes, risk),
+            Err(why) => none(&why),
+        },
         ("compile_error", _) => none(
             "the compiler refused the program or failed on its own (its message in `compile.stderr`): fix the program; no policy key is involved",
         ),
@@ -256,46 +259,45 @@ fn propose(reason: &str, record: &Value, p: &Policy) -> Proposal {
     }
 }
 
-/// A compile step stopped by its own limit (`[languages.<lang>.compile_limits]`): the limit
-/// the compile jail's stop names (`compile.stopped_by`: `code_cpu_limit` is the CPU's, a
-/// wall-clock stop the wall's), doubled.
-fn compile_limit(kind: &str, record: &Value, p: &Policy) -> Proposal {
+/// A compile step stopped by its own limit (`[languages.<lang>.compile_limits]`): the key of
+/// the limit the compile jail's stop names (`compile.stopped_by`: `code_cpu_limit` is the
+/// CPU's, a wall-clock stop the wall's), its value, whether it is a size, and the risk; the
+/// table's `raise` doubles it as it doubles the run's limits.
+fn compile_limit(
+    kind: &str,
+    record: &Value,
+    p: &Policy,
+) -> Result<(String, u64, bool, &'static str), String> {
     let lang = record["action"]["language"].as_str().unwrap_or("");
     let Some(tc) = p.languages.toolchain(lang) else {
-        return (
-            Vec::new(),
-            None,
-            None,
-            Some(format!(
-                "the policy has no [languages.{lang}] table: this record is not from this policy"
-            )),
-        );
+        return Err(format!(
+            "the policy has no [languages.{lang}] table: this record is not from this policy"
+        ));
     };
     let l = &tc.compile_limits;
     let key = |k: &str| format!("languages.{lang}.compile_limits.{k}");
-    let (edit, risk) = if kind == "compile_memory_limit" {
+    Ok(if kind == "compile_memory_limit" {
         (
-            set(
-                &key("memory"),
-                Value::String(super::Bytes(l.memory.0.saturating_mul(2)).to_string()),
-            ),
+            key("memory"),
+            l.memory.0,
+            true,
             "more memory a compile: a template or constexpr bomb holds more of the host before it stops",
         )
     } else if record["compile"]["stopped_by"] == "code_cpu_limit" {
         (
-            set(&key("cpu_time_ms"), json!(l.cpu_time_ms.saturating_mul(2))),
+            key("cpu_time_ms"),
+            l.cpu_time_ms,
+            false,
             "more CPU a compile: a compiler bomb burns more before it stops",
         )
     } else {
         (
-            set(
-                &key("wall_time_ms"),
-                json!(l.wall_time_ms.saturating_mul(2)),
-            ),
+            key("wall_time_ms"),
+            l.wall_time_ms,
+            false,
             "a compile holds its slot longer: fewer jobs a second",
         )
-    };
-    (vec![edit], Some(risk), None, None)
+    })
 }
 
 /// `code_network_denied:<host>`: the record's first denied request for that host (its port,
