@@ -28,7 +28,8 @@ pub fn open_audit(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// Append one record as one line: O_APPEND, a single write under an exclusive lock, fsync.
-/// Concurrent runs never interleave lines.
+/// Concurrent runs never interleave lines. A reader that does not take the lock (shared)
+/// can see a long line's first pages before the rest: a line is whole once its newline is.
 pub fn append_audit(path: &Path, record: &Value) -> std::io::Result<()> {
     use std::io::Write;
     // Safe JSON: no raw C0/C1 control, U+2028/2029, NEL or bidi override can split this line
