@@ -79,7 +79,6 @@ esac
 arch=amd64
 commit=$(git rev-parse --short=12 HEAD)
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
-export SOURCE_DATE_EPOCH
 maintainer=${DEB_MAINTAINER:-$(git log -1 --format='%an <%ae>')}
 
 work=$(mktemp -d /tmp/agentjail-package.XXXXXX)
@@ -87,7 +86,12 @@ trap 'rm -rf "$work"' EXIT
 root=$work/src/debian/agentjail
 
 # Stage with the project's installer (it takes agentjail-zygote when one was built).
-scripts/install.sh --prefix /usr --destdir "$root" --no-build --package >"$work/install.log"
+# Never with SOURCE_DATE_EPOCH in cargo's environment (install.sh builds the man pages'
+# generator): the cc crate's build scripts (psm, ring) track it, so cargo would rebuild half
+# the dependency tree here and again in the next build without it (~40 s each in CI).
+env -u SOURCE_DATE_EPOCH scripts/install.sh --prefix /usr --destdir "$root" --no-build --package >"$work/install.log"
+# From here on, the tools that clamp or stamp times (dpkg-deb) read it.
+export SOURCE_DATE_EPOCH
 if [ "$zygote" = 0 ]; then
     rm -f "$root/usr/bin/agentjail-zygote"
 fi
