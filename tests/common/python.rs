@@ -18,6 +18,30 @@ pub fn opt_python(version: &str) -> Option<std::path::PathBuf> {
     (dir.join(".agentjail-source").is_file() && exe.is_file()).then_some(exe)
 }
 
+/// Whether the interpreter with `args` imports `module`: asked once per pair and remembered
+/// (a probe of numpy or pandas is a second of CPU, and the data corpus asked it before each
+/// of its fifty programs).
+fn importable(args: &[&str], module: &str) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    // Keyed by the arguments and the module, one string: "-I -S|numpy".
+    static SEEN: OnceLock<Mutex<HashMap<String, bool>>> = OnceLock::new();
+    let key = format!("{}|{module}", args.join(" "));
+    let seen = SEEN.get_or_init(Default::default);
+    if let Some(&known) = seen.lock().unwrap().get(&key) {
+        return known;
+    }
+    let ok = Command::new(PYTHON)
+        .args(args)
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    seen.lock().unwrap().insert(key, ok);
+    ok
+}
+
 /// What a run printed.
 pub struct Run {
     pub ok: bool,
@@ -35,13 +59,7 @@ pub fn run(args: &[&str], code: &str, dir: &std::path::Path, needs: &[&str]) -> 
         return None;
     }
     for module in needs {
-        let probe = Command::new(PYTHON)
-            .args(args)
-            .args(["-c", &format!("import {module}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if !probe.is_ok_and(|s| s.success()) {
+        if !importable(args, module) {
             eprintln!("SKIPPED the CPython run: {PYTHON} {args:?} cannot import {module}");
             return None;
         }
