@@ -6,8 +6,8 @@ must score `status == Success` with the case's stdout (each line's trailing whit
 trailing blank lines ignored), a `compile_result` that `Finished` for a compiled language and
 none for an interpreted one. The five problems rotate with the language, so the seven
 languages together cover 35 problem slots of the corpus (AGENTJAIL_SDK_CORPUS=all: every
-problem). The whole corpus in every language goes through `agentjail run` in
-tests/pipeline/judge_corpus.rs.
+problem). tests/pipeline/judge_corpus.rs takes ten problems per language through
+`agentjail run` (a window moving with the day; AGENTJAIL_JUDGE_CORPUS=all: every problem).
 
 `AGENTJAIL_CORPUS_POLICY` (a path, relative to the repository) swaps the policy, as it does
 for the Rust harness."""

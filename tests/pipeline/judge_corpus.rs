@@ -1,5 +1,5 @@
-//! The benign judge corpus (tests/corpus/judge/, issue 39's "How it is proven"): every
-//! problem's reference solution in each of the eight languages, every case of it a run of
+//! The benign judge corpus (tests/corpus/judge/, issue 39's "How it is proven"): the
+//! problems' reference solutions in each of the eight languages, every case of it a run of
 //! its own through `agentjail run --policy policies/judge.toml` in judge mode
 //! (`"stdin"`, `"output_mode": "text"`), as a code judge runs it. Each run must end `ok` /
 //! `success`, exit 0, with the case's expected stdout (each line's trailing whitespace and
@@ -7,9 +7,12 @@
 //! `ok` for a compiled language and none for an interpreted one.
 //!
 //! One test per language (`cargo test --test pipeline -- judge_corpus::cpp`), each printing
-//! its run count and wall time. As root every case runs; as nobody (no memory cgroup:
-//! RLIMIT_AS is the cap) the first case of every fifth problem, which is where a runtime
-//! that needs a large address space (the JVM, Go) shows itself. Two runs at a time, with
+//! its run count, wall time and the problems it took: ten of the thirty, a window that
+//! moves with the language and the day (`chosen`), so one run covers the corpus across the
+//! languages and three days cover it in each; `AGENTJAIL_JUDGE_CORPUS=all` takes every
+//! problem. As root every case of a problem runs; as nobody (no memory cgroup: RLIMIT_AS
+//! is the cap) the first case of every third taken problem (every fifth of all), which is
+//! where a runtime that needs a large address space (the JVM, Go) shows itself. Two runs at a time, with
 //! `run --cache` (a directory per user): a problem compiles once per user, and its other
 //! cases run the stored compile (the compile cache), as a judge serving many tests of one
 //! answer would.
@@ -36,6 +39,34 @@ const MIN_PROBLEMS: usize = 30;
 
 /// Runs at a time (the CI machine has two cores; each run is a jail of its own).
 const THREADS: usize = 2;
+
+/// Problems per language in a default run: a third of the corpus, every case of each (the
+/// whole corpus was a quarter of the cargo test stage's CPU in CI, mostly compilers and
+/// JVMs). `AGENTJAIL_JUDGE_CORPUS=all` takes every problem.
+const PER_LANGUAGE: usize = 10;
+
+/// The problems (indices into [`problems`]) this run takes in the language at `slot` of
+/// [`LANGUAGES`]: all of them under `AGENTJAIL_JUDGE_CORPUS=all`; else [`PER_LANGUAGE`]
+/// consecutive ones (wrapping), from an offset that moves with the language and with the
+/// day (UTC), so the eight languages cover the corpus between them in one run and each
+/// language all of it over three days; `AGENTJAIL_JUDGE_CORPUS_DAY=N` replays day N. The
+/// test prints which it took.
+fn chosen(slot: usize, total: usize) -> Vec<usize> {
+    if std::env::var("AGENTJAIL_JUDGE_CORPUS").as_deref() == Ok("all") || total <= PER_LANGUAGE {
+        return (0..total).collect();
+    }
+    let day = std::env::var("AGENTJAIL_JUDGE_CORPUS_DAY")
+        .ok()
+        .and_then(|d| d.parse::<usize>().ok())
+        .unwrap_or_else(|| {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            (secs / 86_400) as usize
+        });
+    let start = (slot + day) * PER_LANGUAGE;
+    (0..PER_LANGUAGE).map(|k| (start + k) % total).collect()
+}
 
 /// (language, the one entrypoint, compiled?).
 const LANGUAGES: [(&str, &str, bool); 8] = [
@@ -202,10 +233,12 @@ fn judge(lang: &str, entrypoint: &str, compiled: bool, job: &Job<'_>) -> Option<
     }
 }
 
-/// Every problem of the corpus in `lang`: all cases as root, the first of each as nobody
-/// (or all as the current user, not root); every failure listed, then the test fails.
+/// The chosen problems of the corpus in `lang` ([`chosen`]): all their cases as root, the
+/// first case of every fifth (of every third in a default run) as nobody (or all as the
+/// current user, not root); every failure listed, then the test fails.
 fn run_language(lang: &str) {
-    let (_, entrypoint, compiled) = *LANGUAGES.iter().find(|l| l.0 == lang).unwrap();
+    let slot = LANGUAGES.iter().position(|l| l.0 == lang).unwrap();
+    let (_, entrypoint, compiled) = LANGUAGES[slot];
     let tool = toolchain_file(lang);
     if !require_feature(
         &format!("the {lang} toolchain {tool} (scripts/setup.sh --languages)"),
@@ -220,6 +253,12 @@ fn run_language(lang: &str) {
                 .unwrap_or_else(|e| panic!("{}/{entrypoint}: {e}", p.name))
         })
         .collect();
+    let picked = chosen(slot, problems().len());
+    let every = if picked.len() == problems().len() {
+        5
+    } else {
+        3
+    };
     let mut jobs = Vec::new();
     let whos = if is_root() {
         vec![Who::Root, Who::Nobody]
@@ -227,11 +266,12 @@ fn run_language(lang: &str) {
         vec![Who::Current]
     };
     for who in whos {
-        for (i, (p, code)) in problems().iter().zip(&codes).enumerate() {
-            // As nobody, the first case of every fifth problem: a runtime that needs a
-            // large address space shows itself at its first run (tests/pipeline/languages.rs
+        for (n, &i) in picked.iter().enumerate() {
+            let (p, code) = (&problems()[i], &codes[i]);
+            // As nobody, the first case of every fifth (third) problem: a runtime that needs
+            // a large address space shows itself at its first run (tests/pipeline/languages.rs
             // and the attacks per language run every language as nobody too).
-            if who == Who::Nobody && i % 5 != 0 {
+            if who == Who::Nobody && n % every != 0 {
                 continue;
             }
             let cases = if who == Who::Nobody { 1 } else { p.cases.len() };
@@ -261,11 +301,17 @@ fn run_language(lang: &str) {
         }
     });
     let failures = failures.into_inner().unwrap();
+    let names: Vec<&str> = picked
+        .iter()
+        .map(|&i| problems()[i].name.as_str())
+        .collect();
     eprintln!(
-        "judge corpus: {lang}: {total} runs over {} problems in {:.1} s, {} failed",
+        "judge corpus: {lang}: {total} runs over {} of {} problems in {:.1} s, {} failed: {}",
+        picked.len(),
         problems().len(),
         t0.elapsed().as_secs_f64(),
-        failures.len()
+        failures.len(),
+        names.join(" ")
     );
     let shown: Vec<&str> = failures.iter().take(40).map(String::as_str).collect();
     assert!(
