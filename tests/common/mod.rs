@@ -1049,8 +1049,15 @@ pub fn mount_points() -> std::collections::BTreeSet<String> {
 }
 
 /// Test harness directories (made by the tests of every subject, never by agentjail): a
-/// test comparing temp entries before and after leaves them out.
-pub const HARNESS_PREFIXES: &[&str] = &["agentjail-attack-", "agentjail-fa-", "ajserve-"];
+/// test comparing temp entries before and after leaves them out (the jail tests run beside
+/// the serve tests, whose snapshots once caught cgroup_host's doctor directory).
+pub const HARNESS_PREFIXES: &[&str] = &[
+    "agentjail-attack-",
+    "agentjail-fa-",
+    "agentjail-doctor-",
+    "agentjail-elfdeps-",
+    "ajserve-",
+];
 
 /// True for a temp entry's name that is not a test harness's ([`HARNESS_PREFIXES`]).
 pub fn not_harness(name: &str) -> bool {
