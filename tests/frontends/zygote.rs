@@ -449,7 +449,7 @@ fn the_template_makes_a_landlock_ruleset_for_every_jail() {
     ) {
         return;
     }
-    let (mut s, _) = start(Who::Root, "ruleset", &["--pool", "1"]);
+    let (mut s, _) = start(Who::Root, "ruleset", &["--pool", "1", "--pool-max", "1"]);
     Server::wait_pool_ready(s.io(), 1);
     let template = template_of(s.pid).expect("template");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -501,8 +501,9 @@ fn the_template_makes_a_landlock_ruleset_for_every_jail() {
     let _ = tracer.wait();
     let text = std::fs::read_to_string(&log).expect("strace log");
     let made = ruleset_lines(&text) - seen_before;
-    // Each job takes the one warm jail and the pool clones its replacement: a ruleset each
-    // (the old template made none after its start).
+    // Each job takes the one warm jail and the pool (fixed at one: --pool-max 1, or a pool
+    // grown while a warm-up job waited would serve a job without a clone) clones its
+    // replacement: a ruleset each (the old template made none after its start).
     assert!(
         made >= jobs,
         "{jobs} jobs (each a jail cloned for the pool) but the template made {made} rulesets after the warm-up:\n{text}"
