@@ -710,7 +710,9 @@ fn work_is_bounded_by_steps_and_interrupt() {
         c.validate(&deep, &mut || false),
         Err(ValidationFailure::Budget)
     );
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // A bound against a hang, not a speed target (a loaded CI host took 6 s once; 8^12
+    // steps unbounded would take hours): the budget is what stopped it.
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
     let mut calls = 0;
     let r = c.validate(&deep, &mut || {
         calls += 1;
